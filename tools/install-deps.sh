@@ -3,7 +3,7 @@
 # Usage: tools/install-deps.sh [build|bench]
 set -euo pipefail
 
-build_pkgs=(cmake ninja-build make g++ pkg-config libeigen3-dev zlib1g-dev libgtest-dev libopenblas-openmp-dev
+build_pkgs=(cmake ninja-build make g++ pkg-config libeigen3-dev zlib1g-dev libgtest-dev libopenblas-openmp-dev nlohmann-json3-dev
             dataset-fashion-mnist python3-protobuf)
 bench_pkgs=(python3-torch python3-numpy libopenblas0-openmp)
 

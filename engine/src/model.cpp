@@ -84,13 +84,14 @@ const Tensor& Model::Forward(const Tensor& input, Mode mode) {
   input_ = &input;
   const Tensor* x = &input;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    const auto t0 =
-        forward_times_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const bool timed = forward_times_ || trace_;
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     layers_[i]->Forward(*x, acts_[i], mode);
     if (forward_times_) {
       (*forward_times_)[i] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
+    if (trace_) trace_->Add(layers_[i]->name(), "forward", t0);
     x = &acts_[i];
   }
   return *x;
@@ -102,13 +103,14 @@ void Model::Backward(const Tensor& dlogits) {
     if (!needs_input_grad_[i] && layers_[i]->parameters().empty()) break;  // nothing left to do
     const Tensor& in = i == 0 ? *input_ : acts_[i - 1];
     Tensor* dx = needs_input_grad_[i] ? &grads_[i % 2] : nullptr;
-    const auto t0 = backward_times_ ? std::chrono::steady_clock::now()
-                                    : std::chrono::steady_clock::time_point{};
+    const bool timed = backward_times_ || trace_;
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     layers_[i]->Backward(in, acts_[i], *dy, dx);
     if (backward_times_) {
       (*backward_times_)[i] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
+    if (trace_) trace_->Add(layers_[i]->name(), "backward", t0);
     dy = dx;
   }
 }

@@ -20,6 +20,12 @@ const char* StatusCodeName(StatusCode code) {
       return "Unavailable";
     case StatusCode::kAborted:
       return "Aborted";
+    case StatusCode::kOutOfRange:
+      return "OutOfRange";
+    case StatusCode::kDeadlineExceeded:
+      return "DeadlineExceeded";
+    case StatusCode::kCancelled:
+      return "Cancelled";
     case StatusCode::kInternal:
       return "Internal";
   }

@@ -21,6 +21,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
   auto model = Model::Build(model_spec, train.example_shape(), num_classes, options.seed);
   if (!model.ok()) return model.status();
   t->model_ = std::move(model).value();
+  t->num_classes_ = num_classes;
   auto opt = MakeOptimizer(optimizer_options);
   if (!opt.ok()) return Status::InvalidArgument("optimizer." + opt.status().message());
   t->optimizer_ = std::move(opt).value();
@@ -33,20 +34,34 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
   return t;
 }
 
-StepResult Trainer::Step() {
+StepResult Trainer::Step(const StepOptions& options) {
+  StepTrace* trace = options.trace;
+  const bool timed = profiling_ || trace;
   Clock::time_point t0;
-  if (profiling_) t0 = Clock::now();
-  input_->Next(images_, labels_);
+  if (timed) t0 = Clock::now();
+  const Tensor* images = &images_;
+  const std::vector<int32_t>* labels = &labels_;
+  if (options.batch) {
+    images = &options.batch->images;
+    labels = &options.batch->labels;
+  } else {
+    input_->Next(images_, labels_);
+  }
   if (profiling_) times_.input_seconds += Since(t0);
-  const Tensor& logits = model_->Forward(images_, Mode::kTrain);
-  if (profiling_) t0 = Clock::now();
-  const LossAndAccuracy la = SoftmaxCrossEntropy(logits, labels_, &dlogits_);
+  if (trace) trace->Add("input", "input", t0);
+  model_->set_trace(trace);
+  const Tensor& logits = model_->Forward(*images, Mode::kTrain);
+  if (timed) t0 = Clock::now();
+  const LossAndAccuracy la = SoftmaxCrossEntropy(logits, *labels, &dlogits_);
   if (profiling_) times_.loss_seconds += Since(t0);
+  if (trace) trace->Add("softmax_cross_entropy", "loss", t0);
   model_->Backward(dlogits_);
+  model_->set_trace(nullptr);
   StepResult r;
   r.learning_rate = optimizer_->LearningRate(global_step_);
-  if (profiling_) t0 = Clock::now();
+  if (timed) t0 = Clock::now();
   optimizer_->Apply(model_->parameters(), global_step_);
+  if (trace) trace->Add(optimizer_->name(), "optimizer", t0);
   if (profiling_) {
     times_.optimizer_seconds += Since(t0);
     ++times_.steps;
@@ -55,6 +70,29 @@ StepResult Trainer::Step() {
   r.loss = la.loss;
   r.accuracy = la.accuracy;
   return r;
+}
+
+Status Trainer::CheckBatch(const Batch& batch) const {
+  const Shape& example = model_->input_shape();
+  const Shape& got = batch.images.shape();
+  if (got.rank() != example.rank() + 1 || got.drop_front() != example) {
+    return Status::InvalidArgument("batch.images: expected shape " +
+                                   example.with_batch(-1).ToString() + " (N = any), got " +
+                                   got.ToString());
+  }
+  if (got[0] < 1 || static_cast<int64_t>(batch.labels.size()) != got[0]) {
+    return Status::InvalidArgument("batch.labels: expected " + std::to_string(got[0]) +
+                                   " labels (one per image, at least one), got " +
+                                   std::to_string(batch.labels.size()));
+  }
+  for (size_t i = 0; i < batch.labels.size(); ++i) {
+    if (batch.labels[i] < 0 || batch.labels[i] >= num_classes_) {
+      return Status::InvalidArgument("batch.labels[" + std::to_string(i) + "]: " +
+                                     std::to_string(batch.labels[i]) + " is not in [0, " +
+                                     std::to_string(num_classes_) + ")");
+    }
+  }
+  return Status::Ok();
 }
 
 LossAndAccuracy Trainer::Evaluate(const Split& split, int64_t batch_size) {

@@ -12,6 +12,7 @@
 
 #include "trainingd/engine/layer.h"
 #include "trainingd/engine/model_spec.h"
+#include "trainingd/engine/step_trace.h"
 
 namespace trainingd::engine {
 
@@ -43,6 +44,9 @@ class Model {
     forward_times_ = forward;
     backward_times_ = backward;
   }
+  // When set, Forward/Backward append one event per layer ("forward"/"backward", named after the
+  // layer) to `trace`; null turns tracing off.
+  void set_trace(StepTrace* trace) { trace_ = trace; }
   // A table of layers, output shapes and parameter counts, like Keras' model.summary().
   std::string Summary() const;
 
@@ -57,6 +61,7 @@ class Model {
   // down. A parameter-free prefix (e.g. the flatten in front of the first dense layer) gets none.
   std::vector<bool> needs_input_grad_;
   const Tensor* input_ = nullptr;
+  StepTrace* trace_ = nullptr;
   std::vector<Tensor> acts_;   // acts_[i] = output of layer i
   std::vector<Tensor> grads_;  // two ping-pong buffers for the gradients flowing backwards
   std::vector<double>* forward_times_ = nullptr;

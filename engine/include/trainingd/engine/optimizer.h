@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -80,10 +81,14 @@ class Optimizer {
   // same name in a later call means the same variable, whatever its address.
   virtual void Apply(std::span<Parameter* const> params, int64_t global_step) = 0;
 
-  // The learning rate the update at `global_step` uses.
+  // The learning rate the update at `global_step` uses: the override when one is set, otherwise
+  // the schedule's rate.
   float LearningRate(int64_t global_step) const {
-    return options_.learning_rate.LearningRateAt(global_step);
+    return learning_rate_override_ ? *learning_rate_override_
+                                   : options_.learning_rate.LearningRateAt(global_step);
   }
+  // Replaces the schedule's rate until cleared (a feed of "learning_rate" sets it for one step).
+  void set_learning_rate_override(std::optional<float> rate) { learning_rate_override_ = rate; }
 
   const OptimizerOptions& options() const { return options_; }
 
@@ -132,6 +137,7 @@ class Optimizer {
 
  private:
   OptimizerOptions options_;
+  std::optional<float> learning_rate_override_;
   std::vector<std::string> slot_kinds_;
   // Param name -> its slots, one per slot kind.
   std::map<std::string, std::vector<Tensor>, std::less<>> slots_;

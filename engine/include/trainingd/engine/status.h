@@ -21,7 +21,10 @@ enum class StatusCode {
   kIoError,          // the OS failed an operation (open, read, write, fsync)
   kFailedPrecondition,
   kUnavailable,  // transient; retrying may succeed
-  kAborted,      // the operation was cancelled (e.g. a stop was requested)
+  kAborted,      // transient conflict (TF's AbortedError); retrying may succeed
+  kOutOfRange,   // the input is exhausted (num_epochs done)
+  kDeadlineExceeded,  // a wait ran out of time
+  kCancelled,         // given up because a stop was requested
   kInternal,
 };
 
@@ -44,6 +47,11 @@ class [[nodiscard]] Status {
   }
   static Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
   static Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
+  static Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
+  static Status DeadlineExceeded(std::string m) {
+    return {StatusCode::kDeadlineExceeded, std::move(m)};
+  }
+  static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }

@@ -31,6 +31,21 @@ struct StepResult {
   float learning_rate = 0;  // the rate this step's update used
 };
 
+// A minibatch given from outside the input pipeline (a "batch" feed).
+struct Batch {
+  Tensor images;                // [N, H, W, C], the model's example shape
+  std::vector<int32_t> labels;  // N class ids
+};
+
+// How one step runs; the defaults take the next batch from the input pipeline and trace nothing.
+struct StepOptions {
+  // Train on this batch instead; the input pipeline does not advance. The caller checks it
+  // (Trainer::CheckBatch).
+  const Batch* batch = nullptr;
+  // When set, the step's phases and layers are appended to it.
+  StepTrace* trace = nullptr;
+};
+
 // Accumulated wall time per layer, filled while profiling is on.
 struct LayerTimes {
   std::vector<double> forward_seconds;
@@ -51,7 +66,10 @@ class Trainer {
                                                  const Split& train, int num_classes,
                                                  const TrainerOptions& options);
 
-  StepResult Step();
+  StepResult Step(const StepOptions& options = {});
+  // OK if `batch` can be trained on: images of the model's example shape, as many labels as
+  // images, each in [0, num_classes). InvalidArgument naming what is wrong otherwise.
+  Status CheckBatch(const Batch& batch) const;
   // Loss and accuracy over the whole split in inference mode (dropout off), in batches.
   LossAndAccuracy Evaluate(const Split& split, int64_t batch_size = 1000);
 
@@ -73,6 +91,7 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BatchIterator> input_;
   int64_t global_step_ = 0;
+  int num_classes_ = 0;
   Tensor images_, dlogits_, eval_images_;
   std::vector<int32_t> labels_, eval_labels_;
   bool profiling_ = false;

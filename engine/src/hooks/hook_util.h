@@ -1,0 +1,39 @@
+// Helpers shared by the built-in hooks (private to engine/src).
+#pragma once
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "../float_format.h"
+#include "trainingd/engine/env.h"
+#include "trainingd/engine/second_or_step_timer.h"
+
+namespace trainingd::engine::internal {
+
+// A timer whose clock is whatever Env `*env` points to when it is read, so a hook can switch to
+// its session's Env in AfterCreateSession. `what` prefixes TF's error message ("hooks.summary").
+inline Result<SecondOrStepTimer> MakeTimer(double every_secs, int64_t every_steps,
+                                           Env* const* env) {
+  return SecondOrStepTimer::Create(every_secs, every_steps,
+                                   [env] { return (*env)->NowMonotonic(); });
+}
+
+// A fetched value as TF prints it: integers without a fraction ("100"), others as the shortest
+// text of the float32 ("0.3125", "nan").
+inline std::string FormatValue(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9007199254740992.0) {
+    return std::to_string(static_cast<int64_t>(v));
+  }
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return FloatToString(static_cast<float>(v));
+}
+
+inline std::string FormatSeconds(double secs, const char* format = "%.3f") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, secs);
+  return buf;
+}
+
+}  // namespace trainingd::engine::internal

@@ -1,0 +1,98 @@
+#include "trainingd/engine/hooks/profiler_hook.h"
+
+#include <filesystem>
+
+#include "hook_util.h"
+#include "trainingd/engine/checkpoint.h"
+
+namespace trainingd::engine {
+namespace {
+
+void AppendJsonString(std::string& out, const std::string& s) {
+  out += '"';
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+}  // namespace
+
+Result<std::shared_ptr<ProfilerHook>> ProfilerHook::Create(Options options) {
+  if (options.output_dir.empty()) {
+    return Status::InvalidArgument("output_dir: required by ProfilerHook");
+  }
+  auto probe = SecondOrStepTimer::Create(options.save_secs, options.save_steps);
+  if (!probe.ok()) return probe.status();
+  std::shared_ptr<ProfilerHook> hook(new ProfilerHook(std::move(options), std::move(probe).value()));
+  hook->timer_ =
+      internal::MakeTimer(hook->options_.save_secs, hook->options_.save_steps, &hook->env_).value();
+  return hook;
+}
+
+Status ProfilerHook::AfterCreateSession(Session& session, Coordinator&) {
+  env_ = &session.env();
+  std::error_code ec;
+  std::filesystem::create_directories(options_.output_dir, ec);
+  if (ec) {
+    return Status::IoError("ProfilerHook: cannot create " + options_.output_dir + ": " +
+                           ec.message());
+  }
+  return Status::Ok();
+}
+
+Status ProfilerHook::BeforeRun(RunContext&, RunArgs& request) {
+  request_trace_ = next_step_ && timer_.ShouldTriggerForStep(*next_step_);
+  request.options.trace = request_trace_;
+  return Status::Ok();
+}
+
+Status ProfilerHook::AfterRun(RunContext& ctx, const RunValues& values) {
+  const int64_t step = ctx.session().global_step();
+  if (!next_step_) timer_.UpdateLastTriggeredStep(step - 1);  // the baseline: the stale step
+  if (request_trace_ && values.trace) {
+    timer_.UpdateLastTriggeredStep(step);
+    const std::string path = options_.output_dir + "/timeline-" + std::to_string(step) + ".json";
+    TRAININGD_RETURN_IF_ERROR(WriteFileAtomically(path, TraceToJson(*values.trace, step)));
+    last_file_ = path;
+    ctx.session().logger().Info("Saved the trace of step " + std::to_string(step) + " to " + path);
+  }
+  next_step_ = step + 1;
+  return Status::Ok();
+}
+
+std::string ProfilerHook::TraceToJson(const StepTrace& trace, int64_t global_step) {
+  // Chrome trace-event format: complete events ("ph":"X") with microsecond timestamps.
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"global_step\":" +
+                    std::to_string(global_step) + "},\"traceEvents\":[";
+  out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"trainingd step " +
+         std::to_string(global_step) + "\"}},";
+  out += "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":"
+         "\"training step\"}}";
+  for (const TraceEvent& e : trace.events) {
+    out += ",{\"name\":";
+    AppendJsonString(out, e.name);
+    out += ",\"cat\":";
+    AppendJsonString(out, e.category);
+    char buf[128];
+    std::snprintf(buf, sizeof buf, ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":1,\"tid\":1",
+                  e.start_seconds * 1e6, e.duration_seconds * 1e6);
+    out += buf;
+    out += ",\"args\":{\"phase\":";
+    AppendJsonString(out, e.category);
+    out += "}}";
+  }
+  out += "]}\n";
+  return out;
+}
+
+}  // namespace trainingd::engine

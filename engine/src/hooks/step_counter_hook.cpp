@@ -1,0 +1,38 @@
+#include "trainingd/engine/hooks/step_counter_hook.h"
+
+#include "hook_util.h"
+
+namespace trainingd::engine {
+
+Result<std::shared_ptr<StepCounterHook>> StepCounterHook::Create(Options options) {
+  auto probe = SecondOrStepTimer::Create(options.every_n_secs, options.every_n_steps);
+  if (!probe.ok()) return probe.status();
+  std::shared_ptr<StepCounterHook> hook(
+      new StepCounterHook(std::move(options), std::move(probe).value()));
+  hook->timer_ = internal::MakeTimer(hook->options_.every_n_secs, hook->options_.every_n_steps,
+                                     &hook->env_)
+                     .value();
+  return hook;
+}
+
+Status StepCounterHook::AfterCreateSession(Session& session, Coordinator&) {
+  env_ = &session.env();
+  timer_.Reset();
+  return Status::Ok();
+}
+
+Status StepCounterHook::AfterRun(RunContext& ctx, const RunValues&) {
+  const int64_t step = ctx.session().global_step();
+  if (!timer_.ShouldTriggerForStep(step)) return Status::Ok();
+  const auto elapsed = timer_.UpdateLastTriggeredStep(step);
+  if (!elapsed || elapsed->seconds <= 0) return Status::Ok();
+  last_rate_ = static_cast<double>(elapsed->steps) / elapsed->seconds;
+  ctx.session().logger().Info(std::string(kStepsPerSecTag) + ": " +
+                              internal::FormatSeconds(last_rate_, "%g"));
+  if (options_.summary_writer) {
+    return options_.summary_writer->AddScalar(kStepsPerSecTag, step, last_rate_);
+  }
+  return Status::Ok();
+}
+
+}  // namespace trainingd::engine

@@ -1,0 +1,795 @@
+#include "trainingd/api/job_spec_json.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <initializer_list>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace trainingd::api {
+namespace {
+
+using engine::Status;
+using nlohmann::json;
+using Keys = std::initializer_list<std::string_view>;
+
+// ---------------------------------------------------------------------------------------------
+// Names of the enums, shared by the reader and the writer.
+
+template <typename E>
+struct EnumName {
+  const char* name;
+  E value;
+};
+
+constexpr EnumName<engine::LayerType> kLayerTypes[] = {
+    {"conv2d", engine::LayerType::kConv2d},   {"max_pool2d", engine::LayerType::kMaxPool2d},
+    {"dense", engine::LayerType::kDense},     {"dropout", engine::LayerType::kDropout},
+    {"flatten", engine::LayerType::kFlatten}, {"relu", engine::LayerType::kRelu}};
+constexpr EnumName<engine::Padding> kPaddings[] = {{"same", engine::Padding::kSame},
+                                                   {"valid", engine::Padding::kValid}};
+constexpr EnumName<engine::Activation> kActivations[] = {{"relu", engine::Activation::kRelu},
+                                                         {"none", engine::Activation::kNone}};
+constexpr EnumName<engine::Initializer> kInitializers[] = {
+    {"glorot_uniform", engine::Initializer::kGlorotUniform},
+    {"truncated_normal", engine::Initializer::kTruncatedNormal}};
+using OptimizerType = engine::OptimizerOptions::Type;
+constexpr EnumName<OptimizerType> kOptimizerTypes[] = {{"adam", OptimizerType::kAdam},
+                                                       {"sgd", OptimizerType::kSgd},
+                                                       {"momentum", OptimizerType::kMomentum}};
+using ScheduleType = engine::LearningRateSchedule::Type;
+constexpr EnumName<ScheduleType> kScheduleTypes[] = {
+    {"constant", ScheduleType::kConstant},
+    {"exponential_decay", ScheduleType::kExponentialDecay},
+    {"piecewise_constant", ScheduleType::kStepDecay}};
+
+template <typename E, size_t N>
+const char* NameOf(const EnumName<E> (&names)[N], E value) {
+  for (const auto& n : names) {
+    if (n.value == value) return n.name;
+  }
+  return "unknown";
+}
+
+template <typename E, size_t N>
+std::string NameList(const EnumName<E> (&names)[N]) {
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + std::string(n.name);
+  return list;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading. Every function returns OK or InvalidArgument "<path>: <message>".
+
+Status Bad(const std::string& path, const std::string& message) {
+  return Status::InvalidArgument(path + ": " + message);
+}
+
+std::string Child(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+std::string Index(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+// 'text', cut to 64 characters: user input is echoed in messages, but never at any length.
+std::string Quote(std::string_view text) {
+  constexpr size_t kMax = 64;
+  std::string quoted(1, '\'');
+  quoted.append(text.substr(0, kMax));
+  quoted.append(text.size() > kMax ? "...'" : "'");
+  return quoted;
+}
+
+const char* TypeName(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return "integer";
+    case json::value_t::number_float:
+      return "number";
+    default:
+      return "binary";
+  }
+}
+
+// What a value was, for "got ...": a number itself ("1.5", "inf"), otherwise its type.
+std::string Got(const json& v) {
+  if (v.is_number_float()) {
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v.get<double>());
+    return ec == std::errc() ? std::string(buf, end) : "number";
+  }
+  if (v.is_number()) return v.dump();
+  return TypeName(v);
+}
+
+// OK if `v` is an object whose keys are all in `known`.
+Status CheckObject(const json& v, const std::string& path, Keys known) {
+  if (!v.is_object()) return Bad(path, std::string("must be an object, got ") + TypeName(v));
+  for (const auto& [key, value] : v.items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string list;
+    for (const auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+    // A key that is not a plain identifier is named in the message, not in the path, so that
+    // the path never contains ": " (callers split the message at the first one).
+    const bool plain =
+        !key.empty() && key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+        });
+    if (plain) return Bad(Child(path, key), "unknown field; known: " + list);
+    return Bad(path, "unknown field " + Quote(key) + "; known: " + list);
+  }
+  return Status::Ok();
+}
+
+// Integers: integral JSON numbers (1e3 is 1000, 1.5 is an error) within T's range.
+template <typename T>
+Status ReadInt(const json& v, const std::string& path, T* out) {
+  constexpr T kLo = std::numeric_limits<T>::min();
+  constexpr T kHi = std::numeric_limits<T>::max();
+  const auto out_of_range = [&] {
+    return Bad(path, "must be an integer in [" + std::to_string(kLo) + ", " + std::to_string(kHi) +
+                         "], got " + Got(v));
+  };
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (!std::in_range<T>(u)) return out_of_range();
+    *out = static_cast<T>(u);
+    return Status::Ok();
+  }
+  int64_t i = 0;
+  if (v.is_number_integer()) {
+    i = v.get<int64_t>();
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) {
+      return Bad(path, "must be an integer, got " + Got(v));
+    }
+    // Beyond 2^53 a double no longer holds every integer: the value may not be what was written.
+    if (std::fabs(d) > 9007199254740992.0) return out_of_range();
+    i = static_cast<int64_t>(d);
+  } else {
+    return Bad(path, std::string("must be an integer, got ") + TypeName(v));
+  }
+  if (!std::in_range<T>(i)) return out_of_range();
+  *out = static_cast<T>(i);
+  return Status::Ok();
+}
+
+Status Read(const json& v, const std::string& path, int64_t* out) { return ReadInt(v, path, out); }
+Status Read(const json& v, const std::string& path, int* out) { return ReadInt(v, path, out); }
+Status Read(const json& v, const std::string& path, uint64_t* out) { return ReadInt(v, path, out); }
+
+Status Read(const json& v, const std::string& path, double* out) {
+  if (!v.is_number()) return Bad(path, std::string("must be a number, got ") + TypeName(v));
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) return Bad(path, "must be a finite number, got " + Got(v));
+  *out = d;
+  return Status::Ok();
+}
+
+Status Read(const json& v, const std::string& path, float* out) {
+  double d = 0;
+  TRAININGD_RETURN_IF_ERROR(Read(v, path, &d));
+  if (std::fabs(d) > std::numeric_limits<float>::max()) {
+    return Bad(path, "must be a finite number within float range, got " + Got(v));
+  }
+  *out = static_cast<float>(d);
+  return Status::Ok();
+}
+
+Status Read(const json& v, const std::string& path, bool* out) {
+  if (!v.is_boolean()) return Bad(path, std::string("must be a boolean, got ") + TypeName(v));
+  *out = v.get<bool>();
+  return Status::Ok();
+}
+
+Status Read(const json& v, const std::string& path, std::string* out) {
+  if (!v.is_string()) return Bad(path, std::string("must be a string, got ") + TypeName(v));
+  *out = v.get<std::string>();
+  return Status::Ok();
+}
+
+template <typename E, size_t N>
+Status ReadEnum(const json& v, const std::string& path, const EnumName<E> (&names)[N], E* out) {
+  std::string s;
+  TRAININGD_RETURN_IF_ERROR(Read(v, path, &s));
+  for (const auto& n : names) {
+    if (s == n.name) {
+      *out = n.value;
+      return Status::Ok();
+    }
+  }
+  return Bad(path, "must be one of " + NameList(names) + "; got " + Quote(s));
+}
+
+template <typename T>
+Status ReadArray(const json& v, const std::string& path, std::vector<T>* out) {
+  if (!v.is_array()) return Bad(path, std::string("must be an array, got ") + TypeName(v));
+  std::vector<T> items(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    TRAININGD_RETURN_IF_ERROR(Read(v[i], Index(path, i), &items[i]));
+  }
+  *out = std::move(items);
+  return Status::Ok();
+}
+
+// obj[key] into *out when present; *out keeps its default when absent.
+template <typename T>
+Status Field(const json& obj, const std::string& path, const char* key, T* out) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) return Status::Ok();
+  if constexpr (std::is_same_v<T, std::vector<std::string>> ||
+                std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<float>>) {
+    return ReadArray(*it, Child(path, key), out);
+  } else {
+    return Read(*it, Child(path, key), out);
+  }
+}
+
+template <typename E, size_t N>
+Status EnumField(const json& obj, const std::string& path, const char* key,
+                 const EnumName<E> (&names)[N], E* out) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) return Status::Ok();
+  return ReadEnum(*it, Child(path, key), names, out);
+}
+
+Status Require(const json& obj, const std::string& path, const char* key) {
+  if (obj.contains(key)) return Status::Ok();
+  return Bad(Child(path, key), "required");
+}
+
+// Keys of `obj` outside `used` are fields of another `what` (a key unknown to every kind was
+// already rejected by CheckObject).
+Status CheckUsed(const json& obj, const std::string& path, Keys used, const std::string& what) {
+  for (const auto& [key, value] : obj.items()) {
+    if (std::find(used.begin(), used.end(), key) != used.end()) continue;
+    std::string list;
+    for (const auto k : used) list += (list.empty() ? "" : ", ") + std::string(k);
+    return Bad(Child(path, key), "not used by " + what + " (which takes " + list + ")");
+  }
+  return Status::Ok();
+}
+
+Status ReadLayer(const json& v, const std::string& path, engine::LayerSpec* out) {
+  using engine::LayerType;
+  if (!v.is_object()) return Bad(path, std::string("must be an object, got ") + TypeName(v));
+  const auto type_it = v.find("type");
+  if (type_it == v.end()) {
+    return Bad(Child(path, "type"), "required; one of " + NameList(kLayerTypes));
+  }
+  engine::LayerSpec l;
+  TRAININGD_RETURN_IF_ERROR(ReadEnum(*type_it, Child(path, "type"), kLayerTypes, &l.type));
+  switch (l.type) {
+    case LayerType::kConv2d:
+      TRAININGD_RETURN_IF_ERROR(CheckObject(v, path,
+                                            {"type", "filters", "kernel", "stride", "padding",
+                                             "activation", "initializer", "stddev", "bias_init"}));
+      TRAININGD_RETURN_IF_ERROR(Require(v, path, "filters"));
+      TRAININGD_RETURN_IF_ERROR(Require(v, path, "kernel"));
+      TRAININGD_RETURN_IF_ERROR(Field(v, path, "filters", &l.filters));
+      TRAININGD_RETURN_IF_ERROR(Field(v, path, "kernel", &l.kernel));
+      TRAININGD_RETURN_IF_ERROR(Field(v, path, "stride", &l.stride));
+      TRAININGD_RETURN_IF_ERROR(EnumField(v, path, "padding", kPaddings, &l.padding));
+      break;
+    case LayerType::kMaxPool2d:
+      l.stride = 0;  // = the pool size, tf.layers.max_pooling2d's rule
+      TRAININGD_RETURN_IF_ERROR(CheckObject(v, path, {"type", "pool", "stride"}));
+      TRAININGD_RETURN_IF_ERROR(Field(v, path, "pool", &l.pool));
+      TRAININGD_RETURN_IF_ERROR(Field(v, path, "stride", &l.stride));
+      break;
+    case LayerType::kDense:
+      TRAININGD_RETURN_IF_ERROR(CheckObject(
+          v, path, {"type", "units", "activation", "initializer", "stddev", "bias_init"}));
+      TRAININGD_RETURN_IF_ERROR(Require(v, path, "units"));
+      TRAININGD_RETURN_IF_ERROR(Field(v, path, "units", &l.units));
+      break;
+    case LayerType::kDropout:
+      TRAININGD_RETURN_IF_ERROR(CheckObject(v, path, {"type", "rate"}));
+      TRAININGD_RETURN_IF_ERROR(Require(v, path, "rate"));
+      TRAININGD_RETURN_IF_ERROR(Field(v, path, "rate", &l.rate));
+      break;
+    case LayerType::kRelu:
+    case LayerType::kFlatten:
+      TRAININGD_RETURN_IF_ERROR(CheckObject(v, path, {"type"}));
+      break;
+  }
+  if (l.type == LayerType::kConv2d || l.type == LayerType::kDense) {
+    TRAININGD_RETURN_IF_ERROR(EnumField(v, path, "activation", kActivations, &l.activation));
+    TRAININGD_RETURN_IF_ERROR(EnumField(v, path, "initializer", kInitializers, &l.initializer));
+    TRAININGD_RETURN_IF_ERROR(Field(v, path, "stddev", &l.stddev));
+    TRAININGD_RETURN_IF_ERROR(Field(v, path, "bias_init", &l.bias_init));
+  }
+  *out = l;
+  return Status::Ok();
+}
+
+Status ExpandPreset(const std::string& name, const std::string& path, engine::JobSpec* spec) {
+  engine::Result<engine::ModelSpec> preset = engine::PresetModel(name);
+  if (!preset.ok()) return Bad(path, preset.status().message());
+  spec->model_preset = name;
+  spec->model = std::move(preset).value();
+  return Status::Ok();
+}
+
+// "model": a preset name, or {"preset": name} (expanded), or {"layers": [...]}. With both, the
+// layers given are the model and the preset is kept as its name.
+Status ReadModel(const json& root, engine::JobSpec* spec) {
+  const auto it = root.find("model");
+  if (it == root.end()) {
+    return Bad("model", "required: a preset name (cnn, mlp, softmax) or {\"layers\": [...]}");
+  }
+  const json& m = *it;
+  if (m.is_string()) return ExpandPreset(m.get<std::string>(), "model", spec);
+  if (!m.is_object()) {
+    return Bad("model", std::string("must be a preset name or an object, got ") + TypeName(m));
+  }
+  TRAININGD_RETURN_IF_ERROR(CheckObject(m, "model", {"preset", "layers"}));
+  if (const auto p = m.find("preset"); p != m.end()) {
+    std::string name;
+    TRAININGD_RETURN_IF_ERROR(Read(*p, "model.preset", &name));
+    TRAININGD_RETURN_IF_ERROR(ExpandPreset(name, "model.preset", spec));
+  }
+  const auto layers = m.find("layers");
+  if (layers == m.end()) {
+    if (spec->model_preset.empty()) return Bad("model", "give \"preset\" or \"layers\"");
+    return Status::Ok();
+  }
+  if (!layers->is_array()) {
+    return Bad("model.layers", std::string("must be an array, got ") + TypeName(*layers));
+  }
+  spec->model.layers.assign(layers->size(), engine::LayerSpec());
+  for (size_t i = 0; i < layers->size(); ++i) {
+    TRAININGD_RETURN_IF_ERROR(
+        ReadLayer((*layers)[i], Index("model.layers", i), &spec->model.layers[i]));
+  }
+  return Status::Ok();
+}
+
+// A learning rate: a number (a constant) or a schedule object.
+Status ReadSchedule(const json& v, const std::string& path, engine::LearningRateSchedule* out) {
+  if (v.is_number()) {
+    float rate = 0;
+    TRAININGD_RETURN_IF_ERROR(Read(v, path, &rate));
+    *out = engine::LearningRateSchedule::Constant(rate);
+    return Status::Ok();
+  }
+  if (!v.is_object()) {
+    return Bad(path, std::string("must be a number or a schedule object, got ") + TypeName(v));
+  }
+  TRAININGD_RETURN_IF_ERROR(CheckObject(
+      v, path,
+      {"type", "learning_rate", "decay_steps", "decay_rate", "staircase", "boundaries", "values"}));
+  engine::LearningRateSchedule s;
+  TRAININGD_RETURN_IF_ERROR(EnumField(v, path, "type", kScheduleTypes, &s.type));
+  const std::string what = std::string("schedule type ") + NameOf(kScheduleTypes, s.type);
+  switch (s.type) {
+    case ScheduleType::kConstant:
+      TRAININGD_RETURN_IF_ERROR(CheckUsed(v, path, {"type", "learning_rate"}, what));
+      break;
+    case ScheduleType::kExponentialDecay:
+      TRAININGD_RETURN_IF_ERROR(CheckUsed(
+          v, path, {"type", "learning_rate", "decay_steps", "decay_rate", "staircase"}, what));
+      TRAININGD_RETURN_IF_ERROR(Require(v, path, "decay_steps"));
+      TRAININGD_RETURN_IF_ERROR(Require(v, path, "decay_rate"));
+      break;
+    case ScheduleType::kStepDecay:
+      TRAININGD_RETURN_IF_ERROR(CheckUsed(v, path, {"type", "boundaries", "values"}, what));
+      TRAININGD_RETURN_IF_ERROR(Require(v, path, "boundaries"));
+      TRAININGD_RETURN_IF_ERROR(Require(v, path, "values"));
+      break;
+  }
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "learning_rate", &s.learning_rate));
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "decay_steps", &s.decay_steps));
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "decay_rate", &s.decay_rate));
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "staircase", &s.staircase));
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "boundaries", &s.boundaries));
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "values", &s.values));
+  *out = std::move(s);
+  return Status::Ok();
+}
+
+Status ReadOptimizer(const json& v, engine::OptimizerOptions* out) {
+  const std::string path = "optimizer";
+  TRAININGD_RETURN_IF_ERROR(CheckObject(
+      v, path, {"type", "learning_rate", "beta1", "beta2", "epsilon", "momentum", "use_nesterov"}));
+  engine::OptimizerOptions o;
+  TRAININGD_RETURN_IF_ERROR(EnumField(v, path, "type", kOptimizerTypes, &o.type));
+  const std::string what = std::string("optimizer type ") + NameOf(kOptimizerTypes, o.type);
+  switch (o.type) {
+    case OptimizerType::kAdam:
+      TRAININGD_RETURN_IF_ERROR(
+          CheckUsed(v, path, {"type", "learning_rate", "beta1", "beta2", "epsilon"}, what));
+      break;
+    case OptimizerType::kMomentum:
+      TRAININGD_RETURN_IF_ERROR(
+          CheckUsed(v, path, {"type", "learning_rate", "momentum", "use_nesterov"}, what));
+      break;
+    case OptimizerType::kSgd:
+      TRAININGD_RETURN_IF_ERROR(CheckUsed(v, path, {"type", "learning_rate"}, what));
+      break;
+  }
+  if (const auto lr = v.find("learning_rate"); lr != v.end()) {
+    TRAININGD_RETURN_IF_ERROR(ReadSchedule(*lr, Child(path, "learning_rate"), &o.learning_rate));
+  }
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "beta1", &o.beta1));
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "beta2", &o.beta2));
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "epsilon", &o.epsilon));
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "momentum", &o.momentum));
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "use_nesterov", &o.use_nesterov));
+  *out = std::move(o);
+  return Status::Ok();
+}
+
+Status ReadDataset(const json& v, engine::DatasetSpec* d) {
+  if (v.is_string()) return Read(v, "dataset", &d->name);
+  if (!v.is_object()) {
+    return Bad("dataset", std::string("must be a name or an object, got ") + TypeName(v));
+  }
+  TRAININGD_RETURN_IF_ERROR(CheckObject(
+      v, "dataset", {"name", "validation_size", "max_train_examples", "max_test_examples"}));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "name", &d->name));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "validation_size", &d->validation_size));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "max_train_examples", &d->max_train_examples));
+  return Field(v, "dataset", "max_test_examples", &d->max_test_examples);
+}
+
+// One hook: absent (defaults kept), a boolean (enabled or not, other fields at their defaults) or
+// an object (enabled unless it says "enabled": false). *obj is the object to read the hook's
+// other fields from, or null when there is none.
+Status OpenHook(const json& hooks, const char* key, Keys known, bool* enabled, const json** obj) {
+  *obj = nullptr;
+  const auto it = hooks.find(key);
+  if (it == hooks.end()) return Status::Ok();
+  const std::string path = Child("hooks", key);
+  if (it->is_boolean()) {
+    *enabled = it->get<bool>();
+    return Status::Ok();
+  }
+  if (!it->is_object()) {
+    return Bad(path, std::string("must be an object or a boolean, got ") + TypeName(*it));
+  }
+  TRAININGD_RETURN_IF_ERROR(CheckObject(*it, path, known));
+  *enabled = true;
+  TRAININGD_RETURN_IF_ERROR(Field(*it, path, "enabled", enabled));
+  *obj = &*it;
+  return Status::Ok();
+}
+
+Status ReadTrigger(const json& obj, const std::string& path, engine::TriggerSpec* t) {
+  TRAININGD_RETURN_IF_ERROR(Field(obj, path, "every_steps", &t->every_steps));
+  return Field(obj, path, "every_secs", &t->every_secs);
+}
+
+Status ReadHooks(const json& v, engine::HooksSpec* h) {
+  TRAININGD_RETURN_IF_ERROR(
+      CheckObject(v, "hooks",
+                  {"checkpoint", "summary", "step_counter", "logging", "nan_guard", "evaluation",
+                   "final_eval", "early_stopping", "profiler"}));
+  const json* o = nullptr;
+
+  TRAININGD_RETURN_IF_ERROR(OpenHook(
+      v, "checkpoint",
+      {"enabled", "every_steps", "every_secs", "max_to_keep", "keep_checkpoint_every_n_hours"},
+      &h->checkpoint.enabled, &o));
+  if (o) {
+    TRAININGD_RETURN_IF_ERROR(ReadTrigger(*o, "hooks.checkpoint", &h->checkpoint.trigger));
+    TRAININGD_RETURN_IF_ERROR(
+        Field(*o, "hooks.checkpoint", "max_to_keep", &h->checkpoint.max_to_keep));
+    TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.checkpoint", "keep_checkpoint_every_n_hours",
+                                    &h->checkpoint.keep_checkpoint_every_n_hours));
+  }
+
+  TRAININGD_RETURN_IF_ERROR(
+      OpenHook(v, "summary", {"enabled", "every_steps", "every_secs"}, &h->summary.enabled, &o));
+  if (o) TRAININGD_RETURN_IF_ERROR(ReadTrigger(*o, "hooks.summary", &h->summary.trigger));
+
+  TRAININGD_RETURN_IF_ERROR(
+      OpenHook(v, "step_counter", {"enabled", "every_steps"}, &h->step_counter.enabled, &o));
+  if (o) {
+    TRAININGD_RETURN_IF_ERROR(
+        Field(*o, "hooks.step_counter", "every_steps", &h->step_counter.every_steps));
+  }
+
+  TRAININGD_RETURN_IF_ERROR(
+      OpenHook(v, "logging", {"enabled", "every_n_iter", "every_n_secs", "tensors", "at_end"},
+               &h->logging.enabled, &o));
+  if (o) {
+    TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.logging", "every_n_iter", &h->logging.every_n_iter));
+    TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.logging", "every_n_secs", &h->logging.every_n_secs));
+    TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.logging", "tensors", &h->logging.tensors));
+    TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.logging", "at_end", &h->logging.at_end));
+  }
+
+  TRAININGD_RETURN_IF_ERROR(
+      OpenHook(v, "nan_guard", {"enabled", "fail"}, &h->nan_guard.enabled, &o));
+  if (o) TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.nan_guard", "fail", &h->nan_guard.fail));
+
+  TRAININGD_RETURN_IF_ERROR(OpenHook(v, "evaluation",
+                                     {"enabled", "every_steps", "every_secs", "split"},
+                                     &h->evaluation.enabled, &o));
+  if (o) {
+    TRAININGD_RETURN_IF_ERROR(ReadTrigger(*o, "hooks.evaluation", &h->evaluation.trigger));
+    TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.evaluation", "split", &h->evaluation.split));
+  }
+
+  TRAININGD_RETURN_IF_ERROR(
+      OpenHook(v, "final_eval", {"enabled", "split"}, &h->final_eval.enabled, &o));
+  if (o) TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.final_eval", "split", &h->final_eval.split));
+
+  engine::EarlyStoppingHookSpec& es = h->early_stopping;
+  TRAININGD_RETURN_IF_ERROR(
+      OpenHook(v, "early_stopping",
+               {"enabled", "monitor", "mode", "patience", "min_delta", "every_steps", "every_secs"},
+               &es.enabled, &o));
+  if (o) {
+    const std::string path = "hooks.early_stopping";
+    TRAININGD_RETURN_IF_ERROR(Field(*o, path, "monitor", &es.monitor));
+    TRAININGD_RETURN_IF_ERROR(Field(*o, path, "mode", &es.mode));
+    TRAININGD_RETURN_IF_ERROR(Field(*o, path, "patience", &es.patience));
+    TRAININGD_RETURN_IF_ERROR(Field(*o, path, "min_delta", &es.min_delta));
+    TRAININGD_RETURN_IF_ERROR(ReadTrigger(*o, path, &es.trigger));
+  }
+
+  TRAININGD_RETURN_IF_ERROR(
+      OpenHook(v, "profiler", {"enabled", "every_steps", "every_secs"}, &h->profiler.enabled, &o));
+  if (o) TRAININGD_RETURN_IF_ERROR(ReadTrigger(*o, "hooks.profiler", &h->profiler.trigger));
+  return Status::Ok();
+}
+
+Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
+  TRAININGD_RETURN_IF_ERROR(CheckObject(root, "",
+                                        {"name", "dataset", "model", "optimizer", "batch_size",
+                                         "max_steps", "num_epochs", "seed", "hooks"}));
+  TRAININGD_RETURN_IF_ERROR(Require(root, "", "name"));
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "name", &spec->name));
+  if (const auto it = root.find("dataset"); it != root.end()) {
+    TRAININGD_RETURN_IF_ERROR(ReadDataset(*it, &spec->dataset));
+  }
+  TRAININGD_RETURN_IF_ERROR(ReadModel(root, spec));
+  if (const auto it = root.find("optimizer"); it != root.end()) {
+    TRAININGD_RETURN_IF_ERROR(ReadOptimizer(*it, &spec->optimizer));
+  }
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "batch_size", &spec->batch_size));
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "max_steps", &spec->max_steps));
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "num_epochs", &spec->num_epochs));
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "seed", &spec->seed));
+  if (const auto it = root.find("hooks"); it != root.end()) {
+    TRAININGD_RETURN_IF_ERROR(ReadHooks(*it, &spec->hooks));
+  }
+  return Status::Ok();
+}
+
+// A failed parse: fills *error (field = the message up to its first ": ", which every message
+// built from a path has) and passes the status on.
+engine::Result<engine::JobSpec> Fail(const Status& status, bool has_field, FieldError* error) {
+  if (error) {
+    const std::string& m = status.message();
+    const size_t colon = has_field ? m.find(": ") : std::string::npos;
+    error->field = colon == std::string::npos ? std::string() : m.substr(0, colon);
+    error->message = m;
+  }
+  return status;
+}
+
+// nlohmann's "[json.exception.out_of_range.406] number overflow ..." without the id.
+std::string WithoutExceptionId(const std::string& what) {
+  const size_t end = what.rfind("] ", 64);
+  return what.empty() || what[0] != '[' || end == std::string::npos ? what : what.substr(end + 2);
+}
+
+// nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
+// without the exception's id and position (the caller gives the byte).
+std::string ParseErrorDetail(const std::string& what) {
+  const size_t colon = what.find(": ");
+  return colon == std::string::npos ? WithoutExceptionId(what) : what.substr(colon + 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing.
+
+// The shortest decimal that reads back as `f`, as the double nearest to it: 1e-4f is written
+// 0.0001, not 9.999999747378752e-05.
+json FloatValue(float f) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), f);
+  if (ec == std::errc()) {
+    const double d = std::strtod(std::string(buf, end).c_str(), nullptr);
+    if (static_cast<float>(d) == f) return d;
+  }
+  return static_cast<double>(f);
+}
+
+json TriggerFields(const engine::TriggerSpec& t, json o) {
+  o["every_steps"] = t.every_steps;
+  o["every_secs"] = t.every_secs;
+  return o;
+}
+
+json LayerValue(const engine::LayerSpec& l) {
+  using engine::LayerType;
+  json o = {{"type", NameOf(kLayerTypes, l.type)}};
+  switch (l.type) {
+    case LayerType::kConv2d:
+      o["filters"] = l.filters;
+      o["kernel"] = l.kernel;
+      o["stride"] = l.stride;
+      o["padding"] = NameOf(kPaddings, l.padding);
+      break;
+    case LayerType::kMaxPool2d:
+      o["pool"] = l.pool;
+      o["stride"] = l.stride;
+      break;
+    case LayerType::kDense:
+      o["units"] = l.units;
+      break;
+    case LayerType::kDropout:
+      o["rate"] = FloatValue(l.rate);
+      break;
+    case LayerType::kRelu:
+    case LayerType::kFlatten:
+      break;
+  }
+  if (l.type == LayerType::kConv2d || l.type == LayerType::kDense) {
+    o["activation"] = NameOf(kActivations, l.activation);
+    o["initializer"] = NameOf(kInitializers, l.initializer);
+    o["stddev"] = FloatValue(l.stddev);
+    o["bias_init"] = FloatValue(l.bias_init);
+  }
+  return o;
+}
+
+json ScheduleValue(const engine::LearningRateSchedule& s) {
+  switch (s.type) {
+    case ScheduleType::kConstant:
+      return FloatValue(s.learning_rate);
+    case ScheduleType::kExponentialDecay:
+      return {{"type", NameOf(kScheduleTypes, s.type)},
+              {"learning_rate", FloatValue(s.learning_rate)},
+              {"decay_steps", s.decay_steps},
+              {"decay_rate", FloatValue(s.decay_rate)},
+              {"staircase", s.staircase}};
+    case ScheduleType::kStepDecay: {
+      json values = json::array();
+      for (const float v : s.values) values.push_back(FloatValue(v));
+      return {{"type", NameOf(kScheduleTypes, s.type)},
+              {"boundaries", s.boundaries},
+              {"values", std::move(values)}};
+    }
+  }
+  return nullptr;
+}
+
+json OptimizerValue(const engine::OptimizerOptions& o) {
+  json v = {{"type", NameOf(kOptimizerTypes, o.type)},
+            {"learning_rate", ScheduleValue(o.learning_rate)}};
+  switch (o.type) {
+    case OptimizerType::kAdam:
+      v["beta1"] = FloatValue(o.beta1);
+      v["beta2"] = FloatValue(o.beta2);
+      v["epsilon"] = FloatValue(o.epsilon);
+      break;
+    case OptimizerType::kMomentum:
+      v["momentum"] = FloatValue(o.momentum);
+      v["use_nesterov"] = o.use_nesterov;
+      break;
+    case OptimizerType::kSgd:
+      break;
+  }
+  return v;
+}
+
+json HooksValue(const engine::HooksSpec& h) {
+  json v;
+  v["checkpoint"] = TriggerFields(
+      h.checkpoint.trigger,
+      {{"enabled", h.checkpoint.enabled},
+       {"max_to_keep", h.checkpoint.max_to_keep},
+       {"keep_checkpoint_every_n_hours", h.checkpoint.keep_checkpoint_every_n_hours}});
+  v["summary"] = TriggerFields(h.summary.trigger, {{"enabled", h.summary.enabled}});
+  v["step_counter"] = {{"enabled", h.step_counter.enabled},
+                       {"every_steps", h.step_counter.every_steps}};
+  v["logging"] = {{"enabled", h.logging.enabled},
+                  {"every_n_iter", h.logging.every_n_iter},
+                  {"every_n_secs", h.logging.every_n_secs},
+                  {"tensors", h.logging.tensors},
+                  {"at_end", h.logging.at_end}};
+  v["nan_guard"] = {{"enabled", h.nan_guard.enabled}, {"fail", h.nan_guard.fail}};
+  v["evaluation"] = TriggerFields(
+      h.evaluation.trigger, {{"enabled", h.evaluation.enabled}, {"split", h.evaluation.split}});
+  v["final_eval"] = {{"enabled", h.final_eval.enabled}, {"split", h.final_eval.split}};
+  const engine::EarlyStoppingHookSpec& es = h.early_stopping;
+  v["early_stopping"] = TriggerFields(es.trigger, {{"enabled", es.enabled},
+                                                   {"monitor", es.monitor},
+                                                   {"mode", es.mode},
+                                                   {"patience", es.patience},
+                                                   {"min_delta", es.min_delta}});
+  v["profiler"] = TriggerFields(h.profiler.trigger, {{"enabled", h.profiler.enabled}});
+  return v;
+}
+
+}  // namespace
+
+engine::Result<engine::JobSpec> ParseJobSpec(std::string_view json_text, FieldError* error) {
+  json doc;
+  try {
+    doc = json::parse(json_text.begin(), json_text.end());
+  } catch (const json::parse_error& e) {
+    return Fail(Status::InvalidArgument("invalid JSON at byte " + std::to_string(e.byte) + ": " +
+                                        ParseErrorDetail(e.what())),
+                false, error);
+  } catch (const json::exception& e) {
+    // A number too large for a double ("1e999") is out_of_range, with no position.
+    return Fail(Status::InvalidArgument("invalid JSON: " + WithoutExceptionId(e.what())), false,
+                error);
+  } catch (const std::exception& e) {
+    return Fail(Status::Internal(std::string("reading the job spec failed: ") + e.what()), false,
+                error);
+  }
+  return JobSpecFromJson(doc, error);
+}
+
+engine::Result<engine::JobSpec> JobSpecFromJson(const json& doc, FieldError* error) {
+  try {
+    if (!doc.is_object()) {
+      return Fail(Status::InvalidArgument(std::string("a job spec must be a JSON object, got ") +
+                                          TypeName(doc)),
+                  false, error);
+    }
+    engine::JobSpec spec;
+    if (Status s = ReadJobSpec(doc, &spec); !s.ok()) return Fail(s, true, error);
+    if (Status s = engine::ValidateJobSpec(spec); !s.ok()) return Fail(s, true, error);
+    return spec;
+  } catch (const std::exception& e) {
+    return Fail(Status::Internal(std::string("reading the job spec failed: ") + e.what()), false,
+                error);
+  }
+}
+
+json JobSpecToJsonValue(const engine::JobSpec& spec) {
+  json model;
+  if (!spec.model_preset.empty()) model["preset"] = spec.model_preset;
+  model["layers"] = json::array();
+  for (const engine::LayerSpec& l : spec.model.layers) model["layers"].push_back(LayerValue(l));
+  return {{"name", spec.name},
+          {"dataset",
+           {{"name", spec.dataset.name},
+            {"validation_size", spec.dataset.validation_size},
+            {"max_train_examples", spec.dataset.max_train_examples},
+            {"max_test_examples", spec.dataset.max_test_examples}}},
+          {"model", std::move(model)},
+          {"optimizer", OptimizerValue(spec.optimizer)},
+          {"batch_size", spec.batch_size},
+          {"max_steps", spec.max_steps},
+          {"num_epochs", spec.num_epochs},
+          {"seed", spec.seed},
+          {"hooks", HooksValue(spec.hooks)}};
+}
+
+std::string JobSpecToJson(const engine::JobSpec& spec, int indent) {
+  return JobSpecToJsonValue(spec).dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace trainingd::api

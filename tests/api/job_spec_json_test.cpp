@@ -1,0 +1,582 @@
+#include "trainingd/api/job_spec_json.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace trainingd::api {
+namespace {
+
+using engine::JobSpec;
+using engine::LayerSpec;
+using engine::Result;
+using nlohmann::json;
+
+// The job spec of docs/design.md's sketch, verbatim.
+constexpr const char* kDesignSketch = R"({
+  "name": "cnn-fashion",
+  "dataset": {"name": "fashion-mnist", "validation_size": 5000},
+  "model": {"layers": [
+    {"type": "conv2d", "filters": 32, "kernel": 5, "padding": "same", "activation": "relu"},
+    {"type": "max_pool2d", "pool": 2, "stride": 2},
+    {"type": "conv2d", "filters": 64, "kernel": 5, "padding": "same", "activation": "relu"},
+    {"type": "max_pool2d", "pool": 2, "stride": 2},
+    {"type": "flatten"},
+    {"type": "dense", "units": 1024, "activation": "relu"},
+    {"type": "dropout", "rate": 0.4},
+    {"type": "dense", "units": 10}]},
+  "optimizer": {"type": "adam", "learning_rate": 1e-4},
+  "batch_size": 50,
+  "max_steps": 20000,
+  "seed": 42,
+  "hooks": {
+    "checkpoint": {"every_steps": 1000, "max_to_keep": 5},
+    "summary": {"every_steps": 100},
+    "logging": {"every_n_iter": 100, "tensors": ["loss", "accuracy"]},
+    "nan_guard": {"fail": true},
+    "evaluation": {"every_steps": 500, "split": "validation"},
+    "final_eval": {"split": "test"}
+  }
+})";
+
+// Every field, as tuples gtest can compare and print.
+auto Fields(const LayerSpec& l) {
+  return std::tie(l.type, l.filters, l.kernel, l.stride, l.padding, l.units, l.pool, l.rate,
+                  l.activation, l.initializer, l.stddev, l.bias_init);
+}
+auto Fields(const engine::LearningRateSchedule& s) {
+  return std::tie(s.type, s.learning_rate, s.decay_steps, s.decay_rate, s.staircase, s.boundaries,
+                  s.values);
+}
+auto Fields(const engine::OptimizerOptions& o) {
+  return std::tie(o.type, o.momentum, o.use_nesterov, o.beta1, o.beta2, o.epsilon);
+}
+auto Fields(const engine::TriggerSpec& t) { return std::tie(t.every_steps, t.every_secs); }
+auto Fields(const engine::HooksSpec& h) {
+  return std::tie(h.checkpoint.enabled, h.checkpoint.max_to_keep,
+                  h.checkpoint.keep_checkpoint_every_n_hours, h.summary.enabled,
+                  h.step_counter.enabled, h.step_counter.every_steps, h.logging.enabled,
+                  h.logging.every_n_iter, h.logging.every_n_secs, h.logging.tensors,
+                  h.logging.at_end, h.nan_guard.enabled, h.nan_guard.fail, h.evaluation.enabled,
+                  h.evaluation.split, h.final_eval.enabled, h.final_eval.split,
+                  h.early_stopping.enabled, h.early_stopping.monitor, h.early_stopping.mode,
+                  h.early_stopping.patience, h.early_stopping.min_delta, h.profiler.enabled);
+}
+auto Fields(const engine::DatasetSpec& d) {
+  return std::tie(d.name, d.validation_size, d.max_train_examples, d.max_test_examples);
+}
+auto Fields(const JobSpec& s) {
+  return std::tie(s.name, s.model_preset, s.batch_size, s.max_steps, s.num_epochs, s.seed);
+}
+
+void ExpectSameSpec(const JobSpec& a, const JobSpec& b) {
+  EXPECT_EQ(Fields(a), Fields(b));
+  EXPECT_EQ(Fields(a.dataset), Fields(b.dataset));
+  ASSERT_EQ(a.model.layers.size(), b.model.layers.size());
+  for (size_t i = 0; i < a.model.layers.size(); ++i) {
+    EXPECT_EQ(Fields(a.model.layers[i]), Fields(b.model.layers[i])) << "layer " << i;
+  }
+  EXPECT_EQ(Fields(a.optimizer), Fields(b.optimizer));
+  EXPECT_EQ(Fields(a.optimizer.learning_rate), Fields(b.optimizer.learning_rate));
+  EXPECT_EQ(Fields(a.hooks), Fields(b.hooks));
+  EXPECT_EQ(Fields(a.hooks.checkpoint.trigger), Fields(b.hooks.checkpoint.trigger));
+  EXPECT_EQ(Fields(a.hooks.summary.trigger), Fields(b.hooks.summary.trigger));
+  EXPECT_EQ(Fields(a.hooks.evaluation.trigger), Fields(b.hooks.evaluation.trigger));
+  EXPECT_EQ(Fields(a.hooks.early_stopping.trigger), Fields(b.hooks.early_stopping.trigger));
+  EXPECT_EQ(Fields(a.hooks.profiler.trigger), Fields(b.hooks.profiler.trigger));
+}
+
+JobSpec MustParse(const std::string& text) {
+  FieldError error;
+  Result<JobSpec> r = ParseJobSpec(text, &error);
+  EXPECT_TRUE(r.ok()) << r.status().ToString() << "\n" << text;
+  return r.ok() ? std::move(r).value() : JobSpec();
+}
+
+// Parses `text`, expects it to fail with exactly `message`, and returns the error.
+FieldError MustFail(const std::string& text, const std::string& message) {
+  FieldError error;
+  Result<JobSpec> r = ParseJobSpec(text, &error);
+  EXPECT_FALSE(r.ok()) << "parsed: " << text;
+  if (!r.ok()) {
+    EXPECT_EQ(r.status().code(), engine::StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message(), message);
+    EXPECT_EQ(error.message, message);
+  }
+  return error;
+}
+
+// A minimal valid spec with `extra` members added: R"("batch_size": 7)".
+std::string Spec(const std::string& extra = "") {
+  return R"({"name": "t", "model": "softmax", "max_steps": 10)" +
+         (extra.empty() ? std::string() : ", " + extra) + "}";
+}
+
+TEST(JobSpecJsonTest, AbsentKeysTakeTheDefaultsOfJobSpec) {
+  const JobSpec s = MustParse(Spec());
+  JobSpec expected;
+  expected.name = std::string("t");  // not a const char* assignment: GCC 12's -Wrestrict bug
+  expected.model_preset = "softmax";
+  expected.model = engine::PresetModel("softmax").value();
+  expected.max_steps = 10;
+  ExpectSameSpec(s, expected);
+}
+
+TEST(JobSpecJsonTest, PresetsExpandToTheirLayers) {
+  for (const std::string preset : {"cnn", "mlp", "softmax"}) {
+    const JobSpec by_name =
+        MustParse(R"({"name": "t", "max_steps": 1, "model": ")" + preset + "\"}");
+    const JobSpec by_object =
+        MustParse(R"({"name": "t", "max_steps": 1, "model": {"preset": ")" + preset + "\"}}");
+    EXPECT_EQ(by_name.model_preset, preset);
+    const engine::ModelSpec expected = engine::PresetModel(preset).value();
+    ASSERT_EQ(by_name.model.layers.size(), expected.layers.size()) << preset;
+    for (size_t i = 0; i < expected.layers.size(); ++i) {
+      EXPECT_EQ(Fields(by_name.model.layers[i]), Fields(expected.layers[i])) << preset << " " << i;
+    }
+    ExpectSameSpec(by_name, by_object);
+  }
+  const FieldError e = MustFail(R"({"name": "t", "max_steps": 1, "model": "resnet"})",
+                                "model: unknown model preset 'resnet' (known: softmax, mlp, cnn)");
+  EXPECT_EQ(e.field, "model");
+  MustFail(R"({"name": "t", "max_steps": 1, "model": {"preset": "vgg"}})",
+           "model.preset: unknown model preset 'vgg' (known: softmax, mlp, cnn)");
+  MustFail(R"({"name": "t", "max_steps": 1})",
+           "model: required: a preset name (cnn, mlp, softmax) or {\"layers\": [...]}");
+  MustFail(R"({"name": "t", "max_steps": 1, "model": {}})", "model: give \"preset\" or \"layers\"");
+}
+
+TEST(JobSpecJsonTest, TheDesignSketchParsesToWhatItSays) {
+  const JobSpec s = MustParse(kDesignSketch);
+  EXPECT_EQ(s.name, "cnn-fashion");
+  EXPECT_EQ(s.dataset.name, "fashion-mnist");
+  EXPECT_EQ(s.dataset.validation_size, 5000);
+  EXPECT_EQ(s.model_preset, "");
+  // The sketch's layers are the CNN preset's.
+  const engine::ModelSpec cnn = engine::PresetModel("cnn").value();
+  ASSERT_EQ(s.model.layers.size(), cnn.layers.size());
+  for (size_t i = 0; i < cnn.layers.size(); ++i) {
+    EXPECT_EQ(Fields(s.model.layers[i]), Fields(cnn.layers[i])) << "layer " << i;
+  }
+  EXPECT_EQ(s.optimizer.type, engine::OptimizerOptions::Type::kAdam);
+  EXPECT_EQ(s.optimizer.learning_rate.type, engine::LearningRateSchedule::Type::kConstant);
+  EXPECT_EQ(s.optimizer.learning_rate.learning_rate, 1e-4f);
+  EXPECT_EQ(s.batch_size, 50);
+  EXPECT_EQ(s.max_steps, 20000);
+  EXPECT_EQ(s.seed, 42u);
+  EXPECT_TRUE(s.hooks.checkpoint.enabled);
+  EXPECT_EQ(s.hooks.checkpoint.trigger.every_steps, 1000);
+  EXPECT_EQ(s.hooks.checkpoint.max_to_keep, 5);
+  EXPECT_EQ(s.hooks.summary.trigger.every_steps, 100);
+  EXPECT_EQ(s.hooks.logging.every_n_iter, 100);
+  EXPECT_EQ(s.hooks.logging.tensors, (std::vector<std::string>{"loss", "accuracy"}));
+  EXPECT_TRUE(s.hooks.nan_guard.fail);
+  EXPECT_TRUE(s.hooks.evaluation.enabled);
+  EXPECT_EQ(s.hooks.evaluation.trigger.every_steps, 500);
+  EXPECT_EQ(s.hooks.evaluation.split, "validation");
+  EXPECT_TRUE(s.hooks.final_eval.enabled);
+  EXPECT_EQ(s.hooks.final_eval.split, "test");
+  EXPECT_FALSE(s.hooks.early_stopping.enabled);
+  EXPECT_FALSE(s.hooks.profiler.enabled);
+}
+
+TEST(JobSpecJsonTest, SyntaxErrorsGiveTheByteAndNoField) {
+  FieldError e = MustFail(R"({"name": })",
+                          "invalid JSON at byte 10: syntax error while parsing value - unexpected "
+                          "'}'; expected '[', '{', or a literal");
+  EXPECT_EQ(e.field, "");
+  e = MustFail("",
+               "invalid JSON at byte 1: syntax error while parsing value - unexpected "
+               "end of input; expected '[', '{', or a literal");
+  EXPECT_EQ(e.field, "");
+  // Trailing garbage, a comment, invalid UTF-8: all syntax errors, none an exception.
+  for (const std::string& bad :
+       {Spec() + " x", "// c\n" + Spec(), std::string("{\"name\": \"\xff\"}")}) {
+    FieldError err;
+    const Result<JobSpec> r = ParseJobSpec(bad, &err);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().message().rfind("invalid JSON at byte ", 0), 0u) << r.status().message();
+    EXPECT_EQ(err.field, "");
+  }
+  e = MustFail("[1, 2]", "a job spec must be a JSON object, got array");
+  EXPECT_EQ(e.field, "");
+  // The error out-parameter is optional.
+  EXPECT_FALSE(ParseJobSpec("{", nullptr).ok());
+}
+
+TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
+  FieldError e = MustFail(Spec(R"("hooks": {"checkpoint": {"every_step": 100}})"),
+                          "hooks.checkpoint.every_step: unknown field; known: enabled, "
+                          "every_steps, every_secs, max_to_keep, keep_checkpoint_every_n_hours");
+  EXPECT_EQ(e.field, "hooks.checkpoint.every_step");
+  e = MustFail(Spec(R"("batchsize": 7)"),
+               "batchsize: unknown field; known: name, dataset, model, optimizer, batch_size, "
+               "max_steps, num_epochs, seed, hooks");
+  EXPECT_EQ(e.field, "batchsize");
+  e = MustFail(Spec(R"("hooks": {"tensorboard": true})"),
+               "hooks.tensorboard: unknown field; known: checkpoint, summary, step_counter, "
+               "logging, nan_guard, evaluation, final_eval, early_stopping, profiler");
+  // A key that is not an identifier is named in the message; the path stays splittable.
+  e = MustFail(Spec(R"("dataset": {"a: b": 1})"),
+               "dataset: unknown field 'a: b'; known: name, validation_size, max_train_examples, "
+               "max_test_examples");
+  EXPECT_EQ(e.field, "dataset");
+  // A field of another optimizer type is not silently ignored.
+  e = MustFail(Spec(R"("optimizer": {"type": "adam", "momentum": 0.9})"),
+               "optimizer.momentum: not used by optimizer type adam (which takes type, "
+               "learning_rate, beta1, beta2, epsilon)");
+  EXPECT_EQ(e.field, "optimizer.momentum");
+}
+
+TEST(JobSpecJsonTest, WrongTypesAreErrors) {
+  FieldError e =
+      MustFail(Spec(R"("batch_size": "50")"), "batch_size: must be an integer, got string");
+  EXPECT_EQ(e.field, "batch_size");
+  MustFail(Spec(R"("batch_size": 1.5)"), "batch_size: must be an integer, got 1.5");
+  MustFail(Spec(R"("batch_size": null)"), "batch_size: must be an integer, got null");
+  MustFail(R"({"name": 7, "model": "mlp", "max_steps": 1})", "name: must be a string, got integer");
+  MustFail(Spec(R"("hooks": {"nan_guard": {"fail": "yes"}})"),
+           "hooks.nan_guard.fail: must be a boolean, got string");
+  MustFail(Spec(R"("hooks": {"checkpoint": 5})"),
+           "hooks.checkpoint: must be an object or a boolean, got integer");
+  MustFail(Spec(R"("hooks": {"logging": {"tensors": "loss"}})"),
+           "hooks.logging.tensors: must be an array, got string");
+  MustFail(Spec(R"("hooks": {"logging": {"tensors": ["loss", 3]}})"),
+           "hooks.logging.tensors[1]: must be a string, got integer");
+  MustFail(Spec(R"("optimizer": {"learning_rate": "fast"})"),
+           "optimizer.learning_rate: must be a number or a schedule object, got string");
+  MustFail(Spec(R"("optimizer": {"type": "adagrad"})"),
+           "optimizer.type: must be one of adam, sgd, momentum; got 'adagrad'");
+  MustFail(Spec(R"("dataset": 3)"), "dataset: must be a name or an object, got integer");
+  MustFail(Spec(R"("hooks": [])"), "hooks: must be an object, got array");
+  // An integral number written with an exponent or a fraction of zero is an integer.
+  EXPECT_EQ(MustParse(Spec(R"("batch_size": 1e2)")).batch_size, 100);
+  EXPECT_EQ(MustParse(Spec(R"("batch_size": 64.0)")).batch_size, 64);
+  // Integers are numbers where numbers are wanted.
+  EXPECT_EQ(MustParse(Spec(R"("hooks": {"checkpoint": {"every_secs": 60}})"))
+                .hooks.checkpoint.trigger.every_secs,
+            60.0);
+}
+
+TEST(JobSpecJsonTest, NumbersOutOfRangeAreErrors) {
+  MustFail(Spec(R"("seed": -1)"), "seed: must be an integer in [0, 18446744073709551615], got -1");
+  EXPECT_EQ(MustParse(Spec(R"("seed": 18446744073709551615)")).seed, 18446744073709551615u);
+  MustFail(Spec(R"("max_steps": 9223372036854775808)"),
+           "max_steps: must be an integer in [-9223372036854775808, 9223372036854775807], got "
+           "9223372036854775808");
+  MustFail(Spec(R"("hooks": {"checkpoint": {"max_to_keep": 3000000000}})"),
+           "hooks.checkpoint.max_to_keep: must be an integer in [-2147483648, 2147483647], got "
+           "3000000000");
+  MustFail(Spec(R"("batch_size": 1e300)"),
+           "batch_size: must be an integer in [-9223372036854775808, 9223372036854775807], got "
+           "1e+300");
+  MustFail(Spec(R"("optimizer": {"learning_rate": 1e39})"),
+           "optimizer.learning_rate: must be a finite number within float range, got 1e+39");
+  // A number beyond double range is a JSON error; infinity from a parsed document a field error.
+  const FieldError overflow = MustFail(Spec(R"("hooks": {"summary": {"every_secs": 1e999}})"),
+                                       "invalid JSON: number overflow parsing '1e999'");
+  EXPECT_EQ(overflow.field, "");
+  json doc = json::parse(Spec());
+  doc["hooks"]["summary"]["every_secs"] = std::numeric_limits<double>::infinity();
+  FieldError inf;
+  const Result<JobSpec> r = JobSpecFromJson(doc, &inf);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "hooks.summary.every_secs: must be a finite number, got inf");
+  EXPECT_EQ(inf.field, "hooks.summary.every_secs");
+  // Semantic ranges come from engine::ValidateJobSpec, with the same format.
+  FieldError e = MustFail(Spec(R"("batch_size": 0)"), "batch_size: must be >= 1, got 0");
+  EXPECT_EQ(e.field, "batch_size");
+  e = MustFail(Spec(R"("hooks": {"checkpoint": {"every_steps": 10, "every_secs": 60}})"),
+               "hooks.checkpoint: give every_steps or every_secs, not both");
+  EXPECT_EQ(e.field, "hooks.checkpoint");
+  e = MustFail(Spec(R"("hooks": {"logging": {"tensors": ["loss", "los"]}})"),
+               "hooks.logging.tensors[1]: fetch 'los' is unknown; known: loss, accuracy, "
+               "global_step, learning_rate, epoch, <split>/loss, <split>/accuracy with split "
+               "train, validation or test");
+  EXPECT_EQ(e.field, "hooks.logging.tensors[1]");
+  e = MustFail(R"({"name": "../x", "model": "mlp", "max_steps": 1})",
+               "name: must be 1-100 characters of [A-Za-z0-9._-], and not '.' or '..'; got '../x'");
+  EXPECT_EQ(e.field, "name");
+  e = MustFail(R"({"name": "x", "model": "mlp"})",
+               "max_steps: the job would never end: give max_steps or num_epochs (or both) > 0");
+  EXPECT_EQ(e.field, "max_steps");
+  e = MustFail(Spec(R"("optimizer": {"type": "adam", "beta2": 1})"),
+               "optimizer.beta2: must be in [0, 1), got 1");
+  EXPECT_EQ(e.field, "optimizer.beta2");
+}
+
+TEST(JobSpecJsonTest, BadLayersAreNamedByIndex) {
+  const std::string head = R"({"name": "t", "max_steps": 1, "model": {"layers": [
+      {"type": "conv2d", "filters": 8, "kernel": 3},
+      {"type": "max_pool2d"},
+      {"type": "flatten"},)";
+  const std::string tail = R"(, {"type": "dense", "units": 10}]}})";
+  FieldError e = MustFail(head + R"({"type": "dense", "units": 0})" + tail,
+                          "model.layers[3].units: must be in [1, 1048576], got 0");
+  EXPECT_EQ(e.field, "model.layers[3].units");
+  MustFail(head + R"({"type": "dense"})" + tail, "model.layers[3].units: required");
+  MustFail(head + R"({"type": "dense", "units": 5, "filters": 3})" + tail,
+           "model.layers[3].filters: unknown field; known: type, units, activation, initializer, "
+           "stddev, bias_init");
+  MustFail(head + R"({"type": "conv3d"})" + tail,
+           "model.layers[3].type: must be one of conv2d, max_pool2d, dense, dropout, flatten, "
+           "relu; got 'conv3d'");
+  MustFail(head + R"({"units": 5})" + tail,
+           "model.layers[3].type: required; one of conv2d, max_pool2d, dense, dropout, flatten, "
+           "relu");
+  MustFail(head + R"({"type": "dropout", "rate": 1.0})" + tail,
+           "model.layers[3].rate: must be in [0, 1), got 1");
+  MustFail(head + R"({"type": "dense", "units": 5, "activation": "tanh"})" + tail,
+           "model.layers[3].activation: must be one of relu, none; got 'tanh'");
+  MustFail(head + R"("dense")" + tail, "model.layers[3]: must be an object, got string");
+  MustFail(R"({"name": "t", "max_steps": 1, "model": {"layers": []}})",
+           "model.layers: the model has no layers");
+
+  // The defaults of the layer fields: conv2d valid/stride 1, max_pool2d stride = pool.
+  const JobSpec s = MustParse(head + R"({"type": "relu"})" + tail);
+  ASSERT_EQ(s.model.layers.size(), 5u);
+  EXPECT_EQ(s.model.layers[0].padding, engine::Padding::kValid);
+  EXPECT_EQ(s.model.layers[0].stride, 1);
+  EXPECT_EQ(s.model.layers[0].activation, engine::Activation::kNone);
+  EXPECT_EQ(s.model.layers[1].pool, 2);
+  EXPECT_EQ(s.model.layers[1].stride, 0);
+  EXPECT_EQ(s.model.layers[3].type, engine::LayerType::kRelu);
+}
+
+TEST(JobSpecJsonTest, DatasetMayBeABareName) {
+  const JobSpec s = MustParse(Spec(R"("dataset": "mnist")"));
+  EXPECT_EQ(s.dataset.name, "mnist");
+  EXPECT_EQ(s.dataset.validation_size, 5000);
+  const JobSpec o = MustParse(
+      Spec(R"("dataset": {"name": "mnist", "validation_size": 0, "max_train_examples": 1000})"));
+  EXPECT_EQ(o.dataset.validation_size, 0);
+  EXPECT_EQ(o.dataset.max_train_examples, 1000);
+  FieldError e = MustFail(Spec(R"("dataset": "/etc")"),
+                          "dataset.name: must be 1-100 characters of [A-Za-z0-9._-], and not '.' "
+                          "or '..'; got '/etc'");
+  EXPECT_EQ(e.field, "dataset.name");
+}
+
+TEST(JobSpecJsonTest, HooksMayBeGivenAsBooleans) {
+  const JobSpec s = MustParse(Spec(
+      R"("hooks": {"checkpoint": false, "summary": false, "step_counter": false, "logging": false,
+                   "nan_guard": false, "evaluation": true, "final_eval": true,
+                   "early_stopping": true, "profiler": true})"));
+  EXPECT_FALSE(s.hooks.checkpoint.enabled);
+  EXPECT_EQ(s.hooks.checkpoint.max_to_keep, 5);  // the other fields keep their defaults
+  EXPECT_FALSE(s.hooks.summary.enabled);
+  EXPECT_FALSE(s.hooks.step_counter.enabled);
+  EXPECT_FALSE(s.hooks.logging.enabled);
+  EXPECT_FALSE(s.hooks.nan_guard.enabled);
+  EXPECT_TRUE(s.hooks.evaluation.enabled);
+  EXPECT_TRUE(s.hooks.final_eval.enabled);
+  EXPECT_TRUE(s.hooks.early_stopping.enabled);
+  EXPECT_TRUE(s.hooks.profiler.enabled);
+
+  // An object enables an off-by-default hook unless it says otherwise.
+  const JobSpec o = MustParse(Spec(
+      R"("hooks": {"evaluation": {"split": "test"},
+                   "profiler": {"enabled": false, "every_steps": 5},
+                   "early_stopping": {"monitor": "validation/accuracy", "mode": "max",
+                                      "patience": 3, "min_delta": 0.001, "every_secs": 30}})"));
+  EXPECT_TRUE(o.hooks.evaluation.enabled);
+  EXPECT_EQ(o.hooks.evaluation.split, "test");
+  EXPECT_FALSE(o.hooks.profiler.enabled);
+  EXPECT_EQ(o.hooks.profiler.trigger.every_steps, 5);
+  EXPECT_TRUE(o.hooks.early_stopping.enabled);
+  EXPECT_EQ(o.hooks.early_stopping.monitor, "validation/accuracy");
+  EXPECT_EQ(o.hooks.early_stopping.mode, "max");
+  EXPECT_EQ(o.hooks.early_stopping.patience, 3);
+  EXPECT_EQ(o.hooks.early_stopping.min_delta, 0.001);
+  EXPECT_EQ(o.hooks.early_stopping.trigger.every_secs, 30.0);
+  // Absent hooks keep their defaults.
+  EXPECT_TRUE(o.hooks.checkpoint.enabled);
+  EXPECT_FALSE(o.hooks.final_eval.enabled);
+}
+
+TEST(JobSpecJsonTest, LearningRateSchedules) {
+  const JobSpec e = MustParse(Spec(
+      R"("optimizer": {"type": "sgd", "learning_rate": {"type": "exponential_decay",
+          "learning_rate": 0.1, "decay_steps": 1000, "decay_rate": 0.96, "staircase": true}})"));
+  EXPECT_EQ(e.optimizer.type, engine::OptimizerOptions::Type::kSgd);
+  EXPECT_EQ(Fields(e.optimizer.learning_rate),
+            Fields(engine::LearningRateSchedule::ExponentialDecay(0.1f, 1000, 0.96f, true)));
+  const JobSpec p = MustParse(Spec(
+      R"("optimizer": {"type": "momentum", "momentum": 0.95, "use_nesterov": true,
+          "learning_rate": {"type": "piecewise_constant", "boundaries": [100, 200],
+                            "values": [0.1, 0.01, 0.001]}})"));
+  EXPECT_EQ(p.optimizer.momentum, 0.95f);
+  EXPECT_TRUE(p.optimizer.use_nesterov);
+  EXPECT_EQ(Fields(p.optimizer.learning_rate),
+            Fields(engine::LearningRateSchedule::StepDecay({100, 200}, {0.1f, 0.01f, 0.001f})));
+
+  MustFail(Spec(R"("optimizer": {"learning_rate": {"type": "exponential_decay",
+                                                    "decay_rate": 0.5}})"),
+           "optimizer.learning_rate.decay_steps: required");
+  MustFail(Spec(R"("optimizer": {"learning_rate": {"type": "constant", "decay_steps": 5}})"),
+           "optimizer.learning_rate.decay_steps: not used by schedule type constant (which takes "
+           "type, learning_rate)");
+  MustFail(Spec(R"("optimizer": {"learning_rate": {"type": "piecewise_constant",
+                                                    "boundaries": [10], "values": [0.1, 0]}})"),
+           "optimizer.learning_rate.values[1]: must be positive and finite, got 0");
+  MustFail(Spec(R"("optimizer": {"learning_rate": {"type": "piecewise_constant",
+                                                    "boundaries": [10, 1.5], "values": [1]}})"),
+           "optimizer.learning_rate.boundaries[1]: must be an integer, got 1.5");
+  MustFail(Spec(R"("optimizer": {"learning_rate": -1})"),
+           "optimizer.learning_rate: must be positive and finite, got -1");
+  MustFail(Spec(R"("optimizer": {"learning_rate": {"learning_rate": 0}})"),
+           "optimizer.learning_rate: must be positive and finite, got 0");
+}
+
+TEST(JobSpecJsonTest, CanonicalJsonRoundTrips) {
+  const std::vector<std::string> inputs = {
+      Spec(),
+      kDesignSketch,
+      R"({"name": "m", "model": "mlp", "num_epochs": 3, "seed": 18446744073709551615})",
+      Spec(R"("optimizer": {"type": "momentum", "momentum": 0.3, "use_nesterov": true,
+              "learning_rate": {"type": "piecewise_constant", "boundaries": [100, 200],
+                                "values": [0.3, 0.03, 0.003]}})"),
+      Spec(R"("optimizer": {"type": "sgd", "learning_rate": {"type": "exponential_decay",
+              "learning_rate": 0.7, "decay_steps": 7, "decay_rate": 0.33}})"),
+      Spec(R"("dataset": {"name": "mnist", "validation_size": 0, "max_train_examples": 17,
+                          "max_test_examples": 3},
+              "optimizer": {"beta1": 0.5, "beta2": 0.75, "epsilon": 1e-7, "learning_rate": 3e-5},
+              "hooks": {"checkpoint": {"enabled": false, "every_secs": 0.1, "max_to_keep": 2,
+                                       "keep_checkpoint_every_n_hours": 0.5},
+                        "summary": false, "logging": {"every_n_secs": 2.5, "at_end": true,
+                                                      "tensors": ["test/accuracy"]},
+                        "nan_guard": {"fail": false}, "step_counter": {"every_steps": 0},
+                        "evaluation": {"every_secs": 1e-3, "split": "train"},
+                        "final_eval": {"enabled": false, "split": "validation"},
+                        "early_stopping": {"patience": 9, "min_delta": 0.1, "every_steps": 3},
+                        "profiler": {"every_steps": 11}})"),
+      R"({"name": "c", "max_steps": 5, "model": {"preset": "cnn", "layers": [
+          {"type": "conv2d", "filters": 3, "kernel": 3, "stride": 2, "padding": "same",
+           "activation": "relu", "initializer": "truncated_normal", "stddev": 0.05,
+           "bias_init": 0.1},
+          {"type": "max_pool2d", "pool": 3}, {"type": "relu"}, {"type": "flatten"},
+          {"type": "dropout", "rate": 0.123456789},
+          {"type": "dense", "units": 10, "initializer": "truncated_normal", "stddev": 0.3}]}})",
+  };
+  for (const std::string& input : inputs) {
+    const JobSpec first = MustParse(input);
+    const std::string canonical = JobSpecToJson(first);
+    const JobSpec second = MustParse(canonical);
+    ExpectSameSpec(first, second);
+    // Canonical text is a fixed point, compact or pretty.
+    EXPECT_EQ(JobSpecToJson(second), canonical);
+    ExpectSameSpec(MustParse(JobSpecToJson(first, 2)), first);
+  }
+}
+
+TEST(JobSpecJsonTest, CanonicalJsonIsFullyExpanded) {
+  const json j = JobSpecToJsonValue(MustParse(Spec()));
+  EXPECT_EQ(j["model"]["preset"], "softmax");
+  ASSERT_EQ(j["model"]["layers"].size(), 2u);
+  EXPECT_EQ(j["model"]["layers"][1],
+            json::parse(R"({"type": "dense", "units": 10, "activation": "none",
+                            "initializer": "glorot_uniform", "stddev": 0.1, "bias_init": 0})"));
+  // Floats are written as the shortest decimal that reads back the same.
+  EXPECT_EQ(j["optimizer"].dump(),
+            R"({"beta1":0.9,"beta2":0.999,"epsilon":1e-08,"learning_rate":0.001,"type":"adam"})");
+  EXPECT_EQ(j["hooks"]["checkpoint"],
+            json::parse(R"({"enabled": true, "every_steps": 0, "every_secs": 0.0,
+                            "max_to_keep": 5, "keep_checkpoint_every_n_hours": 0.0})"));
+  EXPECT_EQ(j["hooks"]["evaluation"]["enabled"], false);
+  EXPECT_EQ(j["hooks"]["logging"]["tensors"],
+            json::parse(R"(["global_step", "loss", "accuracy"])"));
+  for (const char* key : {"name", "dataset", "model", "optimizer", "batch_size", "max_steps",
+                          "num_epochs", "seed", "hooks"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+}
+
+TEST(JobSpecJsonTest, EveryFloatRoundTrips) {
+  // Programmatic specs, with floats no one would type.
+  JobSpec s;
+  s.name = "floats";
+  s.model_preset = "cnn";
+  s.model = engine::PresetModel("cnn").value();
+  s.max_steps = 1;
+  uint32_t bits = 0x3c23d70a;  // ~0.01f
+  for (int i = 0; i < 2000; ++i) {
+    bits = bits * 1664525u + 1013904223u;
+    float f;
+    const uint32_t positive = (bits & 0x3fffffffu) | 0x00800000u;  // normal, positive, < 2
+    std::memcpy(&f, &positive, sizeof(f));
+    s.optimizer.learning_rate = engine::LearningRateSchedule::Constant(f);
+    s.model.layers[6].rate = f < 1.0f ? f : 0.5f;
+    s.model.layers[7].bias_init = -f;
+    s.hooks.early_stopping.min_delta = static_cast<double>(f) / 3.0;
+    const JobSpec back = MustParse(JobSpecToJson(s));
+    ASSERT_EQ(back.optimizer.learning_rate.learning_rate, f) << i;
+    ASSERT_EQ(back.model.layers[6].rate, s.model.layers[6].rate) << i;
+    ASSERT_EQ(back.model.layers[7].bias_init, -f) << i;
+    ASSERT_EQ(back.hooks.early_stopping.min_delta, s.hooks.early_stopping.min_delta) << i;
+  }
+}
+
+TEST(JobSpecJsonTest, StringsThatAreNotUtf8DoNotThrowWhenWritten) {
+  JobSpec s = MustParse(Spec());
+  s.hooks.final_eval.split = "\xff\xfe";
+  std::string text;
+  ASSERT_NO_THROW(text = JobSpecToJson(s));
+  EXPECT_NE(text.find("\"split\":\"\xef\xbf\xbd\xef\xbf\xbd\""), std::string::npos) << text;
+}
+
+TEST(JobSpecJsonTest, EveryExampleParsesAndRoundTrips) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(TRAININGD_EXAMPLES_DIR)) {
+    if (entry.path().extension() != ".json") continue;
+    SCOPED_TRACE(entry.path().string());
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const JobSpec s = MustParse(text.str());
+    ExpectSameSpec(MustParse(JobSpecToJson(s)), s);
+    EXPECT_EQ(s.dataset.name, "fashion-mnist");
+    EXPECT_TRUE(s.hooks.evaluation.enabled);
+    EXPECT_TRUE(s.hooks.final_eval.enabled);
+    EXPECT_EQ(s.hooks.final_eval.split, "test");
+    ++count;
+  }
+  EXPECT_GE(count, 3);
+  // The CNN example is the tutorial's: Adam 1e-4, batch 50, 20000 steps.
+  std::ifstream in(std::string(TRAININGD_EXAMPLES_DIR) + "/cnn.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const JobSpec cnn = MustParse(text.str());
+  EXPECT_EQ(cnn.optimizer.learning_rate.learning_rate, 1e-4f);
+  EXPECT_EQ(cnn.batch_size, 50);
+  EXPECT_EQ(cnn.max_steps, 20000);
+  EXPECT_EQ(cnn.hooks.checkpoint.trigger.every_steps, 1000);
+  EXPECT_EQ(cnn.hooks.evaluation.trigger.every_steps, 1000);
+}
+
+TEST(JobSpecJsonTest, TheDocumentedExamplesParse) {
+  std::ifstream in(std::string(TRAININGD_EXAMPLES_DIR) + "/../docs/job-spec.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  const size_t begin = doc.find("```json\n");
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = doc.find("```", begin + 8);
+  ASSERT_NE(end, std::string::npos);
+  const JobSpec s = MustParse(doc.substr(begin + 8, end - begin - 8));
+  EXPECT_TRUE(s.hooks.early_stopping.enabled);
+  EXPECT_EQ(s.hooks.early_stopping.patience, 5);
+  const JobSpec smallest = MustParse(R"({"name": "quick", "model": "softmax", "max_steps": 1000})");
+  EXPECT_EQ(smallest.max_steps, 1000);
+}
+
+}  // namespace
+}  // namespace trainingd::api

@@ -43,9 +43,9 @@ Result<std::unique_ptr<MonitoredSession>> MonitoredTrainingSession(
 
   const std::string summary_dir =
       options.summary_dir.empty() ? options.checkpoint_dir : options.summary_dir;
-  std::shared_ptr<SummaryWriter> writer;
+  std::shared_ptr<SummaryWriter> writer = ms.summary_writer;
   if (!summary_dir.empty() || !options.summary_sinks.empty()) {
-    writer = std::make_shared<SummaryWriter>(ms.env);
+    if (!writer) writer = std::make_shared<SummaryWriter>(ms.env);
     if (!summary_dir.empty()) {
       auto sink = EventFileSink::Create(
           summary_dir, {.flush_secs = options.summary_flush_secs, .filename_suffix = "", .env = ms.env});

@@ -45,7 +45,9 @@ struct MonitoredTrainingSessionOptions {
   double keep_checkpoint_every_n_hours = 0;
   // Further places summaries go (the daemon's database and live stream).
   std::vector<std::shared_ptr<SummarySink>> summary_sinks;
-  // Recovery, env, logger; its summary_writer is ignored (one is built from the above).
+  // Recovery, env, logger. If its summary_writer is set, the chief uses that writer (adding the
+  // event file and summary_sinks to it), so hooks built beforehand can write through it too;
+  // otherwise the chief builds one when there is a summary dir or a sink.
   MonitoredSessionOptions session_options;
 };
 

@@ -38,6 +38,7 @@ class EarlyStoppingHook final : public SessionRunHook {
   Status BeforeRun(RunContext& ctx, RunArgs& request) override;
   Status AfterRun(RunContext& ctx, const RunValues& values) override;
 
+  const std::string& monitor() const { return options_.monitor; }
   std::optional<double> best() const { return best_; }
   int64_t best_step() const { return best_step_; }
   // Evaluations since the last improvement.

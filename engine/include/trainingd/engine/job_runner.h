@@ -1,0 +1,69 @@
+// RunJob: one JobSpec trained to its end inside a MonitoredTrainingSession -- what
+// `trainingd run` does in the foreground and what the daemon's workers do per job.
+//
+// The spec's hooks become (docs/hooks.md#from-a-job-spec): the chief's automatic hooks from
+// hooks.checkpoint / hooks.summary / hooks.step_counter, then StopAtStepHook(last_step =
+// max_steps), NanTensorHook, LoggingTensorHook, EvaluationHook, EarlyStoppingHook, ProfilerHook
+// and the final evaluation (FinalOpsHook), in that order. Running the same job again with the
+// same checkpoint_dir resumes from its latest checkpoint.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainingd/engine/dataset.h"
+#include "trainingd/engine/env.h"
+#include "trainingd/engine/job_spec.h"
+#include "trainingd/engine/logger.h"
+#include "trainingd/engine/monitored_session.h"
+#include "trainingd/engine/status.h"
+#include "trainingd/engine/summary_writer.h"
+
+namespace trainingd::engine {
+
+struct JobRunOptions {
+  // Checkpoints, event files and profiler timelines go here. Required.
+  std::string checkpoint_dir;
+  // The spec's dataset.name is a directory under this root.
+  std::string data_root = "/usr/share/datasets";
+  // Already loaded data for the spec's dataset (the daemon caches it); null = load it.
+  std::shared_ptr<const Datasets> datasets;
+  // Set (from any thread) to stop after the current step, with a final checkpoint.
+  const std::atomic<bool>* stop = nullptr;
+  // Called once the session exists (e.g. to keep a handle for RequestStop). Optional.
+  std::function<void(MonitoredSession&)> on_session_created;
+  std::vector<std::shared_ptr<SummarySink>> summary_sinks;
+  Env* env = nullptr;              // null = Env::Default()
+  std::shared_ptr<Logger> logger;  // null = Logger::Stderr()
+  int max_recovery_attempts = 5;
+};
+
+struct JobResult {
+  enum class Outcome {
+    kCompleted,  // max_steps or num_epochs reached, or early stopping / a hook ended it
+    kStopped,    // the stop flag was set
+    kFailed,     // a run failed (error holds why)
+  };
+  Outcome outcome = Outcome::kCompleted;
+  Status error;             // kFailed: the run's error; also a failed close after a good run
+  std::string reason;       // one line: why the job ended
+  int64_t global_step = 0;  // at the end
+  // The final evaluation (e.g. "test/accuracy") and the last periodic one, if configured.
+  std::map<std::string, double> final_values;
+};
+
+const char* JobOutcomeName(JobResult::Outcome outcome);
+
+// Loads `spec.dataset` from `data_root` ("<data_root>/<name>").
+Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& dataset,
+                                                        const std::string& data_root);
+
+// Runs the job. Returns an error only when the job could not start (invalid spec, missing data,
+// a checkpoint of another model); everything after that is in JobResult.
+Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options);
+
+}  // namespace trainingd::engine

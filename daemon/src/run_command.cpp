@@ -163,6 +163,10 @@ int RunCommand(const std::vector<std::string>& args) {
 }
 
 int ValidateCommand(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
+    RunUsage(stdout);
+    return 0;
+  }
   RunArgs ra;
   if (auto err = ParseArgs(args, /*allow_run_flags=*/false, ra)) {
     std::fprintf(stderr, "trainingd validate: %s\n", err->c_str());

@@ -120,12 +120,35 @@ void CheckpointManager::LoadState(std::vector<std::string>* warnings) {
   std::error_code ec;
   if (!fs::exists(path, ec) && !ec) return;  // a new directory: nothing to recover
 
+  // Unlike TensorFlow (which then sees no checkpoint and starts over from step 0), a broken state
+  // file is rebuilt from the "<basename>-<step>" files in the directory, newest last.
   auto unreadable = [&](const std::string& why) {
     entries_.clear();
     last_preserved_ = now;
+    std::vector<std::pair<int64_t, std::string>> found;
+    const std::string prefix = options_.basename + "-";
+    for (const auto& e : fs::directory_iterator(directory_, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind(prefix, 0) != 0 || !e.is_regular_file(ec)) continue;
+      int64_t step = -1;
+      const char* first = name.data() + prefix.size();
+      const char* last = name.data() + name.size();
+      const auto [ptr, err] = std::from_chars(first, last, step);
+      if (err == std::errc() && ptr == last && first != last && step >= 0) {
+        found.emplace_back(step, name);
+      }
+    }
+    std::sort(found.begin(), found.end());
+    const size_t keep = std::min(found.size(), static_cast<size_t>(options_.max_to_keep));
+    for (size_t i = found.size() - keep; i < found.size(); ++i) {
+      entries_.push_back({found[i].second, now});
+    }
     if (warnings) {
-      warnings->push_back(path + ": unreadable checkpoint state (" + why +
-                          "); treating the directory as having no checkpoint");
+      warnings->push_back(
+          path + ": unreadable checkpoint state (" + why + "); " +
+          (entries_.empty() ? std::string("no checkpoint files found, starting without one")
+                            : "rebuilt from the " + std::to_string(entries_.size()) +
+                                  " newest checkpoint files, latest " + entries_.back().name));
     }
   };
   std::ifstream in(path);

@@ -186,6 +186,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   mts.session_options.logger = logger;
   mts.session_options.summary_writer = writer;
   mts.session_options.max_recovery_attempts = options.max_recovery_attempts;
+  mts.session_options.stop_flag = options.stop;
   auto created = MonitoredTrainingSession(config, datasets, std::move(mts));
   if (!created.ok()) return created.status();
   MonitoredSession& ms = **created;
@@ -193,18 +194,15 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
 
   JobResult result;
   Status run_status;
-  bool stopped_by_flag = false;
+  bool stopped_by_flag;
   while (!ms.ShouldStop()) {
-    if (options.stop && options.stop->load()) {
-      stopped_by_flag = true;
-      ms.RequestStop();
-      break;
-    }
     run_status = ms.Run({});
     if (!run_status.ok()) break;
   }
-  if (!stopped_by_flag && options.stop && options.stop->load()) stopped_by_flag = true;
-  result.global_step = ms.session().global_step();
+  // A stop that arrives during the step that reaches max_steps still counts as completed.
+  const bool reached_max = spec.max_steps > 0 && ms.global_step() >= spec.max_steps;
+  stopped_by_flag = options.stop && options.stop->load() && !reached_max;
+  result.global_step = ms.global_step();
   Status close_status = ms.Close();
 
   if (!run_status.ok() && run_status.code() != StatusCode::kOutOfRange) {

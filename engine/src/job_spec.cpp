@@ -216,6 +216,28 @@ Status CheckHooks(const HooksSpec& h) {
   return Status::Ok();
 }
 
+// With validation_size 0 the validation split is empty: no enabled hook may evaluate it.
+Status CheckNoValidationUse(const HooksSpec& h) {
+  const std::string why = "uses the validation split, which is empty with dataset.validation_size 0";
+  if (h.evaluation.enabled && h.evaluation.split == "validation") {
+    return Bad("hooks.evaluation.split", why);
+  }
+  if (h.final_eval.enabled && h.final_eval.split == "validation") {
+    return Bad("hooks.final_eval.split", why);
+  }
+  if (h.early_stopping.enabled && h.early_stopping.monitor.rfind("validation/", 0) == 0) {
+    return Bad("hooks.early_stopping.monitor", why);
+  }
+  if (h.logging.enabled) {
+    for (size_t i = 0; i < h.logging.tensors.size(); ++i) {
+      if (h.logging.tensors[i].rfind("validation/", 0) == 0) {
+        return Bad("hooks.logging.tensors[" + std::to_string(i) + "]", why);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool IsSafeName(const std::string& name) {
@@ -253,7 +275,9 @@ Status ValidateJobSpec(const JobSpec& spec) {
   if (spec.max_steps == 0 && spec.num_epochs == 0) {
     return Bad("max_steps", "the job would never end: give max_steps or num_epochs (or both) > 0");
   }
-  return CheckHooks(spec.hooks);
+  TRAININGD_RETURN_IF_ERROR(CheckHooks(spec.hooks));
+  if (d.validation_size == 0) TRAININGD_RETURN_IF_ERROR(CheckNoValidationUse(spec.hooks));
+  return Status::Ok();
 }
 
 }  // namespace trainingd::engine

@@ -74,6 +74,7 @@ Status MonitoredSession::CreateSessionAndNotifyHooks() {
   if (!session.ok()) return session.status();
   session_ = std::move(session).value();
   ++sessions_created_;
+  global_step_ = session_->global_step();
   for (auto& hook : hooks_) TRAININGD_RETURN_IF_ERROR(hook->AfterCreateSession(*session_, *this));
   return Status::Ok();
 }
@@ -88,8 +89,9 @@ Status MonitoredSession::WithRecovery(Body body) {
                                     options_.initial_backoff_secs * std::pow(2.0, attempt));
     char when[32];
     std::snprintf(when, sizeof when, "%g", backoff);
-    options_.logger->Warning(st.ToString() + "; recreating the session from the latest checkpoint in " +
-                             when + " s (recovery " + std::to_string(attempt + 1) + " of " +
+    options_.logger->Warning(st.ToString() + "; recreating the session in " + when +
+                             " s, from the latest checkpoint if there is one (recovery " +
+                             std::to_string(attempt + 1) + " of " +
                              std::to_string(options_.max_recovery_attempts) + ")");
     session_.reset();
     options_.env->SleepForSeconds(backoff);
@@ -139,6 +141,7 @@ Status MonitoredSession::RunOnce(const RunArgs& args, RunValues* values) {
     Select(all, requests[i].fetches, requests[i].options.trace, &own);
     TRAININGD_RETURN_IF_ERROR(hooks_[i]->AfterRun(ctx, own));
   }
+  global_step_ = session_->global_step();
   if (ctx.stop_requested()) stop_requested_ = true;
   if (values) Select(all, args.fetches, args.options.trace, values);
   return Status::Ok();
@@ -149,7 +152,10 @@ Status MonitoredSession::Fetch(const std::vector<std::string>& fetches, RunValue
   return session_->Fetch(fetches, values);
 }
 
-bool MonitoredSession::ShouldStop() const { return closed_ || stop_requested_.load(); }
+bool MonitoredSession::ShouldStop() const {
+  return closed_.load() || stop_requested_.load() ||
+         (options_.stop_flag && options_.stop_flag->load());
+}
 
 void MonitoredSession::RequestStop() { stop_requested_ = true; }
 
@@ -163,8 +169,7 @@ Status MonitoredSession::AddHook(std::shared_ptr<SessionRunHook> hook) {
 }
 
 Status MonitoredSession::Close() {
-  if (closed_) return Status::Ok();
-  closed_ = true;
+  if (closed_.exchange(true)) return Status::Ok();
   Status result;
   if (session_ && !failure_.ok() && session_->diverged()) {
     options_.logger->Warning(

@@ -184,6 +184,26 @@ TEST_F(CheckpointManagerTest, UnreadableStateFileMeansNoCheckpointWithAWarning) 
   EXPECT_EQ(Make(Options())->KeptCheckpoints(), Paths({"model.ckpt-8"}));
 }
 
+TEST_F(CheckpointManagerTest, UnreadableStateFileIsRebuiltFromTheCheckpointFiles) {
+  {
+    auto m = Make(Options(/*max_to_keep=*/2));
+    for (int64_t s : {3, 10, 20}) ASSERT_TRUE(m->Save(Step(s, static_cast<float>(s))).ok());
+  }
+  std::ofstream(Path("checkpoint")) << "{garbage";
+  std::ofstream(Path("model.ckpt-30.tmp-1-2")) << "half written";  // not a checkpoint
+  std::ofstream(Path("model.ckpt-x")) << "not a step";
+  std::vector<std::string> warnings;
+  auto m = Make(Options(/*max_to_keep=*/2), &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("rebuilt from the 2 newest checkpoint files, latest model.ckpt-20"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_EQ(m->KeptCheckpoints(), Paths({"model.ckpt-10", "model.ckpt-20"}));
+  auto data = m->RestoreLatest(nullptr);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ(data->global_step, 20);
+}
+
 TEST_F(CheckpointManagerTest, ReadsAStateFileWrittenByTensorFlow) {
   fs::create_directories(dir_);
   std::ofstream(Path("checkpoint")) << "model_checkpoint_path: \"model.ckpt-7\"\n"

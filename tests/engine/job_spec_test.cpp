@@ -280,5 +280,20 @@ TEST(JobSpecTest, TheFirstBadFieldInDocumentOrderIsReported) {
   EXPECT_TRUE(FailsNaming(ValidateJobSpec(s), "batch_size: "));
 }
 
+TEST(JobSpecTest, NoHookMayUseAnEmptyValidationSplit) {
+  JobSpec s = ValidSpec();
+  s.dataset.validation_size = 0;
+  EXPECT_TRUE(ValidateJobSpec(s).ok()) << ValidateJobSpec(s).ToString();  // nothing uses it
+  s.hooks.evaluation.enabled = true;
+  EXPECT_TRUE(FailsNaming(ValidateJobSpec(s), "hooks.evaluation.split: uses the validation split"));
+  s.hooks.evaluation.split = "test";
+  EXPECT_TRUE(ValidateJobSpec(s).ok());
+  s.hooks.early_stopping.enabled = true;  // monitors validation/loss by default
+  EXPECT_TRUE(FailsNaming(ValidateJobSpec(s), "hooks.early_stopping.monitor: uses"));
+  s.hooks.early_stopping.enabled = false;
+  s.hooks.logging.tensors = {"loss", "validation/accuracy"};
+  EXPECT_TRUE(FailsNaming(ValidateJobSpec(s), "hooks.logging.tensors[1]: uses"));
+}
+
 }  // namespace
 }  // namespace trainingd::engine

@@ -149,6 +149,18 @@ TEST_F(MonitoredTrainingSessionTest, NonChiefWaitsWithItsOwnPollAndGivesUp) {
   EXPECT_FALSE(fs::exists(dir.path()));  // a worker never creates or writes the directory
 }
 
+TEST_F(MonitoredTrainingSessionTest, AStopFlagEndsANonChiefsWait) {
+  ScopedDir dir("mts_worker_stop");
+  std::atomic<bool> stop{true};
+  auto o = Options(dir.path());
+  o.is_chief = false;
+  o.session_options.stop_flag = &stop;
+  auto ms = MonitoredTrainingSession(SmallConfig(), SharedSmallData(), o);
+  ASSERT_FALSE(ms.ok());
+  EXPECT_EQ(ms.status().code(), StatusCode::kCancelled);
+  EXPECT_TRUE(env_.sleeps.empty());
+}
+
 TEST_F(MonitoredTrainingSessionTest, NonChiefStartsOnceTheChiefSavedAndNeverSaves) {
   ScopedDir dir("mts_worker_ready");
   {

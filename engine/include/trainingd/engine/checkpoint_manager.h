@@ -38,9 +38,10 @@ struct CheckpointManagerOptions {
 class CheckpointManager {
  public:
   // Creates `directory` (and its parents) if missing and reads its state file, so numbering and
-  // retention continue across restarts. A state file that cannot be read or parsed counts as "no
-  // checkpoint", as in TensorFlow, and a warning naming it and the problem is appended to
-  // `warnings` (if not null). Errors: InvalidArgument for bad options, IoError when the directory
+  // retention continue across restarts. A state file that cannot be read or parsed is rebuilt
+  // from the "<basename>-<step>" files in the directory (the max_to_keep newest; TensorFlow would
+  // see no checkpoint and start over), and a warning naming it, the problem and the outcome is
+  // appended to `warnings` (if not null). Errors: InvalidArgument for bad options, IoError when the directory
   // cannot be created.
   static Result<std::unique_ptr<CheckpointManager>> Create(
       const std::string& directory, CheckpointManagerOptions options = {},

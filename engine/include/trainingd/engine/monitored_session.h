@@ -35,6 +35,9 @@ struct MonitoredSessionOptions {
   Env* env = nullptr;                             // null = Env::Default()
   std::shared_ptr<Logger> logger;                 // null = Logger::Stderr()
   std::shared_ptr<SummaryWriter> summary_writer;  // optional; flushed at Close
+  // Optional flag another thread sets to stop (e.g. the daemon's stop button, Ctrl-C). Seen by
+  // ShouldStop() from the start -- also while a non-chief waits for the chief in Create.
+  const std::atomic<bool>* stop_flag = nullptr;
 };
 
 class MonitoredSession final : public Coordinator {
@@ -73,11 +76,15 @@ class MonitoredSession final : public Coordinator {
   // always flushed. A second Close() does nothing and returns OK.
   Status Close();
 
-  bool closed() const { return closed_; }
+  bool closed() const { return closed_.load(); }
+  // The global step after the latest successful run (or creation); kept after Close().
+  int64_t global_step() const { return global_step_; }
   // The error that failed a run, OK if none.
   const Status& failure() const { return failure_; }
-  // The live session; valid until Close().
+  // The live session; valid until Close() and while has_session() (a recovery that failed to
+  // create a new session leaves none).
   Session& session() { return *session_; }
+  bool has_session() const { return session_ != nullptr; }
   SummaryWriter* summary_writer() { return options_.summary_writer.get(); }
   // Sessions created, counting the first (1 + recoveries).
   int sessions_created() const { return sessions_created_; }
@@ -97,7 +104,8 @@ class MonitoredSession final : public Coordinator {
   MonitoredSessionOptions options_;
   std::unique_ptr<Session> session_;
   std::atomic<bool> stop_requested_{false};
-  bool closed_ = false;
+  std::atomic<bool> closed_{false};
+  int64_t global_step_ = 0;
   Status failure_;
   int sessions_created_ = 0;
 };

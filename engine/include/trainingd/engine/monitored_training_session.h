@@ -33,8 +33,8 @@ struct MonitoredTrainingSessionOptions {
   std::optional<int64_t> save_summaries_steps;
   std::optional<double> save_summaries_secs;
   int64_t log_step_count_steps = 100;  // <= 0: no StepCounterHook
-  // Kept for TF compatibility: the engine starts no threads of its own, so Close() never waits.
-  // The daemon uses it as the longest it waits for a job to stop.
+  // Accepted for TF compatibility and not used: the engine starts no threads of its own, so
+  // Close() has nothing to wait for.
   double stop_grace_period_secs = 120;
   double max_wait_secs = 7200;  // non-chief: how long to wait for the chief
   double worker_poll_secs = 1;  // non-chief: how often to look (TF: 30 s, fixed)

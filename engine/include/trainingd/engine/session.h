@@ -6,7 +6,8 @@
 // Fetch names (docs/session.md#fetches):
 //   "loss", "accuracy"        of the step's minibatch (Fetch(): of the latest step; NaN before one)
 //   "global_step"             after the step
-//   "learning_rate"           the rate the step's update used (Fetch(): the next step's rate)
+//   "learning_rate"           the rate the step's update used (Fetch(): the latest step's rate,
+//                             or the next step's before any step in this session)
 //   "epoch"                   epochs of the input pipeline completed
 //   "<split>/loss", "<split>/accuracy", split in {train, validation, test}: the whole split in
 //                             inference mode, after the step; one pass per split and global step

@@ -1,0 +1,122 @@
+// JobService: what the HTTP API needs from the service behind it. api/ states it; daemon/
+// implements it (JobManager) and wires the two together in main, so api/ never depends on
+// daemon/. Every method is thread-safe and returns quickly: none trains, none waits for SQLite
+// writes (reads may query the database).
+//
+// Errors are engine::Status values, mapped to HTTP by the router:
+//   InvalidArgument -> 400 (message starts with the field), NotFound -> 404,
+//   FailedPrecondition -> 409 (an illegal state change; the message names the current state),
+//   Unavailable -> 503 (e.g. shutting down, queue full), anything else -> 500.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainingd/engine/job_spec.h"
+#include "trainingd/engine/status.h"
+
+namespace trainingd::api {
+
+// queued -> running -> completed | failed | stopped, with stopping while a stop is in progress.
+enum class JobState { kQueued, kRunning, kStopping, kCompleted, kFailed, kStopped };
+const char* JobStateName(JobState state);
+std::optional<JobState> ParseJobState(std::string_view name);
+
+struct JobInfo {
+  std::string id;  // opaque, URL-safe
+  std::string name;
+  JobState state = JobState::kQueued;
+  int64_t global_step = 0;
+  int64_t max_steps = 0;
+  double created_at = 0;   // seconds since the epoch
+  double started_at = 0;   // 0 = not yet
+  double finished_at = 0;  // 0 = not yet
+  std::string error;       // failed jobs: why
+  std::string reason;      // ended jobs: why they ended
+  double examples_per_sec = 0;                 // latest measured, running jobs
+  std::map<std::string, double> latest_scalars;  // tag -> latest value
+  std::string spec_json;   // the canonical spec (details only)
+};
+
+struct JobPage {
+  std::vector<JobInfo> jobs;  // newest first
+  std::string next_cursor;    // empty = no more
+};
+
+struct ScalarPoint {
+  int64_t step = 0;
+  double wall_time = 0;
+  double value = 0;  // the bucket's last value when downsampled
+  double min = 0;    // = value for a raw point
+  double max = 0;
+};
+
+struct ScalarQuery {
+  std::string tag;
+  std::optional<int64_t> from_step, to_step;  // inclusive
+  int64_t max_points = 1000;  // > 0; more points are downsampled to min/max/last per bucket
+};
+
+struct CheckpointInfo {
+  int64_t global_step = 0;
+  std::string name;  // "model.ckpt-1000"
+  int64_t bytes = 0;
+  double mtime = 0;
+};
+
+struct LogLine {
+  int64_t line = 0;  // 1-based
+  std::string text;
+};
+
+// One server-sent event: `id` is the job's (or the list's) sequence number, `event` the kind
+// ("scalars", "state", "log"), `data` a JSON text.
+struct ServiceEvent {
+  int64_t id = 0;
+  std::string event;
+  std::string data;
+};
+
+// Alive as long as the subscription; destroying it unsubscribes.
+class Subscription {
+ public:
+  virtual ~Subscription() = default;
+};
+
+class JobService {
+ public:
+  virtual ~JobService() = default;
+
+  virtual engine::Result<JobInfo> Submit(engine::JobSpec spec) = 0;
+  virtual engine::Result<JobPage> List(std::optional<JobState> state, int64_t limit,
+                                       const std::string& cursor) = 0;
+  virtual engine::Result<JobInfo> Get(const std::string& id) = 0;
+  virtual engine::Result<JobInfo> Stop(const std::string& id) = 0;
+  virtual engine::Result<JobInfo> Resume(const std::string& id,
+                                         std::optional<int64_t> max_steps) = 0;
+  virtual engine::Status Delete(const std::string& id) = 0;
+  virtual engine::Result<std::vector<ScalarPoint>> Scalars(const std::string& id,
+                                                           const ScalarQuery& query) = 0;
+  virtual engine::Result<std::vector<std::string>> ScalarTags(const std::string& id) = 0;
+  virtual engine::Result<std::vector<CheckpointInfo>> Checkpoints(const std::string& id) = 0;
+  virtual engine::Result<std::vector<LogLine>> Logs(const std::string& id, int64_t from_line,
+                                                    int64_t limit) = 0;
+
+  // Events of one job (job_id) or of the job list (job_id empty) with id > after_id, then live
+  // ones, delivered in id order on a service thread; `deliver` must not block (queue and return).
+  // NotFound for an unknown job.
+  virtual engine::Result<std::unique_ptr<Subscription>> Subscribe(
+      const std::string& job_id, int64_t after_id,
+      std::function<void(const ServiceEvent&)> deliver) = 0;
+
+  // Prometheus text exposition of the service's own metrics (jobs by state, steps, examples/s,
+  // SQLite write queue); the HTTP layer appends its own.
+  virtual std::string Metrics() = 0;
+};
+
+}  // namespace trainingd::api

@@ -1,0 +1,131 @@
+// Store: the daemon's SQLite database -- job rows and scalar summaries (docs/storage.md).
+//
+// One file in WAL mode with busy_timeout; the schema is versioned with PRAGMA user_version and
+// migrated on open. Writes go through one writer thread that batches everything queued into one
+// transaction; a write call only enqueues and returns at once (callers on hot paths never wait for
+// the disk). Flush() waits until everything queued so far is committed. Reads run on their own
+// connections and see every committed write. Thread-safe: any thread may call anything, except
+// that nothing may run concurrently with the destructor.
+//
+// Crash safety: a write is durable once committed (WAL, synchronous=NORMAL: a process crash,
+// kill -9 included, loses nothing committed; a power cut may lose the last transactions).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainingd/api/job_service.h"
+#include "trainingd/engine/status.h"
+
+namespace trainingd::daemon {
+
+// A job's row. `spec_json` is the canonical job spec.
+struct JobRecord {
+  std::string id;
+  std::string name;
+  std::string spec_json;
+  api::JobState state = api::JobState::kQueued;
+  double created_at = 0;
+  double started_at = 0;
+  double finished_at = 0;
+  int64_t global_step = 0;
+  int64_t max_steps = 0;
+  std::string error;
+  std::string reason;
+  std::string checkpoint_dir;
+};
+
+struct ScalarRecord {
+  std::string job_id;
+  std::string tag;
+  int64_t step = 0;
+  double wall_time = 0;
+  double value = 0;
+};
+
+// Tuning; the defaults suit the daemon.
+struct StoreOptions {
+  // How long a statement waits for a lock another connection (or process) holds before it fails
+  // with Unavailable.
+  int busy_timeout_ms = 5000;
+  // Read connections kept open between reads; more are opened while more threads read at once.
+  int max_idle_readers = 4;
+  // The writer commits at most about this many scalars per transaction, so that one huge backlog
+  // does not become one huge transaction.
+  int64_t max_scalars_per_transaction = 262144;
+};
+
+struct StoreStats {
+  int64_t queued_writes = 0;  // waiting for the writer now
+  int64_t committed_batches = 0;
+  int64_t committed_scalars = 0;
+};
+
+class Store {
+ public:
+  // Opens (creating) the database at `path` and migrates it. Errors name the file: IoError (cannot
+  // open or create), DataLoss (not an SQLite database, or corrupt), Unavailable (locked by another
+  // connection for longer than busy_timeout_ms), FailedPrecondition (a schema version newer than
+  // this build knows, or another application's database).
+  static engine::Result<std::unique_ptr<Store>> Open(const std::string& path);
+  static engine::Result<std::unique_ptr<Store>> Open(const std::string& path,
+                                                     const StoreOptions& options);
+  ~Store();  // writes everything queued, then stops the writer; errors of those writes are lost
+
+  // --- writes: queued, batched, in order ---
+  // Errors surface at the next Flush(). A write that fails on its own (scalars for a job that does
+  // not exist, an empty id or tag, a NaN wall_time) is skipped and the rest of its batch is
+  // committed; a failure of the database itself (disk full, I/O error, lock timeout) loses the
+  // whole batch.
+  void PutJob(const JobRecord& job);  // insert or replace the whole row; keeps the job's scalars
+  // Sets these five fields. Updates of a job that does not exist (deleted meanwhile) do nothing.
+  void UpdateJobState(const std::string& id, api::JobState state, double started_at,
+                      double finished_at, const std::string& error, const std::string& reason);
+  void UpdateJobStep(const std::string& id, int64_t global_step);  // unknown id: nothing
+  // Replaces (job, tag, step) duplicates (the last one queued wins). The job must exist (NotFound).
+  void AddScalars(std::vector<ScalarRecord> scalars);
+  // Deletes the job's scalars with step > `step` (on resume from a checkpoint at `step`).
+  void DropScalarsAfter(const std::string& job_id, int64_t step);
+  void DeleteJob(const std::string& id);  // the row and its scalars
+  // Waits until every write queued before the call is committed (or has failed); returns the first
+  // write error since the last Flush, if any, and clears it.
+  engine::Status Flush();
+
+  // --- reads: see every write committed before they start; never wait for the writer ---
+  // Errors name the database file; IoError/DataLoss/Unavailable as for Open.
+  engine::Result<std::optional<JobRecord>> GetJob(const std::string& id);
+  // Newest first (created_at, then id); `state` filters; `after_id` pages (jobs older than it).
+  // InvalidArgument: limit <= 0 ("limit ..."), after_id not a job ("after_id ...").
+  engine::Result<std::vector<JobRecord>> ListJobs(std::optional<api::JobState> state, int64_t limit,
+                                                  const std::string& after_id);
+  // The points of `query.tag` with from_step <= step <= to_step, in step order: all of them, raw
+  // (min = max = value), when there are at most max_points. Otherwise at most max_points points
+  // (docs/storage.md): the first point of the range as it is, then the rest cut into equal step
+  // buckets (at most max_points - 1, aligned to multiples of the bucket width), each non-empty one
+  // giving its last point (step, wall_time, value) with the bucket's min and max -- so the last
+  // point of the range is kept too, and a spike always shows as its bucket's max or min.
+  // max_points = 1 gives one point: the last, with the min and max of the whole range. NaN values
+  // are kept (as values and as min/max of all-NaN buckets); min and max skip them otherwise.
+  // An unknown job or tag gives no points.
+  // InvalidArgument naming the field: empty tag, max_points <= 0, from_step > to_step.
+  engine::Result<std::vector<api::ScalarPoint>> QueryScalars(const std::string& job_id,
+                                                             const api::ScalarQuery& query);
+  // The job's tags, sorted; none for an unknown job.
+  engine::Result<std::vector<std::string>> ScalarTags(const std::string& job_id);
+  // The latest value (at the highest step) of each tag.
+  engine::Result<std::map<std::string, double>> LatestScalars(const std::string& job_id);
+
+  StoreStats stats() const;
+  const std::string& path() const;
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace trainingd::daemon

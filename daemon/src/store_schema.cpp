@@ -1,0 +1,110 @@
+#include "store_schema.h"
+
+#include <iterator>
+#include <string>
+
+namespace trainingd::daemon {
+namespace {
+
+using engine::Status;
+
+// Migration i takes the database from user_version i to i + 1. Never edit one that has shipped:
+// append a new one.
+constexpr const char* kMigrations[] = {
+    // 1: jobs, scalars, and the scalar rollups that make downsampled queries fast.
+    R"sql(
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY NOT NULL,
+  name TEXT NOT NULL DEFAULT '',
+  spec_json TEXT NOT NULL DEFAULT '',
+  state TEXT NOT NULL,
+  created_at REAL NOT NULL DEFAULT 0,
+  started_at REAL NOT NULL DEFAULT 0,
+  finished_at REAL NOT NULL DEFAULT 0,
+  global_step INTEGER NOT NULL DEFAULT 0,
+  max_steps INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT '',
+  reason TEXT NOT NULL DEFAULT '',
+  checkpoint_dir TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX jobs_by_created_at ON jobs (created_at, id);
+CREATE INDEX jobs_by_state ON jobs (state, created_at, id);
+
+CREATE TABLE scalars (
+  job_id TEXT NOT NULL,
+  tag TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  wall_time REAL NOT NULL,
+  value REAL,
+  PRIMARY KEY (job_id, tag, step)
+) WITHOUT ROWID;
+
+CREATE TABLE scalar_rollups (
+  job_id TEXT NOT NULL,
+  tag TEXT NOT NULL,
+  level INTEGER NOT NULL,
+  block INTEGER NOT NULL,
+  min_value REAL,
+  max_value REAL,
+  last_step INTEGER NOT NULL,
+  last_wall_time REAL NOT NULL,
+  last_value REAL,
+  PRIMARY KEY (job_id, tag, level, block)
+) WITHOUT ROWID;
+
+PRAGMA application_id = 1953656420;
+)sql",
+};
+
+constexpr int kVersion = static_cast<int>(std::size(kMigrations));
+static_assert(kStoreApplicationId == 1953656420, "the id in migration 1");
+
+Status CheckVersion(sqlite::Db& db, int64_t version, int64_t app_id) {
+  if (app_id != 0 && app_id != kStoreApplicationId) {
+    return Status::FailedPrecondition(db.path() + ": not a trainingd database (application_id " +
+                                      std::to_string(app_id) + ")");
+  }
+  if (version > kVersion) {
+    return Status::FailedPrecondition(
+        db.path() + ": database schema version " + std::to_string(version) +
+        " is newer than this trainingd supports (" + std::to_string(kVersion) +
+        "); use a newer trainingd, or restore a backup");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int StoreSchemaVersion() { return kVersion; }
+
+Status MigrateStore(sqlite::Db& db) {
+  auto version = db.QueryInt("PRAGMA user_version", "reading the schema version");
+  if (!version.ok()) return version.status();
+  auto app_id = db.QueryInt("PRAGMA application_id", "reading the application id");
+  if (!app_id.ok()) return app_id.status();
+  TRAININGD_RETURN_IF_ERROR(CheckVersion(db, *version, *app_id));
+  while (*version < kVersion) {
+    // Read the version again under the write lock: another process may have migrated meanwhile.
+    TRAININGD_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE", "starting a schema migration"));
+    version = db.QueryInt("PRAGMA user_version", "reading the schema version");
+    Status st = version.ok() ? CheckVersion(db, *version, 0) : version.status();
+    if (st.ok() && *version < kVersion) {
+      const int64_t to = *version + 1;
+      st = db.Exec(kMigrations[*version], "migrating to schema version " + std::to_string(to));
+      if (st.ok()) {
+        const std::string bump = "PRAGMA user_version = " + std::to_string(to);
+        st = db.Exec(bump.c_str(), "setting the schema version");
+      }
+    }
+    if (st.ok()) st = db.Exec("COMMIT", "committing a schema migration");
+    if (!st.ok()) {
+      db.RollbackIfOpen();
+      return st;
+    }
+    version = db.QueryInt("PRAGMA user_version", "reading the schema version");
+    if (!version.ok()) return version.status();
+  }
+  return Status::Ok();
+}
+
+}  // namespace trainingd::daemon

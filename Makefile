@@ -1,6 +1,6 @@
 # Two commands on a fresh Debian 12 machine, as root:
-#   make run    installs what is missing, builds, and trains the tutorial CNN on Fashion-MNIST
-#               (examples/cnn.json; checkpoints under var/, Ctrl-C stops, make run resumes)
+#   make run    installs what is missing, builds, and starts the daemon (trainingd serve) on
+#               127.0.0.1:8080 with its database and jobs under ./var
 #   make test   installs what is missing, builds, and runs every test (Release and ASan+UBSan)
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -21,7 +21,7 @@ build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	$(BUILD)/daemon/trainingd run examples/cnn.json --checkpoint-dir var/jobs/cnn-fashion-mnist
+	$(BUILD)/daemon/trainingd serve --listen 127.0.0.1:8080 --data-dir var
 
 test: test-release test-asan
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "trainingd/daemon/run_command.h"
+#include "trainingd/daemon/serve_command.h"
 #include "trainingd/daemon/train_command.h"
 
 namespace {
@@ -12,6 +13,7 @@ void Usage(FILE* f) {
   std::fprintf(f,
                "usage: trainingd <command> [options]\n"
                "commands:\n"
+               "  serve     the daemon: REST API and dashboard (trainingd serve --help)\n"
                "  run       run a job spec in the foreground; again to resume (trainingd run --help)\n"
                "  validate  check a job spec without running it\n"
                "  train     train a tutorial model in the foreground (trainingd train --help)\n");
@@ -26,6 +28,7 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
   if (cmd == "train") return trainingd::daemon::TrainCommand(args);
+  if (cmd == "serve") return trainingd::daemon::ServeCommand(args);
   if (cmd == "run") return trainingd::daemon::RunCommand(args);
   if (cmd == "validate") return trainingd::daemon::ValidateCommand(args);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {

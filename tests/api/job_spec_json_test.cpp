@@ -457,7 +457,8 @@ TEST(JobSpecJsonTest, CanonicalJsonRoundTrips) {
                         "nan_guard": {"fail": false}, "step_counter": {"every_steps": 0},
                         "evaluation": {"every_secs": 1e-3, "split": "train"},
                         "final_eval": {"enabled": false, "split": "validation"},
-                        "early_stopping": {"patience": 9, "min_delta": 0.1, "every_steps": 3},
+                        "early_stopping": {"monitor": "test/accuracy", "mode": "max",
+                                           "patience": 9, "min_delta": 0.1, "every_steps": 3},
                         "profiler": {"every_steps": 11}})"),
       R"({"name": "c", "max_steps": 5, "model": {"preset": "cnn", "layers": [
           {"type": "conv2d", "filters": 3, "kernel": 3, "stride": 2, "padding": "same",

@@ -1,0 +1,102 @@
+// Router: the REST API v1 (docs/openapi.yaml, docs/http-api.md) as a plain function from request
+// to response over a JobService, so it is tested without sockets; HttpServer calls it on its I/O
+// threads (fine, because JobService methods return quickly by contract).
+//
+// Every non-2xx answer has the body {"error":{"code","message"[,"field"]}} and Content-Type
+// application/json. JobService statuses map as job_service.h states: InvalidArgument 400,
+// NotFound 404, FailedPrecondition 409, Unavailable 503 (with Retry-After), anything else 500.
+// With an API token configured, /api/... and /metrics need "Authorization: Bearer <token>"
+// (event streams may pass ?access_token= instead, since browsers' EventSource cannot set
+// headers); /healthz and the dashboard's static files are public, as they reveal nothing about
+// jobs. Thread-safe: Handle may run on many threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainingd/api/http_message.h"
+#include "trainingd/api/http_metrics.h"
+#include "trainingd/api/job_service.h"
+#include "trainingd/api/static_files.h"
+#include "trainingd/engine/status.h"
+
+namespace trainingd::api {
+
+struct RouterOptions {
+  std::string api_token;            // "" = no authentication
+  std::string web_root;             // directory of the dashboard's files; "" = none (GET / is 404)
+  size_t max_body_bytes = 1 << 20;  // larger bodies: 413 (the server also stops reading them)
+  int64_t default_list_limit = 50;  // GET /api/v1/jobs ?limit=, 1..max_list_limit
+  int64_t max_list_limit = 1000;
+  int64_t default_log_limit = 1000;  // GET .../logs ?limit=, 1..max_log_limit
+  int64_t max_log_limit = 10000;
+  int64_t default_max_points = 1000;  // GET .../scalars ?max_points=, 1..max_max_points
+  int64_t max_max_points = 100000;
+};
+
+// One (method, path template) pair the router answers; "{id}" is one job-id segment, "{file}" a
+// path under the web root.
+struct RouteInfo {
+  std::string_view method;
+  std::string_view path;
+};
+
+class Router {
+ public:
+  // `service` must outlive the router.
+  Router(JobService& service, RouterOptions options);
+
+  // OK unless options name a web root that is not an existing directory (fatal at start-up).
+  engine::Status CheckOptions() const;
+
+  // Answers one request; never throws (an exception becomes a 500). For the event-stream routes
+  // (GET /api/v1/events, /api/v1/jobs/{id}/events, /api/v1/jobs/{id}/logs?follow=true) it
+  // subscribes `deliver` (may be empty: events are then dropped) and returns event_stream = true
+  // with the Subscription; the caller writes the events it receives and keeps the
+  // Subscription as long as the client is connected. Records each answer in metrics().
+  HttpResponse Handle(const HttpRequest& request, const EventDeliver& deliver = nullptr);
+
+  // Every route, in a fixed order; docs/openapi.yaml describes exactly these.
+  static const std::vector<RouteInfo>& Routes();
+
+  HttpMetrics& metrics() { return metrics_; }
+  const RouterOptions& options() const { return options_; }
+
+ private:
+  struct Context;  // one request being answered (router.cpp)
+
+  HttpResponse Dispatch(const HttpRequest& request, const EventDeliver& deliver,
+                        std::string* route_label);
+  HttpResponse SubmitJob(const Context& c);
+  HttpResponse ListJobs(const Context& c);
+  HttpResponse ResumeJob(const Context& c);
+  HttpResponse Scalars(const Context& c);
+  HttpResponse Logs(const Context& c);
+  HttpResponse Events(const Context& c, const std::string& job_id, const std::string& only_kind);
+  HttpResponse Metrics();
+  HttpResponse StaticFile(std::string_view path);
+
+  JobService& service_;
+  RouterOptions options_;
+  StaticFiles static_files_;
+  HttpMetrics metrics_;
+};
+
+// A JSON error answer: {"error":{"code","message"[,"field"]}}.
+HttpResponse ErrorResponse(int status, std::string_view code, std::string_view message,
+                           std::string_view field = {});
+
+// The answer for a failed JobService call (the mapping above). An InvalidArgument message
+// "<field>: <what>" names <field> in the body.
+HttpResponse StatusResponse(const engine::Status& status);
+
+// Job ids in paths: 1 to 64 of [A-Za-z0-9_-].
+bool IsValidJobId(std::string_view id);
+
+// Whether `given` equals `secret`, in time that depends on the length of `secret` only.
+bool ConstantTimeEquals(std::string_view given, std::string_view secret);
+
+}  // namespace trainingd::api

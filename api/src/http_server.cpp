@@ -1,0 +1,157 @@
+#include "trainingd/api/http_server.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <cstdio>
+#include <exception>
+#include <thread>
+#include <vector>
+
+#include "http_session.h"
+#include "trainingd/api/router.h"
+
+namespace trainingd::api {
+namespace net = boost::asio;
+using engine::Status;
+using net::ip::tcp;
+
+// Member order matters: `shared` outlives the io_context (sessions destroyed with it still
+// deregister), and the acceptor dies before the io_context.
+struct HttpServer::Impl {
+  Impl(Router& router, HttpServerOptions options)
+      : shared(router, std::move(options)), acceptor(net::make_strand(ioc)) {}
+
+  void DoAccept();
+  void OnAccept(boost::system::error_code ec, tcp::socket socket);
+  void Run();
+
+  ServerShared shared;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  std::vector<std::thread> threads;
+  std::mutex lifecycle_mu;  // Start/Stop
+  bool started = false;
+  bool stopped = false;
+  uint16_t port = 0;
+};
+
+void HttpServer::Impl::DoAccept() {
+  acceptor.async_accept(net::make_strand(ioc),
+                        [this](boost::system::error_code ec, tcp::socket socket) {
+                          OnAccept(ec, std::move(socket));
+                        });
+}
+
+void HttpServer::Impl::OnAccept(boost::system::error_code ec, tcp::socket socket) {
+  if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+  if (!ec) {
+    size_t open;
+    bool stopping;
+    {
+      std::lock_guard lock(shared.mu);
+      open = shared.sessions.size();
+      stopping = shared.stopping;
+    }
+    if (stopping || open >= shared.options.max_connections) {
+      boost::system::error_code ignored;
+      socket.close(ignored);
+    } else {
+      std::make_shared<HttpSession>(std::move(socket), shared)->Start();
+    }
+  }
+  // Errors such as EMFILE affect one accept; keep accepting.
+  DoAccept();
+}
+
+// A handler that throws must not take the thread down with the server: report and go on.
+void HttpServer::Impl::Run() {
+  while (true) {
+    try {
+      ioc.run();
+      return;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "trainingd http: uncaught exception in I/O thread: %s\n", e.what());
+    }
+  }
+}
+
+HttpServer::HttpServer(Router& router, HttpServerOptions options)
+    : impl_(std::make_shared<Impl>(router, std::move(options))) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Status HttpServer::Start() {
+  std::lock_guard lifecycle(impl_->lifecycle_mu);
+  if (impl_->started) return Status::FailedPrecondition("HTTP server already started");
+  const HttpServerOptions& options = impl_->shared.options;
+  if (options.io_threads < 1) return Status::InvalidArgument("io_threads: must be >= 1");
+  boost::system::error_code ec;
+  net::ip::address address = net::ip::make_address(options.address, ec);
+  if (ec) return Status::InvalidArgument("address: not an IP address: " + options.address);
+  tcp::endpoint endpoint(address, options.port);
+  tcp::acceptor& acceptor = impl_->acceptor;
+  std::string where = options.address + ":" + std::to_string(options.port);
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    boost::system::error_code ignored;
+    acceptor.close(ignored);
+    return Status::Unavailable("cannot listen on " + where + ": " + ec.message());
+  }
+  impl_->port = acceptor.local_endpoint(ec).port();
+  impl_->started = true;
+  impl_->DoAccept();
+  for (int i = 0; i < options.io_threads; ++i) {
+    impl_->threads.emplace_back([impl = impl_.get()] { impl->Run(); });
+  }
+  return Status::Ok();
+}
+
+uint16_t HttpServer::port() const { return impl_->port; }
+
+size_t HttpServer::connection_count() const {
+  std::lock_guard lock(impl_->shared.mu);
+  return impl_->shared.sessions.size();
+}
+
+void HttpServer::Stop() {
+  Impl& impl = *impl_;
+  std::lock_guard lifecycle(impl.lifecycle_mu);
+  if (!impl.started || impl.stopped) return;
+  impl.stopped = true;
+  net::post(impl.acceptor.get_executor(), [&impl] {
+    boost::system::error_code ignored;
+    impl.acceptor.close(ignored);
+  });
+  std::vector<std::shared_ptr<HttpSession>> sessions;
+  {
+    std::lock_guard lock(impl.shared.mu);
+    impl.shared.stopping = true;
+    for (auto& [key, weak] : impl.shared.sessions) {
+      if (auto session = weak.lock()) sessions.push_back(std::move(session));
+    }
+  }
+  for (auto& session : sessions) session->Shutdown();
+  sessions.clear();  // the sessions' own handlers keep them alive as long as they need
+  {
+    std::unique_lock lock(impl.shared.mu);
+    impl.shared.sessions_changed.wait_for(lock, impl.shared.options.stop_grace,
+                                          [&] { return impl.shared.sessions.empty(); });
+    // Whatever is left is destroyed with the io_context; from now on no JobService thread may
+    // post to it.
+    for (auto& [key, weak] : impl.shared.sessions) {
+      if (auto session = weak.lock()) sessions.push_back(std::move(session));
+    }
+  }
+  for (auto& session : sessions) session->CloseEventQueue();
+  sessions.clear();
+  impl.ioc.stop();
+  for (std::thread& thread : impl.threads) thread.join();
+  impl.threads.clear();
+}
+
+}  // namespace trainingd::api

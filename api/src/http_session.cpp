@@ -1,0 +1,317 @@
+#include "http_session.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/version.hpp>
+
+#include "trainingd/api/router.h"
+#include "trainingd/api/sse.h"
+
+namespace trainingd::api {
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using beast::error_code;
+
+namespace {
+
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+constexpr auto kLingerTime = std::chrono::seconds(1);
+constexpr int kSseRetryMs = 3000;
+
+HttpRequest ToHttpRequest(http::request<http::string_body>&& message) {
+  HttpRequest request;
+  request.method = std::string(message.method_string());
+  request.target = std::string(message.target());
+  for (const auto& field : message) {
+    request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  }
+  request.body = std::move(message.body());
+  return request;
+}
+
+bool IsHttpParseError(const error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_target).category();
+}
+
+}  // namespace
+
+HttpSession::HttpSession(net::ip::tcp::socket socket, ServerShared& shared)
+    : shared_(shared), stream_(std::move(socket)), keepalive_timer_(stream_.get_executor()) {}
+
+HttpSession::~HttpSession() {
+  CloseEventQueue();
+  if (streaming_ && !closed_) shared_.router.metrics().EventStreamClosed(false);
+  subscription_.reset();
+  std::lock_guard lock(shared_.mu);
+  shared_.sessions.erase(this);
+  shared_.sessions_changed.notify_all();
+}
+
+void HttpSession::Start() {
+  {
+    std::lock_guard lock(shared_.mu);
+    shared_.sessions.emplace(this, weak_from_this());
+    closing_ = shared_.stopping;
+  }
+  // The deliver callback holds only the queue; the queue wakes the session through a weak
+  // pointer, so a subscription never keeps its session alive (no cycle).
+  auto executor = stream_.get_executor();
+  std::weak_ptr<HttpSession> weak = weak_from_this();
+  queue_->wake = [executor, weak] {
+    net::post(executor, [weak] {
+      if (auto self = weak.lock()) self->FlushEvents();
+    });
+  };
+  deliver_ = [queue = queue_, max_events = shared_.options.sse_queue_events,
+              max_bytes = shared_.options.sse_queue_bytes](const ServiceEvent& event) {
+    std::string frame = FormatSseEvent(event);
+    std::lock_guard lock(queue->mu);
+    if (queue->closed || queue->overflow) return;
+    if (queue->frames.size() >= max_events || queue->bytes + frame.size() > max_bytes) {
+      queue->overflow = true;
+      queue->frames.clear();
+      queue->bytes = 0;
+    } else {
+      queue->bytes += frame.size();
+      queue->frames.push_back(std::move(frame));
+    }
+    if (!queue->wake_pending) {
+      queue->wake_pending = true;
+      queue->wake();
+    }
+  };
+  net::dispatch(stream_.get_executor(),
+                beast::bind_front_handler(&HttpSession::DoReadHeader, shared_from_this()));
+}
+
+void HttpSession::Shutdown() {
+  net::post(stream_.get_executor(),
+            beast::bind_front_handler(&HttpSession::OnShutdown, shared_from_this()));
+}
+
+void HttpSession::CloseEventQueue() {
+  std::lock_guard lock(queue_->mu);
+  queue_->closed = true;
+  queue_->frames.clear();
+  queue_->bytes = 0;
+}
+
+void HttpSession::OnShutdown() {
+  closing_ = true;
+  if (streaming_ || reading_) Close();
+  // Otherwise a response is being written; OnWrite closes after it.
+}
+
+void HttpSession::DoReadHeader() {
+  if (closing_ || closed_) return Close();
+  parser_.emplace();
+  parser_->header_limit(static_cast<uint32_t>(shared_.options.header_limit));
+  parser_->body_limit(shared_.options.body_limit);
+  // One deadline for the whole request, header and body: a client trickling bytes cannot keep
+  // the connection (slowloris), nor can an idle keep-alive connection.
+  stream_.expires_after(shared_.options.read_timeout);
+  reading_ = true;
+  http::async_read_header(
+      stream_, buffer_, *parser_,
+      beast::bind_front_handler(&HttpSession::OnReadHeader, shared_from_this()));
+}
+
+void HttpSession::OnReadHeader(error_code ec, size_t) {
+  if (ec) return OnReadError(ec);
+  const auto& message = parser_->get();
+  if (!parser_->is_done() && beast::iequals(message[http::field::expect], "100-continue")) {
+    net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                     [self = shared_from_this()](error_code write_ec, size_t) {
+                       if (write_ec) return self->Close();
+                       self->DoReadBody();
+                     });
+    return;
+  }
+  DoReadBody();
+}
+
+void HttpSession::DoReadBody() {
+  if (parser_->is_done()) return OnRead({}, 0);
+  http::async_read(stream_, buffer_, *parser_,
+                   beast::bind_front_handler(&HttpSession::OnRead, shared_from_this()));
+}
+
+void HttpSession::OnRead(error_code ec, size_t) {
+  if (ec) return OnReadError(ec);
+  reading_ = false;
+  stream_.expires_never();
+  bool keep_alive = parser_->get().keep_alive();
+  HttpRequest request = ToHttpRequest(parser_->release());
+  parser_.reset();
+  HttpResponse response = shared_.router.Handle(request, deliver_);
+  if (response.event_stream) return StartEventStream(std::move(response));
+  WriteResponse(std::move(response), keep_alive && !closing_);
+}
+
+void HttpSession::OnReadError(error_code ec) {
+  reading_ = false;
+  if (closed_) return;
+  auto& metrics = shared_.router.metrics();
+  if (ec == http::error::body_limit) {
+    metrics.RecordRequest("unparsed", "-", 413, 0);
+    return WriteErrorAndClose(
+        413, "payload_too_large",
+        "request body is over " + std::to_string(shared_.options.body_limit) + " bytes");
+  }
+  if (ec == http::error::header_limit) {
+    metrics.RecordRequest("unparsed", "-", 431, 0);
+    return WriteErrorAndClose(431, "request_header_fields_too_large",
+                              "request line and headers are over " +
+                                  std::to_string(shared_.options.header_limit) + " bytes");
+  }
+  // A malformed request (not an end of stream, timeout or socket error) gets a 400.
+  if (IsHttpParseError(ec) && ec != http::error::end_of_stream &&
+      ec != http::error::partial_message) {
+    metrics.RecordRequest("unparsed", "-", 400, 0);
+    return WriteErrorAndClose(400, "bad_request", "malformed HTTP request: " + ec.message());
+  }
+  Close();  // timeout, client closed, reset
+}
+
+void HttpSession::WriteErrorAndClose(int status, std::string_view code, std::string_view message) {
+  HttpResponse response = ErrorResponse(status, code, message);
+  response.SetHeader("X-Content-Type-Options", "nosniff");
+  WriteResponse(std::move(response), false);
+}
+
+void HttpSession::WriteResponse(HttpResponse response, bool keep_alive) {
+  auto message = std::make_shared<http::response<http::string_body>>();
+  message->version(11);
+  message->result(static_cast<unsigned>(response.status));
+  message->set(http::field::server, "trainingd");
+  for (auto& [name, value] : response.headers) message->set(name, value);
+  message->body() = std::move(response.body);
+  message->keep_alive(keep_alive);
+  message->prepare_payload();
+  response_ = message;
+  stream_.expires_after(shared_.options.write_timeout);
+  http::async_write(
+      stream_, *response_,
+      beast::bind_front_handler(&HttpSession::OnWrite, shared_from_this(), keep_alive));
+}
+
+void HttpSession::OnWrite(bool keep_alive, error_code ec, size_t) {
+  response_.reset();
+  if (ec) return Close();
+  if (!keep_alive || closing_) return LingerClose();
+  DoReadHeader();
+}
+
+// Half-close, then read and discard what the client still sends (a body we refused) for a
+// moment, so closing does not reset the connection before the client has read our answer.
+void HttpSession::LingerClose() {
+  error_code ec;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
+  if (ec) return Close();
+  stream_.expires_after(kLingerTime);
+  DoDrain();
+}
+
+void HttpSession::DoDrain() {
+  stream_.async_read_some(net::buffer(discard_),
+                          [self = shared_from_this()](error_code ec, size_t) {
+                            if (ec) return self->Close();
+                            self->DoDrain();
+                          });
+}
+
+void HttpSession::StartEventStream(HttpResponse response) {
+  streaming_ = true;
+  subscription_ = std::move(response.subscription);
+  shared_.router.metrics().EventStreamOpened();
+  // Delimited by the connection's end (no Content-Length, no chunking), which every SSE client
+  // accepts.
+  pending_ = "HTTP/1.1 200 OK\r\nServer: trainingd\r\n";
+  for (const auto& [name, value] : response.headers) pending_ += name + ": " + value + "\r\n";
+  pending_ += "Connection: close\r\n\r\n";
+  pending_ += FormatSseRetry(kSseRetryMs);
+  WatchClient();
+  ArmKeepalive();
+  FlushEvents();
+}
+
+void HttpSession::FlushEvents() {
+  if (closed_ || !streaming_) return;
+  std::string out;
+  bool drop = false;
+  {
+    std::lock_guard lock(queue_->mu);
+    queue_->wake_pending = false;
+    if (queue_->overflow) {
+      drop = true;
+    } else if (!writing_) {
+      out = std::move(pending_);
+      pending_.clear();
+      for (std::string& frame : queue_->frames) out += frame;
+      queue_->frames.clear();
+      queue_->bytes = 0;
+    }
+  }
+  if (drop) return Close(/*dropped=*/true);
+  if (writing_ || out.empty()) return;
+  write_buffer_ = std::move(out);
+  writing_ = true;
+  stream_.expires_after(shared_.options.write_timeout);
+  net::async_write(stream_, net::buffer(write_buffer_),
+                   beast::bind_front_handler(&HttpSession::OnEventWrite, shared_from_this()));
+}
+
+void HttpSession::OnEventWrite(error_code ec, size_t) {
+  writing_ = false;
+  if (ec) return Close();
+  stream_.expires_never();
+  FlushEvents();
+}
+
+// An event-stream client sends nothing; a read completes only when it goes away (or misbehaves).
+// It reads the socket directly, outside the stream's write deadline.
+void HttpSession::WatchClient() {
+  stream_.socket().async_read_some(net::buffer(discard_),
+                                   [self = shared_from_this()](error_code ec, size_t) {
+                                     if (ec) return self->Close();
+                                     self->WatchClient();
+                                   });
+}
+
+void HttpSession::ArmKeepalive() {
+  keepalive_timer_.expires_after(shared_.options.sse_keepalive);
+  keepalive_timer_.async_wait([self = shared_from_this()](error_code ec) {
+    if (ec || self->closed_) return;
+    bool idle;
+    {
+      std::lock_guard lock(self->queue_->mu);
+      idle = self->queue_->frames.empty();
+    }
+    if (idle && !self->writing_ && self->pending_.empty()) {
+      self->pending_ = FormatSseComment("keep-alive");
+      self->FlushEvents();
+    }
+    self->ArmKeepalive();
+  });
+}
+
+void HttpSession::Close(bool dropped) {
+  if (closed_) return;
+  closed_ = true;
+  CloseEventQueue();
+  if (streaming_) shared_.router.metrics().EventStreamClosed(dropped);
+  subscription_.reset();  // unsubscribes
+  keepalive_timer_.cancel();
+  error_code ec;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ec);
+  stream_.close();
+}
+
+}  // namespace trainingd::api

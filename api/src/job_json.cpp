@@ -1,0 +1,88 @@
+#include "trainingd/api/job_json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace trainingd::api {
+using nlohmann::json;
+
+namespace {
+
+json TimeOrNull(double seconds) { return seconds > 0 ? json(seconds) : json(nullptr); }
+json TextOrNull(const std::string& text) { return text.empty() ? json(nullptr) : json(text); }
+
+}  // namespace
+
+json JobToJson(const JobInfo& job, bool detail) {
+  json out = {
+      {"id", job.id},
+      {"name", job.name},
+      {"state", JobStateName(job.state)},
+      {"global_step", job.global_step},
+      {"max_steps", job.max_steps},
+      {"created_at", TimeOrNull(job.created_at)},
+      {"started_at", TimeOrNull(job.started_at)},
+      {"finished_at", TimeOrNull(job.finished_at)},
+      {"error", TextOrNull(job.error)},
+      {"reason", TextOrNull(job.reason)},
+      {"examples_per_sec", job.examples_per_sec},
+      {"latest_scalars", json::object()},
+  };
+  for (const auto& [tag, value] : job.latest_scalars) out["latest_scalars"][tag] = value;
+  if (detail) {
+    // The service stores the canonical spec as text; a spec that does not parse (it always should)
+    // is shown as null rather than failing the whole answer.
+    json spec = json::parse(job.spec_json, nullptr, /*allow_exceptions=*/false);
+    out["spec"] = spec.is_discarded() ? json(nullptr) : std::move(spec);
+  }
+  return out;
+}
+
+json JobPageToJson(const JobPage& page) {
+  json jobs = json::array();
+  for (const JobInfo& job : page.jobs) jobs.push_back(JobToJson(job, false));
+  return {{"jobs", std::move(jobs)}, {"next_cursor", TextOrNull(page.next_cursor)}};
+}
+
+json ScalarsToJson(std::string_view job_id, std::string_view tag,
+                   const std::vector<ScalarPoint>& points) {
+  json array = json::array();
+  for (const ScalarPoint& p : points) {
+    array.push_back({{"step", p.step},
+                     {"wall_time", p.wall_time},
+                     {"value", p.value},
+                     {"min", p.min},
+                     {"max", p.max}});
+  }
+  return {{"job_id", job_id}, {"tag", tag}, {"points", std::move(array)}};
+}
+
+json CheckpointsToJson(const std::vector<CheckpointInfo>& checkpoints) {
+  json array = json::array();
+  for (const CheckpointInfo& c : checkpoints) {
+    array.push_back(
+        {{"global_step", c.global_step}, {"name", c.name}, {"bytes", c.bytes}, {"mtime", c.mtime}});
+  }
+  return {{"checkpoints", std::move(array)}};
+}
+
+json LogLinesToJson(const std::vector<LogLine>& lines, int64_t from_line) {
+  json array = json::array();
+  int64_t next = from_line;
+  for (const LogLine& l : lines) {
+    array.push_back({{"line", l.line}, {"text", l.text}});
+    if (l.line + 1 > next) next = l.line + 1;
+  }
+  return {{"lines", std::move(array)}, {"next_from", next}};
+}
+
+json ErrorToJson(std::string_view code, std::string_view message, std::string_view field) {
+  json error = {{"code", code}, {"message", message}};
+  if (!field.empty()) error["field"] = field;
+  return {{"error", std::move(error)}};
+}
+
+std::string DumpJson(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace trainingd::api

@@ -1,0 +1,558 @@
+#include "trainingd/api/router.h"
+
+#include <charconv>
+#include <chrono>
+#include <exception>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "trainingd/api/job_json.h"
+#include "trainingd/api/job_spec_json.h"
+#include "trainingd/api/url.h"
+
+namespace trainingd::api {
+using engine::Result;
+using engine::Status;
+using engine::StatusCode;
+using nlohmann::json;
+
+namespace {
+
+enum class RouteId {
+  kSubmitJob,
+  kListJobs,
+  kGetJob,
+  kDeleteJob,
+  kStopJob,
+  kResumeJob,
+  kScalars,
+  kScalarTags,
+  kCheckpoints,
+  kLogs,
+  kJobEvents,
+  kEvents,
+  kHealthz,
+  kMetrics,
+  kIndex,
+  kStaticFile,
+};
+
+struct RouteDef {
+  RouteId id;
+  std::string_view method;
+  std::string_view path;
+};
+
+// The one route table: matching, 405 Allow headers and Router::Routes() all come from it.
+constexpr RouteDef kRoutes[] = {
+    {RouteId::kSubmitJob, "POST", "/api/v1/jobs"},
+    {RouteId::kListJobs, "GET", "/api/v1/jobs"},
+    {RouteId::kGetJob, "GET", "/api/v1/jobs/{id}"},
+    {RouteId::kDeleteJob, "DELETE", "/api/v1/jobs/{id}"},
+    {RouteId::kStopJob, "POST", "/api/v1/jobs/{id}/stop"},
+    {RouteId::kResumeJob, "POST", "/api/v1/jobs/{id}/resume"},
+    {RouteId::kScalars, "GET", "/api/v1/jobs/{id}/scalars"},
+    {RouteId::kScalarTags, "GET", "/api/v1/jobs/{id}/scalars/tags"},
+    {RouteId::kCheckpoints, "GET", "/api/v1/jobs/{id}/checkpoints"},
+    {RouteId::kLogs, "GET", "/api/v1/jobs/{id}/logs"},
+    {RouteId::kJobEvents, "GET", "/api/v1/jobs/{id}/events"},
+    {RouteId::kEvents, "GET", "/api/v1/events"},
+    {RouteId::kHealthz, "GET", "/healthz"},
+    {RouteId::kMetrics, "GET", "/metrics"},
+    {RouteId::kIndex, "GET", "/"},
+    {RouteId::kStaticFile, "GET", "/{file}"},
+};
+
+constexpr std::string_view kJson = "application/json";
+
+std::vector<std::string_view> Segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  size_t start = 1;  // paths start with '/'
+  while (true) {
+    size_t slash = path.find('/', start);
+    out.push_back(path.substr(start, slash == std::string_view::npos ? slash : slash - start));
+    if (slash == std::string_view::npos) return out;
+    start = slash + 1;
+  }
+}
+
+// Whether `path` has the shape of template `tmpl`; the "{id}" segment goes to *id.
+bool MatchTemplate(std::string_view tmpl, std::string_view path, std::string* id) {
+  auto t = Segments(tmpl);
+  auto p = Segments(path);
+  if (t.size() != p.size()) return false;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == "{id}") {
+      if (p[i].empty()) return false;
+      *id = std::string(p[i]);
+    } else if (t[i] != p[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IsApiPath(std::string_view path) {
+  return path == "/api" || path.starts_with("/api/") || path == "/healthz" || path == "/metrics";
+}
+
+// Methods as metric labels: a fixed set, so clients cannot create unbounded series.
+std::string_view MethodLabel(std::string_view method) {
+  for (std::string_view known : {"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"}) {
+    if (method == known) return known;
+  }
+  return "other";
+}
+
+bool IsJsonMediaType(std::string_view content_type) {
+  std::string_view media = content_type.substr(0, content_type.find(';'));
+  while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
+  while (!media.empty() && (media.front() == ' ' || media.front() == '\t')) media.remove_prefix(1);
+  return EqualsIgnoreCase(media, kJson);
+}
+
+bool IsBlank(std::string_view text) {
+  return text.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
+
+HttpResponse JsonResponse(int status, const json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.headers = {{"Content-Type", std::string(kJson)}, {"Cache-Control", "no-store"}};
+  r.body = DumpJson(body);
+  return r;
+}
+
+// An optional integer query parameter in [lo, hi]; InvalidArgument "<name>: ..." otherwise.
+Result<std::optional<int64_t>> IntParam(const QueryParams& query, std::string_view name, int64_t lo,
+                                        int64_t hi) {
+  std::optional<std::string> text = QueryValue(query, name);
+  if (!text) return std::optional<int64_t>();
+  int64_t value = 0;
+  const char* end = text->data() + text->size();
+  auto [ptr, ec] = std::from_chars(text->data(), end, value);
+  std::string range =
+      "an integer from " + std::to_string(lo) +
+      (hi == std::numeric_limits<int64_t>::max() ? " up" : " to " + std::to_string(hi));
+  if (text->empty() || ec != std::errc() || ptr != end || value < lo || value > hi) {
+    return Status::InvalidArgument(std::string(name) + ": must be " + range + ", got \"" +
+                                   text->substr(0, 64) + "\"");
+  }
+  return std::optional<int64_t>(value);
+}
+
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+
+}  // namespace
+
+struct Router::Context {
+  const HttpRequest& request;
+  std::string_view path;
+  QueryParams query;
+  std::string job_id;
+  const EventDeliver& deliver;
+};
+
+HttpResponse ErrorResponse(int status, std::string_view code, std::string_view message,
+                           std::string_view field) {
+  return JsonResponse(status, ErrorToJson(code, message, field));
+}
+
+HttpResponse StatusResponse(const Status& status) {
+  const std::string& message = status.message();
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument: {
+      // "<field>: <what>", where the field is a JSON path or a parameter name (no spaces).
+      std::string_view field;
+      size_t colon = message.find(": ");
+      if (colon != std::string::npos && colon > 0 && colon <= 128 &&
+          message.find_first_of(" \t") > colon) {
+        field = std::string_view(message).substr(0, colon);
+      }
+      return ErrorResponse(400, "invalid_argument", message, field);
+    }
+    case StatusCode::kNotFound:
+      return ErrorResponse(404, "not_found", message);
+    case StatusCode::kFailedPrecondition:
+      return ErrorResponse(409, "failed_precondition", message);
+    case StatusCode::kUnavailable: {
+      HttpResponse r = ErrorResponse(503, "unavailable", message);
+      r.SetHeader("Retry-After", "1");
+      return r;
+    }
+    default:
+      return ErrorResponse(500, "internal", status.ToString());
+  }
+}
+
+bool IsValidJobId(std::string_view id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool ConstantTimeEquals(std::string_view given, std::string_view secret) {
+  // Every byte of `secret` is looked at whatever `given` holds; no early exit.
+  volatile unsigned char diff = given.size() == secret.size() ? 0 : 1;
+  for (size_t i = 0; i < secret.size(); ++i) {
+    unsigned char g = i < given.size() ? static_cast<unsigned char>(given[i]) : 0;
+    diff = diff | (g ^ static_cast<unsigned char>(secret[i]));
+  }
+  return diff == 0;
+}
+
+Router::Router(JobService& service, RouterOptions options)
+    : service_(service), options_(std::move(options)), static_files_(options_.web_root) {}
+
+engine::Status Router::CheckOptions() const { return static_files_.CheckRoot(); }
+
+const std::vector<RouteInfo>& Router::Routes() {
+  static const std::vector<RouteInfo> routes = [] {
+    std::vector<RouteInfo> out;
+    for (const RouteDef& def : kRoutes) out.push_back({def.method, def.path});
+    return out;
+  }();
+  return routes;
+}
+
+HttpResponse Router::Handle(const HttpRequest& request, const EventDeliver& deliver) {
+  auto start = std::chrono::steady_clock::now();
+  std::string route_label = "unmatched";
+  HttpResponse response;
+  try {
+    response = Dispatch(request, deliver, &route_label);
+  } catch (const std::exception& e) {
+    response = ErrorResponse(500, "internal", std::string("internal error: ") + e.what());
+  } catch (...) {
+    response = ErrorResponse(500, "internal", "internal error");
+  }
+  response.SetHeader("X-Content-Type-Options", "nosniff");
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  metrics_.RecordRequest(route_label, MethodLabel(request.method), response.status, seconds);
+  return response;
+}
+
+HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& deliver,
+                              std::string* route_label) {
+  SplitTarget target = SplitRequestTarget(request.target);
+  if (target.path.empty() || target.path.front() != '/') {
+    return ErrorResponse(400, "invalid_argument", "request target must be an absolute path",
+                         "target");
+  }
+  // Which routes have this path's shape; then which of them takes this method.
+  std::vector<const RouteDef*> matches;
+  std::string job_id;
+  bool api = IsApiPath(target.path);
+  for (const RouteDef& def : kRoutes) {
+    bool match = false;
+    if (def.id == RouteId::kIndex) {
+      match = target.path == "/";
+    } else if (def.id == RouteId::kStaticFile) {
+      match = !api && target.path != "/";
+    } else if (api) {
+      match = MatchTemplate(def.path, target.path, &job_id);
+    }
+    if (match) matches.push_back(&def);
+  }
+  const RouteDef* route = nullptr;
+  for (const RouteDef* def : matches) {
+    if (def->method == request.method) route = def;
+  }
+  if (!matches.empty()) *route_label = std::string(matches.front()->path);
+
+  std::optional<QueryParams> query = ParseQuery(target.query);
+  bool public_route = !api || target.path == "/healthz";
+  if (!options_.api_token.empty() && !public_route) {
+    bool authorized = false;
+    std::string_view auth = request.Header("Authorization");
+    if (auth.size() > 7 && EqualsIgnoreCase(auth.substr(0, 7), "Bearer ")) {
+      authorized = ConstantTimeEquals(auth.substr(7), options_.api_token);
+    } else if (auth.empty() && route != nullptr && query &&
+               (route->id == RouteId::kJobEvents || route->id == RouteId::kEvents ||
+                route->id == RouteId::kLogs)) {
+      // Browsers' EventSource cannot send headers.
+      if (auto token = QueryValue(*query, "access_token")) {
+        authorized = ConstantTimeEquals(*token, options_.api_token);
+      }
+    }
+    if (!authorized) {
+      HttpResponse r = ErrorResponse(401, "unauthenticated",
+                                     "missing or wrong \"Authorization: Bearer <token>\" header");
+      r.SetHeader("WWW-Authenticate", "Bearer realm=\"trainingd\"");
+      return r;
+    }
+  }
+  if (matches.empty()) {
+    return ErrorResponse(404, "not_found",
+                         "no route for " + std::string(target.path.substr(0, 256)));
+  }
+  if (route == nullptr) {
+    std::string allow;
+    for (const RouteDef* def : matches) {
+      if (!allow.empty()) allow += ", ";
+      allow += def->method;
+    }
+    HttpResponse r = ErrorResponse(
+        405, "method_not_allowed",
+        "method " + request.method.substr(0, 16) + " not allowed here; allowed: " + allow);
+    r.SetHeader("Allow", allow);
+    return r;
+  }
+  if (!query) {
+    return ErrorResponse(400, "invalid_argument", "query string has a malformed %-escape", "query");
+  }
+  if (matches.front()->path.find("{id}") != std::string_view::npos && !IsValidJobId(job_id)) {
+    return ErrorResponse(400, "invalid_argument",
+                         "id: a job id is 1 to 64 of the characters A-Z a-z 0-9 _ -", "id");
+  }
+
+  Context c{request, target.path, std::move(*query), job_id, deliver};
+  switch (route->id) {
+    case RouteId::kSubmitJob:
+      return SubmitJob(c);
+    case RouteId::kListJobs:
+      return ListJobs(c);
+    case RouteId::kGetJob: {
+      auto job = service_.Get(job_id);
+      if (!job.ok()) return StatusResponse(job.status());
+      return JsonResponse(200, JobToJson(*job, true));
+    }
+    case RouteId::kDeleteJob: {
+      Status status = service_.Delete(job_id);
+      if (!status.ok()) return StatusResponse(status);
+      HttpResponse r;
+      r.status = 204;
+      return r;
+    }
+    case RouteId::kStopJob: {
+      auto job = service_.Stop(job_id);
+      if (!job.ok()) return StatusResponse(job.status());
+      return JsonResponse(202, JobToJson(*job, true));
+    }
+    case RouteId::kResumeJob:
+      return ResumeJob(c);
+    case RouteId::kScalars:
+      return Scalars(c);
+    case RouteId::kScalarTags: {
+      auto tags = service_.ScalarTags(job_id);
+      if (!tags.ok()) return StatusResponse(tags.status());
+      return JsonResponse(200, {{"job_id", job_id}, {"tags", *tags}});
+    }
+    case RouteId::kCheckpoints: {
+      auto checkpoints = service_.Checkpoints(job_id);
+      if (!checkpoints.ok()) return StatusResponse(checkpoints.status());
+      json body = CheckpointsToJson(*checkpoints);
+      body["job_id"] = job_id;
+      return JsonResponse(200, body);
+    }
+    case RouteId::kLogs:
+      return Logs(c);
+    case RouteId::kJobEvents:
+      return Events(c, job_id, "");
+    case RouteId::kEvents:
+      return Events(c, "", "");
+    case RouteId::kHealthz:
+      return JsonResponse(200, {{"status", "ok"}});
+    case RouteId::kMetrics:
+      return Metrics();
+    case RouteId::kIndex:
+    case RouteId::kStaticFile:
+      return StaticFile(target.path);
+  }
+  return ErrorResponse(500, "internal", "unhandled route");
+}
+
+HttpResponse Router::SubmitJob(const Context& c) {
+  if (!IsJsonMediaType(c.request.Header("Content-Type"))) {
+    return ErrorResponse(415, "unsupported_media_type", "Content-Type must be application/json",
+                         "Content-Type");
+  }
+  if (c.request.body.size() > options_.max_body_bytes) {
+    return ErrorResponse(
+        413, "payload_too_large",
+        "request body is over " + std::to_string(options_.max_body_bytes) + " bytes");
+  }
+  if (IsBlank(c.request.body)) {
+    return ErrorResponse(400, "invalid_argument", "request body must be a JSON job spec");
+  }
+  FieldError field_error;
+  auto spec = ParseJobSpec(c.request.body, &field_error);
+  if (!spec.ok()) {
+    return ErrorResponse(400, "invalid_argument", field_error.message, field_error.field);
+  }
+  auto job = service_.Submit(std::move(*spec));
+  if (!job.ok()) return StatusResponse(job.status());
+  HttpResponse r = JsonResponse(201, JobToJson(*job, true));
+  r.SetHeader("Location", "/api/v1/jobs/" + job->id);
+  return r;
+}
+
+HttpResponse Router::ListJobs(const Context& c) {
+  std::optional<JobState> state;
+  if (auto text = QueryValue(c.query, "state")) {
+    state = ParseJobState(*text);
+    if (!state) {
+      return ErrorResponse(400, "invalid_argument",
+                           "state: must be one of queued, running, stopping, completed, failed, "
+                           "stopped",
+                           "state");
+    }
+  }
+  auto limit = IntParam(c.query, "limit", 1, options_.max_list_limit);
+  if (!limit.ok()) return StatusResponse(limit.status());
+  std::string cursor = QueryValue(c.query, "cursor").value_or("");
+  if (cursor.size() > 512) {
+    return ErrorResponse(400, "invalid_argument", "cursor: longer than 512 bytes", "cursor");
+  }
+  auto page = service_.List(state, limit->value_or(options_.default_list_limit), cursor);
+  if (!page.ok()) return StatusResponse(page.status());
+  return JsonResponse(200, JobPageToJson(*page));
+}
+
+HttpResponse Router::ResumeJob(const Context& c) {
+  std::optional<int64_t> max_steps;
+  const std::string& body = c.request.body;
+  if (body.size() > options_.max_body_bytes) {
+    return ErrorResponse(413, "payload_too_large", "request body is too large");
+  }
+  if (!IsBlank(body)) {
+    if (!IsJsonMediaType(c.request.Header("Content-Type"))) {
+      return ErrorResponse(415, "unsupported_media_type", "Content-Type must be application/json",
+                           "Content-Type");
+    }
+    json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded() || !doc.is_object()) {
+      return ErrorResponse(400, "invalid_argument",
+                           "request body must be a JSON object like {\"max_steps\": 1000}");
+    }
+    for (const auto& [key, value] : doc.items()) {
+      if (key != "max_steps") {
+        return ErrorResponse(400, "invalid_argument", key + ": unknown field", key);
+      }
+      if (value.is_null()) continue;
+      bool fits = value.is_number_integer() &&
+                  !(value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{kMaxInt});
+      if (!fits || value.get<int64_t>() <= 0) {
+        return ErrorResponse(400, "invalid_argument", "max_steps: must be a positive integer",
+                             "max_steps");
+      }
+      max_steps = value.get<int64_t>();
+    }
+  }
+  auto job = service_.Resume(c.job_id, max_steps);
+  if (!job.ok()) return StatusResponse(job.status());
+  return JsonResponse(202, JobToJson(*job, true));
+}
+
+HttpResponse Router::Scalars(const Context& c) {
+  std::optional<std::string> tag = QueryValue(c.query, "tag");
+  if (!tag || tag->empty()) {
+    return ErrorResponse(400, "invalid_argument", "tag: required (GET .../scalars/tags lists them)",
+                         "tag");
+  }
+  if (tag->size() > 256) {
+    return ErrorResponse(400, "invalid_argument", "tag: longer than 256 bytes", "tag");
+  }
+  auto from = IntParam(c.query, "from_step", 0, kMaxInt);
+  if (!from.ok()) return StatusResponse(from.status());
+  auto to = IntParam(c.query, "to_step", 0, kMaxInt);
+  if (!to.ok()) return StatusResponse(to.status());
+  if (*from && *to && **from > **to) {
+    return ErrorResponse(400, "invalid_argument", "to_step: must be >= from_step", "to_step");
+  }
+  auto max_points = IntParam(c.query, "max_points", 1, options_.max_max_points);
+  if (!max_points.ok()) return StatusResponse(max_points.status());
+  ScalarQuery query;
+  query.tag = *tag;
+  query.from_step = *from;
+  query.to_step = *to;
+  query.max_points = max_points->value_or(options_.default_max_points);
+  auto points = service_.Scalars(c.job_id, query);
+  if (!points.ok()) return StatusResponse(points.status());
+  return JsonResponse(200, ScalarsToJson(c.job_id, *tag, *points));
+}
+
+HttpResponse Router::Logs(const Context& c) {
+  std::string follow = QueryValue(c.query, "follow").value_or("false");
+  if (follow != "true" && follow != "false" && follow != "1" && follow != "0") {
+    return ErrorResponse(400, "invalid_argument", "follow: must be true or false", "follow");
+  }
+  if (follow == "true" || follow == "1") return Events(c, c.job_id, "log");
+  auto from = IntParam(c.query, "from", 1, kMaxInt);
+  if (!from.ok()) return StatusResponse(from.status());
+  auto limit = IntParam(c.query, "limit", 1, options_.max_log_limit);
+  if (!limit.ok()) return StatusResponse(limit.status());
+  int64_t from_line = from->value_or(1);
+  auto lines = service_.Logs(c.job_id, from_line, limit->value_or(options_.default_log_limit));
+  if (!lines.ok()) return StatusResponse(lines.status());
+  json body = LogLinesToJson(*lines, from_line);
+  body["job_id"] = c.job_id;
+  return JsonResponse(200, body);
+}
+
+HttpResponse Router::Events(const Context& c, const std::string& job_id,
+                            const std::string& only_kind) {
+  // A reconnecting EventSource sends Last-Event-ID; the query parameter is for first connects.
+  int64_t after_id = 0;
+  std::string_view header = c.request.Header("Last-Event-ID");
+  if (!header.empty()) {
+    QueryParams as_param = {{"Last-Event-ID", std::string(header)}};
+    auto id = IntParam(as_param, "Last-Event-ID", 0, kMaxInt);
+    if (!id.ok()) return StatusResponse(id.status());
+    after_id = **id;
+  } else {
+    auto id = IntParam(c.query, "last_event_id", 0, kMaxInt);
+    if (!id.ok()) return StatusResponse(id.status());
+    after_id = id->value_or(0);
+  }
+  EventDeliver deliver = c.deliver ? c.deliver : [](const ServiceEvent&) {};
+  if (!only_kind.empty()) {
+    deliver = [inner = std::move(deliver), only_kind](const ServiceEvent& event) {
+      if (event.event == only_kind) inner(event);
+    };
+  }
+  auto subscription = service_.Subscribe(job_id, after_id, std::move(deliver));
+  if (!subscription.ok()) return StatusResponse(subscription.status());
+  HttpResponse r;
+  r.status = 200;
+  r.headers = {{"Content-Type", "text/event-stream"},
+               {"Cache-Control", "no-cache"},
+               {"X-Accel-Buffering", "no"}};
+  r.event_stream = true;
+  r.subscription = std::move(*subscription);
+  return r;
+}
+
+HttpResponse Router::Metrics() {
+  HttpResponse r;
+  r.status = 200;
+  r.headers = {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"},
+               {"Cache-Control", "no-store"}};
+  r.body = service_.Metrics();
+  if (!r.body.empty() && r.body.back() != '\n') r.body += '\n';
+  r.body += metrics_.Exposition();
+  return r;
+}
+
+HttpResponse Router::StaticFile(std::string_view path) {
+  auto file = static_files_.Lookup(path);
+  if (!file.ok()) {
+    const Status& s = file.status();
+    if (s.code() == StatusCode::kInvalidArgument) {
+      return ErrorResponse(400, "invalid_argument", "path: " + s.message(), "path");
+    }
+    return StatusResponse(s);
+  }
+  HttpResponse r;
+  r.status = 200;
+  r.headers = {{"Content-Type", file->content_type}, {"Cache-Control", "no-cache"}};
+  r.body = std::move(file->content);
+  return r;
+}
+
+}  // namespace trainingd::api

@@ -1,0 +1,54 @@
+// ServeConfig: how `trainingd serve` runs -- from a JSON config file, then command-line flags
+// (docs/operations.md#configuration).
+//
+// {
+//   "listen": "127.0.0.1:8080",         address:port; any non-loopback address needs a token
+//   "data_dir": "var",                  the database (trainingd.db) and jobs/<id>/ directories
+//   "data_root": "/usr/share/datasets", datasets are directories under it, named by jobs
+//   "web_dir": "",                      the dashboard's files; "" = <exe dir>/../share/trainingd/web
+//                                       or the source tree's web/ when run from a build directory
+//   "max_concurrent_jobs": 1,
+//   "threads_per_job": 0,               0 = cores / max_concurrent_jobs
+//   "http_threads": 1,
+//   "token_file": ""                    a file whose first line is the API token
+// }
+// Unknown keys and wrong types are errors naming the key; the token may also come from the
+// environment variable TRAININGD_TOKEN.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trainingd/engine/status.h"
+
+namespace trainingd::daemon {
+
+struct ServeConfig {
+  std::string listen_address = "127.0.0.1";
+  int listen_port = 8080;
+  std::string data_dir = "var";
+  std::string data_root = "/usr/share/datasets";
+  std::string web_dir;
+  int max_concurrent_jobs = 1;
+  int threads_per_job = 0;
+  int http_threads = 1;
+  std::string token_file;
+  std::string token;  // resolved from token_file or TRAININGD_TOKEN; never from the file itself
+};
+
+// "ADDR:PORT" (or "[v6]:PORT"); InvalidArgument naming `field`.
+engine::Status ParseListen(const std::string& text, const std::string& field, ServeConfig& config);
+
+// Applies the JSON config file at `path` over `config`. NotFound / InvalidArgument naming the
+// file and key.
+engine::Status LoadConfigFile(const std::string& path, ServeConfig& config);
+
+// Parses `trainingd serve` flags: --listen ADDR:PORT, --data-dir DIR, --config FILE (read first,
+// so flags win), --data-root DIR, --web-dir DIR, --max-concurrent-jobs N. Then resolves the token
+// and checks the whole: InvalidArgument when a non-loopback address has no token.
+engine::Status ParseServeArgs(const std::vector<std::string>& args, ServeConfig& config);
+
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool IsLoopback(const std::string& address);
+
+}  // namespace trainingd::daemon

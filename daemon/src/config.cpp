@@ -1,0 +1,163 @@
+#include "trainingd/daemon/config.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace trainingd::daemon {
+namespace eng = trainingd::engine;
+using json = nlohmann::json;
+
+namespace {
+
+eng::Status Bad(const std::string& field, const std::string& what) {
+  return eng::Status::InvalidArgument(field + ": " + what);
+}
+
+eng::Status ParseInt(const std::string& text, const std::string& field, int lo, int hi, int& out) {
+  int v = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size() || v < lo || v > hi) {
+    return Bad(field, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                          "], got '" + text + "'");
+  }
+  out = v;
+  return eng::Status::Ok();
+}
+
+eng::Status ReadToken(ServeConfig& c) {
+  if (!c.token_file.empty()) {
+    std::ifstream in(c.token_file);
+    if (!in) return Bad("token_file", "cannot read " + c.token_file);
+    std::getline(in, c.token);
+    while (!c.token.empty() && (c.token.back() == '\r' || c.token.back() == ' ')) {
+      c.token.pop_back();
+    }
+    if (c.token.size() < 16) return Bad("token_file", "the token must be at least 16 characters");
+  } else if (const char* env = std::getenv("TRAININGD_TOKEN"); env && *env) {
+    c.token = env;
+    if (c.token.size() < 16) return Bad("TRAININGD_TOKEN", "must be at least 16 characters");
+  }
+  return eng::Status::Ok();
+}
+
+}  // namespace
+
+bool IsLoopback(const std::string& a) {
+  return a == "localhost" || a == "::1" || a.rfind("127.", 0) == 0;
+}
+
+eng::Status ParseListen(const std::string& text, const std::string& field, ServeConfig& config) {
+  std::string host, port;
+  if (!text.empty() && text.front() == '[') {
+    const size_t close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      return Bad(field, "expected [IPv6]:PORT, got '" + text + "'");
+    }
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    const size_t colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      return Bad(field, "expected ADDRESS:PORT, got '" + text + "'");
+    }
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  int p = 0;
+  TRAININGD_RETURN_IF_ERROR(ParseInt(port, field + " port", 0, 65535, p));
+  config.listen_address = host;
+  config.listen_port = p;
+  return eng::Status::Ok();
+}
+
+eng::Status LoadConfigFile(const std::string& path, ServeConfig& c) {
+  std::ifstream in(path);
+  if (!in) return eng::Status::NotFound(path + ": cannot read the config file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  json doc;
+  try {
+    doc = json::parse(text.str());
+  } catch (const json::exception& e) {
+    return eng::Status::InvalidArgument(path + ": invalid JSON: " + e.what());
+  }
+  if (!doc.is_object()) return eng::Status::InvalidArgument(path + ": must be a JSON object");
+  for (const auto& [key, value] : doc.items()) {
+    const std::string field = path + ": " + key;
+    auto str = [&](std::string& out) -> eng::Status {
+      if (!value.is_string()) return eng::Status::InvalidArgument(field + ": must be a string");
+      out = value.get<std::string>();
+      return eng::Status::Ok();
+    };
+    auto integer = [&](int lo, int hi, int& out) -> eng::Status {
+      if (!value.is_number_integer() || value.get<int64_t>() < lo || value.get<int64_t>() > hi) {
+        return eng::Status::InvalidArgument(field + ": must be an integer in [" +
+                                            std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      }
+      out = value.get<int>();
+      return eng::Status::Ok();
+    };
+    if (key == "listen") {
+      std::string s;
+      TRAININGD_RETURN_IF_ERROR(str(s));
+      TRAININGD_RETURN_IF_ERROR(ParseListen(s, field, c));
+    } else if (key == "data_dir") {
+      TRAININGD_RETURN_IF_ERROR(str(c.data_dir));
+    } else if (key == "data_root") {
+      TRAININGD_RETURN_IF_ERROR(str(c.data_root));
+    } else if (key == "web_dir") {
+      TRAININGD_RETURN_IF_ERROR(str(c.web_dir));
+    } else if (key == "token_file") {
+      TRAININGD_RETURN_IF_ERROR(str(c.token_file));
+    } else if (key == "max_concurrent_jobs") {
+      TRAININGD_RETURN_IF_ERROR(integer(1, 64, c.max_concurrent_jobs));
+    } else if (key == "threads_per_job") {
+      TRAININGD_RETURN_IF_ERROR(integer(0, 256, c.threads_per_job));
+    } else if (key == "http_threads") {
+      TRAININGD_RETURN_IF_ERROR(integer(1, 64, c.http_threads));
+    } else {
+      return eng::Status::InvalidArgument(
+          field + ": unknown key; known: listen, data_dir, data_root, web_dir, token_file, "
+                  "max_concurrent_jobs, threads_per_job, http_threads");
+    }
+  }
+  return eng::Status::Ok();
+}
+
+eng::Status ParseServeArgs(const std::vector<std::string>& args, ServeConfig& c) {
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--config") TRAININGD_RETURN_IF_ERROR(LoadConfigFile(args[i + 1], c));
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    if (i + 1 >= args.size()) return Bad(flag, "missing value");
+    const std::string& v = args[++i];
+    if (flag == "--config") {
+      continue;  // read above
+    } else if (flag == "--listen") {
+      TRAININGD_RETURN_IF_ERROR(ParseListen(v, "--listen", c));
+    } else if (flag == "--data-dir") {
+      c.data_dir = v;
+    } else if (flag == "--data-root") {
+      c.data_root = v;
+    } else if (flag == "--web-dir") {
+      c.web_dir = v;
+    } else if (flag == "--max-concurrent-jobs") {
+      TRAININGD_RETURN_IF_ERROR(ParseInt(v, flag, 1, 64, c.max_concurrent_jobs));
+    } else {
+      return Bad(flag, "unknown flag");
+    }
+  }
+  TRAININGD_RETURN_IF_ERROR(ReadToken(c));
+  if (!IsLoopback(c.listen_address) && c.token.empty()) {
+    return Bad("--listen", "refusing to listen on " + c.listen_address +
+                               " without an API token (set token_file in the config or "
+                               "TRAININGD_TOKEN)");
+  }
+  return eng::Status::Ok();
+}
+
+}  // namespace trainingd::daemon

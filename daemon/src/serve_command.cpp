@@ -1,0 +1,149 @@
+#include "trainingd/daemon/serve_command.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "trainingd/api/http_server.h"
+#include "trainingd/api/router.h"
+#include "trainingd/daemon/config.h"
+#include "trainingd/daemon/event_bus.h"
+#include "trainingd/daemon/job_manager.h"
+#include "trainingd/daemon/store.h"
+#include "trainingd/daemon/systemd_notify.h"
+
+namespace trainingd::daemon {
+namespace fs = std::filesystem;
+namespace {
+
+void Say(const std::string& line) {
+  std::string l = "trainingd: " + line + "\n";
+  std::fwrite(l.data(), 1, l.size(), stderr);
+}
+
+// The dashboard: the configured directory, else the installed one next to the binary
+// (<prefix>/share/trainingd/web), else the source tree's web/ when run from a build directory.
+std::string FindWebDir(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share/trainingd/web";
+    if (fs::is_directory(installed, ec)) return installed.string();
+  }
+#ifdef TRAININGD_SOURCE_WEB_DIR
+  if (fs::is_directory(TRAININGD_SOURCE_WEB_DIR, ec)) return TRAININGD_SOURCE_WEB_DIR;
+#endif
+  return "";
+}
+
+}  // namespace
+
+int ServeCommand(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
+    std::printf(
+        "usage: trainingd serve [--listen ADDR:PORT] [--data-dir DIR] [--config FILE]\n"
+        "                       [--data-root DIR] [--web-dir DIR] [--max-concurrent-jobs N]\n"
+        "Serves the REST API and dashboard (default 127.0.0.1:8080, data in ./var).\n");
+    return 0;
+  }
+  ServeConfig config;
+  if (engine::Status st = ParseServeArgs(args, config); !st.ok()) {
+    Say("serve: " + st.message());
+    return 2;
+  }
+  // Signals are taken by this thread alone (sigtimedwait below): block them before any thread
+  // starts, so every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::error_code ec;
+  fs::create_directories(config.data_dir, ec);
+  if (ec) {
+    Say("cannot create the data directory " + config.data_dir + ": " + ec.message());
+    return 1;
+  }
+  auto store = Store::Open(config.data_dir + "/trainingd.db");
+  if (!store.ok()) {
+    Say(store.status().message());
+    return 1;
+  }
+  EventBus bus;
+  JobManagerOptions jm;
+  jm.data_dir = config.data_dir;
+  jm.data_root = config.data_root;
+  jm.max_concurrent_jobs = config.max_concurrent_jobs;
+  jm.threads_per_job = config.threads_per_job;
+  auto manager = JobManager::Create(**store, bus, jm);
+  if (!manager.ok()) {
+    Say(manager.status().message());
+    return 1;
+  }
+  api::RouterOptions ro;
+  ro.api_token = config.token;
+  ro.web_root = FindWebDir(config.web_dir);
+  api::Router router(**manager, ro);
+  if (engine::Status st = router.CheckOptions(); !st.ok()) {
+    Say(st.message());
+    return 2;
+  }
+  api::HttpServerOptions so;
+  so.address = config.listen_address == "localhost" ? "127.0.0.1" : config.listen_address;
+  so.port = static_cast<uint16_t>(config.listen_port);
+  so.io_threads = config.http_threads;
+  api::HttpServer server(router, so);
+  if (engine::Status st = server.Start(); !st.ok()) {
+    Say(st.message());
+    (*manager)->Shutdown();
+    return 1;
+  }
+  const std::string host =
+      so.address.find(':') != std::string::npos ? "[" + so.address + "]" : so.address;
+  // Tests and scripts read the port from this line.
+  std::printf("trainingd: listening on http://%s:%u/\n", host.c_str(), server.port());
+  std::fflush(stdout);
+  Say("data in " + config.data_dir + ", datasets from " + config.data_root + ", " +
+      std::to_string(config.max_concurrent_jobs) + " concurrent job(s) with " +
+      std::to_string((*manager)->threads_per_job()) + " compute thread(s) each" +
+      (ro.web_root.empty() ? ", no dashboard files found" : ", dashboard from " + ro.web_root) +
+      (config.token.empty() ? "" : ", API token required"));
+  SdNotify("READY=1\nSTATUS=serving on " + host + ":" + std::to_string(server.port()));
+
+  const auto watchdog = WatchdogPingInterval();
+  const double tick = watchdog ? *watchdog : 5.0;
+  int sig = 0;
+  while (sig <= 0) {
+    timespec ts{static_cast<time_t>(tick), static_cast<long>((tick - static_cast<long>(tick)) * 1e9)};
+    sig = sigtimedwait(&signals, nullptr, &ts);
+    if (sig < 0 && watchdog) SdNotify("WATCHDOG=1");
+  }
+  Say(std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+      ": stopping running jobs after their current step (final checkpoints)");
+  SdNotify("STOPPING=1\nSTATUS=stopping jobs");
+  // Keep the watchdog fed while jobs finish their step, evaluation and checkpoint.
+  std::atomic<bool> done{false};
+  std::thread pinger;
+  if (watchdog) {
+    pinger = std::thread([&] {
+      while (!done) {
+        SdNotify("WATCHDOG=1");
+        std::this_thread::sleep_for(std::chrono::duration<double>(*watchdog));
+      }
+    });
+  }
+  server.Stop();
+  (*manager)->Shutdown();
+  done = true;
+  if (pinger.joinable()) pinger.join();
+  if (engine::Status st = (*store)->Flush(); !st.ok()) Say("database: " + st.message());
+  Say("stopped");
+  return 0;
+}
+
+}  // namespace trainingd::daemon

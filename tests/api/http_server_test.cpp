@@ -1,0 +1,364 @@
+// HttpServer over real sockets on 127.0.0.1, port 0, with a raw-socket client: keep-alive, limits,
+// timeouts, server-sent events (order, resumption, slow clients), robustness and Stop().
+#include "trainingd/api/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "fake_job_service.h"
+#include "router_bad_requests.h"
+#include "router_test_util.h"
+#include "test_http_client.h"
+#include "trainingd/api/router.h"
+
+namespace trainingd::api {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void StartServer(HttpServerOptions options = {}, RouterOptions router_options = {}) {
+    options.port = 0;
+    router_ = std::make_unique<Router>(service_, router_options);
+    server_ = std::make_unique<HttpServer>(*router_, options);
+    ASSERT_TRUE(server_->Start().ok());
+    ASSERT_NE(server_->port(), 0);
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+  }
+  // Waits until `done` holds, up to `wait`.
+  template <typename F>
+  static bool Eventually(F done, milliseconds wait = milliseconds(5000)) {
+    auto deadline = Clock::now() + wait;
+    while (Clock::now() < deadline) {
+      if (done()) return true;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    return done();
+  }
+
+  FakeJobService service_;
+  std::unique_ptr<Router> router_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpServerTest, KeepAliveServesTwoRequestsOnOneConnection) {
+  StartServer();
+  TestClient client(server_->port());
+  ASSERT_TRUE(client.connected());
+  ASSERT_TRUE(client.Send(FormatRequest(Req("GET", "/healthz"))));
+  auto first = client.ReadResponse();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  EXPECT_EQ(first->body, R"({"status":"ok"})");
+  ASSERT_TRUE(client.Send(FormatRequest(JsonPost("/api/v1/jobs", kMinimalSpec))));
+  auto second = client.ReadResponse();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 201);
+  EXPECT_EQ(second->headers["location"], "/api/v1/jobs/job-1");
+  EXPECT_EQ(server_->connection_count(), 1u);
+  ASSERT_TRUE(client.Send(FormatRequest(Req("POST", "/api/v1/jobs/job-1/stop"))));
+  auto stopped = client.ReadResponse();
+  ASSERT_TRUE(stopped);
+  EXPECT_EQ(stopped->status, 202);
+  ASSERT_TRUE(client.Send(FormatRequest(Req("DELETE", "/api/v1/jobs/job-1"))));
+  auto deleted = client.ReadResponse();
+  ASSERT_TRUE(deleted);
+  EXPECT_EQ(deleted->status, 204);
+  EXPECT_TRUE(deleted->body.empty());
+  ASSERT_TRUE(client.Send(FormatRequest(JsonPost("/api/v1/jobs", kMinimalSpec))));
+  ASSERT_TRUE(client.ReadResponse());  // job-2
+  // Two pipelined requests in one write, answered in order.
+  ASSERT_TRUE(client.Send(FormatRequest(Req("GET", "/api/v1/jobs/job-2")) +
+                          FormatRequest(Req("GET", "/api/v1/nope"), /*close=*/true)));
+  auto third = client.ReadResponse();
+  auto fourth = client.ReadResponse();
+  ASSERT_TRUE(third && fourth);
+  EXPECT_EQ(third->status, 200);
+  EXPECT_EQ(fourth->status, 404);
+  EXPECT_TRUE(client.WaitClosed());  // Connection: close honoured
+}
+
+TEST_F(HttpServerTest, BodyOverTheLimitIs413) {
+  HttpServerOptions options;
+  options.body_limit = 1024;
+  StartServer(options);
+  {  // Announced by Content-Length: refused before the body is sent.
+    TestClient client(server_->port());
+    ASSERT_TRUE(
+        client.Send("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                    "application/json\r\nContent-Length: 2000000\r\n\r\n"));
+    auto r = client.ReadResponse();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 413);
+    EXPECT_NE(r->body.find("\"code\":\"payload_too_large\""), std::string::npos) << r->body;
+    EXPECT_TRUE(client.WaitClosed());
+  }
+  {  // Sent anyway, chunked: cut off at the limit, the answer still readable.
+    TestClient client(server_->port());
+    std::string chunk(1000, 'x');
+    std::string chunked =
+        "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        "application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i < 8; ++i) chunked += "3e8\r\n" + chunk + "\r\n";
+    client.Send(chunked);
+    auto r = client.ReadResponse();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 413);
+  }
+  TestClient client(server_->port());
+  ASSERT_TRUE(client.Send(FormatRequest(Req("GET", "/healthz"))));
+  auto r = client.ReadResponse();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(HttpServerTest, HeadersOverTheLimitAre431) {
+  StartServer();  // 8 KiB
+  TestClient client(server_->port());
+  ASSERT_TRUE(client.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(9000, 'a') +
+                          "\r\n\r\n"));
+  auto r = client.ReadResponse();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 431);
+  EXPECT_NE(r->body.find("request_header_fields_too_large"), std::string::npos);
+  EXPECT_TRUE(client.WaitClosed());
+  // Just under the limit is fine.
+  TestClient ok(server_->port());
+  ASSERT_TRUE(
+      ok.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(7000, 'a') + "\r\n\r\n"));
+  auto r2 = ok.ReadResponse();
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->status, 200);
+}
+
+TEST_F(HttpServerTest, ReadTimeoutClosesIdleAndTricklingConnections) {
+  HttpServerOptions options;
+  options.read_timeout = milliseconds(300);
+  StartServer(options);
+  auto start = Clock::now();
+  TestClient idle(server_->port());
+  EXPECT_TRUE(idle.WaitClosed(milliseconds(3000)));
+  EXPECT_LT(Clock::now() - start, milliseconds(2000));
+
+  // A slowloris client: one header byte every 50 ms never completes a request in time.
+  start = Clock::now();
+  TestClient slow(server_->port());
+  std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(100, 'a');
+  bool closed = false;
+  for (char c : request) {
+    if (!slow.Send(std::string_view(&c, 1))) break;
+    if (slow.WaitClosed(milliseconds(50))) {
+      closed = true;
+      break;
+    }
+  }
+  EXPECT_TRUE(closed || slow.WaitClosed(milliseconds(2000)));
+  EXPECT_LT(Clock::now() - start, milliseconds(2500));
+
+  // A kept-alive connection is closed after read_timeout without a next request.
+  TestClient kept(server_->port());
+  ASSERT_TRUE(kept.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(kept.ReadResponse());
+  EXPECT_TRUE(kept.WaitClosed(milliseconds(3000)));
+  EXPECT_TRUE(Eventually([&] { return server_->connection_count() == 0; }));
+}
+
+TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
+  HttpServerOptions options;
+  options.sse_keepalive = milliseconds(100);
+  StartServer(options);
+  std::string id = service_.AddJob("a", JobState::kRunning);
+  for (int i = 1; i <= 5; ++i)
+    service_.Publish(id, "scalars", "{\"step\":" + std::to_string(i) + "}");
+
+  TestClient client(server_->port());
+  ASSERT_TRUE(client.Send(
+      FormatRequest(Req("GET", "/api/v1/jobs/" + id + "/events", "", {{"Last-Event-ID", "2"}}))));
+  auto head = client.ReadUntil("\r\n\r\n");
+  ASSERT_TRUE(head);
+  RawResponse r;
+  TestClient::ParseHead(*head, &r);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["content-type"], "text/event-stream");
+  EXPECT_EQ(r.headers["cache-control"], "no-cache");
+  EXPECT_EQ(r.headers.count("content-length"), 0u);
+
+  std::thread publisher([&] {
+    for (int i = 6; i <= 40; ++i) {
+      service_.Publish(id, i % 10 == 0 ? "state" : "scalars",
+                       i == 25 ? "line one\nline two" : "{\"step\":" + std::to_string(i) + "}");
+    }
+  });
+  publisher.join();
+  std::string stream;
+  ASSERT_TRUE(Eventually([&] {
+    client.ReadMore(Clock::now() + milliseconds(50));
+    return SseIds(client.buffer()).size() >= 38u;
+  }));
+  std::vector<int64_t> ids = SseIds(client.buffer());
+  std::vector<int64_t> expected;
+  for (int64_t i = 3; i <= 40; ++i) expected.push_back(i);
+  EXPECT_EQ(ids, expected);
+  EXPECT_NE(client.buffer().find("id: 25\nevent: scalars\ndata: line one\ndata: line two\n\n"),
+            std::string::npos);
+  EXPECT_NE(client.buffer().find("id: 10\nevent: state\n"), std::string::npos);
+  EXPECT_EQ(client.buffer().find("retry: 3000\n\n"), 0u);
+  // Idle: keep-alive comments.
+  ASSERT_TRUE(client.ReadUntil(": keep-alive\n\n", milliseconds(2000)));
+  client.Close();
+  ASSERT_TRUE(Eventually([&] { return service_.SubscriberCount(id) == 0; }));
+
+  // Events published while disconnected arrive after a reconnect, none twice.
+  for (int i = 41; i <= 45; ++i) service_.Publish(id, "scalars", "{}");
+  TestClient again(server_->port());
+  ASSERT_TRUE(
+      again.Send(FormatRequest(Req("GET", "/api/v1/jobs/" + id + "/events?last_event_id=40"))));
+  ASSERT_TRUE(Eventually([&] {
+    again.ReadMore(Clock::now() + milliseconds(50));
+    return SseIds(again.buffer()).size() >= 5u;
+  }));
+  EXPECT_EQ(SseIds(again.buffer()), (std::vector<int64_t>{41, 42, 43, 44, 45}));
+}
+
+TEST_F(HttpServerTest, SlowEventClientIsDroppedWhileOthersKeepReceiving) {
+  HttpServerOptions options;
+  options.sse_queue_events = 8;
+  options.sse_queue_bytes = 256 * 1024;
+  StartServer(options);
+  const std::string request = FormatRequest(Req("GET", "/api/v1/events"));
+  TestClient slow(server_->port(), /*receive_buffer=*/4096);
+  TestClient fast(server_->port());
+  ASSERT_TRUE(slow.Send(request));
+  ASSERT_TRUE(fast.Send(request));
+  ASSERT_TRUE(slow.ReadUntil("\r\n\r\n"));
+  ASSERT_TRUE(fast.ReadUntil("\r\n\r\n"));
+  ASSERT_TRUE(Eventually([&] { return service_.SubscriberCount("") == 2; }));
+
+  // The fast client reads every event before the next is published; the slow one reads nothing.
+  const std::string data(16 * 1024, 'd');
+  int64_t last = 0;
+  size_t seen = 0;
+  while (router_->metrics().EventStreamsDropped() == 0 && last < 4000) {
+    last = service_.Publish("", "job", data);
+    ASSERT_TRUE(Eventually([&] {
+      fast.ReadMore(Clock::now() + milliseconds(20));
+      return fast.buffer().find("id: " + std::to_string(last) + "\n", seen) != std::string::npos;
+    })) << "fast client stalled at event "
+        << last;
+    seen = fast.buffer().size() > 100000 ? fast.buffer().size() - 100000 : 0;
+  }
+  EXPECT_EQ(router_->metrics().EventStreamsDropped(), 1u);
+  EXPECT_GT(last, 8);  // more than the queue holds: the socket buffers filled first
+  EXPECT_TRUE(Eventually([&] { return service_.SubscriberCount("") == 1; }));
+  // The slow client finds its stream ended once it reads what was already sent.
+  EXPECT_TRUE(slow.WaitClosed(milliseconds(10000)));
+  std::vector<int64_t> slow_ids = SseIds(slow.buffer());
+  ASSERT_FALSE(slow_ids.empty());
+  EXPECT_LT(slow_ids.back(), last);
+
+  // The fast client keeps receiving, in order, nothing lost.
+  int64_t next = service_.Publish("", "job", "{\"after\":\"drop\"}");
+  ASSERT_TRUE(fast.ReadUntil("id: " + std::to_string(next) + "\n"));
+  std::vector<int64_t> fast_ids = SseIds(fast.buffer());
+  for (size_t i = 0; i < fast_ids.size(); ++i) ASSERT_EQ(fast_ids[i], static_cast<int64_t>(i + 1));
+}
+
+TEST_F(HttpServerTest, KeepsServingAfterBadRequests) {
+  TempDir dir;
+  dir.Write("root/index.html", "<h1>dash</h1>");
+  dir.Write("secret.txt", "secret");
+  RouterOptions router_options;
+  router_options.api_token = kBadRequestToken;
+  router_options.web_root = (dir.path() / "root").string();
+  router_options.max_body_bytes = 4096;
+  StartServer({}, router_options);
+  service_.AddJob("running", JobState::kRunning);
+  service_.AddJob("queued", JobState::kQueued);
+  service_.AddJob("stopped", JobState::kStopped);
+
+  for (const BadRequest& c : BadRequests()) {
+    SCOPED_TRACE(c.name);
+    TestClient client(server_->port());
+    ASSERT_TRUE(client.Send(FormatRequest(c.ToRequest())));
+    auto r = client.ReadResponse();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, c.status) << r->body;
+    EXPECT_EQ(r->headers["content-type"], "application/json");
+    EXPECT_NE(r->body.find("\"code\":\"" + c.code + "\""), std::string::npos) << r->body;
+  }
+  // Not HTTP at all, a bad method token, a bad version: 400 and the connection closes.
+  for (const char* garbage :
+       {"NOT HTTP\r\n\r\n", "G@T / HTTP/1.1\r\n\r\n", "GET / HTTP/1.1\r\nHost x\r\n\r\n",
+        "POST /api/v1/jobs HTTP/1.1\r\nContent-Length: -5\r\n\r\n"}) {
+    TestClient client(server_->port());
+    ASSERT_TRUE(client.Send(garbage));
+    auto r = client.ReadResponse();
+    ASSERT_TRUE(r) << garbage;
+    EXPECT_EQ(r->status, 400) << garbage;
+    EXPECT_NE(r->body.find("\"code\":\"bad_request\""), std::string::npos);
+    EXPECT_TRUE(client.WaitClosed());
+  }
+  TestClient client(server_->port());
+  ASSERT_TRUE(client.Send(FormatRequest(Req("GET", "/healthz"))));
+  auto r = client.ReadResponse();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(HttpServerTest, ExpectContinueIsAnswered) {
+  StartServer();
+  TestClient client(server_->port());
+  std::string body = kMinimalSpec;
+  ASSERT_TRUE(
+      client.Send("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                  "application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+                  std::to_string(body.size()) + "\r\n\r\n"));
+  ASSERT_TRUE(client.ReadUntil("HTTP/1.1 100 Continue\r\n\r\n"));
+  ASSERT_TRUE(client.Send(body));
+  auto r = client.ReadResponse();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 201);
+}
+
+TEST_F(HttpServerTest, StopReturnsPromptlyAndClosesEveryConnection) {
+  StartServer();
+  TestClient idle(server_->port());
+  TestClient stream(server_->port());
+  ASSERT_TRUE(stream.Send(FormatRequest(Req("GET", "/api/v1/events"))));
+  ASSERT_TRUE(stream.ReadUntil("\r\n\r\n"));
+  ASSERT_TRUE(idle.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(idle.ReadResponse());
+  auto start = Clock::now();
+  server_->Stop();
+  EXPECT_LT(Clock::now() - start, milliseconds(1500));
+  EXPECT_TRUE(idle.WaitClosed(milliseconds(1000)));
+  EXPECT_TRUE(stream.WaitClosed(milliseconds(1000)));
+  EXPECT_EQ(service_.SubscriberCount(""), 0u);
+  EXPECT_EQ(server_->connection_count(), 0u);
+  TestClient refused(server_->port());
+  EXPECT_FALSE(refused.connected() && refused.Send("GET / HTTP/1.1\r\n\r\n") &&
+               refused.ReadResponse(milliseconds(500)));
+  server_->Stop();  // idempotent
+}
+
+TEST_F(HttpServerTest, StartErrors) {
+  StartServer();
+  EXPECT_EQ(server_->Start().code(), engine::StatusCode::kFailedPrecondition);
+  Router router(service_, {});
+  HttpServerOptions bad;
+  bad.address = "not-an-address";
+  EXPECT_EQ(HttpServer(router, bad).Start().code(), engine::StatusCode::kInvalidArgument);
+  HttpServerOptions taken;
+  taken.port = server_->port();
+  HttpServer second(router, taken);
+  EXPECT_EQ(second.Start().code(), engine::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace trainingd::api

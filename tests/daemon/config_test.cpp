@@ -1,0 +1,105 @@
+// trainingd serve's configuration: the JSON file, the flags over it, and the token rule.
+#include "trainingd/daemon/config.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace trainingd::daemon {
+namespace {
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    unsetenv("TRAININGD_TOKEN");
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("config_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string p = (dir_ / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ConfigTest, DefaultsBindLoopback) {
+  ServeConfig c;
+  ASSERT_TRUE(ParseServeArgs({}, c).ok());
+  EXPECT_EQ(c.listen_address, "127.0.0.1");
+  EXPECT_EQ(c.listen_port, 8080);
+  EXPECT_EQ(c.data_dir, "var");
+}
+
+TEST_F(ConfigTest, FileThenFlagsWin) {
+  const std::string f = Write("c.json", R"({"listen": "127.0.0.1:9000", "data_dir": "/srv/t",
+                                          "max_concurrent_jobs": 2, "data_root": "/data"})");
+  ServeConfig c;
+  ASSERT_TRUE(ParseServeArgs({"--listen", "127.0.0.2:0", "--config", f}, c).ok());
+  EXPECT_EQ(c.listen_address, "127.0.0.2");
+  EXPECT_EQ(c.listen_port, 0);
+  EXPECT_EQ(c.data_dir, "/srv/t");
+  EXPECT_EQ(c.data_root, "/data");
+  EXPECT_EQ(c.max_concurrent_jobs, 2);
+}
+
+TEST_F(ConfigTest, BadFilesAndFlagsNameTheProblem) {
+  ServeConfig c;
+  auto st = LoadConfigFile(Write("a.json", R"({"listn": "x"})"), c);
+  EXPECT_NE(st.message().find("listn: unknown key"), std::string::npos) << st.message();
+  st = LoadConfigFile(Write("b.json", R"({"max_concurrent_jobs": "two"})"), c);
+  EXPECT_NE(st.message().find("max_concurrent_jobs: must be an integer"), std::string::npos);
+  st = LoadConfigFile(Write("c.json", "{not json"), c);
+  EXPECT_NE(st.message().find("invalid JSON"), std::string::npos);
+  EXPECT_EQ(LoadConfigFile((dir_ / "missing.json").string(), c).code(),
+            engine::StatusCode::kNotFound);
+  EXPECT_NE(ParseServeArgs({"--listen", "localhost"}, c).message().find("ADDRESS:PORT"),
+            std::string::npos);
+  EXPECT_NE(ParseServeArgs({"--listen", "127.0.0.1:99999"}, c).message().find("port"),
+            std::string::npos);
+  EXPECT_NE(ParseServeArgs({"--bogus", "1"}, c).message().find("--bogus: unknown flag"),
+            std::string::npos);
+}
+
+TEST_F(ConfigTest, NonLoopbackNeedsAToken) {
+  ServeConfig c;
+  auto st = ParseServeArgs({"--listen", "0.0.0.0:8080"}, c);
+  EXPECT_EQ(st.code(), engine::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("without an API token"), std::string::npos);
+
+  ServeConfig with_file;
+  const std::string token = Write("token", "0123456789abcdef0123\n");
+  const std::string f = Write("c.json", R"({"token_file": ")" + token + R"("})");
+  ASSERT_TRUE(ParseServeArgs({"--config", f, "--listen", "0.0.0.0:8080"}, with_file).ok());
+  EXPECT_EQ(with_file.token, "0123456789abcdef0123");
+
+  ServeConfig short_token;
+  const std::string f2 = Write("c2.json", R"({"token_file": ")" + Write("t2", "short") + R"("})");
+  EXPECT_FALSE(ParseServeArgs({"--config", f2}, short_token).ok());
+
+  setenv("TRAININGD_TOKEN", "from-the-environment-123", 1);
+  ServeConfig env;
+  ASSERT_TRUE(ParseServeArgs({"--listen", "[::]:8080"}, env).ok());
+  EXPECT_EQ(env.token, "from-the-environment-123");
+  EXPECT_EQ(env.listen_address, "::");
+  unsetenv("TRAININGD_TOKEN");
+}
+
+TEST_F(ConfigTest, LoopbackAddresses) {
+  EXPECT_TRUE(IsLoopback("127.0.0.1"));
+  EXPECT_TRUE(IsLoopback("127.1.2.3"));
+  EXPECT_TRUE(IsLoopback("::1"));
+  EXPECT_TRUE(IsLoopback("localhost"));
+  EXPECT_FALSE(IsLoopback("0.0.0.0"));
+  EXPECT_FALSE(IsLoopback("::"));
+  EXPECT_FALSE(IsLoopback("10.0.0.1"));
+}
+
+}  // namespace
+}  // namespace trainingd::daemon

@@ -1,0 +1,195 @@
+// JobManager: the job state machine, the queue and restart recovery, on a real Store.
+#include "trainingd/daemon/job_manager.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "trainingd/engine/model_spec.h"
+
+namespace trainingd::daemon {
+namespace {
+namespace fs = std::filesystem;
+using api::JobState;
+
+engine::JobSpec SmallJob(const std::string& name, int64_t max_steps) {
+  engine::JobSpec s;
+  s.name = name;
+  s.model_preset = "softmax";
+  s.model = *engine::PresetModel("softmax");
+  s.batch_size = 50;
+  s.max_steps = max_steps;
+  s.dataset.validation_size = 500;
+  s.dataset.max_train_examples = 3000;
+  s.dataset.max_test_examples = 500;
+  s.hooks.checkpoint.trigger.every_steps = 100;
+  s.hooks.summary.trigger.every_steps = 10;
+  return s;
+}
+
+class JobManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::path(::testing::TempDir()) /
+            ("jm_" + std::to_string(getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    OpenAll();
+  }
+  void TearDown() override {
+    manager_.reset();
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+  void OpenAll(int concurrent = 1) {
+    auto store = Store::Open(dir_ + "/trainingd.db");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    JobManagerOptions o;
+    o.data_dir = dir_;
+    o.max_concurrent_jobs = concurrent;
+    o.threads_per_job = 1;
+    auto m = JobManager::Create(*store_, bus_, o);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    manager_ = std::move(m).value();
+  }
+  api::JobInfo WaitFor(const std::string& id, std::initializer_list<JobState> states) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    api::JobInfo info;
+    while (std::chrono::steady_clock::now() < deadline) {
+      info = *manager_->Get(id);
+      for (JobState s : states) {
+        if (info.state == s) return info;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "job " << id << " stuck in " << api::JobStateName(info.state);
+    return info;
+  }
+
+  // Waits until the job has trained (its summaries report a global step >= `step`).
+  void WaitForStep(const std::string& id, int64_t step) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < deadline && manager_->Get(id)->global_step < step) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_GE(manager_->Get(id)->global_step, step);
+  }
+
+  std::string dir_;
+  EventBus bus_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<JobManager> manager_;
+};
+
+TEST_F(JobManagerTest, ASubmittedJobRunsToCompletionWithScalarsAndCheckpoints) {
+  auto job = manager_->Submit(SmallJob("one", 200));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->state, JobState::kQueued);
+  const api::JobInfo done = WaitFor(job->id, {JobState::kCompleted, JobState::kFailed});
+  EXPECT_EQ(done.state, JobState::kCompleted) << done.error;
+  EXPECT_EQ(done.global_step, 200);
+  EXPECT_EQ(done.reason, "reached max_steps 200");
+  ASSERT_TRUE(store_->Flush().ok());
+  auto loss = manager_->Scalars(job->id, {.tag = "loss"});
+  ASSERT_TRUE(loss.ok());
+  ASSERT_EQ(loss->size(), 20u);  // steps 1, 11, ..., 191
+  EXPECT_EQ(loss->front().step, 1);
+  auto checkpoints = manager_->Checkpoints(job->id);
+  ASSERT_TRUE(checkpoints.ok());
+  EXPECT_EQ(checkpoints->back().global_step, 200);
+  auto logs = manager_->Logs(job->id, 1, 1000);
+  ASSERT_TRUE(logs.ok());
+  EXPECT_FALSE(logs->empty());
+}
+
+TEST_F(JobManagerTest, IllegalTransitionsNameTheCurrentState) {
+  auto job = manager_->Submit(SmallJob("two", 100));
+  ASSERT_TRUE(job.ok());
+  WaitFor(job->id, {JobState::kCompleted});
+  auto st = manager_->Stop(job->id);
+  EXPECT_EQ(st.status().code(), engine::StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.status().message().find("is completed"), std::string::npos);
+  auto resume = manager_->Resume(job->id, std::nullopt);
+  EXPECT_NE(resume.status().message().find("give a larger max_steps"), std::string::npos);
+  EXPECT_EQ(manager_->Resume(job->id, 50).status().code(), engine::StatusCode::kInvalidArgument);
+  EXPECT_EQ(manager_->Get("nope").status().code(), engine::StatusCode::kNotFound);
+  // A completed job goes on with a larger max_steps, from its checkpoint.
+  auto more = manager_->Resume(job->id, 150);
+  ASSERT_TRUE(more.ok()) << more.status().ToString();
+  const api::JobInfo done = WaitFor(job->id, {JobState::kCompleted, JobState::kFailed});
+  EXPECT_EQ(done.global_step, 150);
+  ASSERT_TRUE(manager_->Delete(job->id).ok());
+  EXPECT_FALSE(fs::exists(dir_ + "/jobs/" + job->id));
+  EXPECT_EQ(manager_->Get(job->id).status().code(), engine::StatusCode::kNotFound);
+}
+
+TEST_F(JobManagerTest, StoppingAQueuedJobAndStoppingARunningOne) {
+  auto first = manager_->Submit(SmallJob("long", 100000));
+  auto second = manager_->Submit(SmallJob("waiting", 100));
+  ASSERT_TRUE(first.ok() && second.ok());
+  WaitForStep(first->id, 11);
+  auto stopped = manager_->Stop(second->id);  // still queued behind the first
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->state, JobState::kStopped);
+  EXPECT_EQ(manager_->Delete(first->id).code(), engine::StatusCode::kFailedPrecondition);
+  auto stopping = manager_->Stop(first->id);
+  ASSERT_TRUE(stopping.ok());
+  const api::JobInfo s = WaitFor(first->id, {JobState::kStopped});
+  EXPECT_GT(s.global_step, 0);
+  auto checkpoints = manager_->Checkpoints(first->id);
+  ASSERT_TRUE(checkpoints.ok());
+  EXPECT_EQ(checkpoints->back().global_step, s.global_step);  // the final checkpoint
+}
+
+TEST_F(JobManagerTest, ARestartRequeuesUnfinishedJobsAndTheyResume) {
+  auto job = manager_->Submit(SmallJob("survivor", 100000));
+  ASSERT_TRUE(job.ok());
+  WaitForStep(job->id, 11);
+  manager_->Shutdown();  // as on SIGTERM: the job stops with a checkpoint and stays queued
+  EXPECT_EQ(manager_->Get(job->id)->state, JobState::kQueued);
+  const int64_t step = manager_->Get(job->id)->global_step;
+  EXPECT_GT(step, 0);
+  manager_.reset();
+  store_.reset();
+  OpenAll();
+  const api::JobInfo running = WaitFor(job->id, {JobState::kRunning});
+  EXPECT_GE(running.global_step, step);
+  ASSERT_TRUE(manager_->Stop(job->id).ok());
+  WaitFor(job->id, {JobState::kStopped});
+  auto logs = manager_->Logs(job->id, 1, 100000);
+  ASSERT_TRUE(logs.ok());
+  bool restored = false;
+  for (const auto& l : *logs) {
+    restored |= l.text.find("Restoring parameters from") != std::string::npos &&
+                l.text.find("model.ckpt-" + std::to_string(step)) != std::string::npos;
+  }
+  EXPECT_TRUE(restored) << "no restore from step " << step;
+}
+
+TEST_F(JobManagerTest, SubscribersGetStateEventsAndUnknownJobsAreNotFound) {
+  std::mutex mu;
+  std::vector<std::string> kinds;
+  auto sub = manager_->Subscribe("", 0, [&](const api::ServiceEvent& e) {
+    std::lock_guard<std::mutex> lock(mu);
+    kinds.push_back(e.event);
+  });
+  ASSERT_TRUE(sub.ok());
+  auto job = manager_->Submit(SmallJob("events", 20));
+  WaitFor(job->id, {JobState::kCompleted});
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_GE(kinds.size(), 3u);  // queued, running, completed
+  }
+  EXPECT_EQ(manager_->Subscribe("nope", 0, [](const api::ServiceEvent&) {}).status().code(),
+            engine::StatusCode::kNotFound);
+  EXPECT_NE(manager_->Metrics().find("trainingd_jobs{state=\"completed\"} 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainingd::daemon

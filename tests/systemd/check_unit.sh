@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# check_unit.sh UNIT TRAININGD: systemd-analyze verify passes on the unit (with ExecStart pointed
+# at the built binary, since verify checks that it exists), and the offline security exposure is
+# at most 2.0 (systemd-analyze's --threshold is on a 0-100 scale: 20).
+set -euo pipefail
+unit=$1 binary=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+sed -E "s|^ExecStart=[^ ]+|ExecStart=$binary|" "$unit" > "$tmp/trainingd.service"
+systemd-analyze verify "$tmp/trainingd.service"
+out=$(systemd-analyze security --offline=true --threshold=20 "$tmp/trainingd.service" 2>&1) || {
+  echo "$out"
+  echo "exposure above 2.0"
+  exit 1
+}
+echo "$out" | tail -1

@@ -6,7 +6,7 @@ set -euo pipefail
 build_pkgs=(cmake ninja-build make g++ pkg-config libeigen3-dev zlib1g-dev libgtest-dev libopenblas-openmp-dev nlohmann-json3-dev libsqlite3-dev libboost-dev
             systemd
             dataset-fashion-mnist python3-protobuf)
-bench_pkgs=(python3-torch python3-numpy libopenblas0-openmp)
+bench_pkgs=(python3-torch python3-numpy libopenblas0-openmp wrk curl)
 
 want=("${build_pkgs[@]}")
 [[ ${1:-build} == bench ]] && want+=("${bench_pkgs[@]}")

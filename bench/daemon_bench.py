@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""daemon_bench.py: the daemon's HTTP speed, live-event fan-out and training overhead.
+
+  /usr/bin/python3 bench/daemon_bench.py --build build [--only http,sse,overhead]
+
+http      wrk (Debian's package) against GET /healthz and GET /api/v1/jobs (50 jobs listed),
+          64 connections, 2 threads, 10 s each: requests/s and p99 latency
+sse       500 concurrent event-stream clients on one training job: the delay from each scalar's
+          wall_time (stamped when the hook wrote it) to its arrival at every client, p50/p99/max
+overhead  the CNN at batch 50 trained by the daemon with 4 event-stream clients attached, against
+          `trainingd run` of the same job, alternating A B A B: examples/s from the jobs' own
+          global_step/sec summaries, and the ratio
+Prints one JSON object per measurement.
+"""
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+
+def start_daemon(trainingd, data_dir, *extra):
+    p = subprocess.Popen([trainingd, "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir]
+                         + list(extra), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True)
+    m = re.search(r":(\d+)/", p.stdout.readline())
+    return p, int(m.group(1))
+
+
+def call(port, method, path, body=None):
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method,
+                                 data=json.dumps(body).encode() if body is not None else None,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        raw = r.read()
+        return json.loads(raw) if raw else None
+
+
+def wait_state(port, jid, states, timeout=600):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        job = call(port, "GET", "/api/v1/jobs/" + jid)
+        if job["state"] in states:
+            return job
+        time.sleep(0.2)
+    raise RuntimeError("job %s stuck" % jid)
+
+
+def small_job(name, steps, summary_every=100):
+    return {"name": name, "model": "softmax", "max_steps": steps, "batch_size": 100,
+            "dataset": {"name": "fashion-mnist", "max_train_examples": 10000,
+                        "validation_size": 1000, "max_test_examples": 1000},
+            "hooks": {"summary": {"every_steps": summary_every}, "logging": False,
+                      "checkpoint": {"every_steps": 1000000}}}
+
+
+def bench_http(trainingd, tmp):
+    if not shutil.which("wrk"):
+        print(json.dumps({"bench": "http", "error": "wrk not installed (apt-get install wrk)"}))
+        return
+    p, port = start_daemon(trainingd, os.path.join(tmp, "http"))
+    try:
+        ids = [call(port, "POST", "/api/v1/jobs", small_job("list-%d" % i, 10))["id"]
+               for i in range(50)]
+        for jid in ids:
+            wait_state(port, jid, {"completed", "failed"})
+        for path in ("/healthz", "/api/v1/jobs"):
+            out = subprocess.run(["wrk", "-t2", "-c64", "-d10s", "--latency",
+                                  "http://127.0.0.1:%d%s" % (port, path)],
+                                 capture_output=True, text=True).stdout
+            rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+            p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+            scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}[p99.group(2)]
+            errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+            print(json.dumps({"bench": "http", "path": path, "connections": 64,
+                              "requests_per_sec": rps, "p99_ms": float(p99.group(1)) * scale,
+                              "non_2xx": int(errors.group(1)) if errors else 0}))
+    finally:
+        p.terminate()
+        p.wait()
+
+
+async def sse_client(port, path, delays, ready, stop_at):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(("GET %s HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n" % path)
+                 .encode())
+    await writer.drain()
+    ready.append(1)
+    event = None
+    try:
+        while time.time() < stop_at:
+            line = await asyncio.wait_for(reader.readline(), timeout=max(0.1, stop_at - time.time()))
+            if not line:
+                break
+            line = line.decode().rstrip("\r\n")
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "scalar":
+                data = json.loads(line[6:])
+                delays.append(time.time() - data["wall_time"])
+    except asyncio.TimeoutError:
+        pass
+    writer.close()
+
+
+def bench_sse(trainingd, tmp, clients=500, seconds=20):
+    p, port = start_daemon(trainingd, os.path.join(tmp, "sse"))
+    try:
+        jid = call(port, "POST", "/api/v1/jobs", small_job("fanout", 10 ** 7, 20))["id"]
+        wait_state(port, jid, {"running"})
+
+        async def run():
+            delays, ready = [], []
+            stop_at = time.time() + seconds
+            tasks = [asyncio.create_task(sse_client(port, "/api/v1/jobs/%s/events?last_event_id=%d"
+                                                    % (jid, 2 ** 62), delays, ready, stop_at))
+                     for _ in range(clients)]
+            await asyncio.gather(*tasks)
+            return delays, len(ready)
+
+        delays, connected = asyncio.run(run())
+        call(port, "POST", "/api/v1/jobs/%s/stop" % jid)
+        delays.sort()
+        q = lambda f: delays[min(len(delays) - 1, int(f * len(delays)))] * 1e3
+        print(json.dumps({"bench": "sse", "clients": clients, "connected": connected,
+                          "events_received": len(delays), "p50_ms": q(0.5), "p99_ms": q(0.99),
+                          "max_ms": delays[-1] * 1e3 if delays else None}))
+    finally:
+        p.terminate()
+        p.wait()
+
+
+def cnn_job(steps):
+    with open(os.path.join(os.path.dirname(__file__), "..", "examples", "cnn.json")) as f:
+        spec = json.load(f)
+    spec["max_steps"] = steps
+    spec["hooks"]["step_counter"] = {"every_steps": 50}
+    spec["hooks"]["evaluation"] = False
+    spec["hooks"]["final_eval"] = False
+    return spec
+
+
+def rates_from_events(path):
+    """global_step/sec values from an event file, via the independent reader."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "tools"))
+    import read_tfevents
+    out = []
+    for e in read_tfevents.read_events(path):
+        v = read_tfevents.to_dict(e).get("scalars", {}).get("global_step/sec")
+        if v is not None:
+            out.append(v)
+    return out
+
+
+def bench_overhead(trainingd, tmp, steps=600, rounds=2):
+    spec = cnn_job(steps)
+    spec_path = os.path.join(tmp, "cnn.json")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    results = {"run": [], "daemon": []}
+    for r in range(rounds):
+        d = os.path.join(tmp, "run-%d" % r)
+        subprocess.run([trainingd, "run", spec_path, "--checkpoint-dir", d, "--threads", "2"],
+                       check=True, capture_output=True)
+        ev = [f for f in os.listdir(d) if "tfevents" in f][0]
+        rates = rates_from_events(os.path.join(d, ev))[2:]  # skip the warm-up triggers
+        results["run"].append(statistics.median(rates) * spec["batch_size"])
+
+        p, port = start_daemon(trainingd, os.path.join(tmp, "daemon-%d" % r))
+        try:
+            jid = call(port, "POST", "/api/v1/jobs", spec)["id"]
+            wait_state(port, jid, {"running"})
+            readers = [subprocess.Popen(["curl", "-sN", "http://127.0.0.1:%d/api/v1/jobs/%s/events"
+                                         % (port, jid)], stdout=subprocess.DEVNULL)
+                       for _ in range(4)]
+            wait_state(port, jid, {"completed", "failed"})
+            for c in readers:
+                c.terminate()
+            d2 = os.path.join(tmp, "daemon-%d" % r, "jobs", jid)
+            ev = [f for f in os.listdir(d2) if "tfevents" in f][0]
+            rates = rates_from_events(os.path.join(d2, ev))[2:]
+            results["daemon"].append(statistics.median(rates) * spec["batch_size"])
+        finally:
+            p.terminate()
+            p.wait()
+        print(json.dumps({"bench": "overhead_round", "round": r + 1,
+                          "run_examples_per_sec": results["run"][-1],
+                          "daemon_examples_per_sec": results["daemon"][-1]}))
+    a, b = statistics.median(results["run"]), statistics.median(results["daemon"])
+    print(json.dumps({"bench": "overhead", "steps": steps, "run_median": a, "daemon_median": b,
+                      "overhead_percent": 100 * (a - b) / a}))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--only", default="http,sse,overhead")
+    ap.add_argument("--sse-clients", type=int, default=500)
+    ap.add_argument("--sse-seconds", type=float, default=20)
+    ap.add_argument("--overhead-steps", type=int, default=600)
+    args = ap.parse_args()
+    trainingd = os.path.join(args.build, "daemon", "trainingd")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.only.split(","):
+            if name == "http":
+                bench_http(trainingd, tmp)
+            elif name == "sse":
+                bench_sse(trainingd, tmp, args.sse_clients, args.sse_seconds)
+            elif name == "overhead":
+                bench_overhead(trainingd, tmp, args.overhead_steps)
+            else:
+                ap.error("unknown benchmark " + name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

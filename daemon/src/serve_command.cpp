@@ -1,9 +1,13 @@
 #include "trainingd/daemon/serve_command.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -40,6 +44,32 @@ std::string FindWebDir(const std::string& configured) {
   return "";
 }
 
+// Holds an exclusive lock on <data_dir>/trainingd.lock for the life of the process, so two
+// daemons never share a data directory (both would run the same queued jobs into the same
+// checkpoint directories). The lock is the kernel's: it goes away with the process, even on
+// kill -9. Returns the open descriptor, or -1 after printing why.
+int LockDataDir(const std::string& dir) {
+  const std::string path = dir + "/trainingd.lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    Say("cannot open " + path + ": " + std::strerror(errno));
+    return -1;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {0};
+    const ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+    Say("another trainingd (pid " + std::string(pid, n > 0 ? static_cast<size_t>(n) : 0) +
+        ") is using the data directory " + dir);
+    close(fd);
+    return -1;
+  }
+  const std::string mine = std::to_string(getpid());
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, mine.data(), mine.size(), 0) < 0) {
+    Say("cannot write " + path + ": " + std::strerror(errno));
+  }
+  return fd;
+}
+
 }  // namespace
 
 int ServeCommand(const std::vector<std::string>& args) {
@@ -69,6 +99,8 @@ int ServeCommand(const std::vector<std::string>& args) {
     Say("cannot create the data directory " + config.data_dir + ": " + ec.message());
     return 1;
   }
+  const int lock_fd = LockDataDir(config.data_dir);
+  if (lock_fd < 0) return 1;  // the lock is held until the process exits
   auto store = Store::Open(config.data_dir + "/trainingd.db");
   if (!store.ok()) {
     Say(store.status().message());

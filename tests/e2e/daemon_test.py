@@ -251,7 +251,13 @@ def bad_requests(tmp):
                                                           "batch_size": "big", "max_steps": 1})
         expect(body["error"]["field"] == "batch_size", body)
         expect(d.request("GET", "/healthz")[0] == 200, "still serving")
-        print("bad requests over the wire: ok")
+        # A second daemon on the same data directory is refused (it would run the same jobs).
+        second = subprocess.run([TRAININGD, "serve", "--listen", "127.0.0.1:0", "--data-dir",
+                                 os.path.join(tmp, "d")], capture_output=True, text=True,
+                                timeout=30)
+        expect(second.returncode == 1 and "another trainingd (pid %d)" % d.proc.pid in
+               second.stderr, "second daemon refused: %r" % second.stderr)
+        print("bad requests over the wire, a second daemon on the same data: ok")
     finally:
         d.stop()
 

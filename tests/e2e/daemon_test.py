@@ -182,8 +182,8 @@ def stop_resume_delete(tmp):
 def two_concurrent(tmp):
     d = Daemon(os.path.join(tmp, "b"), "--max-concurrent-jobs", "2")
     try:
-        a = d.request("POST", "/api/v1/jobs", spec("first", 2000))[1]["id"]
-        b = d.request("POST", "/api/v1/jobs", spec("second", 2000))[1]["id"]
+        a = d.request("POST", "/api/v1/jobs", spec("first", 1000))[1]["id"]
+        b = d.request("POST", "/api/v1/jobs", spec("second", 1000))[1]["id"]
         deadline, both = time.time() + 120, False
         while time.time() < deadline and not both:
             states = [d.request("GET", "/api/v1/jobs/" + j)[1]["state"] for j in (a, b)]
@@ -192,7 +192,7 @@ def two_concurrent(tmp):
         expect(both, "both jobs running at once")
         for j in (a, b):
             job = d.wait_state(j, {"completed", "failed"})
-            expect(job["state"] == "completed" and job["global_step"] == 2000, job)
+            expect(job["state"] == "completed" and job["global_step"] == 1000, job)
         status, page = d.request("GET", "/api/v1/jobs?state=completed")
         expect(len(page["jobs"]) == 2, page)
         print("two concurrent jobs: ok")
@@ -203,22 +203,22 @@ def two_concurrent(tmp):
 def kill9_and_restart(tmp):
     data = os.path.join(tmp, "c")
     d = Daemon(data)
-    jid = d.request("POST", "/api/v1/jobs", spec("crash", 4000))[1]["id"]
+    jid = d.request("POST", "/api/v1/jobs", spec("crash", 2500))[1]["id"]
     d.events("/api/v1/jobs/%s/events" % jid,
-             until=lambda e: e.get("event") == "scalar" and e["data"]["step"] >= 1300)
+             until=lambda e: e.get("event") == "scalar" and e["data"]["step"] >= 1100)
     d.proc.kill()  # SIGKILL: no final checkpoint, no cleanup
     d.proc.wait()
     d2 = Daemon(data)
     try:
         job = d2.wait_state(jid, {"completed", "failed"})
-        expect(job["state"] == "completed" and job["global_step"] == 4000, job)
+        expect(job["state"] == "completed" and job["global_step"] == 2500, job)
         for tag in ("loss", "accuracy", "validation/loss"):
             steps = monotonic_series(d2, jid, tag)
         status, logs = d2.request("GET", "/api/v1/jobs/%s/logs?limit=10000" % jid)
         restored = [l["text"] for l in logs["lines"] if "Restoring parameters from" in l["text"]]
         expect(restored and re.search(r"model\.ckpt-(1000|1500)$", restored[-1]),
                "resumed from the latest checkpoint: %r" % restored)
-        print("kill -9 at step >= 1300, restart, %s, completed at 4000: ok" % restored[-1])
+        print("kill -9 at step >= 1100, restart, %s, completed at 2500: ok" % restored[-1])
     finally:
         d2.stop()
 

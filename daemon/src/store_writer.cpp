@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "store_query.h"
 #include "store_scalars.h"
 
 namespace trainingd::daemon {
@@ -367,16 +368,7 @@ Status StoreWriter::RecomputeBlock(const std::string& job_id, const std::string&
 }
 
 engine::Result<std::vector<std::string>> StoreWriter::Tags(const std::string& job_id) {
-  auto stmt = db_->Prepare(kScalarTagsSql);
-  if (!stmt.ok()) return stmt.status();
-  sqlite::Stmt& s = **stmt;
-  sqlite::ResetOnExit reset(s);
-  s.Bind(1, job_id);
-  std::vector<std::string> tags;
-  int rc;
-  while ((rc = s.Step()) == SQLITE_ROW) tags.push_back(s.Text(0));
-  if (rc != SQLITE_DONE) return db_->Error(rc, "listing the tags of job '" + job_id + "'");
-  return tags;
+  return QueryScalarTags(*db_, job_id);
 }
 
 Status StoreWriter::Do(DropScalarsAfterOp& op) {

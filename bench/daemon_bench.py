@@ -5,8 +5,9 @@
 
 http      wrk (Debian's package) against GET /healthz and GET /api/v1/jobs (50 jobs listed),
           64 connections, 2 threads, 10 s each: requests/s and p99 latency
-sse       500 concurrent event-stream clients on one training job: the delay from each scalar's
-          wall_time (stamped when the hook wrote it) to its arrival at every client, p50/p99/max
+sse       500 concurrent event-stream clients on one CNN job (summaries every 10 steps): the
+          delay from each scalar's wall_time (stamped when the hook wrote it) to its arrival at
+          every client, p50/p99/max
 overhead  the CNN at batch 50 trained by the daemon with 4 event-stream clients attached, against
           `trainingd run` of the same job, alternating A B A B: examples/s from the jobs' own
           global_step/sec summaries, and the ratio
@@ -113,8 +114,13 @@ async def sse_client(port, path, delays, ready, stop_at):
 def bench_sse(trainingd, tmp, clients=500, seconds=20):
     p, port = start_daemon(trainingd, os.path.join(tmp, "sse"))
     try:
-        jid = call(port, "POST", "/api/v1/jobs", small_job("fanout", 10 ** 7, 20))["id"]
+        # A CNN job with summaries every 10 steps: a few events per second, as a real job sends
+        # (a faster stream would measure this Python client, not the daemon).
+        spec = cnn_job(10 ** 6)
+        spec["hooks"]["summary"] = {"every_steps": 10}
+        jid = call(port, "POST", "/api/v1/jobs", spec)["id"]
         wait_state(port, jid, {"running"})
+        time.sleep(3)  # past data loading
 
         async def run():
             delays, ready = [], []

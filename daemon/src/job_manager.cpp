@@ -187,7 +187,7 @@ std::shared_ptr<JobManager::Job> JobManager::FindLocked(const std::string& id) c
   return it == jobs_.end() ? nullptr : it->second;
 }
 
-api::JobInfo JobManager::InfoLocked(const Job& job) const {
+api::JobInfo JobManager::InfoLocked(const Job& job, bool with_spec) const {
   api::JobInfo i;
   const JobRecord& r = job.rec;
   i.id = r.id;
@@ -202,7 +202,7 @@ api::JobInfo JobManager::InfoLocked(const Job& job) const {
   i.reason = r.reason;
   i.examples_per_sec = r.state == JobState::kRunning ? job.examples_per_sec : 0;
   i.latest_scalars = job.latest;
-  i.spec_json = r.spec_json;
+  if (with_spec) i.spec_json = r.spec_json;
   return i;
 }
 
@@ -274,8 +274,7 @@ eng::Result<api::JobPage> JobManager::List(std::optional<JobState> state, int64_
   }
   api::JobPage page;
   for (size_t i = start; i < all.size() && page.jobs.size() < static_cast<size_t>(limit); ++i) {
-    page.jobs.push_back(InfoLocked(*all[i]));
-    page.jobs.back().spec_json.clear();  // summaries only
+    page.jobs.push_back(InfoLocked(*all[i], /*with_spec=*/false));
   }
   if (start + page.jobs.size() < all.size()) page.next_cursor = page.jobs.back().id;
   return page;

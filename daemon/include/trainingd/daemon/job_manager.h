@@ -85,7 +85,8 @@ class JobManager final : public api::JobService {
   void RunOne(const std::shared_ptr<Job>& job);
   // Sets the state, writes the row's state columns and publishes the change. Needs mu_.
   void SetStateLocked(Job& job, api::JobState state);
-  api::JobInfo InfoLocked(const Job& job) const;
+  // The job as the API shows it; summaries (lists) leave out the spec.
+  api::JobInfo InfoLocked(const Job& job, bool with_spec = true) const;
   std::string JobDir(const std::string& id) const;
   engine::Result<std::shared_ptr<const engine::Datasets>> DatasetsFor(const engine::JobSpec& spec);
   std::shared_ptr<Job> FindLocked(const std::string& id) const;

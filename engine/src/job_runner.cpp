@@ -99,27 +99,30 @@ Result<BuiltHooks> BuildHooks(const JobSpec& spec, const std::string& checkpoint
   return b;
 }
 
+// A spec hook's trigger as MonitoredTrainingSession's steps/secs pair: off = steps 0; neither
+// period given = both left unset, so MonitoredTrainingSession applies TF's default.
+void SetTrigger(bool enabled, const TriggerSpec& t, std::optional<int64_t>& steps,
+                std::optional<double>& secs) {
+  if (!enabled) {
+    steps = 0;
+  } else if (t.every_steps > 0) {
+    steps = t.every_steps;
+  } else if (t.every_secs > 0) {
+    secs = t.every_secs;
+  }
+}
+
 MonitoredTrainingSessionOptions SessionOptionsFor(const JobSpec& spec,
                                                   const JobRunOptions& options) {
   const HooksSpec& h = spec.hooks;
   MonitoredTrainingSessionOptions o;
   o.checkpoint_dir = options.checkpoint_dir;
-  if (!h.checkpoint.enabled) {
-    o.save_checkpoint_steps = 0;
-  } else if (h.checkpoint.trigger.every_steps > 0) {
-    o.save_checkpoint_steps = h.checkpoint.trigger.every_steps;
-  } else if (h.checkpoint.trigger.every_secs > 0) {
-    o.save_checkpoint_secs = h.checkpoint.trigger.every_secs;
-  }
+  SetTrigger(h.checkpoint.enabled, h.checkpoint.trigger, o.save_checkpoint_steps,
+             o.save_checkpoint_secs);
   o.max_to_keep = h.checkpoint.max_to_keep;
   o.keep_checkpoint_every_n_hours = h.checkpoint.keep_checkpoint_every_n_hours;
-  if (!h.summary.enabled) {
-    o.save_summaries_steps = 0;
-  } else if (h.summary.trigger.every_steps > 0) {
-    o.save_summaries_steps = h.summary.trigger.every_steps;
-  } else if (h.summary.trigger.every_secs > 0) {
-    o.save_summaries_secs = h.summary.trigger.every_secs;
-  }
+  SetTrigger(h.summary.enabled, h.summary.trigger, o.save_summaries_steps,
+             o.save_summaries_secs);
   o.log_step_count_steps = h.step_counter.enabled ? h.step_counter.every_steps : 0;
   o.summary_sinks = options.summary_sinks;
   return o;

@@ -4,8 +4,10 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -31,6 +33,8 @@ struct HttpServer::Impl {
   net::io_context ioc;
   tcp::acceptor acceptor;
   std::vector<std::thread> threads;
+  // After ioc: destroyed (joined) first, since its handlers hold sessions bound to ioc.
+  std::optional<net::thread_pool> handlers;
   std::mutex lifecycle_mu;  // Start/Stop
   bool started = false;
   bool stopped = false;
@@ -87,6 +91,9 @@ Status HttpServer::Start() {
   if (impl_->started) return Status::FailedPrecondition("HTTP server already started");
   const HttpServerOptions& options = impl_->shared.options;
   if (options.io_threads < 1) return Status::InvalidArgument("io_threads: must be >= 1");
+  if (options.handler_threads < 1) {
+    return Status::InvalidArgument("handler_threads: must be >= 1");
+  }
   boost::system::error_code ec;
   net::ip::address address = net::ip::make_address(options.address, ec);
   if (ec) return Status::InvalidArgument("address: not an IP address: " + options.address);
@@ -104,6 +111,8 @@ Status HttpServer::Start() {
   }
   impl_->port = acceptor.local_endpoint(ec).port();
   impl_->started = true;
+  impl_->handlers.emplace(static_cast<size_t>(options.handler_threads));
+  impl_->shared.handlers = &*impl_->handlers;
   impl_->DoAccept();
   for (int i = 0; i < options.io_threads; ++i) {
     impl_->threads.emplace_back([impl = impl_.get()] { impl->Run(); });
@@ -152,6 +161,9 @@ void HttpServer::Stop() {
   impl.ioc.stop();
   for (std::thread& thread : impl.threads) thread.join();
   impl.threads.clear();
+  // Handlers still running finish; the responses they post to the stopped io_context are
+  // destroyed with it.
+  impl.handlers->join();
 }
 
 }  // namespace trainingd::api

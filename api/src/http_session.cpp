@@ -150,8 +150,24 @@ void HttpSession::OnRead(error_code ec, size_t) {
   bool keep_alive = parser_->get().keep_alive();
   HttpRequest request = ToHttpRequest(parser_->release());
   parser_.reset();
-  HttpResponse response = shared_.router.Handle(request, deliver_);
-  if (response.event_stream) return StartEventStream(std::move(response));
+  // The handler may wait for SQLite or the disk: it runs on the handler pool, and the response
+  // comes back to this connection's strand. Nothing else touches the session meanwhile (it is
+  // neither reading nor writing; a Shutdown only marks it closing).
+  net::post(*shared_.handlers, [self = shared_from_this(), request = std::move(request),
+                                keep_alive]() mutable {
+    HttpResponse response = self->shared_.router.Handle(request, self->deliver_);
+    auto executor = self->stream_.get_executor();
+    net::post(executor, [self = std::move(self), response = std::move(response),
+                         keep_alive]() mutable { self->OnHandled(std::move(response), keep_alive); });
+  });
+}
+
+void HttpSession::OnHandled(HttpResponse response, bool keep_alive) {
+  if (closed_) return;
+  if (response.event_stream) {
+    if (closing_) return Close();
+    return StartEventStream(std::move(response));
+  }
   WriteResponse(std::move(response), keep_alive && !closing_);
 }
 

@@ -5,6 +5,7 @@
 #include <array>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
@@ -34,6 +35,9 @@ struct ServerShared {
 
   Router& router;
   const HttpServerOptions options;
+  // Runs Router::Handle off the I/O threads. Set by the server before the first session starts;
+  // joined after the I/O threads, before the io_context goes.
+  boost::asio::thread_pool* handlers = nullptr;
 
   std::mutex mu;
   std::condition_variable sessions_changed;
@@ -71,6 +75,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void DoReadBody();
   void OnRead(boost::beast::error_code ec, size_t bytes);
   void OnReadError(boost::beast::error_code ec);
+  void OnHandled(HttpResponse response, bool keep_alive);
   void WriteResponse(HttpResponse response, bool keep_alive);
   void OnWrite(bool keep_alive, boost::beast::error_code ec, size_t bytes);
   void WriteErrorAndClose(int status, std::string_view code, std::string_view message);

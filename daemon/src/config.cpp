@@ -118,10 +118,12 @@ eng::Status LoadConfigFile(const std::string& path, ServeConfig& c) {
       TRAININGD_RETURN_IF_ERROR(integer(0, 256, c.threads_per_job));
     } else if (key == "http_threads") {
       TRAININGD_RETURN_IF_ERROR(integer(1, 64, c.http_threads));
+    } else if (key == "http_handler_threads") {
+      TRAININGD_RETURN_IF_ERROR(integer(1, 64, c.http_handler_threads));
     } else {
       return eng::Status::InvalidArgument(
           field + ": unknown key; known: listen, data_dir, data_root, web_dir, token_file, "
-                  "max_concurrent_jobs, threads_per_job, http_threads");
+                  "max_concurrent_jobs, threads_per_job, http_threads, http_handler_threads");
     }
   }
   return eng::Status::Ok();

@@ -129,6 +129,7 @@ int ServeCommand(const std::vector<std::string>& args) {
   so.address = config.listen_address == "localhost" ? "127.0.0.1" : config.listen_address;
   so.port = static_cast<uint16_t>(config.listen_port);
   so.io_threads = config.http_threads;
+  so.handler_threads = config.http_handler_threads;
   api::HttpServer server(router, so);
   if (engine::Status st = server.Start(); !st.ok()) {
     Say(st.message());

@@ -4,6 +4,7 @@
 // interleave). Every call can be made to fail (FailNext) or throw (ThrowNext). Thread-safe.
 #pragma once
 
+#include <condition_variable>
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -37,6 +38,23 @@ class FakeJobService : public JobService {
     fail_next_ = std::move(status);
   }
   void ThrowNext() { throw_next_ = true; }
+
+  // While closed, Scalars() waits (as a slow SQLite read would) until the gate opens again.
+  void CloseScalarsGate() {
+    std::lock_guard lock(gate_mu_);
+    gate_open_ = false;
+  }
+  void OpenScalarsGate() {
+    {
+      std::lock_guard lock(gate_mu_);
+      gate_open_ = true;
+    }
+    gate_cv_.notify_all();
+  }
+  int scalars_waiting() const {
+    std::lock_guard lock(gate_mu_);
+    return gate_waiting_;
+  }
 
   Calls calls() const {
     std::lock_guard lock(mu_);
@@ -165,6 +183,12 @@ class FakeJobService : public JobService {
   // "loss" has points at steps 0, 10, ..., 990 with value step / 10; other tags have none.
   engine::Result<std::vector<ScalarPoint>> Scalars(const std::string& id,
                                                    const ScalarQuery& query) override {
+    {
+      std::unique_lock gate(gate_mu_);
+      ++gate_waiting_;
+      gate_cv_.wait(gate, [this] { return gate_open_; });
+      --gate_waiting_;
+    }
     std::lock_guard lock(mu_);
     if (auto s = Injected(); !s.ok()) return s;
     calls_.scalar_query = query;
@@ -283,6 +307,10 @@ class FakeJobService : public JobService {
   }
 
   mutable std::mutex mu_;
+  mutable std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  bool gate_open_ = true;   // guarded by gate_mu_
+  int gate_waiting_ = 0;    // guarded by gate_mu_
   engine::Status fail_next_;
   std::atomic<bool> throw_next_{false};
   Calls calls_;

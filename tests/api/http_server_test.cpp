@@ -326,6 +326,32 @@ TEST_F(HttpServerTest, ExpectContinueIsAnswered) {
   EXPECT_EQ(r->status, 201);
 }
 
+// A route that waits (here: a scalars query held up like a slow SQLite read) runs on the handler
+// pool, so the single I/O thread keeps answering other connections meanwhile.
+TEST_F(HttpServerTest, ASlowHandlerDoesNotBlockTheIoThread) {
+  StartServer({.io_threads = 1, .handler_threads = 2});
+  TestClient setup(server_->port());
+  ASSERT_TRUE(setup.Send(FormatRequest(JsonPost("/api/v1/jobs", kMinimalSpec))));
+  ASSERT_TRUE(setup.ReadResponse());  // job-1
+  service_.CloseScalarsGate();
+  TestClient slow(server_->port());
+  ASSERT_TRUE(slow.Send(FormatRequest(Req("GET", "/api/v1/jobs/job-1/scalars?tag=loss"))));
+  ASSERT_TRUE(Eventually([&] { return service_.scalars_waiting() == 1; }));
+  TestClient quick(server_->port());
+  ASSERT_TRUE(quick.Send(FormatRequest(Req("GET", "/healthz"))));
+  auto health = quick.ReadResponse();
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  ASSERT_TRUE(quick.Send(FormatRequest(Req("GET", "/api/v1/jobs/job-1"))));
+  auto job = quick.ReadResponse();
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->status, 200);
+  service_.OpenScalarsGate();
+  auto scalars = slow.ReadResponse();
+  ASSERT_TRUE(scalars);
+  EXPECT_EQ(scalars->status, 200);
+}
+
 TEST_F(HttpServerTest, StopReturnsPromptlyAndClosesEveryConnection) {
   StartServer();
   TestClient idle(server_->port());
@@ -354,6 +380,10 @@ TEST_F(HttpServerTest, StartErrors) {
   HttpServerOptions bad;
   bad.address = "not-an-address";
   EXPECT_EQ(HttpServer(router, bad).Start().code(), engine::StatusCode::kInvalidArgument);
+  HttpServerOptions no_handlers;
+  no_handlers.port = 0;
+  no_handlers.handler_threads = 0;
+  EXPECT_EQ(HttpServer(router, no_handlers).Start().code(), engine::StatusCode::kInvalidArgument);
   HttpServerOptions taken;
   taken.port = server_->port();
   HttpServer second(router, taken);

@@ -37,6 +37,17 @@ TEST_F(ConfigTest, DefaultsBindLoopback) {
   EXPECT_EQ(c.data_dir, "var");
 }
 
+TEST_F(ConfigTest, ThreadCountsAreReadAndBounded) {
+  ServeConfig c;
+  ASSERT_TRUE(LoadConfigFile(Write("ok.json", R"({"http_threads": 3, "http_handler_threads": 4})"), c)
+                  .ok());
+  EXPECT_EQ(c.http_threads, 3);
+  EXPECT_EQ(c.http_handler_threads, 4);
+  const engine::Status st = LoadConfigFile(Write("bad.json", R"({"http_handler_threads": 0})"), c);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("http_handler_threads"), std::string::npos) << st.message();
+}
+
 TEST_F(ConfigTest, FileThenFlagsWin) {
   const std::string f = Write("c.json", R"({"listen": "127.0.0.1:9000", "data_dir": "/srv/t",
                                           "max_concurrent_jobs": 2, "data_root": "/data"})");

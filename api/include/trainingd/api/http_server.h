@@ -27,7 +27,10 @@ class Router;
 struct HttpServerOptions {
   std::string address = "127.0.0.1";  // IPv4 or IPv6 literal
   uint16_t port = 8080;               // 0 = the OS chooses; see HttpServer::port()
-  int io_threads = 2;                 // >= 1
+  int io_threads = 2;                 // >= 1; they only parse, write and stream
+  // >= 1: the threads that run the Router's handlers, which may wait for SQLite or the disk,
+  // so an I/O thread never does.
+  int handler_threads = 2;
   size_t header_limit = 8 * 1024;     // bytes of request line + headers
   size_t body_limit = 1 << 20;        // bytes of request body
   std::chrono::milliseconds read_timeout{30000};

@@ -6,10 +6,11 @@
 //   "data_dir": "var",                  the database (trainingd.db) and jobs/<id>/ directories
 //   "data_root": "/usr/share/datasets", datasets are directories under it, named by jobs
 //   "web_dir": "",                      the dashboard's files; "" = <exe dir>/../share/trainingd/web
-//                                       or the source tree's web/ when run from a build directory
+//                                       (in a build tree: build/share/trainingd/web)
 //   "max_concurrent_jobs": 1,
 //   "threads_per_job": 0,               0 = cores / max_concurrent_jobs
-//   "http_threads": 1,
+//   "http_threads": 1,                  I/O threads: parse, write, stream events
+//   "http_handler_threads": 2,          run the routes (these may wait for SQLite or the disk)
 //   "token_file": ""                    a file whose first line is the API token
 // }
 // Unknown keys and wrong types are errors naming the key; the token may also come from the
@@ -32,6 +33,7 @@ struct ServeConfig {
   int max_concurrent_jobs = 1;
   int threads_per_job = 0;
   int http_threads = 1;
+  int http_handler_threads = 2;
   std::string token_file;
   std::string token;  // resolved from token_file or TRAININGD_TOKEN; never from the file itself
 };

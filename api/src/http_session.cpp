@@ -74,7 +74,8 @@ void HttpSession::Start() {
     std::string frame = FormatSseEvent(event);
     std::lock_guard lock(queue->mu);
     if (queue->closed || queue->overflow) return;
-    if (queue->frames.size() >= max_events || queue->bytes + frame.size() > max_bytes) {
+    if (!queue->replaying &&
+        (queue->frames.size() >= max_events || queue->bytes + frame.size() > max_bytes)) {
       queue->overflow = true;
       queue->frames.clear();
       queue->bytes = 0;
@@ -94,6 +95,11 @@ void HttpSession::Start() {
 void HttpSession::Shutdown() {
   net::post(stream_.get_executor(),
             beast::bind_front_handler(&HttpSession::OnShutdown, shared_from_this()));
+}
+
+void HttpSession::SetReplaying(bool replaying) {
+  std::lock_guard lock(queue_->mu);
+  queue_->replaying = replaying;
 }
 
 void HttpSession::CloseEventQueue() {
@@ -155,7 +161,9 @@ void HttpSession::OnRead(error_code ec, size_t) {
   // neither reading nor writing; a Shutdown only marks it closing).
   net::post(*shared_.handlers, [self = shared_from_this(), request = std::move(request),
                                 keep_alive]() mutable {
+    self->SetReplaying(true);
     HttpResponse response = self->shared_.router.Handle(request, self->deliver_);
+    self->SetReplaying(false);
     auto executor = self->stream_.get_executor();
     net::post(executor, [self = std::move(self), response = std::move(response),
                          keep_alive]() mutable { self->OnHandled(std::move(response), keep_alive); });

@@ -54,6 +54,11 @@ struct EventQueue {
   bool overflow = false;       // the client fell behind: drop it
   bool closed = false;         // the session is gone or going: accept nothing, wake no one
   bool wake_pending = false;   // a wake is posted and not yet handled
+  // While the router handles the request: what arrives then is the subscription's replay of the
+  // history after Last-Event-ID, bounded by that history, so the slow-client limits do not apply
+  // (a client reconnecting from id 0 to a job with a long history must not be dropped before
+  // its first byte).
+  bool replaying = false;
   std::function<void()> wake;  // posts the session's FlushEvents; set once before any delivery
 };
 
@@ -76,6 +81,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void OnRead(boost::beast::error_code ec, size_t bytes);
   void OnReadError(boost::beast::error_code ec);
   void OnHandled(HttpResponse response, bool keep_alive);
+  void SetReplaying(bool replaying);
   void WriteResponse(HttpResponse response, bool keep_alive);
   void OnWrite(bool keep_alive, boost::beast::error_code ec, size_t bytes);
   void WriteErrorAndClose(int status, std::string_view code, std::string_view message);

@@ -226,6 +226,32 @@ TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
   EXPECT_EQ(SseIds(again.buffer()), (std::vector<int64_t>{41, 42, 43, 44, 45}));
 }
 
+// The replay of a long history on (re)connect is not a slow client: the queue limits apply only
+// to live events.
+TEST_F(HttpServerTest, ReplayLongerThanTheEventQueueArrivesWhole) {
+  HttpServerOptions options;
+  options.sse_queue_events = 8;
+  StartServer(options);
+  std::string id = service_.AddJob("a", JobState::kRunning);
+  for (int i = 1; i <= 100; ++i) {
+    service_.Publish(id, "scalar", "{\"step\":" + std::to_string(i) + "}");
+  }
+  TestClient client(server_->port());
+  ASSERT_TRUE(client.Send(
+      FormatRequest(Req("GET", "/api/v1/jobs/" + id + "/events", "", {{"Last-Event-ID", "0"}}))));
+  ASSERT_TRUE(Eventually([&] {
+    client.ReadMore(Clock::now() + milliseconds(50));
+    return SseIds(client.buffer()).size() >= 100u;
+  }));
+  std::vector<int64_t> expected;
+  for (int64_t i = 1; i <= 100; ++i) expected.push_back(i);
+  EXPECT_EQ(SseIds(client.buffer()), expected);
+  EXPECT_EQ(router_->metrics().EventStreamsDropped(), 0u);
+  // Live events after the replay still arrive.
+  const int64_t next = service_.Publish(id, "scalar", "{}");
+  ASSERT_TRUE(client.ReadUntil("id: " + std::to_string(next) + "\n"));
+}
+
 TEST_F(HttpServerTest, SlowEventClientIsDroppedWhileOthersKeepReceiving) {
   HttpServerOptions options;
   options.sse_queue_events = 8;

@@ -7,6 +7,8 @@
 // Usage: store_bench [--dir DIR] [--scalars N] [--batch N] [--tags N] [--points N]
 //                    [--queries N] [--max-points N]
 // The database goes to DIR/store_bench.db (default: a new directory under /tmp), removed after.
+// After each write phase the bench reads the points back on a connection of its own and exits
+// with an error unless every one it wrote is there (count, last step and sum of values per tag).
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -106,7 +109,59 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
-void Ingest(Store& store, const Args& a) {
+// Checks, with a connection of its own, that the database holds exactly the points the bench
+// wrote for `job_id` -- `count` of them, and per tag the largest step and the sum of the values
+// -- so that a writer that loses or mangles points cannot post a good number.
+struct Expected {
+  int64_t max_step = -1;
+  int64_t count = 0;
+  double sum = 0;
+};
+void Verify(const std::string& path, const std::string& job_id,
+            const std::map<std::string, Expected>& expected) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    Die("verify: cannot open " + path);
+  }
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT s.tag, count(*), max(p.step), total(p.value) FROM series AS s "
+                         "JOIN scalars AS p ON p.series_id = s.id WHERE s.job_id = ?1 "
+                         "GROUP BY s.tag",
+                         -1, &st, nullptr) != SQLITE_OK) {
+    Die(std::string("verify: ") + sqlite3_errmsg(db));
+  }
+  sqlite3_bind_text(st, 1, job_id.c_str(), -1, SQLITE_STATIC);
+  size_t tags = 0;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const std::string tag = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    const auto it = expected.find(tag);
+    if (it == expected.end()) Die("verify: unexpected tag " + tag);
+    const Expected& e = it->second;
+    const int64_t count = sqlite3_column_int64(st, 1);
+    const int64_t max_step = sqlite3_column_int64(st, 2);
+    const double sum = sqlite3_column_double(st, 3);
+    if (count != e.count || max_step != e.max_step ||
+        std::fabs(sum - e.sum) > 1e-9 * std::max(1.0, std::fabs(e.sum))) {
+      Die("verify: " + tag + " of " + job_id + " has " + std::to_string(count) +
+          " points up to step " + std::to_string(max_step) + " (sum " + std::to_string(sum) +
+          "), expected " + std::to_string(e.count) + " up to " + std::to_string(e.max_step) +
+          " (sum " + std::to_string(e.sum) + ")");
+    }
+    ++tags;
+  }
+  if (rc != SQLITE_DONE) Die(std::string("verify: ") + sqlite3_errmsg(db));
+  if (tags != expected.size()) {
+    Die("verify: " + std::to_string(tags) + " tags of " + job_id + " in the database, expected " +
+        std::to_string(expected.size()));
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+void Ingest(Store& store, const Args& a, const std::string& path) {
   JobRecord job;
   job.id = "job-20250101-ingest";
   job.name = "ingest";
@@ -115,6 +170,14 @@ void Ingest(Store& store, const Args& a) {
   std::vector<std::string> tags;
   for (int64_t t = 0; t < a.tags; ++t) tags.push_back("train/scalar_" + std::to_string(t));
   const int64_t batches_before = store.stats().committed_batches;
+  // What the loop below writes: scalar i is tag i % tags at step i / tags.
+  std::map<std::string, Expected> expected;
+  for (int64_t i = 0; i < a.scalars; ++i) {
+    Expected& e = expected[tags[static_cast<size_t>(i % a.tags)]];
+    e.max_step = i / a.tags;
+    ++e.count;
+    e.sum += Value(i / a.tags);
+  }
 
   const double start = Seconds();
   int64_t written = 0;
@@ -143,9 +206,10 @@ void Ingest(Store& store, const Args& a) {
       static_cast<long long>(store.stats().committed_batches - batches_before),
       static_cast<double>(a.scalars) / (done - start));
   std::fflush(stdout);
+  Verify(path, job.id, expected);
 }
 
-void QueryLatency(Store& store, const Args& a) {
+void QueryLatency(Store& store, const Args& a, const std::string& path) {
   JobRecord job;
   job.id = "job-20250101-query";
   job.name = "query";
@@ -161,6 +225,11 @@ void QueryLatency(Store& store, const Args& a) {
   Check(store.Flush(), "writing the query series");
   std::printf("{\"bench\":\"store_series_write\",\"points\":%lld,\"seconds\":%.3f}\n",
               static_cast<long long>(a.points), Seconds() - start);
+  Expected loss;
+  for (int64_t i = 0; i < a.points; ++i) loss.sum += Value(i);
+  loss.count = a.points;
+  loss.max_step = a.points - 1;
+  Verify(path, job.id, {{"loss", loss}});
 
   struct Range {
     const char* name;
@@ -202,8 +271,8 @@ void ScanBaseline(const std::string& path) {
   }
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(db,
-                     "SELECT step, wall_time, value FROM scalars WHERE job_id = ?1 AND tag = ?2 "
-                     "ORDER BY step",
+                     "SELECT step, wall_time, value FROM scalars WHERE series_id = "
+                     "(SELECT id FROM series WHERE job_id = ?1 AND tag = ?2) ORDER BY step",
                      -1, &st, nullptr);
   std::vector<double> ms;
   int64_t rows = 0;
@@ -241,8 +310,8 @@ int main(int argc, char** argv) {
   {
     auto store = Store::Open(path);
     if (!store.ok()) Die(store.status().ToString());
-    Ingest(**store, args);
-    QueryLatency(**store, args);
+    Ingest(**store, args, path);
+    QueryLatency(**store, args, path);
     ScanBaseline(path);
   }
   std::error_code ec;

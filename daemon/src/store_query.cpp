@@ -11,28 +11,32 @@ namespace {
 
 using engine::Status;
 
+constexpr char kFindSeries[] = "SELECT id FROM series WHERE job_id = ?1 AND tag = ?2";
+
 constexpr char kPointsInRange[] = R"sql(
 SELECT step, wall_time, value FROM scalars
-WHERE job_id = ?1 AND tag = ?2 AND step BETWEEN ?3 AND ?4 ORDER BY step LIMIT ?5)sql";
+WHERE series_id = ?1 AND step BETWEEN ?2 AND ?3 ORDER BY step LIMIT ?4)sql";
 
 constexpr char kLastPointInRange[] = R"sql(
 SELECT step, wall_time, value FROM scalars
-WHERE job_id = ?1 AND tag = ?2 AND step BETWEEN ?3 AND ?4 ORDER BY step DESC LIMIT 1)sql";
+WHERE series_id = ?1 AND step BETWEEN ?2 AND ?3 ORDER BY step DESC LIMIT 1)sql";
 
 constexpr char kBlocksInRange[] = R"sql(
 SELECT min_value, max_value, last_step, last_wall_time, last_value FROM scalar_rollups
-WHERE job_id = ?1 AND tag = ?2 AND level = ?3 AND block BETWEEN ?4 AND ?5 ORDER BY block)sql";
+WHERE series_id = ?1 AND level = ?2 AND block BETWEEN ?3 AND ?4 ORDER BY block)sql";
+
+// A series row outlives its points (DropScalarsAfter may take them all): only series with a point
+// count. The (job_id, tag) index gives the tags in order.
+constexpr char kScalarTags[] = R"sql(
+SELECT tag FROM series AS s
+WHERE job_id = ?1 AND EXISTS (SELECT 1 FROM scalars WHERE series_id = s.id)
+ORDER BY tag)sql";
 
 constexpr char kLatestScalars[] = R"sql(
-WITH RECURSIVE tags(tag) AS (
-  SELECT (SELECT tag FROM scalars WHERE job_id = ?1 ORDER BY tag LIMIT 1)
-  UNION ALL
-  SELECT (SELECT s.tag FROM scalars AS s WHERE s.job_id = ?1 AND s.tag > tags.tag
-          ORDER BY s.tag LIMIT 1)
-  FROM tags WHERE tags.tag IS NOT NULL)
-SELECT tag, (SELECT value FROM scalars WHERE job_id = ?1 AND tag = tags.tag
-             ORDER BY step DESC LIMIT 1)
-FROM tags WHERE tag IS NOT NULL)sql";
+SELECT tag, (SELECT value FROM scalars WHERE series_id = s.id ORDER BY step DESC LIMIT 1)
+FROM series AS s
+WHERE job_id = ?1 AND EXISTS (SELECT 1 FROM scalars WHERE series_id = s.id)
+ORDER BY tag)sql";
 
 constexpr int64_t kMinStep = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
@@ -64,9 +68,9 @@ class EndRead {
 // non-empty bucket: its last point with the bucket's min and max.
 class Downsampler {
  public:
-  Downsampler(sqlite::Db& db, const std::string& job_id, const std::string& tag,
+  Downsampler(sqlite::Db& db, int64_t series_id, const std::string& tag,
               std::vector<api::ScalarPoint>* out)
-      : db_(db), job_id_(job_id), tag_(tag), out_(out) {}
+      : db_(db), series_id_(series_id), tag_(tag), out_(out) {}
 
   // Buckets of `blocks_per_bucket` blocks of `level`, aligned to multiples of their width.
   // Without a call everything falls in one bucket.
@@ -130,11 +134,10 @@ class Downsampler {
     if (!stmt.ok()) return stmt.status();
     sqlite::Stmt& s = **stmt;
     sqlite::ResetOnExit reset(s);
-    s.Bind(1, job_id_);
-    s.Bind(2, tag_);
-    s.Bind(3, lo);
-    s.Bind(4, hi);
-    s.Bind(5, int64_t{-1});
+    s.Bind(1, series_id_);
+    s.Bind(2, lo);
+    s.Bind(3, hi);
+    s.Bind(4, int64_t{-1});
     int rc;
     while ((rc = s.Step()) == SQLITE_ROW) {
       const double value = s.Real(2);
@@ -149,11 +152,10 @@ class Downsampler {
     if (!stmt.ok()) return stmt.status();
     sqlite::Stmt& s = **stmt;
     sqlite::ResetOnExit reset(s);
-    s.Bind(1, job_id_);
-    s.Bind(2, tag_);
-    s.Bind(3, int64_t{level});
-    s.Bind(4, first);
-    s.Bind(5, last);
+    s.Bind(1, series_id_);
+    s.Bind(2, int64_t{level});
+    s.Bind(3, first);
+    s.Bind(4, last);
     int rc;
     while ((rc = s.Step()) == SQLITE_ROW) {
       Add(s.Int(2), s.Real(3), s.Real(4), s.Real(0), s.Real(1));
@@ -163,7 +165,7 @@ class Downsampler {
   }
 
   sqlite::Db& db_;
-  const std::string& job_id_;
+  int64_t series_id_;
   const std::string& tag_;
   std::vector<api::ScalarPoint>* out_;
   int level_ = 0;
@@ -185,6 +187,20 @@ engine::Result<std::vector<api::ScalarPoint>> QueryScalarSeries(sqlite::Db& db,
   TRAININGD_RETURN_IF_ERROR(db.Exec("BEGIN", "starting a read"));
   EndRead end_read(db);
 
+  int64_t series_id;
+  {
+    auto stmt = db.Prepare(kFindSeries);
+    if (!stmt.ok()) return stmt.status();
+    sqlite::Stmt& s = **stmt;
+    sqlite::ResetOnExit reset(s);
+    s.Bind(1, job_id);
+    s.Bind(2, query.tag);
+    const int rc = s.Step();
+    if (rc == SQLITE_DONE) return std::vector<api::ScalarPoint>();  // no such series: no points
+    if (rc != SQLITE_ROW) return db.Error(rc, what);
+    series_id = s.Int(0);
+  }
+
   // Up to max_points + 1 points from the start: all of them when they are few enough.
   std::vector<api::ScalarPoint> points;
   {
@@ -192,11 +208,10 @@ engine::Result<std::vector<api::ScalarPoint>> QueryScalarSeries(sqlite::Db& db,
     if (!stmt.ok()) return stmt.status();
     sqlite::Stmt& s = **stmt;
     sqlite::ResetOnExit reset(s);
-    s.Bind(1, job_id);
-    s.Bind(2, query.tag);
-    s.Bind(3, lo);
-    s.Bind(4, hi);
-    s.Bind(5, max_points == kMaxStep ? int64_t{-1} : max_points + 1);
+    s.Bind(1, series_id);
+    s.Bind(2, lo);
+    s.Bind(3, hi);
+    s.Bind(4, max_points == kMaxStep ? int64_t{-1} : max_points + 1);
     int rc;
     while ((rc = s.Step()) == SQLITE_ROW) points.push_back(RawPoint(s));
     if (rc != SQLITE_DONE) return db.Error(rc, what);
@@ -211,17 +226,16 @@ engine::Result<std::vector<api::ScalarPoint>> QueryScalarSeries(sqlite::Db& db,
     if (!stmt.ok()) return stmt.status();
     sqlite::Stmt& s = **stmt;
     sqlite::ResetOnExit reset(s);
-    s.Bind(1, job_id);
-    s.Bind(2, query.tag);
-    s.Bind(3, lo);
-    s.Bind(4, hi);
+    s.Bind(1, series_id);
+    s.Bind(2, lo);
+    s.Bind(3, hi);
     const int rc = s.Step();
     if (rc != SQLITE_ROW) return db.Error(rc == SQLITE_DONE ? SQLITE_INTERNAL : rc, what);
     last = RawPoint(s);
   }
 
   // The first point as it is, then buckets over the rest: at most max_points - 1 of them.
-  Downsampler buckets(db, job_id, query.tag, &points);
+  Downsampler buckets(db, series_id, query.tag, &points);
   int64_t from = first.step;
   if (max_points >= 2) {
     points.push_back(first);
@@ -249,7 +263,7 @@ engine::Result<std::vector<api::ScalarPoint>> QueryScalarSeries(sqlite::Db& db,
 
 engine::Result<std::vector<std::string>> QueryScalarTags(sqlite::Db& db,
                                                          const std::string& job_id) {
-  auto stmt = db.Prepare(kScalarTagsSql);
+  auto stmt = db.Prepare(kScalarTags);
   if (!stmt.ok()) return stmt.status();
   sqlite::Stmt& s = **stmt;
   sqlite::ResetOnExit reset(s);

@@ -81,6 +81,7 @@ class Db {
   void RollbackIfOpen();
   bool in_transaction() const { return sqlite3_get_autocommit(db_) == 0; }
   int64_t changes() const { return sqlite3_changes64(db_); }
+  int64_t last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
   sqlite3* handle() const { return db_; }
   const std::string& path() const { return path_; }
 

@@ -5,7 +5,6 @@
 #include <limits>
 #include <utility>
 
-#include "store_query.h"
 #include "store_scalars.h"
 
 namespace trainingd::daemon {
@@ -33,22 +32,46 @@ constexpr char kUpdateJobStep[] = "UPDATE jobs SET global_step = ?2 WHERE id = ?
 
 constexpr char kJobExists[] = "SELECT 1 FROM jobs WHERE id = ?1";
 
+constexpr char kFindSeries[] = "SELECT id FROM series WHERE job_id = ?1 AND tag = ?2";
+constexpr char kCreateSeries[] = "INSERT INTO series (job_id, tag) VALUES (?1, ?2)";
+constexpr char kMaxStep[] = "SELECT max(step) FROM scalars WHERE series_id = ?1";
+constexpr char kJobSeries[] = "SELECT id, tag FROM series WHERE job_id = ?1";
+
+// The fast path (docs/storage.md): points known to be new need no conflict handling, and many
+// rows per statement save most of the per-statement cost. OR FAIL rather than the default ABORT:
+// ABORT makes SQLite keep a statement journal (a copy of every page a multi-row statement
+// touches) to undo a failed statement alone, while any failure here loses the whole batch anyway.
+constexpr int kRowsPerInsert = 64;
+constexpr char kInsertNewScalar[] =
+    "INSERT OR FAIL INTO scalars (series_id, step, wall_time, value) VALUES (?1, ?2, ?3, ?4)";
+
+// "INSERT ... VALUES (?, ?, ?, ?), ..." with kRowsPerInsert rows. The statement cache is keyed by
+// the SQL's address, hence one string that lives for the whole program.
+const char* InsertNewScalarsSql() {
+  static const std::string sql = [] {
+    std::string s = "INSERT OR FAIL INTO scalars (series_id, step, wall_time, value) VALUES ";
+    for (int i = 0; i < kRowsPerInsert; ++i) s += i == 0 ? "(?, ?, ?, ?)" : ", (?, ?, ?, ?)";
+    return s;
+  }();
+  return sql.c_str();
+}
+
 // Inserting and, only on a conflict, updating tells new points (whose rollups can be merged)
 // from replaced ones (whose rollups must be recomputed).
 constexpr char kInsertScalar[] = R"sql(
-INSERT INTO scalars (job_id, tag, step, wall_time, value) VALUES (?1, ?2, ?3, ?4, ?5)
-ON CONFLICT (job_id, tag, step) DO NOTHING)sql";
+INSERT INTO scalars (series_id, step, wall_time, value) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (series_id, step) DO NOTHING)sql";
 
 constexpr char kReplaceScalar[] = R"sql(
-UPDATE scalars SET wall_time = ?4, value = ?5 WHERE job_id = ?1 AND tag = ?2 AND step = ?3)sql";
+UPDATE scalars SET wall_time = ?3, value = ?4 WHERE series_id = ?1 AND step = ?2)sql";
 
 // Folds new points into a block. SQL's two-argument min() is NULL when either side is NULL
 // (NaN), hence the coalesce. Every right-hand side reads the row's old values.
 constexpr char kMergeRollup[] = R"sql(
-INSERT INTO scalar_rollups (job_id, tag, level, block, min_value, max_value, last_step,
+INSERT INTO scalar_rollups (series_id, level, block, min_value, max_value, last_step,
                             last_wall_time, last_value)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-ON CONFLICT (job_id, tag, level, block) DO UPDATE SET
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+ON CONFLICT (series_id, level, block) DO UPDATE SET
   min_value = coalesce(min(min_value, excluded.min_value), min_value, excluded.min_value),
   max_value = coalesce(max(max_value, excluded.max_value), max_value, excluded.max_value),
   last_wall_time = CASE WHEN excluded.last_step >= last_step
@@ -57,40 +80,64 @@ ON CONFLICT (job_id, tag, level, block) DO UPDATE SET
                     THEN excluded.last_value ELSE last_value END,
   last_step = max(last_step, excluded.last_step))sql";
 
-constexpr char kDeleteRollup[] = R"sql(
-DELETE FROM scalar_rollups WHERE job_id = ?1 AND tag = ?2 AND level = ?3 AND block = ?4)sql";
+// Rows for blocks that have none (no point of theirs was stored before this batch). REPLACE,
+// not a plain insert: were a stale row there, the summary of the batch's points is the block's
+// exact row anyway, and the store heals instead of failing every later batch.
+constexpr int kBlocksPerInsert = 32;
+constexpr char kInsertNewBlock[] = R"sql(
+INSERT OR REPLACE INTO scalar_rollups (series_id, level, block, min_value, max_value, last_step,
+                                       last_wall_time, last_value)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql";
 
-// ?5..?6: the range of steps of a level-1 block.
+const char* InsertNewBlocksSql() {
+  static const std::string sql = [] {
+    std::string s =
+        "INSERT OR REPLACE INTO scalar_rollups (series_id, level, block, min_value, max_value, "
+        "last_step, last_wall_time, last_value) VALUES ";
+    for (int i = 0; i < kBlocksPerInsert; ++i) {
+      s += i == 0 ? "(?, ?, ?, ?, ?, ?, ?, ?)" : ", (?, ?, ?, ?, ?, ?, ?, ?)";
+    }
+    return s;
+  }();
+  return sql.c_str();
+}
+
+constexpr char kDeleteRollup[] = R"sql(
+DELETE FROM scalar_rollups WHERE series_id = ?1 AND level = ?2 AND block = ?3)sql";
+
+// ?4..?5: the range of steps of a level-1 block.
 constexpr char kRollupFromScalars[] = R"sql(
-INSERT INTO scalar_rollups (job_id, tag, level, block, min_value, max_value, last_step,
+INSERT INTO scalar_rollups (series_id, level, block, min_value, max_value, last_step,
                             last_wall_time, last_value)
-SELECT ?1, ?2, ?3, ?4,
-  (SELECT min(value) FROM scalars WHERE job_id = ?1 AND tag = ?2 AND step BETWEEN ?5 AND ?6),
-  (SELECT max(value) FROM scalars WHERE job_id = ?1 AND tag = ?2 AND step BETWEEN ?5 AND ?6),
+SELECT ?1, ?2, ?3,
+  (SELECT min(value) FROM scalars WHERE series_id = ?1 AND step BETWEEN ?4 AND ?5),
+  (SELECT max(value) FROM scalars WHERE series_id = ?1 AND step BETWEEN ?4 AND ?5),
   step, wall_time, value
-FROM scalars WHERE job_id = ?1 AND tag = ?2 AND step BETWEEN ?5 AND ?6
+FROM scalars WHERE series_id = ?1 AND step BETWEEN ?4 AND ?5
 ORDER BY step DESC LIMIT 1)sql";
 
-// ?5..?6: the range of level ?3 - 1 blocks making up block ?4 of level ?3.
+// ?4..?5: the range of level ?2 - 1 blocks making up block ?3 of level ?2.
 constexpr char kRollupFromRollups[] = R"sql(
-INSERT INTO scalar_rollups (job_id, tag, level, block, min_value, max_value, last_step,
+INSERT INTO scalar_rollups (series_id, level, block, min_value, max_value, last_step,
                             last_wall_time, last_value)
-SELECT ?1, ?2, ?3, ?4,
+SELECT ?1, ?2, ?3,
   (SELECT min(min_value) FROM scalar_rollups
-   WHERE job_id = ?1 AND tag = ?2 AND level = ?3 - 1 AND block BETWEEN ?5 AND ?6),
+   WHERE series_id = ?1 AND level = ?2 - 1 AND block BETWEEN ?4 AND ?5),
   (SELECT max(max_value) FROM scalar_rollups
-   WHERE job_id = ?1 AND tag = ?2 AND level = ?3 - 1 AND block BETWEEN ?5 AND ?6),
+   WHERE series_id = ?1 AND level = ?2 - 1 AND block BETWEEN ?4 AND ?5),
   last_step, last_wall_time, last_value
-FROM scalar_rollups WHERE job_id = ?1 AND tag = ?2 AND level = ?3 - 1 AND block BETWEEN ?5 AND ?6
+FROM scalar_rollups WHERE series_id = ?1 AND level = ?2 - 1 AND block BETWEEN ?4 AND ?5
 ORDER BY block DESC LIMIT 1)sql";
 
-constexpr char kDeleteScalarsAfter[] =
-    "DELETE FROM scalars WHERE job_id = ?1 AND tag = ?2 AND step > ?3";
+constexpr char kDeleteScalarsAfter[] = "DELETE FROM scalars WHERE series_id = ?1 AND step > ?2";
 constexpr char kDeleteRollupsAfter[] = R"sql(
-DELETE FROM scalar_rollups WHERE job_id = ?1 AND tag = ?2 AND level = ?3 AND block > ?4)sql";
+DELETE FROM scalar_rollups WHERE series_id = ?1 AND level = ?2 AND block > ?3)sql";
 
-constexpr char kDeleteJobScalars[] = "DELETE FROM scalars WHERE job_id = ?1";
-constexpr char kDeleteJobRollups[] = "DELETE FROM scalar_rollups WHERE job_id = ?1";
+constexpr char kDeleteJobScalars[] =
+    "DELETE FROM scalars WHERE series_id IN (SELECT id FROM series WHERE job_id = ?1)";
+constexpr char kDeleteJobRollups[] =
+    "DELETE FROM scalar_rollups WHERE series_id IN (SELECT id FROM series WHERE job_id = ?1)";
+constexpr char kDeleteJobSeries[] = "DELETE FROM series WHERE job_id = ?1";
 constexpr char kDeleteJob[] = "DELETE FROM jobs WHERE id = ?1";
 
 // Runs a statement that returns no rows; SQLITE_DONE or the error code.
@@ -114,6 +161,16 @@ StoreWriter::Outcome StoreWriter::Apply(std::span<WriteOp> ops) {
   pending_index_.clear();
   Status st = db_->Exec("BEGIN IMMEDIATE", "starting a write transaction");
   if (!st.ok()) return {st};
+  // What series_ holds is only true while this connection is the only writer.
+  auto version = db_->QueryInt("PRAGMA data_version", "reading the data version");
+  if (!version.ok()) {
+    db_->RollbackIfOpen();
+    return {version.status()};
+  }
+  if (*version != data_version_) {
+    series_.clear();
+    data_version_ = *version;
+  }
   Outcome out;
   for (WriteOp& op : ops) {
     st = std::visit([this](auto& o) { return Do(o); }, op);
@@ -125,7 +182,7 @@ StoreWriter::Outcome StoreWriter::Apply(std::span<WriteOp> ops) {
     }
   }
   if (!fatal_) {
-    st = FlushRollups();
+    st = WritePending();
     if (st.ok()) st = db_->Exec("COMMIT", "committing");
     if (st.ok()) {
       out.committed = true;
@@ -135,6 +192,7 @@ StoreWriter::Outcome StoreWriter::Apply(std::span<WriteOp> ops) {
   db_->RollbackIfOpen();
   pending_.clear();
   pending_index_.clear();
+  series_.clear();  // it may name series and steps the rollback took away
   return {st};
 }
 
@@ -235,77 +293,58 @@ Status StoreWriter::CheckScalars(const std::vector<ScalarRecord>& scalars) {
   return Status::Ok();
 }
 
-StoreWriter::PendingSeries& StoreWriter::Pending(const std::string& job_id,
-                                                 const std::string& tag) {
-  if (!pending_.empty()) {
-    PendingSeries& last = pending_[last_pending_];
-    if (last.tag == tag && last.job_id == job_id) return last;
-  }
+size_t StoreWriter::PendingIndex(const std::string& job_id, const std::string& tag) {
   std::string key;
   key.reserve(job_id.size() + 1 + tag.size());
   key.append(job_id).push_back('\0');
   key.append(tag);
   auto [it, inserted] = pending_index_.try_emplace(std::move(key), pending_.size());
   if (inserted) pending_.push_back(PendingSeries{job_id, tag, {}});
-  last_pending_ = it->second;
-  return pending_[last_pending_];
+  return it->second;
 }
 
+// Only groups the points per series; WritePending writes them at the end of the batch (or before
+// an op that must see them). Records usually cycle through a few tags: the op's series are found
+// by comparing names, starting with the one after the last match, instead of hashing every
+// record's names.
 Status StoreWriter::Do(AddScalarsOp& op) {
   TRAININGD_RETURN_IF_ERROR(CheckScalars(op.scalars));
-  auto insert = db_->Prepare(kInsertScalar);
-  if (!insert.ok()) return Lost(insert.status());
-  sqlite::Stmt& ins = **insert;
+  constexpr size_t kScanned = 16;  // beyond this many series in one op, hash
+  op_series_.clear();
+  size_t next = 0;
   for (const ScalarRecord& r : op.scalars) {
-    ins.Bind(1, r.job_id);
-    ins.Bind(2, r.tag);
-    ins.Bind(3, r.step);
-    ins.Bind(4, r.wall_time);
-    ins.Bind(5, r.value);
-    int rc = Run(ins);
-    if (rc != SQLITE_DONE) return Fail(rc, "storing scalar '" + r.tag + "'");
-    bool replaced = false;
-    if (db_->changes() == 0) {  // (job, tag, step) exists: overwrite it
-      auto update = db_->Prepare(kReplaceScalar);
-      if (!update.ok()) return Lost(update.status());
-      sqlite::Stmt& up = **update;
-      up.Bind(1, r.job_id);
-      up.Bind(2, r.tag);
-      up.Bind(3, r.step);
-      up.Bind(4, r.wall_time);
-      up.Bind(5, r.value);
-      rc = Run(up);
-      if (rc != SQLITE_DONE) return Fail(rc, "replacing scalar '" + r.tag + "'");
-      replaced = true;
+    size_t found = op_series_.size();
+    for (size_t k = 0; k < op_series_.size(); ++k) {
+      const size_t c = (next + k) % op_series_.size();
+      const PendingSeries& p = pending_[op_series_[c]];
+      if (p.tag == r.tag && p.job_id == r.job_id) {
+        found = c;
+        break;
+      }
     }
-    Pending(r.job_id, r.tag).points.push_back({r.step, r.wall_time, r.value, replaced});
+    size_t index;
+    if (found < op_series_.size()) {
+      index = op_series_[found];
+      next = found + 1;
+    } else {
+      index = PendingIndex(r.job_id, r.tag);
+      if (op_series_.size() < kScanned) {
+        op_series_.push_back(index);
+        next = op_series_.size();
+      }
+    }
+    pending_[index].points.push_back({r.step, r.wall_time, r.value, false});
   }
   return Status::Ok();
 }
 
-Status StoreWriter::FlushRollups() {
+Status StoreWriter::WritePending() {
   for (PendingSeries& series : pending_) {
-    auto& pts = series.points;
-    std::stable_sort(pts.begin(), pts.end(),
-                     [](const PendingPoint& a, const PendingPoint& b) { return a.step < b.step; });
-    // Level by level, so that a block recomputed from the level below sees that level final.
-    for (int level = 1; level <= kRollupLevels; ++level) {
-      for (size_t i = 0; i < pts.size();) {
-        const int64_t block = RollupBlock(pts[i].step, level);
-        size_t j = i;
-        bool replaced = false;
-        for (; j < pts.size() && RollupBlock(pts[j].step, level) == block; ++j) {
-          replaced = replaced || pts[j].replaced;
-        }
-        // A replaced point may have been the block's min or max: only a recount is right then.
-        const Status st = replaced ? RecomputeBlock(series.job_id, series.tag, level, block)
-                                   : MergeBlock(series, level, block, &pts[i], &pts[j - 1] + 1);
-        if (!st.ok()) {
-          fatal_ = true;
-          return st;
-        }
-        i = j;
-      }
+    const Status st = WriteSeries(series);
+    if (!st.ok()) {
+      // Points may be half written: only the rollback makes the batch consistent again.
+      fatal_ = true;
+      return st;
     }
   }
   pending_.clear();
@@ -313,42 +352,283 @@ Status StoreWriter::FlushRollups() {
   return Status::Ok();
 }
 
-Status StoreWriter::MergeBlock(const PendingSeries& series, int level, int64_t block,
-                               const PendingPoint* begin, const PendingPoint* end) {
-  double lo = std::numeric_limits<double>::quiet_NaN();
-  double hi = lo;
-  for (const PendingPoint* p = begin; p != end; ++p) {
-    lo = std::fmin(lo, p->value);  // fmin/fmax skip NaN
-    hi = std::fmax(hi, p->value);
+Status StoreWriter::WriteSeries(PendingSeries& series) {
+  std::vector<PendingPoint>& pts = series.points;
+  if (pts.empty()) return Status::Ok();
+  // Step order, and of points queued for the same step only the last: it replaces the others.
+  const auto unordered = std::adjacent_find(
+      pts.begin(), pts.end(),
+      [](const PendingPoint& a, const PendingPoint& b) { return a.step >= b.step; });
+  if (unordered != pts.end()) {
+    std::stable_sort(pts.begin(), pts.end(),
+                     [](const PendingPoint& a, const PendingPoint& b) { return a.step < b.step; });
+    size_t kept = 0;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      if (kept > 0 && pts[kept - 1].step == pts[i].step) {
+        pts[kept - 1] = pts[i];
+      } else {
+        pts[kept++] = pts[i];
+      }
+    }
+    pts.resize(kept);
   }
-  const PendingPoint& last = *(end - 1);  // sorted by step; no duplicates (they are replacements)
-  auto stmt = db_->Prepare(kMergeRollup);
-  if (!stmt.ok()) return stmt.status();
-  sqlite::Stmt& s = **stmt;
-  s.Bind(1, series.job_id);
-  s.Bind(2, series.tag);
-  s.Bind(3, int64_t{level});
-  s.Bind(4, block);
-  s.Bind(5, lo);
-  s.Bind(6, hi);
-  s.Bind(7, last.step);
-  s.Bind(8, last.wall_time);
-  s.Bind(9, last.value);
-  const int rc = Run(s);
-  if (rc != SQLITE_DONE) return db_->Error(rc, "updating the rollups of '" + series.tag + "'");
+
+  auto state = Series(series.job_id, series.tag);
+  if (!state.ok()) return state.status();
+  SeriesState& s = **state;
+  const SeriesState old = s;
+  // Points above the series' largest step are certainly new: the fast path. The others may
+  // replace stored points.
+  auto first_new = pts.begin();
+  if (!s.empty) {
+    first_new = std::upper_bound(pts.begin(), pts.end(), s.max_step,
+                                 [](int64_t step, const PendingPoint& p) { return step < p.step; });
+  }
+  const size_t old_count = static_cast<size_t>(first_new - pts.begin());
+  TRAININGD_RETURN_IF_ERROR(
+      InsertOrReplace(s.id, series.tag, std::span<PendingPoint>(pts.data(), old_count)));
+  TRAININGD_RETURN_IF_ERROR(
+      InsertNew(s.id, series.tag,
+                std::span<const PendingPoint>(pts.data() + old_count, pts.size() - old_count)));
+  if (old_count < pts.size()) {
+    s.empty = false;
+    s.max_step = pts.back().step;
+  }
+  return UpdateRollups(s.id, series.tag, pts, old);
+}
+
+engine::Result<StoreWriter::SeriesState*> StoreWriter::Series(const std::string& job_id,
+                                                              const std::string& tag) {
+  SeriesState& s = series_[job_id][tag];
+  const std::string what = "looking up series '" + tag + "' of job '" + job_id + "'";
+  if (!s.known) {
+    auto find = db_->Prepare(kFindSeries);
+    if (!find.ok()) return find.status();
+    sqlite::Stmt& f = **find;
+    f.Bind(1, job_id);
+    f.Bind(2, tag);
+    const int rc = f.Step();
+    if (rc == SQLITE_ROW) {
+      s.id = f.Int(0);
+      s.max_known = false;
+    }
+    f.Reset();
+    if (rc == SQLITE_DONE) {
+      auto create = db_->Prepare(kCreateSeries);
+      if (!create.ok()) return create.status();
+      sqlite::Stmt& c = **create;
+      c.Bind(1, job_id);
+      c.Bind(2, tag);
+      const int crc = Run(c);
+      if (crc != SQLITE_DONE) return db_->Error(crc, "creating series '" + tag + "'");
+      s.id = db_->last_insert_rowid();
+      s.max_known = true;
+      s.empty = true;
+    } else if (rc != SQLITE_ROW) {
+      return db_->Error(rc, what);
+    }
+    s.known = true;
+  }
+  if (!s.max_known) {
+    auto max = db_->Prepare(kMaxStep);
+    if (!max.ok()) return max.status();
+    sqlite::Stmt& m = **max;
+    m.Bind(1, s.id);
+    const int rc = m.Step();
+    if (rc == SQLITE_ROW) {
+      s.empty = m.IsNull(0);
+      s.max_step = m.Int(0);
+    }
+    m.Reset();
+    if (rc != SQLITE_ROW) return db_->Error(rc == SQLITE_DONE ? SQLITE_INTERNAL : rc, what);
+    s.max_known = true;
+  }
+  return &s;
+}
+
+Status StoreWriter::InsertNew(int64_t series_id, const std::string& tag,
+                              std::span<const PendingPoint> points) {
+  if (points.empty()) return Status::Ok();
+  const PendingPoint* p = points.data();
+  size_t left = points.size();
+  if (left >= kRowsPerInsert) {
+    auto many = db_->Prepare(InsertNewScalarsSql());
+    if (!many.ok()) return many.status();
+    sqlite::Stmt& m = **many;
+    for (; left >= kRowsPerInsert; left -= kRowsPerInsert) {
+      int column = 1;
+      for (int i = 0; i < kRowsPerInsert; ++i, ++p) {
+        m.Bind(column++, series_id);
+        m.Bind(column++, p->step);
+        m.Bind(column++, p->wall_time);
+        m.Bind(column++, p->value);
+      }
+      const int rc = Run(m);
+      if (rc != SQLITE_DONE) return db_->Error(rc, "storing scalars of '" + tag + "'");
+    }
+  }
+  if (left == 0) return Status::Ok();
+  auto one = db_->Prepare(kInsertNewScalar);
+  if (!one.ok()) return one.status();
+  sqlite::Stmt& o = **one;
+  for (; left > 0; --left, ++p) {
+    o.Bind(1, series_id);
+    o.Bind(2, p->step);
+    o.Bind(3, p->wall_time);
+    o.Bind(4, p->value);
+    const int rc = Run(o);
+    if (rc != SQLITE_DONE) return db_->Error(rc, "storing scalar '" + tag + "'");
+  }
   return Status::Ok();
 }
 
-Status StoreWriter::RecomputeBlock(const std::string& job_id, const std::string& tag, int level,
+Status StoreWriter::InsertOrReplace(int64_t series_id, const std::string& tag,
+                                    std::span<PendingPoint> points) {
+  if (points.empty()) return Status::Ok();
+  auto insert = db_->Prepare(kInsertScalar);
+  if (!insert.ok()) return insert.status();
+  sqlite::Stmt& ins = **insert;
+  for (PendingPoint& p : points) {
+    ins.Bind(1, series_id);
+    ins.Bind(2, p.step);
+    ins.Bind(3, p.wall_time);
+    ins.Bind(4, p.value);
+    int rc = Run(ins);
+    if (rc != SQLITE_DONE) return db_->Error(rc, "storing scalar '" + tag + "'");
+    if (db_->changes() != 0) continue;
+    // (series, step) exists: overwrite it.
+    auto update = db_->Prepare(kReplaceScalar);
+    if (!update.ok()) return update.status();
+    sqlite::Stmt& up = **update;
+    up.Bind(1, series_id);
+    up.Bind(2, p.step);
+    up.Bind(3, p.wall_time);
+    up.Bind(4, p.value);
+    rc = Run(up);
+    if (rc != SQLITE_DONE) return db_->Error(rc, "replacing scalar '" + tag + "'");
+    p.replaced = true;
+  }
+  return Status::Ok();
+}
+
+Status StoreWriter::UpdateRollups(int64_t series_id, const std::string& tag,
+                                  std::span<const PendingPoint> pts, const SeriesState& old) {
+  // The level-1 summaries from the points, then each level's from the one below: a level-l block
+  // is 16 level-(l-1) blocks.
+  std::vector<BlockSummary>& blocks = blocks_;
+  blocks.clear();
+  for (const PendingPoint& p : pts) {
+    const int64_t block = RollupBlock(p.step, 1);
+    if (blocks.empty() || blocks.back().block != block) {
+      blocks.push_back({block, p.value, p.value, p.step, p.wall_time, p.value, p.replaced});
+      continue;
+    }
+    BlockSummary& b = blocks.back();
+    b.min_value = std::fmin(b.min_value, p.value);  // fmin/fmax skip NaN
+    b.max_value = std::fmax(b.max_value, p.value);
+    b.last_step = p.step;  // sorted by step
+    b.last_wall_time = p.wall_time;
+    b.last_value = p.value;
+    b.replaced = b.replaced || p.replaced;
+  }
+  // Level by level, so that a block recomputed from the level below sees that level final.
+  for (int level = 1;; ++level) {
+    new_blocks_.clear();
+    for (const BlockSummary& b : blocks) {
+      if (old.empty || b.block > RollupBlock(old.max_step, level)) {
+        new_blocks_.push_back(b);  // every point of the block is new: it has no row yet
+      } else if (b.replaced) {
+        // A replaced point may have been the block's min or max: only a recount is right then.
+        TRAININGD_RETURN_IF_ERROR(RecomputeBlock(series_id, tag, level, b.block));
+      } else {
+        TRAININGD_RETURN_IF_ERROR(MergeBlock(series_id, tag, level, b));
+      }
+    }
+    TRAININGD_RETURN_IF_ERROR(InsertBlocks(series_id, tag, level, new_blocks_));
+    if (level == kRollupLevels) break;
+    size_t kept = 0;
+    for (const BlockSummary& child : blocks) {
+      const int64_t parent = child.block >> 4;
+      if (kept > 0 && blocks[kept - 1].block == parent) {
+        BlockSummary& b = blocks[kept - 1];
+        b.min_value = std::fmin(b.min_value, child.min_value);
+        b.max_value = std::fmax(b.max_value, child.max_value);
+        b.last_step = child.last_step;
+        b.last_wall_time = child.last_wall_time;
+        b.last_value = child.last_value;
+        b.replaced = b.replaced || child.replaced;
+      } else {
+        BlockSummary b = child;
+        b.block = parent;
+        blocks[kept++] = b;
+      }
+    }
+    blocks.resize(kept);
+  }
+  return Status::Ok();
+}
+
+Status StoreWriter::MergeBlock(int64_t series_id, const std::string& tag, int level,
+                               const BlockSummary& b) {
+  auto stmt = db_->Prepare(kMergeRollup);
+  if (!stmt.ok()) return stmt.status();
+  sqlite::Stmt& s = **stmt;
+  s.Bind(1, series_id);
+  s.Bind(2, int64_t{level});
+  s.Bind(3, b.block);
+  s.Bind(4, b.min_value);
+  s.Bind(5, b.max_value);
+  s.Bind(6, b.last_step);
+  s.Bind(7, b.last_wall_time);
+  s.Bind(8, b.last_value);
+  const int rc = Run(s);
+  if (rc != SQLITE_DONE) return db_->Error(rc, "updating the rollups of '" + tag + "'");
+  return Status::Ok();
+}
+
+Status StoreWriter::InsertBlocks(int64_t series_id, const std::string& tag, int level,
+                                 std::span<const BlockSummary> blocks) {
+  auto bind = [&](sqlite::Stmt& s, int first, const BlockSummary& b) {
+    s.Bind(first, series_id);
+    s.Bind(first + 1, int64_t{level});
+    s.Bind(first + 2, b.block);
+    s.Bind(first + 3, b.min_value);
+    s.Bind(first + 4, b.max_value);
+    s.Bind(first + 5, b.last_step);
+    s.Bind(first + 6, b.last_wall_time);
+    s.Bind(first + 7, b.last_value);
+  };
+  const std::string what = "storing the rollups of '" + tag + "'";
+  size_t i = 0;
+  if (blocks.size() >= kBlocksPerInsert) {
+    auto many = db_->Prepare(InsertNewBlocksSql());
+    if (!many.ok()) return many.status();
+    for (; blocks.size() - i >= kBlocksPerInsert; i += kBlocksPerInsert) {
+      for (int k = 0; k < kBlocksPerInsert; ++k) bind(**many, 8 * k + 1, blocks[i + k]);
+      const int rc = Run(**many);
+      if (rc != SQLITE_DONE) return db_->Error(rc, what);
+    }
+  }
+  if (i == blocks.size()) return Status::Ok();
+  auto one = db_->Prepare(kInsertNewBlock);
+  if (!one.ok()) return one.status();
+  for (; i < blocks.size(); ++i) {
+    bind(**one, 1, blocks[i]);
+    const int rc = Run(**one);
+    if (rc != SQLITE_DONE) return db_->Error(rc, what);
+  }
+  return Status::Ok();
+}
+
+Status StoreWriter::RecomputeBlock(int64_t series_id, const std::string& tag, int level,
                                    int64_t block) {
   const std::string what = "recomputing the rollups of '" + tag + "'";
   auto del = db_->Prepare(kDeleteRollup);
   if (!del.ok()) return del.status();
   sqlite::Stmt& d = **del;
-  d.Bind(1, job_id);
-  d.Bind(2, tag);
-  d.Bind(3, int64_t{level});
-  d.Bind(4, block);
+  d.Bind(1, series_id);
+  d.Bind(2, int64_t{level});
+  d.Bind(3, block);
   int rc = Run(d);
   if (rc != SQLITE_DONE) return db_->Error(rc, what);
 
@@ -356,37 +636,39 @@ Status StoreWriter::RecomputeBlock(const std::string& job_id, const std::string&
   if (!ins.ok()) return ins.status();
   sqlite::Stmt& s = **ins;
   const int64_t first_child = block << 4;  // the 16 blocks (steps, for level 1) below this one
-  s.Bind(1, job_id);
-  s.Bind(2, tag);
-  s.Bind(3, int64_t{level});
-  s.Bind(4, block);
-  s.Bind(5, first_child);
-  s.Bind(6, first_child | 15);
+  s.Bind(1, series_id);
+  s.Bind(2, int64_t{level});
+  s.Bind(3, block);
+  s.Bind(4, first_child);
+  s.Bind(5, first_child | 15);
   rc = Run(s);
   if (rc != SQLITE_DONE) return db_->Error(rc, what);
   return Status::Ok();
 }
 
-engine::Result<std::vector<std::string>> StoreWriter::Tags(const std::string& job_id) {
-  return QueryScalarTags(*db_, job_id);
-}
-
 Status StoreWriter::Do(DropScalarsAfterOp& op) {
-  // Everything below must see the points queued before this op with their rollups.
-  Status st = FlushRollups();
-  if (!st.ok()) return st;
+  // Everything below must see the points queued before this op, with their rollups.
+  TRAININGD_RETURN_IF_ERROR(WritePending());
   fatal_ = true;  // any failure from here on leaves the rollups inconsistent: lose the batch
-  auto tags = Tags(op.job_id);
-  if (!tags.ok()) return tags.status();
   const std::string what =
       "dropping the scalars of job '" + op.job_id + "' after step " + std::to_string(op.step);
-  for (const std::string& tag : *tags) {
+  std::vector<std::pair<int64_t, std::string>> series;  // id, tag
+  {
+    auto stmt = db_->Prepare(kJobSeries);
+    if (!stmt.ok()) return stmt.status();
+    sqlite::Stmt& s = **stmt;
+    sqlite::ResetOnExit reset(s);
+    s.Bind(1, op.job_id);
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) series.emplace_back(s.Int(0), s.Text(1));
+    if (rc != SQLITE_DONE) return db_->Error(rc, what);
+  }
+  for (const auto& [id, tag] : series) {
     auto del = db_->Prepare(kDeleteScalarsAfter);
     if (!del.ok()) return del.status();
     sqlite::Stmt& d = **del;
-    d.Bind(1, op.job_id);
-    d.Bind(2, tag);
-    d.Bind(3, op.step);
+    d.Bind(1, id);
+    d.Bind(2, op.step);
     int rc = Run(d);
     if (rc != SQLITE_DONE) return db_->Error(rc, what);
     if (db_->changes() == 0) continue;
@@ -395,24 +677,26 @@ Status StoreWriter::Do(DropScalarsAfterOp& op) {
       auto drop = db_->Prepare(kDeleteRollupsAfter);
       if (!drop.ok()) return drop.status();
       sqlite::Stmt& r = **drop;
-      r.Bind(1, op.job_id);
-      r.Bind(2, tag);
-      r.Bind(3, int64_t{level});
-      r.Bind(4, block);
+      r.Bind(1, id);
+      r.Bind(2, int64_t{level});
+      r.Bind(3, block);
       rc = Run(r);
       if (rc != SQLITE_DONE) return db_->Error(rc, what);
       // The block holding `step` lost its points after it.
-      TRAININGD_RETURN_IF_ERROR(RecomputeBlock(op.job_id, tag, level, block));
+      TRAININGD_RETURN_IF_ERROR(RecomputeBlock(id, tag, level, block));
     }
+  }
+  // The job's series have lost their largest steps: read them again when next written.
+  if (auto job = series_.find(op.job_id); job != series_.end()) {
+    for (auto& [tag, state] : job->second) state.max_known = false;
   }
   fatal_ = false;
   return Status::Ok();
 }
 
 Status StoreWriter::Do(DeleteJobOp& op) {
-  Status st = FlushRollups();
-  if (!st.ok()) return st;
-  for (const char* sql : {kDeleteJobScalars, kDeleteJobRollups, kDeleteJob}) {
+  TRAININGD_RETURN_IF_ERROR(WritePending());
+  for (const char* sql : {kDeleteJobScalars, kDeleteJobRollups, kDeleteJobSeries, kDeleteJob}) {
     auto stmt = db_->Prepare(sql);
     if (!stmt.ok()) return Lost(stmt.status());
     sqlite::Stmt& s = **stmt;
@@ -421,6 +705,7 @@ Status StoreWriter::Do(DeleteJobOp& op) {
     if (rc != SQLITE_DONE) return Fail(rc, "deleting job '" + op.id + "'");
   }
   known_jobs_.erase(op.id);
+  series_.erase(op.id);  // its series are gone; the same names get new ones
   return Status::Ok();
 }
 

@@ -201,13 +201,13 @@ class StoreTest : public ::testing::Test {
 
 TEST_F(StoreTest, FreshDatabaseIsMigratedInWalMode) {
   { auto store = OpenStore(); }
-  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "1");
+  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "2");
   EXPECT_EQ(RawText(path_, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(RawText(path_, "PRAGMA application_id"), "1953656420");
   EXPECT_EQ(RawText(path_,
                     "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
                     "WHERE type = 'table' ORDER BY name)"),
-            "jobs,scalar_rollups,scalars");
+            "jobs,scalar_rollups,scalars,series");
   EXPECT_EQ(RawText(path_,
                     "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
                     "('jobs_by_created_at', 'jobs_by_state')"),
@@ -225,7 +225,7 @@ TEST_F(StoreTest, ReopenKeepsDataAndVersion) {
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   ASSERT_TRUE(job->has_value());
   EXPECT_EQ((*job)->name, "name-a");
-  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "1");
+  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "2");
 }
 
 TEST_F(StoreTest, NewerSchemaVersionIsRefused) {
@@ -568,7 +568,14 @@ TEST_F(StoreTest, DeleteJobRemovesTheRowAndItsScalarsOnly) {
   EXPECT_TRUE(store->ScalarTags("a")->empty());
   EXPECT_TRUE(Query(*store, "a", {.tag = "loss"}).empty());
   EXPECT_EQ(Query(*store, "b", {.tag = "loss", .max_points = 5000}).size(), 3000u);
-  EXPECT_EQ(RawText(path_, "SELECT count(*) FROM scalar_rollups WHERE job_id = 'a'"), "0");
+  EXPECT_EQ(RawText(path_, "SELECT count(*) FROM series WHERE job_id = 'a'"), "0");
+  EXPECT_EQ(RawText(path_,
+                    "SELECT count(*) FROM scalar_rollups WHERE series_id NOT IN "
+                    "(SELECT id FROM series)"),
+            "0");
+  EXPECT_EQ(
+      RawText(path_, "SELECT count(*) FROM scalars WHERE series_id NOT IN (SELECT id FROM series)"),
+      "0");
   // The same id again starts empty: no old points or rollups leak into its series.
   store->PutJob(MakeJob("a", 3));
   Series fresh;
@@ -576,6 +583,95 @@ TEST_F(StoreTest, DeleteJobRemovesTheRowAndItsScalarsOnly) {
   AddSeries(*store, "a", "loss", fresh);
   const ScalarQuery q{.tag = "loss", .max_points = 100};
   EXPECT_TRUE(FollowsRule(fresh, q, Query(*store, "a", q)));
+}
+
+TEST_F(StoreTest, DroppingEveryPointOfATagUnlistsItAndItCanBeWrittenAgain) {
+  auto store = OpenStore();
+  store->PutJob(MakeJob("a", 1));
+  store->AddScalars(
+      {{"a", "late", 100, 1, 1.0}, {"a", "late", 200, 1, 2.0}, {"a", "early", 5, 1, 5.0}});
+  store->DropScalarsAfter("a", 50);
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_EQ(*store->ScalarTags("a"), std::vector<std::string>{"early"});
+  EXPECT_EQ(*store->LatestScalars("a"), (std::map<std::string, double>{{"early", 5.0}}));
+  EXPECT_TRUE(Query(*store, "a", {.tag = "late"}).empty());
+  // Steps at or below the old largest one are new again.
+  store->AddScalars({{"a", "late", 150, 1, 3.0}, {"a", "late", 60, 1, 4.0}});
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_EQ(*store->ScalarTags("a"), (std::vector<std::string>{"early", "late"}));
+  const auto late = Query(*store, "a", {.tag = "late"});
+  ASSERT_EQ(late.size(), 2u);
+  EXPECT_EQ(late[0].step, 60);
+  EXPECT_EQ(late[1].value, 3.0);
+  const ScalarQuery one{.tag = "late", .max_points = 1};
+  EXPECT_TRUE(FollowsRule({{60, {1, 4.0}}, {150, {1, 3.0}}}, one, Query(*store, "a", one)));
+}
+
+// The writer remembers each series' largest step between transactions; another store writing
+// the same file meanwhile must not make it take a stored step for a new one.
+TEST_F(StoreTest, AnotherWriterOnTheSameFileIsNoticed) {
+  auto first = OpenStore();
+  first->PutJob(MakeJob("a", 1));
+  Series ref;
+  std::vector<ScalarRecord> recs;
+  for (int s = 0; s < 100; ++s) {
+    recs.push_back({"a", "loss", s, 1.0, 1.0 * s});
+    ref[s] = {1.0, 1.0 * s};
+  }
+  first->AddScalars(std::move(recs));
+  ASSERT_TRUE(first->Flush().ok());
+  {
+    auto second = OpenStore();
+    std::vector<ScalarRecord> more;
+    for (int s = 100; s < 200; ++s) {
+      more.push_back({"a", "loss", s, 2.0, 1000.0 + s});
+      ref[s] = {2.0, 1000.0 + s};
+    }
+    second->AddScalars(std::move(more));
+    ASSERT_TRUE(second->Flush().ok());
+  }
+  std::vector<ScalarRecord> overlap;
+  for (int s = 150; s < 250; ++s) {
+    overlap.push_back({"a", "loss", s, 3.0, -1.0 * s});
+    ref[s] = {3.0, -1.0 * s};
+  }
+  first->AddScalars(std::move(overlap));
+  const engine::Status st = first->Flush();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  for (int64_t mp : {1, 7, 50, 1000}) {
+    const ScalarQuery q{.tag = "loss", .max_points = mp};
+    EXPECT_TRUE(FollowsRule(ref, q, Query(*first, "a", q))) << mp;
+  }
+}
+
+TEST_F(StoreTest, BatchesMixingNewAndStoredStepsKeepRollupsExact) {
+  auto store = OpenStore();
+  store->PutJob(MakeJob("a", 1));
+  Series ref;
+  for (int s = 0; s < 3000; ++s) ref[s * 2] = {1.0, std::sin(s * 0.01)};
+  AddSeries(*store, "a", "loss", ref, 3000);
+  // One op: old steps replaced (a new maximum and minimum among them), gaps filled, new steps
+  // after the end, out of order and with a duplicate whose last copy must win.
+  std::vector<ScalarRecord> recs;
+  auto put = [&](int64_t step, double value) {
+    recs.push_back({"a", "loss", step, 2.0, value});
+    ref[step] = {2.0, value};
+  };
+  put(7000, 5.0);
+  put(5998, 10.0);   // the stored last step
+  put(4001, -10.0);  // a gap
+  put(6500, 1.0);
+  put(6500, 2.0);
+  put(6000, 3.0);
+  put(10, 0.25);
+  store->AddScalars(std::move(recs));
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_EQ(Query(*store, "a", {.tag = "loss", .max_points = 100000}).size(), ref.size());
+  for (int64_t mp : {1, 2, 5, 64, 300, 2999}) {
+    const ScalarQuery q{.tag = "loss", .max_points = mp};
+    EXPECT_TRUE(FollowsRule(ref, q, Query(*store, "a", q))) << mp;
+  }
+  EXPECT_EQ(store->LatestScalars("a")->at("loss"), 5.0);
 }
 
 // ---- downsampling -------------------------------------------------------------------------------

@@ -1,27 +1,41 @@
 #!/usr/bin/env bash
-# Installs the Debian packages a build needs, and only those that are missing.
+# Installs the Debian packages a build needs, and only those that are missing; then the
+# dashboard's npm packages (uPlot, and playwright-core for its browser test) into web/node_modules
+# from web/package-lock.json, when they are missing or older than the lock file.
 # Usage: tools/install-deps.sh [build|bench]
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build make g++ pkg-config libeigen3-dev zlib1g-dev libgtest-dev libopenblas-openmp-dev nlohmann-json3-dev libsqlite3-dev libboost-dev
             systemd
-            dataset-fashion-mnist python3-protobuf)
+            dataset-fashion-mnist python3-protobuf
+            chromium)
 bench_pkgs=(python3-torch python3-numpy libopenblas0-openmp wrk curl)
 
 want=("${build_pkgs[@]}")
 [[ ${1:-build} == bench ]] && want+=("${bench_pkgs[@]}")
+# Node and npm from Debian only when there are none (a newer Node installed otherwise is fine).
+command -v node >/dev/null || want+=(nodejs)
+command -v npm >/dev/null || want+=(npm)
 
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-((${#missing[@]})) || exit 0
-
-echo "install-deps: installing ${missing[*]}"
-if [[ $(id -u) -ne 0 ]]; then
-  echo "install-deps: missing packages and not root; run as root or install: ${missing[*]}" >&2
-  exit 1
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "install-deps: missing packages and not root; run as root or install: ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# npm writes node_modules/.package-lock.json on every install: older than the lock file means the
+# lock file changed since.
+web="$(cd "$(dirname "${BASH_SOURCE[0]}")/../web" && pwd)"
+if [[ ! -f $web/node_modules/.package-lock.json || $web/package-lock.json -nt $web/node_modules/.package-lock.json ]]; then
+  echo "install-deps: npm ci in $web"
+  npm ci --prefix "$web" --no-audit --no-fund
+fi

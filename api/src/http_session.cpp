@@ -219,6 +219,8 @@ void HttpSession::WriteResponse(HttpResponse response, bool keep_alive) {
   message->body() = std::move(response.body);
   message->keep_alive(keep_alive);
   message->prepare_payload();
+  // A 204 or 304 has no body, and a length of 0 would misstate the 304's representation.
+  if (response.status == 204 || response.status == 304) message->erase(http::field::content_length);
   response_ = message;
   stream_.expires_after(shared_.options.write_timeout);
   http::async_write(

@@ -362,7 +362,7 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
       return Metrics();
     case RouteId::kIndex:
     case RouteId::kStaticFile:
-      return StaticFile(target.path);
+      return StaticFile(c);
   }
   return ErrorResponse(500, "internal", "unhandled route");
 }
@@ -539,8 +539,11 @@ HttpResponse Router::Metrics() {
   return r;
 }
 
-HttpResponse Router::StaticFile(std::string_view path) {
-  auto file = static_files_.Lookup(path);
+// Revalidated on every load (no-cache) but cheaply: a matching If-None-Match gets a 304 without
+// the body. Browsers that accept gzip get the build's precompressed copy.
+HttpResponse Router::StaticFile(const Context& c) {
+  auto file =
+      static_files_.Lookup(c.path, AcceptsGzip(c.request.Header("Accept-Encoding")));
   if (!file.ok()) {
     const Status& s = file.status();
     if (s.code() == StatusCode::kInvalidArgument) {
@@ -549,8 +552,19 @@ HttpResponse Router::StaticFile(std::string_view path) {
     return StatusResponse(s);
   }
   HttpResponse r;
+  r.headers = {{"Content-Type", file->content_type},
+               {"Cache-Control", "no-cache"},
+               {"Vary", "Accept-Encoding"}};
+  if (!file->etag.empty()) {
+    r.headers.emplace_back("ETag", file->etag);
+    const std::string_view match = c.request.Header("If-None-Match");
+    if (match.find(file->etag) != std::string_view::npos) {
+      r.status = 304;
+      return r;
+    }
+  }
+  if (file->gzip) r.headers.emplace_back("Content-Encoding", "gzip");
   r.status = 200;
-  r.headers = {{"Content-Type", file->content_type}, {"Cache-Control", "no-cache"}};
   r.body = std::move(file->content);
   return r;
 }

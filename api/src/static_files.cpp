@@ -1,5 +1,7 @@
 #include "trainingd/api/static_files.h"
 
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <system_error>
@@ -25,7 +27,53 @@ bool IsInside(const fs::path& root, const fs::path& path) {
   return true;
 }
 
+std::string Hex(uint64_t v) {
+  char buf[20];
+  const int n = std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+// W/"<size>-<mtime ns>" of a file already known to be a regular file; "" if it cannot be read.
+std::string ETagOf(const fs::path& file, uintmax_t size, bool gzip) {
+  std::error_code ec;
+  const auto mtime = fs::last_write_time(file, ec);
+  if (ec) return "";
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch());
+  return "W/\"" + Hex(size) + "-" + Hex(static_cast<uint64_t>(ns.count())) + (gzip ? "-gz" : "") +
+         "\"";
+}
+
+std::string Trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return "";
+  const size_t e = s.find_last_not_of(" \t");
+  return std::string(s.substr(b, e - b + 1));
+}
+
 }  // namespace
+
+bool AcceptsGzip(std::string_view header) {
+  while (!header.empty()) {
+    const size_t comma = header.find(',');
+    const std::string_view item = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
+    const size_t semi = item.find(';');
+    const std::string coding = Trim(item.substr(0, semi));
+    if (!EqualsIgnoreCase(coding, "gzip") && !EqualsIgnoreCase(coding, "x-gzip") && coding != "*") {
+      continue;
+    }
+    bool refused = false;
+    if (semi != std::string_view::npos) {
+      const std::string param = Trim(item.substr(semi + 1));
+      if (param.size() > 2 && (param[0] == 'q' || param[0] == 'Q') && param[1] == '=') {
+        const std::string q = param.substr(2);
+        refused = q.find_first_not_of("0.") == std::string::npos;  // q=0, q=0.0, q=0.000
+      }
+    }
+    if (!refused) return true;
+  }
+  return false;
+}
 
 StaticFiles::StaticFiles(const std::string& root, int64_t max_file_bytes)
     : max_file_bytes_(max_file_bytes) {
@@ -44,7 +92,7 @@ Status StaticFiles::CheckRoot() const {
   return Status::Ok();
 }
 
-Result<StaticFile> StaticFiles::Lookup(std::string_view url_path) const {
+Result<StaticFile> StaticFiles::Lookup(std::string_view url_path, bool accept_gzip) const {
   if (url_path.empty() || url_path.front() != '/') {
     return Status::InvalidArgument("path must start with '/'");
   }
@@ -87,11 +135,26 @@ Result<StaticFile> StaticFiles::Lookup(std::string_view url_path) const {
   }
   auto size = fs::file_size(resolved, ec);
   if (ec || static_cast<int64_t>(size) > max_file_bytes_) return Status::NotFound("no such file");
-  std::ifstream in(resolved, std::ios::binary);
   StaticFile file;
-  file.content.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad()) return Status::IoError("cannot read " + resolved.filename().string());
   file.content_type = ContentTypeForPath(resolved.filename().string());
+  fs::path served = resolved;
+  if (accept_gzip) {
+    fs::path gz = fs::canonical(fs::path(resolved.string() + ".gz"), ec);
+    std::error_code ec2, ec3;
+    if (!ec && IsInside(root_, gz) && fs::is_regular_file(gz, ec) &&
+        fs::last_write_time(gz, ec2) >= fs::last_write_time(resolved, ec3) && !ec2 && !ec3) {
+      auto gz_size = fs::file_size(gz, ec);
+      if (!ec && static_cast<int64_t>(gz_size) <= max_file_bytes_) {
+        served = gz;
+        size = gz_size;
+        file.gzip = true;
+      }
+    }
+  }
+  std::ifstream in(served, std::ios::binary);
+  file.content.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) return Status::IoError("cannot read " + served.filename().string());
+  file.etag = ETagOf(served, size, file.gzip);
   return file;
 }
 

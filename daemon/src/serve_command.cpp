@@ -28,8 +28,9 @@ void Say(const std::string& line) {
   std::fwrite(l.data(), 1, l.size(), stderr);
 }
 
-// The dashboard: the configured directory, else the installed one next to the binary
-// (<prefix>/share/trainingd/web), else the source tree's web/ when run from a build directory.
+// The dashboard: the configured directory, else <exe dir>/../share/trainingd/web: the installed
+// one (<prefix>/share/trainingd/web), or in a build tree build/share/trainingd/web, which the
+// build assembles from web/ and uPlot (the source tree's web/ alone lacks uPlot).
 std::string FindWebDir(const std::string& configured) {
   if (!configured.empty()) return configured;
   std::error_code ec;
@@ -38,9 +39,6 @@ std::string FindWebDir(const std::string& configured) {
     const fs::path installed = exe.parent_path().parent_path() / "share/trainingd/web";
     if (fs::is_directory(installed, ec)) return installed.string();
   }
-#ifdef TRAININGD_SOURCE_WEB_DIR
-  if (fs::is_directory(TRAININGD_SOURCE_WEB_DIR, ec)) return TRAININGD_SOURCE_WEB_DIR;
-#endif
   return "";
 }
 

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "fake_job_service.h"
@@ -108,6 +109,78 @@ TEST_F(StaticFilesTest, LookupDirectly) {
   EXPECT_EQ(files.Lookup("relative").status().code(), engine::StatusCode::kInvalidArgument);
   EXPECT_EQ(ContentTypeForPath("A.HTML"), "text/html; charset=utf-8");
   EXPECT_EQ(ContentTypeForPath("dir.js/file"), "application/octet-stream");
+}
+
+TEST_F(StaticFilesTest, GzipCopyServedOnlyWhenAcceptedFreshAndInside) {
+  dir_.Write("root/app.js.gz", "GZ-OF-APP");
+  dir_.Write("root/style.css.gz", "STALE");
+  fs::last_write_time(dir_.path() / "root/style.css.gz",
+                      fs::last_write_time(dir_.path() / "root/style.css") - std::chrono::hours(1));
+  dir_.Write("elsewhere.gz", "OUTSIDE");
+  fs::create_symlink(dir_.path() / "elsewhere.gz", dir_.path() / "root/icon.svg.gz");
+  StaticFiles files(options_.web_root);
+
+  auto gz = files.Lookup("/app.js", /*accept_gzip=*/true);
+  ASSERT_TRUE(gz.ok());
+  EXPECT_TRUE(gz->gzip);
+  EXPECT_EQ(gz->content, "GZ-OF-APP");
+  EXPECT_EQ(gz->content_type, "text/javascript; charset=utf-8");
+  auto plain = files.Lookup("/app.js", /*accept_gzip=*/false);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->gzip);
+  EXPECT_EQ(plain->content, "console.log(1)");
+  EXPECT_NE(gz->etag, plain->etag);
+  EXPECT_EQ(plain->etag.rfind("W/\"", 0), 0u) << plain->etag;
+
+  auto stale = files.Lookup("/style.css", true);  // older than the file: not used
+  ASSERT_TRUE(stale.ok());
+  EXPECT_FALSE(stale->gzip);
+  EXPECT_EQ(stale->content, "body{}");
+  auto outside = files.Lookup("/icon.svg", true);  // a link out of the root: not used
+  ASSERT_TRUE(outside.ok());
+  EXPECT_FALSE(outside->gzip);
+  EXPECT_EQ(outside->content, "<svg/>");
+}
+
+TEST_F(StaticFilesTest, RouterSendsEncodingVaryAndAnswersIfNoneMatchWith304) {
+  dir_.Write("root/app.js.gz", "GZ-OF-APP");
+  Router router(service_, options_);
+  HttpResponse gz = router.Handle(Req("GET", "/app.js", "", {{"Accept-Encoding", "br, gzip"}}));
+  EXPECT_EQ(gz.status, 200);
+  EXPECT_EQ(gz.Header("Content-Encoding"), "gzip");
+  EXPECT_EQ(gz.Header("Vary"), "Accept-Encoding");
+  EXPECT_EQ(gz.body, "GZ-OF-APP");
+  const std::string etag(gz.Header("ETag"));
+  ASSERT_FALSE(etag.empty());
+
+  HttpResponse plain = router.Handle(Req("GET", "/app.js"));
+  EXPECT_EQ(plain.status, 200);
+  EXPECT_EQ(plain.Header("Content-Encoding"), "");
+  EXPECT_EQ(plain.body, "console.log(1)");
+
+  HttpResponse again =
+      router.Handle(Req("GET", "/app.js", "", {{"Accept-Encoding", "gzip"}, {"If-None-Match", etag}}));
+  EXPECT_EQ(again.status, 304);
+  EXPECT_TRUE(again.body.empty());
+  EXPECT_EQ(again.Header("ETag"), etag);
+  // The plain form's validator does not match the gzipped one.
+  HttpResponse other =
+      router.Handle(Req("GET", "/app.js", "", {{"If-None-Match", etag}}));
+  EXPECT_EQ(other.status, 200);
+  EXPECT_EQ(other.body, "console.log(1)");
+}
+
+TEST_F(StaticFilesTest, AcceptEncodingParsing) {
+  EXPECT_TRUE(AcceptsGzip("gzip"));
+  EXPECT_TRUE(AcceptsGzip("gzip, deflate, br"));
+  EXPECT_TRUE(AcceptsGzip("br;q=1.0, GZIP;q=0.5"));
+  EXPECT_TRUE(AcceptsGzip("*"));
+  EXPECT_TRUE(AcceptsGzip("x-gzip"));
+  EXPECT_FALSE(AcceptsGzip(""));
+  EXPECT_FALSE(AcceptsGzip("br, deflate"));
+  EXPECT_FALSE(AcceptsGzip("gzip;q=0"));
+  EXPECT_FALSE(AcceptsGzip("gzip; q=0.000"));
+  EXPECT_FALSE(AcceptsGzip("gzipped"));
 }
 
 }  // namespace

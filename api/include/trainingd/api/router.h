@@ -77,7 +77,7 @@ class Router {
   HttpResponse Logs(const Context& c);
   HttpResponse Events(const Context& c, const std::string& job_id, const std::string& only_kind);
   HttpResponse Metrics();
-  HttpResponse StaticFile(std::string_view path);
+  HttpResponse StaticFile(const Context& c);
 
   JobService& service_;
   RouterOptions options_;

@@ -14,6 +14,10 @@ namespace trainingd::api {
 struct StaticFile {
   std::string content;
   std::string content_type;  // from the extension, see ContentTypeForPath
+  // A weak validator from the served file's size and modification time, distinct for the
+  // gzipped and the plain form: W/"<size>-<mtime ns>[-gz]" in hex.
+  std::string etag;
+  bool gzip = false;  // `content` is the precompressed <file>.gz (Content-Encoding: gzip)
 };
 
 class StaticFiles {
@@ -34,7 +38,9 @@ class StaticFiles {
   //     canonical path (symlinks followed) lies inside the canonical root; hidden names
   //     (".git") are never served.
   //   IoError: the file exists but cannot be read.
-  engine::Result<StaticFile> Lookup(std::string_view url_path) const;
+  // With `accept_gzip`, a regular file "<file>.gz" beside the file (the build writes one for each
+  // dashboard file), inside the root and newer than the file, is served instead, gzip = true.
+  engine::Result<StaticFile> Lookup(std::string_view url_path, bool accept_gzip = false) const;
 
  private:
   std::filesystem::path root_;  // canonical; empty = serve nothing
@@ -46,5 +52,8 @@ class StaticFiles {
 // "text/css; charset=utf-8", "application/json", "image/svg+xml", a few more; otherwise
 // "application/octet-stream". The extension compares case-insensitively.
 std::string ContentTypeForPath(std::string_view path);
+
+// Whether an Accept-Encoding header value accepts gzip ("gzip", "x-gzip" or "*", without q=0).
+bool AcceptsGzip(std::string_view accept_encoding);
 
 }  // namespace trainingd::api

@@ -1,0 +1,428 @@
+#!/usr/bin/env node
+// The dashboard in a real browser: Debian's Chromium driven by playwright-core (from
+// web/node_modules; it never downloads a browser), against `trainingd serve` on a free port.
+//
+//   node tests/web/dashboard_test.mjs TRAININGD [SCREENSHOT_DIR]
+//
+// It submits a job through the form (after a spec the server rejects, whose error must appear by
+// the field it names), watches the chart gain points live, stops the job from the page, resumes
+// it, sees it complete; submits a second job and compares the two; deletes one after a
+// confirmation; restarts the daemon under a running job's page (banner, reconnect, the job
+// finishes); checks the layout at 380 px; and runs with an API token (prompt, sessionStorage,
+// Authorization header, ?access_token= on the event stream). It fails on any console error the
+// step does not expect (the browser logs expected 4xx answers as errors), any page error, and
+// any request to a host other than 127.0.0.1. Screenshots go to SCREENSHOT_DIR (default:
+// ./dashboard-screenshots).
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const webDir = path.resolve(here, '../../web');
+const require = createRequire(path.join(webDir, 'package.json'));
+const { chromium } = require('playwright-core');
+
+const TRAININGD = process.argv[2];
+const SHOTS = path.resolve(process.argv[3] || 'dashboard-screenshots');
+const CHROMIUM = '/usr/bin/chromium';
+const TOKEN = 'web-test-token-0123456789abcdef';
+if (!TRAININGD || !fs.existsSync(TRAININGD)) throw new Error(`usage: dashboard_test.mjs TRAININGD [DIR]; no ${TRAININGD}`);
+if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (tools/install-deps.sh build)`);
+fs.mkdirSync(SHOTS, { recursive: true });
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trainingd-web-'));
+const t0 = Date.now();
+
+function log(...a) {
+  console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s]`, ...a);
+}
+
+function check(cond, what) {
+  if (!cond) throw new Error(`check failed: ${what}`);
+}
+
+// --- the daemon ---------------------------------------------------------------------------
+class Daemon {
+  static async start(dataDir, { port = 0, env = {} } = {}) {
+    const d = new Daemon();
+    // One compute thread per job: two OpenMP threads on a 2-core machine shared with a browser
+    // (and other tests) crawl, and the test needs jobs that finish in seconds.
+    const config = path.join(tmp, 'config.json');
+    fs.writeFileSync(config, JSON.stringify({ threads_per_job: 1 }));
+    d.proc = spawn(TRAININGD, ['serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--config', config],
+      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    d.stderr = '';
+    d.proc.stderr.on('data', (b) => { d.stderr += b; });
+    d.exited = new Promise((resolve) => d.proc.on('exit', (code, sig) => resolve({ code, sig })));
+    const line = await new Promise((resolve, reject) => {
+      const rl = readline.createInterface({ input: d.proc.stdout });
+      rl.once('line', resolve);
+      d.exited.then(() => reject(new Error(`trainingd exited: ${d.stderr}`)));
+    });
+    const m = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(line);
+    if (!m) throw new Error(`no listening line: ${line}`);
+    d.port = Number(m[1]);
+    d.url = `http://127.0.0.1:${d.port}`;
+    return d;
+  }
+
+  async api(method, p, body, token) {
+    const headers = { 'Content-Type': 'application/json' };
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const r = await fetch(`${this.url}/api/v1${p}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
+    return { status: r.status, body: r.status === 204 ? null : await r.json() };
+  }
+
+  async stop() {
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
+    this.proc.kill('SIGTERM');
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 60000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+// Small jobs on the real data: a few thousand MLP steps on 5,000 examples (about 1,000 steps/s),
+// a summary every 20.
+function spec(name, maxSteps, extra = {}) {
+  return {
+    name,
+    dataset: { name: 'fashion-mnist', validation_size: 1000, max_train_examples: 5000, max_test_examples: 1000 },
+    model: 'mlp',
+    optimizer: { type: 'adam', learning_rate: 0.001 },
+    batch_size: 50,
+    max_steps: maxSteps,
+    seed: 7,
+    hooks: {
+      checkpoint: { every_steps: 500 },
+      summary: { every_steps: 20 },
+      step_counter: { every_steps: 20 },
+      logging: { every_n_iter: 100 },
+      evaluation: { every_steps: 250 },
+      final_eval: { split: 'test' },
+    },
+    ...extra,
+  };
+}
+
+// --- the browser ----------------------------------------------------------------------------
+const problems = []; // console errors, page errors, foreign requests
+let allowed = []; // console errors the current step expects: [RegExp]
+async function newContext(profile, viewport = { width: 1280, height: 900 }) {
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport,
+    colorScheme: 'light',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  await context.route('**/*', (route) => {
+    const url = new URL(route.request().url());
+    if (url.hostname !== '127.0.0.1') {
+      problems.push(`request left 127.0.0.1: ${route.request().url()}`);
+      return route.abort();
+    }
+    return route.continue();
+  });
+  return context;
+}
+
+function watch(page) {
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    const text = `${m.text()} (${m.location().url || ''})`;
+    if (allowed.some((re) => re.test(text))) return;
+    problems.push(`console error: ${text}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}\n${e.stack}`));
+  page.on('response', (r) => {
+    if (r.status() >= 500) problems.push(`HTTP ${r.status()} for ${r.url()}`);
+  });
+}
+
+async function expecting(patterns, fn) {
+  allowed = patterns;
+  try {
+    return await fn();
+  } finally {
+    allowed = [];
+  }
+}
+
+async function until(fn, what, timeout = 10000) {
+  const deadline = Date.now() + timeout;
+  while (Date.now() < deadline) {
+    if (await fn()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out: ${what}`);
+}
+
+const attr = (page, sel, name) => page.locator(sel).first().getAttribute(name);
+const num = async (page, sel, name) => Number(await attr(page, sel, name));
+
+async function waitAttr(page, sel, name, pred, what, timeout = 60000) {
+  const deadline = Date.now() + timeout;
+  let last;
+  while (Date.now() < deadline) {
+    last = await page.locator(sel).first().getAttribute(name).catch(() => null);
+    if (last !== null && pred(last)) return last;
+    await page.waitForTimeout(100);
+  }
+  throw new Error(`timed out waiting for ${what} (${sel} ${name} = ${last})`);
+}
+
+const jobState = (page) => attr(page, '.job-page', 'data-state');
+const waitState = (page, states, timeout) =>
+  waitAttr(page, '.job-page', 'data-state', (s) => states.includes(s), `state ${states}`, timeout);
+
+async function fillSpec(page, text) {
+  await page.locator('#spec-editor').fill(text);
+}
+
+// --- the steps ---------------------------------------------------------------------------
+async function submitWithValidationError(page) {
+  // Server-side errors are 400s, which the browser logs as console errors: expected here.
+  await expecting([/status of 400/], async () => {
+    for (const [mutate, field] of [
+      [(s) => { s.batch_size = -5; }, 'batch_size'],
+      [(s) => { s.hooks.summary.every_step = 10; }, 'hooks.summary.every_step'],
+      [(s) => { s.model = 'resnet'; }, 'model'],
+    ]) {
+      const s = spec('web-invalid', 100);
+      mutate(s);
+      const text = JSON.stringify(s, null, 2);
+      await fillSpec(page, text);
+      await page.locator('#submit-job').click();
+      const bubble = page.locator('.field-error');
+      await bubble.waitFor({ state: 'visible', timeout: 10000 });
+      check(await bubble.getAttribute('data-field') === field, `error names ${field}: ${await bubble.getAttribute('data-field')}`);
+      // "Next to the field": the marked line is the line that holds the field's key.
+      const key = field.split('.').pop();
+      const lines = text.split('\n');
+      const expected = lines.findIndex((l, i) => l.includes(`"${key}"`) &&
+        (field !== 'hooks.summary.every_step' || lines.slice(0, i).some((x) => x.includes('"summary"')))) + 1;
+      check(Number(await bubble.getAttribute('data-line')) === expected,
+        `${field} error on line ${expected}, got ${await bubble.getAttribute('data-line')}`);
+      const box = await bubble.boundingBox();
+      const editor = await page.locator('.editor').boundingBox();
+      check(box && box.y > editor.y && box.y < editor.y + editor.height, 'the error is shown inside the editor');
+      check(await page.locator('#spec-editor').getAttribute('aria-invalid') === 'true', 'editor marked invalid');
+      check((await page.locator('#spec-error').textContent()).includes(field), 'message below names the field');
+      log(`  ${field}: "${(await bubble.textContent()).trim()}" on line ${expected}`);
+    }
+  });
+  await page.screenshot({ path: path.join(SHOTS, 'dashboard-submit-error.png') });
+}
+
+async function submitThroughForm(page, s) {
+  await page.goto(`${daemon.url}/#/submit`);
+  await page.locator('.preset[data-preset="mlp"]').click();
+  check((await page.locator('#spec-editor').inputValue()).includes('"mlp-fashion-mnist"'), 'the mlp preset fills the editor');
+  await fillSpec(page, JSON.stringify(s, null, 2));
+  await page.locator('#submit-job').click();
+  await page.waitForURL(/#\/jobs\/[A-Za-z0-9_-]+$/, { timeout: 15000 });
+  const id = decodeURIComponent(new URL(page.url()).hash.split('/').pop());
+  await page.locator('.job-page .title-row h1').filter({ hasText: s.name }).waitFor({ timeout: 10000 });
+  return id;
+}
+
+let daemon;
+let context;
+
+async function main() {
+  log(`trainingd ${TRAININGD}, data in ${tmp}`);
+  daemon = await Daemon.start(path.join(tmp, 'data'));
+  context = await newContext(path.join(tmp, 'profile'));
+  const page = context.pages()[0] || (await context.newPage());
+  watch(page);
+  const scalarRequests = [];
+  page.on('request', (r) => { if (r.url().includes('/scalars?')) scalarRequests.push(r.url()); });
+
+  // 1. The empty list, then the submit form with a spec the server rejects.
+  await page.goto(`${daemon.url}/`);
+  await page.waitForURL(/#\/jobs$/);
+  await page.getByText('No jobs yet.').waitFor({ timeout: 10000 });
+  await page.locator('nav a[data-nav="submit"]').click();
+  await page.locator('#spec-editor').waitFor();
+  log('submit: server-side validation errors by their fields');
+  await submitWithValidationError(page);
+
+  // 2. A job through the form; its chart gains points from the event stream.
+  const first = await submitThroughForm(page, spec('web-first', 6000));
+  log(`submitted web-first: ${first}`);
+  await waitState(page, ['running'], 60000);
+  const loss = '[data-chart="loss"]';
+  await waitAttr(page, loss, 'data-points', (v) => Number(v) >= 3, 'first points', 60000);
+  const requestsBefore = scalarRequests.length;
+  const n1 = await num(page, loss, 'data-points');
+  await waitAttr(page, loss, 'data-points', (v) => Number(v) >= n1 + 5, 'live points', 30000);
+  const n2 = await num(page, loss, 'data-points');
+  // (A series that appears meanwhile, validation/loss, is fetched once; the loss series is not.)
+  const refetched = scalarRequests.slice(requestsBefore).filter((u) => /[?&]tag=loss&/.test(u));
+  check(refetched.length === 0, `the loss points came live, not from refetching: ${refetched}`);
+  check(await jobState(page) === 'running', 'still running while the points came');
+  log(`live: loss chart ${n1} -> ${n2} points without refetching the series`);
+
+  // 3. Stop from the page: stopping, then stopped (final checkpoint). Resume: completed.
+  await page.locator('.actions button[data-action="stop"]').click();
+  await waitState(page, ['stopping', 'stopped'], 10000);
+  await waitState(page, ['stopped'], 60000);
+  const stoppedAt = await num(page, '.job-page', 'data-global-step');
+  check(stoppedAt > 0 && stoppedAt < 6000, `stopped mid-way (step ${stoppedAt})`);
+  log(`stopped at step ${stoppedAt}`);
+  await page.locator('.actions button[data-action="resume"]').click();
+  await waitState(page, ['queued', 'running', 'completed'], 10000);
+  await waitState(page, ['completed'], 120000);
+  check(await num(page, '.job-page', 'data-global-step') === 6000, 'completed at max_steps');
+  await waitAttr(page, '[data-chart="accuracy"]', 'data-series', (v) => Number(v) >= 3, 'training, validation and test accuracy', 10000);
+  await page.locator('.checkpoints-table, .table-compact').first().waitFor({ timeout: 10000 });
+  log('resumed and completed');
+  await page.waitForTimeout(600);
+  await page.screenshot({ path: path.join(SHOTS, 'dashboard-job.png'), fullPage: true });
+
+  // 4. Zoom: a drag on the loss chart refetches that step range at full resolution.
+  const over = page.locator(`${loss} .u-over`);
+  const ob = await over.boundingBox();
+  const zoomRequests = scalarRequests.length;
+  await page.mouse.move(ob.x + ob.width * 0.3, ob.y + ob.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(ob.x + ob.width * 0.45, ob.y + ob.height / 2, { steps: 5 });
+  await page.mouse.up();
+  await until(() => scalarRequests.slice(zoomRequests).some((u) => /from_step=\d+&to_step=\d+/.test(u)),
+    'the zoom refetches a step range', 5000);
+  await page.locator(`${loss} button:has-text("Reset zoom")`).click();
+  log('zoom refetched a step range');
+
+  // 5. A second job (through the form), then compare the two.
+  const second = await submitThroughForm(page, spec('web-second', 1500, { optimizer: { type: 'sgd', learning_rate: 0.1 } }));
+  await waitState(page, ['completed'], 120000);
+  log(`web-second ${second} completed`);
+  await page.goto(`${daemon.url}/#/jobs`);
+  await page.locator(`tr[data-id="${first}"][data-state="completed"]`).waitFor({ timeout: 10000 });
+  await page.locator(`tr[data-id="${second}"][data-state="completed"]`).waitFor({ timeout: 10000 });
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: path.join(SHOTS, 'dashboard-jobs.png'), fullPage: true });
+  const [wide, room] = await page.evaluate(() => {
+    const wrap = document.querySelector('.table-wrap');
+    return [wrap.scrollWidth, wrap.clientWidth];
+  });
+  check(wide <= room, `the job list fits 1,280 px (${wide} > ${room})`);
+  await page.locator('.chip[data-filter="running"]').click();
+  await page.getByText('No running jobs.').waitFor();
+  await page.locator('.chip[data-filter="all"]').click();
+
+  await page.locator('nav a[data-nav="compare"]').click();
+  await page.locator(`.picks input[value="${first}"]`).check();
+  await page.locator(`.picks input[value="${second}"]`).check();
+  await waitAttr(page, '[data-chart="compare"]', 'data-series-points',
+    (v) => v.split(',').length === 2 && v.split(',').every((n) => Number(n) > 0), 'two series with points', 15000);
+  check(await page.locator('#compare-tag').inputValue() === 'validation/accuracy', 'compares validation accuracy by default');
+  check(new URL(page.url()).hash.includes(`jobs=${first},${second}`), 'the selection is in the URL');
+  await page.screenshot({ path: path.join(SHOTS, 'dashboard-compare.png'), fullPage: true });
+  log('compare: two series of validation/accuracy');
+
+  // 6. Delete needs a confirmation: Cancel keeps the job, Delete removes it.
+  await page.goto(`${daemon.url}/#/jobs`);
+  const row = page.locator(`tr[data-id="${second}"]`);
+  await row.locator('button[data-action="delete"]').click();
+  await page.locator('dialog.dialog button[value="cancel"]').click();
+  await page.waitForTimeout(300);
+  check(await row.count() === 1, 'cancel keeps the job');
+  await row.locator('button[data-action="delete"]').click();
+  await page.locator('dialog.dialog button[value="ok"]').click();
+  await row.waitFor({ state: 'detached', timeout: 10000 });
+  check((await daemon.api('GET', `/jobs/${second}`)).status === 404, 'deleted on the daemon');
+  log('delete: cancel keeps it, confirm deletes it');
+
+  // 7. A phone's width: no horizontal scrolling on the list or the job page. (Opening web-first's
+  // page again replays its event history, over 1,000 events by now, in one go.)
+  await page.setViewportSize({ width: 380, height: 800 });
+  for (const hash of ['#/jobs', `#/jobs/${first}`, '#/submit', '#/compare']) {
+    await page.goto(`${daemon.url}/${hash}`);
+    await page.waitForTimeout(700);
+    const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(over <= 0, `${hash} fits 380 px (${over} px too wide)`);
+  }
+  await page.goto(`${daemon.url}/#/jobs`);
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: path.join(SHOTS, 'dashboard-phone.png'), fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 900 });
+  log('380 px: no horizontal overflow');
+
+  // 8. The daemon restarts under a running job's page: banner, reconnect, the job finishes.
+  const third = (await daemon.api('POST', '/jobs', spec('web-restart', 5000))).body.id;
+  await page.goto(`${daemon.url}/#/jobs/${third}`);
+  await waitAttr(page, '.job-page', 'data-global-step', (v) => Number(v) >= 600, 'past the first checkpoint', 60000);
+  await expecting([/ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|ERR_CONNECTION_RESET|ERR_CONNECTION_CLOSED|ERR_INCOMPLETE_CHUNKED_ENCODING|status of 503/], async () => {
+    const port = daemon.port;
+    await daemon.stop();
+    await page.locator('#banner').waitFor({ state: 'visible', timeout: 15000 });
+    log(`daemon stopped: banner "${(await page.locator('#banner').textContent()).trim()}"`);
+    const before = await num(page, '[data-chart="loss"]', 'data-points');
+    daemon = await Daemon.start(path.join(tmp, 'data'), { port });
+    await page.locator('#banner').waitFor({ state: 'hidden', timeout: 30000 });
+    log('daemon back: banner gone');
+    await waitState(page, ['completed'], 120000);
+    await waitAttr(page, '[data-chart="loss"]', 'data-points', (v) => Number(v) > before, 'points after the restart', 10000);
+  });
+  check(await num(page, '.job-page', 'data-global-step') === 5000, 'the restarted job completed');
+  log('job completed after the restart');
+  await page.close();
+  await context.close();
+  await daemon.stop();
+
+  // 9. With an API token: the page asks for it, keeps it in sessionStorage, sends it.
+  daemon = await Daemon.start(path.join(tmp, 'data'), { env: { TRAININGD_TOKEN: TOKEN } });
+  context = await newContext(path.join(tmp, 'profile-token'));
+  const tp = context.pages()[0] || (await context.newPage());
+  watch(tp);
+  const streams = [];
+  tp.on('response', (r) => { if (r.url().includes('/api/v1/events')) streams.push({ url: r.url(), status: r.status() }); });
+  await expecting([/status of 401/], async () => {
+    await tp.goto(`${daemon.url}/`);
+    await tp.locator('#token-input').fill('wrong-token-wrong-token');
+    await tp.locator('dialog.dialog button[value="ok"]').click();
+    await tp.getByText('That token was not accepted.').waitFor({ timeout: 10000 });
+    await tp.locator('#token-input').fill(TOKEN);
+    await tp.locator('dialog.dialog button[value="ok"]').click();
+    await tp.locator(`tr[data-id="${first}"]`).waitFor({ timeout: 15000 });
+  });
+  check(await tp.evaluate(() => sessionStorage.getItem('trainingd.token')) === TOKEN, 'token kept in sessionStorage');
+  // The list's event stream authenticates with ?access_token= and brings a job created elsewhere.
+  const made = await daemon.api('POST', '/jobs', spec('web-token', 200), TOKEN);
+  check(made.status === 201, `submit with the token: ${made.status}`);
+  await tp.locator(`tr[data-id="${made.body.id}"]`).waitFor({ timeout: 15000 });
+  check(streams.some((s) => s.status === 200 && s.url.includes(`access_token=${TOKEN}`)), 'event stream opened with ?access_token=');
+  // One action with the token: stop or delete the new job from the list.
+  await tp.locator(`tr[data-id="${made.body.id}"][data-state="completed"]`).waitFor({ timeout: 60000 });
+  await tp.locator(`tr[data-id="${made.body.id}"] button[data-action="delete"]`).click();
+  await tp.locator('dialog.dialog button[value="ok"]').click();
+  await tp.locator(`tr[data-id="${made.body.id}"]`).waitFor({ state: 'detached', timeout: 10000 });
+  log('token: prompt, wrong token refused, right one kept; live list; delete with the token');
+  await context.close();
+  context = null;
+}
+
+let failed = false;
+try {
+  await main();
+} catch (e) {
+  failed = true;
+  console.error(`FAIL: ${e.stack || e}`);
+  if (daemon) console.error(`daemon stderr:\n${daemon.stderr.split('\n').slice(-30).join('\n')}`);
+} finally {
+  if (context) await context.close().catch(() => {});
+  if (daemon) await daemon.stop().catch(() => {});
+}
+if (problems.length) {
+  failed = true;
+  console.error(`FAIL: ${problems.length} problem(s) in the page:\n  ${problems.join('\n  ')}`);
+}
+if (!failed) fs.rmSync(tmp, { recursive: true, force: true });
+log(failed ? 'FAILED' : `PASSED; screenshots in ${SHOTS}`);
+process.exit(failed ? 1 : 0);

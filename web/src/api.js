@@ -1,0 +1,139 @@
+// The daemon's REST API (docs/http-api.md): JSON in and out, the bearer token, errors as
+// ApiError {status, code, message, field}, and whether the daemon is reachable at all.
+import { h, dialog } from './dom.js';
+
+const TOKEN_KEY = 'trainingd.token';
+const BASE = '/api/v1';
+
+export class ApiError extends Error {
+  constructor(status, code, message, field) {
+    super(message);
+    this.status = status; // 0: the daemon could not be reached
+    this.code = code;
+    this.field = field || '';
+  }
+}
+
+// Reachability, for the banner: 'up' or 'down', with listeners. Fetches and event streams
+// report here; the banner in app.js listens.
+const listeners = new Set();
+let reachable = 'up';
+export const connectivity = {
+  get state() { return reachable; },
+  report(state) {
+    if (state === reachable) return;
+    reachable = state;
+    for (const fn of listeners) fn(state);
+  },
+  listen(fn) { listeners.add(fn); return () => listeners.delete(fn); },
+};
+
+export function token() {
+  return sessionStorage.getItem(TOKEN_KEY) || '';
+}
+
+// Asks for the token once, however many requests are waiting for it.
+let pendingPrompt = null;
+export function askToken(wrong) {
+  if (!pendingPrompt) {
+    const input = h('input', {
+      type: 'password', name: 'token', autocomplete: 'current-password', required: true,
+      'aria-label': 'API token', placeholder: 'API token', class: 'input', id: 'token-input',
+    });
+    pendingPrompt = dialog({
+      title: 'API token needed',
+      body: [
+        h('p', {}, wrong ? 'That token was not accepted. ' : '',
+          'This daemon requires its API token. It is kept in this tab only (sessionStorage).'),
+        // For password managers (and Chromium's form check): what the token is for.
+        h('input', { type: 'text', name: 'username', autocomplete: 'username', value: 'trainingd', hidden: true, 'aria-hidden': 'true' }),
+        input,
+      ],
+      buttons: [{ label: 'Cancel', value: 'cancel' }, { label: 'Use token', value: 'ok', kind: 'primary' }],
+    }).then((v) => {
+      pendingPrompt = null;
+      if (v !== 'ok' || !input.value.trim()) return false;
+      sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+      return true;
+    });
+  }
+  return pendingPrompt;
+}
+
+// fetch + JSON. opts: {method, body (object or string), signal}. Resolves to the parsed body
+// (null for 204); rejects with ApiError. A 401 asks for the token and retries.
+export async function api(path, opts = {}) {
+  const method = opts.method || 'GET';
+  for (let attempt = 0; ; attempt++) {
+    const headers = { Accept: 'application/json' };
+    const t = token();
+    if (t) headers.Authorization = `Bearer ${t}`;
+    let body;
+    if (opts.body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+    }
+    let res;
+    try {
+      res = await fetch(BASE + path, { method, headers, body, signal: opts.signal, cache: 'no-store' });
+    } catch (e) {
+      if (e.name === 'AbortError') throw e;
+      connectivity.report('down');
+      throw new ApiError(0, 'unreachable', 'The daemon cannot be reached.');
+    }
+    connectivity.report('up');
+    if (res.status === 401 && attempt < 5) {
+      // A token entered meanwhile (for another request) is tried before asking again.
+      if (token() !== t || (await askToken(Boolean(t)))) continue;
+    }
+    if (res.status === 204) return null;
+    let data = null;
+    try {
+      data = await res.json();
+    } catch {
+      data = null;
+    }
+    if (!res.ok) {
+      const e = (data && data.error) || {};
+      throw new ApiError(res.status, e.code || `http_${res.status}`, e.message || `HTTP ${res.status}`, e.field);
+    }
+    return data;
+  }
+}
+
+export const enc = encodeURIComponent;
+
+// Every job (following next_cursor), newest first.
+export async function listJobs(signal) {
+  const jobs = [];
+  let cursor = '';
+  for (let page = 0; page < 20; page++) {
+    const r = await api(`/jobs?limit=1000${cursor ? `&cursor=${enc(cursor)}` : ''}`, { signal });
+    jobs.push(...r.jobs);
+    if (!r.next_cursor) break;
+    cursor = r.next_cursor;
+  }
+  return jobs;
+}
+
+export function scalars(id, tag, { from, to, maxPoints, signal } = {}) {
+  let q = `tag=${enc(tag)}&max_points=${Math.max(1, Math.min(100000, Math.round(maxPoints || 1000)))}`;
+  if (Number.isFinite(from)) q += `&from_step=${Math.max(0, Math.floor(from))}`;
+  if (Number.isFinite(to)) q += `&to_step=${Math.max(0, Math.ceil(to))}`;
+  return api(`/jobs/${enc(id)}/scalars?${q}`, { signal }).then((r) => r.points);
+}
+
+export function jobAction(id, action, body) {
+  if (action === 'delete') return api(`/jobs/${enc(id)}`, { method: 'DELETE' });
+  return api(`/jobs/${enc(id)}/${action}`, { method: 'POST', body });
+}
+
+// The URL of an event stream, with the token as a query parameter (EventSource cannot send
+// headers) and, for a new connection, where to resume.
+export function streamUrl(path, lastEventId) {
+  const params = [];
+  const t = token();
+  if (t) params.push(`access_token=${enc(t)}`);
+  if (lastEventId) params.push(`last_event_id=${enc(lastEventId)}`);
+  return BASE + path + (params.length ? `?${params.join('&')}` : '');
+}

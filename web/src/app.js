@@ -1,0 +1,78 @@
+// The dashboard's shell: hash routes to views, the disconnected banner, the nav.
+//
+// Routes: #/jobs, #/jobs/<id>, #/compare?jobs=a,b&tag=t, #/submit?preset=mlp. A view is
+// mount(container, params) -> {unmount()}; switching routes unmounts the old one (closing its
+// event stream, timers and charts).
+import { connectivity } from './api.js';
+import { mountJobs } from './jobs.js';
+import { mountJob } from './job.js';
+import { mountCompare } from './compare.js';
+import { mountSubmit } from './submit.js';
+
+const view = document.getElementById('view');
+const banner = document.getElementById('banner');
+let current = null;
+
+function parseHash() {
+  const raw = location.hash.replace(/^#\/?/, '');
+  const [path, query = ''] = raw.split('?');
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  return { parts, params: new URLSearchParams(query) };
+}
+
+function route() {
+  const { parts, params } = parseHash();
+  if (current) current.unmount();
+  view.replaceChildren();
+  let name = parts[0] || 'jobs';
+  if (name === 'jobs' && parts[1]) {
+    current = mountJob(view, parts[1]);
+  } else if (name === 'compare') {
+    current = mountCompare(view, params);
+  } else if (name === 'submit') {
+    current = mountSubmit(view, params);
+  } else {
+    name = 'jobs';
+    current = mountJobs(view, params);
+  }
+  for (const a of document.querySelectorAll('[data-nav]')) {
+    if (a.dataset.nav === name && !(name === 'jobs' && parts[1])) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+}
+
+// While the daemon is unreachable: the banner, and /healthz (no token needed) polled with backoff
+// so pages without an event stream also notice when it is back.
+let healthTimer = 0;
+function pollHealth(delay) {
+  clearTimeout(healthTimer);
+  healthTimer = setTimeout(async () => {
+    try {
+      const r = await fetch('/healthz', { cache: 'no-store' });
+      if (r.ok) {
+        connectivity.report('up');
+        return;
+      }
+    } catch {
+      // still down
+    }
+    if (connectivity.state === 'down') pollHealth(Math.min(delay * 2, 15000));
+  }, delay);
+}
+
+connectivity.listen((state) => {
+  if (state === 'down') {
+    banner.textContent = 'Lost the connection to the daemon. Reconnecting… what you see may be out of date.';
+    banner.hidden = false;
+    document.body.classList.add('offline');
+    pollHealth(1000);
+  } else {
+    banner.hidden = true;
+    document.body.classList.remove('offline');
+    clearTimeout(healthTimer);
+  }
+});
+
+window.addEventListener('hashchange', route);
+if (!location.hash) history.replaceState(null, '', '#/jobs');
+route();

@@ -1,0 +1,195 @@
+// Submit a job (#/submit?preset=mlp, #/submit?from=<job id>): start from a preset or an existing
+// job's spec, edit the JSON, submit. A server-side validation error names a field (a JSON path);
+// the editor marks that field's line and shows the message next to it. The draft survives
+// navigating away (sessionStorage).
+import { api, enc } from './api.js';
+import { h, setText, toast } from './dom.js';
+import { PRESETS } from './presets.js';
+import { locateField, lineOf } from './jsonpath.js';
+
+const DRAFT_KEY = 'trainingd.draft';
+
+export function mountSubmit(root, params) {
+  const abort = new AbortController();
+  const textarea = h('textarea', {
+    id: 'spec-editor', name: 'spec', spellcheck: 'false', autocomplete: 'off', autocapitalize: 'off',
+    wrap: 'off', 'aria-label': 'Job spec (JSON)', 'aria-describedby': 'spec-error',
+  });
+  const gutter = h('div', { class: 'gutter-lines' });
+  const lineMark = h('div', { class: 'line-mark', hidden: true });
+  // The message by the field (for the eye); #spec-error below repeats it for screen readers.
+  const bubble = h('div', { class: 'field-error', hidden: true });
+  // Behind the text: the line's highlight; above it: the message. Both scroll with the text.
+  const under = h('div', { class: 'editor-layer', 'aria-hidden': 'true' }, lineMark);
+  const over = h('div', { class: 'editor-layer', 'aria-hidden': 'true' }, bubble);
+  const editor = h('div', { class: 'editor' }, h('div', { class: 'gutter', 'aria-hidden': 'true' }, gutter),
+    h('div', { class: 'editor-main' }, under, textarea, over));
+  const formError = h('p', { id: 'spec-error', class: 'form-error', role: 'alert' });
+  const submitBtn = h('button', { type: 'submit', class: 'btn btn-primary', id: 'submit-job' }, 'Submit job');
+  const presetButtons = Object.entries(PRESETS).map(([name, p]) => h('button', {
+    type: 'button', class: 'preset', dataset: { preset: name }, 'aria-pressed': 'false',
+    onclick: () => usePreset(name),
+  }, h('strong', {}, name), h('span', {}, p.about)));
+  const form = h('form', { class: 'submit-form', novalidate: true, onsubmit: (e) => { e.preventDefault(); submit(); } },
+    editor,
+    h('div', { class: 'form-foot' }, formError,
+      h('span', { class: 'muted hint' }, 'Ctrl+Enter submits'),
+      submitBtn));
+  root.append(h('section', { class: 'page submit-page' },
+    h('div', { class: 'page-head' }, h('h1', {}, 'New job')),
+    h('p', { class: 'muted' }, 'Start from a preset, edit the JSON spec, submit. Every field and its default: docs/job-spec.md.'),
+    h('div', { class: 'presets', role: 'group', 'aria-label': 'Start from a preset' }, presetButtons),
+    form));
+
+  function setText2(text) {
+    textarea.value = text;
+    onEdit();
+  }
+
+  function usePreset(name) {
+    for (const b of presetButtons) b.setAttribute('aria-pressed', String(b.dataset.preset === name));
+    setText2(JSON.stringify(PRESETS[name].spec, null, 2));
+    clearError();
+  }
+
+  function onEdit() {
+    const lines = textarea.value.split('\n').length;
+    if (gutter.childElementCount !== lines) {
+      gutter.replaceChildren(...Array.from({ length: lines }, (_, i) => h('div', {}, String(i + 1))));
+    }
+    sessionStorage.setItem(DRAFT_KEY, textarea.value);
+    syncScroll();
+  }
+
+  function syncScroll() {
+    const y = textarea.scrollTop;
+    gutter.style.transform = `translateY(${-y}px)`;
+    under.style.transform = `translate(${-textarea.scrollLeft}px, ${-y}px)`;
+    over.style.transform = `translateY(${-y}px)`;
+  }
+
+  function clearError() {
+    lineMark.hidden = true;
+    bubble.hidden = true;
+    setText(formError, '');
+    textarea.removeAttribute('aria-invalid');
+    editor.removeAttribute('data-error-line');
+    for (const g of gutter.querySelectorAll('.bad')) g.classList.remove('bad');
+  }
+
+  // Marks `line` (1-based) and shows `message` next to it; selects the field's name.
+  function showError(message, field, offset) {
+    const text = textarea.value;
+    const line = lineOf(text, offset);
+    const lh = parseFloat(getComputedStyle(textarea).lineHeight) || 20;
+    const pad = parseFloat(getComputedStyle(textarea).paddingTop) || 0;
+    lineMark.style.top = `${pad + (line - 1) * lh}px`;
+    lineMark.style.height = `${lh}px`;
+    lineMark.hidden = false;
+    bubble.replaceChildren(field ? h('code', {}, field) : '', field ? ' ' : '', message);
+    // On the field's line, right after its text, when there is room; else just below it.
+    const lineText = text.split('\n')[line - 1] || '';
+    const ctx = document.createElement('canvas').getContext('2d');
+    ctx.font = getComputedStyle(textarea).font;
+    const padLeft = parseFloat(getComputedStyle(textarea).paddingLeft) || 0;
+    const right = padLeft + ctx.measureText(lineText.replace(/\t/g, '  ')).width + 20 - textarea.scrollLeft;
+    bubble.hidden = false;
+    bubble.classList.remove('beside', 'below');
+    const beside = right + bubble.offsetWidth <= textarea.clientWidth - 8;
+    bubble.classList.add(beside ? 'beside' : 'below');
+    bubble.style.left = beside ? `${right}px` : '';
+    bubble.style.top = beside ? `${pad + (line - 1) * lh + lh / 2 - bubble.offsetHeight / 2}px` : `${pad + line * lh + 2}px`;
+    bubble.dataset.field = field || '';
+    bubble.dataset.line = String(line);
+    editor.dataset.errorLine = String(line);
+    const g = gutter.children[line - 1];
+    if (g) g.classList.add('bad');
+    textarea.setAttribute('aria-invalid', 'true');
+    setText(formError, `Line ${line}${field ? ` (${field})` : ''}: ${message}`);
+    // Bring the line into view and select the field's key, so typing replaces nothing by accident
+    // but the eye lands on it.
+    textarea.focus({ preventScroll: true });
+    let end = offset;
+    if (text[offset] === '"') end = text.indexOf('"', offset + 1) + 1;
+    textarea.setSelectionRange(offset, Math.max(offset, end));
+    const top = (line - 1) * lh;
+    if (top < textarea.scrollTop || top > textarea.scrollTop + textarea.clientHeight - 3 * lh) {
+      textarea.scrollTop = Math.max(0, top - 2 * lh);
+    }
+    syncScroll();
+  }
+
+  async function submit() {
+    clearError();
+    const text = textarea.value;
+    try {
+      JSON.parse(text);
+    } catch (e) {
+      // V8: "... in JSON at position 123 (line 5 column 3)".
+      const m = /position (\d+)/.exec(e.message);
+      showError(`Not valid JSON: ${e.message.replace(/^JSON\.parse: /, '')}`, '', m ? Number(m[1]) : 0);
+      return;
+    }
+    submitBtn.disabled = true;
+    setText(submitBtn, 'Submitting…');
+    try {
+      const job = await api('/jobs', { method: 'POST', body: text, signal: abort.signal });
+      sessionStorage.removeItem(DRAFT_KEY);
+      toast(`Submitted ${job.name}`);
+      location.hash = `#/jobs/${enc(job.id)}`;
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      if (e.field) {
+        const where = locateField(text, e.field);
+        // "batch_size: must be >= 1" -> the message without its field, shown by the field.
+        const msg = e.message.startsWith(`${e.field}: `) ? e.message.slice(e.field.length + 2) : e.message;
+        showError(where.depth ? msg : `${msg} (not in the spec)`, e.field, where.offset);
+      } else {
+        const m = /at byte (\d+)/.exec(e.message);
+        if (m) showError(e.message, '', Number(m[1]));
+        else setText(formError, e.status ? e.message : `Not submitted: ${e.message}`);
+      }
+    } finally {
+      submitBtn.disabled = false;
+      setText(submitBtn, 'Submit job');
+    }
+  }
+
+  textarea.addEventListener('input', () => {
+    onEdit();
+    if (!bubble.hidden) clearError();
+  });
+  textarea.addEventListener('scroll', syncScroll);
+  textarea.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      submit();
+    }
+  });
+
+  // The starting text: ?from=<id> (a copy of that job), ?preset=<name>, the draft, or mlp.
+  (async () => {
+    const from = params.get('from');
+    const preset = params.get('preset');
+    if (from) {
+      try {
+        const job = await api(`/jobs/${enc(from)}`, { signal: abort.signal });
+        const spec = { ...job.spec, name: `${job.spec.name}-copy`.slice(0, 100) };
+        setText2(JSON.stringify(spec, null, 2));
+        return;
+      } catch (e) {
+        if (e.name === 'AbortError') return;
+        setText(formError, `Could not load job ${from}: ${e.message}`);
+      }
+    }
+    if (preset && PRESETS[preset]) {
+      usePreset(preset);
+      return;
+    }
+    const draft = sessionStorage.getItem(DRAFT_KEY);
+    if (draft) setText2(draft);
+    else usePreset('mlp');
+  })();
+
+  return { unmount() { abort.abort(); } };
+}

@@ -8,7 +8,9 @@ http      wrk (Debian's package) against GET /healthz and GET /api/v1/jobs (50 j
 sse       500 concurrent event-stream clients on one CNN job (summaries every 10 steps): the
           delay from each scalar's wall_time (stamped when the hook wrote it) to its arrival at
           every client, p50/p99/max, against one client alone on the same job (1, 500, 500, 1
-          clients in turn); "added" = the difference
+          clients in turn); "added" = the difference. The clients are bench/sse_clients (C++,
+          one thread polling every socket); --sse-client python runs them in asyncio here instead,
+          which on 2 cores mostly measures the Python client
 overhead  the CNN at batch 50 trained by the daemon with 4 event-stream clients attached, against
           `trainingd run` of the same job, alternating A B B A (--overhead-rounds): examples/s from the jobs' own
           global_step/sec summaries, and the ratio
@@ -117,7 +119,13 @@ async def sse_client(port, path, delays, ready, stop_at):
     writer.close()
 
 
-def sse_delays(port, jid, clients, seconds):
+def sse_delays(port, jid, clients, seconds, native=None):
+    path = "/api/v1/jobs/%s/events?last_event_id=%d" % (jid, 2 ** 62)
+    if native:  # bench/sse_clients.cpp: poll() over the sockets, a few microseconds per event
+        out = subprocess.run([native, str(port), path, str(clients), str(seconds)],
+                             check=True, capture_output=True, text=True).stdout
+        return json.loads(out)
+
     async def run():
         delays, ready = [], []
         stop_at = time.time() + seconds
@@ -133,7 +141,7 @@ def sse_delays(port, jid, clients, seconds):
             "p50_ms": q(0.5), "p99_ms": q(0.99), "max_ms": delays[-1] * 1e3 if delays else None}
 
 
-def bench_sse(trainingd, tmp, clients=500, seconds=20):
+def bench_sse(trainingd, tmp, clients=500, seconds=20, native=None):
     """The delay with `clients` clients, against the same client alone on the same running job:
     the difference is what the fan-out adds (the rest is this machine's scheduling of a client
     beside a job that keeps both cores busy, and the client itself)."""
@@ -149,14 +157,15 @@ def bench_sse(trainingd, tmp, clients=500, seconds=20):
         rounds = []
         # A B B A: drift in the machine's speed cancels out of the comparison.
         for n in (1, clients, clients, 1):
-            r = sse_delays(port, jid, n, seconds)
+            r = sse_delays(port, jid, n, seconds, native)
             rounds.append(r)
             print(json.dumps(dict(bench="sse_round", **r)))
         call(port, "POST", "/api/v1/jobs/%s/stop" % jid)
         one = [r for r in rounds if r["clients"] == 1]
         many = [r for r in rounds if r["clients"] == clients]
         mean = lambda rs, k: statistics.mean(r[k] for r in rs)
-        print(json.dumps({"bench": "sse", "clients": clients,
+        print(json.dumps({"bench": "sse", "client": "cpp" if native else "python",
+                          "clients": clients,
                           "baseline_p50_ms": mean(one, "p50_ms"),
                           "baseline_p99_ms": mean(one, "p99_ms"),
                           "p50_ms": mean(many, "p50_ms"), "p99_ms": mean(many, "p99_ms"),
@@ -246,6 +255,8 @@ def main():
     ap.add_argument("--only", default="http,sse,overhead")
     ap.add_argument("--sse-clients", type=int, default=500)
     ap.add_argument("--sse-seconds", type=float, default=20)
+    ap.add_argument("--sse-client", choices=("cpp", "python"), default="cpp",
+                    help="cpp: build/bench/sse_clients (default); python: asyncio in this process")
     ap.add_argument("--overhead-steps", type=int, default=600)
     ap.add_argument("--overhead-rounds", type=int, default=4)
     args = ap.parse_args()
@@ -255,7 +266,9 @@ def main():
             if name == "http":
                 bench_http(trainingd, tmp)
             elif name == "sse":
-                bench_sse(trainingd, tmp, args.sse_clients, args.sse_seconds)
+                native = (os.path.join(args.build, "bench", "sse_clients")
+                          if args.sse_client == "cpp" else None)
+                bench_sse(trainingd, tmp, args.sse_clients, args.sse_seconds, native)
             elif name == "overhead":
                 bench_overhead(trainingd, tmp, args.overhead_steps, args.overhead_rounds)
             else:

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "trainingd/engine/conv2d_layer.h"
 #include "trainingd/engine/dataset.h"
 #include "trainingd/engine/parallel.h"
 #include "trainingd/engine/trainer.h"
@@ -29,6 +30,7 @@ struct Args {
   int64_t infer_batch = 1000;
   std::string data = "/usr/share/datasets/fashion-mnist";
   bool profile = false;
+  eng::ConvAlgorithm conv = eng::ConvAlgorithm::kAuto;
 };
 
 std::vector<std::string> Split(const std::string& s) {
@@ -47,7 +49,7 @@ std::vector<std::string> Split(const std::string& s) {
   std::fprintf(stderr,
                "engine_bench: %s\nusage: engine_bench [--models cnn,mlp,softmax] "
                "[--batches 50,100,256] [--threads 2] [--seconds 10] [--infer-batch 1000] "
-               "[--data DIR] [--profile]\n",
+               "[--data DIR] [--profile] [--conv auto|im2col|winograd]\n",
                msg);
   std::exit(2);
 }
@@ -76,6 +78,17 @@ Args Parse(int argc, char** argv) {
         a.data = value();
       else if (flag == "--profile")
         a.profile = true;
+      else if (flag == "--conv") {
+        const std::string v = value();
+        if (v == "auto")
+          a.conv = eng::ConvAlgorithm::kAuto;
+        else if (v == "im2col")
+          a.conv = eng::ConvAlgorithm::kIm2col;
+        else if (v == "winograd")
+          a.conv = eng::ConvAlgorithm::kWinograd;
+        else
+          Usage("--conv must be auto, im2col or winograd");
+      }
       else
         Usage(("unknown flag " + flag).c_str());
     } catch (const std::exception&) {
@@ -134,6 +147,18 @@ void PrintProfile(const eng::Trainer& t, const std::string& model, int64_t batch
   std::fprintf(stderr, "  %-24s %8.3f\n", "total", 1e3 * total / steps);
 }
 
+// Applies --conv to every convolution of the model and says on stderr what each one uses.
+void SetConvAlgorithm(const eng::Model& model, eng::ConvAlgorithm algorithm, bool report) {
+  for (const auto& layer : model.layers()) {
+    auto* conv = dynamic_cast<eng::Conv2dLayer*>(layer.get());
+    if (conv == nullptr) continue;
+    conv->set_algorithm(algorithm);
+    if (report)
+      std::fprintf(stderr, "%s: %s\n", conv->name().c_str(),
+                   conv->algorithm() == eng::ConvAlgorithm::kWinograd ? "winograd" : "im2col");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,6 +183,7 @@ int main(int argc, char** argv) {
         return 1;
       }
       eng::Trainer& t = **trainer;
+      SetConvAlgorithm(t.model(), args.conv, batch == args.batches.front());
       // Warm up: buffers allocated, caches and thread pools hot.
       const auto warm_until =
           Clock::now() + std::chrono::duration<double>(std::min(1.0, args.seconds / 4));
@@ -183,6 +209,7 @@ int main(int argc, char** argv) {
       auto trainer = eng::Trainer::Create(*spec, TutorialOptimizer(model), data->train,
                                           data->num_classes, {50, 42});
       eng::Trainer& t = **trainer;
+      SetConvAlgorithm(t.model(), args.conv, false);
       eng::Tensor images;
       std::vector<int32_t> labels;
       const int64_t n = std::min<int64_t>(args.infer_batch, data->test.size());

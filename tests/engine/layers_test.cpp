@@ -114,15 +114,27 @@ struct ConvCase {
 
 class ConvTest : public ::testing::TestWithParam<ConvCase> {};
 
+const char* AlgorithmName(ConvAlgorithm a) {
+  return a == ConvAlgorithm::kWinograd ? "winograd" : "im2col";
+}
+
+// Every case runs with both algorithms (Winograd only where it applies: stride 1, 3x3 or 5x5).
+constexpr ConvAlgorithm kAlgorithms[] = {ConvAlgorithm::kIm2col, ConvAlgorithm::kWinograd};
+
 TEST_P(ConvTest, ForwardMatchesDirectConvolutionWithOneAndTwoThreads) {
   const ConvCase cc = GetParam();
+  for (ConvAlgorithm algorithm : kAlgorithms)
   for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::string(AlgorithmName(algorithm)) + ", threads " + std::to_string(threads));
     SetComputeThreads(threads);
     LayerSpec spec = LayerSpec::Conv2d(cc.filters, cc.kernel, cc.padding, cc.act, cc.stride);
     spec.bias_init = 0.05f;
     Conv2dLayer conv("conv2d", spec);
+    conv.set_algorithm(algorithm);
     Rng rng(1);
     ASSERT_TRUE(conv.Build(Shape{cc.h, cc.w, cc.c}, rng).ok());
+    const bool winograd_applies = cc.stride == 1 && (cc.kernel == 3 || cc.kernel == 5);
+    EXPECT_EQ(conv.algorithm(), winograd_applies ? algorithm : ConvAlgorithm::kIm2col);
     Tensor x = RandomTensor(Shape{5, cc.h, cc.w, cc.c}, rng);
     Tensor y;
     conv.Forward(x, y, Mode::kTrain);
@@ -138,12 +150,16 @@ TEST_P(ConvTest, ForwardMatchesDirectConvolutionWithOneAndTwoThreads) {
 TEST_P(ConvTest, GradientsMatchFiniteDifferences) {
   const ConvCase cc = GetParam();
   // Finite differences straddle ReLU kinks; the fused ReLU is checked exactly below instead.
-  LayerSpec spec =
-      LayerSpec::Conv2d(cc.filters, cc.kernel, cc.padding, Activation::kNone, cc.stride);
-  Conv2dLayer conv("conv2d", spec);
-  Rng rng(2);
-  ASSERT_TRUE(conv.Build(Shape{cc.h, cc.w, cc.c}, rng).ok());
-  CheckGradients(conv, RandomTensor(Shape{3, cc.h, cc.w, cc.c}, rng), /*check_input=*/true);
+  for (ConvAlgorithm algorithm : kAlgorithms) {
+    SCOPED_TRACE(AlgorithmName(algorithm));
+    LayerSpec spec =
+        LayerSpec::Conv2d(cc.filters, cc.kernel, cc.padding, Activation::kNone, cc.stride);
+    Conv2dLayer conv("conv2d", spec);
+    conv.set_algorithm(algorithm);
+    Rng rng(2);
+    ASSERT_TRUE(conv.Build(Shape{cc.h, cc.w, cc.c}, rng).ok());
+    CheckGradients(conv, RandomTensor(Shape{3, cc.h, cc.w, cc.c}, rng), /*check_input=*/true);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -152,7 +168,14 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{7, 6, 3, 5, 3, 1, Padding::kValid, Activation::kNone},
                       ConvCase{9, 9, 2, 3, 3, 2, Padding::kSame, Activation::kRelu},
                       ConvCase{10, 8, 2, 3, 4, 3, Padding::kValid, Activation::kNone},
-                      ConvCase{6, 6, 4, 2, 5, 2, Padding::kSame, Activation::kNone}),
+                      ConvCase{6, 6, 4, 2, 5, 2, Padding::kSame, Activation::kNone},
+                      // Winograd: partial tiles at odd sizes, channel counts that are not whole
+                      // vectors, valid padding, and the tutorial CNN's second convolution's input.
+                      ConvCase{7, 9, 3, 4, 5, 1, Padding::kSame, Activation::kRelu},
+                      ConvCase{9, 7, 2, 3, 3, 1, Padding::kValid, Activation::kNone},
+                      ConvCase{6, 11, 17, 18, 3, 1, Padding::kSame, Activation::kRelu},
+                      ConvCase{11, 10, 5, 33, 5, 1, Padding::kValid, Activation::kNone},
+                      ConvCase{14, 14, 32, 24, 5, 1, Padding::kSame, Activation::kRelu}),
     [](const ::testing::TestParamInfo<ConvCase>& info) {
       const ConvCase& c = info.param;
       return std::to_string(c.h) + "x" + std::to_string(c.w) + "x" + std::to_string(c.c) + "_k" +
@@ -191,6 +214,24 @@ TEST(ConvTest, FusedReluBackwardEqualsLinearBackwardOfTheMaskedGradient) {
     const Tensor& b = linear.parameters()[p]->grad;
     for (int64_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6);
   }
+}
+
+TEST(ConvTest, AutoUsesWinogradForStrideOneThreeAndFiveKernelsOverEnoughChannels) {
+  auto chosen = [](int64_t c, int64_t kernel, int64_t stride) {
+    Conv2dLayer conv("conv2d", LayerSpec::Conv2d(8, kernel, Padding::kSame, Activation::kRelu,
+                                                 stride));
+    Rng rng(4);
+    EXPECT_TRUE(conv.Build(Shape{12, 12, c}, rng).ok());
+    return conv.algorithm();
+  };
+  // The tutorial CNN: its first convolution (1 channel) stays on im2col, its second goes Winograd.
+  EXPECT_EQ(chosen(1, 5, 1), ConvAlgorithm::kIm2col);
+  EXPECT_EQ(chosen(32, 5, 1), ConvAlgorithm::kWinograd);
+  EXPECT_EQ(chosen(Conv2dLayer::kWinogradMinChannels, 3, 1), ConvAlgorithm::kWinograd);
+  EXPECT_EQ(chosen(Conv2dLayer::kWinogradMinChannels - 1, 3, 1), ConvAlgorithm::kIm2col);
+  EXPECT_EQ(chosen(32, 5, 2), ConvAlgorithm::kIm2col);
+  EXPECT_EQ(chosen(32, 7, 1), ConvAlgorithm::kIm2col);
+  EXPECT_EQ(chosen(32, 4, 1), ConvAlgorithm::kIm2col);
 }
 
 TEST(ConvTest, FirstLayerSkipsTheInputGradient) {

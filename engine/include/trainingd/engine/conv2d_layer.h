@@ -5,8 +5,15 @@
 // across ComputeThreads(); each thread lowers a few examples at a time into a cache-sized patch
 // buffer and multiplies it with one single-threaded GEMM, so the patch matrix of the whole batch is
 // never materialised. Backward recomputes the patches instead of storing them.
+//
+// Stride-1 3x3 and 5x5 convolutions with at least kWinogradMinChannels input channels use
+// Winograd's minimal filtering instead (F(4x4, 3x3) and F(2x2, 5x5), engine/src/winograd.h),
+// which needs 2.8x (5x5) and 4x (3x3) fewer multiplications; the tutorial CNN's second
+// convolution is one. Its forward and backward passes are exact adjoints of each other, so the
+// gradients are those of the function computed, and they are checked like im2col's.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "trainingd/engine/layer.h"
@@ -14,9 +21,29 @@
 
 namespace trainingd::engine {
 
+namespace internal {
+class WinogradConv;
+struct WinogradWorkspace;
+}  // namespace internal
+
+enum class ConvAlgorithm {
+  kAuto,      // Winograd where it applies and pays, im2col + GEMM otherwise
+  kIm2col,    // always im2col + GEMM
+  kWinograd,  // Winograd wherever it applies (stride 1, 3x3 or 5x5), im2col otherwise
+};
+
 class Conv2dLayer final : public Layer {
  public:
+  // Below this many input channels the Winograd products are too thin to beat im2col's.
+  static constexpr int64_t kWinogradMinChannels = 8;
+
   Conv2dLayer(std::string name, const LayerSpec& spec);
+  ~Conv2dLayer() override;
+
+  // Overrides the choice of algorithm (tests and benchmarks), before or after Build.
+  void set_algorithm(ConvAlgorithm algorithm);
+  // The algorithm Build chose: kIm2col or kWinograd.
+  ConvAlgorithm algorithm() const;
 
   const char* type() const override { return "conv2d"; }
   Result<Shape> Build(const Shape& input, Rng& init_rng) override;
@@ -36,6 +63,7 @@ class Conv2dLayer final : public Layer {
   void Im2Col(const float* x, float* col) const;
   void Col2ImAdd(const float* col, float* dx) const;
   int64_t ExamplesPerBlock() const;
+  void ChooseAlgorithm();  // sets or clears winograd_ from requested_ and the geometry
 
   LayerSpec spec_;
   Geometry g_;
@@ -44,8 +72,15 @@ class Conv2dLayer final : public Layer {
   // Per-chunk scratch: patch matrix, masked output gradient, partial kernel/bias gradients.
   struct Scratch {
     Tensor col, dy, dkernel, dbias;
+    std::unique_ptr<internal::WinogradWorkspace> winograd;
   };
   std::vector<Scratch> scratch_;
+  void WinogradForward(const Tensor& in, Tensor& out);
+  void WinogradBackward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din);
+
+  ConvAlgorithm requested_ = ConvAlgorithm::kAuto;
+  std::unique_ptr<internal::WinogradConv> winograd_;  // set when Build chose Winograd
+  Tensor winograd_kernel_, winograd_kernel_t_;        // the transformed kernel, transposed
 };
 
 }  // namespace trainingd::engine

@@ -3,7 +3,9 @@
 // Default shape: the tutorial CNN's second convolution (14x14x32 -> 64, 5x5, same, ReLU).
 // Usage: conv_bench [--batch 50] [--h 14] [--w 14] [--c 32] [--filters 64] [--kernel 5]
 //                   [--seconds 2] [--threads 1]
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -64,6 +66,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(h), static_cast<long long>(w), static_cast<long long>(c),
               static_cast<long long>(filters), static_cast<long long>(kernel),
               static_cast<long long>(kernel), static_cast<long long>(batch), threads);
+  eng::Tensor y_im2col, dx_im2col, dk_im2col;  // to compare the two algorithms' results
   for (eng::ConvAlgorithm algorithm : {eng::ConvAlgorithm::kIm2col, eng::ConvAlgorithm::kWinograd}) {
     eng::Conv2dLayer conv("conv", eng::LayerSpec::Conv2d(filters, kernel, eng::Padding::kSame,
                                                         eng::Activation::kRelu));
@@ -81,6 +84,25 @@ int main(int argc, char** argv) {
     const double fwd = MillisecondsPerCall(seconds, [&] { conv.Forward(x, y, eng::Mode::kTrain); });
     const double bwd = MillisecondsPerCall(seconds, [&] { conv.Backward(x, y, dy, &dx); });
     const double gflop = 1e-9 * static_cast<double>(conv.ForwardFlopsPerExample() * batch);
+    const eng::Tensor& dk = conv.parameters()[0]->grad;
+    if (algorithm == eng::ConvAlgorithm::kIm2col) {
+      y_im2col = y;
+      dx_im2col = dx;
+      dk_im2col = dk;
+    } else {
+      // Largest difference from im2col, relative to the largest magnitude of the result.
+      auto rel = [](const eng::Tensor& a, const eng::Tensor& b) {
+        double diff = 0, scale = 0;
+        for (int64_t i = 0; i < a.size(); ++i) {
+          diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
+          scale = std::max(scale, static_cast<double>(std::abs(b[i])));
+        }
+        return scale > 0 ? diff / scale : diff;
+      };
+      std::printf("  winograd vs im2col, max |difference| / max |value|: output %.2e, input "
+                  "gradient %.2e, kernel gradient %.2e\n",
+                  rel(y, y_im2col), rel(dx, dx_im2col), rel(dk, dk_im2col));
+    }
     std::printf("  %-9s forward %8.3f ms (%6.1f GFLOP/s)  backward %8.3f ms (%6.1f GFLOP/s)\n",
                 conv.algorithm() == eng::ConvAlgorithm::kWinograd ? "winograd" : "im2col", fwd,
                 gflop / fwd * 1e3, bwd, 2 * gflop / bwd * 1e3);

@@ -206,7 +206,24 @@ def run_examples_per_sec(trainingd, spec, spec_path, d):
     return statistics.median(rates) * spec["batch_size"]
 
 
-def daemon_examples_per_sec(trainingd, spec, data_dir, sse_clients=4):
+def thread_cpu_seconds(pid):
+    """CPU seconds (user + system) of each live thread of a process, by thread id."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended
+        out[int(tid)] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return out
+
+
+def daemon_examples_per_sec(trainingd, spec, data_dir, sse_clients=4, cpu=None):
+    """The job's median examples/s with SSE clients attached. With `cpu` (a dict), also records
+    how much CPU the daemon's threads other than the job's two compute threads used while the
+    job trained: the HTTP, SSE, SQLite and handler threads that could take cores from it."""
     p, port = start_daemon(trainingd, data_dir)
     try:
         jid = call(port, "POST", "/api/v1/jobs", spec)["id"]
@@ -214,9 +231,23 @@ def daemon_examples_per_sec(trainingd, spec, data_dir, sse_clients=4):
         readers = [subprocess.Popen(["curl", "-sN", "http://127.0.0.1:%d/api/v1/jobs/%s/events"
                                      % (port, jid)], stdout=subprocess.DEVNULL)
                    for _ in range(sse_clients)]
+        time.sleep(3)  # past data loading: from here on the job only trains
+        before, t0 = thread_cpu_seconds(p.pid), time.monotonic()
+        # Sample just before the end (the job's threads are gone after it).
+        last, t1 = before, t0
+        while call(port, "GET", "/api/v1/jobs/%s" % jid)["state"] == "running":
+            last, t1 = thread_cpu_seconds(p.pid), time.monotonic()
+            time.sleep(0.5)
         wait_state(port, jid, {"completed", "failed"})
         for c in readers:
             c.terminate()
+        if cpu is not None and t1 > t0:
+            used = {tid: last[tid] - before.get(tid, 0.0) for tid in last}
+            ranked = sorted(used.values(), reverse=True)
+            cpu["wall_seconds"] = t1 - t0
+            cpu["compute_seconds"] = sum(ranked[:2])
+            cpu["service_seconds"] = sum(ranked[2:])
+            cpu["threads"] = len(ranked)
         d = os.path.join(data_dir, "jobs", jid)
         ev = [f for f in os.listdir(d) if "tfevents" in f][0]
         rates = rates_from_events(os.path.join(d, ev))[2:]
@@ -232,21 +263,32 @@ def bench_overhead(trainingd, tmp, steps=600, rounds=4):
     with open(spec_path, "w") as f:
         json.dump(spec, f)
     results = {"run": [], "daemon": []}
+    shares = []
     for r in range(rounds):
         # A B B A ...: the machine's drift cancels out of the comparison.
         order = ("run", "daemon") if r % 2 == 0 else ("daemon", "run")
+        cpu = {}
         for kind in order:
             d = os.path.join(tmp, "%s-%d" % (kind, r))
             if kind == "run":
                 results["run"].append(run_examples_per_sec(trainingd, spec, spec_path, d))
             else:
-                results["daemon"].append(daemon_examples_per_sec(trainingd, spec, d))
+                results["daemon"].append(daemon_examples_per_sec(trainingd, spec, d, cpu=cpu))
+        # The daemon's service threads' CPU as a share of the two cores over the same time: an
+        # upper bound on what they can take from training, free of the machine's speed swings.
+        share = 100 * cpu["service_seconds"] / (2 * cpu["wall_seconds"])
+        shares.append(share)
         print(json.dumps({"bench": "overhead_round", "round": r + 1,
                           "run_examples_per_sec": results["run"][-1],
-                          "daemon_examples_per_sec": results["daemon"][-1]}))
+                          "daemon_examples_per_sec": results["daemon"][-1],
+                          "daemon_service_cpu_percent_of_2_cores": share, **cpu}))
     a, b = statistics.median(results["run"]), statistics.median(results["daemon"])
+    diffs = [100 * (x - y) / x for x, y in zip(results["run"], results["daemon"])]
     print(json.dumps({"bench": "overhead", "steps": steps, "rounds": rounds, "run_median": a,
-                      "daemon_median": b, "overhead_percent": 100 * (a - b) / a}))
+                      "daemon_median": b, "overhead_percent": 100 * (a - b) / a,
+                      "median_round_overhead_percent": statistics.median(diffs),
+                      "service_cpu_percent_median": statistics.median(shares),
+                      "service_cpu_percent_max": max(shares)}))
 
 
 def main():

@@ -184,8 +184,6 @@ void SmallProduct(int64_t rows, int64_t n, int64_t k_n, const float* a, int64_t 
 }
 
 // ---- Vector helpers for the tile transforms ----------------------------------------------------
-// The coefficients are compile-time constants and the loops over them are unrolled, so zero
-// coefficients cost nothing and +-1 ones become additions.
 
 
 inline Vec Load(const float* p) { return *reinterpret_cast<const Vec*>(p); }
@@ -207,6 +205,34 @@ inline void StoreN(float* p, Vec v, int64_t n) {
     Store(p, v);
   else
     StorePartial(p, v, n);
+}
+
+// out[a][b] = sum_i sum_j L(a, i) d[i][j] L(b, j) for an Out x In matrix L given as l(a, i), each
+// result handed to emit(a, b, value). All four tile transforms are of this form. The loops are
+// unrolled and l returns compile-time constants, so zero coefficients cost nothing and +-1 ones
+// become additions.
+template <int Out, int In, typename Coef, typename Emit>
+inline void Sandwich(const Vec (&d)[In][In], Coef l, Emit emit) {
+#pragma GCC unroll 8
+  for (int a = 0; a < Out; ++a) {
+    Vec row[In];  // row[j] = sum_i L(a, i) d[i][j]
+#pragma GCC unroll 8
+    for (int j = 0; j < In; ++j) {
+      Vec acc{};
+#pragma GCC unroll 8
+      for (int i = 0; i < In; ++i)
+        if (l(a, i) != 0.0f) acc += l(a, i) * d[i][j];
+      row[j] = acc;
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < Out; ++b) {
+      Vec acc{};
+#pragma GCC unroll 8
+      for (int j = 0; j < In; ++j)
+        if (l(b, j) != 0.0f) acc += l(b, j) * row[j];
+      emit(a, b, acc);
+    }
+  }
 }
 
 }  // namespace
@@ -310,7 +336,6 @@ void WinogradConv::KernelGradient(const float* du, float* dw) const {
 
 template <int M, int A>
 void WinogradConv::TransformInput(const float* x, int64_t t0, int64_t t1, float* v) const {
-  constexpr auto& T = TablesFor<M, A>();
   const int64_t c = s_.c, cs = c_stride_, tpe = tiles_per_example(), tb = t1 - t0;
   const int64_t in_size = s_.h * s_.w * c;
   static const float kZeros[kVec] = {};
@@ -332,26 +357,10 @@ void WinogradConv::TransformInput(const float* x, int64_t t0, int64_t t1, float*
       for (int i = 0; i < A; ++i)
         for (int j = 0; j < A; ++j)
           d[i][j] = at[i][j] < 0 || n == 0 ? Load(kZeros) : LoadN(xe + at[i][j] + c0, n);
-#pragma GCC unroll 8
-      for (int a = 0; a < A; ++a) {
-        Vec row[A];  // row[j] = sum_i B^T[a][i] d[i][j]
-#pragma GCC unroll 8
-        for (int j = 0; j < A; ++j) {
-          Vec acc{};
-#pragma GCC unroll 8
-          for (int i = 0; i < A; ++i)
-            if (T.bt[a][i] != 0.0f) acc += T.bt[a][i] * d[i][j];
-          row[j] = acc;
-        }
-#pragma GCC unroll 8
-        for (int b = 0; b < A; ++b) {
-          Vec acc{};  // sum_j row[j] B^T[b][j]
-#pragma GCC unroll 8
-          for (int j = 0; j < A; ++j)
-            if (T.bt[b][j] != 0.0f) acc += T.bt[b][j] * row[j];
-          Store(vt + (a * A + b) * tb * cs + c0, acc);
-        }
-      }
+      // V = B^T d B
+      Sandwich<A, A>(
+          d, [](int r, int k) { return TablesFor<M, A>().bt[r][k]; },
+          [&](int r, int k, Vec value) { Store(vt + (r * A + k) * tb * cs + c0, value); });
     }
   }
 }
@@ -359,7 +368,6 @@ void WinogradConv::TransformInput(const float* x, int64_t t0, int64_t t1, float*
 template <int M, int A>
 void WinogradConv::TransformOutput(const float* m, int64_t t0, int64_t t1, const float* bias,
                                    bool relu, float* y) const {
-  constexpr auto& T = TablesFor<M, A>();
   const int64_t oc = s_.oc, os = oc_stride_, tpe = tiles_per_example(), tb = t1 - t0;
   const int64_t out_size = s_.oh * s_.ow * oc;
   for (int64_t t = t0; t < t1; ++t) {
@@ -368,31 +376,19 @@ void WinogradConv::TransformOutput(const float* m, int64_t t0, int64_t t1, const
     for (int64_t o0 = 0; o0 < oc; o0 += kVec) {
       const int64_t n = std::min(kVec, oc - o0);
       const Vec bv = LoadN(bias + o0, n);
-#pragma GCC unroll 8
-      for (int i = 0; i < M; ++i) {
-        const int64_t oy = ty * M + i;
-        if (oy >= s_.oh) break;
-        Vec row[A];  // row[b] = sum_a A^T[i][a] m[a][b]
-#pragma GCC unroll 8
-        for (int b = 0; b < A; ++b) {
-          Vec acc{};
-#pragma GCC unroll 8
-          for (int a = 0; a < A; ++a)
-            if (T.at[i][a] != 0.0f) acc += T.at[i][a] * Load(mt + (a * A + b) * tb * os + o0);
-          row[b] = acc;
-        }
-#pragma GCC unroll 8
-        for (int j = 0; j < M; ++j) {
-          const int64_t ox = tx * M + j;
-          if (ox >= s_.ow) break;
-          Vec acc = bv;
-#pragma GCC unroll 8
-          for (int b = 0; b < A; ++b)
-            if (T.at[j][b] != 0.0f) acc += T.at[j][b] * row[b];
-          if (relu) acc = acc > Vec{} ? acc : Vec{};
-          StoreN(y + e * out_size + (oy * s_.ow + ox) * oc + o0, acc, n);
-        }
-      }
+      Vec mv[A][A];
+      for (int r = 0; r < A; ++r)
+        for (int k = 0; k < A; ++k) mv[r][k] = Load(mt + (r * A + k) * tb * os + o0);
+      // Y = A^T m A, plus the bias, through the ReLU, where the tile is inside the image.
+      Sandwich<M, A>(
+          mv, [](int r, int k) { return TablesFor<M, A>().at[r][k]; },
+          [&](int i, int j, Vec value) {
+            const int64_t oy = ty * M + i, ox = tx * M + j;
+            if (oy >= s_.oh || ox >= s_.ow) return;
+            value += bv;
+            if (relu) value = value > Vec{} ? value : Vec{};
+            StoreN(y + e * out_size + (oy * s_.ow + ox) * oc + o0, value, n);
+          });
     }
   }
 }
@@ -400,7 +396,6 @@ void WinogradConv::TransformOutput(const float* m, int64_t t0, int64_t t1, const
 template <int M, int A>
 void WinogradConv::TransformOutputGradient(const float* dy, const float* y, int64_t t0,
                                            int64_t t1, float* dm, float* dbias) const {
-  constexpr auto& T = TablesFor<M, A>();
   const int64_t oc = s_.oc, os = oc_stride_, tpe = tiles_per_example(), tb = t1 - t0;
   const int64_t out_size = s_.oh * s_.ow * oc;
   for (int64_t t = t0; t < t1; ++t) {
@@ -425,33 +420,16 @@ void WinogradConv::TransformOutputGradient(const float* dy, const float* y, int6
           bias_sum += gv;
         }
       if (n > 0) StoreN(dbias + o0, LoadN(dbias + o0, n) + bias_sum, n);
-#pragma GCC unroll 8
-      for (int a = 0; a < A; ++a) {
-        Vec row[M];  // row[j] = sum_i A^T[i][a] g[i][j]
-#pragma GCC unroll 8
-        for (int j = 0; j < M; ++j) {
-          Vec acc{};
-#pragma GCC unroll 8
-          for (int i = 0; i < M; ++i)
-            if (T.at[i][a] != 0.0f) acc += T.at[i][a] * g[i][j];
-          row[j] = acc;
-        }
-#pragma GCC unroll 8
-        for (int b = 0; b < A; ++b) {
-          Vec acc{};  // sum_j row[j] A^T[j][b]
-#pragma GCC unroll 8
-          for (int j = 0; j < M; ++j)
-            if (T.at[j][b] != 0.0f) acc += T.at[j][b] * row[j];
-          Store(dmt + (a * A + b) * tb * os + o0, acc);
-        }
-      }
+      // dM = A g A^T
+      Sandwich<A, M>(
+          g, [](int r, int k) { return TablesFor<M, A>().at[k][r]; },
+          [&](int r, int k, Vec value) { Store(dmt + (r * A + k) * tb * os + o0, value); });
     }
   }
 }
 
 template <int M, int A>
 void WinogradConv::AddInputGradient(const float* dv, int64_t t0, int64_t t1, float* dx) const {
-  constexpr auto& T = TablesFor<M, A>();
   const int64_t c = s_.c, cs = c_stride_, tpe = tiles_per_example(), tb = t1 - t0;
   const int64_t in_size = s_.h * s_.w * c;
   for (int64_t t = t0; t < t1; ++t) {
@@ -460,37 +438,18 @@ void WinogradConv::AddInputGradient(const float* dv, int64_t t0, int64_t t1, flo
     const float* dvt = dv + (t - t0) * cs;
     for (int64_t c0 = 0; c0 < c; c0 += kVec) {
       const int64_t n = std::min(kVec, c - c0);
-      Vec row[A][A];  // row[a][j] = sum_b dv[a][b] B^T[b][j]
-#pragma GCC unroll 8
-      for (int a = 0; a < A; ++a) {
-        Vec d[A];
-#pragma GCC unroll 8
-        for (int b = 0; b < A; ++b) d[b] = Load(dvt + (a * A + b) * tb * cs + c0);
-#pragma GCC unroll 8
-        for (int j = 0; j < A; ++j) {
-          Vec acc{};
-#pragma GCC unroll 8
-          for (int b = 0; b < A; ++b)
-            if (T.bt[b][j] != 0.0f) acc += T.bt[b][j] * d[b];
-          row[a][j] = acc;
-        }
-      }
-#pragma GCC unroll 8
-      for (int i = 0; i < A; ++i) {
-        const int64_t iy = y0 + i;
-        if (iy < 0 || iy >= s_.h) continue;
-#pragma GCC unroll 8
-        for (int j = 0; j < A; ++j) {
-          const int64_t ix = x0 + j;
-          if (ix < 0 || ix >= s_.w) continue;
-          Vec acc{};  // sum_a B^T[a][i] row[a][j]
-#pragma GCC unroll 8
-          for (int a = 0; a < A; ++a)
-            if (T.bt[a][i] != 0.0f) acc += T.bt[a][i] * row[a][j];
-          float* dst = dx + e * in_size + (iy * s_.w + ix) * c + c0;
-          StoreN(dst, LoadN(dst, n) + acc, n);
-        }
-      }
+      Vec dvv[A][A];
+      for (int r = 0; r < A; ++r)
+        for (int k = 0; k < A; ++k) dvv[r][k] = Load(dvt + (r * A + k) * tb * cs + c0);
+      // dx += B dV B^T, where the input tile is inside the image (the rest is padding).
+      Sandwich<A, A>(
+          dvv, [](int r, int k) { return TablesFor<M, A>().bt[k][r]; },
+          [&](int i, int j, Vec value) {
+            const int64_t iy = y0 + i, ix = x0 + j;
+            if (iy < 0 || iy >= s_.h || ix < 0 || ix >= s_.w) return;
+            float* dst = dx + e * in_size + (iy * s_.w + ix) * c + c0;
+            StoreN(dst, LoadN(dst, n) + value, n);
+          });
     }
   }
 }

@@ -8,17 +8,14 @@ Result<std::shared_ptr<CheckpointSaverHook>> CheckpointSaverHook::Create(Options
   if (options.checkpoint_dir.empty()) {
     return Status::InvalidArgument("checkpoint_dir: required by CheckpointSaverHook");
   }
-  auto probe = SecondOrStepTimer::Create(options.save_secs, options.save_steps);
-  if (!probe.ok()) return probe.status();
+  auto timer = SecondOrStepTimer::Create(options.save_secs, options.save_steps);
+  if (!timer.ok()) return timer.status();
   if (options.max_to_keep < 1) {
     return Status::InvalidArgument("max_to_keep must be >= 1, got " +
                                    std::to_string(options.max_to_keep));
   }
   std::shared_ptr<CheckpointSaverHook> hook(
-      new CheckpointSaverHook(std::move(options), std::move(probe).value()));
-  auto timer = internal::MakeTimer(hook->options_.save_secs, hook->options_.save_steps,
-                                   &hook->env_);
-  hook->timer_ = std::move(timer).value();
+      new CheckpointSaverHook(std::move(options), std::move(timer).value()));
   return hook;
 }
 
@@ -36,7 +33,7 @@ Status CheckpointSaverHook::Begin() {
 }
 
 Status CheckpointSaverHook::AfterCreateSession(Session& session, Coordinator& coordinator) {
-  env_ = &session.env();
+  internal::UseSessionEnv(session, env_, timer_);
   for (const std::string& w : open_warnings_) session.logger().Warning(w);
   open_warnings_.clear();
   bool stop = false;

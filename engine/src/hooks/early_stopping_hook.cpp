@@ -19,18 +19,15 @@ Result<std::shared_ptr<EarlyStoppingHook>> EarlyStoppingHook::Create(Options opt
   if (!(options.min_delta >= 0) || !std::isfinite(options.min_delta)) {
     return Status::InvalidArgument("min_delta must be a finite number >= 0");
   }
-  auto probe = SecondOrStepTimer::Create(options.every_secs, options.every_steps);
-  if (!probe.ok()) return probe.status();
+  auto timer = SecondOrStepTimer::Create(options.every_secs, options.every_steps);
+  if (!timer.ok()) return timer.status();
   std::shared_ptr<EarlyStoppingHook> hook(
-      new EarlyStoppingHook(std::move(options), std::move(probe).value()));
-  hook->timer_ =
-      internal::MakeTimer(hook->options_.every_secs, hook->options_.every_steps, &hook->env_)
-          .value();
+      new EarlyStoppingHook(std::move(options), std::move(timer).value()));
   return hook;
 }
 
 Status EarlyStoppingHook::AfterCreateSession(Session& session, Coordinator&) {
-  env_ = &session.env();
+  internal::UseSessionEnv(session, env_, timer_);
   if (!timer_.last_triggered_step()) timer_.UpdateLastTriggeredStep(session.global_step());
   return Status::Ok();
 }

@@ -5,22 +5,19 @@
 namespace trainingd::engine {
 
 Result<std::shared_ptr<EvaluationHook>> EvaluationHook::Create(Options options) {
-  auto probe = SecondOrStepTimer::Create(options.every_secs, options.every_steps);
-  if (!probe.ok()) return probe.status();
+  auto timer = SecondOrStepTimer::Create(options.every_secs, options.every_steps);
+  if (!timer.ok()) return timer.status();
   const std::string loss = options.split + "/loss";
   TRAININGD_RETURN_IF_ERROR(Session::CheckFetchNames({loss}));
   std::shared_ptr<EvaluationHook> hook(
-      new EvaluationHook(std::move(options), std::move(probe).value()));
+      new EvaluationHook(std::move(options), std::move(timer).value()));
   hook->loss_fetch_ = loss;
   hook->accuracy_fetch_ = hook->options_.split + "/accuracy";
-  hook->timer_ =
-      internal::MakeTimer(hook->options_.every_secs, hook->options_.every_steps, &hook->env_)
-          .value();
   return hook;
 }
 
 Status EvaluationHook::AfterCreateSession(Session& session, Coordinator&) {
-  env_ = &session.env();
+  internal::UseSessionEnv(session, env_, timer_);
   if (!timer_.last_triggered_step()) timer_.UpdateLastTriggeredStep(session.global_step());
   return Status::Ok();
 }

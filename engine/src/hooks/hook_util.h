@@ -8,15 +8,15 @@
 #include "../float_format.h"
 #include "trainingd/engine/env.h"
 #include "trainingd/engine/second_or_step_timer.h"
+#include "trainingd/engine/session.h"
 
 namespace trainingd::engine::internal {
 
-// A timer whose clock is whatever Env `*env` points to when it is read, so a hook can switch to
-// its session's Env in AfterCreateSession. `what` prefixes TF's error message ("hooks.summary").
-inline Result<SecondOrStepTimer> MakeTimer(double every_secs, int64_t every_steps,
-                                           Env* const* env) {
-  return SecondOrStepTimer::Create(every_secs, every_steps,
-                                   [env] { return (*env)->NowMonotonic(); });
+// What every timed hook does first in AfterCreateSession: take the session's Env and read its
+// timer's clock from it from then on (tests drive time through a fake Env).
+inline void UseSessionEnv(Session& session, Env*& env, SecondOrStepTimer& timer) {
+  env = &session.env();
+  timer.set_clock([e = env] { return e->NowMonotonic(); });
 }
 
 // A fetched value as TF prints it: integers without a fraction ("100"), others as the shortest

@@ -26,7 +26,6 @@ Result<std::shared_ptr<LoggingTensorHook>> LoggingTensorHook::Create(
   std::shared_ptr<LoggingTensorHook> hook(new LoggingTensorHook(
       std::move(tags), std::move(options), SecondOrStepTimer::Create(secs, steps).value()));
   hook->only_at_end_ = only_at_end;
-  hook->timer_ = internal::MakeTimer(secs, steps, &hook->env_).value();
   for (const auto& t : hook->tags_) hook->fetches_.push_back(t.second);
   return hook;
 }
@@ -49,7 +48,7 @@ Status LoggingTensorHook::Begin() {
 }
 
 Status LoggingTensorHook::AfterCreateSession(Session& session, Coordinator&) {
-  env_ = &session.env();
+  internal::UseSessionEnv(session, env_, timer_);
   return Status::Ok();
 }
 

@@ -31,16 +31,14 @@ Result<std::shared_ptr<ProfilerHook>> ProfilerHook::Create(Options options) {
   if (options.output_dir.empty()) {
     return Status::InvalidArgument("output_dir: required by ProfilerHook");
   }
-  auto probe = SecondOrStepTimer::Create(options.save_secs, options.save_steps);
-  if (!probe.ok()) return probe.status();
-  std::shared_ptr<ProfilerHook> hook(new ProfilerHook(std::move(options), std::move(probe).value()));
-  hook->timer_ =
-      internal::MakeTimer(hook->options_.save_secs, hook->options_.save_steps, &hook->env_).value();
+  auto timer = SecondOrStepTimer::Create(options.save_secs, options.save_steps);
+  if (!timer.ok()) return timer.status();
+  std::shared_ptr<ProfilerHook> hook(new ProfilerHook(std::move(options), std::move(timer).value()));
   return hook;
 }
 
 Status ProfilerHook::AfterCreateSession(Session& session, Coordinator&) {
-  env_ = &session.env();
+  internal::UseSessionEnv(session, env_, timer_);
   std::error_code ec;
   std::filesystem::create_directories(options_.output_dir, ec);
   if (ec) {

@@ -5,18 +5,15 @@
 namespace trainingd::engine {
 
 Result<std::shared_ptr<StepCounterHook>> StepCounterHook::Create(Options options) {
-  auto probe = SecondOrStepTimer::Create(options.every_n_secs, options.every_n_steps);
-  if (!probe.ok()) return probe.status();
+  auto timer = SecondOrStepTimer::Create(options.every_n_secs, options.every_n_steps);
+  if (!timer.ok()) return timer.status();
   std::shared_ptr<StepCounterHook> hook(
-      new StepCounterHook(std::move(options), std::move(probe).value()));
-  hook->timer_ = internal::MakeTimer(hook->options_.every_n_secs, hook->options_.every_n_steps,
-                                     &hook->env_)
-                     .value();
+      new StepCounterHook(std::move(options), std::move(timer).value()));
   return hook;
 }
 
 Status StepCounterHook::AfterCreateSession(Session& session, Coordinator&) {
-  env_ = &session.env();
+  internal::UseSessionEnv(session, env_, timer_);
   timer_.Reset();
   return Status::Ok();
 }

@@ -9,17 +9,15 @@ Result<std::shared_ptr<SummarySaverHook>> SummarySaverHook::Create(Options optio
     return Status::InvalidArgument("summary_writer: required by SummarySaverHook");
   }
   TRAININGD_RETURN_IF_ERROR(Session::CheckFetchNames(options.tags));
-  auto probe = SecondOrStepTimer::Create(options.save_secs, options.save_steps);
-  if (!probe.ok()) return probe.status();
+  auto timer = SecondOrStepTimer::Create(options.save_secs, options.save_steps);
+  if (!timer.ok()) return timer.status();
   std::shared_ptr<SummarySaverHook> hook(
-      new SummarySaverHook(std::move(options), std::move(probe).value()));
-  hook->timer_ =
-      internal::MakeTimer(hook->options_.save_secs, hook->options_.save_steps, &hook->env_).value();
+      new SummarySaverHook(std::move(options), std::move(timer).value()));
   return hook;
 }
 
 Status SummarySaverHook::AfterCreateSession(Session& session, Coordinator&) {
-  env_ = &session.env();
+  internal::UseSessionEnv(session, env_, timer_);
   return Status::Ok();
 }
 

@@ -31,6 +31,11 @@ class SecondOrStepTimer {
   // both every_secs and every_steps.", TF's messages). `clock` defaults to a steady clock.
   static Result<SecondOrStepTimer> Create(double every_secs, int64_t every_steps,
                                           Clock clock = nullptr);
+  // Replaces the clock (a null clock is ignored): a hook reads its session's Env from the moment
+  // it has one.
+  void set_clock(Clock clock) {
+    if (clock) clock_ = std::move(clock);
+  }
 
   bool ShouldTriggerForStep(int64_t step) const;
   std::optional<Elapsed> UpdateLastTriggeredStep(int64_t step);

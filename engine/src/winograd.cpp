@@ -130,7 +130,13 @@ constexpr int kMaxPanel = 2;
 static_assert(kLanes % kVec == 0);
 typedef float Vec __attribute__((vector_size(kVec * sizeof(float)), aligned(4), may_alias));
 
+// Rows per block: R x panel accumulators plus the panel's B vectors and a broadcast fit the 32
+// (AVX-512) or 16 (AVX2) vector registers.
+#if defined(__AVX512F__)
 constexpr int RowsFor(int panel) { return panel >= 4 ? 6 : panel == 3 ? 8 : 12; }
+#else
+constexpr int RowsFor(int panel) { return panel >= 2 ? 6 : 12; }
+#endif
 
 template <int R, int PV>
 inline void MicroKernel(int64_t k_n, const float* a, int64_t a_rs, int64_t a_ks, const float* b,

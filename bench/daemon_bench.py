@@ -13,7 +13,10 @@ sse       500 concurrent event-stream clients on one CNN job (summaries every 10
           which on 2 cores mostly measures the Python client
 overhead  the CNN at batch 50 trained by the daemon with 4 event-stream clients attached, against
           `trainingd run` of the same job, alternating A B B A (--overhead-rounds): examples/s from the jobs' own
-          global_step/sec summaries, and the ratio
+          global_step/sec summaries, and the ratio; also the CPU the daemon's other threads used
+profile   (not in the default set; needs perf, as root) perf samples the daemon for
+          --profile-seconds while a CNN job runs with 4 event-stream clients: samples per thread,
+          and how many fall in daemon/API/JSON/Asio/SQLite code
 Prints one JSON object per measurement.
 """
 import argparse
@@ -291,6 +294,53 @@ def bench_overhead(trainingd, tmp, steps=600, rounds=4):
                       "service_cpu_percent_max": max(shares)}))
 
 
+def bench_profile(trainingd, tmp, seconds=30, sse_clients=4):
+    """Where a training daemon's CPU goes, by perf (needs perf, as root): a CNN job with
+    `sse_clients` curl event streams, sampled at 499 Hz for `seconds`. Prints the samples per
+    thread and how many fall in the daemon's own code (HTTP, events, JSON, SQLite) rather than
+    the engine: the CPU view of the daemon's overhead (docs/benchmarks.md)."""
+    p, port = start_daemon(trainingd, os.path.join(tmp, "profile"))
+    readers = []
+    try:
+        jid = call(port, "POST", "/api/v1/jobs", cnn_job(10 ** 6))["id"]
+        wait_state(port, jid, {"running"})
+        readers = [subprocess.Popen(["curl", "-sN", "http://127.0.0.1:%d/api/v1/jobs/%s/events"
+                                     % (port, jid)], stdout=subprocess.DEVNULL)
+                   for _ in range(sse_clients)]
+        time.sleep(8)  # past data loading
+        data = os.path.join(tmp, "perf.data")
+        subprocess.run(["perf", "record", "-q", "-F", "499", "-p", str(p.pid), "-o", data, "--",
+                        "sleep", str(seconds)], check=True, stderr=subprocess.DEVNULL)
+        script = subprocess.run(["perf", "script", "-i", data, "-F", "tid,ip,sym,dso"],
+                                check=True, capture_output=True, text=True).stdout
+    finally:
+        for c in readers:
+            c.terminate()
+        p.terminate()
+        p.wait()
+    service = re.compile(r"trainingd::(daemon|api)::|boost::|nlohmann|sqlite|asio|beast")
+    per_thread, in_service = {}, {}
+    for line in script.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) < 2:
+            continue
+        tid = int(parts[0])
+        per_thread[tid] = per_thread.get(tid, 0) + 1
+        if service.search(parts[2] if len(parts) > 2 else ""):
+            in_service[tid] = in_service.get(tid, 0) + 1
+    ranked = sorted(per_thread.items(), key=lambda kv: -kv[1])
+    total = sum(per_thread.values())
+    compute, others = ranked[:2], ranked[2:]
+    print(json.dumps({"bench": "profile", "seconds": seconds, "samples": total,
+                      "threads": [{"tid": t, "samples": n, "in_daemon_code": in_service.get(t, 0)}
+                                  for t, n in ranked],
+                      "compute_threads_percent": 100 * sum(n for _, n in compute) / total,
+                      "compute_threads_in_daemon_code": sum(in_service.get(t, 0)
+                                                            for t, _ in compute),
+                      "other_threads_samples": sum(n for _, n in others),
+                      "other_threads_percent": 100 * sum(n for _, n in others) / total}))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -301,6 +351,8 @@ def main():
                     help="cpp: build/bench/sse_clients (default); python: asyncio in this process")
     ap.add_argument("--overhead-steps", type=int, default=600)
     ap.add_argument("--overhead-rounds", type=int, default=4)
+    ap.add_argument("--profile-seconds", type=float, default=30,
+                    help="--only profile: how long perf samples the daemon")
     args = ap.parse_args()
     trainingd = os.path.join(args.build, "daemon", "trainingd")
     with tempfile.TemporaryDirectory() as tmp:
@@ -313,6 +365,8 @@ def main():
                 bench_sse(trainingd, tmp, args.sse_clients, args.sse_seconds, native)
             elif name == "overhead":
                 bench_overhead(trainingd, tmp, args.overhead_steps, args.overhead_rounds)
+            elif name == "profile":
+                bench_profile(trainingd, tmp, args.profile_seconds)
             else:
                 ap.error("unknown benchmark " + name)
     return 0

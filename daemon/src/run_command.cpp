@@ -12,8 +12,9 @@
 
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/engine/hooks/evaluation_hook.h"
+#include "machine.h"
+#include "trainingd/engine/job_resources.h"
 #include "trainingd/engine/job_runner.h"
-#include "trainingd/engine/model.h"
 #include "trainingd/engine/parallel.h"
 
 namespace trainingd::daemon {
@@ -79,6 +80,11 @@ std::optional<std::string> ParseArgs(const std::vector<std::string>& args, bool 
   return std::nullopt;
 }
 
+int ComputeThreadsFor(const RunArgs& ra) {
+  return ra.threads > 0 ? ra.threads
+                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 // Reads and parses the spec; prints the error and returns nullopt on failure.
 std::optional<eng::JobSpec> LoadSpec(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -95,6 +101,26 @@ std::optional<eng::JobSpec> LoadSpec(const std::string& path) {
     return std::nullopt;
   }
   return std::move(spec).value();
+}
+
+struct Plan {
+  eng::DatasetInfo data;
+  eng::JobResources resources;
+};
+
+// Checks `spec` against its dataset and this machine: a job whose estimated peak memory is more
+// than the machine's physical memory is refused rather than attempted (docs/run.md).
+eng::Result<Plan> PlanForThisMachine(const eng::JobSpec& spec, const RunArgs& ra) {
+  auto data = eng::ProbeJobDataset(spec.dataset, ra.data_root);
+  if (!data.ok()) return data.status();
+  eng::JobRunLimits limits;
+  limits.compute_threads = ComputeThreadsFor(ra);
+  auto resources = eng::PlanJob(spec, *data, limits);
+  if (!resources.ok()) return resources.status();
+  eng::JobBudget budget;
+  budget.memory_bytes = PhysicalMemoryBytes();
+  TRAININGD_RETURN_IF_ERROR(eng::CheckJobBudget(spec, *resources, budget));
+  return Plan{*data, *resources};
 }
 
 std::string FormatValues(const std::map<std::string, double>& values) {
@@ -123,8 +149,12 @@ int RunCommand(const std::vector<std::string>& args) {
   auto spec = LoadSpec(ra.spec_path);
   if (!spec) return 2;
   if (ra.checkpoint_dir.empty()) ra.checkpoint_dir = spec->name;
-  const int threads =
-      ra.threads > 0 ? ra.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (auto plan = PlanForThisMachine(*spec, ra); !plan.ok()) {
+    std::fprintf(stderr, "trainingd run: %s: %s\n", ra.spec_path.c_str(),
+                 plan.status().message().c_str());
+    return 1;
+  }
+  const int threads = ComputeThreadsFor(ra);
   eng::SetComputeThreads(threads);
 
   auto logger = eng::Logger::Stderr();
@@ -175,33 +205,22 @@ int ValidateCommand(const std::vector<std::string>& args) {
   }
   auto spec = LoadSpec(ra.spec_path);
   if (!spec) return 2;
-  // The model's shapes can only be checked against the data it will see.
-  auto data = eng::LoadJobDatasets(spec->dataset, ra.data_root);
-  if (!data.ok()) {
+  // The model's shapes can only be checked against the data it will see: its headers and labels
+  // are read, not its images.
+  auto plan = PlanForThisMachine(*spec, ra);
+  if (!plan.ok()) {
     std::fprintf(stderr, "trainingd validate: %s: %s\n", ra.spec_path.c_str(),
-                 data.status().message().c_str());
-    return 1;
-  }
-  auto model = eng::Model::Build(spec->model, (*data)->train.example_shape(), (*data)->num_classes,
-                                 spec->seed);
-  if (!model.ok()) {
-    std::fprintf(stderr, "trainingd validate: %s: %s\n", ra.spec_path.c_str(),
-                 model.status().message().c_str());
-    return 1;
-  }
-  if (spec->batch_size > (*data)->train.size()) {
-    std::fprintf(stderr, "trainingd validate: %s: batch_size: %lld is more than the %lld training examples\n",
-                 ra.spec_path.c_str(), static_cast<long long>(spec->batch_size),
-                 static_cast<long long>((*data)->train.size()));
+                 plan.status().message().c_str());
     return 1;
   }
   std::printf("%s: OK: job '%s', %zu layers, %lld parameters, dataset '%s' (%lld training, %lld "
-              "validation, %lld test examples)\n",
+              "validation, %lld test examples)\n%s",
               ra.spec_path.c_str(), spec->name.c_str(), spec->model.layers.size(),
-              static_cast<long long>((*model)->num_parameters()), spec->dataset.name.c_str(),
-              static_cast<long long>((*data)->train.size()),
-              static_cast<long long>((*data)->validation.size()),
-              static_cast<long long>((*data)->test.size()));
+              static_cast<long long>(plan->resources.num_parameters), spec->dataset.name.c_str(),
+              static_cast<long long>(plan->data.train_examples),
+              static_cast<long long>(plan->data.validation_examples),
+              static_cast<long long>(plan->data.test_examples),
+              eng::DescribeJobResources(plan->resources).c_str());
   return 0;
 }
 

@@ -27,7 +27,7 @@ ConvAlgorithm Conv2dLayer::algorithm() const {
   return winograd_ ? ConvAlgorithm::kWinograd : ConvAlgorithm::kIm2col;
 }
 
-Result<Shape> Conv2dLayer::Build(const Shape& input, Rng& init_rng) {
+Result<Shape> Conv2dLayer::Configure(const Shape& input) {
   if (input.rank() != 3) {
     return Status::InvalidArgument(
         "conv2d expects an input of shape [height,width,channels], got " + input.ToString());
@@ -66,11 +66,45 @@ Result<Shape> Conv2dLayer::Build(const Shape& input, Rng& init_rng) {
     g_.ow = (g_.w - g_.k) / g_.stride + 1;
     g_.pad_top = g_.pad_left = 0;
   }
+  ChooseAlgorithm();
+  return Shape{g_.oh, g_.ow, g_.oc};
+}
+
+void Conv2dLayer::InitializeParameters(Rng& init_rng) {
   // TF's fans for a convolution: receptive field size times input / output channels.
   InitKernelAndBias(name(), spec_, Shape{g_.k, g_.k, g_.c, g_.oc}, g_.oc, g_.k * g_.k * g_.c,
                     g_.k * g_.k * g_.oc, init_rng, kernel_, bias_);
-  ChooseAlgorithm();
-  return Shape{g_.oh, g_.ow, g_.oc};
+}
+
+int64_t Conv2dLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
+  const bool train = mode == Mode::kTrain;
+  const int64_t f = sizeof(float);
+  if (winograd_) {
+    // The transformed kernel (and its transpose for Backward); per chunk a workspace for one
+    // block of tiles (Forward chunks tiles, Backward examples: the chunks share workspaces), and
+    // in Backward the chunk's partial kernel and bias gradients.
+    const int64_t per_block = winograd_->TilesPerBlock(kWinogradBlockBytes);
+    const int64_t workspace = winograd_->WorkspaceBytes(per_block);
+    int chunks = NumChunks(batch * winograd_->tiles_per_example(), 2, threads);
+    int64_t bytes = f * winograd_->kernel_size();
+    if (train) {
+      const int backward_chunks = NumChunks(batch, 2, threads);
+      chunks = std::max(chunks, backward_chunks);
+      bytes += f * winograd_->kernel_t_size() +
+               backward_chunks * f * (winograd_->kernel_size() + g_.oc);
+    }
+    return bytes + chunks * workspace;
+  }
+  // Per chunk one patch block; in Backward also the chunk's partial kernel and bias gradients
+  // and, with the fused ReLU, the masked output gradient of one block.
+  const int64_t chunks = NumChunks(batch, 2, threads);
+  const int64_t rows = ExamplesPerBlock() * g_.out_pixels();
+  int64_t per_chunk = f * rows * g_.patch();
+  if (train) {
+    per_chunk += f * (g_.patch() * g_.oc + g_.oc);
+    if (spec_.activation == Activation::kRelu) per_chunk += f * rows * g_.oc;
+  }
+  return chunks * per_chunk;
 }
 
 void Conv2dLayer::set_algorithm(ConvAlgorithm algorithm) {

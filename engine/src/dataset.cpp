@@ -45,21 +45,29 @@ Result<std::string> FindFile(const fs::path& dir, const FileKind& kind) {
 
 std::string DimsString(const std::vector<int64_t>& dims) { return Shape(dims).ToString(); }
 
-// Reads an images file (rank 3: N, H, W) and its labels file (rank 1: N) and checks they agree.
+// One images file (rank 3: N, H, W) by its header and its labels file (rank 1: N), read whole:
+// labels are small, and the class count needs them.
+struct FilePair {
+  std::string images_path;
+  std::vector<int64_t> image_dims;
+  IdxArray labels;
+};
+
+// Finds and reads the pair for `images_kind` and `labels_kind` and checks that they agree.
 Status ReadPair(const fs::path& dir, const FileKind& images_kind, const FileKind& labels_kind,
-                IdxArray* images, IdxArray* labels, std::string* images_path) {
+                FilePair* pair) {
   Result<std::string> ip = FindFile(dir, images_kind);
   if (!ip.ok()) return ip.status();
   Result<std::string> lp = FindFile(dir, labels_kind);
   if (!lp.ok()) return lp.status();
-  *images_path = *ip;
+  pair->images_path = *ip;
 
-  Result<IdxArray> im = ReadIdxFile(*ip);
-  if (!im.ok()) return im.status();
-  if (im->dims.size() != 3) {
+  Result<std::vector<int64_t>> dims = ReadIdxDims(*ip);
+  if (!dims.ok()) return dims.status();
+  if (dims->size() != 3) {
     return Status::InvalidArgument(*ip + ": " + images_kind.what +
                                    " must have rank 3 (count, height, width), got dimensions " +
-                                   DimsString(im->dims));
+                                   DimsString(*dims));
   }
   Result<IdxArray> lb = ReadIdxFile(*lp);
   if (!lb.ok()) return lb.status();
@@ -68,14 +76,25 @@ Status ReadPair(const fs::path& dir, const FileKind& images_kind, const FileKind
                                    " must have rank 1 (count), got dimensions " +
                                    DimsString(lb->dims));
   }
-  if (im->dims[0] != lb->dims[0]) {
+  if ((*dims)[0] != lb->dims[0]) {
     return Status::InvalidArgument("example counts differ: " + *ip + " has " +
-                                   std::to_string(im->dims[0]) + " images but " + *lp + " has " +
+                                   std::to_string((*dims)[0]) + " images but " + *lp + " has " +
                                    std::to_string(lb->dims[0]) + " labels");
   }
-  *images = std::move(*im);
-  *labels = std::move(*lb);
+  pair->image_dims = std::move(*dims);
+  pair->labels = std::move(*lb);
   return Status::Ok();
+}
+
+// Reads the images of `pair` whole; they must still have the dimensions their header had.
+Result<IdxArray> ReadImages(const FilePair& pair) {
+  Result<IdxArray> images = ReadIdxFile(pair.images_path);
+  if (images.ok() && images->dims != pair.image_dims) {
+    return Status::DataLoss(pair.images_path + ": changed while being read (dimensions " +
+                            DimsString(pair.image_dims) + ", then " + DimsString(images->dims) +
+                            ")");
+  }
+  return images;
 }
 
 int MaxLabel(const IdxArray& labels) {
@@ -105,9 +124,14 @@ void FillSplit(const IdxArray& images, const IdxArray& labels, int64_t begin, in
   }
 }
 
-}  // namespace
+// What both ProbeMnistDirectory and LoadMnistDirectory check and work out from the files' headers
+// and labels.
+struct Directory {
+  FilePair train, test;
+  DatasetInfo info;
+};
 
-Result<Datasets> LoadMnistDirectory(const std::string& dir, const DatasetOptions& options) {
+Status OpenDirectory(const std::string& dir, const DatasetOptions& options, Directory* d) {
   if (options.validation_size < 0) {
     return Status::InvalidArgument("validation_size must be >= 0, got " +
                                    std::to_string(options.validation_size));
@@ -124,43 +148,79 @@ Result<Datasets> LoadMnistDirectory(const std::string& dir, const DatasetOptions
   if (!fs::is_directory(dir, ec)) {
     return Status::NotFound(dir + ": dataset directory does not exist or is not a directory");
   }
-
-  IdxArray train_images, train_labels, test_images, test_labels;
-  std::string train_path, test_path;
-  TRAININGD_RETURN_IF_ERROR(
-      ReadPair(dir, kTrainImages, kTrainLabels, &train_images, &train_labels, &train_path));
-  TRAININGD_RETURN_IF_ERROR(
-      ReadPair(dir, kTestImages, kTestLabels, &test_images, &test_labels, &test_path));
-
-  if (train_images.dims[1] != test_images.dims[1] || train_images.dims[2] != test_images.dims[2]) {
+  TRAININGD_RETURN_IF_ERROR(ReadPair(dir, kTrainImages, kTrainLabels, &d->train));
+  TRAININGD_RETURN_IF_ERROR(ReadPair(dir, kTestImages, kTestLabels, &d->test));
+  const std::vector<int64_t>& train = d->train.image_dims;
+  const std::vector<int64_t>& test = d->test.image_dims;
+  if (train[1] != test[1] || train[2] != test[2]) {
     return Status::InvalidArgument(
-        "image sizes differ: " + train_path + " has " + std::to_string(train_images.dims[1]) + "x" +
-        std::to_string(train_images.dims[2]) + " images but " + test_path + " has " +
-        std::to_string(test_images.dims[1]) + "x" + std::to_string(test_images.dims[2]));
+        "image sizes differ: " + d->train.images_path + " has " + std::to_string(train[1]) + "x" +
+        std::to_string(train[2]) + " images but " + d->test.images_path + " has " +
+        std::to_string(test[1]) + "x" + std::to_string(test[2]));
   }
-
-  const int64_t num_train = train_images.dims[0];
+  const int64_t num_train = train[0];
   if (options.validation_size >= num_train) {
     return Status::InvalidArgument("validation_size = " + std::to_string(options.validation_size) +
                                    " must be less than the " + std::to_string(num_train) +
-                                   " training examples in " + train_path);
+                                   " training examples in " + d->train.images_path);
   }
-
-  Datasets ds;
+  DatasetInfo& info = d->info;
+  info.example_shape = Shape{train[1], train[2], 1};
   // Labels are bytes, so num_classes <= kMaxClasses always holds.
-  ds.num_classes = std::max(MaxLabel(train_labels), MaxLabel(test_labels)) + 1;
-
-  const int64_t val = options.validation_size;
-  int64_t train_count = num_train - val;
+  info.num_classes = std::max(MaxLabel(d->train.labels), MaxLabel(d->test.labels)) + 1;
+  info.file_train_examples = num_train;
+  info.file_test_examples = test[0];
+  info.validation_examples = options.validation_size;
+  info.train_examples = num_train - options.validation_size;
   if (options.max_train_examples > 0) {
-    train_count = std::min(train_count, options.max_train_examples);
+    info.train_examples = std::min(info.train_examples, options.max_train_examples);
   }
-  int64_t test_count = test_images.dims[0];
-  if (options.max_test_examples > 0) test_count = std::min(test_count, options.max_test_examples);
+  info.test_examples = test[0];
+  if (options.max_test_examples > 0) {
+    info.test_examples = std::min(info.test_examples, options.max_test_examples);
+  }
+  return Status::Ok();
+}
 
-  FillSplit(train_images, train_labels, 0, val, &ds.validation);
-  FillSplit(train_images, train_labels, val, train_count, &ds.train);
-  FillSplit(test_images, test_labels, 0, test_count, &ds.test);
+}  // namespace
+
+int64_t DatasetInfo::LoadedBytes() const {
+  const int64_t examples = train_examples + validation_examples + test_examples;
+  return examples * (example_shape.num_elements() * int64_t{sizeof(float)} +
+                     int64_t{sizeof(int32_t)});
+}
+
+int64_t DatasetInfo::PeakLoadBytes() const {
+  // The raw bytes of the image files (ReadIdxFile reserves up to 64 MiB at once and grows by
+  // doubling beyond, so a larger file's buffer may reach twice its size) and the labels, next to
+  // the float splits being filled from them.
+  const auto raw = [](int64_t bytes) { return bytes <= (int64_t{64} << 20) ? bytes : 2 * bytes; };
+  const int64_t pixels = example_shape.num_elements();
+  return LoadedBytes() + raw(file_train_examples * pixels) + raw(file_test_examples * pixels) +
+         file_train_examples + file_test_examples;
+}
+
+Result<DatasetInfo> ProbeMnistDirectory(const std::string& dir, const DatasetOptions& options) {
+  Directory d;
+  TRAININGD_RETURN_IF_ERROR(OpenDirectory(dir, options, &d));
+  return d.info;
+}
+
+Result<Datasets> LoadMnistDirectory(const std::string& dir, const DatasetOptions& options) {
+  Directory d;
+  TRAININGD_RETURN_IF_ERROR(OpenDirectory(dir, options, &d));
+  Result<IdxArray> train_images = ReadImages(d.train);
+  if (!train_images.ok()) return train_images.status();
+  Result<IdxArray> test_images = ReadImages(d.test);
+  if (!test_images.ok()) return test_images.status();
+
+  const DatasetInfo& info = d.info;
+  Datasets ds;
+  ds.num_classes = info.num_classes;
+  FillSplit(*train_images, d.train.labels, 0, info.validation_examples, &ds.validation);
+  FillSplit(*train_images, d.train.labels, info.validation_examples, info.train_examples,
+            &ds.train);
+  FillSplit(*test_images, d.test.labels, 0, info.test_examples, &ds.test);
   return ds;
 }
 

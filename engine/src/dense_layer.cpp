@@ -12,7 +12,7 @@ namespace trainingd::engine {
 DenseLayer::DenseLayer(std::string name, const LayerSpec& spec)
     : Layer(std::move(name)), spec_(spec) {}
 
-Result<Shape> DenseLayer::Build(const Shape& input, Rng& init_rng) {
+Result<Shape> DenseLayer::Configure(const Shape& input) {
   if (input.rank() != 1) {
     return Status::InvalidArgument("dense expects a flat input [features], got " +
                                    input.ToString() + "; add a flatten layer before it");
@@ -26,9 +26,18 @@ Result<Shape> DenseLayer::Build(const Shape& input, Rng& init_rng) {
     return Status::InvalidArgument("kernel [" + std::to_string(in_) + "," +
                                    std::to_string(spec_.units) + "] exceeds 2^30 weights");
   }
+  return Shape{spec_.units};
+}
+
+void DenseLayer::InitializeParameters(Rng& init_rng) {
   InitKernelAndBias(name(), spec_, Shape{in_, spec_.units}, spec_.units, in_, spec_.units, init_rng,
                     kernel_, bias_);
-  return Shape{spec_.units};
+}
+
+int64_t DenseLayer::ScratchBytes(int64_t batch, Mode mode, int /*threads*/) const {
+  // Backward's ReLU-masked output gradient.
+  const bool relu = spec_.activation == Activation::kRelu;
+  return mode == Mode::kTrain && relu ? 4 * batch * spec_.units : 0;
 }
 
 void DenseLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {

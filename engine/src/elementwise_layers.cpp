@@ -9,7 +9,7 @@
 
 namespace trainingd::engine {
 
-Result<Shape> ReluLayer::Build(const Shape& input, Rng& /*init_rng*/) { return input; }
+Result<Shape> ReluLayer::Configure(const Shape& input) { return input; }
 
 void ReluLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
   out.Resize(in.shape());
@@ -29,11 +29,17 @@ void ReluLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& 
 DropoutLayer::DropoutLayer(std::string name, float rate, uint64_t seed)
     : Layer(std::move(name)), rate_(rate), rng_(seed) {}
 
-Result<Shape> DropoutLayer::Build(const Shape& input, Rng& /*init_rng*/) {
+Result<Shape> DropoutLayer::Configure(const Shape& input) {
   if (!(rate_ >= 0.0f && rate_ < 1.0f)) {
     return Status::InvalidArgument("rate must be in [0, 1), got " + internal::FloatToString(rate_));
   }
+  elements_ = input.num_elements();
   return input;
+}
+
+int64_t DropoutLayer::ScratchBytes(int64_t batch, Mode mode, int /*threads*/) const {
+  // The mask of a training forward pass.
+  return mode == Mode::kTrain && rate_ > 0.0f ? 4 * batch * elements_ : 0;
 }
 
 void DropoutLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
@@ -74,7 +80,7 @@ void DropoutLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tenso
   for (int64_t i = 0; i < n; ++i) d[i] = g[i] * m[i];
 }
 
-Result<Shape> FlattenLayer::Build(const Shape& input, Rng& /*init_rng*/) {
+Result<Shape> FlattenLayer::Configure(const Shape& input) {
   return Shape{input.num_elements()};
 }
 

@@ -197,19 +197,11 @@ Status ByteStream::ReadGzip(uint8_t* dst, size_t n, size_t* got) {
   return Status::Ok();
 }
 
-}  // namespace
-
-int64_t IdxArray::num_elements() const {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
-
-Result<IdxArray> ReadIdxFile(const std::string& path) {
-  ByteStream in(path);
-  TRAININGD_RETURN_IF_ERROR(in.Open());
+// Reads and checks the header of the open file `in` at `path`: the dimensions go to `dims`, the
+// header's size to `header_bytes`.
+Status ReadHeader(ByteStream& in, const std::string& path, std::vector<int64_t>* dims,
+                  size_t* header_bytes_out) {
   const std::string source = in.gzip() ? "its decompressed data has " : "the file has ";
-
   uint8_t magic[4];
   size_t got = 0;
   TRAININGD_RETURN_IF_ERROR(in.Read(magic, 4, &got));
@@ -241,28 +233,57 @@ Result<IdxArray> ReadIdxFile(const std::string& path) {
                             std::to_string(4 + got));
   }
 
-  IdxArray array;
-  array.dims.resize(static_cast<size_t>(rank));
+  dims->resize(static_cast<size_t>(rank));
   for (int i = 0; i < rank; ++i) {
     const uint8_t* b = dim_bytes + 4 * i;
-    array.dims[static_cast<size_t>(i)] =
+    (*dims)[static_cast<size_t>(i)] =
         (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | int64_t{b[3]};
   }
   // The running product stays <= 2^31 and each dimension is < 2^32, so it cannot overflow.
   int64_t elements = 1;
   for (int i = 0; i < rank; ++i) {
-    const int64_t d = array.dims[static_cast<size_t>(i)];
+    const int64_t d = (*dims)[static_cast<size_t>(i)];
     if (d == 0) {
       return Status::InvalidArgument(path + ": IDX dimension " + std::to_string(i) + " of " +
-                                     DimsString(array.dims) + " is 0");
+                                     DimsString(*dims) + " is 0");
     }
     elements *= d;
     if (elements > kMaxIdxElements) {
-      return Status::InvalidArgument(path + ": IDX dimensions " + DimsString(array.dims) +
+      return Status::InvalidArgument(path + ": IDX dimensions " + DimsString(*dims) +
                                      " declare more than the supported maximum of " +
                                      std::to_string(kMaxIdxElements) + " elements");
     }
   }
+  *header_bytes_out = header_bytes;
+  return Status::Ok();
+}
+
+}  // namespace
+
+int64_t IdxArray::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+Result<std::vector<int64_t>> ReadIdxDims(const std::string& path) {
+  ByteStream in(path);
+  TRAININGD_RETURN_IF_ERROR(in.Open());
+  std::vector<int64_t> dims;
+  size_t header_bytes = 0;
+  TRAININGD_RETURN_IF_ERROR(ReadHeader(in, path, &dims, &header_bytes));
+  return dims;
+}
+
+Result<IdxArray> ReadIdxFile(const std::string& path) {
+  ByteStream in(path);
+  TRAININGD_RETURN_IF_ERROR(in.Open());
+  const std::string source = in.gzip() ? "its decompressed data has " : "the file has ";
+  IdxArray array;
+  size_t header_bytes = 0;
+  size_t got = 0;
+  TRAININGD_RETURN_IF_ERROR(ReadHeader(in, path, &array.dims, &header_bytes));
+  const int64_t elements = array.num_elements();
 
   const size_t expected = static_cast<size_t>(elements);
   array.data.reserve(std::min(expected, kMaxReserve));

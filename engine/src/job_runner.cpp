@@ -1,5 +1,8 @@
 #include "trainingd/engine/job_runner.h"
 
+#include <algorithm>
+#include <filesystem>
+
 #include "trainingd/engine/hooks/early_stopping_hook.h"
 #include "trainingd/engine/hooks/evaluation_hook.h"
 #include "trainingd/engine/hooks/final_ops_hook.h"
@@ -11,6 +14,8 @@
 
 namespace trainingd::engine {
 namespace {
+
+namespace fs = std::filesystem;
 
 constexpr int64_t kDefaultEveryNIter = 100;
 constexpr int64_t kDefaultEvaluationSteps = 1000;
@@ -157,6 +162,42 @@ Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& datas
     return Status(data.status().code(), "dataset '" + dataset.name + "': " + data.status().message());
   }
   return std::shared_ptr<const Datasets>(std::make_shared<Datasets>(std::move(data).value()));
+}
+
+Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root) {
+  if (!IsSafeName(dataset.name)) {
+    return Status::InvalidArgument("dataset.name: '" + dataset.name +
+                                   "' is not a plain directory name");
+  }
+  DatasetOptions o;
+  o.validation_size = dataset.validation_size;
+  o.max_train_examples = dataset.max_train_examples;
+  o.max_test_examples = dataset.max_test_examples;
+  auto info = ProbeMnistDirectory(data_root + "/" + dataset.name, o);
+  if (info.ok()) return info;
+  const std::string& m = info.status().message();
+  std::error_code ec;
+  if (info.status().code() == StatusCode::kNotFound &&
+      !fs::is_directory(data_root + "/" + dataset.name, ec)) {
+    std::string known;
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(data_root, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_directory(ec) && IsSafeName(name)) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+    return Status::InvalidArgument("dataset.name: no dataset '" + dataset.name + "' in " +
+                                   data_root + " (there are: " +
+                                   (known.empty() ? "none" : known) + ")");
+  }
+  for (const char* option : {"validation_size", "max_train_examples", "max_test_examples"}) {
+    if (m.rfind(option, 0) == 0) {
+      return Status::InvalidArgument("dataset." + std::string(option) + ": " + m);
+    }
+  }
+  return Status::InvalidArgument("dataset.name: dataset '" + dataset.name +
+                                 "' cannot be read: " + m);
 }
 
 Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {

@@ -11,7 +11,7 @@ MaxPool2dLayer::MaxPool2dLayer(std::string name, const LayerSpec& spec)
       pool_(spec.pool),
       stride_(spec.stride > 0 ? spec.stride : spec.pool) {}
 
-Result<Shape> MaxPool2dLayer::Build(const Shape& input, Rng& /*init_rng*/) {
+Result<Shape> MaxPool2dLayer::Configure(const Shape& input) {
   if (input.rank() != 3) {
     return Status::InvalidArgument(
         "max_pool2d expects an input of shape [height,width,channels], got " + input.ToString());
@@ -30,6 +30,11 @@ Result<Shape> MaxPool2dLayer::Build(const Shape& input, Rng& /*init_rng*/) {
   oh_ = (h_ - pool_) / stride_ + 1;
   ow_ = (w_ - pool_) / stride_ + 1;
   return Shape{oh_, ow_, c_};
+}
+
+int64_t MaxPool2dLayer::ScratchBytes(int64_t batch, Mode /*mode*/, int /*threads*/) const {
+  // Forward records the argmax of every output element, in both modes.
+  return static_cast<int64_t>(sizeof(int32_t)) * batch * oh_ * ow_ * c_;
 }
 
 void MaxPool2dLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {

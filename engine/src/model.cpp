@@ -1,7 +1,9 @@
 #include "trainingd/engine/model.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "trainingd/engine/conv2d_layer.h"
@@ -36,10 +38,27 @@ std::unique_ptr<Layer> MakeLayer(const LayerSpec& spec, std::string name, uint64
 
 Result<std::unique_ptr<Model>> Model::Build(const ModelSpec& spec, const Shape& input_shape,
                                             int64_t num_classes, uint64_t seed) {
+  auto m = Configure(spec, input_shape, num_classes, seed);
+  if (!m.ok()) return m.status();
+  // In layer order from one stream, so every layer's initial values depend on the seed alone.
+  Rng init_rng = Rng::ForStream(seed, 0);
+  for (auto& layer : (*m)->layers_) {
+    layer->InitializeParameters(init_rng);
+    for (Parameter* p : layer->parameters()) (*m)->params_.push_back(p);
+  }
+  return m;
+}
+
+Result<std::unique_ptr<Model>> Model::Plan(const ModelSpec& spec, const Shape& input_shape,
+                                           int64_t num_classes, uint64_t seed) {
+  return Configure(spec, input_shape, num_classes, seed);
+}
+
+Result<std::unique_ptr<Model>> Model::Configure(const ModelSpec& spec, const Shape& input_shape,
+                                                int64_t num_classes, uint64_t seed) {
   if (spec.layers.empty()) return Status::InvalidArgument("model.layers: the model has no layers");
   std::unique_ptr<Model> m(new Model());
   m->input_shape_ = input_shape;
-  Rng init_rng = Rng::ForStream(seed, 0);
   std::map<std::string, int> counts;
   Shape shape = input_shape;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
@@ -48,7 +67,7 @@ Result<std::unique_ptr<Model>> Model::Build(const ModelSpec& spec, const Shape& 
     const int n = counts[type]++;
     std::string name = n == 0 ? type : type + "_" + std::to_string(n);
     auto layer = MakeLayer(ls, name, seed, i);
-    Result<Shape> out = layer->Build(shape, init_rng);
+    Result<Shape> out = layer->Configure(shape);
     if (!out.ok()) {
       return Status::InvalidArgument("model.layers[" + std::to_string(i) + "] (" + type +
                                      "): " + out.status().message());
@@ -60,7 +79,6 @@ Result<std::unique_ptr<Model>> Model::Build(const ModelSpec& spec, const Shape& 
     }
     shape = *out;
     m->shapes_.push_back(shape);
-    for (Parameter* p : layer->parameters()) m->params_.push_back(p);
     m->layers_.push_back(std::move(layer));
   }
   if (shape != Shape{num_classes}) {
@@ -73,7 +91,7 @@ Result<std::unique_ptr<Model>> Model::Build(const ModelSpec& spec, const Shape& 
   bool params_below = false;
   for (const auto& layer : m->layers_) {
     m->needs_input_grad_.push_back(params_below);
-    params_below = params_below || !layer->parameters().empty();
+    params_below = params_below || layer->NumParameters() > 0;
   }
   m->acts_.resize(m->layers_.size());
   m->grads_.resize(2);
@@ -117,8 +135,62 @@ void Model::Backward(const Tensor& dlogits) {
 
 int64_t Model::num_parameters() const {
   int64_t n = 0;
-  for (const Parameter* p : params_) n += p->value.size();
+  for (const auto& layer : layers_) n += layer->NumParameters();
   return n;
+}
+
+namespace {
+// Byte counts of absurd specs must saturate, not wrap around into something that looks small.
+int64_t SatMul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+int64_t SatAdd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+}  // namespace
+
+std::vector<ModelMemory> Model::LayerMemoryUse(int64_t train_batch, int64_t eval_batch,
+                                               int threads) const {
+  const int64_t f = sizeof(float);
+  const int64_t widest = std::max(train_batch, eval_batch);
+  std::vector<ModelMemory> out(layers_.size());
+  // Backward's input gradient of layer i lands in buffer i % 2, which grows to the largest it
+  // carries; each buffer is charged to the layer that sizes it.
+  int64_t largest[2] = {0, 0};
+  size_t owner[2] = {0, 0};
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = *layers_[i];
+    ModelMemory& m = out[i];
+    m.parameters = SatMul(2 * f, l.NumParameters());  // value and gradient
+    m.activations = SatMul(SatMul(f, widest), shapes_[i].num_elements());
+    m.scratch = std::max(l.ScratchBytes(train_batch, Mode::kTrain, threads),
+                         eval_batch > 0 ? l.ScratchBytes(eval_batch, Mode::kEval, threads) : 0);
+    if (needs_input_grad_[i]) {
+      const Shape& in = i == 0 ? input_shape_ : shapes_[i - 1];
+      const int64_t bytes = SatMul(SatMul(f, train_batch), in.num_elements());
+      if (bytes > largest[i % 2]) {
+        largest[i % 2] = bytes;
+        owner[i % 2] = i;
+      }
+    }
+  }
+  for (int b = 0; b < 2; ++b) {
+    if (largest[b] > 0) out[owner[b]].gradients = SatAdd(out[owner[b]].gradients, largest[b]);
+  }
+  return out;
+}
+
+ModelMemory Model::MemoryUse(int64_t train_batch, int64_t eval_batch, int threads) const {
+  ModelMemory total;
+  for (const ModelMemory& m : LayerMemoryUse(train_batch, eval_batch, threads)) {
+    total.parameters = SatAdd(total.parameters, m.parameters);
+    total.activations = SatAdd(total.activations, m.activations);
+    total.gradients = SatAdd(total.gradients, m.gradients);
+    total.scratch = SatAdd(total.scratch, m.scratch);
+  }
+  return total;
 }
 
 int64_t Model::ForwardFlopsPerExample() const {
@@ -146,8 +218,7 @@ std::string Model::Summary() const {
   std::snprintf(line, sizeof line, "%-14s %-12s %-16s %12s\n", "layer", "type", "output", "params");
   s += line;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    int64_t n = 0;
-    for (Parameter* p : layers_[i]->parameters()) n += p->value.size();
+    const int64_t n = layers_[i]->NumParameters();
     std::snprintf(line, sizeof line, "%-14s %-12s %-16s %12lld\n", layers_[i]->name().c_str(),
                   layers_[i]->type(), shapes_[i].ToString().c_str(), static_cast<long long>(n));
     s += line;

@@ -29,7 +29,10 @@ void SetComputeThreads(int n) {
 int ComputeThreads() { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
 
 int NumChunks(int64_t n, int64_t min_parallel) {
-  const int threads = ComputeThreads();
+  return NumChunks(n, min_parallel, ComputeThreads());
+}
+
+int NumChunks(int64_t n, int64_t min_parallel, int threads) {
   if (threads <= 1 || n < min_parallel || n < 2) return 1;
   return static_cast<int>(std::min<int64_t>(threads, n));
 }

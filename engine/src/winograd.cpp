@@ -264,6 +264,10 @@ WinogradConv::WinogradConv(const WinogradShape& shape) : s_(shape) {
   }
 }
 
+int64_t WinogradConv::WorkspaceBytes(int64_t tiles) const {
+  return int64_t{alpha_} * alpha_ * tiles * (c_stride_ + oc_stride_) * 4;  // v and m
+}
+
 int64_t WinogradConv::TilesPerBlock(int64_t bytes) const {
   const int64_t per_tile = int64_t{alpha_} * alpha_ * (c_stride_ + oc_stride_) * 4;
   // A multiple of 12 rows, which the product kernels' 6- and 12-row blocks divide.

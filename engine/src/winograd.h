@@ -81,6 +81,8 @@ class WinogradConv {
                 WinogradWorkspace& ws) const;
   // Tiles per block such that the block's transformed data fits in about `bytes` of cache.
   int64_t TilesPerBlock(int64_t bytes) const;
+  // The bytes a WinogradWorkspace grows to for blocks of `tiles` tiles.
+  int64_t WorkspaceBytes(int64_t tiles) const;
 
  private:
   template <int M, int A>

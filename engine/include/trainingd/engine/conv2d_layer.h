@@ -46,7 +46,10 @@ class Conv2dLayer final : public Layer {
   ConvAlgorithm algorithm() const;
 
   const char* type() const override { return "conv2d"; }
-  Result<Shape> Build(const Shape& input, Rng& init_rng) override;
+  Result<Shape> Configure(const Shape& input) override;
+  void InitializeParameters(Rng& init_rng) override;
+  int64_t NumParameters() const override { return g_.patch() * g_.oc + g_.oc; }
+  int64_t ScratchBytes(int64_t batch, Mode mode, int threads) const override;
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
   std::vector<Parameter*> parameters() override { return {&kernel_, &bias_}; }

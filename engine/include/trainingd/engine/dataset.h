@@ -49,6 +49,28 @@ struct DatasetOptions {
   int64_t max_test_examples = 0;
 };
 
+// What a dataset directory holds under some DatasetOptions, known from the IDX headers and the
+// label files without loading an image (ProbeMnistDirectory).
+struct DatasetInfo {
+  Shape example_shape;  // [H, W, 1]
+  int num_classes = 0;
+  int64_t train_examples = 0;  // in each split, after the options
+  int64_t validation_examples = 0;
+  int64_t test_examples = 0;
+  int64_t file_train_examples = 0;  // in the training and test files
+  int64_t file_test_examples = 0;
+
+  // The bytes of the Datasets LoadMnistDirectory returns.
+  int64_t LoadedBytes() const;
+  // The most LoadMnistDirectory holds at once while it loads: the splits and the raw files.
+  int64_t PeakLoadBytes() const;
+};
+
+// Checks `dir` and `options` exactly as LoadMnistDirectory does and with the same errors, reading
+// only the images' IDX headers and the (small) label files: what admission needs to check and
+// size a job before anything is loaded.
+Result<DatasetInfo> ProbeMnistDirectory(const std::string& dir, const DatasetOptions& options = {});
+
 // Loads train-images, train-labels, t10k-images and t10k-labels from `dir`. For each, the first of
 // these names that exists is read (shown for train-images; likewise train-labels-idx1-ubyte,
 // t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte):

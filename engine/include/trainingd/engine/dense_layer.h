@@ -12,7 +12,10 @@ class DenseLayer final : public Layer {
   DenseLayer(std::string name, const LayerSpec& spec);
 
   const char* type() const override { return "dense"; }
-  Result<Shape> Build(const Shape& input, Rng& init_rng) override;
+  Result<Shape> Configure(const Shape& input) override;
+  void InitializeParameters(Rng& init_rng) override;
+  int64_t NumParameters() const override { return in_ * spec_.units + spec_.units; }
+  int64_t ScratchBytes(int64_t batch, Mode mode, int threads) const override;
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
   std::vector<Parameter*> parameters() override { return {&kernel_, &bias_}; }

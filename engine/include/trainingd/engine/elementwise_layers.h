@@ -12,7 +12,7 @@ class ReluLayer final : public Layer {
  public:
   explicit ReluLayer(std::string name) : Layer(std::move(name)) {}
   const char* type() const override { return "relu"; }
-  Result<Shape> Build(const Shape& input, Rng& init_rng) override;
+  Result<Shape> Configure(const Shape& input) override;
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
 };
@@ -23,14 +23,16 @@ class DropoutLayer final : public Layer {
  public:
   DropoutLayer(std::string name, float rate, uint64_t seed);
   const char* type() const override { return "dropout"; }
-  Result<Shape> Build(const Shape& input, Rng& init_rng) override;
+  Result<Shape> Configure(const Shape& input) override;
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
   Rng* rng() override { return &rng_; }
+  int64_t ScratchBytes(int64_t batch, Mode mode, int threads) const override;
 
  private:
   float rate_;
   Rng rng_;
+  int64_t elements_ = 0;  // per example
   Mode last_mode_ = Mode::kEval;
   std::vector<float> mask_;  // 0 or 1 / (1 - rate), per element of the latest training forward
 };
@@ -39,7 +41,7 @@ class FlattenLayer final : public Layer {
  public:
   explicit FlattenLayer(std::string name) : Layer(std::move(name)) {}
   const char* type() const override { return "flatten"; }
-  Result<Shape> Build(const Shape& input, Rng& init_rng) override;
+  Result<Shape> Configure(const Shape& input) override;
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
 };

@@ -45,4 +45,9 @@ struct IdxArray {
 //                    garbage after the last gzip member).
 Result<IdxArray> ReadIdxFile(const std::string& path);
 
+// The dimensions of the IDX file at `path`, from its header alone: the header is checked as
+// ReadIdxFile checks it (same errors), the data is neither read nor verified. Costs a few bytes
+// of reading (and of decompressing, for a gzip file) whatever the file's size.
+Result<std::vector<int64_t>> ReadIdxDims(const std::string& path);
+
 }  // namespace trainingd::engine

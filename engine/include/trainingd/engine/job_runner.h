@@ -62,6 +62,11 @@ const char* JobOutcomeName(JobResult::Outcome outcome);
 Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& dataset,
                                                         const std::string& data_root);
 
+// What `dataset` holds (ProbeMnistDirectory), with errors naming the spec's field:
+// "dataset.name: no dataset 'x' in /usr/share/datasets (there are: fashion-mnist)",
+// "dataset.validation_size: ...", or "dataset.name: dataset 'x' cannot be read: ...".
+Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root);
+
 // Runs the job. Returns an error only when the job could not start (invalid spec, missing data,
 // a checkpoint of another model); everything after that is in JobResult.
 Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options);

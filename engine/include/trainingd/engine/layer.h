@@ -34,10 +34,30 @@ class Layer {
   // The layer type as written in a job spec ("conv2d", "max_pool2d", ...).
   virtual const char* type() const = 0;
 
-  // Checks the per-example input shape, creates and initialises parameters from `init_rng`, and
-  // returns the per-example output shape. On a bad shape returns InvalidArgument saying what the
-  // layer expected and what it got (the model adds which layer it is).
-  virtual Result<Shape> Build(const Shape& input, Rng& init_rng) = 0;
+  // Checks the per-example input shape, sets the layer's geometry and returns the per-example
+  // output shape, allocating nothing (so a model can be sized before it is built). On a bad shape
+  // returns InvalidArgument saying what the layer expected and what it got (the model adds which
+  // layer it is).
+  virtual Result<Shape> Configure(const Shape& input) = 0;
+  // After a successful Configure: creates the parameters and initialises them from `init_rng`.
+  virtual void InitializeParameters(Rng& /*init_rng*/) {}
+  // Configure, then InitializeParameters.
+  Result<Shape> Build(const Shape& input, Rng& init_rng) {
+    Result<Shape> out = Configure(input);
+    if (out.ok()) InitializeParameters(init_rng);
+    return out;
+  }
+
+  // After Configure: the number of parameter elements (known before they exist).
+  virtual int64_t NumParameters() const { return 0; }
+  // After Configure: the bytes of scratch the layer keeps for a batch of `batch` examples --
+  // patch matrices, masks, pooling indices; not its output or input gradient, which the model
+  // holds -- when Forward (and, in kTrain, Backward) runs with `threads` compute threads. This
+  // is what admission adds up before a job runs (docs/operations.md), so it must follow the
+  // allocations in Forward and Backward.
+  virtual int64_t ScratchBytes(int64_t /*batch*/, Mode /*mode*/, int /*threads*/) const {
+    return 0;
+  }
 
   // out = f(in). Resizes `out` as needed.
   virtual void Forward(const Tensor& in, Tensor& out, Mode mode) = 0;

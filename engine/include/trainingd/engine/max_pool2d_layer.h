@@ -14,7 +14,8 @@ class MaxPool2dLayer final : public Layer {
   MaxPool2dLayer(std::string name, const LayerSpec& spec);
 
   const char* type() const override { return "max_pool2d"; }
-  Result<Shape> Build(const Shape& input, Rng& init_rng) override;
+  Result<Shape> Configure(const Shape& input) override;
+  int64_t ScratchBytes(int64_t batch, Mode mode, int threads) const override;
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
 

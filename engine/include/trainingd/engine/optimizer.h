@@ -109,6 +109,9 @@ class Optimizer {
   // the param's slots already exist with another shape.
   Status RestoreSlot(const std::string& slot_name, const Tensor& value);
 
+  // How many slots each parameter gets (Adam 2, Momentum 1, SGD 0), each of its shape.
+  int slots_per_parameter() const { return static_cast<int>(slot_kinds_.size()); }
+
  protected:
   // `slot_kinds`: the suffixes of a param's slots, in the order SlotsFor returns them.
   Optimizer(const OptimizerOptions& options, std::vector<std::string> slot_kinds);

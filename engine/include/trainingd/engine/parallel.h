@@ -35,6 +35,8 @@ template <typename Fn>
 void ParallelChunks(int64_t n, int64_t min_parallel, Fn&& fn);
 // How many chunks ParallelChunks(n, min_parallel, ...) uses on the calling thread.
 int NumChunks(int64_t n, int64_t min_parallel);
+// The same for a thread running `threads` compute threads (sizing work before it runs).
+int NumChunks(int64_t n, int64_t min_parallel, int threads);
 
 namespace internal {
 void ParallelChunksImpl(int64_t n, int chunks, void (*call)(void*, int, int64_t, int64_t),

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
 
 namespace trainingd::engine {
@@ -64,7 +65,10 @@ class ByteStream {
   ByteStream(const ByteStream&) = delete;
   ByteStream& operator=(const ByteStream&) = delete;
 
+  // Opens the file at the path given to the constructor.
   Status Open();
+  // Reads `bytes` instead of a file (they must outlive the stream).
+  Status OpenMemory(std::string_view bytes);
   // Reads up to `n` bytes into `dst`; `*got` is less than `n` only at the end of the data.
   Status Read(uint8_t* dst, size_t n, size_t* got);
   bool gzip() const { return gzip_; }
@@ -74,6 +78,8 @@ class ByteStream {
   Status ReadGzip(uint8_t* dst, size_t n, size_t* got);
   // Reads the next chunk of compressed input; `*eof` is set when the file has no more bytes.
   Status Refill(bool* eof);
+  // Tells raw from gzip by the first two bytes of the opened file_ and sets up zlib for gzip.
+  Status Start();
 
   std::string path_;
   std::FILE* file_ = nullptr;
@@ -104,6 +110,17 @@ Status ByteStream::Open() {
     if (err == ENOENT) return Status::NotFound(path_ + ": no such file");
     return Status::IoError(path_ + ": cannot open: " + ErrnoText(err));
   }
+  return Start();
+}
+
+Status ByteStream::OpenMemory(std::string_view bytes) {
+  // Mode "rb" never writes through the pointer.
+  file_ = ::fmemopen(const_cast<char*>(bytes.data()), bytes.size(), "rb");
+  if (!file_) return Status::Internal(path_ + ": fmemopen failed: " + ErrnoText(errno));
+  return Start();
+}
+
+Status ByteStream::Start() {
   uint8_t magic[2] = {0, 0};
   const size_t n = std::fread(magic, 1, 2, file_);
   if (n < 2 && std::ferror(file_)) {
@@ -205,9 +222,10 @@ int64_t IdxArray::num_elements() const {
   return n;
 }
 
-Result<IdxArray> ReadIdxFile(const std::string& path) {
-  ByteStream in(path);
-  TRAININGD_RETURN_IF_ERROR(in.Open());
+namespace {
+
+// The IDX parse proper, over an opened stream; `path` names it in messages.
+Result<IdxArray> ReadIdx(ByteStream& in, const std::string& path) {
   const std::string source = in.gzip() ? "its decompressed data has " : "the file has ";
 
   uint8_t magic[4];
@@ -302,6 +320,20 @@ Result<IdxArray> ReadIdxFile(const std::string& path) {
                             std::to_string(expected + extra));
   }
   return array;
+}
+
+}  // namespace
+
+Result<IdxArray> ReadIdxFile(const std::string& path) {
+  ByteStream in(path);
+  TRAININGD_RETURN_IF_ERROR(in.Open());
+  return ReadIdx(in, path);
+}
+
+Result<IdxArray> ParseIdx(std::string_view bytes, const std::string& name) {
+  ByteStream in(name);
+  TRAININGD_RETURN_IF_ERROR(in.OpenMemory(bytes));
+  return ReadIdx(in, name);
 }
 
 }  // namespace trainingd::engine

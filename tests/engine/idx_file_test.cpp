@@ -46,6 +46,11 @@ void WriteGzip(const std::string& path, const std::vector<uint8_t>& bytes) {
   ASSERT_EQ(gzclose(f), Z_OK);
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
 std::vector<uint8_t> ReadAll(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
@@ -256,6 +261,19 @@ TEST_F(IdxFileTest, GarbageAfterGzipStreamIsDataLoss) {
   WriteRaw(Path("junk.gz"), bytes);
   ExpectError(ReadIdxFile(Path("junk.gz")), StatusCode::kDataLoss, Path("junk.gz"),
               {"after the end of the gzip stream"});
+}
+
+TEST_F(IdxFileTest, ParseIdxReadsRawAndGzipBytes) {
+  const std::vector<uint8_t> raw = IdxBytes(0x08, {2, 3}, {1, 2, 3, 4, 5, 6});
+  WriteGzip(Path("g"), raw);
+  const std::vector<uint8_t> gz = ReadAll(Path("g"));
+  for (const auto& bytes : {raw, gz}) {
+    const auto r = ParseIdx(std::string(bytes.begin(), bytes.end()), "mem");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->dims, (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(r->data, (std::vector<uint8_t>{1, 2, 3, 4, 5, 6}));
+  }
+  ExpectError(ParseIdx("", "mem"), StatusCode::kDataLoss, "mem", {"header"});
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainingd/engine/status.h"
@@ -44,5 +45,10 @@ struct IdxArray {
 //                    data, or the gzip stream is truncated or corrupt (bad CRC, bad deflate data,
 //                    garbage after the last gzip member).
 Result<IdxArray> ReadIdxFile(const std::string& path);
+
+// ReadIdxFile's parse of a whole file's `bytes` (raw or gzip) already in memory; `name` stands for
+// the path in messages. The same errors, less NotFound and IoError. Reads no file (the IDX fuzzer
+// calls it directly).
+Result<IdxArray> ParseIdx(std::string_view bytes, const std::string& name);
 
 }  // namespace trainingd::engine

@@ -13,10 +13,11 @@ namespace trainingd::engine {
 namespace {
 
 constexpr size_t kInputChunk = size_t{1} << 16;  // compressed bytes read per fread
-constexpr size_t kDataChunk = size_t{1} << 22;   // decompressed bytes requested per Read
-// Bytes reserved up front for the data; beyond this the buffer grows as data actually arrives, so
-// a small corrupt file whose header claims a huge array cannot make us allocate that much.
-constexpr size_t kMaxReserve = size_t{64} << 20;
+constexpr size_t kDataChunk = size_t{1} << 22;   // decompressed bytes requested per Read, at most
+// The first Read of the data asks for at most this much; each later one for at most as much as
+// has arrived so far. So the buffer grows with the data that is there, never with what the header
+// declares: a small corrupt file claiming a huge array allocates about twice its own size.
+constexpr size_t kFirstDataChunk = size_t{1} << 16;
 
 std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
@@ -283,10 +284,9 @@ Result<IdxArray> ReadIdx(ByteStream& in, const std::string& path) {
   }
 
   const size_t expected = static_cast<size_t>(elements);
-  array.data.reserve(std::min(expected, kMaxReserve));
   size_t have = 0;
   while (have < expected) {
-    const size_t want = std::min(kDataChunk, expected - have);
+    const size_t want = std::min({kDataChunk, expected - have, std::max(have, kFirstDataChunk)});
     array.data.resize(have + want);
     const Status st = in.Read(array.data.data() + have, want, &got);
     if (!st.ok()) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "largest_allocation.h"
 #include "trainingd/engine/random.h"
 
 namespace trainingd::engine {
@@ -261,6 +262,20 @@ TEST_F(IdxFileTest, GarbageAfterGzipStreamIsDataLoss) {
   WriteRaw(Path("junk.gz"), bytes);
   ExpectError(ReadIdxFile(Path("junk.gz")), StatusCode::kDataLoss, Path("junk.gz"),
               {"after the end of the gzip stream"});
+}
+
+// Found by the IDX fuzzer (tests/fuzz/regressions/idx/oom-reserve-64mib-for-74-byte-file): a
+// 74-byte file whose header declares [10, 8257537, 2, 2] (330 MB) made the reader reserve 64 MiB and
+// zero-fill a 4 MiB chunk before it learnt that the data was not there. The buffer now grows with
+// the data that arrives.
+TEST_F(IdxFileTest, ASmallFileDeclaringAHugeArrayAllocatesLittle) {
+  const std::string input =
+      ReadFile(TRAININGD_FUZZ_REGRESSIONS_DIR "/idx/oom-reserve-64mib-for-74-byte-file");
+  ASSERT_EQ(input.size(), 74u);
+  testing::LargestAllocation largest;
+  const auto r = ParseIdx(input, "fuzz.idx");
+  ExpectError(r, StatusCode::kDataLoss, "fuzz.idx", {"truncated IDX data", "[10,8257537,2,2]"});
+  EXPECT_LE(largest.bytes(), size_t{1} << 20);
 }
 
 TEST_F(IdxFileTest, ParseIdxReadsRawAndGzipBytes) {

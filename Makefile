@@ -1,13 +1,20 @@
 # Two commands on a fresh Debian 12 machine, as root:
 #   make run    installs what is missing, builds, and starts the daemon (trainingd serve) on
 #               127.0.0.1:8080 with its database and jobs under ./var
-#   make test   installs what is missing, builds, and runs every test (Release and ASan+UBSan)
+#   make test   installs what is missing, builds, and runs every test (Release, ASan+UBSan, and
+#               a few seconds of each fuzz target)
+#   make fuzz   runs each libFuzzer target for FUZZ_SECONDS (default 60) on a working corpus in
+#               build-fuzz/corpus (docs/fuzzing.md)
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZERS    := job_spec http_request checkpoint idx config
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build run test test-release test-asan bench bench-deps format clean
+.PHONY: all deps build run test test-release test-asan test-fuzz fuzz fuzz-build fuzz-deps bench \
+	bench-deps format clean
 
 all: build
 
@@ -23,7 +30,7 @@ build: deps $(BUILD)/CMakeCache.txt
 run: build
 	$(BUILD)/daemon/trainingd serve --listen 127.0.0.1:8080 --data-dir var
 
-test: test-release test-asan
+test: test-release test-asan test-fuzz
 
 test-release: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -35,6 +42,26 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 
+fuzz-deps:
+	@tools/install-deps.sh fuzz
+
+# clang-14 with libFuzzer; only the fuzz targets and the libraries they link.
+fuzz-build: fuzz-deps
+	cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DTRAININGD_FUZZ=ON \
+	  -DCMAKE_CXX_COMPILER=clang++-14
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+# The smoke: seeds and regression inputs replayed, then a few seconds of fuzzing per target.
+test-fuzz: fuzz-build
+	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -j $(JOBS)
+
+fuzz: fuzz-build
+	@for t in $(FUZZERS); do \
+	  echo "== $$t: $(FUZZ_SECONDS) s"; \
+	  tests/fuzz/run_fuzzer.sh $(FUZZ_BUILD)/tests/fuzz/$${t}_fuzzer $$t $(FUZZ_SECONDS) \
+	    $(FUZZ_BUILD) || exit 1; \
+	done
+
 bench-deps:
 	@tools/install-deps.sh bench
 
@@ -45,4 +72,4 @@ format:
 	clang-format -i $$(git ls-files '*.h' '*.cpp')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -10,6 +10,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/version.hpp>
 
+#include "beast_request.h"
 #include "trainingd/api/router.h"
 #include "trainingd/api/sse.h"
 
@@ -24,17 +25,6 @@ namespace {
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 constexpr auto kLingerTime = std::chrono::seconds(1);
 constexpr int kSseRetryMs = 3000;
-
-HttpRequest ToHttpRequest(http::request<http::string_body>&& message) {
-  HttpRequest request;
-  request.method = std::string(message.method_string());
-  request.target = std::string(message.target());
-  for (const auto& field : message) {
-    request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-  }
-  request.body = std::move(message.body());
-  return request;
-}
 
 bool IsHttpParseError(const error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_target).category();
@@ -118,8 +108,7 @@ void HttpSession::OnShutdown() {
 void HttpSession::DoReadHeader() {
   if (closing_ || closed_) return Close();
   parser_.emplace();
-  parser_->header_limit(static_cast<uint32_t>(shared_.options.header_limit));
-  parser_->body_limit(shared_.options.body_limit);
+  LimitRequestParser(*parser_, shared_.options);
   // One deadline for the whole request, header and body: a client trickling bytes cannot keep
   // the connection (slowloris), nor can an idle keep-alive connection.
   stream_.expires_after(shared_.options.read_timeout);

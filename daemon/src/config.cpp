@@ -78,14 +78,21 @@ eng::Status LoadConfigFile(const std::string& path, ServeConfig& c) {
   if (!in) return eng::Status::NotFound(path + ": cannot read the config file");
   std::ostringstream text;
   text << in.rdbuf();
+  return ParseConfigText(text.str(), path, c);
+}
+
+eng::Status ParseConfigText(std::string_view text, const std::string& path, ServeConfig& c) {
   json doc;
   try {
-    doc = json::parse(text.str());
+    doc = json::parse(text);
   } catch (const json::exception& e) {
     return eng::Status::InvalidArgument(path + ": invalid JSON: " + e.what());
   }
   if (!doc.is_object()) return eng::Status::InvalidArgument(path + ": must be a JSON object");
-  for (const auto& [key, value] : doc.items()) {
+  for (const auto& item : doc.items()) {
+    // Plain references, not a structured binding: clang before 16 cannot capture those.
+    const std::string& key = item.key();
+    const json& value = item.value();
     const std::string field = path + ": " + key;
     auto str = [&](std::string& out) -> eng::Status {
       if (!value.is_string()) return eng::Status::InvalidArgument(field + ": must be a string");

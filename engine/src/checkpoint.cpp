@@ -188,7 +188,7 @@ Status CheckRecordCrc(Cursor& c, size_t start, const std::string& where) {
   return Status::Ok();
 }
 
-Status Parse(const std::string& path, const std::string& bytes, CheckpointData* out) {
+Status Parse(const std::string& path, std::string_view bytes, CheckpointData* out) {
   const auto* d = reinterpret_cast<const unsigned char*>(bytes.data());
   const size_t size = bytes.size();
   const std::string file = path + ": ";
@@ -348,6 +348,11 @@ Status WriteCheckpointFile(const std::string& path, const CheckpointData& data) 
   return WriteFileAtomically(path, Encode(data));
 }
 
+Result<std::string> EncodeCheckpoint(const CheckpointData& data) {
+  TRAININGD_RETURN_IF_ERROR(CheckNames(data));
+  return Encode(data);
+}
+
 Result<CheckpointData> ReadCheckpointFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -375,8 +380,12 @@ Result<CheckpointData> ReadCheckpointFile(const std::string& path) {
   }
   ::close(fd);
   bytes.resize(done);
+  return ParseCheckpoint(bytes, path);
+}
+
+Result<CheckpointData> ParseCheckpoint(std::string_view bytes, const std::string& name) {
   CheckpointData data;
-  TRAININGD_RETURN_IF_ERROR(Parse(path, bytes, &data));
+  TRAININGD_RETURN_IF_ERROR(Parse(name, bytes, &data));
   return data;
 }
 

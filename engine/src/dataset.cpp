@@ -191,10 +191,10 @@ int64_t DatasetInfo::LoadedBytes() const {
 }
 
 int64_t DatasetInfo::PeakLoadBytes() const {
-  // The raw bytes of the image files (ReadIdxFile reserves up to 64 MiB at once and grows by
-  // doubling beyond, so a larger file's buffer may reach twice its size) and the labels, next to
-  // the float splits being filled from them.
-  const auto raw = [](int64_t bytes) { return bytes <= (int64_t{64} << 20) ? bytes : 2 * bytes; };
+  // The raw bytes of the image files (ReadIdxFile's buffer grows with the data that arrives, by
+  // doubling, so it may reach twice the file's size) and the labels, next to the float splits
+  // being filled from them.
+  const auto raw = [](int64_t bytes) { return 2 * bytes; };
   const int64_t pixels = example_shape.num_elements();
   return LoadedBytes() + raw(file_train_examples * pixels) + raw(file_test_examples * pixels) +
          file_train_examples + file_test_examples;

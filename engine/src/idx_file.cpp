@@ -6,16 +6,18 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
 
 namespace trainingd::engine {
 namespace {
 
 constexpr size_t kInputChunk = size_t{1} << 16;  // compressed bytes read per fread
-constexpr size_t kDataChunk = size_t{1} << 22;   // decompressed bytes requested per Read
-// Bytes reserved up front for the data; beyond this the buffer grows as data actually arrives, so
-// a small corrupt file whose header claims a huge array cannot make us allocate that much.
-constexpr size_t kMaxReserve = size_t{64} << 20;
+constexpr size_t kDataChunk = size_t{1} << 22;   // decompressed bytes requested per Read, at most
+// The first Read of the data asks for at most this much; each later one for at most as much as
+// has arrived so far. So the buffer grows with the data that is there, never with what the header
+// declares: a small corrupt file claiming a huge array allocates about twice its own size.
+constexpr size_t kFirstDataChunk = size_t{1} << 16;
 
 std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
@@ -64,7 +66,10 @@ class ByteStream {
   ByteStream(const ByteStream&) = delete;
   ByteStream& operator=(const ByteStream&) = delete;
 
+  // Opens the file at the path given to the constructor.
   Status Open();
+  // Reads `bytes` instead of a file (they must outlive the stream).
+  Status OpenMemory(std::string_view bytes);
   // Reads up to `n` bytes into `dst`; `*got` is less than `n` only at the end of the data.
   Status Read(uint8_t* dst, size_t n, size_t* got);
   bool gzip() const { return gzip_; }
@@ -74,6 +79,8 @@ class ByteStream {
   Status ReadGzip(uint8_t* dst, size_t n, size_t* got);
   // Reads the next chunk of compressed input; `*eof` is set when the file has no more bytes.
   Status Refill(bool* eof);
+  // Tells raw from gzip by the first two bytes of the opened file_ and sets up zlib for gzip.
+  Status Start();
 
   std::string path_;
   std::FILE* file_ = nullptr;
@@ -104,6 +111,17 @@ Status ByteStream::Open() {
     if (err == ENOENT) return Status::NotFound(path_ + ": no such file");
     return Status::IoError(path_ + ": cannot open: " + ErrnoText(err));
   }
+  return Start();
+}
+
+Status ByteStream::OpenMemory(std::string_view bytes) {
+  // Mode "rb" never writes through the pointer.
+  file_ = ::fmemopen(const_cast<char*>(bytes.data()), bytes.size(), "rb");
+  if (!file_) return Status::Internal(path_ + ": fmemopen failed: " + ErrnoText(errno));
+  return Start();
+}
+
+Status ByteStream::Start() {
   uint8_t magic[2] = {0, 0};
   const size_t n = std::fread(magic, 1, 2, file_);
   if (n < 2 && std::ferror(file_)) {
@@ -258,38 +276,18 @@ Status ReadHeader(ByteStream& in, const std::string& path, std::vector<int64_t>*
   return Status::Ok();
 }
 
-}  // namespace
-
-int64_t IdxArray::num_elements() const {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
-
-Result<std::vector<int64_t>> ReadIdxDims(const std::string& path) {
-  ByteStream in(path);
-  TRAININGD_RETURN_IF_ERROR(in.Open());
-  std::vector<int64_t> dims;
-  size_t header_bytes = 0;
-  TRAININGD_RETURN_IF_ERROR(ReadHeader(in, path, &dims, &header_bytes));
-  return dims;
-}
-
-Result<IdxArray> ReadIdxFile(const std::string& path) {
-  ByteStream in(path);
-  TRAININGD_RETURN_IF_ERROR(in.Open());
+// The IDX parse proper, over an opened stream; `path` names it in messages.
+Result<IdxArray> ReadIdx(ByteStream& in, const std::string& path) {
   const std::string source = in.gzip() ? "its decompressed data has " : "the file has ";
   IdxArray array;
   size_t header_bytes = 0;
   size_t got = 0;
   TRAININGD_RETURN_IF_ERROR(ReadHeader(in, path, &array.dims, &header_bytes));
   const int64_t elements = array.num_elements();
-
   const size_t expected = static_cast<size_t>(elements);
-  array.data.reserve(std::min(expected, kMaxReserve));
   size_t have = 0;
   while (have < expected) {
-    const size_t want = std::min(kDataChunk, expected - have);
+    const size_t want = std::min({kDataChunk, expected - have, std::max(have, kFirstDataChunk)});
     array.data.resize(have + want);
     const Status st = in.Read(array.data.data() + have, want, &got);
     if (!st.ok()) {
@@ -323,6 +321,35 @@ Result<IdxArray> ReadIdxFile(const std::string& path) {
                             std::to_string(expected + extra));
   }
   return array;
+}
+
+}  // namespace
+
+int64_t IdxArray::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+Result<IdxArray> ReadIdxFile(const std::string& path) {
+  ByteStream in(path);
+  TRAININGD_RETURN_IF_ERROR(in.Open());
+  return ReadIdx(in, path);
+}
+
+Result<IdxArray> ParseIdx(std::string_view bytes, const std::string& name) {
+  ByteStream in(name);
+  TRAININGD_RETURN_IF_ERROR(in.OpenMemory(bytes));
+  return ReadIdx(in, name);
+}
+
+Result<std::vector<int64_t>> ReadIdxDims(const std::string& path) {
+  ByteStream in(path);
+  TRAININGD_RETURN_IF_ERROR(in.Open());
+  std::vector<int64_t> dims;
+  size_t header_bytes = 0;
+  TRAININGD_RETURN_IF_ERROR(ReadHeader(in, path, &dims, &header_bytes));
+  return dims;
 }
 
 }  // namespace trainingd::engine

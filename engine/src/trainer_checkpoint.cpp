@@ -127,7 +127,9 @@ Status RestoreTrainer(Trainer& trainer, const CheckpointData& data) {
     rngs.emplace_back(rng, it->second);
   }
   if (states.size() != rngs.size() + 1) {
-    for (const auto& [name, words] : states) {
+    for (const auto& entry : states) {
+      // A plain reference, not a structured binding: clang before 16 cannot capture those.
+      const std::string& name = entry.first;
       const bool known =
           name == kInputPipelineStateName ||
           std::any_of(model.layers().begin(), model.layers().end(), [&](const auto& layer) {

@@ -37,6 +37,17 @@ TEST_F(ConfigTest, DefaultsBindLoopback) {
   EXPECT_EQ(c.data_dir, "var");
 }
 
+TEST_F(ConfigTest, ParseConfigTextIsTheFilesParse) {
+  ServeConfig c;
+  ASSERT_TRUE(ParseConfigText(R"({"listen": "[::1]:9000", "data_dir": "d"})", "mem.json", c).ok());
+  EXPECT_EQ(c.listen_address, "::1");
+  EXPECT_EQ(c.listen_port, 9000);
+  EXPECT_EQ(c.data_dir, "d");
+  const engine::Status st = ParseConfigText("[1]", "mem.json", c);
+  EXPECT_EQ(st.code(), engine::StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "mem.json: must be a JSON object");
+}
+
 TEST_F(ConfigTest, ThreadCountsAreReadAndBounded) {
   ServeConfig c;
   ASSERT_TRUE(LoadConfigFile(Write("ok.json", R"({"http_threads": 3, "http_handler_threads": 4})"), c)

@@ -95,6 +95,21 @@ TEST_F(CheckpointFileTest, RoundTripIsBitExact) {
   ExpectSame(d, *r);
 }
 
+TEST_F(CheckpointFileTest, EncodeAndParseAreTheFilesBytes) {
+  const std::string path = Path("model.ckpt-7");
+  ASSERT_TRUE(WriteCheckpointFile(path, Sample()).ok());
+  const auto encoded = EncodeCheckpoint(Sample());
+  ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
+  EXPECT_EQ(*encoded, ReadBytes(path));
+  const auto parsed = ParseCheckpoint(*encoded, "mem");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ExpectSame(*parsed, Sample());
+  const auto bad = ParseCheckpoint(encoded->substr(1), "mem");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(bad.status().message().rfind("mem: ", 0), 0u) << bad.status().message();
+}
+
 TEST_F(CheckpointFileTest, LayoutIsLittleEndianWithMagicVersionAndFooter) {
   ASSERT_TRUE(WriteCheckpointFile(Path("a"), Sample()).ok());
   const std::string b = ReadBytes(Path("a"));

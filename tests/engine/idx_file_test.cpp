@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "largest_allocation.h"
 #include "trainingd/engine/random.h"
 
 namespace trainingd::engine {
@@ -44,6 +45,11 @@ void WriteGzip(const std::string& path, const std::vector<uint8_t>& bytes) {
   ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
             static_cast<int>(bytes.size()));
   ASSERT_EQ(gzclose(f), Z_OK);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
 std::vector<uint8_t> ReadAll(const std::string& path) {
@@ -256,6 +262,33 @@ TEST_F(IdxFileTest, GarbageAfterGzipStreamIsDataLoss) {
   WriteRaw(Path("junk.gz"), bytes);
   ExpectError(ReadIdxFile(Path("junk.gz")), StatusCode::kDataLoss, Path("junk.gz"),
               {"after the end of the gzip stream"});
+}
+
+// Found by the IDX fuzzer (tests/fuzz/regressions/idx/oom-reserve-64mib-for-74-byte-file): a
+// 74-byte file whose header declares [10, 8257537, 2, 2] (330 MB) made the reader reserve 64 MiB and
+// zero-fill a 4 MiB chunk before it learnt that the data was not there. The buffer now grows with
+// the data that arrives.
+TEST_F(IdxFileTest, ASmallFileDeclaringAHugeArrayAllocatesLittle) {
+  const std::string input =
+      ReadFile(TRAININGD_FUZZ_REGRESSIONS_DIR "/idx/oom-reserve-64mib-for-74-byte-file");
+  ASSERT_EQ(input.size(), 74u);
+  testing::LargestAllocation largest;
+  const auto r = ParseIdx(input, "fuzz.idx");
+  ExpectError(r, StatusCode::kDataLoss, "fuzz.idx", {"truncated IDX data", "[10,8257537,2,2]"});
+  EXPECT_LE(largest.bytes(), size_t{1} << 20);
+}
+
+TEST_F(IdxFileTest, ParseIdxReadsRawAndGzipBytes) {
+  const std::vector<uint8_t> raw = IdxBytes(0x08, {2, 3}, {1, 2, 3, 4, 5, 6});
+  WriteGzip(Path("g"), raw);
+  const std::vector<uint8_t> gz = ReadAll(Path("g"));
+  for (const auto& bytes : {raw, gz}) {
+    const auto r = ParseIdx(std::string(bytes.begin(), bytes.end()), "mem");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->dims, (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(r->data, (std::vector<uint8_t>{1, 2, 3, 4, 5, 6}));
+  }
+  ExpectError(ParseIdx("", "mem"), StatusCode::kDataLoss, "mem", {"header"});
 }
 
 }  // namespace

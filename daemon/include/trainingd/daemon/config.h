@@ -18,6 +18,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainingd/engine/status.h"
@@ -44,6 +45,11 @@ engine::Status ParseListen(const std::string& text, const std::string& field, Se
 // Applies the JSON config file at `path` over `config`. NotFound / InvalidArgument naming the
 // file and key.
 engine::Status LoadConfigFile(const std::string& path, ServeConfig& config);
+
+// LoadConfigFile's work on the file's contents: applies the JSON `text` over `config`, naming
+// `path` in messages (InvalidArgument). Reads no file; the config fuzzer calls it directly.
+engine::Status ParseConfigText(std::string_view text, const std::string& path,
+                               ServeConfig& config);
 
 // Parses `trainingd serve` flags: --listen ADDR:PORT, --data-dir DIR, --config FILE (read first,
 // so flags win), --data-root DIR, --web-dir DIR, --max-concurrent-jobs N. Then resolves the token

@@ -40,10 +40,17 @@ inline constexpr int kMaxCheckpointTensorRank = 32;
 // system call otherwise. On failure the temp file is removed and `path` is unchanged.
 Status WriteCheckpointFile(const std::string& path, const CheckpointData& data);
 
+// The bytes WriteCheckpointFile writes for `data`; InvalidArgument as there.
+Result<std::string> EncodeCheckpoint(const CheckpointData& data);
+
 // Reads a file written by WriteCheckpointFile. NotFound when it does not exist, IoError when it
 // cannot be read, DataLoss naming the file and the defect (bad magic, unsupported version,
 // truncation, checksum mismatch, impossible length, duplicate name) otherwise.
 Result<CheckpointData> ReadCheckpointFile(const std::string& path);
+
+// ReadCheckpointFile's parse of a whole file's `bytes` already in memory; `name` stands for the
+// path in messages. DataLoss as above. Reads no file (the checkpoint fuzzer calls it directly).
+Result<CheckpointData> ParseCheckpoint(std::string_view bytes, const std::string& name);
 
 // Replaces `path` with `contents` atomically: writes "<path>.tmp-<pid>-<n>" in the same directory,
 // fsyncs and closes it, renames it over `path`, then fsyncs the directory so the rename is durable.

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainingd/engine/status.h"
@@ -49,5 +50,10 @@ Result<IdxArray> ReadIdxFile(const std::string& path);
 // ReadIdxFile checks it (same errors), the data is neither read nor verified. Costs a few bytes
 // of reading (and of decompressing, for a gzip file) whatever the file's size.
 Result<std::vector<int64_t>> ReadIdxDims(const std::string& path);
+
+// ReadIdxFile's parse of a whole file's `bytes` (raw or gzip) already in memory; `name` stands for
+// the path in messages. The same errors, less NotFound and IoError. Reads no file (the IDX fuzzer
+// calls it directly).
+Result<IdxArray> ParseIdx(std::string_view bytes, const std::string& name);
 
 }  // namespace trainingd::engine

@@ -56,13 +56,36 @@ std::unique_ptr<api::Subscription> EventBus::Subscribe(const std::string& topic,
 void EventBus::Unsubscribe(const std::string& topic, int64_t number) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = topics_.find(topic);
-  if (it != topics_.end() && it->second.subscribers.erase(number)) --subscribers_;
+  if (it == topics_.end()) return;
+  if (it->second.subscribers.erase(number)) --subscribers_;
+  if (it->second.forgotten && it->second.subscribers.empty()) topics_.erase(it);
 }
 
 void EventBus::Forget(const std::string& topic) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = topics_.find(topic);
-  if (it != topics_.end()) it->second.history.clear();
+  if (it == topics_.end()) return;
+  if (it->second.subscribers.empty()) {
+    topics_.erase(it);
+    return;
+  }
+  it->second.history.clear();
+  it->second.forgotten = true;  // erased with its last subscriber
+}
+
+void EventBus::Retire(const std::string& topic) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) return;
+  std::deque<api::ServiceEvent>& h = it->second.history;
+  if (h.size() > 1) h.erase(h.begin(), h.end() - 1);
+  h.shrink_to_fit();
+}
+
+size_t EventBus::history_size(const std::string& topic) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = topics_.find(topic);
+  return it == topics_.end() ? 0 : it->second.history.size();
 }
 
 int64_t EventBus::subscriber_count() const {

@@ -4,11 +4,11 @@
 #include <charconv>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
+#include "machine.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/engine/checkpoint_manager.h"
 #include "trainingd/engine/hooks/step_counter_hook.h"
@@ -28,6 +28,8 @@ struct JobManager::Job {
   std::atomic<bool> stop{false};
   double examples_per_sec = 0;
   std::map<std::string, double> latest;  // guarded by the manager's mu_
+  // Why the daemon (not the user) stopped it, e.g. a full disk; "" = the user. Guarded by mu_.
+  std::string stop_cause;
 };
 
 namespace {
@@ -52,26 +54,37 @@ std::string StateEventData(const JobRecord& r) {
       .dump();
 }
 
-// A job's console: each line appended to <dir>/log.txt and published as a "log" event.
+// A job's console: each line appended to its log (JobFiles) and published as a "log" event. A
+// line the disk has no room for is still published; the first such failure is kept, so the job
+// can be ended for it (the session itself finds out at its next checkpoint or summary write).
 class JobLogger final : public eng::Logger {
  public:
-  JobLogger(const std::string& path, EventBus& bus, std::string topic)
-      : out_(path, std::ios::app), bus_(bus), topic_(std::move(topic)) {}
+  JobLogger(JobFiles& files, EventBus& bus, std::string id)
+      : files_(files), bus_(bus), id_(std::move(id)) {}
   void Log(eng::LogSeverity severity, std::string_view message) override {
     std::string line = std::string(eng::LogSeverityName(severity)) + ":trainingd:";
     line += message;
     std::lock_guard<std::mutex> lock(mu_);
-    out_ << line << '\n';
-    out_.flush();
-    bus_.Publish(topic_, "log", json{{"text", line}}.dump());
+    if (eng::Status st = files_.AppendLog(id_, line); !st.ok() && failure_.ok()) failure_ = st;
+    bus_.Publish(id_, "log", json{{"text", line}}.dump());
+  }
+  eng::Status failure() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return failure_;
   }
 
  private:
   std::mutex mu_;
-  std::ofstream out_;
+  JobFiles& files_;
   EventBus& bus_;
-  std::string topic_;
+  std::string id_;
+  eng::Status failure_;
 };
+
+// "name" or "name@step", from TRAININGD_TEST_ABORT_JOB.
+bool ShouldAbort(const JobManagerOptions& o, const std::string& name, int64_t step) {
+  return !o.abort_job_name.empty() && o.abort_job_name == name && step >= o.abort_at_step;
+}
 
 }  // namespace
 
@@ -105,12 +118,20 @@ JobManager::JobManager(Store& store, EventBus& bus, JobManagerOptions options)
     : store_(store),
       bus_(bus),
       options_(std::move(options)),
-      env_(options_.env ? options_.env : eng::Env::Default()) {}
+      env_(options_.env ? options_.env : eng::Env::Default()),
+      datasets_(options_.data_root),
+      files_(JobFilesOptions{options_.data_dir, options_.max_log_bytes_per_job}) {}
 
 eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventBus& bus,
                                                             JobManagerOptions options) {
   if (options.max_concurrent_jobs < 1 || options.max_concurrent_jobs > 64) {
     return eng::Status::InvalidArgument("max_concurrent_jobs must be in [1, 64]");
+  }
+  if (options.max_checkpoints_per_job < 1 || options.max_profiler_traces_per_job < 1 ||
+      options.max_log_bytes_per_job < 4096 || options.max_crash_restarts < 0) {
+    return eng::Status::InvalidArgument(
+        "max_checkpoints_per_job and max_profiler_traces_per_job must be >= 1, "
+        "max_log_bytes_per_job >= 4096, max_crash_restarts >= 0");
   }
   std::unique_ptr<JobManager> m(new JobManager(store, bus, std::move(options)));
   const int cores = std::max(1u, std::thread::hardware_concurrency());
@@ -142,8 +163,27 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
     } else {
       job->spec = std::move(spec).value();
     }
-    if (r.state == JobState::kRunning || r.state == JobState::kQueued) {
-      r.state = JobState::kQueued;
+    if (r.state == JobState::kRunning) {
+      // Marked running before it trained and not ended: the daemon died under it.
+      ++r.crash_count;
+      if (r.crash_count > m->options_.max_crash_restarts) {
+        r.state = JobState::kFailed;
+        r.error = "Aborted: the daemon died while this job ran, " +
+                  std::to_string(r.crash_count) + " times in a row";
+        r.reason = "crashed the daemon: it was running each of the last " +
+                   std::to_string(r.crash_count) +
+                   " times the daemon died, so it is not restarted again (max_crash_restarts " +
+                   std::to_string(m->options_.max_crash_restarts) + "); resume it to try again";
+        r.finished_at = m->env_->NowSeconds();
+      } else {
+        r.state = JobState::kQueued;
+        r.reason = "the daemon died while it ran; resumes from its latest checkpoint (restart " +
+                   std::to_string(r.crash_count) + " of at most " +
+                   std::to_string(m->options_.max_crash_restarts) + ")";
+        m->queue_.push_back(r.id);
+      }
+      store.UpdateJobCrashCount(r.id, r.crash_count);
+    } else if (r.state == JobState::kQueued) {
       m->queue_.push_back(r.id);
     } else if (r.state == JobState::kStopping) {
       r.state = JobState::kStopped;
@@ -155,6 +195,7 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
     if (latest.ok()) job->latest = *latest;
     m->jobs_.emplace(r.id, std::move(job));
   }
+  store.SetHealthListener([p = m.get()](const StoreHealth& h) { p->OnStoreHealth(h); });
   for (int i = 0; i < m->options_.max_concurrent_jobs; ++i) {
     m->workers_.emplace_back([p = m.get()] { p->WorkerLoop(); });
   }
@@ -175,11 +216,51 @@ void JobManager::Shutdown() {
   cv_.notify_all();
   for (auto& w : workers_) w.join();
   workers_.clear();
-  static_cast<void>(store_.Flush());
+  store_.SetHealthListener(nullptr);
+  // Bounded: on a dead disk the store retries until its own give-up time at destruction.
+  static_cast<void>(store_.Flush(std::chrono::seconds(10)));
 }
 
-std::string JobManager::JobDir(const std::string& id) const {
-  return options_.data_dir + "/jobs/" + id;
+engine::JobBudget JobManager::Budget() const {
+  engine::JobBudget b;
+  b.memory_bytes = options_.max_job_memory_bytes;
+  if (b.memory_bytes == 0) {
+    b.memory_bytes = PhysicalMemoryBytes() / 4 * 3 / options_.max_concurrent_jobs;
+  }
+  b.disk_bytes = options_.max_job_disk_bytes;
+  if (b.disk_bytes == 0) {
+    const int64_t free = FreeDiskBytes(options_.data_dir);
+    b.disk_bytes = free > 0 ? free / 2 : -1;
+  }
+  b.memory_bytes = std::max<int64_t>(b.memory_bytes, 0);  // negative: unlimited (0)
+  b.disk_bytes = std::max<int64_t>(b.disk_bytes, 0);
+  return b;
+}
+
+eng::JobRunLimits JobManager::RunLimits() const {
+  eng::JobRunLimits l;
+  l.compute_threads = threads_per_job_;
+  l.max_checkpoints = options_.max_checkpoints_per_job;
+  l.max_profiler_traces = options_.max_profiler_traces_per_job;
+  l.max_log_bytes = options_.max_log_bytes_per_job;
+  return l;
+}
+
+eng::Result<eng::JobResources> JobManager::Admit(const eng::JobSpec& spec) const {
+  TRAININGD_RETURN_IF_ERROR(eng::ValidateJobSpec(spec));
+  if (spec.hooks.checkpoint.enabled &&
+      spec.hooks.checkpoint.max_to_keep > options_.max_checkpoints_per_job) {
+    return eng::Status::InvalidArgument(
+        "hooks.checkpoint.max_to_keep: " + std::to_string(spec.hooks.checkpoint.max_to_keep) +
+        " is more than this daemon keeps per job (max_checkpoints_per_job " +
+        std::to_string(options_.max_checkpoints_per_job) + ")");
+  }
+  auto data = datasets_.Probe(spec.dataset);
+  if (!data.ok()) return data.status();
+  auto plan = eng::PlanJob(spec, *data, RunLimits());
+  if (!plan.ok()) return plan.status();
+  TRAININGD_RETURN_IF_ERROR(eng::CheckJobBudget(spec, *plan, Budget()));
+  return plan;
 }
 
 std::shared_ptr<JobManager::Job> JobManager::FindLocked(const std::string& id) const {
@@ -220,7 +301,8 @@ void JobManager::SetStateLocked(Job& job, JobState state) {
 }
 
 eng::Result<api::JobInfo> JobManager::Submit(eng::JobSpec spec) {
-  TRAININGD_RETURN_IF_ERROR(eng::ValidateJobSpec(spec));
+  // Before the lock: the dataset's headers are read and the spec estimated.
+  if (auto admitted = Admit(spec); !admitted.ok()) return admitted.status();
   auto job = std::make_shared<Job>();
   JobRecord& r = job->rec;
   r.name = spec.name;
@@ -238,7 +320,7 @@ eng::Result<api::JobInfo> JobManager::Submit(eng::JobSpec spec) {
   do {
     r.id = NewJobId();
   } while (jobs_.count(r.id));
-  r.checkpoint_dir = JobDir(r.id);
+  r.checkpoint_dir = files_.Dir(r.id);
   store_.PutJob(r);
   jobs_.emplace(r.id, job);
   queue_.push_back(r.id);
@@ -325,7 +407,8 @@ eng::Result<api::JobInfo> JobManager::Resume(const std::string& id,
   if (max_steps) {
     eng::JobSpec spec = job->spec;
     spec.max_steps = *max_steps;
-    if (eng::Status st = eng::ValidateJobSpec(spec); !st.ok()) return st;
+    // A longer run writes more: admitted again (a short read of the dataset's headers).
+    if (auto admitted = Admit(spec); !admitted.ok()) return admitted.status();
     if (*max_steps > 0 && *max_steps <= job->rec.global_step) {
       return eng::Status::InvalidArgument("max_steps: " + std::to_string(*max_steps) +
                                           " is not beyond the job's global step " +
@@ -341,6 +424,7 @@ eng::Result<api::JobInfo> JobManager::Resume(const std::string& id,
   job->stop = false;
   job->rec.error.clear();
   job->rec.reason.clear();
+  job->rec.crash_count = 0;  // the user asks for another try
   store_.PutJob(job->rec);
   queue_.push_back(id);
   SetStateLocked(*job, JobState::kQueued);
@@ -364,10 +448,7 @@ eng::Status JobManager::Delete(const std::string& id) {
     bus_.Publish("", "job", json{{"id", id}, {"state", "deleted"}}.dump());
     bus_.Forget(id);
   }
-  std::error_code ec;
-  fs::remove_all(JobDir(id), ec);
-  if (ec) return eng::Status::IoError(JobDir(id) + ": " + ec.message());
-  return eng::Status::Ok();
+  return files_.Remove(id);
 }
 
 eng::Result<std::vector<api::ScalarPoint>> JobManager::Scalars(const std::string& id,
@@ -393,7 +474,7 @@ eng::Result<std::vector<api::CheckpointInfo>> JobManager::Checkpoints(const std:
     if (!FindLocked(id)) return eng::Status::NotFound("job '" + id + "' does not exist");
   }
   std::vector<api::CheckpointInfo> out;
-  const std::string dir = JobDir(id);
+  const std::string dir = files_.Dir(id);
   std::error_code ec;
   if (!fs::exists(dir + "/checkpoint", ec)) return out;
   auto manager = eng::CheckpointManager::Create(dir);
@@ -425,15 +506,7 @@ eng::Result<std::vector<api::LogLine>> JobManager::Logs(const std::string& id, i
   }
   if (from_line < 1) return eng::Status::InvalidArgument("from: must be >= 1");
   if (limit < 1 || limit > 100000) return eng::Status::InvalidArgument("limit: must be in [1, 100000]");
-  std::vector<api::LogLine> out;
-  std::ifstream in(JobDir(id) + "/log.txt");
-  std::string text;
-  for (int64_t n = 1; std::getline(in, text); ++n) {
-    if (n < from_line) continue;
-    out.push_back({n, text});
-    if (static_cast<int64_t>(out.size()) >= limit) break;
-  }
-  return out;
+  return files_.ReadLog(id, from_line, limit);
 }
 
 eng::Result<std::unique_ptr<api::Subscription>> JobManager::Subscribe(
@@ -478,61 +551,147 @@ std::string JobManager::Metrics() {
          "# TYPE trainingd_sqlite_committed_scalars_total counter\n"
          "trainingd_sqlite_committed_scalars_total "
       << st.committed_scalars << "\n";
+  out << "# HELP trainingd_sqlite_failed_writes_total Transactions the database failed (each "
+         "retried until it commits).\n"
+         "# TYPE trainingd_sqlite_failed_writes_total counter\n"
+         "trainingd_sqlite_failed_writes_total "
+      << st.failed_writes << "\n";
+  out << "# HELP trainingd_sqlite_dropped_scalars_total Scalars refused while the write queue "
+         "was full and the database failing.\n"
+         "# TYPE trainingd_sqlite_dropped_scalars_total counter\n"
+         "trainingd_sqlite_dropped_scalars_total "
+      << st.dropped_scalars << "\n";
+  out << "# HELP trainingd_degraded 1 while the database cannot be written.\n"
+         "# TYPE trainingd_degraded gauge\ntrainingd_degraded "
+      << (store_.health().degraded ? 1 : 0) << "\n";
   out << "# HELP trainingd_sse_subscribers Live event subscriptions.\n"
          "# TYPE trainingd_sse_subscribers gauge\ntrainingd_sse_subscribers "
       << bus_.subscriber_count() << "\n";
   return out.str();
 }
 
-eng::Result<std::shared_ptr<const eng::Datasets>> JobManager::DatasetsFor(
-    const eng::JobSpec& spec) {
-  const eng::DatasetSpec& d = spec.dataset;
-  const std::string key = d.name + "|" + std::to_string(d.validation_size) + "|" +
-                          std::to_string(d.max_train_examples) + "|" +
-                          std::to_string(d.max_test_examples);
-  std::lock_guard<std::mutex> lock(data_mu_);
-  if (auto cached = datasets_[key].lock()) return cached;
-  auto loaded = eng::LoadJobDatasets(d, options_.data_root);
-  if (!loaded.ok()) return loaded.status();
-  datasets_[key] = *loaded;
-  return *loaded;
+api::ServiceHealth JobManager::Health() {
+  api::ServiceHealth h;
+  const StoreHealth store = store_.health();
+  if (store.degraded) {
+    h.degraded = true;
+    h.problems.push_back("the database cannot be written: " + store.error.ToString() +
+                         " (retrying; no queued job starts meanwhile)");
+  }
+  return h;
+}
+
+void JobManager::OnStoreHealth(const StoreHealth& health) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!health.degraded) {
+    store_failure_.clear();
+    cv_.notify_all();  // queued jobs may start again
+    return;
+  }
+  store_failure_ = health.error.ToString();
+  // A full or failing disk: what the running jobs record is no longer kept, and their
+  // checkpoints may not fit either. Stop them now, while a final checkpoint may still fit.
+  // A lock held by someone else (Unavailable) only holds the queue.
+  const eng::StatusCode code = health.error.code();
+  if (code != eng::StatusCode::kResourceExhausted && code != eng::StatusCode::kIoError) return;
+  const std::string cause = code == eng::StatusCode::kResourceExhausted ? "disk full" : "disk error";
+  for (auto& [id, job] : jobs_) {
+    if (job->rec.state != JobState::kRunning) continue;
+    job->stop_cause = cause + " (the database cannot be written: " + health.error.message() + ")";
+    job->stop = true;
+    SetStateLocked(*job, JobState::kStopping);
+  }
+}
+
+std::shared_ptr<JobManager::Job> JobManager::NextRunnableLocked() {
+  // Nothing starts while the database cannot be written (its state would not be kept), nor
+  // beside a job that was running when the daemon died.
+  if (shutting_down_ || !store_failure_.empty() || running_suspect_) return nullptr;
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    std::shared_ptr<Job> job = FindLocked(*it);
+    if (!job) {
+      queue_.erase(it);
+      return NextRunnableLocked();
+    }
+    // A suspect runs alone: it waits until nothing else runs.
+    if (job->rec.crash_count > 0 && running_ > 0) continue;
+    queue_.erase(it);
+    return job;
+  }
+  return nullptr;
 }
 
 void JobManager::WorkerLoop() {
   eng::SetComputeThreads(threads_per_job_);
   for (;;) {
     std::shared_ptr<Job> job;
+    bool suspect = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return shutting_down_ || !queue_.empty(); });
-      if (shutting_down_) return;
-      job = FindLocked(queue_.front());
-      queue_.pop_front();
-      if (!job) continue;
+      cv_.wait(lock, [&] { return shutting_down_ || (job = NextRunnableLocked()); });
+      if (!job) return;  // shutting down
+      ++running_;
+      suspect = job->rec.crash_count > 0;
+      if (suspect) running_suspect_ = true;
       job->stop = false;
+      job->stop_cause.clear();
       job->rec.error.clear();
       job->rec.reason.clear();
       SetStateLocked(*job, JobState::kRunning);
     }
+    // Durably running before it trains: if the process dies from here on, the next start
+    // counts it (crash containment). Bounded, as the database may be failing.
+    if (eng::Status st = store_.Flush(std::chrono::seconds(10)); !st.ok()) {
+      eng::Logger::Stderr()->Warning("job " + job->rec.id +
+                                     ": its running state is not yet in the database: " +
+                                     st.ToString());
+    }
     RunOne(job);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --running_;
+      if (suspect) running_suspect_ = false;
+    }
+    cv_.notify_all();
   }
 }
 
 void JobManager::RunOne(const std::shared_ptr<Job>& job) {
+  // The job's exception boundary: whatever its run throws ends the job, never the daemon.
+  eng::Result<eng::JobResult> result = eng::Status::Internal("not run");
+  try {
+    result = Train(job);
+  } catch (const std::bad_alloc&) {
+    result = eng::Status::ResourceExhausted(
+        "out of memory: an allocation failed while the job ran (its estimate was within the "
+        "per-job memory budget; other processes or jobs may hold the rest)");
+  } catch (const std::exception& e) {
+    result = eng::Status::Internal(std::string("the job threw an exception: ") + e.what());
+  } catch (...) {
+    result = eng::Status::Internal("the job threw an unknown exception");
+  }
+  files_.CloseLog(job->rec.id);
+  std::lock_guard<std::mutex> lock(mu_);
+  FinishLocked(*job, result);
+  // A finished job keeps no replay history: its last event (the final state) only.
+  if (job->rec.state != JobState::kQueued) bus_.Retire(job->rec.id);
+}
+
+eng::Result<eng::JobResult> JobManager::Train(const std::shared_ptr<Job>& job) {
   const std::string id = job->rec.id;
-  const std::string dir = JobDir(id);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  auto logger = std::make_shared<JobLogger>(dir + "/log.txt", bus_, id);
+  TRAININGD_RETURN_IF_ERROR(files_.CreateDir(id));
+  auto logger = std::make_shared<JobLogger>(files_, bus_, id);
   eng::JobSpec spec;
   {
     std::lock_guard<std::mutex> lock(mu_);
     spec = job->spec;
   }
+  if (ShouldAbort(options_, spec.name, 0) && options_.abort_at_step == 0) std::abort();
   const int64_t batch = spec.batch_size;
   auto sink = std::make_shared<ScalarSink>(
       store_, bus_,
       [this, job, batch](const std::string& tag, int64_t step, double value) {
+        if (ShouldAbort(options_, job->spec.name, step) && options_.abort_at_step > 0) std::abort();
         std::lock_guard<std::mutex> lock(mu_);
         job->latest[tag] = value;
         if (tag == eng::kStepsPerSecTag) job->examples_per_sec = value * static_cast<double>(batch);
@@ -543,59 +702,83 @@ void JobManager::RunOne(const std::shared_ptr<Job>& job) {
       },
       id);
 
-  eng::Result<eng::JobResult> result = eng::Status::Internal("not run");
-  auto data = DatasetsFor(spec);
-  if (!data.ok()) {
-    result = data.status();
-  } else {
-    eng::JobRunOptions o;
-    o.checkpoint_dir = dir;
-    o.data_root = options_.data_root;
-    o.datasets = *data;
-    o.stop = &job->stop;
-    o.summary_sinks = {sink};
-    o.env = env_;
-    o.logger = logger;
-    o.on_session_created = [this, job](eng::MonitoredSession& ms) {
-      // Restored at this step: what was recorded after it is redone, so drop it now (queued
-      // before any new scalar, so the writer applies it first).
-      const int64_t step = ms.global_step();
-      store_.DropScalarsAfter(job->rec.id, step);
-      std::lock_guard<std::mutex> lock(mu_);
-      job->rec.global_step = step;
-      store_.UpdateJobStep(job->rec.id, step);
-    };
-    result = eng::RunJob(spec, o);
+  auto data = datasets_.Load(spec.dataset);
+  if (!data.ok()) return data.status();
+  eng::JobRunOptions o;
+  o.checkpoint_dir = files_.Dir(id);
+  o.data_root = options_.data_root;
+  o.datasets = *data;
+  o.stop = &job->stop;
+  o.summary_sinks = {sink};
+  o.env = env_;
+  o.logger = logger;
+  o.limits = RunLimits();
+  o.on_session_created = [this, job](eng::MonitoredSession& ms) {
+    // Restored at this step: what was recorded after it is redone, so drop it now (queued
+    // before any new scalar, so the writer applies it first).
+    const int64_t step = ms.global_step();
+    store_.DropScalarsAfter(job->rec.id, step);
+    std::lock_guard<std::mutex> lock(mu_);
+    job->rec.global_step = step;
+    store_.UpdateJobStep(job->rec.id, step);
+  };
+  auto result = eng::RunJob(spec, o);
+  // A log line the disk had no room for, in a run that did not notice a full disk itself.
+  if (result.ok() && result->outcome == eng::JobResult::Outcome::kCompleted) {
+    const eng::Status log = logger->failure();
+    if (log.code() == eng::StatusCode::kResourceExhausted) {
+      result->reason += "; some log lines were lost (" + log.message() + ")";
+    }
   }
+  return result;
+}
 
-  std::lock_guard<std::mutex> lock(mu_);
+void JobManager::FinishLocked(Job& job, const eng::Result<eng::JobResult>& result) {
+  const std::string& id = job.rec.id;
+  job.rec.crash_count = 0;  // it ended without taking the daemon down
+  store_.UpdateJobCrashCount(id, 0);
   if (!result.ok()) {
-    job->rec.error = result.status().ToString();
-    job->rec.reason = "could not start: " + result.status().message();
-    logger->Error(job->rec.reason);
-    SetStateLocked(*job, JobState::kFailed);
+    job.rec.error = result.status().ToString();
+    job.rec.reason = result.status().code() == eng::StatusCode::kResourceExhausted ||
+                             result.status().code() == eng::StatusCode::kInternal
+                         ? result.status().message()
+                         : "could not start: " + result.status().message();
+    eng::Logger::Stderr()->Error("job " + id + " failed: " + job.rec.reason);
+    static_cast<void>(files_.AppendLog(id, "ERROR:trainingd:" + job.rec.reason));
+    SetStateLocked(job, JobState::kFailed);
     return;
   }
-  job->rec.global_step = result->global_step;
+  job.rec.global_step = result->global_step;
   store_.UpdateJobStep(id, result->global_step);
-  for (const auto& [k, v] : result->final_values) job->latest[k] = v;
-  job->rec.reason = result->reason;
+  for (const auto& [k, v] : result->final_values) job.latest[k] = v;
+  job.rec.reason = result->reason;
   switch (result->outcome) {
     case eng::JobResult::Outcome::kCompleted:
-      SetStateLocked(*job, JobState::kCompleted);
+      SetStateLocked(job, JobState::kCompleted);
       break;
     case eng::JobResult::Outcome::kStopped:
-      if (shutting_down_) {
+      if (!job.stop_cause.empty()) {
+        // The daemon stopped it (a full disk): say so, and whether a final checkpoint made it.
+        if (eng::HasCheckpointAt(files_.Dir(id), result->global_step)) {
+          job.rec.reason = job.stop_cause + "; stopped after a final checkpoint at global step " +
+                           std::to_string(result->global_step);
+          SetStateLocked(job, JobState::kStopped);
+        } else {
+          job.rec.reason = job.stop_cause + "; no final checkpoint fitted";
+          job.rec.error = "ResourceExhausted: " + job.rec.reason;
+          SetStateLocked(job, JobState::kFailed);
+        }
+      } else if (shutting_down_) {
         // The daemon is going down, not the user: leave it queued so the next start resumes it.
-        job->rec.reason = "daemon shut down; resumes on the next start";
-        SetStateLocked(*job, JobState::kQueued);
+        job.rec.reason = "daemon shut down; resumes on the next start";
+        SetStateLocked(job, JobState::kQueued);
       } else {
-        SetStateLocked(*job, JobState::kStopped);
+        SetStateLocked(job, JobState::kStopped);
       }
       break;
     case eng::JobResult::Outcome::kFailed:
-      job->rec.error = result->error.ToString();
-      SetStateLocked(*job, JobState::kFailed);
+      job.rec.error = result->error.ToString();
+      SetStateLocked(job, JobState::kFailed);
       break;
   }
 }

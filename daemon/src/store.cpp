@@ -3,7 +3,10 @@
 // scalar reads are in store_query.cpp). The schema is in store_schema.cpp.
 #include "trainingd/daemon/store.h"
 
+#include <chrono>
 #include <condition_variable>
+#include <functional>
+#include <span>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -21,26 +24,26 @@ using engine::Status;
 
 constexpr char kGetJob[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir
+       error, reason, checkpoint_dir, crash_count
 FROM jobs WHERE id = ?1)sql";
 
 // Job listings, newest first: all, in a state (?2), after a job (?3), or both.
 constexpr char kListJobs[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir
+       error, reason, checkpoint_dir, crash_count
 FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsInState[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir
+       error, reason, checkpoint_dir, crash_count
 FROM jobs WHERE state = ?2 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsAfter[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir
+       error, reason, checkpoint_dir, crash_count
 FROM jobs WHERE (created_at, id) < (SELECT created_at, id FROM jobs WHERE id = ?3)
 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsInStateAfter[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir
+       error, reason, checkpoint_dir, crash_count
 FROM jobs WHERE state = ?2 AND (created_at, id) < (SELECT created_at, id FROM jobs WHERE id = ?3)
 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 
@@ -64,6 +67,7 @@ engine::Result<JobRecord> ReadJob(const sqlite::Db& db, const sqlite::Stmt& s) {
   r.error = s.Text(9);
   r.reason = s.Text(10);
   r.checkpoint_dir = s.Text(11);
+  r.crash_count = s.Int(12);
   return r;
 }
 
@@ -75,15 +79,20 @@ struct Store::Impl {
 
   // The write queue. `enqueued` and `processed` count ops; Flush waits for processed to catch up.
   mutable std::mutex mu;
-  std::condition_variable work_cv;  // the writer waits for ops or stop
-  std::condition_variable done_cv;  // Flush waits for the writer
+  std::condition_variable work_cv;   // the writer waits for ops or stop
+  std::condition_variable done_cv;   // Flush waits for the writer
+  std::condition_variable space_cv;  // AddScalars waits for room in the queue
   std::deque<WriteOp> queue;
   int64_t enqueued = 0;
   int64_t processed = 0;
+  int64_t queued_scalars = 0;  // in `queue`, not yet taken by the writer
   bool stopping = false;
+  std::chrono::steady_clock::time_point stop_time;
   Status first_error;  // since the last Flush
   int64_t committed_batches = 0;
   int64_t committed_scalars = 0;
+  StoreHealth health;
+  std::function<void(const StoreHealth&)> health_listener;
   std::unique_ptr<StoreWriter> writer;  // used by the writer thread only
   std::thread thread;
 
@@ -91,13 +100,85 @@ struct Store::Impl {
   std::mutex pool_mu;
   std::vector<std::unique_ptr<sqlite::Db>> idle_readers;
 
+  // Needs mu.
+  void EnqueueLocked(WriteOp op) {
+    queued_scalars += ScalarCount(op);
+    queue.push_back(std::move(op));
+    ++enqueued;
+  }
+
   void Enqueue(WriteOp op) {
     {
       std::lock_guard<std::mutex> lock(mu);
-      queue.push_back(std::move(op));
-      ++enqueued;
+      EnqueueLocked(std::move(op));
     }
     work_cv.notify_one();
+  }
+
+  void EnqueueScalars(AddScalarsOp op) {
+    const int64_t n = ScalarCount(op);
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      // Backpressure: a job that writes faster than the disk takes waits for room. While the
+      // database cannot be written nobody would make room, so the scalars over the limit are
+      // dropped instead (counted; jobs are being stopped then, docs/storage.md).
+      space_cv.wait(lock, [&] {
+        return queued_scalars + n <= options.max_queued_scalars || queued_scalars == 0 ||
+               health.degraded || stopping;
+      });
+      if (queued_scalars + n > options.max_queued_scalars && queued_scalars > 0) {
+        health.dropped_scalars += n;
+        return;
+      }
+      EnqueueLocked(std::move(op));
+    }
+    work_cv.notify_one();
+  }
+
+  // Records a failed or a succeeded attempt and tells the listener when `degraded` changes.
+  // Called on the writer thread without mu.
+  void NoteAttempt(const Status& failure) {
+    std::function<void(const StoreHealth&)> listener;
+    StoreHealth now;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      const bool was = health.degraded;
+      if (!failure.ok()) {
+        ++health.failed_writes;
+        health.degraded = true;
+        health.error = failure;
+      } else {
+        health.degraded = false;
+        health.error = Status::Ok();
+      }
+      if (was == health.degraded) return;
+      listener = health_listener;
+      now = health;
+    }
+    space_cv.notify_all();
+    if (listener) listener(now);
+  }
+
+  // Applies `batch` until it commits: a failure of the database itself (disk full, I/O error, a
+  // lock held too long) is retried with backoff, so no queued write is dropped. Only after a stop
+  // has waited give_up_after_stop does the writer give up (the batch is counted as lost).
+  StoreWriter::Outcome ApplyWithRetries(std::span<WriteOp> batch) {
+    auto backoff = options.retry_initial_backoff;
+    for (;;) {
+      StoreWriter::Outcome outcome = writer->Apply(batch);
+      if (outcome.committed) {
+        NoteAttempt(Status::Ok());
+        return outcome;
+      }
+      NoteAttempt(outcome.status);
+      std::unique_lock<std::mutex> lock(mu);
+      if (stopping && std::chrono::steady_clock::now() - stop_time >= options.give_up_after_stop) {
+        health.lost_writes += static_cast<int64_t>(batch.size());
+        return outcome;
+      }
+      work_cv.wait_for(lock, backoff);  // a stop cuts the wait short
+      backoff = std::min(backoff * 2, options.retry_max_backoff);
+    }
   }
 
   void WriterLoop() {
@@ -113,8 +194,10 @@ struct Store::Impl {
           batch.push_back(std::move(queue.front()));
           queue.pop_front();
         }
+        queued_scalars -= scalars;
       }
-      StoreWriter::Outcome outcome = writer->Apply(batch);
+      space_cv.notify_all();
+      StoreWriter::Outcome outcome = ApplyWithRetries(batch);
       {
         std::lock_guard<std::mutex> lock(mu);
         processed += static_cast<int64_t>(batch.size());
@@ -139,7 +222,7 @@ struct Store::Impl {
         return db;
       }
     }
-    auto db = sqlite::Db::Open(path, SQLITE_OPEN_READWRITE, options.busy_timeout_ms);
+    auto db = sqlite::Db::Open(path, SQLITE_OPEN_READWRITE, options.busy_timeout_ms, options.vfs);
     if (!db.ok()) return db.status();
     // query_only: this connection can never write by mistake.
     TRAININGD_RETURN_IF_ERROR((*db)->Exec("PRAGMA query_only = ON; PRAGMA cache_size = -16384",
@@ -174,11 +257,14 @@ engine::Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
 engine::Result<std::unique_ptr<Store>> Store::Open(const std::string& path,
                                                    const StoreOptions& options) {
   if (options.busy_timeout_ms < 0 || options.max_idle_readers < 0 ||
-      options.max_scalars_per_transaction <= 0) {
+      options.max_scalars_per_transaction <= 0 || options.max_queued_scalars <= 0 ||
+      options.retry_initial_backoff.count() <= 0 ||
+      options.retry_max_backoff < options.retry_initial_backoff) {
     return Status::InvalidArgument(path + ": invalid store options");
   }
   auto db =
-      sqlite::Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, options.busy_timeout_ms);
+      sqlite::Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, options.busy_timeout_ms,
+                       options.vfs);
   if (!db.ok()) return db.status();
   sqlite::Db& w = **db;
   // The first statement reads the file header: a file that is not a database fails here.
@@ -220,8 +306,10 @@ Store::~Store() {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->stopping = true;
+    impl_->stop_time = std::chrono::steady_clock::now();
   }
-  impl_->work_cv.notify_one();
+  impl_->work_cv.notify_all();
+  impl_->space_cv.notify_all();
   impl_->thread.join();  // the writer drains the queue first
 }
 
@@ -237,9 +325,12 @@ void Store::UpdateJobStep(const std::string& id, int64_t global_step) {
   impl_->Enqueue(UpdateJobStepOp{id, global_step});
 }
 
+void Store::UpdateJobCrashCount(const std::string& id, int64_t crash_count) {
+  impl_->Enqueue(UpdateJobCrashCountOp{id, crash_count});
+}
 void Store::AddScalars(std::vector<ScalarRecord> scalars) {
   if (scalars.empty()) return;
-  impl_->Enqueue(AddScalarsOp{std::move(scalars)});
+  impl_->EnqueueScalars(AddScalarsOp{std::move(scalars)});
 }
 
 void Store::DropScalarsAfter(const std::string& job_id, int64_t step) {
@@ -255,6 +346,31 @@ Status Store::Flush() {
   Status error = std::move(impl_->first_error);
   impl_->first_error = Status::Ok();
   return error;
+}
+
+Status Store::Flush(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  const int64_t target = impl_->enqueued;
+  if (!impl_->done_cv.wait_for(lock, timeout, [&] { return impl_->processed >= target; })) {
+    return Status::DeadlineExceeded(impl_->path + ": writes not committed after " +
+                                    std::to_string(timeout.count()) + " ms (" +
+                                    (impl_->health.degraded ? impl_->health.error.ToString()
+                                                            : std::string("still writing")) +
+                                    ")");
+  }
+  Status error = std::move(impl_->first_error);
+  impl_->first_error = Status::Ok();
+  return error;
+}
+
+void Store::SetHealthListener(std::function<void(const StoreHealth&)> listener) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->health_listener = std::move(listener);
+}
+
+StoreHealth Store::health() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->health;
 }
 
 engine::Result<std::optional<JobRecord>> Store::GetJob(const std::string& id) {
@@ -337,6 +453,10 @@ StoreStats Store::stats() const {
   s.queued_writes = impl_->enqueued - impl_->processed;
   s.committed_batches = impl_->committed_batches;
   s.committed_scalars = impl_->committed_scalars;
+  s.queued_scalars = impl_->queued_scalars;
+  s.failed_writes = impl_->health.failed_writes;
+  s.dropped_scalars = impl_->health.dropped_scalars;
+  s.lost_writes = impl_->health.lost_writes;
   return s;
 }
 

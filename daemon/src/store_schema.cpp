@@ -105,6 +105,11 @@ DROP TABLE scalar_rollups;
 ALTER TABLE scalars_v2 RENAME TO scalars;
 ALTER TABLE scalar_rollups_v2 RENAME TO scalar_rollups;
 )sql",
+    // 3: how many times in a row the daemon died while a job ran (crash containment,
+    // docs/operations.md).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN crash_count INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 constexpr int kVersion = static_cast<int>(std::size(kMigrations));

@@ -29,9 +29,10 @@ Status ErrorStatus(int rc, std::string_view path, std::string_view what, std::st
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
       return Status::DataLoss(std::move(m));
+    case SQLITE_FULL:
+      return Status::ResourceExhausted(std::move(m));
     case SQLITE_CANTOPEN:
     case SQLITE_IOERR:
-    case SQLITE_FULL:
     case SQLITE_READONLY:
     case SQLITE_PERM:
     case SQLITE_AUTH:
@@ -46,9 +47,10 @@ Status ErrorStatus(int rc, std::string_view path, std::string_view what, std::st
 }
 
 engine::Result<std::unique_ptr<Db>> Db::Open(const std::string& path, int flags,
-                                             int busy_timeout_ms) {
+                                             int busy_timeout_ms, const std::string& vfs) {
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX,
+                                 vfs.empty() ? nullptr : vfs.c_str());
   std::unique_ptr<Db> db(new Db(raw, path));  // owns the handle even when the open failed
   if (rc != SQLITE_OK) {
     return ErrorStatus(rc, path, "cannot open database",

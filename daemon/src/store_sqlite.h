@@ -60,9 +60,11 @@ class ResetOnExit {
 class Db {
  public:
   // Opens `path` with `flags` (SQLITE_OPEN_*; SQLITE_OPEN_NOMUTEX is added) and sets the busy
-  // timeout. IoError when the file cannot be opened or created.
+  // timeout, through the VFS named `vfs` ("" = SQLite's default). IoError when the file cannot be
+  // opened or created.
   static engine::Result<std::unique_ptr<Db>> Open(const std::string& path, int flags,
-                                                  int busy_timeout_ms);
+                                                  int busy_timeout_ms,
+                                                  const std::string& vfs = "");
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
   ~Db();

@@ -14,14 +14,14 @@ using engine::Status;
 
 constexpr char kPutJob[] = R"sql(
 INSERT INTO jobs (id, name, spec_json, state, created_at, started_at, finished_at, global_step,
-                  max_steps, error, reason, checkpoint_dir)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                  max_steps, error, reason, checkpoint_dir, crash_count)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
 ON CONFLICT (id) DO UPDATE SET
   name = excluded.name, spec_json = excluded.spec_json, state = excluded.state,
   created_at = excluded.created_at, started_at = excluded.started_at,
   finished_at = excluded.finished_at, global_step = excluded.global_step,
   max_steps = excluded.max_steps, error = excluded.error, reason = excluded.reason,
-  checkpoint_dir = excluded.checkpoint_dir)sql";
+  checkpoint_dir = excluded.checkpoint_dir, crash_count = excluded.crash_count)sql";
 // (An upsert, not INSERT OR REPLACE: replacing deletes the old row first.)
 
 constexpr char kUpdateJobState[] = R"sql(
@@ -29,6 +29,8 @@ UPDATE jobs SET state = ?2, started_at = ?3, finished_at = ?4, error = ?5, reaso
 WHERE id = ?1)sql";
 
 constexpr char kUpdateJobStep[] = "UPDATE jobs SET global_step = ?2 WHERE id = ?1";
+
+constexpr char kUpdateJobCrashCount[] = "UPDATE jobs SET crash_count = ?2 WHERE id = ?1";
 
 constexpr char kJobExists[] = "SELECT 1 FROM jobs WHERE id = ?1";
 
@@ -224,6 +226,7 @@ Status StoreWriter::Do(PutJobOp& op) {
   s.Bind(10, j.error);
   s.Bind(11, j.reason);
   s.Bind(12, j.checkpoint_dir);
+  s.Bind(13, j.crash_count);
   const int rc = Run(s);
   if (rc != SQLITE_DONE) return Fail(rc, "storing job '" + j.id + "'", true);
   known_jobs_.insert(j.id);
@@ -253,6 +256,17 @@ Status StoreWriter::Do(UpdateJobStepOp& op) {
   s.Bind(2, op.global_step);
   const int rc = Run(s);
   if (rc != SQLITE_DONE) return Fail(rc, "updating the step of job '" + op.id + "'", true);
+  return Status::Ok();
+}
+
+Status StoreWriter::Do(UpdateJobCrashCountOp& op) {
+  auto stmt = db_->Prepare(kUpdateJobCrashCount);
+  if (!stmt.ok()) return Lost(stmt.status());
+  sqlite::Stmt& s = **stmt;
+  s.Bind(1, op.id);
+  s.Bind(2, op.crash_count);
+  const int rc = Run(s);
+  if (rc != SQLITE_DONE) return Fail(rc, "updating the crash count of job '" + op.id + "'", true);
   return Status::Ok();
 }
 

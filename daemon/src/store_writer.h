@@ -40,6 +40,10 @@ struct UpdateJobStepOp {
   std::string id;
   int64_t global_step;
 };
+struct UpdateJobCrashCountOp {
+  std::string id;
+  int64_t crash_count;
+};
 struct AddScalarsOp {
   std::vector<ScalarRecord> scalars;
 };
@@ -50,8 +54,8 @@ struct DropScalarsAfterOp {
 struct DeleteJobOp {
   std::string id;
 };
-using WriteOp = std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, AddScalarsOp,
-                             DropScalarsAfterOp, DeleteJobOp>;
+using WriteOp = std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, UpdateJobCrashCountOp,
+                             AddScalarsOp, DropScalarsAfterOp, DeleteJobOp>;
 
 // The number of scalars `op` writes (0 unless it is an AddScalarsOp).
 int64_t ScalarCount(const WriteOp& op);
@@ -107,6 +111,7 @@ class StoreWriter {
   engine::Status Do(PutJobOp& op);
   engine::Status Do(UpdateJobStateOp& op);
   engine::Status Do(UpdateJobStepOp& op);
+  engine::Status Do(UpdateJobCrashCountOp& op);
   engine::Status Do(AddScalarsOp& op);
   engine::Status Do(DropScalarsAfterOp& op);
   engine::Status Do(DeleteJobOp& op);

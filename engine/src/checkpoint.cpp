@@ -310,7 +310,7 @@ Status WriteAll(int fd, const std::string& path, std::string_view contents) {
     const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::IoError(Errno(path, "write"));
+      return ErrnoStatus(errno, Errno(path, "write"));
     }
     done += static_cast<size_t>(n);
   }
@@ -324,12 +324,12 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   const std::string tmp =
       path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IoError(Errno(tmp, "open"));
+  if (fd < 0) return ErrnoStatus(errno, Errno(tmp, "open"));
   Status st = WriteAll(fd, tmp, contents);
-  if (st.ok() && ::fsync(fd) != 0) st = Status::IoError(Errno(tmp, "fsync"));
-  if (::close(fd) != 0 && st.ok()) st = Status::IoError(Errno(tmp, "close"));
+  if (st.ok() && ::fsync(fd) != 0) st = ErrnoStatus(errno, Errno(tmp, "fsync"));
+  if (::close(fd) != 0 && st.ok()) st = ErrnoStatus(errno, Errno(tmp, "close"));
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    st = Status::IoError(Errno(path, "rename"));
+    st = ErrnoStatus(errno, Errno(path, "rename"));
   }
   if (!st.ok()) {
     ::unlink(tmp.c_str());
@@ -338,7 +338,7 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   const std::string dir = DirectoryOf(path);
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return Status::IoError(Errno(dir, "open"));
-  if (::fsync(dfd) != 0) st = Status::IoError(Errno(dir, "fsync"));
+  if (::fsync(dfd) != 0) st = ErrnoStatus(errno, Errno(dir, "fsync"));
   ::close(dfd);
   return st;
 }

@@ -221,14 +221,39 @@ Result<std::string> CheckpointManager::Save(const CheckpointData& data) {
   double last_preserved = last_preserved_;
   std::vector<std::string> doomed;
   const double keep_seconds = options_.keep_checkpoint_every_n_hours * 3600.0;
+  bool preserved = false;
   while (entries.size() > static_cast<size_t>(options_.max_to_keep)) {
     const Entry oldest = entries.front();
     entries.erase(entries.begin());
     if (keep_seconds > 0 && oldest.timestamp - keep_seconds >= last_preserved) {
       last_preserved = oldest.timestamp;  // preserved for good, no longer tracked
+      preserved = true;
       continue;
     }
     doomed.push_back(PathOf(oldest.name));
+  }
+  if (preserved && options_.max_preserved >= 0) {
+    // The preserved checkpoints are the "<basename>-<step>" files no entry tracks.
+    std::vector<std::pair<int64_t, std::string>> untracked;
+    std::error_code ec;
+    const std::string prefix = options_.basename + "-";
+    for (const auto& file : fs::directory_iterator(directory_, ec)) {
+      const std::string fname = file.path().filename().string();
+      int64_t step = 0;
+      const char* end = fname.data() + fname.size();
+      if (fname.rfind(prefix, 0) != 0 ||
+          std::from_chars(fname.data() + prefix.size(), end, step).ptr != end) {
+        continue;
+      }
+      const bool tracked = std::any_of(entries.begin(), entries.end(),
+                                       [&](const Entry& e) { return PathOf(e.name) == file.path(); });
+      const bool dying = std::find(doomed.begin(), doomed.end(), file.path().string()) != doomed.end();
+      if (!tracked && !dying) untracked.emplace_back(step, file.path().string());
+    }
+    std::sort(untracked.begin(), untracked.end());
+    for (size_t i = 0; i + static_cast<size_t>(options_.max_preserved) < untracked.size(); ++i) {
+      doomed.push_back(untracked[i].second);
+    }
   }
   // The state file is replaced before any deletion, so it never names a file retention removed.
   TRAININGD_RETURN_IF_ERROR(

@@ -128,7 +128,7 @@ Result<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(const std::stri
        ("events.out.tfevents." + std::string(secs) + "." + HostName() + options.filename_suffix))
           .string();
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return Status::IoError("cannot create event file " + path + ": " + std::strerror(errno));
+  if (!f) return ErrnoStatus(errno, "cannot create event file " + path + ": " + std::strerror(errno));
   std::unique_ptr<EventFileWriter> w(new EventFileWriter(path, f));
   TRAININGD_RETURN_IF_ERROR(w->Append(EncodeFileVersionEvent(now)));
   TRAININGD_RETURN_IF_ERROR(w->Flush());
@@ -141,7 +141,7 @@ Status EventFileWriter::Append(const std::string& payload) {
   if (!file_) return Status::FailedPrecondition("event file " + path_ + " is closed");
   const std::string record = FrameRecord(payload);
   if (std::fwrite(record.data(), 1, record.size(), file_) != record.size()) {
-    return Status::IoError("cannot write event file " + path_ + ": " + std::strerror(errno));
+    return ErrnoStatus(errno, "cannot write event file " + path_ + ": " + std::strerror(errno));
   }
   return Status::Ok();
 }
@@ -159,7 +159,7 @@ Status EventFileWriter::AddSessionLog(SessionLogStatus status, std::string_view 
 Status EventFileWriter::Flush() {
   if (!file_) return Status::FailedPrecondition("event file " + path_ + " is closed");
   if (std::fflush(file_) != 0 || fsync(fileno(file_)) != 0) {
-    return Status::IoError("cannot flush event file " + path_ + ": " + std::strerror(errno));
+    return ErrnoStatus(errno, "cannot flush event file " + path_ + ": " + std::strerror(errno));
   }
   return Status::Ok();
 }
@@ -168,7 +168,7 @@ Status EventFileWriter::Close() {
   if (!file_) return Status::Ok();
   Status s = Flush();
   if (std::fclose(file_) != 0 && s.ok()) {
-    s = Status::IoError("cannot close event file " + path_ + ": " + std::strerror(errno));
+    s = ErrnoStatus(errno, "cannot close event file " + path_ + ": " + std::strerror(errno));
   }
   file_ = nullptr;
   return s;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "trainingd/engine/checkpoint_manager.h"
 #include "trainingd/engine/hooks/early_stopping_hook.h"
 #include "trainingd/engine/hooks/evaluation_hook.h"
 #include "trainingd/engine/hooks/final_ops_hook.h"
@@ -40,7 +41,7 @@ struct BuiltHooks {
   std::shared_ptr<FinalOpsHook> final_ops;
 };
 
-Result<BuiltHooks> BuildHooks(const JobSpec& spec, const std::string& checkpoint_dir,
+Result<BuiltHooks> BuildHooks(const JobSpec& spec, const JobRunOptions& options,
                               const std::shared_ptr<SummaryWriter>& writer) {
   BuiltHooks b;
   const HooksSpec& h = spec.hooks;
@@ -90,7 +91,10 @@ Result<BuiltHooks> BuildHooks(const JobSpec& spec, const std::string& checkpoint
   if (h.profiler.enabled) {
     const TriggerSpec t = OrDefault(h.profiler.trigger, kDefaultProfilerSteps);
     auto hook = ProfilerHook::Create(
-        {.save_steps = t.every_steps, .save_secs = t.every_secs, .output_dir = checkpoint_dir});
+        {.save_steps = t.every_steps,
+         .save_secs = t.every_secs,
+         .output_dir = options.checkpoint_dir,
+         .max_traces = options.limits.max_profiler_traces});
     if (!hook.ok()) return InField("hooks.profiler", hook.status());
     b.hooks.push_back(*hook);
   }
@@ -126,6 +130,9 @@ MonitoredTrainingSessionOptions SessionOptionsFor(const JobSpec& spec,
              o.save_checkpoint_secs);
   o.max_to_keep = h.checkpoint.max_to_keep;
   o.keep_checkpoint_every_n_hours = h.checkpoint.keep_checkpoint_every_n_hours;
+  if (options.limits.max_checkpoints > 0) {
+    o.max_preserved_checkpoints = std::max(0, options.limits.max_checkpoints - o.max_to_keep);
+  }
   SetTrigger(h.summary.enabled, h.summary.trigger, o.save_summaries_steps,
              o.save_summaries_secs);
   o.log_step_count_steps = h.step_counter.enabled ? h.step_counter.every_steps : 0;
@@ -162,6 +169,15 @@ Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& datas
     return Status(data.status().code(), "dataset '" + dataset.name + "': " + data.status().message());
   }
   return std::shared_ptr<const Datasets>(std::make_shared<Datasets>(std::move(data).value()));
+}
+
+bool HasCheckpointAt(const std::string& checkpoint_dir, int64_t step) {
+  std::error_code ec;
+  if (!fs::exists(checkpoint_dir + "/checkpoint", ec)) return false;
+  auto manager = CheckpointManager::Create(checkpoint_dir);
+  if (!manager.ok()) return false;
+  const auto latest = (*manager)->LatestCheckpointPath();
+  return latest && fs::path(*latest).filename() == "model.ckpt-" + std::to_string(step);
 }
 
 Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root) {
@@ -222,7 +238,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   config.num_epochs = spec.num_epochs;
 
   auto writer = std::make_shared<SummaryWriter>(env);
-  auto hooks = BuildHooks(spec, options.checkpoint_dir, writer);
+  auto hooks = BuildHooks(spec, options, writer);
   if (!hooks.ok()) return hooks.status();
   MonitoredTrainingSessionOptions mts = SessionOptionsFor(spec, options);
   mts.hooks = hooks->hooks;
@@ -249,7 +265,19 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   result.global_step = ms.global_step();
   Status close_status = ms.Close();
 
-  if (!run_status.ok() && run_status.code() != StatusCode::kOutOfRange) {
+  if (run_status.code() == StatusCode::kResourceExhausted) {
+    // A full disk: stopped, if the end hooks still fitted a final checkpoint; failed otherwise.
+    if (HasCheckpointAt(options.checkpoint_dir, result.global_step)) {
+      result.outcome = JobResult::Outcome::kStopped;
+      result.reason = "disk full (" + run_status.message() +
+                      "); stopped after a final checkpoint at global step " +
+                      std::to_string(result.global_step);
+    } else {
+      result.outcome = JobResult::Outcome::kFailed;
+      result.error = run_status;
+      result.reason = "disk full (" + run_status.message() + "); no final checkpoint fitted";
+    }
+  } else if (!run_status.ok() && run_status.code() != StatusCode::kOutOfRange) {
     result.outcome = JobResult::Outcome::kFailed;
     result.error = run_status;
     result.reason = run_status.ToString();
@@ -272,7 +300,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
                       std::to_string(result.global_step);
     }
   }
-  if (!close_status.ok()) {
+  if (!close_status.ok() && run_status.code() != StatusCode::kResourceExhausted) {
     if (result.error.ok()) result.error = close_status;
     if (result.outcome != JobResult::Outcome::kFailed) {
       result.outcome = JobResult::Outcome::kFailed;

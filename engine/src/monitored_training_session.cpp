@@ -82,6 +82,7 @@ Result<std::unique_ptr<MonitoredSession>> MonitoredTrainingSession(
     co.save_steps = options.save_checkpoint_steps.value_or(0);
     co.max_to_keep = options.max_to_keep;
     co.keep_checkpoint_every_n_hours = options.keep_checkpoint_every_n_hours;
+    co.max_preserved = options.max_preserved_checkpoints;
     co.summary_writer = writer;
     auto h = CheckpointSaverHook::Create(std::move(co));
     if (!h.ok()) return h.status();

@@ -1,5 +1,7 @@
 #include "trainingd/engine/status.h"
 
+#include <cerrno>
+
 namespace trainingd::engine {
 
 const char* StatusCodeName(StatusCode code) {
@@ -26,6 +28,8 @@ const char* StatusCodeName(StatusCode code) {
       return "DeadlineExceeded";
     case StatusCode::kCancelled:
       return "Cancelled";
+    case StatusCode::kResourceExhausted:
+      return "ResourceExhausted";
     case StatusCode::kInternal:
       return "Internal";
   }
@@ -35,6 +39,11 @@ const char* StatusCodeName(StatusCode code) {
 std::string Status::ToString() const {
   if (ok()) return "OK";
   return std::string(StatusCodeName(code_)) + ": " + message_;
+}
+
+Status ErrnoStatus(int err, std::string message) {
+  if (err == ENOSPC || err == EDQUOT) return Status::ResourceExhausted(std::move(message));
+  return Status::IoError(std::move(message));
 }
 
 }  // namespace trainingd::engine

@@ -43,6 +43,7 @@ JobRecord MakeJob(const std::string& id, double created_at, JobState state = Job
   j.created_at = created_at;
   j.max_steps = 1000;
   j.checkpoint_dir = "/var/jobs/" + id;
+  j.crash_count = 1;
   return j;
 }
 
@@ -201,7 +202,7 @@ class StoreTest : public ::testing::Test {
 
 TEST_F(StoreTest, FreshDatabaseIsMigratedInWalMode) {
   { auto store = OpenStore(); }
-  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "2");
+  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "3");
   EXPECT_EQ(RawText(path_, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(RawText(path_, "PRAGMA application_id"), "1953656420");
   EXPECT_EQ(RawText(path_,
@@ -225,7 +226,7 @@ TEST_F(StoreTest, ReopenKeepsDataAndVersion) {
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   ASSERT_TRUE(job->has_value());
   EXPECT_EQ((*job)->name, "name-a");
-  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "2");
+  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "3");
 }
 
 TEST_F(StoreTest, NewerSchemaVersionIsRefused) {
@@ -286,24 +287,42 @@ TEST_F(StoreTest, LockedFileIsUnavailableNotACrash) {
   sqlite3_close(holder);
 }
 
-TEST_F(StoreTest, WriteLockedByAnotherConnectionFailsTheBatchThenRecovers) {
+TEST_F(StoreTest, WriteLockedByAnotherConnectionIsRetriedUntilItCommits) {
   StoreOptions options;
   options.busy_timeout_ms = 50;
+  options.retry_initial_backoff = std::chrono::milliseconds(10);
+  options.retry_max_backoff = std::chrono::milliseconds(40);
   auto store = OpenStore(options);
+  std::vector<StoreHealth> changes;
+  std::mutex changes_mu;
+  store->SetHealthListener([&](const StoreHealth& h) {
+    std::lock_guard<std::mutex> lock(changes_mu);
+    changes.push_back(h);
+  });
   sqlite3* holder = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &holder), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
-  store->PutJob(MakeJob("lost", 1));
-  const engine::Status st = store->Flush();
-  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
-  EXPECT_EQ(st.message().rfind(path_, 0), 0u) << st.message();
+  store->PutJob(MakeJob("through-the-lock", 1));
+  const engine::Status st = store->Flush(std::chrono::milliseconds(400));
+  EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded) << st.ToString();
+  EXPECT_NE(st.message().find("Unavailable"), std::string::npos) << st.message();
+  const StoreHealth during = store->health();
+  EXPECT_TRUE(during.degraded);
+  EXPECT_EQ(during.error.code(), StatusCode::kUnavailable);
+  EXPECT_GE(during.failed_writes, 2);  // retried
+  EXPECT_EQ(store->stats().failed_writes, during.failed_writes);
+  store->PutJob(MakeJob("queued-behind", 2));
   sqlite3_exec(holder, "COMMIT", nullptr, nullptr, nullptr);
   sqlite3_close(holder);
 
-  store->PutJob(MakeJob("kept", 2));
   EXPECT_TRUE(store->Flush().ok());
-  EXPECT_FALSE(store->GetJob("lost")->has_value());
-  EXPECT_TRUE(store->GetJob("kept")->has_value());
+  EXPECT_TRUE(store->GetJob("through-the-lock")->has_value());  // nothing was dropped
+  EXPECT_TRUE(store->GetJob("queued-behind")->has_value());
+  EXPECT_FALSE(store->health().degraded);
+  std::lock_guard<std::mutex> lock(changes_mu);
+  ASSERT_EQ(changes.size(), 2u);  // degraded, then recovered
+  EXPECT_TRUE(changes[0].degraded);
+  EXPECT_FALSE(changes[1].degraded);
 }
 
 // ---- jobs ---------------------------------------------------------------------------------------
@@ -335,6 +354,7 @@ TEST_F(StoreTest, JobRoundTripsEveryField) {
   EXPECT_EQ(g.error, j.error);
   EXPECT_EQ(g.reason, j.reason);
   EXPECT_EQ(g.checkpoint_dir, j.checkpoint_dir);
+  EXPECT_EQ(g.crash_count, j.crash_count);
 
   auto missing = store->GetJob("nope");
   ASSERT_TRUE(missing.ok());
@@ -371,9 +391,11 @@ TEST_F(StoreTest, StateAndStepUpdates) {
   store->PutJob(MakeJob("a", 1));
   store->UpdateJobState("a", JobState::kRunning, 10.5, 0, "", "");
   store->UpdateJobStep("a", 500);
+  store->UpdateJobCrashCount("a", 2);
   store->UpdateJobState("a", JobState::kStopped, 10.5, 20.25, "", "stop requested");
   store->UpdateJobStep("ghost", 7);  // a deleted job: nothing happens
   store->UpdateJobState("ghost", JobState::kRunning, 1, 0, "", "");
+  store->UpdateJobCrashCount("ghost", 1);
   ASSERT_TRUE(store->Flush().ok());
   auto a = store->GetJob("a");
   ASSERT_TRUE(a.ok() && a->has_value());
@@ -382,6 +404,7 @@ TEST_F(StoreTest, StateAndStepUpdates) {
   EXPECT_EQ((*a)->finished_at, 20.25);
   EXPECT_EQ((*a)->reason, "stop requested");
   EXPECT_EQ((*a)->global_step, 500);
+  EXPECT_EQ((*a)->crash_count, 2);
   EXPECT_EQ((*a)->name, "name-a");  // untouched
   EXPECT_FALSE(store->GetJob("ghost")->has_value());
 }

@@ -141,6 +141,12 @@ def stop_resume_delete(tmp):
         expect(ids == sorted(ids) and len(set(ids)) == len(ids), "event ids increasing")
         expect(any(e.get("event") == "state" and e["data"]["state"] == "running" for e in evs),
                "a running state event")
+        # Last-Event-ID, while it runs: resume the stream after the 3rd event seen; the next id
+        # is the 4th's.
+        replay = d.events("/api/v1/jobs/%s/events" % jid, last_event_id=ids[2],
+                          until=lambda e: e["id"] >= ids[5])
+        expect([e["id"] for e in replay] == ids[3:6], "replay after Last-Event-ID: %r vs %r" %
+               ([e["id"] for e in replay], ids[3:6]))
         status, body = d.request("DELETE", "/api/v1/jobs/" + jid)
         expect(status == 409 and "error" in body, ("delete while running", status, body))
         status, body = d.request("POST", "/api/v1/jobs/%s/stop" % jid)
@@ -150,11 +156,12 @@ def stop_resume_delete(tmp):
         status, ck = d.request("GET", "/api/v1/jobs/%s/checkpoints" % jid)
         expect(ck["checkpoints"][-1]["global_step"] == stopped_step,
                "final checkpoint at the stop: %r vs %d" % (ck, stopped_step))
-        # Last-Event-ID: resume the stream after the 3rd event seen; the next id is the 4th's.
-        replay = d.events("/api/v1/jobs/%s/events" % jid, last_event_id=ids[2],
-                          until=lambda e: e["id"] >= ids[5])
-        expect([e["id"] for e in replay] == ids[3:6], "replay after Last-Event-ID: %r vs %r" %
-               ([e["id"] for e in replay], ids[3:6]))
+        # A finished job keeps no replay history: a client reconnecting from the start gets only
+        # how it ended, its final state event.
+        final = d.events("/api/v1/jobs/%s/events" % jid, last_event_id=0,
+                         until=lambda e: e.get("event") == "state", timeout=10)
+        expect(len(final) == 1 and final[0]["data"]["state"] == "stopped" and
+               final[0]["id"] > ids[-1], "only the final state replayed: %r" % final)
         status, body = d.request("POST", "/api/v1/jobs/%s/resume" % jid)
         expect(status == 202, (status, body))
         job = d.wait_state(jid, {"completed", "failed"})

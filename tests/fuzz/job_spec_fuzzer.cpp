@@ -8,6 +8,7 @@
 
 #include "fuzz_util.h"
 #include "trainingd/api/job_spec_json.h"
+#include "trainingd/engine/job_resources.h"
 #include "trainingd/engine/job_spec.h"
 
 namespace api = trainingd::api;
@@ -29,9 +30,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const engine::Status valid = engine::ValidateJobSpec(*spec);
   Check(valid.ok(), "a parsed spec fails ValidateJobSpec", valid.message());
-  // The admission step (the engine's resource estimate / job plan for a valid spec) belongs here
-  // once the engine has it: a parsed, valid spec must be planned without crashing, and an
-  // oversized one refused with a Status.
+  // Admission: planned against a Fashion-MNIST-shaped dataset without allocating what the spec
+  // sizes (the fuzzer's malloc limit catches an allocation that grows with it); a failure is an
+  // InvalidArgument naming a field, and so is a budget refusal.
+  engine::DatasetInfo data;
+  data.example_shape = engine::Shape{28, 28, 1};
+  data.num_classes = 10;
+  data.train_examples = 55000;
+  data.validation_examples = 5000;
+  data.test_examples = 10000;
+  data.file_train_examples = 60000;
+  data.file_test_examples = 10000;
+  engine::JobRunLimits limits;
+  limits.compute_threads = 2;
+  limits.max_checkpoints = 50;
+  limits.max_profiler_traces = 20;
+  limits.max_log_bytes = 16 << 20;
+  engine::Result<engine::JobResources> plan = engine::PlanJob(*spec, data, limits);
+  if (plan.ok()) {
+    Check(plan->memory() > 0 && plan->disk() >= 0, "a plan with no memory or negative disk",
+          std::to_string(plan->memory()));
+    const engine::Status budget =
+        engine::CheckJobBudget(*spec, *plan, {int64_t{1} << 34, int64_t{1} << 36});
+    Check(budget.ok() || budget.code() == engine::StatusCode::kInvalidArgument,
+          "CheckJobBudget failed with a code other than InvalidArgument", budget.message());
+  } else {
+    Check(plan.status().code() == engine::StatusCode::kInvalidArgument,
+          "PlanJob failed with a code other than InvalidArgument", plan.status().message());
+  }
 
   const std::string canonical = api::JobSpecToJson(*spec);
   engine::Result<engine::JobSpec> again = api::ParseJobSpec(canonical);

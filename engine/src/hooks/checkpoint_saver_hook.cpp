@@ -24,6 +24,7 @@ Status CheckpointSaverHook::Begin() {
   mo.basename = options_.checkpoint_basename;
   mo.max_to_keep = options_.max_to_keep;
   mo.keep_checkpoint_every_n_hours = options_.keep_checkpoint_every_n_hours;
+  mo.max_preserved = options_.max_preserved;
   mo.now_seconds = [this] { return env_->NowSeconds(); };
   auto manager = CheckpointManager::Create(options_.checkpoint_dir, mo, &open_warnings_);
   if (!manager.ok()) return manager.status();

@@ -1,5 +1,7 @@
 #include "trainingd/engine/hooks/profiler_hook.h"
 
+#include <algorithm>
+#include <charconv>
 #include <filesystem>
 
 #include "hook_util.h"
@@ -45,7 +47,26 @@ Status ProfilerHook::AfterCreateSession(Session& session, Coordinator&) {
     return Status::IoError("ProfilerHook: cannot create " + options_.output_dir + ": " +
                            ec.message());
   }
+  if (options_.max_traces > 0) {
+    // Timelines of earlier runs in the directory count against the cap too.
+    kept_.clear();
+    for (const auto& entry : std::filesystem::directory_iterator(options_.output_dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      int64_t step = 0;
+      const char* begin = name.data() + 9;
+      const char* end = name.data() + name.size() - 5;
+      if (name.size() > 14 && name.rfind("timeline-", 0) == 0 && name.ends_with(".json") &&
+          std::from_chars(begin, end, step).ptr == end) {
+        kept_.push_back(step);
+      }
+    }
+    std::sort(kept_.begin(), kept_.end());
+  }
   return Status::Ok();
+}
+
+std::string ProfilerHook::PathFor(int64_t step) const {
+  return options_.output_dir + "/timeline-" + std::to_string(step) + ".json";
 }
 
 Status ProfilerHook::BeforeRun(RunContext&, RunArgs& request) {
@@ -59,9 +80,17 @@ Status ProfilerHook::AfterRun(RunContext& ctx, const RunValues& values) {
   if (!next_step_) timer_.UpdateLastTriggeredStep(step - 1);  // the baseline: the stale step
   if (request_trace_ && values.trace) {
     timer_.UpdateLastTriggeredStep(step);
-    const std::string path = options_.output_dir + "/timeline-" + std::to_string(step) + ".json";
+    const std::string path = PathFor(step);
     TRAININGD_RETURN_IF_ERROR(WriteFileAtomically(path, TraceToJson(*values.trace, step)));
     last_file_ = path;
+    if (options_.max_traces > 0) {
+      if (kept_.empty() || kept_.back() != step) kept_.push_back(step);
+      while (kept_.size() > static_cast<size_t>(options_.max_traces)) {
+        std::error_code ec;
+        std::filesystem::remove(PathFor(kept_.front()), ec);
+        kept_.erase(kept_.begin());
+      }
+    }
     ctx.session().logger().Info("Saved the trace of step " + std::to_string(step) + " to " + path);
   }
   next_step_ = step + 1;

@@ -82,6 +82,13 @@ struct ServiceEvent {
   std::string data;
 };
 
+// Whether the service works fully: "degraded" with the problems (e.g. the database cannot be
+// written because the disk is full) while it serves but cannot keep everything it is given.
+struct ServiceHealth {
+  bool degraded = false;
+  std::vector<std::string> problems;
+};
+
 // Alive as long as the subscription; destroying it unsubscribes.
 class Subscription {
  public:
@@ -117,6 +124,9 @@ class JobService {
   // Prometheus text exposition of the service's own metrics (jobs by state, steps, examples/s,
   // SQLite write queue); the HTTP layer appends its own.
   virtual std::string Metrics() = 0;
+
+  // For GET /healthz.
+  virtual ServiceHealth Health() { return {}; }
 };
 
 }  // namespace trainingd::api

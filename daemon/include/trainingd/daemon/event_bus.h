@@ -34,8 +34,14 @@ class EventBus {
   // handle is destroyed.
   std::unique_ptr<api::Subscription> Subscribe(const std::string& topic, int64_t after_id,
                                                Deliver deliver);
-  // Drops a topic's history (a deleted job); subscribers stay subscribed and see nothing more.
+  // Drops a topic (a deleted job): its history now, the topic itself once its last subscriber
+  // leaves; subscribers stay subscribed and see nothing more.
   void Forget(const std::string& topic);
+  // Shrinks a topic's history to its last event (a job that ended: its final "state" event), so
+  // a finished job keeps no replay buffer; a client that reconnects still learns how it ended.
+  void Retire(const std::string& topic);
+  // Events a topic holds for replay (tests and metrics).
+  size_t history_size(const std::string& topic) const;
   int64_t subscriber_count() const;
 
  private:
@@ -44,6 +50,7 @@ class EventBus {
     int64_t next_id = 0;
     std::deque<api::ServiceEvent> history;
     std::map<int64_t, Deliver> subscribers;  // by subscription number
+    bool forgotten = false;  // Forget()ed while subscribed: erase with the last subscriber
   };
   void Unsubscribe(const std::string& topic, int64_t number);
   Topic& TopicLocked(const std::string& topic);

@@ -11,9 +11,24 @@
 // left queued or running are queued again (and so resume from their checkpoints); a job that was
 // stopping is marked stopped.
 //
-// Each job has a directory <data_dir>/jobs/<id>/ holding its checkpoints, event files, profiler
-// timelines and log.txt. HTTP threads call the JobService methods: they never train and never
-// wait for SQLite writes. Thread-safe.
+// Admission (docs/operations.md#admission): Submit and a Resume with a new max_steps check the
+// spec against its dataset and estimate its memory and disk (engine::PlanJob); a job over the
+// per-job budgets is refused with InvalidArgument naming the field that weighs most.
+//
+// Crash containment: a job's run is an exception boundary (std::bad_alloc included: the job
+// fails, the daemon goes on). A job is marked running in the database before it trains; one
+// found running at start-up was running when the daemon died, so its crash count goes up and it
+// is queued again (resuming from its latest checkpoint) up to max_crash_restarts times in a row,
+// then failed. Until it ends normally, such a job runs alone, so a job that kills the daemon
+// cannot take an innocent neighbour's restarts with it.
+//
+// Storage faults: when the database cannot be written because the disk is full or failing,
+// running jobs are stopped (a final checkpoint if one fits, else failed) and no queued job
+// starts until writes succeed again; Health() says degraded meanwhile.
+//
+// Each job has a directory <data_dir>/jobs/<id>/ (JobFiles) holding its checkpoints, event files,
+// profiler timelines and its rotated log. HTTP threads call the JobService methods: they never
+// train and never wait for SQLite writes. Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -27,10 +42,13 @@
 #include <vector>
 
 #include "trainingd/api/job_service.h"
+#include "trainingd/daemon/dataset_cache.h"
 #include "trainingd/daemon/event_bus.h"
+#include "trainingd/daemon/job_files.h"
 #include "trainingd/daemon/store.h"
-#include "trainingd/engine/dataset.h"
 #include "trainingd/engine/env.h"
+#include "trainingd/engine/job_resources.h"
+#include "trainingd/engine/job_runner.h"
 
 namespace trainingd::daemon {
 
@@ -43,6 +61,24 @@ struct JobManagerOptions {
   int threads_per_job = 0;
   size_t max_queued_jobs = 1000;  // Submit answers Unavailable beyond
   engine::Env* env = nullptr;     // null = Env::Default()
+
+  // Admission budgets per job. Memory 0 = 3/4 of the machine's physical memory divided by
+  // max_concurrent_jobs; disk 0 = half of the space free on the data directory's file system
+  // when the job is submitted. A negative value turns that check off.
+  int64_t max_job_memory_bytes = 0;
+  int64_t max_job_disk_bytes = 0;
+  // Per-job caps on what fills a disk (engine::JobRunLimits): checkpoints on disk at once
+  // (max_to_keep must fit; hourly-preserved ones count), profiler timelines kept, log size
+  // before rotation (one rotated file is kept).
+  int max_checkpoints_per_job = 50;
+  int max_profiler_traces_per_job = 20;
+  int64_t max_log_bytes_per_job = int64_t{16} << 20;
+  // A job running when the daemon died is queued again at most this many times in a row.
+  int max_crash_restarts = 2;
+  // Testing only (TRAININGD_TEST_ABORT_JOB): a job with this name aborts the process once it
+  // reaches global step abort_at_step (0 = as soon as it starts running).
+  std::string abort_job_name;
+  int64_t abort_at_step = 0;
 };
 
 class JobManager final : public api::JobService {
@@ -75,20 +111,33 @@ class JobManager final : public api::JobService {
       const std::string& job_id, int64_t after_id,
       std::function<void(const api::ServiceEvent&)> deliver) override;
   std::string Metrics() override;
+  api::ServiceHealth Health() override;
 
   int threads_per_job() const { return threads_per_job_; }
+  // The per-job budgets in force (the automatic ones resolved; disk: as of now).
+  engine::JobBudget Budget() const;
 
  private:
   struct Job;  // in-memory state of one job
   JobManager(Store& store, EventBus& bus, JobManagerOptions options);
   void WorkerLoop();
+  // The next job a worker may start, removed from the queue; null if none may start now.
+  // Needs mu_.
+  std::shared_ptr<Job> NextRunnableLocked();
   void RunOne(const std::shared_ptr<Job>& job);
+  // RunOne's body, which may throw.
+  engine::Result<engine::JobResult> Train(const std::shared_ptr<Job>& job);
+  // Sets the job's end state from its result (or failure to run). Needs mu_.
+  void FinishLocked(Job& job, const engine::Result<engine::JobResult>& result);
+  // Admission: the spec checked against its dataset, estimated and held to the budgets.
+  engine::Result<engine::JobResources> Admit(const engine::JobSpec& spec) const;
+  engine::JobRunLimits RunLimits() const;
+  // The store's writes started or stopped failing (its writer thread).
+  void OnStoreHealth(const StoreHealth& health);
   // Sets the state, writes the row's state columns and publishes the change. Needs mu_.
   void SetStateLocked(Job& job, api::JobState state);
   // The job as the API shows it; summaries (lists) leave out the spec.
   api::JobInfo InfoLocked(const Job& job, bool with_spec = true) const;
-  std::string JobDir(const std::string& id) const;
-  engine::Result<std::shared_ptr<const engine::Datasets>> DatasetsFor(const engine::JobSpec& spec);
   std::shared_ptr<Job> FindLocked(const std::string& id) const;
 
   Store& store_;
@@ -102,10 +151,13 @@ class JobManager final : public api::JobService {
   std::map<std::string, std::shared_ptr<Job>> jobs_;
   std::deque<std::string> queue_;  // ids, oldest first
   bool shutting_down_ = false;
+  int running_ = 0;  // jobs being trained
+  bool running_suspect_ = false;  // one of them crashed the daemon before: it runs alone
+  std::string store_failure_;  // why the database cannot be written; "" = it can
   std::vector<std::thread> workers_;
 
-  std::mutex data_mu_;  // the dataset cache
-  std::map<std::string, std::weak_ptr<const engine::Datasets>> datasets_;
+  DatasetCache datasets_;
+  JobFiles files_;
 };
 
 }  // namespace trainingd::daemon

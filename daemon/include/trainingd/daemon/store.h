@@ -11,7 +11,9 @@
 // kill -9 included, loses nothing committed; a power cut may lose the last transactions).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -37,6 +39,8 @@ struct JobRecord {
   std::string error;
   std::string reason;
   std::string checkpoint_dir;
+  // Times in a row the daemon died while the job ran (docs/operations.md#crash-containment).
+  int64_t crash_count = 0;
 };
 
 struct ScalarRecord {
@@ -57,12 +61,37 @@ struct StoreOptions {
   // The writer commits at most about this many scalars per transaction, so that one huge backlog
   // does not become one huge transaction.
   int64_t max_scalars_per_transaction = 262144;
+  // The write queue holds at most about this many scalars: AddScalars waits for room (about
+  // 100 bytes each queued, so ~100 MB by default).
+  int64_t max_queued_scalars = 1 << 20;
+  // A transaction the database fails (disk full, I/O error, a lock held past busy_timeout_ms) is
+  // retried after this, doubling up to retry_max_backoff, until it commits.
+  std::chrono::milliseconds retry_initial_backoff{100};
+  std::chrono::milliseconds retry_max_backoff{5000};
+  // Once the store is being destroyed, the writer gives up on failing writes after this long
+  // (so a daemon on a dead disk can still exit); what it gives up is counted in lost_writes.
+  std::chrono::milliseconds give_up_after_stop{10000};
+  // The SQLite VFS to use; "" = the default (tests inject faults with their own).
+  std::string vfs;
 };
 
 struct StoreStats {
   int64_t queued_writes = 0;  // waiting for the writer now
+  int64_t queued_scalars = 0;
   int64_t committed_batches = 0;
   int64_t committed_scalars = 0;
+  int64_t failed_writes = 0;    // transactions the database failed (each retried)
+  int64_t dropped_scalars = 0;  // scalars refused while the queue was full and writes failing
+  int64_t lost_writes = 0;      // writes given up at shutdown
+};
+
+// Whether the database can be written now.
+struct StoreHealth {
+  bool degraded = false;  // the latest transaction failed; it is being retried
+  engine::Status error;   // why, while degraded
+  int64_t failed_writes = 0;
+  int64_t dropped_scalars = 0;
+  int64_t lost_writes = 0;
 };
 
 class Store {
@@ -79,21 +108,33 @@ class Store {
   // --- writes: queued, batched, in order ---
   // Errors surface at the next Flush(). A write that fails on its own (scalars for a job that does
   // not exist, an empty id or tag, a NaN wall_time) is skipped and the rest of its batch is
-  // committed; a failure of the database itself (disk full, I/O error, lock timeout) loses the
-  // whole batch.
+  // committed; a failure of the database itself (disk full, I/O error, lock timeout) is retried
+  // with backoff until the batch commits, so no job or state change is ever dropped.
   void PutJob(const JobRecord& job);  // insert or replace the whole row; keeps the job's scalars
   // Sets these five fields. Updates of a job that does not exist (deleted meanwhile) do nothing.
   void UpdateJobState(const std::string& id, api::JobState state, double started_at,
                       double finished_at, const std::string& error, const std::string& reason);
   void UpdateJobStep(const std::string& id, int64_t global_step);  // unknown id: nothing
+  void UpdateJobCrashCount(const std::string& id, int64_t crash_count);  // unknown id: nothing
   // Replaces (job, tag, step) duplicates (the last one queued wins). The job must exist (NotFound).
+  // Waits while the queue holds max_queued_scalars (backpressure); while writes fail, scalars
+  // beyond that are dropped and counted (StoreStats::dropped_scalars) rather than waiting.
   void AddScalars(std::vector<ScalarRecord> scalars);
   // Deletes the job's scalars with step > `step` (on resume from a checkpoint at `step`).
   void DropScalarsAfter(const std::string& job_id, int64_t step);
   void DeleteJob(const std::string& id);  // the row and its scalars
   // Waits until every write queued before the call is committed (or has failed); returns the first
-  // write error since the last Flush, if any, and clears it.
+  // write error since the last Flush, if any, and clears it. While the database fails, writes are
+  // retried and this waits for them (see the timed Flush).
   engine::Status Flush();
+  // Flush, waiting at most `timeout`: DeadlineExceeded (with the database's error while it
+  // fails) when the writes are not committed by then; they stay queued.
+  engine::Status Flush(std::chrono::milliseconds timeout);
+
+  // `listener` is called on the writer thread each time writes start or stop failing. It must
+  // not call back into the store's writes.
+  void SetHealthListener(std::function<void(const StoreHealth&)> listener);
+  StoreHealth health() const;
 
   // --- reads: see every write committed before they start; never wait for the writer ---
   // Errors name the database file; IoError/DataLoss/Unavailable as for Open.

@@ -31,6 +31,10 @@ struct CheckpointManagerOptions {
   // since the last one so preserved (or since the manager first started in this directory).
   // 0 (default) = off.
   double keep_checkpoint_every_n_hours = 0;
+  // When >= 0, at most this many preserved checkpoints stay on disk: preserving one more deletes
+  // the oldest preserved one (a cap on what keep_checkpoint_every_n_hours can fill a disk with).
+  // -1 (default) = no cap, TensorFlow's behaviour.
+  int max_preserved = -1;
   // Seconds since the epoch, for timestamps and the preservation rule. Empty = the wall clock.
   std::function<double()> now_seconds;
 };

@@ -17,6 +17,7 @@
 
 #include "trainingd/engine/dataset.h"
 #include "trainingd/engine/env.h"
+#include "trainingd/engine/job_resources.h"
 #include "trainingd/engine/job_spec.h"
 #include "trainingd/engine/logger.h"
 #include "trainingd/engine/monitored_session.h"
@@ -40,12 +41,16 @@ struct JobRunOptions {
   Env* env = nullptr;              // null = Env::Default()
   std::shared_ptr<Logger> logger;  // null = Logger::Stderr()
   int max_recovery_attempts = 5;
+  // Caps on what the job may leave on disk (the same ones PlanJob's estimate assumes):
+  // max_checkpoints bounds the checkpoints keep_checkpoint_every_n_hours preserves,
+  // max_profiler_traces the timelines kept. compute_threads and max_log_bytes are not used here.
+  JobRunLimits limits;
 };
 
 struct JobResult {
   enum class Outcome {
     kCompleted,  // max_steps or num_epochs reached, or early stopping / a hook ended it
-    kStopped,    // the stop flag was set
+    kStopped,    // the stop flag was set, or the disk filled up after a final checkpoint
     kFailed,     // a run failed (error holds why)
   };
   Outcome outcome = Outcome::kCompleted;
@@ -66,6 +71,10 @@ Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& datas
 // "dataset.name: no dataset 'x' in /usr/share/datasets (there are: fashion-mnist)",
 // "dataset.validation_size: ...", or "dataset.name: dataset 'x' cannot be read: ...".
 Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root);
+
+// Whether the latest checkpoint in `checkpoint_dir` is the one of global step `step` (the session
+// must be closed: this reads the directory's state file).
+bool HasCheckpointAt(const std::string& checkpoint_dir, int64_t step);
 
 // Runs the job. Returns an error only when the job could not start (invalid spec, missing data,
 // a checkpoint of another model); everything after that is in JobResult.

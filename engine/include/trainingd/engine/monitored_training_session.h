@@ -43,6 +43,9 @@ struct MonitoredTrainingSessionOptions {
   // Checkpoint retention (the CheckpointSaverHook's).
   int max_to_keep = 5;
   double keep_checkpoint_every_n_hours = 0;
+  // At most this many checkpoints preserved by keep_checkpoint_every_n_hours stay on disk;
+  // -1 = no cap (CheckpointManagerOptions::max_preserved).
+  int max_preserved_checkpoints = -1;
   // Further places summaries go (the daemon's database and live stream).
   std::vector<std::shared_ptr<SummarySink>> summary_sinks;
   // Recovery, env, logger. If its summary_writer is set, the chief uses that writer (adding the

@@ -25,10 +25,17 @@ enum class StatusCode {
   kOutOfRange,   // the input is exhausted (num_epochs done)
   kDeadlineExceeded,  // a wait ran out of time
   kCancelled,         // given up because a stop was requested
+  kResourceExhausted,  // no space left (a full disk or quota), or over a budget
   kInternal,
 };
 
 const char* StatusCodeName(StatusCode code);
+
+class Status;
+// The status for a system call that failed with `err` (errno): ResourceExhausted for a full disk
+// or quota (ENOSPC, EDQUOT), so callers can tell it apart, IoError otherwise. `message` should
+// already name the file, the call and strerror(err).
+Status ErrnoStatus(int err, std::string message);
 
 class [[nodiscard]] Status {
  public:
@@ -52,6 +59,9 @@ class [[nodiscard]] Status {
     return {StatusCode::kDeadlineExceeded, std::move(m)};
   }
   static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
+  static Status ResourceExhausted(std::string m) {
+    return {StatusCode::kResourceExhausted, std::move(m)};
+  }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }

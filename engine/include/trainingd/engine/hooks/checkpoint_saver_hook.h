@@ -42,6 +42,7 @@ class CheckpointSaverHook final : public SessionRunHook {
     std::string checkpoint_basename = "model.ckpt";
     int max_to_keep = 5;
     double keep_checkpoint_every_n_hours = 0;
+    int max_preserved = -1;  // CheckpointManagerOptions::max_preserved
     std::vector<std::shared_ptr<CheckpointSaverListener>> listeners;
     std::shared_ptr<SummaryWriter> summary_writer;  // optional: CHECKPOINT events
   };

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "trainingd/engine/second_or_step_timer.h"
 #include "trainingd/engine/session_run_hook.h"
@@ -25,6 +26,9 @@ class ProfilerHook final : public SessionRunHook {
     int64_t save_steps = 0;
     double save_secs = 0;
     std::string output_dir;  // required; created if missing
+    // Keep at most this many timeline-*.json files in output_dir (earlier runs' included): the
+    // oldest step's goes when a new one is written. 0 = keep every one (TF's behaviour).
+    int max_traces = 0;
   };
   static Result<std::shared_ptr<ProfilerHook>> Create(Options options);
 
@@ -35,6 +39,8 @@ class ProfilerHook final : public SessionRunHook {
 
   // The JSON of one trace (exposed for tests).
   static std::string TraceToJson(const StepTrace& trace, int64_t global_step);
+  // "<output_dir>/timeline-<step>.json"
+  std::string PathFor(int64_t step) const;
   // Path of the latest file written.
   const std::string& last_file() const { return last_file_; }
 
@@ -46,6 +52,7 @@ class ProfilerHook final : public SessionRunHook {
   Env* env_ = Env::Default();
   SecondOrStepTimer timer_;
   std::optional<int64_t> next_step_;
+  std::vector<int64_t> kept_;  // steps of the timelines in output_dir, ascending (max_traces > 0)
   bool request_trace_ = false;
   std::string last_file_;
 };

@@ -1,0 +1,35 @@
+// DatasetCache: the datasets of the daemon's jobs, by name under one data root. Probe() reads what
+// admission needs (shapes, split sizes, classes) from the files' headers and labels; Load() loads
+// a dataset whole and shares it between the jobs that use it at the same time (it is freed when
+// the last of them lets go). Thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "trainingd/engine/dataset.h"
+#include "trainingd/engine/job_spec.h"
+#include "trainingd/engine/status.h"
+
+namespace trainingd::daemon {
+
+class DatasetCache {
+ public:
+  explicit DatasetCache(std::string data_root) : data_root_(std::move(data_root)) {}
+
+  // engine::ProbeJobDataset: errors name the spec's field ("dataset.name: no dataset 'x' ...").
+  engine::Result<engine::DatasetInfo> Probe(const engine::DatasetSpec& dataset) const;
+  // The loaded dataset; one copy per (name, split options) while anyone holds it.
+  engine::Result<std::shared_ptr<const engine::Datasets>> Load(const engine::DatasetSpec& dataset);
+
+  const std::string& data_root() const { return data_root_; }
+
+ private:
+  const std::string data_root_;
+  std::mutex mu_;
+  std::map<std::string, std::weak_ptr<const engine::Datasets>> loaded_;
+};
+
+}  // namespace trainingd::daemon

@@ -110,6 +110,8 @@ Status HttpServer::Start() {
     return Status::Unavailable("cannot listen on " + where + ": " + ec.message());
   }
   impl_->port = acceptor.local_endpoint(ec).port();
+  // Before the first connection: the Host and Origin checks compare against the bound port.
+  impl_->shared.router.SetListenEndpoint(options.address, impl_->port);
   impl_->started = true;
   impl_->handlers.emplace(static_cast<size_t>(options.handler_threads));
   impl_->shared.handlers = &*impl_->handlers;

@@ -51,31 +51,31 @@ TEST_F(HttpServerTest, KeepAliveServesTwoRequestsOnOneConnection) {
   StartServer();
   TestClient client(server_->port());
   ASSERT_TRUE(client.connected());
-  ASSERT_TRUE(client.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
   auto first = client.ReadResponse();
   ASSERT_TRUE(first);
   EXPECT_EQ(first->status, 200);
   EXPECT_EQ(first->body, R"({"status":"ok"})");
-  ASSERT_TRUE(client.Send(FormatRequest(JsonPost("/api/v1/jobs", kMinimalSpec))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), JsonPost("/api/v1/jobs", kMinimalSpec))));
   auto second = client.ReadResponse();
   ASSERT_TRUE(second);
   EXPECT_EQ(second->status, 201);
   EXPECT_EQ(second->headers["location"], "/api/v1/jobs/job-1");
   EXPECT_EQ(server_->connection_count(), 1u);
-  ASSERT_TRUE(client.Send(FormatRequest(Req("POST", "/api/v1/jobs/job-1/stop"))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), JsonPost("/api/v1/jobs/job-1/stop", ""))));
   auto stopped = client.ReadResponse();
   ASSERT_TRUE(stopped);
   EXPECT_EQ(stopped->status, 202);
-  ASSERT_TRUE(client.Send(FormatRequest(Req("DELETE", "/api/v1/jobs/job-1"))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("DELETE", "/api/v1/jobs/job-1"))));
   auto deleted = client.ReadResponse();
   ASSERT_TRUE(deleted);
   EXPECT_EQ(deleted->status, 204);
   EXPECT_TRUE(deleted->body.empty());
-  ASSERT_TRUE(client.Send(FormatRequest(JsonPost("/api/v1/jobs", kMinimalSpec))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), JsonPost("/api/v1/jobs", kMinimalSpec))));
   ASSERT_TRUE(client.ReadResponse());  // job-2
   // Two pipelined requests in one write, answered in order.
-  ASSERT_TRUE(client.Send(FormatRequest(Req("GET", "/api/v1/jobs/job-2")) +
-                          FormatRequest(Req("GET", "/api/v1/nope"), /*close=*/true)));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/job-2")) +
+                          FormatRequest(server_->port(), Req("GET", "/api/v1/nope"), /*close=*/true)));
   auto third = client.ReadResponse();
   auto fourth = client.ReadResponse();
   ASSERT_TRUE(third && fourth);
@@ -112,7 +112,7 @@ TEST_F(HttpServerTest, BodyOverTheLimitIs413) {
     EXPECT_EQ(r->status, 413);
   }
   TestClient client(server_->port());
-  ASSERT_TRUE(client.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
   auto r = client.ReadResponse();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
@@ -131,7 +131,8 @@ TEST_F(HttpServerTest, HeadersOverTheLimitAre431) {
   // Just under the limit is fine.
   TestClient ok(server_->port());
   ASSERT_TRUE(
-      ok.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(7000, 'a') + "\r\n\r\n"));
+      ok.Send("GET /healthz HTTP/1.1\r\nHost: localhost:" + std::to_string(server_->port()) +
+              "\r\nX-Big: " + std::string(7000, 'a') + "\r\n\r\n"));
   auto r2 = ok.ReadResponse();
   ASSERT_TRUE(r2);
   EXPECT_EQ(r2->status, 200);
@@ -163,7 +164,7 @@ TEST_F(HttpServerTest, ReadTimeoutClosesIdleAndTricklingConnections) {
 
   // A kept-alive connection is closed after read_timeout without a next request.
   TestClient kept(server_->port());
-  ASSERT_TRUE(kept.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(kept.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
   ASSERT_TRUE(kept.ReadResponse());
   EXPECT_TRUE(kept.WaitClosed(milliseconds(3000)));
   EXPECT_TRUE(Eventually([&] { return server_->connection_count() == 0; }));
@@ -179,7 +180,7 @@ TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
 
   TestClient client(server_->port());
   ASSERT_TRUE(client.Send(
-      FormatRequest(Req("GET", "/api/v1/jobs/" + id + "/events", "", {{"Last-Event-ID", "2"}}))));
+      FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/" + id + "/events", "", {{"Last-Event-ID", "2"}}))));
   auto head = client.ReadUntil("\r\n\r\n");
   ASSERT_TRUE(head);
   RawResponse r;
@@ -218,7 +219,7 @@ TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
   for (int i = 41; i <= 45; ++i) service_.Publish(id, "scalars", "{}");
   TestClient again(server_->port());
   ASSERT_TRUE(
-      again.Send(FormatRequest(Req("GET", "/api/v1/jobs/" + id + "/events?last_event_id=40"))));
+      again.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/" + id + "/events?last_event_id=40"))));
   ASSERT_TRUE(Eventually([&] {
     again.ReadMore(Clock::now() + milliseconds(50));
     return SseIds(again.buffer()).size() >= 5u;
@@ -238,7 +239,7 @@ TEST_F(HttpServerTest, ReplayLongerThanTheEventQueueArrivesWhole) {
   }
   TestClient client(server_->port());
   ASSERT_TRUE(client.Send(
-      FormatRequest(Req("GET", "/api/v1/jobs/" + id + "/events", "", {{"Last-Event-ID", "0"}}))));
+      FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/" + id + "/events", "", {{"Last-Event-ID", "0"}}))));
   ASSERT_TRUE(Eventually([&] {
     client.ReadMore(Clock::now() + milliseconds(50));
     return SseIds(client.buffer()).size() >= 100u;
@@ -257,7 +258,7 @@ TEST_F(HttpServerTest, SlowEventClientIsDroppedWhileOthersKeepReceiving) {
   options.sse_queue_events = 8;
   options.sse_queue_bytes = 256 * 1024;
   StartServer(options);
-  const std::string request = FormatRequest(Req("GET", "/api/v1/events"));
+  const std::string request = FormatRequest(server_->port(), Req("GET", "/api/v1/events"));
   TestClient slow(server_->port(), /*receive_buffer=*/4096);
   TestClient fast(server_->port());
   ASSERT_TRUE(slow.Send(request));
@@ -311,7 +312,7 @@ TEST_F(HttpServerTest, KeepsServingAfterBadRequests) {
   for (const BadRequest& c : BadRequests()) {
     SCOPED_TRACE(c.name);
     TestClient client(server_->port());
-    ASSERT_TRUE(client.Send(FormatRequest(c.ToRequest())));
+    ASSERT_TRUE(client.Send(FormatRequest(server_->port(), c.ToRequest())));
     auto r = client.ReadResponse();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, c.status) << r->body;
@@ -331,7 +332,7 @@ TEST_F(HttpServerTest, KeepsServingAfterBadRequests) {
     EXPECT_TRUE(client.WaitClosed());
   }
   TestClient client(server_->port());
-  ASSERT_TRUE(client.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
   auto r = client.ReadResponse();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
@@ -342,8 +343,9 @@ TEST_F(HttpServerTest, ExpectContinueIsAnswered) {
   TestClient client(server_->port());
   std::string body = kMinimalSpec;
   ASSERT_TRUE(
-      client.Send("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                  "application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+      client.Send("POST /api/v1/jobs HTTP/1.1\r\nHost: localhost:" +
+                  std::to_string(server_->port()) +
+                  "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
                   std::to_string(body.size()) + "\r\n\r\n"));
   ASSERT_TRUE(client.ReadUntil("HTTP/1.1 100 Continue\r\n\r\n"));
   ASSERT_TRUE(client.Send(body));
@@ -357,18 +359,18 @@ TEST_F(HttpServerTest, ExpectContinueIsAnswered) {
 TEST_F(HttpServerTest, ASlowHandlerDoesNotBlockTheIoThread) {
   StartServer({.io_threads = 1, .handler_threads = 2});
   TestClient setup(server_->port());
-  ASSERT_TRUE(setup.Send(FormatRequest(JsonPost("/api/v1/jobs", kMinimalSpec))));
+  ASSERT_TRUE(setup.Send(FormatRequest(server_->port(), JsonPost("/api/v1/jobs", kMinimalSpec))));
   ASSERT_TRUE(setup.ReadResponse());  // job-1
   service_.CloseScalarsGate();
   TestClient slow(server_->port());
-  ASSERT_TRUE(slow.Send(FormatRequest(Req("GET", "/api/v1/jobs/job-1/scalars?tag=loss"))));
+  ASSERT_TRUE(slow.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/job-1/scalars?tag=loss"))));
   ASSERT_TRUE(Eventually([&] { return service_.scalars_waiting() == 1; }));
   TestClient quick(server_->port());
-  ASSERT_TRUE(quick.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(quick.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
   auto health = quick.ReadResponse();
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
-  ASSERT_TRUE(quick.Send(FormatRequest(Req("GET", "/api/v1/jobs/job-1"))));
+  ASSERT_TRUE(quick.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/job-1"))));
   auto job = quick.ReadResponse();
   ASSERT_TRUE(job);
   EXPECT_EQ(job->status, 200);
@@ -382,9 +384,9 @@ TEST_F(HttpServerTest, StopReturnsPromptlyAndClosesEveryConnection) {
   StartServer();
   TestClient idle(server_->port());
   TestClient stream(server_->port());
-  ASSERT_TRUE(stream.Send(FormatRequest(Req("GET", "/api/v1/events"))));
+  ASSERT_TRUE(stream.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/events"))));
   ASSERT_TRUE(stream.ReadUntil("\r\n\r\n"));
-  ASSERT_TRUE(idle.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(idle.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
   ASSERT_TRUE(idle.ReadResponse());
   auto start = Clock::now();
   server_->Stop();
@@ -414,6 +416,56 @@ TEST_F(HttpServerTest, StartErrors) {
   taken.port = server_->port();
   HttpServer second(router, taken);
   EXPECT_EQ(second.Start().code(), engine::StatusCode::kUnavailable);
+}
+
+// The Host check over real sockets, against the port the OS chose: the names of this machine's
+// loopback with that port pass (any case), anything else is 421 with the JSON error.
+TEST_F(HttpServerTest, HostMustNameThisServerWithTheBoundPort) {
+  StartServer();
+  const std::string port = std::to_string(server_->port());
+  for (const std::string& host : {"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port,
+                                  "[::1]:" + port}) {
+    TestClient client(server_->port());
+    ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs", "", {{"Host", host}}))));
+    auto r = client.ReadResponse();
+    ASSERT_TRUE(r) << host;
+    EXPECT_EQ(r->status, 200) << host << " " << r->body;
+  }
+  for (const std::string& host : {std::string("127.0.0.1"), "localhost:" + std::to_string(server_->port() + 1),
+                                  "evil.example:" + port, std::string("evil.example")}) {
+    TestClient client(server_->port());
+    ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs", "", {{"Host", host}}))));
+    auto r = client.ReadResponse();
+    ASSERT_TRUE(r) << host;
+    EXPECT_EQ(r->status, 421) << host;
+    EXPECT_EQ(r->headers["content-type"], "application/json");
+    EXPECT_NE(r->body.find("\"field\":\"Host\""), std::string::npos) << r->body;
+  }
+}
+
+// The security headers also on the answers the session writes itself (431) and on an event
+// stream's head.
+TEST_F(HttpServerTest, SecurityHeadersOnSessionErrorsAndStreams) {
+  StartServer();
+  TestClient big(server_->port());
+  ASSERT_TRUE(big.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(9000, 'a') +
+                       "\r\n\r\n"));
+  auto r = big.ReadResponse();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 431);
+  EXPECT_EQ(r->headers["x-frame-options"], "DENY");
+  EXPECT_EQ(r->headers["content-security-policy"], "default-src 'none'; frame-ancestors 'none'");
+  EXPECT_EQ(r->headers["referrer-policy"], "no-referrer");
+  TestClient stream(server_->port());
+  ASSERT_TRUE(stream.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/events"))));
+  auto head = stream.ReadUntil("\r\n\r\n");
+  ASSERT_TRUE(head);
+  RawResponse h;
+  TestClient::ParseHead(*head, &h);
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(h.headers["x-frame-options"], "DENY");
+  EXPECT_EQ(h.headers["referrer-policy"], "no-referrer");
+  EXPECT_NE(h.headers["content-security-policy"].find("frame-ancestors 'none'"), std::string::npos);
 }
 
 }  // namespace

@@ -51,8 +51,10 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds, listens and starts the I/O threads. InvalidArgument for a bad address or option,
-  // Unavailable when the address cannot be bound (in use, no permission). Call once.
+  // Binds, listens, tells the router the address and port it bound
+  // (Router::SetListenEndpoint, for the Host and Origin checks) and starts the I/O threads.
+  // InvalidArgument for a bad address or option, Unavailable when the address cannot be bound
+  // (in use, no permission). Call once.
   engine::Status Start();
 
   // The bound port (the OS's choice when options.port was 0); 0 before Start.

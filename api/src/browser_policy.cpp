@@ -39,7 +39,8 @@ std::optional<std::string> CanonicalIpv6(std::string_view literal) {
 
 bool IsWildcard(std::string_view address) {
   std::string text(address);
-  if (!text.empty() && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
+  if (!text.empty() && text.front() == '[' && text.back() == ']')
+    text = text.substr(1, text.size() - 2);
   in_addr v4{};
   if (inet_pton(AF_INET, text.c_str(), &v4) == 1) return v4.s_addr == 0;
   in6_addr v6{};
@@ -133,7 +134,8 @@ Result<BrowserPolicy> BrowserPolicy::Create(std::string_view listen_address, uin
     if (!parsed) {
       return Status::InvalidArgument("allowed_hosts[" + std::to_string(i) +
                                      "]: expected a host name or IP address with an optional "
-                                     ":port, got \"" + allowed_hosts[i].substr(0, 128) + "\"");
+                                     ":port, got \"" +
+                                     allowed_hosts[i].substr(0, 128) + "\"");
     }
     policy.hosts_.push_back(*parsed);
   }
@@ -142,8 +144,8 @@ Result<BrowserPolicy> BrowserPolicy::Create(std::string_view listen_address, uin
     if (!origin) {
       return Status::InvalidArgument("allowed_origins[" + std::to_string(i) +
                                      "]: expected http://host[:port] or https://host[:port] "
-                                     "(no path), got \"" + allowed_origins[i].substr(0, 128) +
-                                     "\"");
+                                     "(no path), got \"" +
+                                     allowed_origins[i].substr(0, 128) + "\"");
     }
     policy.origins_.push_back(*origin);
   }

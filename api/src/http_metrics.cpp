@@ -125,8 +125,7 @@ std::string HttpMetrics::Exposition() const {
       "# HELP trainingd_http_connections_refused_total Connections closed at once because "
       "max_connections were open.\n";
   out += "# TYPE trainingd_http_connections_refused_total counter\n";
-  out += "trainingd_http_connections_refused_total " + std::to_string(connections_refused_) +
-         "\n";
+  out += "trainingd_http_connections_refused_total " + std::to_string(connections_refused_) + "\n";
   out +=
       "# HELP trainingd_http_accept_errors_total Accepts that failed for lack of file "
       "descriptors (EMFILE, ENFILE).\n";

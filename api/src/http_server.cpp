@@ -1,12 +1,12 @@
 #include "trainingd/api/http_server.h"
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <exception>
@@ -76,8 +76,8 @@ void HttpServer::Impl::OnAccept(boost::system::error_code ec, tcp::socket socket
   if (IsOutOfResources(ec)) return BackOff(ec);
   if (!ec) {
     if (accept_backoff.count() > 0) {
-      Log("trainingd http: accepting connections again after " +
-          std::to_string(accept_failures) + " failed accept(s)");
+      Log("trainingd http: accepting connections again after " + std::to_string(accept_failures) +
+          " failed accept(s)");
       accept_backoff = std::chrono::milliseconds(0);
       accept_failures = 0;
       shared.router.metrics().SetAcceptPaused(false);
@@ -115,8 +115,7 @@ void HttpServer::Impl::BackOff(const boost::system::error_code& ec) {
       std::lock_guard lock(shared.mu);
       open = shared.sessions.size();
     }
-    Log("trainingd http: cannot accept connections: " + ec.message() + " (" +
-        std::to_string(open) +
+    Log("trainingd http: cannot accept connections: " + ec.message() + " (" + std::to_string(open) +
         " connections open); retrying with backoff until descriptors free up (raise the "
         "descriptor limit or lower max_connections)");
   } else {

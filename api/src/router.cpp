@@ -277,8 +277,8 @@ engine::Status Router::CheckOptions() const {
 void Router::SetListenEndpoint(std::string_view address, uint16_t port) {
   options_.listen_address = std::string(address);
   options_.listen_port = port;
-  auto policy = BrowserPolicy::Create(address, port, options_.allowed_hosts,
-                                      options_.allowed_origins);
+  auto policy =
+      BrowserPolicy::Create(address, port, options_.allowed_hosts, options_.allowed_origins);
   policy_status_ = policy.status();
   policy_ = policy.ok() ? std::move(*policy) : BrowserPolicy();
 }

@@ -49,13 +49,15 @@ eng::Status ReadToken(ServeConfig& c) {
 template <typename Valid>
 eng::Status StringList(const json& value, const std::string& field, std::vector<std::string>& out,
                        Valid valid, const std::string& what) {
-  if (!value.is_array()) return eng::Status::InvalidArgument(field + ": must be an array of strings");
+  if (!value.is_array())
+    return eng::Status::InvalidArgument(field + ": must be an array of strings");
   std::vector<std::string> list;
   for (size_t i = 0; i < value.size(); ++i) {
     const std::string at = field + "[" + std::to_string(i) + "]";
     if (!value[i].is_string()) return eng::Status::InvalidArgument(at + ": must be a string");
     std::string s = value[i].get<std::string>();
-    if (!valid(s)) return eng::Status::InvalidArgument(at + ": must be " + what + ", got '" + s + "'");
+    if (!valid(s))
+      return eng::Status::InvalidArgument(at + ": must be " + what + ", got '" + s + "'");
     list.push_back(std::move(s));
   }
   out = std::move(list);
@@ -142,20 +144,23 @@ eng::Status LoadConfigFile(const std::string& path, ServeConfig& c) {
     } else if (key == "http_handler_threads") {
       TRAININGD_RETURN_IF_ERROR(integer(1, 64, c.http_handler_threads));
     } else if (key == "allowed_hosts") {
-      TRAININGD_RETURN_IF_ERROR(StringList(value, field, c.allowed_hosts, [](const std::string& s) {
-        return api::ParseHostAndPort(s).has_value();
-      }, "a host name or IP address with an optional :port"));
+      TRAININGD_RETURN_IF_ERROR(StringList(
+          value, field, c.allowed_hosts,
+          [](const std::string& s) { return api::ParseHostAndPort(s).has_value(); },
+          "a host name or IP address with an optional :port"));
     } else if (key == "allowed_origins") {
-      TRAININGD_RETURN_IF_ERROR(StringList(value, field, c.allowed_origins, [](const std::string& s) {
-        return api::NormalizeOrigin(s).has_value();
-      }, "an origin http://host[:port] or https://host[:port], without a path"));
+      TRAININGD_RETURN_IF_ERROR(StringList(
+          value, field, c.allowed_origins,
+          [](const std::string& s) { return api::NormalizeOrigin(s).has_value(); },
+          "an origin http://host[:port] or https://host[:port], without a path"));
     } else if (key == "max_connections") {
       TRAININGD_RETURN_IF_ERROR(integer(1, kMaxConnections, c.max_connections));
     } else {
       return eng::Status::InvalidArgument(
-          field + ": unknown key; known: listen, data_dir, data_root, web_dir, token_file, "
-                  "max_concurrent_jobs, threads_per_job, http_threads, http_handler_threads, "
-                  "allowed_hosts, allowed_origins, max_connections");
+          field +
+          ": unknown key; known: listen, data_dir, data_root, web_dir, token_file, "
+          "max_concurrent_jobs, threads_per_job, http_threads, http_handler_threads, "
+          "allowed_hosts, allowed_origins, max_connections");
     }
   }
   return eng::Status::Ok();

@@ -117,8 +117,8 @@ int ServeCommand(const std::vector<std::string>& args) {
     return 1;
   }
   const size_t reserve = DescriptorReserve(config.max_concurrent_jobs, config.http_handler_threads);
-  const size_t max_connections = FitConnectionCap(
-      static_cast<size_t>(config.max_connections), *descriptor_limit, reserve);
+  const size_t max_connections =
+      FitConnectionCap(static_cast<size_t>(config.max_connections), *descriptor_limit, reserve);
   if (max_connections == 0) {
     Say("the file descriptor limit (" + std::to_string(*descriptor_limit) +
         ") leaves no room for HTTP connections after the " + std::to_string(reserve) +
@@ -126,8 +126,8 @@ int ServeCommand(const std::vector<std::string>& args) {
     return 1;
   }
   if (max_connections < static_cast<size_t>(config.max_connections)) {
-    Say("warning: max_connections lowered from " + std::to_string(config.max_connections) +
-        " to " + std::to_string(max_connections) + " to fit the file descriptor limit (" +
+    Say("warning: max_connections lowered from " + std::to_string(config.max_connections) + " to " +
+        std::to_string(max_connections) + " to fit the file descriptor limit (" +
         std::to_string(*descriptor_limit) + ", of which " + std::to_string(reserve) +
         " are kept for the daemon's own files); raise the limit (ulimit -n, LimitNOFILE=) to "
         "allow more");

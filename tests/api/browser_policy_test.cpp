@@ -49,9 +49,9 @@ TEST(BrowserPolicyTest, NormalizesOrigins) {
   EXPECT_EQ(NormalizeOrigin("http://trainer.example:80"), "http://trainer.example");
   EXPECT_EQ(NormalizeOrigin("http://trainer.example:443"), "http://trainer.example:443");
   EXPECT_EQ(NormalizeOrigin("http://[0::1]:8080"), "http://[::1]:8080");
-  for (const char* bad : {"null", "", "trainer.example", "ftp://trainer.example",
-                          "https://trainer.example/", "https://trainer.example/path",
-                          "https://", "file:///etc/passwd", "https://a b"}) {
+  for (const char* bad :
+       {"null", "", "trainer.example", "ftp://trainer.example", "https://trainer.example/",
+        "https://trainer.example/path", "https://", "file:///etc/passwd", "https://a b"}) {
     EXPECT_FALSE(NormalizeOrigin(bad)) << bad;
   }
 }
@@ -65,8 +65,8 @@ TEST(BrowserPolicyTest, HostsAreLocalNamesTheListenAddressAndTheConfiguredOnes) 
   }
   for (const char* refused :
        {"evil.example:8080", "localhost", "localhost:80", "localhost:8081", "127.0.0.2:8080",
-        "trainer.lan", "trainer.lan:8081", "proxy.example:8080", "proxy.example",
-        "localhost.:8080", "sub.trainer.lan:8080", "127.0.0.1:08080x", ""}) {
+        "trainer.lan", "trainer.lan:8081", "proxy.example:8080", "proxy.example", "localhost.:8080",
+        "sub.trainer.lan:8080", "127.0.0.1:08080x", ""}) {
     EXPECT_FALSE(p.AllowsHost(refused)) << refused;
   }
   EXPECT_FALSE(p.listens_on_wildcard());
@@ -107,10 +107,10 @@ TEST(BrowserPolicyTest, UnknownPortMatchesOnlyExplicitPorts) {
 TEST(BrowserPolicyTest, OriginsAreThisServerOrConfigured) {
   BrowserPolicy p = Policy("127.0.0.1", 8080, {"trainer.lan"},
                            {"https://trainer.example", "http://localhost:3000"});
-  for (const char* ok : {"http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080",
-                         "HTTP://LOCALHOST:8080", "http://trainer.lan:8080",
-                         "https://trainer.example", "https://trainer.example:443",
-                         "http://localhost:3000"}) {
+  for (const char* ok :
+       {"http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080",
+        "HTTP://LOCALHOST:8080", "http://trainer.lan:8080", "https://trainer.example",
+        "https://trainer.example:443", "http://localhost:3000"}) {
     EXPECT_TRUE(p.AllowsOrigin(ok)) << ok;
   }
   for (const char* refused :
@@ -138,7 +138,9 @@ TEST(BrowserPolicyTest, BadEntriesAreNamed) {
 // The Router over the policy, as the server wires it: listening on 127.0.0.1:8080.
 class RouterBrowserTest : public ::testing::Test {
  protected:
-  RouterBrowserTest() : router_(service_, Options()) { router_.SetListenEndpoint("127.0.0.1", 8080); }
+  RouterBrowserTest() : router_(service_, Options()) {
+    router_.SetListenEndpoint("127.0.0.1", 8080);
+  }
   static RouterOptions Options() {
     RouterOptions options;
     options.allowed_hosts = {"trainer.lan"};
@@ -156,8 +158,8 @@ class RouterBrowserTest : public ::testing::Test {
 
 TEST_F(RouterBrowserTest, ForeignHostIs421AndChangesNothing) {
   std::string id = service_.AddJob("a", JobState::kRunning);
-  HttpResponse r = router_.Handle(With(JsonPost("/api/v1/jobs/" + id + "/stop", "{}"),
-                                       {{"Host", "evil.example:8080"}}));
+  HttpResponse r = router_.Handle(
+      With(JsonPost("/api/v1/jobs/" + id + "/stop", "{}"), {{"Host", "evil.example:8080"}}));
   ExpectError(r, 421, "misdirected_request", "Host");
   EXPECT_EQ(BodyJson(router_.Handle(Req("GET", "/api/v1/jobs/" + id)))["state"], "running");
   ExpectError(router_.Handle(With(Req("GET", "/api/v1/jobs"), {{"Host", "evil.example:8080"}})),
@@ -174,16 +176,15 @@ TEST_F(RouterBrowserTest, CrossSiteStopIsRefusedTwice) {
   std::string id = service_.AddJob("a", JobState::kRunning);
   const std::string stop = "/api/v1/jobs/" + id + "/stop";
   // The attack of the issue: a form post from another site, empty body.
-  HttpResponse r = router_.Handle(
-      Req("POST", stop, "",
-          {{"Host", "127.0.0.1:8080"},
-           {"Origin", "http://evil.example"},
-           {"Content-Type", "application/x-www-form-urlencoded"}}));
+  HttpResponse r = router_.Handle(Req("POST", stop, "",
+                                      {{"Host", "127.0.0.1:8080"},
+                                       {"Origin", "http://evil.example"},
+                                       {"Content-Type", "application/x-www-form-urlencoded"}}));
   ExpectError(r, 403, "forbidden", "Origin");
   // Without the Origin (a client that is not a browser), the form type alone is refused.
-  r = router_.Handle(Req("POST", stop, "",
-                         {{"Host", "127.0.0.1:8080"},
-                          {"Content-Type", "application/x-www-form-urlencoded"}}));
+  r = router_.Handle(
+      Req("POST", stop, "",
+          {{"Host", "127.0.0.1:8080"}, {"Content-Type", "application/x-www-form-urlencoded"}}));
   ExpectError(r, 415, "unsupported_media_type", "Content-Type");
   r = router_.Handle(Req("POST", stop, "{}", {{"Content-Type", "text/plain;charset=UTF-8"}}));
   ExpectError(r, 415, "unsupported_media_type", "Content-Type");
@@ -203,16 +204,16 @@ TEST_F(RouterBrowserTest, CrossSiteStopIsRefusedTwice) {
   ASSERT_EQ(r.status, 202) << r.body;
   EXPECT_EQ(BodyJson(r)["state"], "stopping");
   std::string other = service_.AddJob("b", JobState::kRunning);
-  r = router_.Handle(
-      With(JsonPost("/api/v1/jobs/" + other + "/stop", ""), {{"Origin", "https://trainer.example"}}));
+  r = router_.Handle(With(JsonPost("/api/v1/jobs/" + other + "/stop", ""),
+                          {{"Origin", "https://trainer.example"}}));
   EXPECT_EQ(r.status, 202) << r.body;
 }
 
 TEST_F(RouterBrowserTest, DeleteAndSubmitAreCheckedAndGetIsNot) {
   std::string id = service_.AddJob("a", JobState::kStopped);
-  ExpectError(router_.Handle(Req("DELETE", "/api/v1/jobs/" + id, "",
-                                 {{"Origin", "http://evil.example"}})),
-              403, "forbidden", "Origin");
+  ExpectError(
+      router_.Handle(Req("DELETE", "/api/v1/jobs/" + id, "", {{"Origin", "http://evil.example"}})),
+      403, "forbidden", "Origin");
   ExpectError(router_.Handle(With(JsonPost("/api/v1/jobs", kMinimalSpec),
                                   {{"Origin", "http://localhost:9999"}})),
               403, "forbidden", "Origin");
@@ -221,14 +222,14 @@ TEST_F(RouterBrowserTest, DeleteAndSubmitAreCheckedAndGetIsNot) {
       router_.Handle(Req("GET", "/api/v1/jobs/" + id, "", {{"Origin", "http://evil.example"}}));
   EXPECT_EQ(r.status, 200);
   EXPECT_TRUE(r.Header("Access-Control-Allow-Origin").empty());
-  EXPECT_EQ(router_.Handle(Req("DELETE", "/api/v1/jobs/" + id, "",
-                               {{"Origin", "http://localhost:8080"}}))
-                .status,
-            204);
+  EXPECT_EQ(
+      router_.Handle(Req("DELETE", "/api/v1/jobs/" + id, "", {{"Origin", "http://localhost:8080"}}))
+          .status,
+      204);
   // OPTIONS (a CORS preflight) gets a 405 and no CORS allowance.
-  r = router_.Handle(Req("OPTIONS", "/api/v1/jobs", "",
-                         {{"Origin", "http://evil.example"},
-                          {"Access-Control-Request-Method", "POST"}}));
+  r = router_.Handle(
+      Req("OPTIONS", "/api/v1/jobs", "",
+          {{"Origin", "http://evil.example"}, {"Access-Control-Request-Method", "POST"}}));
   EXPECT_EQ(r.status, 405);
   for (const auto& [name, value] : r.headers) {
     EXPECT_FALSE(name.starts_with("Access-Control")) << name;

@@ -2,9 +2,8 @@
 // timeouts, server-sent events (order, resumption, slow clients), robustness and Stop().
 #include "trainingd/api/http_server.h"
 
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -85,8 +84,9 @@ TEST_F(HttpServerTest, KeepAliveServesTwoRequestsOnOneConnection) {
   ASSERT_TRUE(client.Send(FormatRequest(server_->port(), JsonPost("/api/v1/jobs", kMinimalSpec))));
   ASSERT_TRUE(client.ReadResponse());  // job-2
   // Two pipelined requests in one write, answered in order.
-  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/job-2")) +
-                          FormatRequest(server_->port(), Req("GET", "/api/v1/nope"), /*close=*/true)));
+  ASSERT_TRUE(
+      client.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/job-2")) +
+                  FormatRequest(server_->port(), Req("GET", "/api/v1/nope"), /*close=*/true)));
   auto third = client.ReadResponse();
   auto fourth = client.ReadResponse();
   ASSERT_TRUE(third && fourth);
@@ -190,8 +190,9 @@ TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
     service_.Publish(id, "scalars", "{\"step\":" + std::to_string(i) + "}");
 
   TestClient client(server_->port());
-  ASSERT_TRUE(client.Send(
-      FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/" + id + "/events", "", {{"Last-Event-ID", "2"}}))));
+  ASSERT_TRUE(
+      client.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/" + id + "/events", "",
+                                                     {{"Last-Event-ID", "2"}}))));
   auto head = client.ReadUntil("\r\n\r\n");
   ASSERT_TRUE(head);
   RawResponse r;
@@ -229,8 +230,8 @@ TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
   // Events published while disconnected arrive after a reconnect, none twice.
   for (int i = 41; i <= 45; ++i) service_.Publish(id, "scalars", "{}");
   TestClient again(server_->port());
-  ASSERT_TRUE(
-      again.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/" + id + "/events?last_event_id=40"))));
+  ASSERT_TRUE(again.Send(FormatRequest(
+      server_->port(), Req("GET", "/api/v1/jobs/" + id + "/events?last_event_id=40"))));
   ASSERT_TRUE(Eventually([&] {
     again.ReadMore(Clock::now() + milliseconds(50));
     return SseIds(again.buffer()).size() >= 5u;
@@ -249,8 +250,9 @@ TEST_F(HttpServerTest, ReplayLongerThanTheEventQueueArrivesWhole) {
     service_.Publish(id, "scalar", "{\"step\":" + std::to_string(i) + "}");
   }
   TestClient client(server_->port());
-  ASSERT_TRUE(client.Send(
-      FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/" + id + "/events", "", {{"Last-Event-ID", "0"}}))));
+  ASSERT_TRUE(
+      client.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/" + id + "/events", "",
+                                                     {{"Last-Event-ID", "0"}}))));
   ASSERT_TRUE(Eventually([&] {
     client.ReadMore(Clock::now() + milliseconds(50));
     return SseIds(client.buffer()).size() >= 100u;
@@ -353,11 +355,10 @@ TEST_F(HttpServerTest, ExpectContinueIsAnswered) {
   StartServer();
   TestClient client(server_->port());
   std::string body = kMinimalSpec;
-  ASSERT_TRUE(
-      client.Send("POST /api/v1/jobs HTTP/1.1\r\nHost: localhost:" +
-                  std::to_string(server_->port()) +
-                  "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
-                  std::to_string(body.size()) + "\r\n\r\n"));
+  ASSERT_TRUE(client.Send(
+      "POST /api/v1/jobs HTTP/1.1\r\nHost: localhost:" + std::to_string(server_->port()) +
+      "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n"));
   ASSERT_TRUE(client.ReadUntil("HTTP/1.1 100 Continue\r\n\r\n"));
   ASSERT_TRUE(client.Send(body));
   auto r = client.ReadResponse();
@@ -374,7 +375,8 @@ TEST_F(HttpServerTest, ASlowHandlerDoesNotBlockTheIoThread) {
   ASSERT_TRUE(setup.ReadResponse());  // job-1
   service_.CloseScalarsGate();
   TestClient slow(server_->port());
-  ASSERT_TRUE(slow.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/job-1/scalars?tag=loss"))));
+  ASSERT_TRUE(
+      slow.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/job-1/scalars?tag=loss"))));
   ASSERT_TRUE(Eventually([&] { return service_.scalars_waiting() == 1; }));
   TestClient quick(server_->port());
   ASSERT_TRUE(quick.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
@@ -434,18 +436,21 @@ TEST_F(HttpServerTest, StartErrors) {
 TEST_F(HttpServerTest, HostMustNameThisServerWithTheBoundPort) {
   StartServer();
   const std::string port = std::to_string(server_->port());
-  for (const std::string& host : {"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port,
-                                  "[::1]:" + port}) {
+  for (const std::string& host :
+       {"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port, "[::1]:" + port}) {
     TestClient client(server_->port());
-    ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs", "", {{"Host", host}}))));
+    ASSERT_TRUE(client.Send(
+        FormatRequest(server_->port(), Req("GET", "/api/v1/jobs", "", {{"Host", host}}))));
     auto r = client.ReadResponse();
     ASSERT_TRUE(r) << host;
     EXPECT_EQ(r->status, 200) << host << " " << r->body;
   }
-  for (const std::string& host : {std::string("127.0.0.1"), "localhost:" + std::to_string(server_->port() + 1),
-                                  "evil.example:" + port, std::string("evil.example")}) {
+  for (const std::string& host :
+       {std::string("127.0.0.1"), "localhost:" + std::to_string(server_->port() + 1),
+        "evil.example:" + port, std::string("evil.example")}) {
     TestClient client(server_->port());
-    ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs", "", {{"Host", host}}))));
+    ASSERT_TRUE(client.Send(
+        FormatRequest(server_->port(), Req("GET", "/api/v1/jobs", "", {{"Host", host}}))));
     auto r = client.ReadResponse();
     ASSERT_TRUE(r) << host;
     EXPECT_EQ(r->status, 421) << host;
@@ -632,7 +637,8 @@ TEST(HttpServerDescriptorTest, OutOfDescriptorsBacksOffAndRecovers) {
   close(log_pipe[0]);
   auto count = [&](std::string_view needle) {
     size_t k = 0;
-    for (size_t pos = log.find(needle); pos != std::string::npos; pos = log.find(needle, pos + 1)) ++k;
+    for (size_t pos = log.find(needle); pos != std::string::npos; pos = log.find(needle, pos + 1))
+      ++k;
     return k;
   };
   EXPECT_EQ(count("cannot accept connections: "), 1u) << log;

@@ -303,10 +303,11 @@ TEST_F(RouterTest, TokenIsRequiredExceptForHealthzAndStaticFiles) {
   EXPECT_TRUE(r.event_stream);
   r = guarded.Handle(Req("GET", "/api/v1/jobs/" + job + "/events?access_token=s3cret"));
   EXPECT_EQ(r.status, 200) << r.body;
-  ExpectError(guarded.Handle(Req("GET", "/api/v1/jobs/" + job + "/logs?access_token=s3cret")),
-              401, "unauthenticated");
-  ExpectError(guarded.Handle(Req("GET", "/api/v1/jobs/" + job + "/logs?follow=false&access_token=s3cret")),
-              401, "unauthenticated");
+  ExpectError(guarded.Handle(Req("GET", "/api/v1/jobs/" + job + "/logs?access_token=s3cret")), 401,
+              "unauthenticated");
+  ExpectError(
+      guarded.Handle(Req("GET", "/api/v1/jobs/" + job + "/logs?follow=false&access_token=s3cret")),
+      401, "unauthenticated");
 }
 
 TEST(ConstantTimeEqualsTest, ComparesWholeStrings) {

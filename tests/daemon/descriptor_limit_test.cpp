@@ -16,8 +16,8 @@ TEST(DescriptorLimitTest, ReserveGrowsWithJobsAndHandlers) {
 }
 
 TEST(DescriptorLimitTest, CapFitsBelowTheLimit) {
-  EXPECT_EQ(FitConnectionCap(1024, 65536, 88), 1024u);  // fits
-  EXPECT_EQ(FitConnectionCap(1024, 1024 + 88, 88), 1024u);  // just fits
+  EXPECT_EQ(FitConnectionCap(1024, 65536, 88), 1024u);       // fits
+  EXPECT_EQ(FitConnectionCap(1024, 1024 + 88, 88), 1024u);   // just fits
   EXPECT_EQ(FitConnectionCap(1024, 1024, 88), 1024u - 88u);  // the usual soft limit: lowered
   EXPECT_EQ(FitConnectionCap(5000, 300, 88), 212u);
   EXPECT_EQ(FitConnectionCap(20, 100, 88), 0u);   // 12 left: below kMinConnections
@@ -39,9 +39,9 @@ TEST(DescriptorLimitTest, RaisesTheSoftLimitToTheHardOne) {
     auto raised = RaiseDescriptorLimit();
     rlimit now{};
     getrlimit(RLIMIT_NOFILE, &now);
-    const bool ok = raised.ok() && now.rlim_cur == mine.rlim_max &&
-                    (mine.rlim_max == RLIM_INFINITY ? *raised == UINT64_MAX
-                                                    : *raised == mine.rlim_max);
+    const bool ok =
+        raised.ok() && now.rlim_cur == mine.rlim_max &&
+        (mine.rlim_max == RLIM_INFINITY ? *raised == UINT64_MAX : *raised == mine.rlim_max);
     _exit(ok ? 0 : 1);
   }
   int status = 0;

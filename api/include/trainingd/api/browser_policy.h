@@ -62,7 +62,7 @@ class BrowserPolicy {
   bool listens_on_wildcard() const { return wildcard_; }
 
  private:
-  std::vector<HostAndPort> hosts_;  // no port = the bound port
+  std::vector<HostAndPort> hosts_;    // no port = the bound port
   std::vector<std::string> origins_;  // normalised
   uint16_t port_ = 0;
   bool wildcard_ = false;

@@ -99,8 +99,8 @@ WALL_TIME = re.compile(rb'"wall_time":([0-9.eE+-]+)')
 
 async def sse_client(port, path, delays, ready, stop_at):
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(("GET %s HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n" % path)
-                 .encode())
+    writer.write(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n\r\n"
+                  % (path, port)).encode())
     await writer.drain()
     ready.append(1)
     scalar = False
@@ -163,7 +163,7 @@ def bench_sse(trainingd, tmp, clients=500, seconds=20, native=None):
             r = sse_delays(port, jid, n, seconds, native)
             rounds.append(r)
             print(json.dumps(dict(bench="sse_round", **r)))
-        call(port, "POST", "/api/v1/jobs/%s/stop" % jid)
+        call(port, "POST", "/api/v1/jobs/%s/stop" % jid, {})
         one = [r for r in rounds if r["clients"] == 1]
         many = [r for r in rounds if r["clients"] == clients]
         mean = lambda rs, k: statistics.mean(r[k] for r in rs)

@@ -67,8 +67,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sse_clients: bad PORT, CLIENTS or SECONDS\n");
     return 2;
   }
-  const std::string request =
-      "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n";
+  const std::string request = "GET " + path +
+                              " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                              "\r\nAccept: text/event-stream\r\n\r\n";
   std::vector<Client> all(static_cast<size_t>(clients));
   int connected = 0;
   for (Client& c : all) {

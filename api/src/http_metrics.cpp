@@ -53,6 +53,26 @@ void HttpMetrics::EventStreamClosed(bool dropped) {
   if (dropped) ++streams_dropped_;
 }
 
+void HttpMetrics::ConnectionRefused() {
+  std::lock_guard lock(mu_);
+  ++connections_refused_;
+}
+
+void HttpMetrics::AcceptFailed() {
+  std::lock_guard lock(mu_);
+  ++accept_errors_;
+}
+
+void HttpMetrics::SetAcceptPaused(bool paused) {
+  std::lock_guard lock(mu_);
+  accept_paused_ = paused;
+}
+
+uint64_t HttpMetrics::AcceptErrors() const {
+  std::lock_guard lock(mu_);
+  return accept_errors_;
+}
+
 uint64_t HttpMetrics::RequestCount(std::string_view route, std::string_view method,
                                    int status) const {
   std::lock_guard lock(mu_);
@@ -101,6 +121,21 @@ std::string HttpMetrics::Exposition() const {
       "client fell behind.\n";
   out += "# TYPE trainingd_http_event_streams_dropped_total counter\n";
   out += "trainingd_http_event_streams_dropped_total " + std::to_string(streams_dropped_) + "\n";
+  out +=
+      "# HELP trainingd_http_connections_refused_total Connections closed at once because "
+      "max_connections were open.\n";
+  out += "# TYPE trainingd_http_connections_refused_total counter\n";
+  out += "trainingd_http_connections_refused_total " + std::to_string(connections_refused_) + "\n";
+  out +=
+      "# HELP trainingd_http_accept_errors_total Accepts that failed for lack of file "
+      "descriptors (EMFILE, ENFILE).\n";
+  out += "# TYPE trainingd_http_accept_errors_total counter\n";
+  out += "trainingd_http_accept_errors_total " + std::to_string(accept_errors_) + "\n";
+  out +=
+      "# HELP trainingd_http_accept_paused 1 while accepting waits for file descriptors to free "
+      "up.\n";
+  out += "# TYPE trainingd_http_accept_paused gauge\n";
+  out += "trainingd_http_accept_paused " + std::string(accept_paused_ ? "1" : "0") + "\n";
   return out;
 }
 

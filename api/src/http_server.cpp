@@ -1,10 +1,13 @@
 #include "trainingd/api/http_server.h"
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <exception>
 #include <optional>
@@ -19,19 +22,39 @@ namespace net = boost::asio;
 using engine::Status;
 using net::ip::tcp;
 
+namespace {
+
+// accept() failures that persist while the pending connection waits: out of descriptors (the
+// process's EMFILE, the system's ENFILE) or of kernel memory.
+bool IsOutOfResources(const boost::system::error_code& ec) {
+  return ec == net::error::no_descriptors || ec == net::error::no_buffer_space ||
+         ec == net::error::no_memory ||
+         ec == boost::system::error_code(ENFILE, boost::system::system_category());
+}
+
+}  // namespace
+
 // Member order matters: `shared` outlives the io_context (sessions destroyed with it still
 // deregister), and the acceptor dies before the io_context.
 struct HttpServer::Impl {
   Impl(Router& router, HttpServerOptions options)
-      : shared(router, std::move(options)), acceptor(net::make_strand(ioc)) {}
+      : shared(router, std::move(options)),
+        acceptor(net::make_strand(ioc)),
+        accept_timer(acceptor.get_executor()) {}
 
   void DoAccept();
   void OnAccept(boost::system::error_code ec, tcp::socket socket);
+  void BackOff(const boost::system::error_code& ec);
+  void Log(const std::string& line) const;
   void Run();
 
   ServerShared shared;
   net::io_context ioc;
   tcp::acceptor acceptor;
+  // On the acceptor's strand, like everything below up to `threads`.
+  net::steady_timer accept_timer;
+  std::chrono::milliseconds accept_backoff{0};  // 0 = accepting normally
+  uint64_t accept_failures = 0;                 // in the current episode
   std::vector<std::thread> threads;
   // After ioc: destroyed (joined) first, since its handlers hold sessions bound to ioc.
   std::optional<net::thread_pool> handlers;
@@ -50,7 +73,15 @@ void HttpServer::Impl::DoAccept() {
 
 void HttpServer::Impl::OnAccept(boost::system::error_code ec, tcp::socket socket) {
   if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+  if (IsOutOfResources(ec)) return BackOff(ec);
   if (!ec) {
+    if (accept_backoff.count() > 0) {
+      Log("trainingd http: accepting connections again after " + std::to_string(accept_failures) +
+          " failed accept(s)");
+      accept_backoff = std::chrono::milliseconds(0);
+      accept_failures = 0;
+      shared.router.metrics().SetAcceptPaused(false);
+    }
     size_t open;
     bool stopping;
     {
@@ -59,14 +90,48 @@ void HttpServer::Impl::OnAccept(boost::system::error_code ec, tcp::socket socket
       stopping = shared.stopping;
     }
     if (stopping || open >= shared.options.max_connections) {
+      if (!stopping) shared.router.metrics().ConnectionRefused();
       boost::system::error_code ignored;
       socket.close(ignored);
     } else {
       std::make_shared<HttpSession>(std::move(socket), shared)->Start();
     }
   }
-  // Errors such as EMFILE affect one accept; keep accepting.
+  // Other errors (a connection reset before it was accepted) concern one connection.
   DoAccept();
+}
+
+// Out of descriptors: the connection stays in the listen queue, so accepting at once would fail
+// at once, forever. Wait, longer each time, until closing connections or files frees some.
+void HttpServer::Impl::BackOff(const boost::system::error_code& ec) {
+  const HttpServerOptions& options = shared.options;
+  shared.router.metrics().AcceptFailed();
+  ++accept_failures;
+  if (accept_backoff.count() == 0) {
+    accept_backoff = options.accept_backoff_min;
+    shared.router.metrics().SetAcceptPaused(true);
+    size_t open;
+    {
+      std::lock_guard lock(shared.mu);
+      open = shared.sessions.size();
+    }
+    Log("trainingd http: cannot accept connections: " + ec.message() + " (" + std::to_string(open) +
+        " connections open); retrying with backoff until descriptors free up (raise the "
+        "descriptor limit or lower max_connections)");
+  } else {
+    accept_backoff = std::min(accept_backoff * 2, options.accept_backoff_max);
+  }
+  accept_timer.expires_after(accept_backoff);
+  accept_timer.async_wait([this](boost::system::error_code wait_ec) {
+    if (wait_ec || !acceptor.is_open()) return;
+    DoAccept();
+  });
+}
+
+void HttpServer::Impl::Log(const std::string& line) const {
+  if (shared.options.log) return shared.options.log(line);
+  std::string out = line + "\n";
+  std::fwrite(out.data(), 1, out.size(), stderr);
 }
 
 // A handler that throws must not take the thread down with the server: report and go on.
@@ -76,7 +141,7 @@ void HttpServer::Impl::Run() {
       ioc.run();
       return;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "trainingd http: uncaught exception in I/O thread: %s\n", e.what());
+      Log(std::string("trainingd http: uncaught exception in I/O thread: ") + e.what());
     }
   }
 }
@@ -110,6 +175,8 @@ Status HttpServer::Start() {
     return Status::Unavailable("cannot listen on " + where + ": " + ec.message());
   }
   impl_->port = acceptor.local_endpoint(ec).port();
+  // Before the first connection: the Host and Origin checks compare against the bound port.
+  impl_->shared.router.SetListenEndpoint(options.address, impl_->port);
   impl_->started = true;
   impl_->handlers.emplace(static_cast<size_t>(options.handler_threads));
   impl_->shared.handlers = &*impl_->handlers;
@@ -135,6 +202,7 @@ void HttpServer::Stop() {
   net::post(impl.acceptor.get_executor(), [&impl] {
     boost::system::error_code ignored;
     impl.acceptor.close(ignored);
+    impl.accept_timer.cancel();
   });
   std::vector<std::shared_ptr<HttpSession>> sessions;
   {

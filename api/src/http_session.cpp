@@ -195,7 +195,7 @@ void HttpSession::OnReadError(error_code ec) {
 
 void HttpSession::WriteErrorAndClose(int status, std::string_view code, std::string_view message) {
   HttpResponse response = ErrorResponse(status, code, message);
-  response.SetHeader("X-Content-Type-Options", "nosniff");
+  AddSecurityHeaders(response);
   WriteResponse(std::move(response), false);
 }
 

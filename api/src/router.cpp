@@ -1,10 +1,14 @@
 #include "trainingd/api/router.h"
 
+#include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cinttypes>
+#include <cstdio>
 #include <exception>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <utility>
 
 #include "trainingd/api/job_json.h"
@@ -144,6 +148,40 @@ Result<std::optional<int64_t>> IntParam(const QueryParams& query, std::string_vi
 
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
+// Ids for internal errors, unique within a run and unlikely to repeat across runs: a random
+// prefix per process and a counter.
+std::string NewErrorId() {
+  static const uint32_t prefix = std::random_device{}();
+  static std::atomic<uint64_t> counter{0};
+  char id[40];
+  std::snprintf(id, sizeof id, "E%08" PRIx32 "-%" PRIu64, prefix, ++counter);
+  return id;
+}
+
+size_t CountHeaders(const HttpRequest& request, std::string_view name) {
+  size_t n = 0;
+  for (const auto& [key, value] : request.headers) {
+    if (EqualsIgnoreCase(key, name)) ++n;
+  }
+  return n;
+}
+
+// Whether the request opens an event stream: the routes browsers' EventSource connects to,
+// the only ones where the token may come in the query string.
+bool IsEventStream(RouteId route, const std::optional<QueryParams>& query) {
+  if (route == RouteId::kJobEvents || route == RouteId::kEvents) return true;
+  if (route != RouteId::kLogs || !query) return false;
+  std::string follow = QueryValue(*query, "follow").value_or("false");
+  return follow == "true" || follow == "1";
+}
+
+// A request body that must be an empty JSON object: nothing, whitespace, or {}.
+bool IsEmptyJsonObject(std::string_view body) {
+  if (IsBlank(body)) return true;
+  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  return !doc.is_discarded() && doc.is_object() && doc.empty();
+}
+
 }  // namespace
 
 struct Router::Context {
@@ -182,8 +220,28 @@ HttpResponse StatusResponse(const Status& status) {
       return r;
     }
     default:
-      return ErrorResponse(500, "internal", status.ToString());
+      return InternalErrorResponse(status.ToString());
   }
+}
+
+HttpResponse InternalErrorResponse(std::string_view detail) {
+  const std::string id = NewErrorId();
+  json body = ErrorToJson("internal",
+                          "internal error (id " + id + "); the daemon's log has the details", "");
+  body["error"]["id"] = id;
+  HttpResponse r = JsonResponse(500, body);
+  r.log_detail = "error " + id + ": " + std::string(detail);
+  return r;
+}
+
+void AddSecurityHeaders(HttpResponse& response) {
+  const bool html = response.Header("Content-Type").starts_with("text/html");
+  response.SetHeader("X-Content-Type-Options", "nosniff");
+  response.SetHeader("X-Frame-Options", "DENY");
+  response.SetHeader("Referrer-Policy", "no-referrer");
+  response.SetHeader("Content-Security-Policy",
+                     html ? std::string(kDashboardCsp)
+                          : std::string("default-src 'none'; frame-ancestors 'none'"));
 }
 
 bool IsValidJobId(std::string_view id) {
@@ -207,9 +265,23 @@ bool ConstantTimeEquals(std::string_view given, std::string_view secret) {
 }
 
 Router::Router(JobService& service, RouterOptions options)
-    : service_(service), options_(std::move(options)), static_files_(options_.web_root) {}
+    : service_(service), options_(std::move(options)), static_files_(options_.web_root) {
+  SetListenEndpoint(options_.listen_address, options_.listen_port);
+}
 
-engine::Status Router::CheckOptions() const { return static_files_.CheckRoot(); }
+engine::Status Router::CheckOptions() const {
+  TRAININGD_RETURN_IF_ERROR(policy_status_);
+  return static_files_.CheckRoot();
+}
+
+void Router::SetListenEndpoint(std::string_view address, uint16_t port) {
+  options_.listen_address = std::string(address);
+  options_.listen_port = port;
+  auto policy =
+      BrowserPolicy::Create(address, port, options_.allowed_hosts, options_.allowed_origins);
+  policy_status_ = policy.status();
+  policy_ = policy.ok() ? std::move(*policy) : BrowserPolicy();
+}
 
 const std::vector<RouteInfo>& Router::Routes() {
   static const std::vector<RouteInfo> routes = [] {
@@ -227,11 +299,21 @@ HttpResponse Router::Handle(const HttpRequest& request, const EventDeliver& deli
   try {
     response = Dispatch(request, deliver, &route_label);
   } catch (const std::exception& e) {
-    response = ErrorResponse(500, "internal", std::string("internal error: ") + e.what());
+    response = InternalErrorResponse(std::string("exception: ") + e.what());
   } catch (...) {
-    response = ErrorResponse(500, "internal", "internal error");
+    response = InternalErrorResponse("exception of unknown type");
   }
-  response.SetHeader("X-Content-Type-Options", "nosniff");
+  if (!response.log_detail.empty()) {
+    std::string line = "trainingd http: " + request.method.substr(0, 16) + " " + route_label +
+                       ": " + response.log_detail;
+    if (options_.log) {
+      options_.log(line);
+    } else {
+      line += "\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+    }
+  }
+  AddSecurityHeaders(response);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   metrics_.RecordRequest(route_label, MethodLabel(request.method), response.status, seconds);
   return response;
@@ -265,24 +347,31 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
   }
   if (!matches.empty()) *route_label = std::string(matches.front()->path);
 
+  // A page in the user's browser learns nothing and changes nothing: checked before the token.
+  if (auto refused = CheckBrowserHeaders(request)) return std::move(*refused);
+
   std::optional<QueryParams> query = ParseQuery(target.query);
   bool public_route = !api || target.path == "/healthz";
   if (!options_.api_token.empty() && !public_route) {
+    const bool stream = route != nullptr && IsEventStream(route->id, query);
+    std::optional<std::string> query_token;
+    if (query) query_token = QueryValue(*query, "access_token");
     bool authorized = false;
+    std::string message = "missing or wrong \"Authorization: Bearer <token>\" header";
     std::string_view auth = request.Header("Authorization");
-    if (auth.size() > 7 && EqualsIgnoreCase(auth.substr(0, 7), "Bearer ")) {
+    if (query_token && !stream) {
+      // A token in a URL ends up in logs and histories: only EventSource, which cannot send
+      // headers, may put it there.
+      message =
+          "access_token in the query string is accepted on event streams only; send the token "
+          "in an \"Authorization: Bearer <token>\" header";
+    } else if (auth.size() > 7 && EqualsIgnoreCase(auth.substr(0, 7), "Bearer ")) {
       authorized = ConstantTimeEquals(auth.substr(7), options_.api_token);
-    } else if (auth.empty() && route != nullptr && query &&
-               (route->id == RouteId::kJobEvents || route->id == RouteId::kEvents ||
-                route->id == RouteId::kLogs)) {
-      // Browsers' EventSource cannot send headers.
-      if (auto token = QueryValue(*query, "access_token")) {
-        authorized = ConstantTimeEquals(*token, options_.api_token);
-      }
+    } else if (auth.empty() && query_token) {
+      authorized = ConstantTimeEquals(*query_token, options_.api_token);
     }
     if (!authorized) {
-      HttpResponse r = ErrorResponse(401, "unauthenticated",
-                                     "missing or wrong \"Authorization: Bearer <token>\" header");
+      HttpResponse r = ErrorResponse(401, "unauthenticated", message);
       r.SetHeader("WWW-Authenticate", "Bearer realm=\"trainingd\"");
       return r;
     }
@@ -302,6 +391,12 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
         "method " + request.method.substr(0, 16) + " not allowed here; allowed: " + allow);
     r.SetHeader("Allow", allow);
     return r;
+  }
+  // Only application/json, which a cross-site page cannot send without a CORS preflight (and
+  // preflights get no CORS allowance): no form or text/plain post can change state.
+  if (route->method == "POST" && !IsJsonMediaType(request.Header("Content-Type"))) {
+    return ErrorResponse(415, "unsupported_media_type", "Content-Type must be application/json",
+                         "Content-Type");
   }
   if (!query) {
     return ErrorResponse(400, "invalid_argument", "query string has a malformed %-escape", "query");
@@ -329,11 +424,8 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
       r.status = 204;
       return r;
     }
-    case RouteId::kStopJob: {
-      auto job = service_.Stop(job_id);
-      if (!job.ok()) return StatusResponse(job.status());
-      return JsonResponse(202, JobToJson(*job, true));
-    }
+    case RouteId::kStopJob:
+      return StopJob(c);
     case RouteId::kResumeJob:
       return ResumeJob(c);
     case RouteId::kScalars:
@@ -364,14 +456,41 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
     case RouteId::kStaticFile:
       return StaticFile(c);
   }
-  return ErrorResponse(500, "internal", "unhandled route");
+  return InternalErrorResponse("unhandled route " + std::string(route->path));
+}
+
+std::optional<HttpResponse> Router::CheckBrowserHeaders(const HttpRequest& request) const {
+  // No Host at all is an HTTP/1.0 client, never a browser; two are ambiguous (RFC 9112: 400).
+  if (CountHeaders(request, "Host") > 1) {
+    return ErrorResponse(400, "bad_request", "more than one Host header", "Host");
+  }
+  std::string_view host = request.Header("Host");
+  if (!host.empty() && !policy_.AllowsHost(host)) {
+    return ErrorResponse(421, "misdirected_request",
+                         "Host \"" + std::string(host.substr(0, 128)) +
+                             "\" is not a name of this server; add it to allowed_hosts in the "
+                             "config if it is",
+                         "Host");
+  }
+  // Only methods that may change state (POST, DELETE, and unknown ones, which get 405 anyway).
+  if (request.method == "GET" || request.method == "HEAD" || request.method == "OPTIONS") {
+    return std::nullopt;
+  }
+  // Browsers send Origin with every POST and DELETE; other clients need not.
+  size_t origins = CountHeaders(request, "Origin");
+  if (origins == 0) return std::nullopt;
+  std::string_view origin = request.Header("Origin");
+  if (origins > 1 || !policy_.AllowsOrigin(origin)) {
+    return ErrorResponse(403, "forbidden",
+                         "Origin \"" + std::string(origin.substr(0, 128)) +
+                             "\" may not change anything here; add it to allowed_origins in "
+                             "the config if it should",
+                         "Origin");
+  }
+  return std::nullopt;
 }
 
 HttpResponse Router::SubmitJob(const Context& c) {
-  if (!IsJsonMediaType(c.request.Header("Content-Type"))) {
-    return ErrorResponse(415, "unsupported_media_type", "Content-Type must be application/json",
-                         "Content-Type");
-  }
   if (c.request.body.size() > options_.max_body_bytes) {
     return ErrorResponse(
         413, "payload_too_large",
@@ -414,6 +533,19 @@ HttpResponse Router::ListJobs(const Context& c) {
   return JsonResponse(200, JobPageToJson(*page));
 }
 
+HttpResponse Router::StopJob(const Context& c) {
+  if (c.request.body.size() > options_.max_body_bytes) {
+    return ErrorResponse(413, "payload_too_large", "request body is too large");
+  }
+  if (!IsEmptyJsonObject(c.request.body)) {
+    return ErrorResponse(400, "invalid_argument",
+                         "request body must be empty or the empty JSON object {}");
+  }
+  auto job = service_.Stop(c.job_id);
+  if (!job.ok()) return StatusResponse(job.status());
+  return JsonResponse(202, JobToJson(*job, true));
+}
+
 HttpResponse Router::ResumeJob(const Context& c) {
   std::optional<int64_t> max_steps;
   const std::string& body = c.request.body;
@@ -421,10 +553,6 @@ HttpResponse Router::ResumeJob(const Context& c) {
     return ErrorResponse(413, "payload_too_large", "request body is too large");
   }
   if (!IsBlank(body)) {
-    if (!IsJsonMediaType(c.request.Header("Content-Type"))) {
-      return ErrorResponse(415, "unsupported_media_type", "Content-Type must be application/json",
-                           "Content-Type");
-    }
     json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (doc.is_discarded() || !doc.is_object()) {
       return ErrorResponse(400, "invalid_argument",

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "trainingd/api/browser_policy.h"
+
 namespace trainingd::daemon {
 namespace eng = trainingd::engine;
 using json = nlohmann::json;
@@ -42,6 +44,27 @@ eng::Status ReadToken(ServeConfig& c) {
   }
   return eng::Status::Ok();
 }
+
+// A JSON array of strings, each accepted by `valid` (else an error naming its index).
+template <typename Valid>
+eng::Status StringList(const json& value, const std::string& field, std::vector<std::string>& out,
+                       Valid valid, const std::string& what) {
+  if (!value.is_array())
+    return eng::Status::InvalidArgument(field + ": must be an array of strings");
+  std::vector<std::string> list;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string at = field + "[" + std::to_string(i) + "]";
+    if (!value[i].is_string()) return eng::Status::InvalidArgument(at + ": must be a string");
+    std::string s = value[i].get<std::string>();
+    if (!valid(s))
+      return eng::Status::InvalidArgument(at + ": must be " + what + ", got '" + s + "'");
+    list.push_back(std::move(s));
+  }
+  out = std::move(list);
+  return eng::Status::Ok();
+}
+
+constexpr int kMaxConnections = 1000000;
 
 }  // namespace
 
@@ -127,10 +150,24 @@ eng::Status ParseConfigText(std::string_view text, const std::string& path, Serv
       TRAININGD_RETURN_IF_ERROR(integer(1, 64, c.http_threads));
     } else if (key == "http_handler_threads") {
       TRAININGD_RETURN_IF_ERROR(integer(1, 64, c.http_handler_threads));
+    } else if (key == "allowed_hosts") {
+      TRAININGD_RETURN_IF_ERROR(StringList(
+          value, field, c.allowed_hosts,
+          [](const std::string& s) { return api::ParseHostAndPort(s).has_value(); },
+          "a host name or IP address with an optional :port"));
+    } else if (key == "allowed_origins") {
+      TRAININGD_RETURN_IF_ERROR(StringList(
+          value, field, c.allowed_origins,
+          [](const std::string& s) { return api::NormalizeOrigin(s).has_value(); },
+          "an origin http://host[:port] or https://host[:port], without a path"));
+    } else if (key == "max_connections") {
+      TRAININGD_RETURN_IF_ERROR(integer(1, kMaxConnections, c.max_connections));
     } else {
       return eng::Status::InvalidArgument(
-          field + ": unknown key; known: listen, data_dir, data_root, web_dir, token_file, "
-                  "max_concurrent_jobs, threads_per_job, http_threads, http_handler_threads");
+          field +
+          ": unknown key; known: listen, data_dir, data_root, web_dir, token_file, "
+          "max_concurrent_jobs, threads_per_job, http_threads, http_handler_threads, "
+          "allowed_hosts, allowed_origins, max_connections");
     }
   }
   return eng::Status::Ok();
@@ -156,6 +193,8 @@ eng::Status ParseServeArgs(const std::vector<std::string>& args, ServeConfig& c)
       c.web_dir = v;
     } else if (flag == "--max-concurrent-jobs") {
       TRAININGD_RETURN_IF_ERROR(ParseInt(v, flag, 1, 64, c.max_concurrent_jobs));
+    } else if (flag == "--max-connections") {
+      TRAININGD_RETURN_IF_ERROR(ParseInt(v, flag, 1, kMaxConnections, c.max_connections));
     } else {
       return Bad(flag, "unknown flag");
     }

@@ -5,11 +5,11 @@
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <sstream>
 
 #include "machine.h"
 #include "trainingd/api/job_spec_json.h"
+#include "trainingd/daemon/job_id.h"
 #include "trainingd/engine/checkpoint_manager.h"
 #include "trainingd/engine/hooks/step_counter_hook.h"
 #include "trainingd/engine/job_runner.h"
@@ -33,14 +33,6 @@ struct JobManager::Job {
 };
 
 namespace {
-
-std::string NewJobId() {
-  static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  std::string id = "j";
-  for (int i = 0; i < 11; ++i) id += kAlphabet[rng() % 36];
-  return id;
-}
 
 bool IsEnded(JobState s) {
   return s == JobState::kCompleted || s == JobState::kFailed || s == JobState::kStopped;

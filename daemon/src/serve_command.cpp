@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <thread>
 
 #include "trainingd/api/http_server.h"
 #include "trainingd/api/router.h"
 #include "trainingd/daemon/config.h"
+#include "trainingd/daemon/descriptor_limit.h"
 #include "trainingd/daemon/event_bus.h"
 #include "trainingd/daemon/job_manager.h"
 #include "trainingd/daemon/store.h"
@@ -68,6 +70,30 @@ int LockDataDir(const std::string& dir) {
   return fd;
 }
 
+// Which Host names requests may carry (api/browser_policy.h), for the start-up log.
+std::string AllowedHostsLine(const ServeConfig& config, uint16_t port) {
+  std::string names = "localhost, 127.0.0.1, [::1]";
+  const bool wildcard = config.listen_address == "0.0.0.0" || config.listen_address == "::";
+  if (!wildcard && config.listen_address != "localhost" && config.listen_address != "127.0.0.1" &&
+      config.listen_address != "::1") {
+    names += config.listen_address.find(':') != std::string::npos
+                 ? ", [" + config.listen_address + "]"
+                 : ", " + config.listen_address;
+  }
+  for (const std::string& host : config.allowed_hosts) names += ", " + host;
+  std::string line = "requests must name this server in Host: " + names + " (port " +
+                     std::to_string(port) + " unless given)";
+  if (!config.allowed_origins.empty()) {
+    line += "; cross-origin POST/DELETE allowed from";
+    for (const std::string& origin : config.allowed_origins) line += " " + origin;
+  }
+  if (wildcard) {
+    line += "; listening on " + config.listen_address +
+            ": this machine's other names and addresses must be listed in allowed_hosts";
+  }
+  return line;
+}
+
 }  // namespace
 
 int ServeCommand(const std::vector<std::string>& args) {
@@ -75,6 +101,7 @@ int ServeCommand(const std::vector<std::string>& args) {
     std::printf(
         "usage: trainingd serve [--listen ADDR:PORT] [--data-dir DIR] [--config FILE]\n"
         "                       [--data-root DIR] [--web-dir DIR] [--max-concurrent-jobs N]\n"
+        "                       [--max-connections N]\n"
         "Serves the REST API and dashboard (default 127.0.0.1:8080, data in ./var).\n");
     return 0;
   }
@@ -82,6 +109,28 @@ int ServeCommand(const std::vector<std::string>& args) {
   if (engine::Status st = ParseServeArgs(args, config); !st.ok()) {
     Say("serve: " + st.message());
     return 2;
+  }
+  // Connections must leave descriptors for the daemon's own files (descriptor_limit.h).
+  auto descriptor_limit = RaiseDescriptorLimit();
+  if (!descriptor_limit.ok()) {
+    Say(descriptor_limit.status().message());
+    return 1;
+  }
+  const size_t reserve = DescriptorReserve(config.max_concurrent_jobs, config.http_handler_threads);
+  const size_t max_connections =
+      FitConnectionCap(static_cast<size_t>(config.max_connections), *descriptor_limit, reserve);
+  if (max_connections == 0) {
+    Say("the file descriptor limit (" + std::to_string(*descriptor_limit) +
+        ") leaves no room for HTTP connections after the " + std::to_string(reserve) +
+        " the daemon keeps for its own files; raise it (ulimit -n, LimitNOFILE=)");
+    return 1;
+  }
+  if (max_connections < static_cast<size_t>(config.max_connections)) {
+    Say("warning: max_connections lowered from " + std::to_string(config.max_connections) + " to " +
+        std::to_string(max_connections) + " to fit the file descriptor limit (" +
+        std::to_string(*descriptor_limit) + ", of which " + std::to_string(reserve) +
+        " are kept for the daemon's own files); raise the limit (ulimit -n, LimitNOFILE=) to "
+        "allow more");
   }
   // Signals are taken by this thread alone (sigtimedwait below): block them before any thread
   // starts, so every thread inherits the mask.
@@ -118,6 +167,13 @@ int ServeCommand(const std::vector<std::string>& args) {
   api::RouterOptions ro;
   ro.api_token = config.token;
   ro.web_root = FindWebDir(config.web_dir);
+  ro.listen_address = config.listen_address;
+  ro.allowed_hosts = config.allowed_hosts;
+  ro.allowed_origins = config.allowed_origins;
+  ro.log = [](std::string_view line) {  // the lines name their source ("trainingd http: ")
+    std::string l = std::string(line) + "\n";
+    std::fwrite(l.data(), 1, l.size(), stderr);
+  };
   api::Router router(**manager, ro);
   if (engine::Status st = router.CheckOptions(); !st.ok()) {
     Say(st.message());
@@ -128,6 +184,8 @@ int ServeCommand(const std::vector<std::string>& args) {
   so.port = static_cast<uint16_t>(config.listen_port);
   so.io_threads = config.http_threads;
   so.handler_threads = config.http_handler_threads;
+  so.max_connections = max_connections;
+  so.log = ro.log;
   api::HttpServer server(router, so);
   if (engine::Status st = server.Start(); !st.ok()) {
     Say(st.message());
@@ -143,7 +201,10 @@ int ServeCommand(const std::vector<std::string>& args) {
       std::to_string(config.max_concurrent_jobs) + " concurrent job(s) with " +
       std::to_string((*manager)->threads_per_job()) + " compute thread(s) each" +
       (ro.web_root.empty() ? ", no dashboard files found" : ", dashboard from " + ro.web_root) +
-      (config.token.empty() ? "" : ", API token required"));
+      (config.token.empty() ? "" : ", API token required") + ", at most " +
+      std::to_string(max_connections) + " connections (descriptor limit " +
+      std::to_string(*descriptor_limit) + ")");
+  Say(AllowedHostsLine(config, server.port()));
   SdNotify("READY=1\nSTATUS=serving on " + host + ":" + std::to_string(server.port()));
 
   const auto watchdog = WatchdogPingInterval();

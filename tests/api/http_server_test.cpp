@@ -2,9 +2,19 @@
 // timeouts, server-sent events (order, resumption, slow clients), robustness and Stop().
 #include "trainingd/api/http_server.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "fake_job_service.h"
@@ -51,31 +61,32 @@ TEST_F(HttpServerTest, KeepAliveServesTwoRequestsOnOneConnection) {
   StartServer();
   TestClient client(server_->port());
   ASSERT_TRUE(client.connected());
-  ASSERT_TRUE(client.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
   auto first = client.ReadResponse();
   ASSERT_TRUE(first);
   EXPECT_EQ(first->status, 200);
   EXPECT_EQ(first->body, R"({"status":"ok"})");
-  ASSERT_TRUE(client.Send(FormatRequest(JsonPost("/api/v1/jobs", kMinimalSpec))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), JsonPost("/api/v1/jobs", kMinimalSpec))));
   auto second = client.ReadResponse();
   ASSERT_TRUE(second);
   EXPECT_EQ(second->status, 201);
   EXPECT_EQ(second->headers["location"], "/api/v1/jobs/job-1");
   EXPECT_EQ(server_->connection_count(), 1u);
-  ASSERT_TRUE(client.Send(FormatRequest(Req("POST", "/api/v1/jobs/job-1/stop"))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), JsonPost("/api/v1/jobs/job-1/stop", ""))));
   auto stopped = client.ReadResponse();
   ASSERT_TRUE(stopped);
   EXPECT_EQ(stopped->status, 202);
-  ASSERT_TRUE(client.Send(FormatRequest(Req("DELETE", "/api/v1/jobs/job-1"))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("DELETE", "/api/v1/jobs/job-1"))));
   auto deleted = client.ReadResponse();
   ASSERT_TRUE(deleted);
   EXPECT_EQ(deleted->status, 204);
   EXPECT_TRUE(deleted->body.empty());
-  ASSERT_TRUE(client.Send(FormatRequest(JsonPost("/api/v1/jobs", kMinimalSpec))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), JsonPost("/api/v1/jobs", kMinimalSpec))));
   ASSERT_TRUE(client.ReadResponse());  // job-2
   // Two pipelined requests in one write, answered in order.
-  ASSERT_TRUE(client.Send(FormatRequest(Req("GET", "/api/v1/jobs/job-2")) +
-                          FormatRequest(Req("GET", "/api/v1/nope"), /*close=*/true)));
+  ASSERT_TRUE(
+      client.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/job-2")) +
+                  FormatRequest(server_->port(), Req("GET", "/api/v1/nope"), /*close=*/true)));
   auto third = client.ReadResponse();
   auto fourth = client.ReadResponse();
   ASSERT_TRUE(third && fourth);
@@ -112,7 +123,7 @@ TEST_F(HttpServerTest, BodyOverTheLimitIs413) {
     EXPECT_EQ(r->status, 413);
   }
   TestClient client(server_->port());
-  ASSERT_TRUE(client.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
   auto r = client.ReadResponse();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
@@ -131,7 +142,8 @@ TEST_F(HttpServerTest, HeadersOverTheLimitAre431) {
   // Just under the limit is fine.
   TestClient ok(server_->port());
   ASSERT_TRUE(
-      ok.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(7000, 'a') + "\r\n\r\n"));
+      ok.Send("GET /healthz HTTP/1.1\r\nHost: localhost:" + std::to_string(server_->port()) +
+              "\r\nX-Big: " + std::string(7000, 'a') + "\r\n\r\n"));
   auto r2 = ok.ReadResponse();
   ASSERT_TRUE(r2);
   EXPECT_EQ(r2->status, 200);
@@ -163,7 +175,7 @@ TEST_F(HttpServerTest, ReadTimeoutClosesIdleAndTricklingConnections) {
 
   // A kept-alive connection is closed after read_timeout without a next request.
   TestClient kept(server_->port());
-  ASSERT_TRUE(kept.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(kept.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
   ASSERT_TRUE(kept.ReadResponse());
   EXPECT_TRUE(kept.WaitClosed(milliseconds(3000)));
   EXPECT_TRUE(Eventually([&] { return server_->connection_count() == 0; }));
@@ -178,8 +190,9 @@ TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
     service_.Publish(id, "scalars", "{\"step\":" + std::to_string(i) + "}");
 
   TestClient client(server_->port());
-  ASSERT_TRUE(client.Send(
-      FormatRequest(Req("GET", "/api/v1/jobs/" + id + "/events", "", {{"Last-Event-ID", "2"}}))));
+  ASSERT_TRUE(
+      client.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/" + id + "/events", "",
+                                                     {{"Last-Event-ID", "2"}}))));
   auto head = client.ReadUntil("\r\n\r\n");
   ASSERT_TRUE(head);
   RawResponse r;
@@ -217,8 +230,8 @@ TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
   // Events published while disconnected arrive after a reconnect, none twice.
   for (int i = 41; i <= 45; ++i) service_.Publish(id, "scalars", "{}");
   TestClient again(server_->port());
-  ASSERT_TRUE(
-      again.Send(FormatRequest(Req("GET", "/api/v1/jobs/" + id + "/events?last_event_id=40"))));
+  ASSERT_TRUE(again.Send(FormatRequest(
+      server_->port(), Req("GET", "/api/v1/jobs/" + id + "/events?last_event_id=40"))));
   ASSERT_TRUE(Eventually([&] {
     again.ReadMore(Clock::now() + milliseconds(50));
     return SseIds(again.buffer()).size() >= 5u;
@@ -237,8 +250,9 @@ TEST_F(HttpServerTest, ReplayLongerThanTheEventQueueArrivesWhole) {
     service_.Publish(id, "scalar", "{\"step\":" + std::to_string(i) + "}");
   }
   TestClient client(server_->port());
-  ASSERT_TRUE(client.Send(
-      FormatRequest(Req("GET", "/api/v1/jobs/" + id + "/events", "", {{"Last-Event-ID", "0"}}))));
+  ASSERT_TRUE(
+      client.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/" + id + "/events", "",
+                                                     {{"Last-Event-ID", "0"}}))));
   ASSERT_TRUE(Eventually([&] {
     client.ReadMore(Clock::now() + milliseconds(50));
     return SseIds(client.buffer()).size() >= 100u;
@@ -257,7 +271,7 @@ TEST_F(HttpServerTest, SlowEventClientIsDroppedWhileOthersKeepReceiving) {
   options.sse_queue_events = 8;
   options.sse_queue_bytes = 256 * 1024;
   StartServer(options);
-  const std::string request = FormatRequest(Req("GET", "/api/v1/events"));
+  const std::string request = FormatRequest(server_->port(), Req("GET", "/api/v1/events"));
   TestClient slow(server_->port(), /*receive_buffer=*/4096);
   TestClient fast(server_->port());
   ASSERT_TRUE(slow.Send(request));
@@ -311,7 +325,7 @@ TEST_F(HttpServerTest, KeepsServingAfterBadRequests) {
   for (const BadRequest& c : BadRequests()) {
     SCOPED_TRACE(c.name);
     TestClient client(server_->port());
-    ASSERT_TRUE(client.Send(FormatRequest(c.ToRequest())));
+    ASSERT_TRUE(client.Send(FormatRequest(server_->port(), c.ToRequest())));
     auto r = client.ReadResponse();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, c.status) << r->body;
@@ -331,7 +345,7 @@ TEST_F(HttpServerTest, KeepsServingAfterBadRequests) {
     EXPECT_TRUE(client.WaitClosed());
   }
   TestClient client(server_->port());
-  ASSERT_TRUE(client.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
   auto r = client.ReadResponse();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
@@ -341,10 +355,10 @@ TEST_F(HttpServerTest, ExpectContinueIsAnswered) {
   StartServer();
   TestClient client(server_->port());
   std::string body = kMinimalSpec;
-  ASSERT_TRUE(
-      client.Send("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                  "application/json\r\nExpect: 100-continue\r\nContent-Length: " +
-                  std::to_string(body.size()) + "\r\n\r\n"));
+  ASSERT_TRUE(client.Send(
+      "POST /api/v1/jobs HTTP/1.1\r\nHost: localhost:" + std::to_string(server_->port()) +
+      "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n"));
   ASSERT_TRUE(client.ReadUntil("HTTP/1.1 100 Continue\r\n\r\n"));
   ASSERT_TRUE(client.Send(body));
   auto r = client.ReadResponse();
@@ -357,18 +371,19 @@ TEST_F(HttpServerTest, ExpectContinueIsAnswered) {
 TEST_F(HttpServerTest, ASlowHandlerDoesNotBlockTheIoThread) {
   StartServer({.io_threads = 1, .handler_threads = 2});
   TestClient setup(server_->port());
-  ASSERT_TRUE(setup.Send(FormatRequest(JsonPost("/api/v1/jobs", kMinimalSpec))));
+  ASSERT_TRUE(setup.Send(FormatRequest(server_->port(), JsonPost("/api/v1/jobs", kMinimalSpec))));
   ASSERT_TRUE(setup.ReadResponse());  // job-1
   service_.CloseScalarsGate();
   TestClient slow(server_->port());
-  ASSERT_TRUE(slow.Send(FormatRequest(Req("GET", "/api/v1/jobs/job-1/scalars?tag=loss"))));
+  ASSERT_TRUE(
+      slow.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/job-1/scalars?tag=loss"))));
   ASSERT_TRUE(Eventually([&] { return service_.scalars_waiting() == 1; }));
   TestClient quick(server_->port());
-  ASSERT_TRUE(quick.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(quick.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
   auto health = quick.ReadResponse();
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
-  ASSERT_TRUE(quick.Send(FormatRequest(Req("GET", "/api/v1/jobs/job-1"))));
+  ASSERT_TRUE(quick.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/jobs/job-1"))));
   auto job = quick.ReadResponse();
   ASSERT_TRUE(job);
   EXPECT_EQ(job->status, 200);
@@ -382,9 +397,9 @@ TEST_F(HttpServerTest, StopReturnsPromptlyAndClosesEveryConnection) {
   StartServer();
   TestClient idle(server_->port());
   TestClient stream(server_->port());
-  ASSERT_TRUE(stream.Send(FormatRequest(Req("GET", "/api/v1/events"))));
+  ASSERT_TRUE(stream.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/events"))));
   ASSERT_TRUE(stream.ReadUntil("\r\n\r\n"));
-  ASSERT_TRUE(idle.Send(FormatRequest(Req("GET", "/healthz"))));
+  ASSERT_TRUE(idle.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
   ASSERT_TRUE(idle.ReadResponse());
   auto start = Clock::now();
   server_->Stop();
@@ -414,6 +429,220 @@ TEST_F(HttpServerTest, StartErrors) {
   taken.port = server_->port();
   HttpServer second(router, taken);
   EXPECT_EQ(second.Start().code(), engine::StatusCode::kUnavailable);
+}
+
+// The Host check over real sockets, against the port the OS chose: the names of this machine's
+// loopback with that port pass (any case), anything else is 421 with the JSON error.
+TEST_F(HttpServerTest, HostMustNameThisServerWithTheBoundPort) {
+  StartServer();
+  const std::string port = std::to_string(server_->port());
+  for (const std::string& host :
+       {"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port, "[::1]:" + port}) {
+    TestClient client(server_->port());
+    ASSERT_TRUE(client.Send(
+        FormatRequest(server_->port(), Req("GET", "/api/v1/jobs", "", {{"Host", host}}))));
+    auto r = client.ReadResponse();
+    ASSERT_TRUE(r) << host;
+    EXPECT_EQ(r->status, 200) << host << " " << r->body;
+  }
+  for (const std::string& host :
+       {std::string("127.0.0.1"), "localhost:" + std::to_string(server_->port() + 1),
+        "evil.example:" + port, std::string("evil.example")}) {
+    TestClient client(server_->port());
+    ASSERT_TRUE(client.Send(
+        FormatRequest(server_->port(), Req("GET", "/api/v1/jobs", "", {{"Host", host}}))));
+    auto r = client.ReadResponse();
+    ASSERT_TRUE(r) << host;
+    EXPECT_EQ(r->status, 421) << host;
+    EXPECT_EQ(r->headers["content-type"], "application/json");
+    EXPECT_NE(r->body.find("\"field\":\"Host\""), std::string::npos) << r->body;
+  }
+}
+
+// The security headers also on the answers the session writes itself (431) and on an event
+// stream's head.
+TEST_F(HttpServerTest, SecurityHeadersOnSessionErrorsAndStreams) {
+  StartServer();
+  TestClient big(server_->port());
+  ASSERT_TRUE(big.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(9000, 'a') +
+                       "\r\n\r\n"));
+  auto r = big.ReadResponse();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 431);
+  EXPECT_EQ(r->headers["x-frame-options"], "DENY");
+  EXPECT_EQ(r->headers["content-security-policy"], "default-src 'none'; frame-ancestors 'none'");
+  EXPECT_EQ(r->headers["referrer-policy"], "no-referrer");
+  TestClient stream(server_->port());
+  ASSERT_TRUE(stream.Send(FormatRequest(server_->port(), Req("GET", "/api/v1/events"))));
+  auto head = stream.ReadUntil("\r\n\r\n");
+  ASSERT_TRUE(head);
+  RawResponse h;
+  TestClient::ParseHead(*head, &h);
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(h.headers["x-frame-options"], "DENY");
+  EXPECT_EQ(h.headers["referrer-policy"], "no-referrer");
+  EXPECT_NE(h.headers["content-security-policy"].find("frame-ancestors 'none'"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, ConnectionsOverTheCapAreClosedAndCounted) {
+  HttpServerOptions options;
+  options.max_connections = 2;
+  StartServer(options);
+  TestClient a(server_->port());
+  TestClient b(server_->port());
+  ASSERT_TRUE(a.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
+  ASSERT_TRUE(a.ReadResponse());
+  ASSERT_TRUE(b.Send(FormatRequest(server_->port(), Req("GET", "/healthz"))));
+  ASSERT_TRUE(b.ReadResponse());
+  TestClient c(server_->port());
+  EXPECT_TRUE(c.WaitClosed(milliseconds(2000)));
+  EXPECT_NE(router_->metrics().Exposition().find("trainingd_http_connections_refused_total 1\n"),
+            std::string::npos);
+}
+
+// CPU time (user + system) of process `pid` so far, in seconds, from /proc/<pid>/stat.
+double ProcessCpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Runs an HttpServer in a child process whose descriptor limit leaves room for a few dozen
+// connections. Opening connections until one is not answered puts the server's accept at
+// EMFILE with a connection waiting, which used to make it retry at once, forever (a core at
+// 100%). Now: little CPU while it waits, one log line, the failures counted; and once some
+// connections close, the waiting one is accepted and answered.
+TEST(HttpServerDescriptorTest, OutOfDescriptorsBacksOffAndRecovers) {
+  int port_pipe[2], stop_pipe[2], log_pipe[2];
+  ASSERT_EQ(pipe(port_pipe), 0);
+  ASSERT_EQ(pipe(stop_pipe), 0);
+  ASSERT_EQ(pipe2(log_pipe, O_NONBLOCK), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(port_pipe[0]);
+    close(stop_pipe[1]);
+    close(log_pipe[0]);
+    FakeJobService service;
+    Router router(service, {});
+    HttpServerOptions options;
+    options.port = 0;
+    options.io_threads = 1;
+    options.handler_threads = 1;
+    options.max_connections = 100000;  // the descriptor limit is what stops it
+    options.read_timeout = std::chrono::seconds(60);
+    const int log_fd = log_pipe[1];
+    options.log = [log_fd](std::string_view line) {
+      std::string l = std::string(line) + "\n";
+      if (write(log_fd, l.data(), l.size()) < 0) _exit(3);
+    };
+    HttpServer server(router, options);
+    if (!server.Start().ok()) _exit(2);
+    // New descriptors take the lowest free numbers, which must be below the limit: set it so
+    // that 24 numbers are free below it.
+    std::set<int> open;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+      open.insert(std::stoi(entry.path().filename().string()));
+    }
+    int free_below = 0, limit_fds = 0;
+    while (free_below < 24) free_below += open.count(limit_fds++) ? 0 : 1;
+    rlimit limit{};
+    getrlimit(RLIMIT_NOFILE, &limit);
+    limit.rlim_cur = static_cast<rlim_t>(limit_fds);
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(4);
+    const uint16_t port = server.port();
+    if (write(port_pipe[1], &port, sizeof port) != sizeof port) _exit(5);
+    char byte;
+    while (read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    server.Stop();
+    _exit(0);
+  }
+  close(port_pipe[1]);
+  close(stop_pipe[0]);
+  close(log_pipe[1]);
+  struct Child {
+    pid_t pid;
+    int stop_fd;
+    ~Child() {
+      if (stop_fd >= 0) close(stop_fd);
+      if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    }
+  } child{pid, stop_pipe[1]};
+  uint16_t port = 0;
+  pollfd ready{port_pipe[0], POLLIN, 0};
+  ASSERT_EQ(poll(&ready, 1, 10000), 1);
+  ASSERT_EQ(read(port_pipe[0], &port, sizeof port), static_cast<ssize_t>(sizeof port));
+  close(port_pipe[0]);
+
+  std::vector<std::unique_ptr<TestClient>> clients;
+  TestClient* waiting = nullptr;
+  for (int i = 0; i < 200 && waiting == nullptr; ++i) {
+    auto client = std::make_unique<TestClient>(port);
+    ASSERT_TRUE(client->connected());  // the kernel completes it; accepting is the server's part
+    ASSERT_TRUE(client->Send(FormatRequest(port, Req("GET", "/healthz"))));
+    if (!client->ReadResponse(milliseconds(1000))) waiting = client.get();
+    clients.push_back(std::move(client));
+  }
+  ASSERT_NE(waiting, nullptr) << "the server accepted 200 connections under its limit";
+  const size_t answered = clients.size() - 1;
+  EXPECT_GE(answered, 5u);
+
+  // Out of descriptors with a connection waiting: about 1.2 s, while a busy loop would use a
+  // whole core. The accept failures counted below tell the same on a loaded machine.
+  const double cpu_before = ProcessCpuSeconds(pid);
+  std::this_thread::sleep_for(milliseconds(1200));
+  const double cpu_used = ProcessCpuSeconds(pid) - cpu_before;
+  EXPECT_LT(cpu_used, 0.25) << "the server spins while out of descriptors";
+
+  // Free a few descriptors: the waiting connection is accepted and answered.
+  for (size_t i = 0; i < 4; ++i) clients[i]->Close();
+  auto late = waiting->ReadResponse(milliseconds(5000));
+  ASSERT_TRUE(late) << "not accepted after descriptors were freed";
+  EXPECT_EQ(late->status, 200);
+  TestClient fresh(port);
+  ASSERT_TRUE(fresh.Send(FormatRequest(port, Req("GET", "/metrics"))));
+  auto metrics = fresh.ReadResponse();
+  ASSERT_TRUE(metrics);
+  ASSERT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->body.find("trainingd_http_accept_paused 0\n"), std::string::npos);
+  const std::string counter = "\ntrainingd_http_accept_errors_total ";
+  size_t at = metrics->body.find(counter);
+  ASSERT_NE(at, std::string::npos) << metrics->body;
+  const int failures = std::stoi(metrics->body.substr(at + counter.size()));
+  // 50 ms doubling to 1 s: a handful of retries in a few seconds, where a spin makes thousands.
+  EXPECT_GE(failures, 1);
+  EXPECT_LE(failures, 12);
+
+  clients.clear();
+  close(child.stop_fd);
+  child.stop_fd = -1;
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  child.pid = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::string log;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(log_pipe[0], buf, sizeof buf)) > 0) log.append(buf, static_cast<size_t>(n));
+  close(log_pipe[0]);
+  auto count = [&](std::string_view needle) {
+    size_t k = 0;
+    for (size_t pos = log.find(needle); pos != std::string::npos; pos = log.find(needle, pos + 1))
+      ++k;
+    return k;
+  };
+  EXPECT_EQ(count("cannot accept connections: "), 1u) << log;
+  EXPECT_EQ(count("accepting connections again after " + std::to_string(failures)), 1u) << log;
 }
 
 }  // namespace

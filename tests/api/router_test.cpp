@@ -19,8 +19,13 @@ using nlohmann::json;
 class RouterTest : public ::testing::Test {
  protected:
   RouterTest() : router_(service_, Options()) {}
-  static RouterOptions Options() { return RouterOptions{}; }
+  RouterOptions Options() {
+    RouterOptions options;
+    options.log = [this](std::string_view line) { logged_.emplace_back(line); };
+    return options;
+  }
 
+  std::vector<std::string> logged_;  // the router's log lines (one thread here)
   FakeJobService service_;
   Router router_;
 };
@@ -68,10 +73,21 @@ TEST_F(RouterTest, ServiceStatusesMapToHttp) {
   EXPECT_EQ(r.Header("Retry-After"), "1");
   EXPECT_EQ(BodyJson(r)["error"]["message"], "shutting down");
 
-  service_.FailNext(engine::Status::IoError("disk on fire"));
+  // Anything else is a 500 that tells the client only an error id; the details (here a path)
+  // go to the log under that id.
+  service_.FailNext(engine::Status::IoError("/srv/trainingd/jobs/j1/log.txt: disk on fire"));
   r = router_.Handle(Req("GET", "/api/v1/jobs"));
   ExpectError(r, 500, "internal");
-  EXPECT_EQ(BodyJson(r)["error"]["message"], "IoError: disk on fire");
+  const std::string id = BodyJson(r)["error"].value("id", "");
+  ASSERT_FALSE(id.empty()) << r.body;
+  EXPECT_EQ(r.body.find("/srv"), std::string::npos) << r.body;
+  EXPECT_EQ(r.body.find("disk on fire"), std::string::npos) << r.body;
+  EXPECT_NE(BodyJson(r)["error"]["message"].get<std::string>().find(id), std::string::npos);
+  ASSERT_EQ(logged_.size(), 1u);
+  EXPECT_NE(logged_[0].find(id), std::string::npos) << logged_[0];
+  EXPECT_NE(logged_[0].find("/srv/trainingd/jobs/j1/log.txt: disk on fire"), std::string::npos)
+      << logged_[0];
+  EXPECT_NE(logged_[0].find("GET /api/v1/jobs"), std::string::npos) << logged_[0];
 
   // InvalidArgument from the service: the field is the message's prefix.
   service_.FailNext(engine::Status::InvalidArgument("cursor: expired"));
@@ -84,7 +100,16 @@ TEST_F(RouterTest, ServiceStatusesMapToHttp) {
   service_.ThrowNext();
   r = router_.Handle(Req("GET", "/api/v1/jobs/job-1"));
   ExpectError(r, 500, "internal");
-  EXPECT_NE(r.body.find("injected failure"), std::string::npos);
+  EXPECT_EQ(r.body.find("injected failure"), std::string::npos) << r.body;
+  const std::string second_id = BodyJson(r)["error"].value("id", "");
+  EXPECT_FALSE(second_id.empty());
+  EXPECT_NE(second_id, id);
+  ASSERT_EQ(logged_.size(), 2u);
+  EXPECT_NE(logged_[1].find(second_id), std::string::npos) << logged_[1];
+  EXPECT_NE(logged_[1].find("injected failure"), std::string::npos) << logged_[1];
+  // Errors that are the client's own are not logged.
+  router_.Handle(Req("GET", "/api/v1/jobs/nope"));
+  EXPECT_EQ(logged_.size(), 2u);
 }
 
 TEST_F(RouterTest, ListPassesValidatedParametersAndPages) {
@@ -128,10 +153,10 @@ TEST_F(RouterTest, GetStopResumeDelete) {
   r = router_.Handle(JsonPost("/api/v1/jobs/" + id + "/resume", ""));
   ExpectError(r, 409, "failed_precondition");
 
-  r = router_.Handle(Req("POST", "/api/v1/jobs/" + id + "/stop"));
+  r = router_.Handle(JsonPost("/api/v1/jobs/" + id + "/stop", ""));  // an empty JSON body
   ASSERT_EQ(r.status, 202) << r.body;
   EXPECT_EQ(BodyJson(r)["state"], "stopping");
-  r = router_.Handle(Req("POST", "/api/v1/jobs/" + id + "/stop"));
+  r = router_.Handle(JsonPost("/api/v1/jobs/" + id + "/stop", " {} "));
   ExpectError(r, 409, "failed_precondition");
   EXPECT_NE(r.body.find("is stopping"), std::string::npos);
 
@@ -142,7 +167,11 @@ TEST_F(RouterTest, GetStopResumeDelete) {
   EXPECT_EQ(BodyJson(r)["max_steps"], 5000);
   EXPECT_EQ(service_.calls().resume_max_steps, 5000);
   service_.SetState(id, JobState::kStopped);
-  r = router_.Handle(Req("POST", "/api/v1/jobs/" + id + "/resume"));  // no body: keep max_steps
+  r = router_.Handle(JsonPost("/api/v1/jobs/" + id + "/resume", ""));  // no body: keep max_steps
+  ASSERT_EQ(r.status, 202) << r.body;
+  EXPECT_EQ(service_.calls().resume_max_steps, std::nullopt);
+  service_.SetState(id, JobState::kStopped);
+  r = router_.Handle(JsonPost("/api/v1/jobs/" + id + "/resume", "{}"));  // nor does {}
   ASSERT_EQ(r.status, 202) << r.body;
   EXPECT_EQ(service_.calls().resume_max_steps, std::nullopt);
 
@@ -262,8 +291,23 @@ TEST_F(RouterTest, TokenIsRequiredExceptForHealthzAndStaticFiles) {
   EXPECT_TRUE(r.event_stream);
   ExpectError(guarded.Handle(Req("GET", "/api/v1/events?access_token=wrong")), 401,
               "unauthenticated");
-  ExpectError(guarded.Handle(Req("GET", "/api/v1/jobs?access_token=s3cret")), 401,
+  r = guarded.Handle(Req("GET", "/api/v1/jobs?access_token=s3cret"));
+  ExpectError(r, 401, "unauthenticated");
+  EXPECT_NE(BodyJson(r)["error"]["message"].get<std::string>().find("Authorization"),
+            std::string::npos)
+      << r.body;
+  // A log that follows is an event stream; one read page by page is not.
+  std::string job = service_.AddJob("a", JobState::kRunning);
+  r = guarded.Handle(Req("GET", "/api/v1/jobs/" + job + "/logs?follow=true&access_token=s3cret"));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(r.event_stream);
+  r = guarded.Handle(Req("GET", "/api/v1/jobs/" + job + "/events?access_token=s3cret"));
+  EXPECT_EQ(r.status, 200) << r.body;
+  ExpectError(guarded.Handle(Req("GET", "/api/v1/jobs/" + job + "/logs?access_token=s3cret")), 401,
               "unauthenticated");
+  ExpectError(
+      guarded.Handle(Req("GET", "/api/v1/jobs/" + job + "/logs?follow=false&access_token=s3cret")),
+      401, "unauthenticated");
 }
 
 TEST(ConstantTimeEqualsTest, ComparesWholeStrings) {

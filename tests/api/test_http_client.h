@@ -28,9 +28,11 @@ struct RawResponse {
   std::string body;
 };
 
-// "METHOD target HTTP/1.1" with Host and, when there is a body, Content-Length.
-inline std::string FormatRequest(const HttpRequest& r, bool close = false) {
-  std::string out = r.method + " " + r.target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+// "METHOD target HTTP/1.1" with "Host: 127.0.0.1:<port>" (unless `r` has a Host header of its
+// own) and, when there is a body, Content-Length.
+inline std::string FormatRequest(uint16_t port, const HttpRequest& r, bool close = false) {
+  std::string out = r.method + " " + r.target + " HTTP/1.1\r\n";
+  if (r.Header("Host").empty()) out += "Host: 127.0.0.1:" + std::to_string(port) + "\r\n";
   for (const auto& [name, value] : r.headers) out += name + ": " + value + "\r\n";
   if (!r.body.empty() || r.method == "POST") {
     out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";

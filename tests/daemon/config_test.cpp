@@ -123,5 +123,42 @@ TEST_F(ConfigTest, LoopbackAddresses) {
   EXPECT_FALSE(IsLoopback("10.0.0.1"));
 }
 
+TEST_F(ConfigTest, AllowedHostsOriginsAndConnectionCap) {
+  ServeConfig c;
+  EXPECT_EQ(c.max_connections, 1024);
+  EXPECT_TRUE(c.allowed_hosts.empty());
+  const std::string f = Write("ok.json", R"({"allowed_hosts": ["trainer.lan", "[fe80::1]:8443"],
+      "allowed_origins": ["https://dash.example"], "max_connections": 300})");
+  ASSERT_TRUE(ParseServeArgs({"--config", f, "--max-connections", "200"}, c).ok());
+  EXPECT_EQ(c.allowed_hosts, (std::vector<std::string>{"trainer.lan", "[fe80::1]:8443"}));
+  EXPECT_EQ(c.allowed_origins, (std::vector<std::string>{"https://dash.example"}));
+  EXPECT_EQ(c.max_connections, 200);  // the flag wins
+
+  struct Bad {
+    const char* json;
+    const char* names;
+  };
+  for (const Bad& bad : {
+           Bad{R"({"allowed_hosts": "trainer.lan"})", "allowed_hosts: must be an array"},
+           Bad{R"({"allowed_hosts": ["ok", 5]})", "allowed_hosts[1]: must be a string"},
+           Bad{R"({"allowed_hosts": ["trainer.lan/x"]})", "allowed_hosts[0]: must be a host"},
+           Bad{R"({"allowed_hosts": ["*"]})", "allowed_hosts[0]"},
+           Bad{R"({"allowed_origins": ["https://dash.example/"]})",
+               "allowed_origins[0]: must be an origin"},
+           Bad{R"({"allowed_origins": ["null"]})", "allowed_origins[0]"},
+           Bad{R"({"allowed_origins": ["dash.example"]})", "allowed_origins[0]"},
+           Bad{R"({"max_connections": 0})", "max_connections"},
+           Bad{R"({"max_connections": "many"})", "max_connections"},
+       }) {
+    ServeConfig b;
+    const engine::Status st = LoadConfigFile(Write("bad.json", bad.json), b);
+    EXPECT_FALSE(st.ok()) << bad.json;
+    EXPECT_NE(st.message().find(bad.names), std::string::npos) << st.message();
+  }
+  ServeConfig flag;
+  EXPECT_FALSE(ParseServeArgs({"--max-connections", "0"}, flag).ok());
+  EXPECT_FALSE(ParseServeArgs({"--max-connections", "x"}, flag).ok());
+}
+
 }  // namespace
 }  // namespace trainingd::daemon

@@ -149,7 +149,7 @@ def stop_resume_delete(tmp):
                ([e["id"] for e in replay], ids[3:6]))
         status, body = d.request("DELETE", "/api/v1/jobs/" + jid)
         expect(status == 409 and "error" in body, ("delete while running", status, body))
-        status, body = d.request("POST", "/api/v1/jobs/%s/stop" % jid)
+        status, body = d.request("POST", "/api/v1/jobs/%s/stop" % jid, {})
         expect(status == 202, (status, body))
         job = d.wait_state(jid, {"stopped"})
         stopped_step = job["global_step"]
@@ -162,7 +162,7 @@ def stop_resume_delete(tmp):
                          until=lambda e: e.get("event") == "state", timeout=10)
         expect(len(final) == 1 and final[0]["data"]["state"] == "stopped" and
                final[0]["id"] > ids[-1], "only the final state replayed: %r" % final)
-        status, body = d.request("POST", "/api/v1/jobs/%s/resume" % jid)
+        status, body = d.request("POST", "/api/v1/jobs/%s/resume" % jid, {})
         expect(status == 202, (status, body))
         job = d.wait_state(jid, {"completed", "failed"})
         expect(job["state"] == "completed" and job["global_step"] == 3000, job)
@@ -241,6 +241,8 @@ def bad_requests(tmp):
                                       "dataset": "../../etc"}, {}, 400),
             ("POST", "/api/v1/jobs", "x" * (2 << 20), {}, 413),
             ("POST", "/api/v1/jobs", "{}", {"Content-Type": "text/plain"}, 415),
+            ("POST", "/api/v1/jobs/nope/stop", "", {"Content-Type": "text/plain"}, 415),
+            ("GET", "/api/v1/jobs", None, {"Host": "evil.example"}, 421),
             ("GET", "/api/v1/jobs/nope", None, {}, 404),
             ("GET", "/api/v1/jobs/..%2f..%2fetc", None, {}, 400),
             ("PUT", "/api/v1/jobs", None, {}, 405),

@@ -10,9 +10,10 @@
 // confirmation; restarts the daemon under a running job's page (banner, reconnect, the job
 // finishes); checks the layout at 380 px; and runs with an API token (prompt, sessionStorage,
 // Authorization header, ?access_token= on the event stream). It fails on any console error the
-// step does not expect (the browser logs expected 4xx answers as errors), any page error, and
-// any request to a host other than 127.0.0.1. Screenshots go to SCREENSHOT_DIR (default:
-// ./dashboard-screenshots).
+// step does not expect (the browser logs expected 4xx answers as errors), any page error, any
+// Content-Security-Policy violation (the daemon serves the page with a strict policy, which the
+// test checks is there), and any request to a host other than 127.0.0.1. Screenshots go to
+// SCREENSHOT_DIR (default: ./dashboard-screenshots).
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
@@ -110,6 +111,7 @@ function spec(name, maxSteps, extra = {}) {
 
 // --- the browser ----------------------------------------------------------------------------
 const problems = []; // console errors, page errors, foreign requests
+const cspViolations = []; // reported by the pages; problems unless a step provoked them
 let allowed = []; // console errors the current step expects: [RegExp]
 async function newContext(profile, viewport = { width: 1280, height: 900 }) {
   const context = await chromium.launchPersistentContext(profile, {
@@ -119,6 +121,17 @@ async function newContext(profile, viewport = { width: 1280, height: 900 }) {
     colorScheme: 'light',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  // Every CSP violation in any page of the context, reported to the test as it happens.
+  await context.exposeBinding('__trainingdCspViolation', (_source, v) => {
+    cspViolations.push(`CSP violation: ${v.directive} blocked ${v.blocked} (${v.source}:${v.line})`);
+  });
+  await context.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) => {
+      window.__trainingdCspViolation({
+        directive: e.effectiveDirective, blocked: e.blockedURI, source: e.sourceFile, line: e.lineNumber,
+      });
+    });
   });
   await context.route('**/*', (route) => {
     const url = new URL(route.request().url());
@@ -243,8 +256,29 @@ async function main() {
   const scalarRequests = [];
   page.on('request', (r) => { if (r.url().includes('/scalars?')) scalarRequests.push(r.url()); });
 
-  // 1. The empty list, then the submit form with a spec the server rejects.
-  await page.goto(`${daemon.url}/`);
+  // 1. The empty list, then the submit form with a spec the server rejects. The page comes with
+  // its Content-Security-Policy (own files only, no inline script, no framing).
+  const home = await page.goto(`${daemon.url}/`);
+  const csp = home.headers()['content-security-policy'] || '';
+  for (const directive of ["default-src 'self'", "script-src 'self'", "style-src 'self'", "frame-ancestors 'none'"]) {
+    check(csp.split(';').map((d) => d.trim()).includes(directive), `CSP has ${directive}: "${csp}"`);
+  }
+  check(!/unsafe-inline|unsafe-eval/.test(csp), `CSP allows no inline script or style: "${csp}"`);
+  check(home.headers()['x-frame-options'] === 'DENY', 'X-Frame-Options: DENY');
+  check(home.headers()['referrer-policy'] === 'no-referrer', 'Referrer-Policy: no-referrer');
+  // The violation report works: an inline script added now is blocked and reported.
+  await expecting([/Content Security Policy/], async () => {
+    await page.evaluate(() => {
+      const script = document.createElement('script');
+      script.textContent = 'window.__inlineRan = true;';
+      document.head.append(script);
+    });
+    await until(() => cspViolations.length > 0, 'an inline script is reported as a CSP violation', 5000);
+  });
+  check(await page.evaluate(() => window.__inlineRan === undefined), 'the inline script did not run');
+  check(cspViolations.length === 1 && cspViolations[0].includes('script-src'), `one script-src violation: ${cspViolations}`);
+  cspViolations.length = 0;
+  log(`CSP: ${csp}`);
   await page.waitForURL(/#\/jobs$/);
   await page.getByText('No jobs yet.').waitFor({ timeout: 10000 });
   await page.locator('nav a[data-nav="submit"]').click();
@@ -419,6 +453,7 @@ try {
   if (context) await context.close().catch(() => {});
   if (daemon) await daemon.stop().catch(() => {});
 }
+problems.push(...cspViolations);
 if (problems.length) {
   failed = true;
   console.error(`FAIL: ${problems.length} problem(s) in the page:\n  ${problems.join('\n  ')}`);

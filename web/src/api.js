@@ -123,9 +123,11 @@ export function scalars(id, tag, { from, to, maxPoints, signal } = {}) {
   return api(`/jobs/${enc(id)}/scalars?${q}`, { signal }).then((r) => r.points);
 }
 
+// Stop and resume are POSTs with a JSON body ({} when there is nothing to say): the daemon
+// refuses any POST that is not application/json, so no cross-site form can reach them.
 export function jobAction(id, action, body) {
   if (action === 'delete') return api(`/jobs/${enc(id)}`, { method: 'DELETE' });
-  return api(`/jobs/${enc(id)}/${action}`, { method: 'POST', body });
+  return api(`/jobs/${enc(id)}/${action}`, { method: 'POST', body: body || {} });
 }
 
 // The URL of an event stream, with the token as a query parameter (EventSource cannot send

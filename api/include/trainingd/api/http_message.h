@@ -42,6 +42,9 @@ struct HttpResponse {
   bool event_stream = false;
   std::unique_ptr<Subscription> subscription;
 
+  // Never sent: what went wrong behind a 500, for the daemon's log (InternalErrorResponse).
+  std::string log_detail;
+
   std::string_view Header(std::string_view name) const;
   // Replaces header `name` (or adds it).
   void SetHeader(std::string_view name, std::string value);

@@ -28,9 +28,18 @@ class HttpMetrics {
   void EventStreamOpened();
   void EventStreamClosed(bool dropped);
 
+  // Connections: trainingd_http_connections_refused_total (closed at once because
+  // max_connections were open), trainingd_http_accept_errors_total (accepts that failed for lack
+  // of file descriptors, EMFILE/ENFILE) and trainingd_http_accept_paused (1 while the server
+  // waits for descriptors to free up before accepting again).
+  void ConnectionRefused();
+  void AcceptFailed();
+  void SetAcceptPaused(bool paused);
+
   // The number of requests recorded for (route, method, status); for tests.
   uint64_t RequestCount(std::string_view route, std::string_view method, int status) const;
   uint64_t EventStreamsDropped() const;
+  uint64_t AcceptErrors() const;
 
   // Prometheus text exposition format 0.0.4, with HELP and TYPE lines.
   std::string Exposition() const;
@@ -47,6 +56,9 @@ class HttpMetrics {
   std::map<std::string, Histogram, std::less<>> latency_;
   int64_t streams_open_ = 0;
   uint64_t streams_dropped_ = 0;
+  uint64_t connections_refused_ = 0;
+  uint64_t accept_errors_ = 0;
+  bool accept_paused_ = false;
 };
 
 }  // namespace trainingd::api

@@ -10,13 +10,22 @@
 // events go through a per-connection queue bounded by sse_queue_events and sse_queue_bytes; a
 // client that falls behind so far that the queue would overflow is disconnected (never buffered
 // without bound). Streams get a comment every sse_keepalive so proxies and clients see life.
+//
+// At most max_connections are open at once; more are accepted and closed at once. When accept
+// fails because the process (EMFILE) or the system (ENFILE) is out of file descriptors, the
+// server does not retry at once (the pending connection would wake it again and again, a busy
+// loop): it waits accept_backoff_min, doubling up to accept_backoff_max, until an accept works
+// again; it logs once when that starts and once when it ends, and counts the failures
+// (HttpMetrics: trainingd_http_accept_errors_total, trainingd_http_accept_paused).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "trainingd/engine/status.h"
 
@@ -40,6 +49,11 @@ struct HttpServerOptions {
   size_t sse_queue_bytes = 4u << 20;           // bytes of those events, at most
   size_t max_connections = 1024;               // more are accepted and closed at once
   std::chrono::milliseconds stop_grace{2000};  // Stop() waits this long for sessions to end
+  std::chrono::milliseconds accept_backoff_min{50};    // first wait after EMFILE/ENFILE
+  std::chrono::milliseconds accept_backoff_max{1000};  // the wait doubles up to this
+  // The server's own log lines (accept trouble, uncaught exceptions); called on I/O threads.
+  // Empty = stderr.
+  std::function<void(std::string_view)> log;
 };
 
 class HttpServer {
@@ -51,8 +65,10 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds, listens and starts the I/O threads. InvalidArgument for a bad address or option,
-  // Unavailable when the address cannot be bound (in use, no permission). Call once.
+  // Binds, listens, tells the router the address and port it bound
+  // (Router::SetListenEndpoint, for the Host and Origin checks) and starts the I/O threads.
+  // InvalidArgument for a bad address or option, Unavailable when the address cannot be bound
+  // (in use, no permission). Call once.
   engine::Status Start();
 
   // The bound port (the OS's choice when options.port was 0); 0 before Start.

@@ -1,22 +1,33 @@
 // Router: the REST API v1 (docs/openapi.yaml, docs/http-api.md) as a plain function from request
-// to response over a JobService, so it is tested without sockets; HttpServer calls it on its I/O
-// threads (fine, because JobService methods return quickly by contract).
+// to response over a JobService, so it is tested without sockets; HttpServer calls it on its
+// handler threads.
 //
 // Every non-2xx answer has the body {"error":{"code","message"[,"field"]}} and Content-Type
 // application/json. JobService statuses map as job_service.h states: InvalidArgument 400,
-// NotFound 404, FailedPrecondition 409, Unavailable 503 (with Retry-After), anything else 500.
+// NotFound 404, FailedPrecondition 409, Unavailable 503 (with Retry-After), anything else 500
+// with a generic message and an error id (the details go to options.log, never to the client).
 // With an API token configured, /api/... and /metrics need "Authorization: Bearer <token>"
 // (event streams may pass ?access_token= instead, since browsers' EventSource cannot set
-// headers); /healthz and the dashboard's static files are public, as they reveal nothing about
-// jobs. Thread-safe: Handle may run on many threads at once.
+// headers; on any other route a query token is refused); /healthz and the dashboard's static
+// files are public, as they reveal nothing about jobs.
+//
+// Browser protections, before anything else (docs/operations.md#browser-protections): a Host
+// that does not name this server is 421, a POST or DELETE whose Origin is not this server or an
+// allowed origin is 403 (BrowserPolicy), and a POST without Content-Type application/json is 415,
+// so no cross-site "simple" request (a form, text/plain) can change anything. Every answer
+// carries X-Frame-Options, Content-Security-Policy and Referrer-Policy (AddSecurityHeaders).
+// Thread-safe: Handle may run on many threads at once.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "trainingd/api/browser_policy.h"
 #include "trainingd/api/http_message.h"
 #include "trainingd/api/http_metrics.h"
 #include "trainingd/api/job_service.h"
@@ -35,6 +46,16 @@ struct RouterOptions {
   int64_t max_log_limit = 10000;
   int64_t default_max_points = 1000;  // GET .../scalars ?max_points=, 1..max_max_points
   int64_t max_max_points = 100000;
+  // Browser protections (browser_policy.h): the address and port the server listens on
+  // (HttpServer::Start sets them with SetListenEndpoint before it accepts), and the extra Host
+  // names ("name" or "name:port") and origins ("https://host[:port]") to allow.
+  std::string listen_address = "127.0.0.1";
+  uint16_t listen_port = 0;  // 0 = not known yet
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> allowed_origins;
+  // Where the details of an internal error go, one line per error with its id (the client sees
+  // only the id). Called on handler threads, possibly at once. Empty = stderr.
+  std::function<void(std::string_view)> log;
 };
 
 // One (method, path template) pair the router answers; "{id}" is one job-id segment, "{file}" a
@@ -49,8 +70,13 @@ class Router {
   // `service` must outlive the router.
   Router(JobService& service, RouterOptions options);
 
-  // OK unless options name a web root that is not an existing directory (fatal at start-up).
+  // OK unless options name a web root that is not an existing directory, or an allowed host or
+  // origin that does not parse (fatal at start-up).
   engine::Status CheckOptions() const;
+
+  // The address and port the server is bound to, for the Host and Origin checks. Not safe to
+  // call while Handle runs: HttpServer::Start calls it once, before it accepts connections.
+  void SetListenEndpoint(std::string_view address, uint16_t port);
 
   // Answers one request; never throws (an exception becomes a 500). For the event-stream routes
   // (GET /api/v1/events, /api/v1/jobs/{id}/events, /api/v1/jobs/{id}/logs?follow=true) it
@@ -70,6 +96,9 @@ class Router {
 
   HttpResponse Dispatch(const HttpRequest& request, const EventDeliver& deliver,
                         std::string* route_label);
+  // The 400/421/403 answer when the Host or Origin header is not allowed; nullopt when fine.
+  std::optional<HttpResponse> CheckBrowserHeaders(const HttpRequest& request) const;
+  HttpResponse StopJob(const Context& c);
   HttpResponse SubmitJob(const Context& c);
   HttpResponse ListJobs(const Context& c);
   HttpResponse ResumeJob(const Context& c);
@@ -81,6 +110,8 @@ class Router {
 
   JobService& service_;
   RouterOptions options_;
+  BrowserPolicy policy_;
+  engine::Status policy_status_;  // why options_ give no policy; OK = they do
   StaticFiles static_files_;
   HttpMetrics metrics_;
 };
@@ -90,8 +121,26 @@ HttpResponse ErrorResponse(int status, std::string_view code, std::string_view m
                            std::string_view field = {});
 
 // The answer for a failed JobService call (the mapping above). An InvalidArgument message
-// "<field>: <what>" names <field> in the body.
+// "<field>: <what>" names <field> in the body; other codes than the four above give
+// InternalErrorResponse(status.ToString()).
 HttpResponse StatusResponse(const engine::Status& status);
+
+// A 500 {"error":{"code":"internal","message":"internal error (id E...)...","id":"E..."}} that
+// says nothing about the failure; `detail` and the id go in the response's log_detail, which
+// Router::Handle writes to options.log.
+HttpResponse InternalErrorResponse(std::string_view detail);
+
+// Sets the headers every answer carries: X-Content-Type-Options: nosniff, X-Frame-Options: DENY,
+// Referrer-Policy: no-referrer, and a Content-Security-Policy: for HTML (the dashboard) its own
+// files only -- no inline script or style, no other origin, no framing; for anything else
+// "default-src 'none'; frame-ancestors 'none'".
+void AddSecurityHeaders(HttpResponse& response);
+
+// The Content-Security-Policy of the dashboard's HTML.
+inline constexpr std::string_view kDashboardCsp =
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'";
 
 // Job ids in paths: 1 to 64 of [A-Za-z0-9_-].
 bool IsValidJobId(std::string_view id);

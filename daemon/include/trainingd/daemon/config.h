@@ -11,7 +11,14 @@
 //   "threads_per_job": 0,               0 = cores / max_concurrent_jobs
 //   "http_threads": 1,                  I/O threads: parse, write, stream events
 //   "http_handler_threads": 2,          run the routes (these may wait for SQLite or the disk)
-//   "token_file": ""                    a file whose first line is the API token
+//   "token_file": "",                   a file whose first line is the API token
+//   "allowed_hosts": [],                more Host names to answer ("name" or "name:port"),
+//                                       besides localhost, 127.0.0.1, [::1] and the listen
+//                                       address; needed with a wildcard address (0.0.0.0)
+//   "allowed_origins": [],              more origins that may POST and DELETE
+//                                       ("https://host[:port]")
+//   "max_connections": 1024             HTTP connections open at once (lowered at start to fit
+//                                       the descriptor limit)
 // }
 // Unknown keys and wrong types are errors naming the key; the token may also come from the
 // environment variable TRAININGD_TOKEN.
@@ -37,6 +44,9 @@ struct ServeConfig {
   int http_handler_threads = 2;
   std::string token_file;
   std::string token;  // resolved from token_file or TRAININGD_TOKEN; never from the file itself
+  std::vector<std::string> allowed_hosts;    // checked with api::ParseHostAndPort
+  std::vector<std::string> allowed_origins;  // checked with api::NormalizeOrigin
+  int max_connections = 1024;
 };
 
 // "ADDR:PORT" (or "[v6]:PORT"); InvalidArgument naming `field`.
@@ -52,7 +62,8 @@ engine::Status ParseConfigText(std::string_view text, const std::string& path,
                                ServeConfig& config);
 
 // Parses `trainingd serve` flags: --listen ADDR:PORT, --data-dir DIR, --config FILE (read first,
-// so flags win), --data-root DIR, --web-dir DIR, --max-concurrent-jobs N. Then resolves the token
+// so flags win), --data-root DIR, --web-dir DIR, --max-concurrent-jobs N, --max-connections N.
+// Then resolves the token
 // and checks the whole: InvalidArgument when a non-loopback address has no token.
 engine::Status ParseServeArgs(const std::vector<std::string>& args, ServeConfig& config);
 

@@ -219,6 +219,8 @@ HttpResponse StatusResponse(const Status& status) {
       r.SetHeader("Retry-After", "1");
       return r;
     }
+    case StatusCode::kResourceExhausted:
+      return ErrorResponse(507, "resource_exhausted", message);
     default:
       return InternalErrorResponse(status.ToString());
   }
@@ -448,8 +450,13 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
       return Events(c, job_id, "");
     case RouteId::kEvents:
       return Events(c, "", "");
-    case RouteId::kHealthz:
-      return JsonResponse(200, {{"status", "ok"}});
+    case RouteId::kHealthz: {
+      // 200 either way: the daemon serves; "degraded" says what it cannot do now.
+      const ServiceHealth health = service_.Health();
+      json body = {{"status", health.degraded ? "degraded" : "ok"}};
+      if (health.degraded) body["problems"] = health.problems;
+      return JsonResponse(200, body);
+    }
     case RouteId::kMetrics:
       return Metrics();
     case RouteId::kIndex:

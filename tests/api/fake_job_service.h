@@ -257,7 +257,17 @@ class FakeJobService : public JobService {
     return "# TYPE trainingd_jobs gauge\ntrainingd_jobs " + std::to_string(jobs_.size()) + "\n";
   }
 
+  ServiceHealth Health() override {
+    std::lock_guard lock(mu_);
+    return health_;
+  }
+  void SetHealth(ServiceHealth h) {
+    std::lock_guard lock(mu_);
+    health_ = std::move(h);
+  }
+
  private:
+  ServiceHealth health_;
   struct Stream {
     int64_t last_id = 0;
     std::vector<ServiceEvent> history;

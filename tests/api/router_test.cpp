@@ -244,6 +244,22 @@ TEST_F(RouterTest, WrongMethodIs405WithAllowAndUnknownPathIs404) {
   ExpectError(router_.Handle(Req("GET", "/api/v1/jobs/a/b/c")), 404, "not_found");
 }
 
+TEST_F(RouterTest, HealthzSaysDegradedWithItsProblems) {
+  service_.SetHealth({true, {"the database cannot be written: ResourceExhausted: disk full"}});
+  HttpResponse r = router_.Handle(Req("GET", "/healthz"));
+  ASSERT_EQ(r.status, 200);  // still serving
+  const auto body = BodyJson(r);
+  EXPECT_EQ(body["status"], "degraded");
+  ASSERT_EQ(body["problems"].size(), 1u);
+  EXPECT_NE(body["problems"][0].get<std::string>().find("disk full"), std::string::npos);
+}
+
+TEST_F(RouterTest, ResourceExhaustedIs507) {
+  HttpResponse r = StatusResponse(engine::Status::ResourceExhausted("no space left on device"));
+  EXPECT_EQ(r.status, 507);
+  EXPECT_EQ(BodyJson(r)["error"]["code"], "resource_exhausted");
+}
+
 TEST_F(RouterTest, HealthzAndMetrics) {
   HttpResponse r = router_.Handle(Req("GET", "/healthz"));
   ASSERT_EQ(r.status, 200);

@@ -130,6 +130,14 @@ eng::Status ParseConfigText(std::string_view text, const std::string& path, Serv
       out = value.get<int>();
       return eng::Status::Ok();
     };
+    auto bytes = [&](int64_t lo, int64_t& out) -> eng::Status {
+      if (!value.is_number_integer() || value.get<int64_t>() < lo) {
+        return eng::Status::InvalidArgument(field + ": must be an integer >= " +
+                                            std::to_string(lo) + " (bytes)");
+      }
+      out = value.get<int64_t>();
+      return eng::Status::Ok();
+    };
     if (key == "listen") {
       std::string s;
       TRAININGD_RETURN_IF_ERROR(str(s));
@@ -162,12 +170,26 @@ eng::Status ParseConfigText(std::string_view text, const std::string& path, Serv
           "an origin http://host[:port] or https://host[:port], without a path"));
     } else if (key == "max_connections") {
       TRAININGD_RETURN_IF_ERROR(integer(1, kMaxConnections, c.max_connections));
+    } else if (key == "max_job_memory_bytes") {
+      TRAININGD_RETURN_IF_ERROR(bytes(-1, c.max_job_memory_bytes));
+    } else if (key == "max_job_disk_bytes") {
+      TRAININGD_RETURN_IF_ERROR(bytes(-1, c.max_job_disk_bytes));
+    } else if (key == "max_checkpoints_per_job") {
+      TRAININGD_RETURN_IF_ERROR(integer(1, 100000, c.max_checkpoints_per_job));
+    } else if (key == "max_profiler_traces_per_job") {
+      TRAININGD_RETURN_IF_ERROR(integer(1, 100000, c.max_profiler_traces_per_job));
+    } else if (key == "max_log_bytes_per_job") {
+      TRAININGD_RETURN_IF_ERROR(bytes(4096, c.max_log_bytes_per_job));
+    } else if (key == "max_crash_restarts") {
+      TRAININGD_RETURN_IF_ERROR(integer(0, 1000, c.max_crash_restarts));
     } else {
       return eng::Status::InvalidArgument(
           field +
           ": unknown key; known: listen, data_dir, data_root, web_dir, token_file, "
           "max_concurrent_jobs, threads_per_job, http_threads, http_handler_threads, "
-          "allowed_hosts, allowed_origins, max_connections");
+          "allowed_hosts, allowed_origins, max_connections, max_job_memory_bytes, "
+          "max_job_disk_bytes, max_checkpoints_per_job, max_profiler_traces_per_job, "
+          "max_log_bytes_per_job, max_crash_restarts");
     }
   }
   return eng::Status::Ok();

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -159,6 +160,22 @@ int ServeCommand(const std::vector<std::string>& args) {
   jm.data_root = config.data_root;
   jm.max_concurrent_jobs = config.max_concurrent_jobs;
   jm.threads_per_job = config.threads_per_job;
+  jm.max_job_memory_bytes = config.max_job_memory_bytes;
+  jm.max_job_disk_bytes = config.max_job_disk_bytes;
+  jm.max_checkpoints_per_job = config.max_checkpoints_per_job;
+  jm.max_profiler_traces_per_job = config.max_profiler_traces_per_job;
+  jm.max_log_bytes_per_job = config.max_log_bytes_per_job;
+  jm.max_crash_restarts = config.max_crash_restarts;
+  // Testing only: "NAME" or "NAME@STEP" makes that job abort the process (crash containment's
+  // test, docs/operations.md#crash-containment).
+  if (const char* abort = std::getenv("TRAININGD_TEST_ABORT_JOB"); abort && *abort) {
+    const std::string spec = abort;
+    const size_t at = spec.rfind('@');
+    jm.abort_job_name = spec.substr(0, at);
+    if (at != std::string::npos) jm.abort_at_step = std::atoll(spec.c_str() + at + 1);
+    Say("TRAININGD_TEST_ABORT_JOB is set: job '" + jm.abort_job_name +
+        "' will abort the process (a test)");
+  }
   auto manager = JobManager::Create(**store, bus, jm);
   if (!manager.ok()) {
     Say(manager.status().message());
@@ -205,6 +222,15 @@ int ServeCommand(const std::vector<std::string>& args) {
       std::to_string(max_connections) + " connections (descriptor limit " +
       std::to_string(*descriptor_limit) + ")");
   Say(AllowedHostsLine(config, server.port()));
+  {
+    const engine::JobBudget budget = (*manager)->Budget();
+    Say("per-job budgets: memory " +
+        (budget.memory_bytes > 0 ? engine::FormatBytes(budget.memory_bytes) : "unlimited") +
+        ", disk " + (budget.disk_bytes > 0 ? engine::FormatBytes(budget.disk_bytes) + " now" : "unlimited") +
+        "; at most " + std::to_string(config.max_checkpoints_per_job) + " checkpoints, " +
+        std::to_string(config.max_profiler_traces_per_job) + " profiler traces and " +
+        engine::FormatBytes(2 * config.max_log_bytes_per_job) + " of log per job");
+  }
   SdNotify("READY=1\nSTATUS=serving on " + host + ":" + std::to_string(server.port()));
 
   const auto watchdog = WatchdogPingInterval();

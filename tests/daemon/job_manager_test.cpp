@@ -46,11 +46,10 @@ class JobManagerTest : public ::testing::Test {
     store_.reset();
     fs::remove_all(dir_);
   }
-  void OpenAll(int concurrent = 1) {
+  void OpenAll(int concurrent = 1, JobManagerOptions o = {}) {
     auto store = Store::Open(dir_ + "/trainingd.db");
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
-    JobManagerOptions o;
     o.data_dir = dir_;
     o.max_concurrent_jobs = concurrent;
     o.threads_per_job = 1;
@@ -170,6 +169,126 @@ TEST_F(JobManagerTest, ARestartRequeuesUnfinishedJobsAndTheyResume) {
                 l.text.find("model.ckpt-" + std::to_string(step)) != std::string::npos;
   }
   EXPECT_TRUE(restored) << "no restore from step " << step;
+}
+
+TEST_F(JobManagerTest, SubmitChecksTheSpecAgainstItsDataAndTheBudgets) {
+  engine::JobSpec no_data = SmallJob("nodata", 10);
+  no_data.dataset.name = "no-such-dataset";
+  auto r = manager_->Submit(no_data);
+  EXPECT_EQ(r.status().code(), engine::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message().rfind("dataset.name: no dataset 'no-such-dataset' in ", 0), 0u)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("fashion-mnist"), std::string::npos);
+
+  engine::JobSpec big_batch = SmallJob("batch", 10);
+  big_batch.batch_size = 3001;  // max_train_examples 3000
+  EXPECT_EQ(manager_->Submit(big_batch).status().message().rfind("batch_size: 3001", 0), 0u);
+
+  engine::JobSpec dense_first = SmallJob("shapes", 10);
+  dense_first.model_preset.clear();
+  dense_first.model.layers = {engine::LayerSpec::Dense(10, engine::Activation::kNone)};
+  EXPECT_EQ(manager_->Submit(dense_first).status().message().rfind("model.layers[0] (dense)", 0),
+            0u);
+
+  engine::JobSpec keep_many = SmallJob("keep", 10);
+  keep_many.hooks.checkpoint.max_to_keep = 51;  // over max_checkpoints_per_job (50)
+  EXPECT_EQ(manager_->Submit(keep_many).status().message().rfind(
+                "hooks.checkpoint.max_to_keep: 51 is more than", 0),
+            0u);
+
+  engine::JobSpec huge = SmallJob("huge", 10);
+  huge.model_preset.clear();
+  huge.model.layers = {
+      engine::LayerSpec::Conv2d(65536, 1, engine::Padding::kSame, engine::Activation::kNone),
+      engine::LayerSpec::Conv2d(65536, 64, engine::Padding::kSame, engine::Activation::kNone),
+      engine::LayerSpec::Flatten(), engine::LayerSpec::Dense(10, engine::Activation::kNone)};
+  r = manager_->Submit(huge);
+  EXPECT_EQ(r.status().message().rfind("model.layers[1]: the job needs an estimated", 0), 0u)
+      << r.status().message();
+  EXPECT_TRUE(manager_->List(std::nullopt, 100, "")->jobs.empty());  // nothing was accepted
+
+  // Resume with a larger max_steps is admitted again: here over the disk budget.
+  manager_.reset();
+  JobManagerOptions tight;
+  tight.max_job_disk_bytes = 40 << 20;
+  OpenAll(1, tight);
+  engine::JobSpec every_step = SmallJob("resumed", 10);
+  every_step.hooks.checkpoint.trigger.every_steps = 1;
+  every_step.hooks.checkpoint.max_to_keep = 50;
+  every_step.model_preset.clear();
+  every_step.model = *engine::PresetModel("mlp");  // ~1.2 MiB checkpoints: 51 of them fit
+  auto job = manager_->Submit(every_step);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  WaitFor(job->id, {JobState::kCompleted});
+  manager_.reset();
+  tight.max_job_disk_bytes = 20 << 20;
+  OpenAll(1, tight);
+  auto more = manager_->Resume(job->id, 1000);
+  EXPECT_EQ(more.status().message().rfind("hooks.checkpoint.max_to_keep: the job needs", 0), 0u)
+      << more.status().message();
+}
+
+TEST_F(JobManagerTest, AnExceptionInAJobFailsTheJobNotTheDaemon) {
+  // Admission off: the huge model is attempted, and its parameters cannot be allocated.
+  manager_.reset();
+  JobManagerOptions unchecked;
+  unchecked.max_job_memory_bytes = -1;
+  unchecked.max_job_disk_bytes = -1;
+  OpenAll(1, unchecked);
+  engine::JobSpec huge = SmallJob("huge", 10);
+  huge.model_preset.clear();
+  huge.model.layers = {
+      engine::LayerSpec::Conv2d(65536, 1, engine::Padding::kSame, engine::Activation::kNone),
+      engine::LayerSpec::Conv2d(65536, 64, engine::Padding::kSame, engine::Activation::kNone),
+      engine::LayerSpec::Flatten(), engine::LayerSpec::Dense(10, engine::Activation::kNone)};
+  auto job = manager_->Submit(huge);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  const api::JobInfo failed = WaitFor(job->id, {JobState::kFailed, JobState::kCompleted});
+  EXPECT_EQ(failed.state, JobState::kFailed);
+  EXPECT_NE(failed.reason.find("out of memory"), std::string::npos) << failed.reason;
+  // The daemon goes on: the next job runs.
+  auto next = manager_->Submit(SmallJob("after", 20));
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(WaitFor(next->id, {JobState::kCompleted, JobState::kFailed}).state,
+            JobState::kCompleted);
+}
+
+TEST_F(JobManagerTest, AJobRunningWhenTheDaemonDiedIsRequeuedAtMostMaxCrashRestartsTimes) {
+  // What the database holds when the daemon died under a job for the (k+1)-th time in a row:
+  // the job marked running, its count at k. (tests/e2e/robustness_test.py kills a real daemon.)
+  JobRecord r;
+  r.id = "jcrasher";
+  r.name = "crasher";
+  r.spec_json = R"({"name":"crasher","model":"softmax","max_steps":100000,
+                    "dataset":{"validation_size":500,"max_train_examples":3000}})";
+  r.state = JobState::kRunning;
+  r.created_at = 1;
+  r.checkpoint_dir = dir_ + "/jobs/jcrasher";
+  for (int64_t k = 0; k <= 2; ++k) {
+    manager_.reset();
+    r.crash_count = k;
+    store_->PutJob(r);
+    ASSERT_TRUE(store_->Flush().ok());
+    store_.reset();
+    OpenAll();
+    ASSERT_TRUE(store_->Flush().ok());
+    const auto stored = store_->GetJob("jcrasher").value();
+    EXPECT_EQ(stored->crash_count, k + 1);
+    if (k + 1 <= 2) {
+      EXPECT_NE(stored->state, JobState::kFailed);
+      EXPECT_NE(stored->state, JobState::kCompleted);
+    } else {
+      EXPECT_EQ(stored->state, JobState::kFailed);
+      EXPECT_NE(stored->reason.find("crashed the daemon"), std::string::npos) << stored->reason;
+      EXPECT_EQ(manager_->Get("jcrasher")->state, JobState::kFailed);
+    }
+  }
+  // The user's resume is another try: the count starts over, and the job runs to its end.
+  ASSERT_TRUE(manager_->Resume("jcrasher", 20).ok());
+  EXPECT_EQ(WaitFor("jcrasher", {JobState::kCompleted, JobState::kFailed}).state,
+            JobState::kCompleted);
+  ASSERT_TRUE(store_->Flush().ok());
+  EXPECT_EQ(store_->GetJob("jcrasher").value()->crash_count, 0);
 }
 
 TEST_F(JobManagerTest, SubscribersGetStateEventsAndUnknownJobsAreNotFound) {

@@ -112,6 +112,21 @@ TEST_F(CheckpointManagerTest, KeepEveryNHoursPreservesOnePerPeriod) {
   EXPECT_NE(StateFile().find("last_preserved_timestamp: 7200\n"), std::string::npos) << StateFile();
 }
 
+TEST_F(CheckpointManagerTest, MaxPreservedCapsThePreservedCheckpoints) {
+  now_ = 0;
+  CheckpointManagerOptions o = Options(2, 1.0);
+  o.max_preserved = 1;
+  auto m = Make(o);
+  // As above, 3 and 6 would be preserved; with a cap of one, preserving 6 deletes 3.
+  for (int64_t s = 1; s <= 10; ++s) {
+    now_ = 1200.0 * static_cast<double>(s);
+    ASSERT_TRUE(m->Save(Step(s)).ok());
+  }
+  EXPECT_EQ(m->KeptCheckpoints(), Paths({"model.ckpt-9", "model.ckpt-10"}));
+  EXPECT_EQ(Listing(), (std::vector<std::string>{"checkpoint", "model.ckpt-10", "model.ckpt-6",
+                                                 "model.ckpt-9"}));
+}
+
 TEST_F(CheckpointManagerTest, RetentionContinuesAcrossRestarts) {
   {
     auto m = Make(Options(3));

@@ -490,6 +490,20 @@ TEST_F(HooksTest, ProfilerWritesChromeTraceTimelinesOnTfsSchedule) {
   }
 }
 
+TEST_F(HooksTest, ProfilerKeepsAtMostMaxTracesCountingEarlierRuns) {
+  ScopedDir dir("profiler-capped");
+  {
+    std::ofstream(dir.path() + "/timeline-1.json") << "{}";  // an earlier run's
+  }
+  auto h = *ProfilerHook::Create({.save_steps = 2, .output_dir = dir.path(), .max_traces = 2});
+  auto ms = Make({h, *StopAtStepHook::Create(std::nullopt, 9)});
+  RunLoop(*ms);
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir.path())) files.push_back(e.path().filename());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, std::vector<std::string>({"timeline-6.json", "timeline-8.json"}));
+}
+
 // ---- EvaluationHook
 
 TEST_F(HooksTest, EvaluationEveryNStepsRecordsValidationSummariesAndEvaluatesAtEnd) {

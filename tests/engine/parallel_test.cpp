@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <new>
+#include <stdexcept>
 #include <vector>
 
 namespace trainingd::engine {
@@ -30,6 +32,26 @@ TEST(ParallelTest, ChunksCoverTheRangeOnceAndInOrder) {
   EXPECT_EQ(NumChunks(1000, 2), 1);
   EXPECT_EQ(ComputeThreads(), 1);
   SetComputeThreads(2);
+}
+
+TEST(ParallelTest, AnExceptionOnAComputeThreadReachesTheCaller) {
+  // An exception leaving an OpenMP region would terminate the process; bad_alloc from a chunk's
+  // buffer must reach the job's exception boundary instead.
+  SetComputeThreads(2);
+  EXPECT_THROW(ParallelChunks(100, 2,
+                              [](int chunk, int64_t, int64_t) {
+                                if (chunk == 1) throw std::bad_alloc();
+                              }),
+               std::bad_alloc);
+  EXPECT_THROW(ParallelFor(100, 2,
+                           [](int64_t begin, int64_t) {
+                             if (begin > 0) throw std::runtime_error("second thread");
+                           }),
+               std::runtime_error);
+  // The pool still works afterwards.
+  std::atomic<int64_t> sum{0};
+  ParallelFor(100, 2, [&](int64_t b, int64_t e) { sum += e - b; });
+  EXPECT_EQ(sum.load(), 100);
 }
 
 TEST(ParallelTest, DenormalsAreFlushedToZeroOnEveryComputeThread) {

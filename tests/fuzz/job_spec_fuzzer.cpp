@@ -33,20 +33,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Admission: planned against a Fashion-MNIST-shaped dataset without allocating what the spec
   // sizes (the fuzzer's malloc limit catches an allocation that grows with it); a failure is an
   // InvalidArgument naming a field, and so is a budget refusal.
-  engine::DatasetInfo data;
-  data.example_shape = engine::Shape{28, 28, 1};
-  data.num_classes = 10;
-  data.train_examples = 55000;
-  data.validation_examples = 5000;
-  data.test_examples = 10000;
-  data.file_train_examples = 60000;
-  data.file_test_examples = 10000;
+  engine::DatasetInfo fashion;
+  fashion.example_shape = engine::Shape{28, 28, 1};
+  fashion.num_classes = 10;
+  fashion.train_examples = 55000;
+  fashion.validation_examples = 5000;
+  fashion.test_examples = 10000;
+  fashion.file_train_examples = 60000;
+  fashion.file_test_examples = 10000;
   engine::JobRunLimits limits;
   limits.compute_threads = 2;
   limits.max_checkpoints = 50;
   limits.max_profiler_traces = 20;
   limits.max_log_bytes = 16 << 20;
-  engine::Result<engine::JobResources> plan = engine::PlanJob(*spec, data, limits);
+  engine::Result<engine::JobResources> plan = engine::PlanJob(*spec, fashion, limits);
   if (plan.ok()) {
     Check(plan->memory() > 0 && plan->disk() >= 0, "a plan with no memory or negative disk",
           std::to_string(plan->memory()));

@@ -17,13 +17,22 @@
 //                                       address; needed with a wildcard address (0.0.0.0)
 //   "allowed_origins": [],              more origins that may POST and DELETE
 //                                       ("https://host[:port]")
-//   "max_connections": 1024             HTTP connections open at once (lowered at start to fit
+//   "max_connections": 1024,            HTTP connections open at once (lowered at start to fit
 //                                       the descriptor limit)
+//   "max_job_memory_bytes": 0,          admission's per-job budgets: 0 = automatic (memory: 3/4
+//   "max_job_disk_bytes": 0,            of RAM / max_concurrent_jobs; disk: half the free space
+//                                       of data_dir at submit), -1 = no check
+//   "max_checkpoints_per_job": 50,      checkpoints on disk at once (max_to_keep must fit)
+//   "max_profiler_traces_per_job": 20,  profiler timelines kept per job
+//   "max_log_bytes_per_job": 16777216,  a job's log rotates at this size (one old file kept)
+//   "max_crash_restarts": 2             a job running when the daemon died is queued again at
+//                                       most this many times in a row, then failed
 // }
 // Unknown keys and wrong types are errors naming the key; the token may also come from the
 // environment variable TRAININGD_TOKEN.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +56,12 @@ struct ServeConfig {
   std::vector<std::string> allowed_hosts;    // checked with api::ParseHostAndPort
   std::vector<std::string> allowed_origins;  // checked with api::NormalizeOrigin
   int max_connections = 1024;
+  int64_t max_job_memory_bytes = 0;
+  int64_t max_job_disk_bytes = 0;
+  int max_checkpoints_per_job = 50;
+  int max_profiler_traces_per_job = 20;
+  int64_t max_log_bytes_per_job = int64_t{16} << 20;
+  int max_crash_restarts = 2;
 };
 
 // "ADDR:PORT" (or "[v6]:PORT"); InvalidArgument naming `field`.

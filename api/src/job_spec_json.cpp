@@ -594,6 +594,79 @@ engine::Result<engine::JobSpec> Fail(const Status& status, bool has_field, Field
   return status;
 }
 
+// Where in the document a parse error happened, as a field path ("optimizer.learning_rate",
+// "model.layers[2].type"): a SAX pass that follows the keys and indices up to the error. "" when
+// the error is outside any member (the document itself).
+class PathAtError final : public json::json_sax_t {
+ public:
+  std::string path() const {
+    std::string out;
+    for (const Level& l : levels_) {
+      if (l.array) {
+        if (l.index >= 0) out += "[" + std::to_string(l.index) + "]";
+      } else if (!l.key.empty()) {
+        out += (out.empty() ? "" : ".") + l.key;
+      }
+    }
+    return out;
+  }
+  bool null() override { return Value(); }
+  bool boolean(bool) override { return Value(); }
+  bool number_integer(number_integer_t) override { return Value(); }
+  bool number_unsigned(number_unsigned_t) override { return Value(); }
+  bool number_float(number_float_t, const string_t&) override { return Value(); }
+  bool string(string_t&) override { return Value(); }
+  bool binary(binary_t&) override { return Value(); }
+  bool start_object(std::size_t) override {
+    Value();
+    levels_.push_back({false, -1, ""});
+    return true;
+  }
+  bool key(string_t& k) override {
+    levels_.back().key = k;
+    return true;
+  }
+  bool end_object() override { return End(); }
+  bool start_array(std::size_t) override {
+    Value();
+    levels_.push_back({true, -1, ""});
+    return true;
+  }
+  bool end_array() override { return End(); }
+  bool parse_error(std::size_t, const std::string&, const json::exception&) override {
+    return false;
+  }
+
+ private:
+  struct Level {
+    bool array;
+    int64_t index;    // arrays: the element being read
+    std::string key;  // objects: the member being read
+  };
+  // A value starts: in an array it is the next element.
+  bool Value() {
+    if (!levels_.empty() && levels_.back().array) ++levels_.back().index;
+    return true;
+  }
+  bool End() {
+    levels_.pop_back();
+    return true;
+  }
+  std::vector<Level> levels_;
+};
+
+std::string JsonPathAtError(std::string_view text) {
+  PathAtError handler;
+  json::sax_parse(text.begin(), text.end(), &handler, json::input_format_t::json, false);
+  return handler.path();
+}
+
+// A parse error's status, "<path>: invalid JSON ..." when it happened inside a member.
+Status ParseErrorStatus(std::string_view text, const std::string& what) {
+  const std::string path = JsonPathAtError(text);
+  return Status::InvalidArgument((path.empty() ? "" : path + ": ") + what);
+}
+
 // nlohmann's "[json.exception.out_of_range.406] number overflow ..." without the id.
 std::string WithoutExceptionId(const std::string& what) {
   const size_t end = what.rfind("] ", 64);
@@ -737,13 +810,15 @@ engine::Result<engine::JobSpec> ParseJobSpec(std::string_view json_text, FieldEr
   try {
     doc = json::parse(json_text.begin(), json_text.end());
   } catch (const json::parse_error& e) {
-    return Fail(Status::InvalidArgument("invalid JSON at byte " + std::to_string(e.byte) + ": " +
-                                        ParseErrorDetail(e.what())),
-                false, error);
+    const Status st = ParseErrorStatus(json_text, "invalid JSON at byte " +
+                                                      std::to_string(e.byte) + ": " +
+                                                      ParseErrorDetail(e.what()));
+    return Fail(st, st.message().rfind("invalid JSON", 0) != 0, error);
   } catch (const json::exception& e) {
     // A number too large for a double ("1e999") is out_of_range, with no position.
-    return Fail(Status::InvalidArgument("invalid JSON: " + WithoutExceptionId(e.what())), false,
-                error);
+    const Status st =
+        ParseErrorStatus(json_text, "invalid JSON: " + WithoutExceptionId(e.what()));
+    return Fail(st, st.message().rfind("invalid JSON", 0) != 0, error);
   } catch (const std::exception& e) {
     return Fail(Status::Internal(std::string("reading the job spec failed: ") + e.what()), false,
                 error);

@@ -139,6 +139,7 @@ Result<JobResources> PlanJob(const JobSpec& spec, const DatasetInfo& data,
     r.activations = Sum(r.activations, m.activations, m.gradients);
     r.scratch = Add(r.scratch, m.scratch);
     r.layer_memory.push_back(Sum(m.parameters, layer_slots, m.activations, m.gradients, m.scratch));
+    r.layer_batch_memory.push_back(Sum(m.activations, m.gradients, m.scratch));
   }
   // The trainer's input batch and labels, the loss gradient, the evaluation batch and the
   // input pipeline's example order.
@@ -243,18 +244,23 @@ Status CheckJobBudget(const JobSpec& spec, const JobResources& r, const JobBudge
   if (budget.memory_bytes > 0 && r.memory() > budget.memory_bytes) {
     std::string field = "dataset";
     int64_t heaviest = std::max(r.dataset, r.load_peak);
-    std::string alone;
+    std::string alone, advice = "; limit dataset.max_train_examples / max_test_examples";
     for (size_t i = 0; i < r.layer_memory.size(); ++i) {
-      if (r.layer_memory[i] > heaviest) {
-        heaviest = r.layer_memory[i];
-        field = "model.layers[" + std::to_string(i) + "]";
-        alone = "; " + field + " (" + LayerTypeName(spec.model.layers[i].type) + ") alone needs " +
-                FormatBytes(heaviest);
+      if (r.layer_memory[i] <= heaviest) continue;
+      heaviest = r.layer_memory[i];
+      const std::string layer = "model.layers[" + std::to_string(i) + "]";
+      alone = "; " + layer + " (" + LayerTypeName(spec.model.layers[i].type) + ") alone needs " +
+              FormatBytes(heaviest);
+      // What grows with the training batch weighs most: a smaller batch is the fix (unless the
+      // evaluation batch, which is fixed, is the larger one).
+      if (r.layer_batch_memory[i] > heaviest / 2 && spec.batch_size >= r.eval_batch) {
+        field = "batch_size";
+        advice = "; lower batch_size";
+      } else {
+        field = layer;
+        advice = "; make the layer smaller";
       }
     }
-    const std::string advice =
-        field == "dataset" ? "; limit dataset.max_train_examples / max_test_examples"
-                           : "; make the layer smaller or lower batch_size";
     return Status::InvalidArgument(
         field + ": the job needs an estimated " + FormatBytes(r.memory()) +
         " of memory, over the per-job budget of " + FormatBytes(budget.memory_bytes) +

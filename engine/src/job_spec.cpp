@@ -129,6 +129,10 @@ Status CheckModel(const JobSpec& spec) {
     if (!preset.ok()) return Bad("model.preset", preset.status().message());
   }
   if (spec.model.layers.empty()) return Bad("model.layers", "the model has no layers");
+  if (spec.model.layers.size() > kMaxLayers) {
+    return Bad("model.layers", "at most " + std::to_string(kMaxLayers) + " layers, got " +
+                                   std::to_string(spec.model.layers.size()));
+  }
   for (size_t i = 0; i < spec.model.layers.size(); ++i) {
     TRAININGD_RETURN_IF_ERROR(
         CheckLayer("model.layers[" + std::to_string(i) + "]", spec.model.layers[i]));

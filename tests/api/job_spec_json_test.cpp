@@ -189,24 +189,34 @@ TEST(JobSpecJsonTest, TheDesignSketchParsesToWhatItSays) {
   EXPECT_FALSE(s.hooks.profiler.enabled);
 }
 
-TEST(JobSpecJsonTest, SyntaxErrorsGiveTheByteAndNoField) {
+TEST(JobSpecJsonTest, SyntaxErrorsGiveTheByteAndTheFieldTheyAreIn) {
   FieldError e = MustFail(R"({"name": })",
-                          "invalid JSON at byte 10: syntax error while parsing value - unexpected "
-                          "'}'; expected '[', '{', or a literal");
-  EXPECT_EQ(e.field, "");
+                          "name: invalid JSON at byte 10: syntax error while parsing value - "
+                          "unexpected '}'; expected '[', '{', or a literal");
+  EXPECT_EQ(e.field, "name");
   e = MustFail("",
                "invalid JSON at byte 1: syntax error while parsing value - unexpected "
                "end of input; expected '[', '{', or a literal");
   EXPECT_EQ(e.field, "");
-  // Trailing garbage, a comment, invalid UTF-8: all syntax errors, none an exception.
-  for (const std::string& bad :
-       {Spec() + " x", "// c\n" + Spec(), std::string("{\"name\": \"\xff\"}")}) {
+  // Trailing garbage and a comment are outside every member: no field.
+  for (const std::string& bad : {Spec() + " x", "// c\n" + Spec()}) {
     FieldError err;
     const Result<JobSpec> r = ParseJobSpec(bad, &err);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().message().rfind("invalid JSON at byte ", 0), 0u) << r.status().message();
     EXPECT_EQ(err.field, "");
   }
+  // Invalid UTF-8 in a value, deep in the document: the error names where it is.
+  e = MustFail(std::string("{\"name\": \"\xff\"}"),
+               "name: invalid JSON at byte 11: syntax error while parsing value - invalid "
+               "string: ill-formed UTF-8 byte; last read: '\"\xff'");
+  EXPECT_EQ(e.field, "name");
+  FieldError deep;
+  ASSERT_FALSE(ParseJobSpec(R"({"model": {"layers": [{"type": "relu"}, {"type": "dense", )"
+                            R"("units": 1e}]}})",
+                            &deep)
+                   .ok());
+  EXPECT_EQ(deep.field, "model.layers[1].units") << deep.message;
   e = MustFail("[1, 2]", "a job spec must be a JSON object, got array");
   EXPECT_EQ(e.field, "");
   // The error out-parameter is optional.
@@ -283,8 +293,9 @@ TEST(JobSpecJsonTest, NumbersOutOfRangeAreErrors) {
            "optimizer.learning_rate: must be a finite number within float range, got 1e+39");
   // A number beyond double range is a JSON error; infinity from a parsed document a field error.
   const FieldError overflow = MustFail(Spec(R"("hooks": {"summary": {"every_secs": 1e999}})"),
-                                       "invalid JSON: number overflow parsing '1e999'");
-  EXPECT_EQ(overflow.field, "");
+                                       "hooks.summary.every_secs: invalid JSON: number overflow "
+                                       "parsing '1e999'");
+  EXPECT_EQ(overflow.field, "hooks.summary.every_secs");
   json doc = json::parse(Spec());
   doc["hooks"]["summary"]["every_secs"] = std::numeric_limits<double>::infinity();
   FieldError inf;

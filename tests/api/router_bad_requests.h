@@ -48,7 +48,7 @@ inline std::vector<BadRequest> BadRequests() {
   const std::string inv = "invalid_argument";
   return {
       // Job specs: malformed JSON, wrong types, bad values; the field named.
-      {"malformed json", "POST", "/api/v1/jobs", "{\"name\": ", json, 400, inv, ""},
+      {"malformed json", "POST", "/api/v1/jobs", "{\"name\": ", json, 400, inv, "name"},
       {"json array", "POST", "/api/v1/jobs", "[1, 2]", json, 400, inv, ""},
       {"empty body", "POST", "/api/v1/jobs", "", json, 400, inv, ""},
       {"trailing garbage", "POST", "/api/v1/jobs", spec(R"("model": "mlp")") + "x", json, 400, inv,

@@ -66,6 +66,8 @@ struct JobResources {
   // Per layer, the memory it accounts for (parameters with gradients and slots, its activations,
   // input gradients and scratch), in layer order.
   std::vector<int64_t> layer_memory;
+  // The part of each that grows with the batch (activations, input gradients, scratch).
+  std::vector<int64_t> layer_batch_memory;
 };
 
 // Checks `spec` (ValidateJobSpec, then against `data`) and estimates its needs. InvalidArgument

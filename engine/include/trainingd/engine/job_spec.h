@@ -112,6 +112,9 @@ struct JobSpec {
   HooksSpec hooks;
 };
 
+// The most layers a model may have (the tutorials' deepest has 8).
+inline constexpr size_t kMaxLayers = 1000;
+
 // OK, or InvalidArgument whose message starts with the JSON path of the first bad field,
 // e.g. "hooks.logging.tensors[1]: unknown fetch 'los'".
 Status ValidateJobSpec(const JobSpec& spec);

@@ -191,13 +191,15 @@ int64_t DatasetInfo::LoadedBytes() const {
 }
 
 int64_t DatasetInfo::PeakLoadBytes() const {
-  // The raw bytes of the image files (ReadIdxFile's buffer grows with the data that arrives, by
-  // doubling, so it may reach twice the file's size) and the labels, next to the float splits
-  // being filled from them.
-  const auto raw = [](int64_t bytes) { return 2 * bytes; };
+  // LoadMnistDirectory reads the training images, then the test images, then fills the float
+  // splits from them. A file's buffer grows with the data that arrives (ReadIdx), so while it is
+  // read it may briefly hold its old and new storage: up to twice the file's bytes. Once read,
+  // only the bytes written are resident. The labels are read first and kept throughout.
   const int64_t pixels = example_shape.num_elements();
-  return LoadedBytes() + raw(file_train_examples * pixels) + raw(file_test_examples * pixels) +
-         file_train_examples + file_test_examples;
+  const int64_t train = file_train_examples * pixels;
+  const int64_t test = file_test_examples * pixels;
+  const int64_t labels = file_train_examples + file_test_examples;
+  return labels + std::max({2 * train, train + 2 * test, LoadedBytes() + train + test});
 }
 
 Result<DatasetInfo> ProbeMnistDirectory(const std::string& dir, const DatasetOptions& options) {

@@ -153,10 +153,10 @@ Status OpenDirectory(const std::string& dir, const DatasetOptions& options, Dire
   const std::vector<int64_t>& train = d->train.image_dims;
   const std::vector<int64_t>& test = d->test.image_dims;
   if (train[1] != test[1] || train[2] != test[2]) {
-    return Status::InvalidArgument(
-        "image sizes differ: " + d->train.images_path + " has " + std::to_string(train[1]) + "x" +
-        std::to_string(train[2]) + " images but " + d->test.images_path + " has " +
-        std::to_string(test[1]) + "x" + std::to_string(test[2]));
+    return Status::InvalidArgument("image sizes differ: " + d->train.images_path + " has " +
+                                   std::to_string(train[1]) + "x" + std::to_string(train[2]) +
+                                   " images but " + d->test.images_path + " has " +
+                                   std::to_string(test[1]) + "x" + std::to_string(test[2]));
   }
   const int64_t num_train = train[0];
   if (options.validation_size >= num_train) {
@@ -186,8 +186,8 @@ Status OpenDirectory(const std::string& dir, const DatasetOptions& options, Dire
 
 int64_t DatasetInfo::LoadedBytes() const {
   const int64_t examples = train_examples + validation_examples + test_examples;
-  return examples * (example_shape.num_elements() * int64_t{sizeof(float)} +
-                     int64_t{sizeof(int32_t)});
+  return examples *
+         (example_shape.num_elements() * int64_t{sizeof(float)} + int64_t{sizeof(int32_t)});
 }
 
 int64_t DatasetInfo::PeakLoadBytes() const {

@@ -40,9 +40,9 @@ constexpr int64_t kRuntimeBytes = int64_t{24} << 20;
 constexpr int64_t kRuntimeBytesPerThread = int64_t{8} << 20;
 
 // Bytes on disk per item, upper bounds for the usual tags and lines.
-constexpr int64_t kEventRecordBytes = 64;    // one scalar or checkpoint record in an event file
-constexpr int64_t kLogLineBytes = 120;       // one line of the job's log
-constexpr int64_t kTraceEventBytes = 160;    // one event of a profiler timeline
+constexpr int64_t kEventRecordBytes = 64;      // one scalar or checkpoint record in an event file
+constexpr int64_t kLogLineBytes = 120;         // one line of the job's log
+constexpr int64_t kTraceEventBytes = 160;      // one event of a profiler timeline
 constexpr int64_t kCheckpointEntryBytes = 64;  // a tensor's name, shape and checksums
 
 // How often a periodic hook fires over `steps` steps: by its every_steps; at most once a step
@@ -93,6 +93,10 @@ int64_t TrainingSteps(const JobSpec& spec, const DatasetInfo& data) {
   return steps;
 }
 
+bool HasParameters(LayerType type) {
+  return type == LayerType::kConv2d || type == LayerType::kDense;
+}
+
 }  // namespace
 
 int64_t JobResources::memory() const {
@@ -106,10 +110,10 @@ Result<JobResources> PlanJob(const JobSpec& spec, const DatasetInfo& data,
                              const JobRunLimits& limits) {
   TRAININGD_RETURN_IF_ERROR(ValidateJobSpec(spec));
   if (spec.batch_size > data.train_examples) {
-    return Status::InvalidArgument(
-        "batch_size: " + std::to_string(spec.batch_size) + " is more than the " +
-        std::to_string(data.train_examples) + " examples in the training split of dataset '" +
-        spec.dataset.name + "'");
+    return Status::InvalidArgument("batch_size: " + std::to_string(spec.batch_size) +
+                                   " is more than the " + std::to_string(data.train_examples) +
+                                   " examples in the training split of dataset '" +
+                                   spec.dataset.name + "'");
   }
   auto model = Model::Plan(spec.model, data.example_shape, data.num_classes, spec.seed);
   if (!model.ok()) return model.status();
@@ -196,7 +200,8 @@ Result<JobResources> PlanJob(const JobSpec& spec, const DatasetInfo& data,
   }
   if (h.profiler.enabled) {
     int64_t traces = Firings(h.profiler.trigger, 1000, steps);
-    if (limits.max_profiler_traces > 0) traces = std::min<int64_t>(traces, limits.max_profiler_traces);
+    if (limits.max_profiler_traces > 0)
+      traces = std::min<int64_t>(traces, limits.max_profiler_traces);
     const int64_t events = 2 * static_cast<int64_t>((*model)->layers().size()) + 8;
     r.profiler = Mul(traces, events * kTraceEventBytes + 256);
   }
@@ -221,20 +226,20 @@ std::string FormatBytes(int64_t bytes) {
 }
 
 std::string DescribeJobResources(const JobResources& r) {
-  std::string out = "memory (estimated peak): " + FormatBytes(r.memory()) + " (" +
-                    std::to_string(r.memory()) + " bytes): dataset " + FormatBytes(r.dataset) +
-                    ", parameters and gradients " + FormatBytes(r.parameters) +
-                    ", optimizer slots " + FormatBytes(r.optimizer) + ", activations " +
-                    FormatBytes(r.activations) + ", layer scratch " + FormatBytes(r.scratch) +
-                    ", checkpoint copies " + FormatBytes(r.checkpoint_io) + ", runtime " +
-                    FormatBytes(r.runtime) + "; loading the dataset " + FormatBytes(r.load_peak) +
-                    "\n";
-  out += "disk (estimated, whole run): " + FormatBytes(r.disk()) + " (" +
-         std::to_string(r.disk()) + " bytes): checkpoints " + std::to_string(r.checkpoints_kept) +
-         " x " + FormatBytes(r.checkpoint_file) + ", event files " + FormatBytes(r.event_files) +
-         ", log " + FormatBytes(r.logs) + ", profiler traces " + FormatBytes(r.profiler) + "\n";
-  out += "assumed: " + (r.steps == kMax ? std::string("no step limit")
-                                        : std::to_string(r.steps) + " training steps") +
+  std::string out =
+      "memory (estimated peak): " + FormatBytes(r.memory()) + " (" + std::to_string(r.memory()) +
+      " bytes): dataset " + FormatBytes(r.dataset) + ", parameters and gradients " +
+      FormatBytes(r.parameters) + ", optimizer slots " + FormatBytes(r.optimizer) +
+      ", activations " + FormatBytes(r.activations) + ", layer scratch " + FormatBytes(r.scratch) +
+      ", checkpoint copies " + FormatBytes(r.checkpoint_io) + ", runtime " +
+      FormatBytes(r.runtime) + "; loading the dataset " + FormatBytes(r.load_peak) + "\n";
+  out += "disk (estimated, whole run): " + FormatBytes(r.disk()) + " (" + std::to_string(r.disk()) +
+         " bytes): checkpoints " + std::to_string(r.checkpoints_kept) + " x " +
+         FormatBytes(r.checkpoint_file) + ", event files " + FormatBytes(r.event_files) + ", log " +
+         FormatBytes(r.logs) + ", profiler traces " + FormatBytes(r.profiler) + "\n";
+  out += "assumed: " +
+         (r.steps == kMax ? std::string("no step limit")
+                          : std::to_string(r.steps) + " training steps") +
          ", evaluation batch " + std::to_string(r.eval_batch) + ", " +
          std::to_string(r.num_parameters) + " parameters\n";
   return out;
@@ -242,23 +247,42 @@ std::string DescribeJobResources(const JobResources& r) {
 
 Status CheckJobBudget(const JobSpec& spec, const JobResources& r, const JobBudget& budget) {
   if (budget.memory_bytes > 0 && r.memory() > budget.memory_bytes) {
-    std::string field = "dataset";
-    int64_t heaviest = std::max(r.dataset, r.load_peak);
-    std::string alone, advice = "; limit dataset.max_train_examples / max_test_examples";
+    // The field that weighs most: the dataset, or the layers; among the layers, what grows with
+    // the training batch (unless the evaluation batch, which is fixed, is the larger one), one
+    // heavy layer, or their number.
+    std::string field = "dataset", alone;
+    std::string advice = "; limit dataset.max_train_examples / max_test_examples";
+    int64_t layers = 0, batch_part = 0;
+    size_t heaviest = 0;
     for (size_t i = 0; i < r.layer_memory.size(); ++i) {
-      if (r.layer_memory[i] <= heaviest) continue;
-      heaviest = r.layer_memory[i];
-      const std::string layer = "model.layers[" + std::to_string(i) + "]";
-      alone = "; " + layer + " (" + LayerTypeName(spec.model.layers[i].type) + ") alone needs " +
-              FormatBytes(heaviest);
-      // What grows with the training batch weighs most: a smaller batch is the fix (unless the
-      // evaluation batch, which is fixed, is the larger one).
-      if (r.layer_batch_memory[i] > heaviest / 2 && spec.batch_size >= r.eval_batch) {
+      layers = Add(layers, r.layer_memory[i]);
+      batch_part = Add(batch_part, r.layer_batch_memory[i]);
+      if (r.layer_memory[i] > r.layer_memory[heaviest]) heaviest = i;
+    }
+    if (layers > std::max(r.dataset, r.load_peak)) {
+      const std::string layer = "model.layers[" + std::to_string(heaviest) + "]";
+      alone = "; " + layer + " (" + LayerTypeName(spec.model.layers[heaviest].type) +
+              ") alone needs " + FormatBytes(r.layer_memory[heaviest]);
+      if (batch_part > layers / 2 && spec.batch_size >= r.eval_batch) {
         field = "batch_size";
         advice = "; lower batch_size";
+      } else if (r.layer_memory[heaviest] >= layers / 4) {
+        // A layer without parameters (flatten, relu, dropout, pooling) is as large as the output
+        // of the layer with parameters before it: that one is to be made smaller.
+        size_t maker = heaviest;
+        while (maker > 0 && !HasParameters(spec.model.layers[maker].type)) --maker;
+        if (!HasParameters(spec.model.layers[maker].type)) maker = heaviest;
+        field = "model.layers[" + std::to_string(maker) + "]";
+        if (maker != heaviest) {
+          alone += ", for the output of " + field + " (" +
+                   LayerTypeName(spec.model.layers[maker].type) + ")";
+        }
+        advice = "; make " + field + " smaller";
       } else {
-        field = layer;
-        advice = "; make the layer smaller";
+        field = "model.layers";
+        alone = "; its " + std::to_string(r.layer_memory.size()) + " layers together need " +
+                FormatBytes(layers);
+        advice = "; use fewer or smaller layers";
       }
     }
     return Status::InvalidArgument(
@@ -295,8 +319,8 @@ Status CheckJobBudget(const JobSpec& spec, const JobResources& r, const JobBudge
         " of disk over its run, over the per-job budget of " + FormatBytes(budget.disk_bytes) +
         " (checkpoints " + std::to_string(r.checkpoints_kept) + " x " +
         FormatBytes(r.checkpoint_file) + ", event files " + FormatBytes(r.event_files) + ", log " +
-        FormatBytes(r.logs) + ", profiler traces " + FormatBytes(r.profiler) + "); " +
-        worst->what + " weigh most");
+        FormatBytes(r.logs) + ", profiler traces " + FormatBytes(r.profiler) + "); " + worst->what +
+        " weigh most");
   }
   return Status::Ok();
 }

@@ -34,6 +34,14 @@ std::unique_ptr<Layer> MakeLayer(const LayerSpec& spec, std::string name, uint64
   return nullptr;
 }
 
+// "model.layers[<i>]: <type> <what>" ("model.layers[2]: conv2d kernel 5 is larger ..."), the
+// type left out when `what` starts with it: the field first, as every spec error names it.
+Status LayerError(size_t i, const std::string& type, const std::string& what) {
+  const bool named = what.rfind(type + " ", 0) == 0;
+  return Status::InvalidArgument("model.layers[" + std::to_string(i) +
+                                 "]: " + (named ? what : type + " " + what));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Model>> Model::Build(const ModelSpec& spec, const Shape& input_shape,
@@ -68,25 +76,20 @@ Result<std::unique_ptr<Model>> Model::Configure(const ModelSpec& spec, const Sha
     std::string name = n == 0 ? type : type + "_" + std::to_string(n);
     auto layer = MakeLayer(ls, name, seed, i);
     Result<Shape> out = layer->Configure(shape);
-    if (!out.ok()) {
-      return Status::InvalidArgument("model.layers[" + std::to_string(i) + "] (" + type +
-                                     "): " + out.status().message());
-    }
+    if (!out.ok()) return LayerError(i, type, out.status().message());
     if (out->num_elements() <= 0 || out->num_elements() > (int64_t{1} << 28)) {
-      return Status::InvalidArgument("model.layers[" + std::to_string(i) + "] (" + type +
-                                     "): output shape " + out->ToString() +
-                                     " is empty or too large");
+      return LayerError(i, type, "output shape " + out->ToString() + " is empty or too large");
     }
     shape = *out;
     m->shapes_.push_back(shape);
     m->layers_.push_back(std::move(layer));
   }
   if (shape != Shape{num_classes}) {
-    return Status::InvalidArgument(
-        "model.layers[" + std::to_string(spec.layers.size() - 1) + "] (" +
-        LayerTypeName(spec.layers.back().type) + "): the last layer outputs " + shape.ToString() +
-        " but the dataset has " + std::to_string(num_classes) +
-        " classes; end with a dense layer of " + std::to_string(num_classes) + " units");
+    return LayerError(spec.layers.size() - 1, LayerTypeName(spec.layers.back().type),
+                      "outputs " + shape.ToString() + " but the dataset has " +
+                          std::to_string(num_classes) +
+                          " classes: the last layer must be a dense layer of " +
+                          std::to_string(num_classes) + " units");
   }
   bool params_below = false;
   for (const auto& layer : m->layers_) {
@@ -103,7 +106,8 @@ const Tensor& Model::Forward(const Tensor& input, Mode mode) {
   const Tensor* x = &input;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const bool timed = forward_times_ || trace_;
-    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto t0 =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     layers_[i]->Forward(*x, acts_[i], mode);
     if (forward_times_) {
       (*forward_times_)[i] +=
@@ -122,7 +126,8 @@ void Model::Backward(const Tensor& dlogits) {
     const Tensor& in = i == 0 ? *input_ : acts_[i - 1];
     Tensor* dx = needs_input_grad_[i] ? &grads_[i % 2] : nullptr;
     const bool timed = backward_times_ || trace_;
-    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto t0 =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     layers_[i]->Backward(in, acts_[i], *dy, dx);
     if (backward_times_) {
       (*backward_times_)[i] +=

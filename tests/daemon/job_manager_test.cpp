@@ -187,7 +187,7 @@ TEST_F(JobManagerTest, SubmitChecksTheSpecAgainstItsDataAndTheBudgets) {
   engine::JobSpec dense_first = SmallJob("shapes", 10);
   dense_first.model_preset.clear();
   dense_first.model.layers = {engine::LayerSpec::Dense(10, engine::Activation::kNone)};
-  EXPECT_EQ(manager_->Submit(dense_first).status().message().rfind("model.layers[0] (dense)", 0),
+  EXPECT_EQ(manager_->Submit(dense_first).status().message().rfind("model.layers[0]: dense ", 0),
             0u);
 
   engine::JobSpec keep_many = SmallJob("keep", 10);

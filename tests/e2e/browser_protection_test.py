@@ -19,8 +19,6 @@ chooses (docs/operations.md#browser-protections).
 - the descriptor limit: the soft limit is raised to the hard one; a connection cap that does not
   fit is lowered with a warning; a limit with no room for connections refuses to start
 """
-import http.client
-import json
 import os
 import re
 import resource
@@ -29,76 +27,28 @@ import sys
 import tempfile
 import time
 
+import trainingd_e2e
+from trainingd_e2e import expect
+
 TRAININGD = sys.argv[1]
 TOKEN = "e2e-browser-token-0123456789"
 
 
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
+class Daemon(trainingd_e2e.Daemon):
+    """The daemon, read up to its start-up line about Host names; requests carry exactly the
+    headers given (no Content-Type is added)."""
 
-
-class Daemon:
-    def __init__(self, data_dir, *extra, config=None, env=None, limit=None):
-        args = [TRAININGD, "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir]
-        if config is not None:
-            path = os.path.join(data_dir + ".json")
-            with open(path, "w") as f:
-                json.dump(config, f)
-            args += ["--config", path]
-        preexec = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, limit)) if limit else None
-        self.proc = subprocess.Popen(args + list(extra), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True,
-                                     env=dict(os.environ, **(env or {})), preexec_fn=preexec)
-        line = self.proc.stdout.readline()
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", line)
-        if not m:
-            self.proc.kill()
-            raise AssertionError("no listening line: %r %r" % (line, self.proc.stderr.read()))
-        self.port = int(m.group(1))
-        self.log = ""
-        # The start-up lines on stderr: until the Host line.
-        while "must name this server in Host" not in self.log:
-            line = self.proc.stderr.readline()
-            if not line:
-                break
-            self.log += line
+    def __init__(self, data_dir, *extra, **kw):
+        super().__init__(TRAININGD, data_dir, *extra, **kw)
+        self.wait_log("must name this server in Host")
 
     def request(self, method, path, body=None, headers=None, host=None):
-        """Sends exactly the headers given (and Host, default 127.0.0.1:PORT)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-        conn.putheader("Host", host if host is not None else "127.0.0.1:%d" % self.port)
-        for k, v in (headers or {}).items():
-            conn.putheader(k, v)
-        data = None
-        if body is not None:
-            data = (body if isinstance(body, str) else json.dumps(body)).encode()
-            conn.putheader("Content-Length", str(len(data)))
-        elif method in ("POST", "PUT"):
-            conn.putheader("Content-Length", "0")
-        conn.endheaders(data)
-        r = conn.getresponse()
-        if r.getheader("Content-Type") == "text/event-stream":
-            conn.close()
-            return r.status, None, r
-        raw = r.read()
-        conn.close()
-        try:
-            payload = json.loads(raw) if raw else None
-        except ValueError:
-            payload = raw.decode(errors="replace")
-        return r.status, payload, r
+        return super().request(method, path, body, headers, host, content_type=None)
 
     def job_state(self, jid, headers=None):
         status, job, _ = self.request("GET", "/api/v1/jobs/" + jid, headers=headers)
         expect(status == 200, (status, job))
         return job["state"]
-
-    def stop(self):
-        self.proc.terminate()
-        out, err = self.proc.communicate(timeout=120)
-        return self.proc.returncode, self.log + err
 
 
 def error(status, payload, want_status, want_field=None):
@@ -261,7 +211,7 @@ def descriptor_limit(tmp):
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     want_hard = min(hard, 4096) if hard != resource.RLIM_INFINITY else 4096
     # The soft limit is raised to the hard one; 1024 connections + the reserve fit in 4096.
-    d = Daemon(os.path.join(tmp, "c"), limit=(200, want_hard))
+    d = Daemon(os.path.join(tmp, "c"), nofile=(200, want_hard))
     try:
         expect(open_files_soft_limit(d.proc.pid) == want_hard, "soft limit raised to the hard one")
         expect("lowered" not in d.log, d.log)
@@ -269,7 +219,7 @@ def descriptor_limit(tmp):
     finally:
         d.stop()
     # A cap that does not fit is lowered, with a warning; the daemon serves.
-    d = Daemon(os.path.join(tmp, "d"), "--max-connections", "5000", limit=(300, 300))
+    d = Daemon(os.path.join(tmp, "d"), "--max-connections", "5000", nofile=(300, 300))
     try:
         m = re.search(r"max_connections lowered from 5000 to (\d+) to fit the file descriptor "
                       r"limit \(300, of which (\d+) are kept", d.log)

@@ -11,117 +11,21 @@
   checkpoint and completes with the same final step; every series stays monotonic
 - a handful of bad requests over the wire get JSON 4xx answers and the daemon keeps serving
 """
-import http.client
-import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
+from trainingd_e2e import Daemon, expect, small_spec
+
 TRAININGD = sys.argv[1]
 
 
-class Daemon:
-    def __init__(self, data_dir, *extra):
-        self.proc = subprocess.Popen(
-            [TRAININGD, "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir] + list(extra),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        line = self.proc.stdout.readline()
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", line)
-        if not m:
-            raise AssertionError("no listening line: %r" % line)
-        self.port = int(m.group(1))
-
-    def request(self, method, path, body=None, headers=None, timeout=30):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        h = dict(headers or {})
-        data = None
-        if body is not None:
-            data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-            h.setdefault("Content-Type", "application/json")
-        conn.request(method, path, body=data, headers=h)
-        r = conn.getresponse()
-        raw = r.read()
-        conn.close()
-        try:
-            payload = json.loads(raw) if raw else None
-        except ValueError:
-            payload = raw.decode(errors="replace")
-        return r.status, payload
-
-    def events(self, path, last_event_id=None, until=None, timeout=120):
-        """Reads server-sent events until until(event) is true; returns them all."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        h = {"Accept": "text/event-stream"}
-        if last_event_id is not None:
-            h["Last-Event-ID"] = str(last_event_id)
-        conn.request("GET", path, headers=h)
-        r = conn.getresponse()
-        assert r.status == 200, r.status
-        got, cur = [], {}
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            line = r.fp.readline().decode()
-            if not line:
-                break
-            line = line.rstrip("\n")
-            if line == "":
-                if "id" in cur:
-                    cur["data"] = json.loads(cur.get("data", "null"))
-                    got.append(cur)
-                    if until and until(cur):
-                        break
-                cur = {}
-            elif line.startswith(":"):
-                continue
-            else:
-                k, _, v = line.partition(": ")
-                if k == "id":
-                    cur["id"] = int(v)
-                elif k == "data":
-                    cur["data"] = cur.get("data", "") + v
-                elif k in ("event",):
-                    cur[k] = v
-        conn.close()
-        return got
-
-    def wait_state(self, job_id, states, timeout=300):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            status, job = self.request("GET", "/api/v1/jobs/" + job_id)
-            assert status == 200, (status, job)
-            if job["state"] in states:
-                return job
-            time.sleep(0.1)
-        raise AssertionError("job %s not in %s after %ds: %r" % (job_id, states, timeout, job))
-
-    def stop(self, sig=signal.SIGTERM):
-        self.proc.send_signal(sig)
-        out, _ = self.proc.communicate(timeout=120)
-        return self.proc.returncode, out
-
-
-def spec(name, max_steps, checkpoint_every=500):
-    return {"name": name, "model": "mlp", "max_steps": max_steps, "batch_size": 50, "seed": 3,
-            "dataset": {"name": "fashion-mnist", "validation_size": 1000,
-                        "max_train_examples": 11000, "max_test_examples": 1000},
-            "optimizer": {"type": "adam", "learning_rate": 0.001},
-            "hooks": {"checkpoint": {"every_steps": checkpoint_every},
-                      "summary": {"every_steps": 50}, "logging": {"every_n_iter": 500},
-                      "evaluation": {"every_steps": 1000}, "final_eval": {"split": "test"}}}
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
-
-
 def monotonic_series(d, job_id, tag):
-    status, body = d.request("GET", "/api/v1/jobs/%s/scalars?tag=%s&max_points=100000" %
-                             (job_id, tag))
+    status, body = d.call("GET", "/api/v1/jobs/%s/scalars?tag=%s&max_points=100000" %
+                          (job_id, tag))
     expect(status == 200, (status, body))
     steps = [p["step"] for p in body["points"]]
     expect(steps == sorted(set(steps)), "%s steps strictly increasing: %r" % (tag, steps[:50]))
@@ -129,9 +33,9 @@ def monotonic_series(d, job_id, tag):
 
 
 def stop_resume_delete(tmp):
-    d = Daemon(os.path.join(tmp, "a"))
+    d = Daemon(TRAININGD, os.path.join(tmp, "a"))
     try:
-        status, job = d.request("POST", "/api/v1/jobs", spec("stop-resume", 3000))
+        status, job = d.call("POST", "/api/v1/jobs", small_spec("stop-resume", 3000))
         expect(status == 201, (status, job))
         jid = job["id"]
         # Follow the job until a scalar at step >= 600 (past the checkpoint at 500).
@@ -147,13 +51,13 @@ def stop_resume_delete(tmp):
                           until=lambda e: e["id"] >= ids[5])
         expect([e["id"] for e in replay] == ids[3:6], "replay after Last-Event-ID: %r vs %r" %
                ([e["id"] for e in replay], ids[3:6]))
-        status, body = d.request("DELETE", "/api/v1/jobs/" + jid)
+        status, body = d.call("DELETE", "/api/v1/jobs/" + jid)
         expect(status == 409 and "error" in body, ("delete while running", status, body))
-        status, body = d.request("POST", "/api/v1/jobs/%s/stop" % jid, {})
+        status, body = d.call("POST", "/api/v1/jobs/%s/stop" % jid, {})
         expect(status == 202, (status, body))
         job = d.wait_state(jid, {"stopped"})
         stopped_step = job["global_step"]
-        status, ck = d.request("GET", "/api/v1/jobs/%s/checkpoints" % jid)
+        status, ck = d.call("GET", "/api/v1/jobs/%s/checkpoints" % jid)
         expect(ck["checkpoints"][-1]["global_step"] == stopped_step,
                "final checkpoint at the stop: %r vs %d" % (ck, stopped_step))
         # A finished job keeps no replay history: a client reconnecting from the start gets only
@@ -162,11 +66,11 @@ def stop_resume_delete(tmp):
                          until=lambda e: e.get("event") == "state", timeout=10)
         expect(len(final) == 1 and final[0]["data"]["state"] == "stopped" and
                final[0]["id"] > ids[-1], "only the final state replayed: %r" % final)
-        status, body = d.request("POST", "/api/v1/jobs/%s/resume" % jid, {})
+        status, body = d.call("POST", "/api/v1/jobs/%s/resume" % jid, {})
         expect(status == 202, (status, body))
         job = d.wait_state(jid, {"completed", "failed"})
         expect(job["state"] == "completed" and job["global_step"] == 3000, job)
-        status, logs = d.request("GET", "/api/v1/jobs/%s/logs?limit=10000" % jid)
+        status, logs = d.call("GET", "/api/v1/jobs/%s/logs?limit=10000" % jid)
         expect(any("Restoring parameters from" in l["text"] and
                    "model.ckpt-%d" % stopped_step in l["text"] for l in logs["lines"]),
                "resumed from the stop's checkpoint")
@@ -175,9 +79,9 @@ def stop_resume_delete(tmp):
         # final 50 steps.
         expect(2950 < steps[-1] <= 3000, "last loss summary near the end: %r" % steps[-5:])
         expect("test/accuracy" in job["latest_scalars"], job["latest_scalars"])
-        status, _ = d.request("DELETE", "/api/v1/jobs/" + jid)
+        status, _ = d.call("DELETE", "/api/v1/jobs/" + jid)
         expect(status == 204, status)
-        status, body = d.request("GET", "/api/v1/jobs/" + jid)
+        status, body = d.call("GET", "/api/v1/jobs/" + jid)
         expect(status == 404 and body["error"]["code"], (status, body))
         expect(not os.path.exists(os.path.join(tmp, "a", "jobs", jid)), "job files removed")
         print("stop at %d, resume, complete, delete: ok" % stopped_step)
@@ -187,20 +91,20 @@ def stop_resume_delete(tmp):
 
 
 def two_concurrent(tmp):
-    d = Daemon(os.path.join(tmp, "b"), "--max-concurrent-jobs", "2")
+    d = Daemon(TRAININGD, os.path.join(tmp, "b"), "--max-concurrent-jobs", "2")
     try:
-        a = d.request("POST", "/api/v1/jobs", spec("first", 1000))[1]["id"]
-        b = d.request("POST", "/api/v1/jobs", spec("second", 1000))[1]["id"]
+        a = d.call("POST", "/api/v1/jobs", small_spec("first", 1000))[1]["id"]
+        b = d.call("POST", "/api/v1/jobs", small_spec("second", 1000))[1]["id"]
         deadline, both = time.time() + 120, False
         while time.time() < deadline and not both:
-            states = [d.request("GET", "/api/v1/jobs/" + j)[1]["state"] for j in (a, b)]
+            states = [d.call("GET", "/api/v1/jobs/" + j)[1]["state"] for j in (a, b)]
             both = states == ["running", "running"]
             time.sleep(0.05)
         expect(both, "both jobs running at once")
         for j in (a, b):
             job = d.wait_state(j, {"completed", "failed"})
             expect(job["state"] == "completed" and job["global_step"] == 1000, job)
-        status, page = d.request("GET", "/api/v1/jobs?state=completed")
+        status, page = d.call("GET", "/api/v1/jobs?state=completed")
         expect(len(page["jobs"]) == 2, page)
         print("two concurrent jobs: ok")
     finally:
@@ -209,19 +113,19 @@ def two_concurrent(tmp):
 
 def kill9_and_restart(tmp):
     data = os.path.join(tmp, "c")
-    d = Daemon(data)
-    jid = d.request("POST", "/api/v1/jobs", spec("crash", 2500))[1]["id"]
+    d = Daemon(TRAININGD, data)
+    jid = d.call("POST", "/api/v1/jobs", small_spec("crash", 2500))[1]["id"]
     d.events("/api/v1/jobs/%s/events" % jid,
              until=lambda e: e.get("event") == "scalar" and e["data"]["step"] >= 1100)
     d.proc.kill()  # SIGKILL: no final checkpoint, no cleanup
     d.proc.wait()
-    d2 = Daemon(data)
+    d2 = Daemon(TRAININGD, data)
     try:
         job = d2.wait_state(jid, {"completed", "failed"})
         expect(job["state"] == "completed" and job["global_step"] == 2500, job)
         for tag in ("loss", "accuracy", "validation/loss"):
-            steps = monotonic_series(d2, jid, tag)
-        status, logs = d2.request("GET", "/api/v1/jobs/%s/logs?limit=10000" % jid)
+            monotonic_series(d2, jid, tag)
+        status, logs = d2.call("GET", "/api/v1/jobs/%s/logs?limit=10000" % jid)
         restored = [l["text"] for l in logs["lines"] if "Restoring parameters from" in l["text"]]
         expect(restored and re.search(r"model\.ckpt-(1000|1500)$", restored[-1]),
                "resumed from the latest checkpoint: %r" % restored)
@@ -231,7 +135,7 @@ def kill9_and_restart(tmp):
 
 
 def bad_requests(tmp):
-    d = Daemon(os.path.join(tmp, "d"))
+    d = Daemon(TRAININGD, os.path.join(tmp, "d"))
     try:
         cases = [
             ("POST", "/api/v1/jobs", "{not json", {}, 400),
@@ -250,16 +154,16 @@ def bad_requests(tmp):
             ("GET", "/api/v1/jobs?limit=-1", None, {}, 400),
         ]
         for method, path, body, headers, want in cases:
-            status, payload = d.request(method, path, body, headers)
+            status, payload = d.call(method, path, body, headers)
             expect(status == want, "%s %s: %d, wanted %d: %r" % (method, path, status, want,
                                                                    payload))
             if status != 405 or payload:
                 expect(isinstance(payload, dict) and payload["error"]["message"],
                        "JSON error body for %s %s: %r" % (method, path, payload))
-        status, body = d.request("POST", "/api/v1/jobs", {"name": "x", "model": "mlp",
+        status, body = d.call("POST", "/api/v1/jobs", {"name": "x", "model": "mlp",
                                                           "batch_size": "big", "max_steps": 1})
         expect(body["error"]["field"] == "batch_size", body)
-        expect(d.request("GET", "/healthz")[0] == 200, "still serving")
+        expect(d.call("GET", "/healthz")[0] == 200, "still serving")
         # A second daemon on the same data directory is refused (it would run the same jobs).
         second = subprocess.run([TRAININGD, "serve", "--listen", "127.0.0.1:0", "--data-dir",
                                  os.path.join(tmp, "d")], capture_output=True, text=True,

@@ -88,7 +88,7 @@ TEST(ModelPlanTest, PlanRejectsWhatBuildRejects) {
   auto dense_first = Model::Plan(SpecWith({LayerSpec::Dense(10, Activation::kNone)}).model,
                                  Shape{28, 28, 1}, 10, 0);
   ASSERT_FALSE(dense_first.ok());
-  EXPECT_EQ(dense_first.status().message().rfind("model.layers[0] (dense)", 0), 0u)
+  EXPECT_EQ(dense_first.status().message().rfind("model.layers[0]: dense ", 0), 0u)
       << dense_first.status().message();
 }
 
@@ -171,7 +171,7 @@ TEST(PlanJobTest, ChecksTheSpecAgainstItsData) {
                 LayerSpec::Dense(10, Activation::kNone)}),
       FashionShaped(), TwoThreads());
   ASSERT_FALSE(conv_after_dense.ok());
-  EXPECT_EQ(conv_after_dense.status().message().rfind("model.layers[2] (conv2d)", 0), 0u)
+  EXPECT_EQ(conv_after_dense.status().message().rfind("model.layers[2]: conv2d ", 0), 0u)
       << conv_after_dense.status().message();
 }
 
@@ -184,6 +184,33 @@ TEST(PlanJobTest, AHugeModelIsOverBudgetNamingItsLayer) {
   EXPECT_EQ(st.message().rfind("model.layers[1]: the job needs an estimated", 0), 0u)
       << st.message();
   EXPECT_NE(st.message().find("18.0 GiB"), std::string::npos) << st.message();
+}
+
+TEST(PlanJobTest, AWideBatchIsOverBudgetNamingBatchSize) {
+  // A large convolution whose activations, not its parameters, weigh most.
+  JobSpec spec = SpecWith({LayerSpec::Conv2d(4096, 3, Padding::kSame, Activation::kRelu),
+                           LayerSpec::Flatten(), LayerSpec::Dense(10, Activation::kNone)});
+  spec.batch_size = 5000;
+  auto r = PlanJob(spec, FashionShaped(), TwoThreads());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Status st = CheckJobBudget(spec, *r, {int64_t{18} << 30, 0});
+  EXPECT_EQ(st.message().rfind("batch_size: the job needs an estimated", 0), 0u) << st.message();
+  EXPECT_NE(st.message().find("lower batch_size"), std::string::npos) << st.message();
+}
+
+TEST(PlanJobTest, ManyModestLayersAreOverBudgetNamingTheLayerList) {
+  // 999 dense layers of 1000 units: each needs ~16 MiB, all of them ~16 GiB.
+  std::vector<LayerSpec> layers = {LayerSpec::Flatten()};
+  for (int i = 0; i < 998; ++i) layers.push_back(LayerSpec::Dense(1000, Activation::kRelu));
+  layers.push_back(LayerSpec::Dense(10, Activation::kNone));
+  const JobSpec spec = SpecWith(std::move(layers));
+  auto r = PlanJob(spec, FashionShaped(), TwoThreads());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Status st = CheckJobBudget(spec, *r, {int64_t{8} << 30, 0});
+  EXPECT_EQ(st.message().rfind("model.layers: the job needs an estimated", 0), 0u)
+      << st.message();
+  EXPECT_NE(st.message().find("its 1000 layers together need"), std::string::npos)
+      << st.message();
 }
 
 TEST(PlanJobTest, ManyCheckpointsAreOverTheDiskBudgetNamingMaxToKeep) {

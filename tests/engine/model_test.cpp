@@ -51,7 +51,7 @@ TEST(ModelTest, BuildErrorsNameTheLayerAndTheShapes) {
   auto m = Model::Build(spec, Shape{28, 28, 1}, 10, 1);
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(m.status().message().find("model.layers[1] (dense)"), std::string::npos)
+  EXPECT_NE(m.status().message().find("model.layers[1]: dense "), std::string::npos)
       << m.status().message();
   EXPECT_NE(m.status().message().find("[28,28,8]"), std::string::npos) << m.status().message();
 
@@ -64,7 +64,7 @@ TEST(ModelTest, BuildErrorsNameTheLayerAndTheShapes) {
                  LayerSpec::MaxPool2d(2, 2), LayerSpec::MaxPool2d(2, 2)};
   m = Model::Build(spec, Shape{28, 28, 1}, 10, 1);
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("model.layers[4] (max_pool2d)"), std::string::npos)
+  EXPECT_NE(m.status().message().find("model.layers[4]: max_pool2d "), std::string::npos)
       << m.status().message();
 
   EXPECT_FALSE(Model::Build(ModelSpec{}, Shape{28, 28, 1}, 10, 1).ok());

@@ -1,0 +1,197 @@
+"""What the end-to-end tests share: a `trainingd serve` on a port the OS chooses, HTTP requests
+and server-sent events over real sockets, and waiting for a job's state.
+
+    from trainingd_e2e import Daemon, expect, small_spec
+    d = Daemon(TRAININGD, data_dir)          # started; d.port, d.proc
+    status, body = d.request("POST", "/api/v1/jobs", small_spec("a", 100))
+    d.wait_state(body["id"], {"completed"})
+    d.stop()
+"""
+import http.client
+import json
+import os
+import re
+import resource
+import signal
+import subprocess
+import threading
+import time
+
+
+def expect(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def small_spec(name, max_steps, checkpoint_every=500, **overrides):
+    """An MLP job on 11,000 Fashion-MNIST examples: quick to load and to train."""
+    spec = {"name": name, "model": "mlp", "max_steps": max_steps, "batch_size": 50, "seed": 3,
+            "dataset": {"name": "fashion-mnist", "validation_size": 1000,
+                        "max_train_examples": 11000, "max_test_examples": 1000},
+            "optimizer": {"type": "adam", "learning_rate": 0.001},
+            "hooks": {"checkpoint": {"every_steps": checkpoint_every},
+                      "summary": {"every_steps": 50}, "logging": {"every_n_iter": 500},
+                      "evaluation": {"every_steps": 1000}, "final_eval": {"split": "test"}}}
+    spec.update(overrides)
+    return spec
+
+
+class Daemon:
+    """`trainingd serve --listen 127.0.0.1:0 --data-dir DATA_DIR [extra...]`, started and read up
+    to its listening line. `config` (a dict) is written next to the data directory and passed
+    with --config; `env` is added to the environment; `nofile` sets RLIMIT_NOFILE (soft, hard)
+    for the daemon. Its stderr is collected as it comes: `log`, `wait_log()`."""
+
+    def __init__(self, trainingd, data_dir, *extra, config=None, env=None, nofile=None):
+        args = [trainingd, "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir]
+        if config is not None:
+            path = data_dir.rstrip("/") + ".json"
+            with open(path, "w") as f:
+                json.dump(config, f)
+            args += ["--config", path]
+        preexec = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, nofile)) if nofile else None
+        self.proc = subprocess.Popen(args + list(extra), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, **(env or {})), preexec_fn=preexec)
+        line = self.proc.stdout.readline()
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", line)
+        if not m:
+            self.proc.kill()
+            raise AssertionError("no listening line: %r %r" % (line, self.proc.stderr.read()))
+        self.port = int(m.group(1))
+        # stderr is read as it comes (a full pipe would block the daemon) into self.log.
+        self._log = []
+        self._log_changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            with self._log_changed:
+                self._log.append(line)
+                self._log_changed.notify_all()
+        with self._log_changed:
+            self._log.append(None)  # the end
+            self._log_changed.notify_all()
+
+    @property
+    def log(self):
+        """Everything the daemon has written on stderr so far."""
+        with self._log_changed:
+            return "".join(line for line in self._log if line is not None)
+
+    def wait_log(self, text, timeout=30):
+        """Waits until stderr holds `text`; False if it ends or the time passes first."""
+        deadline = time.time() + timeout
+        with self._log_changed:
+            while True:
+                if text in "".join(line for line in self._log if line is not None):
+                    return True
+                left = deadline - time.time()
+                if (self._log and self._log[-1] is None) or left <= 0:
+                    return False
+                self._log_changed.wait(left)
+
+    def request(self, method, path, body=None, headers=None, host=None, timeout=30,
+                content_type="application/json"):
+        """Sends exactly the headers given, plus Host (`host`, or a Host in `headers`, default
+        127.0.0.1:PORT) and, with a body,
+        Content-Type: application/json unless given. `body`: a dict or list
+        (sent as JSON), str or bytes (sent as they are). Returns (status, payload, response):
+        the payload parsed as JSON when it is JSON, else text; an event stream is not read."""
+        h = dict(headers or {})
+        host = h.pop("Host", host)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        conn.putheader("Host", host if host is not None else "127.0.0.1:%d" % self.port)
+        data = None
+        if body is not None:
+            if content_type is not None:
+                h.setdefault("Content-Type", content_type)
+            if not isinstance(body, bytes):
+                body = (body if isinstance(body, str) else json.dumps(body)).encode()
+            data = body
+            h["Content-Length"] = str(len(data))
+        elif method in ("POST", "PUT"):
+            h["Content-Length"] = "0"
+        for k, v in h.items():
+            conn.putheader(k, v)
+        conn.endheaders(data)
+        r = conn.getresponse()
+        if r.getheader("Content-Type") == "text/event-stream":
+            conn.close()
+            return r.status, None, r
+        raw = r.read()
+        conn.close()
+        try:
+            payload = json.loads(raw) if raw else None
+        except ValueError:
+            payload = raw.decode(errors="replace")
+        return r.status, payload, r
+
+    def call(self, method, path, body=None, headers=None, timeout=30):
+        """request() without the response object: (status, payload)."""
+        status, payload, _ = self.request(method, path, body, headers, timeout=timeout)
+        return status, payload
+
+    def events(self, path, last_event_id=None, until=None, timeout=120):
+        """Reads server-sent events until until(event) is true; returns them all, each a dict
+        with id, event and data (parsed)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        h = {"Accept": "text/event-stream"}
+        if last_event_id is not None:
+            h["Last-Event-ID"] = str(last_event_id)
+        conn.request("GET", path, headers=h)
+        r = conn.getresponse()
+        expect(r.status == 200, "event stream %s: %d" % (path, r.status))
+        got, cur = [], {}
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            line = r.fp.readline().decode()
+            if not line:
+                break
+            line = line.rstrip("\n")
+            if line == "":
+                if "id" in cur:
+                    cur["data"] = json.loads(cur.get("data", "null"))
+                    got.append(cur)
+                    if until and until(cur):
+                        break
+                cur = {}
+            elif line.startswith(":"):
+                continue
+            else:
+                k, _, v = line.partition(": ")
+                if k == "id":
+                    cur["id"] = int(v)
+                elif k == "data":
+                    cur["data"] = cur.get("data", "") + v
+                elif k == "event":
+                    cur[k] = v
+        conn.close()
+        return got
+
+    def job(self, job_id):
+        status, job = self.call("GET", "/api/v1/jobs/" + job_id)
+        expect(status == 200, (status, job))
+        return job
+
+    def wait_state(self, job_id, states, timeout=300):
+        deadline = time.time() + timeout
+        job = None
+        while time.time() < deadline:
+            job = self.job(job_id)
+            if job["state"] in states:
+                return job
+            time.sleep(0.1)
+        raise AssertionError("job %s not in %s after %ds: %r" % (job_id, states, timeout, job))
+
+    def stop(self, sig=signal.SIGTERM, timeout=120):
+        """Signals the daemon and waits for it; returns (exit code, everything on stderr)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=timeout)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return self.proc.returncode, self.log

@@ -113,10 +113,9 @@ class Churn:
             stopped = [j for j in ended if j["state"] == "stopped"]
             call(self.port, "POST", "/api/v1/jobs/%s/resume" % rng.choice(stopped)["id"], {})
             self.counts["resumed"] += 1
-        elif len(ended) > 6:  # keep a few ended jobs, delete the rest
-            victim = rng.choice(ended)["id"]
-            if victim in self.keep:
-                return
+        # Keep the six newest ended jobs; delete the rest.
+        ended.sort(key=lambda j: j["created_at"])
+        for victim in [j["id"] for j in ended[:-6] if j["id"] not in self.keep]:
             try:
                 call(self.port, "DELETE", "/api/v1/jobs/" + victim)
             except urllib.error.HTTPError as e:

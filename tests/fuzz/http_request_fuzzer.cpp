@@ -62,10 +62,12 @@ void Populate(api::FakeJobService& service) {
   service.Publish("job-2", "scalar", R"({"step":10,"tag":"loss","value":0.5})");
 }
 
-void CheckResponse(const api::HttpResponse& response) {
+// `echoes`: the input itself holds the secret, so an answer may quote it (a 421 names the Host
+// it was given) without having read the file.
+void CheckResponse(const api::HttpResponse& response, bool echoes) {
   Check(response.status >= 100 && response.status <= 599, "status out of range",
         std::to_string(response.status));
-  Check(response.body.find(kSecret) == std::string::npos,
+  Check(echoes || response.body.find(kSecret) == std::string::npos,
         "a response carries a file from outside the web root");
   if (response.status < 400) return;
   Check(!response.event_stream, "an error answer is an event stream");
@@ -105,6 +107,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   api::Router router(service, router_options);
   const api::HttpServerOptions server_options;  // the server's default limits
 
+  const bool echoes =
+      std::string_view(reinterpret_cast<const char*>(data), size).find(kSecret) !=
+      std::string_view::npos;
   boost::asio::const_buffer input(data, size);
   while (input.size() > 0) {
     api::BeastRequestParser parser;
@@ -124,7 +129,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // The session's deliver formats each event for its stream; so does this one.
     api::HttpResponse response = router.Handle(
         request, [](const api::ServiceEvent& event) { (void)api::FormatSseEvent(event); });
-    CheckResponse(response);
+    CheckResponse(response, echoes);
     if (!keep_alive) break;
   }
   return 0;

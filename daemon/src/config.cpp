@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "trainingd/api/browser_policy.h"
+#include "trainingd/daemon/job_manager.h"
 
 namespace trainingd::daemon {
 namespace eng = trainingd::engine;
@@ -14,8 +15,9 @@ using json = nlohmann::json;
 
 namespace {
 
+// "<field>: <what>"; just <what> when the field is named by the caller (a flag's parser).
 eng::Status Bad(const std::string& field, const std::string& what) {
-  return eng::Status::InvalidArgument(field + ": " + what);
+  return eng::Status::InvalidArgument(field.empty() ? what : field + ": " + what);
 }
 
 eng::Status ParseInt(const std::string& text, const std::string& field, int lo, int hi, int& out) {
@@ -90,7 +92,7 @@ eng::Status ParseListen(const std::string& text, const std::string& field, Serve
     port = text.substr(colon + 1);
   }
   int p = 0;
-  TRAININGD_RETURN_IF_ERROR(ParseInt(port, field + " port", 0, 65535, p));
+  TRAININGD_RETURN_IF_ERROR(ParseInt(port, field.empty() ? "port" : field + " port", 0, 65535, p));
   config.listen_address = host;
   config.listen_port = p;
   return eng::Status::Ok();
@@ -151,7 +153,7 @@ eng::Status ParseConfigText(std::string_view text, const std::string& path, Serv
     } else if (key == "token_file") {
       TRAININGD_RETURN_IF_ERROR(str(c.token_file));
     } else if (key == "max_concurrent_jobs") {
-      TRAININGD_RETURN_IF_ERROR(integer(1, 64, c.max_concurrent_jobs));
+      TRAININGD_RETURN_IF_ERROR(integer(1, kMaxConcurrentJobs, c.max_concurrent_jobs));
     } else if (key == "threads_per_job") {
       TRAININGD_RETURN_IF_ERROR(integer(0, 256, c.threads_per_job));
     } else if (key == "http_threads") {
@@ -195,32 +197,34 @@ eng::Status ParseConfigText(std::string_view text, const std::string& path, Serv
   return eng::Status::Ok();
 }
 
+Flags ServeFlags(ServeConfig& c) {
+  Flags f("serve", "",
+          "Serves the REST API and dashboard (default 127.0.0.1:8080, data in ./var). Flags win\n"
+          "over the config file's keys (docs/operations.md#configuration).\n");
+  const auto status = [](const eng::Status& st) -> std::optional<std::string> {
+    if (st.ok()) return std::nullopt;
+    return st.message();
+  };
+  // Read before the other flags (ParseServeArgs), so that they win.
+  f.Add("--config", "FILE", "a JSON config file", [](const std::string&) { return std::nullopt; })
+      .Add("--listen", "ADDR:PORT", "the address to listen on (127.0.0.1:8080)",
+           [&c, status](const std::string& v) { return status(ParseListen(v, "", c)); })
+      .String("--data-dir", "DIR", "the database and the jobs' files (var)", &c.data_dir)
+      .String("--data-root", "DIR", "datasets are directories under it (/usr/share/datasets)",
+              &c.data_root)
+      .String("--web-dir", "DIR", "the dashboard's files (next to the executable)", &c.web_dir)
+      .Int("--max-concurrent-jobs", "jobs training at once (1)", 1, kMaxConcurrentJobs,
+           &c.max_concurrent_jobs)
+      .Int("--max-connections", "HTTP connections open at once (1024)", 1, kMaxConnections,
+           &c.max_connections);
+  return f;
+}
+
 eng::Status ParseServeArgs(const std::vector<std::string>& args, ServeConfig& c) {
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     if (args[i] == "--config") TRAININGD_RETURN_IF_ERROR(LoadConfigFile(args[i + 1], c));
   }
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    if (i + 1 >= args.size()) return Bad(flag, "missing value");
-    const std::string& v = args[++i];
-    if (flag == "--config") {
-      continue;  // read above
-    } else if (flag == "--listen") {
-      TRAININGD_RETURN_IF_ERROR(ParseListen(v, "--listen", c));
-    } else if (flag == "--data-dir") {
-      c.data_dir = v;
-    } else if (flag == "--data-root") {
-      c.data_root = v;
-    } else if (flag == "--web-dir") {
-      c.web_dir = v;
-    } else if (flag == "--max-concurrent-jobs") {
-      TRAININGD_RETURN_IF_ERROR(ParseInt(v, flag, 1, 64, c.max_concurrent_jobs));
-    } else if (flag == "--max-connections") {
-      TRAININGD_RETURN_IF_ERROR(ParseInt(v, flag, 1, kMaxConnections, c.max_connections));
-    } else {
-      return Bad(flag, "unknown flag");
-    }
-  }
+  TRAININGD_RETURN_IF_ERROR(ServeFlags(c).Parse(args));
   TRAININGD_RETURN_IF_ERROR(ReadToken(c));
   if (!IsLoopback(c.listen_address) && c.token.empty()) {
     return Bad("--listen", "refusing to listen on " + c.listen_address +

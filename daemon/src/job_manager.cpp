@@ -116,8 +116,9 @@ JobManager::JobManager(Store& store, EventBus& bus, JobManagerOptions options)
 
 eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventBus& bus,
                                                             JobManagerOptions options) {
-  if (options.max_concurrent_jobs < 1 || options.max_concurrent_jobs > 64) {
-    return eng::Status::InvalidArgument("max_concurrent_jobs must be in [1, 64]");
+  if (options.max_concurrent_jobs < 1 || options.max_concurrent_jobs > kMaxConcurrentJobs) {
+    return eng::Status::InvalidArgument("max_concurrent_jobs must be in [1, " +
+                                        std::to_string(kMaxConcurrentJobs) + "]");
   }
   if (options.max_checkpoints_per_job < 1 || options.max_profiler_traces_per_job < 1 ||
       options.max_log_bytes_per_job < 4096 || options.max_crash_restarts < 0) {

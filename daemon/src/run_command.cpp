@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "trainingd/api/job_spec_json.h"
+#include "trainingd/daemon/flags.h"
 #include "trainingd/engine/hooks/evaluation_hook.h"
 #include "machine.h"
 #include "trainingd/engine/job_resources.h"
@@ -35,49 +36,36 @@ void OnSignal(int sig) {
 }
 
 struct RunArgs {
-  std::string spec_path;
+  std::vector<std::string> specs;  // exactly one
   std::string checkpoint_dir;
   std::string data_root = "/usr/share/datasets";
   int threads = 0;
 };
 
-void RunUsage(FILE* f) {
-  std::fprintf(f,
-               "usage: trainingd run JOB.json [--checkpoint-dir DIR] [--data-root DIR] "
-               "[--threads N]\n"
-               "  Runs the job in the foreground; running it again resumes from its latest\n"
-               "  checkpoint. DIR defaults to ./<job name>; the data root to "
-               "/usr/share/datasets.\n"
-               "usage: trainingd validate JOB.json [--data-root DIR]\n");
+// The flags of `trainingd run` (and, without the run-only ones, `validate`).
+Flags RunFlags(bool run, RunArgs& ra) {
+  Flags f(run ? "run" : "validate", "JOB.json",
+          run ? "Runs the job in the foreground; running it again resumes from its latest\n"
+                "checkpoint.\n"
+              : "Checks the job spec against its data and prints what it will need; trains "
+                "nothing.\n");
+  f.Positionals("job spec", 1, &ra.specs);
+  if (run) {
+    f.String("--checkpoint-dir", "DIR", "checkpoints and event files (./<job name>)",
+             &ra.checkpoint_dir);
+  }
+  f.String("--data-root", "DIR", "datasets are directories under it (/usr/share/datasets)",
+           &ra.data_root);
+  if (run) f.Int("--threads", "compute threads (the machine's cores)", 1, 256, &ra.threads);
+  return f;
 }
 
-// Parses the command's flags; an error message (exit 2) or nothing.
-std::optional<std::string> ParseArgs(const std::vector<std::string>& args, bool allow_run_flags,
-                                     RunArgs& out) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a.rfind("--", 0) != 0) {
-      if (!out.spec_path.empty()) return "more than one job spec given ('" + a + "')";
-      out.spec_path = a;
-      continue;
-    }
-    if (i + 1 >= args.size()) return "missing value for " + a;
-    const std::string& v = args[++i];
-    if (a == "--data-root") {
-      out.data_root = v;
-    } else if (allow_run_flags && a == "--checkpoint-dir") {
-      out.checkpoint_dir = v;
-    } else if (allow_run_flags && a == "--threads") {
-      const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out.threads);
-      if (ec != std::errc() || p != v.data() + v.size() || out.threads < 1 || out.threads > 256) {
-        return "--threads must be in [1, 256], got '" + v + "'";
-      }
-    } else {
-      return "unknown flag " + a;
-    }
-  }
-  if (out.spec_path.empty()) return std::string("no job spec given");
-  return std::nullopt;
+// The one spec the command needs, or an error message.
+bool HasSpec(const Flags& flags, const RunArgs& ra) {
+  if (!ra.specs.empty()) return true;
+  std::fprintf(stderr, "trainingd %s: no job spec given\n%s", flags.command().c_str(),
+               flags.Usage().c_str());
+  return false;
 }
 
 int ComputeThreadsFor(const RunArgs& ra) {
@@ -133,24 +121,12 @@ std::string FormatValues(const std::map<std::string, double>& values) {
   return out;
 }
 
-}  // namespace
-
-int RunCommand(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
-    RunUsage(stdout);
-    return 0;
-  }
-  RunArgs ra;
-  if (auto err = ParseArgs(args, /*allow_run_flags=*/true, ra)) {
-    std::fprintf(stderr, "trainingd run: %s\n", err->c_str());
-    RunUsage(stderr);
-    return 2;
-  }
-  auto spec = LoadSpec(ra.spec_path);
+int Run(RunArgs& ra) {
+  auto spec = LoadSpec(ra.specs[0]);
   if (!spec) return 2;
   if (ra.checkpoint_dir.empty()) ra.checkpoint_dir = spec->name;
   if (auto plan = PlanForThisMachine(*spec, ra); !plan.ok()) {
-    std::fprintf(stderr, "trainingd run: %s: %s\n", ra.spec_path.c_str(),
+    std::fprintf(stderr, "trainingd run: %s: %s\n", ra.specs[0].c_str(),
                  plan.status().message().c_str());
     return 1;
   }
@@ -192,36 +168,40 @@ int RunCommand(const std::vector<std::string>& args) {
   return 1;
 }
 
-int ValidateCommand(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
-    RunUsage(stdout);
-    return 0;
-  }
-  RunArgs ra;
-  if (auto err = ParseArgs(args, /*allow_run_flags=*/false, ra)) {
-    std::fprintf(stderr, "trainingd validate: %s\n", err->c_str());
-    RunUsage(stderr);
-    return 2;
-  }
-  auto spec = LoadSpec(ra.spec_path);
+int Validate(const RunArgs& ra) {
+  auto spec = LoadSpec(ra.specs[0]);
   if (!spec) return 2;
   // The model's shapes can only be checked against the data it will see: its headers and labels
   // are read, not its images.
   auto plan = PlanForThisMachine(*spec, ra);
   if (!plan.ok()) {
-    std::fprintf(stderr, "trainingd validate: %s: %s\n", ra.spec_path.c_str(),
+    std::fprintf(stderr, "trainingd validate: %s: %s\n", ra.specs[0].c_str(),
                  plan.status().message().c_str());
     return 1;
   }
   std::printf("%s: OK: job '%s', %zu layers, %lld parameters, dataset '%s' (%lld training, %lld "
               "validation, %lld test examples)\n%s",
-              ra.spec_path.c_str(), spec->name.c_str(), spec->model.layers.size(),
+              ra.specs[0].c_str(), spec->name.c_str(), spec->model.layers.size(),
               static_cast<long long>(plan->resources.num_parameters), spec->dataset.name.c_str(),
               static_cast<long long>(plan->data.train_examples),
               static_cast<long long>(plan->data.validation_examples),
               static_cast<long long>(plan->data.test_examples),
               eng::DescribeJobResources(plan->resources).c_str());
   return 0;
+}
+
+}  // namespace
+
+int RunCommand(const std::vector<std::string>& args) {
+  RunArgs ra;
+  const Flags flags = RunFlags(/*run=*/true, ra);
+  return RunWithFlags(flags, args, [&] { return HasSpec(flags, ra) ? Run(ra) : 2; });
+}
+
+int ValidateCommand(const std::vector<std::string>& args) {
+  RunArgs ra;
+  const Flags flags = RunFlags(/*run=*/false, ra);
+  return RunWithFlags(flags, args, [&] { return HasSpec(flags, ra) ? Validate(ra) : 2; });
 }
 
 }  // namespace trainingd::daemon

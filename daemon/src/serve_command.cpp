@@ -99,12 +99,10 @@ std::string AllowedHostsLine(const ServeConfig& config, uint16_t port) {
 }  // namespace
 
 int ServeCommand(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
-    std::printf(
-        "usage: trainingd serve [--listen ADDR:PORT] [--data-dir DIR] [--config FILE]\n"
-        "                       [--data-root DIR] [--web-dir DIR] [--max-concurrent-jobs N]\n"
-        "                       [--max-connections N]\n"
-        "Serves the REST API and dashboard (default 127.0.0.1:8080, data in ./var).\n");
+  ServeConfig config;
+  bool help = false;
+  if (ServeFlags(config).Parse(args, &help).ok() && help) {
+    std::fputs(ServeFlags(config).Usage().c_str(), stdout);
     return 0;
   }
   // Jobs come and go with buffers of many MiB (datasets, activations, checkpoint copies). glibc
@@ -115,9 +113,9 @@ int ServeCommand(const std::vector<std::string>& args) {
   // given back to the kernel when freed. Buffers that large are made when a job starts, not
   // per step.
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
-  ServeConfig config;
   if (engine::Status st = ParseServeArgs(args, config); !st.ok()) {
-    Say("serve: " + st.message());
+    std::fprintf(stderr, "trainingd serve: %s\n%s", st.message().c_str(),
+                 ServeFlags(config).Usage().c_str());
     return 2;
   }
   // Connections must leave descriptors for the daemon's own files (descriptor_limit.h).

@@ -1,23 +1,23 @@
 #include "trainingd/daemon/train_command.h"
 
+#include <unistd.h>
+
 #include <atomic>
-#include <charconv>
-#include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 
+#include "trainingd/daemon/flags.h"
 #include "trainingd/engine/dataset.h"
+#include "trainingd/engine/job_runner.h"
 #include "trainingd/engine/parallel.h"
-#include "trainingd/engine/trainer.h"
 
 namespace trainingd::daemon {
 namespace eng = trainingd::engine;
+namespace fs = std::filesystem;
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop.store(true); }
@@ -27,193 +27,143 @@ struct Options {
   std::string data = "/usr/share/datasets/fashion-mnist";
   std::optional<int64_t> steps;       // unset: the preset's default
   std::optional<int64_t> batch_size;  // unset: the preset's default
-  std::string optimizer;              // empty: the preset's default
-  std::optional<float> learning_rate;
+  std::string optimizer = "adam";
+  std::optional<double> learning_rate;  // unset: the preset's default
   int threads = 2;
   uint64_t seed = 42;
   int64_t log_every = 100;
   int64_t eval_every = 1000;
   int64_t validation_size = 5000;
+  std::string checkpoint_dir;  // "" = a temporary one, removed at the end
 };
 
-void PrintUsage(FILE* f) {
-  std::fprintf(f,
-               "usage: trainingd train [--model cnn|mlp|softmax] [--data DIR] [--steps N]\n"
-               "                       [--batch-size N] [--optimizer adam|momentum|sgd]\n"
-               "                       [--learning-rate X] [--threads N] [--seed N]\n"
-               "                       [--log-every N] [--eval-every N] [--validation-size N]\n"
-               "Defaults per model (steps, batch, optimizer): cnn 20000, 50, adam 1e-4;\n"
-               "mlp and softmax 10000, 100, adam 1e-3.\n");
-}
-
-// Parses all of `text` as a number of the field's type; false for anything else ("12abc", "",
-// out of range, "-1" for an unsigned field).
-template <typename T>
-bool ParseNumber(const std::string& text, T& field) {
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, field);
-  return ec == std::errc() && ptr == end && !text.empty();
-}
-template <typename T>
-bool ParseNumber(const std::string& text, std::optional<T>& field) {
-  T value{};
-  if (!ParseNumber(text, value)) return false;
-  field = value;
-  return true;
-}
-
-std::optional<std::string> ParseArgs(const std::vector<std::string>& args, Options& o) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    if (flag == "-h" || flag == "--help") {
-      PrintUsage(stdout);
-      std::exit(0);
-    }
-    if (i + 1 >= args.size()) return "missing value for " + flag;
-    const std::string& v = args[++i];
-    bool ok = true;
-    if (flag == "--model")
-      o.model = v;
-    else if (flag == "--data")
-      o.data = v;
-    else if (flag == "--optimizer")
-      o.optimizer = v;
-    else if (flag == "--steps")
-      ok = ParseNumber(v, o.steps);
-    else if (flag == "--batch-size")
-      ok = ParseNumber(v, o.batch_size);
-    else if (flag == "--learning-rate")
-      ok = ParseNumber(v, o.learning_rate);
-    else if (flag == "--threads")
-      ok = ParseNumber(v, o.threads);
-    else if (flag == "--seed")
-      ok = ParseNumber(v, o.seed);
-    else if (flag == "--log-every")
-      ok = ParseNumber(v, o.log_every);
-    else if (flag == "--eval-every")
-      ok = ParseNumber(v, o.eval_every);
-    else if (flag == "--validation-size")
-      ok = ParseNumber(v, o.validation_size);
-    else
-      return "unknown flag " + flag;
-    if (!ok) return "bad value '" + v + "' for " + flag;
-  }
+// The flags as a job spec: the preset, its optimizer and batch, logging and evaluation every so
+// many steps, the final evaluation on the test split, and no event files.
+eng::Result<eng::JobSpec> SpecFor(const Options& o) {
+  eng::JobSpec s;
+  s.name = "train-" + o.model;
+  auto model = eng::PresetModel(o.model);
+  if (!model.ok()) return eng::Status::InvalidArgument("--model: " + model.status().message());
+  s.model_preset = o.model;
+  s.model = *model;
   const bool cnn = o.model == "cnn";
-  if (o.steps && *o.steps <= 0) return "--steps must be positive";
-  if (o.batch_size && *o.batch_size <= 0) return "--batch-size must be positive";
-  if (o.learning_rate && !(*o.learning_rate > 0 && std::isfinite(*o.learning_rate))) {
-    return "--learning-rate must be positive and finite";
+  s.max_steps = o.steps.value_or(cnn ? 20000 : 10000);
+  s.batch_size = o.batch_size.value_or(cnn ? 50 : 100);
+  s.seed = o.seed;
+  if (o.optimizer == "adam") {
+    s.optimizer.type = eng::OptimizerOptions::Type::kAdam;
+  } else if (o.optimizer == "momentum") {
+    s.optimizer.type = eng::OptimizerOptions::Type::kMomentum;
+  } else if (o.optimizer == "sgd") {
+    s.optimizer.type = eng::OptimizerOptions::Type::kSgd;
+  } else {
+    return eng::Status::InvalidArgument("--optimizer: unknown '" + o.optimizer +
+                                        "' (adam, momentum, sgd)");
   }
-  if (!o.steps) o.steps = cnn ? 20000 : 10000;
-  if (!o.batch_size) o.batch_size = cnn ? 50 : 100;
-  if (o.optimizer.empty()) o.optimizer = "adam";
-  if (!o.learning_rate) o.learning_rate = cnn ? 1e-4f : 1e-3f;
-  if (o.threads < 1 || o.threads > 256) return "--threads must be in [1, 256]";
-  if (o.log_every < 1) return "--log-every must be positive";
-  if (o.eval_every < 0) return "--eval-every must be >= 0";
-  return std::nullopt;
+  s.optimizer.learning_rate = eng::LearningRateSchedule::Constant(
+      static_cast<float>(o.learning_rate.value_or(cnn ? 1e-4 : 1e-3)));
+  // The directory's name, for the logs; "data" when it is not a valid dataset name.
+  s.dataset.name = fs::path(o.data).filename().string();
+  if (s.dataset.name.empty() || s.dataset.name.size() > 100 || s.dataset.name == "." ||
+      s.dataset.name == ".." ||
+      s.dataset.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                       "0123456789._-") != std::string::npos) {
+    s.dataset.name = "data";
+  }
+  s.dataset.validation_size = o.validation_size;
+  eng::HooksSpec& h = s.hooks;
+  h.checkpoint.enabled = !o.checkpoint_dir.empty();
+  h.summary.enabled = false;
+  h.logging.every_n_iter = o.log_every;
+  h.evaluation.enabled = o.eval_every > 0;
+  h.evaluation.trigger.every_steps = o.eval_every;
+  h.final_eval.enabled = true;
+  h.final_eval.split = "test";
+  return s;
 }
 
 }  // namespace
 
 int TrainCommand(const std::vector<std::string>& args) {
   Options o;
-  if (auto err = ParseArgs(args, o)) {
-    std::fprintf(stderr, "trainingd train: %s\n", err->c_str());
-    PrintUsage(stderr);
-    return 2;
-  }
-  auto spec = eng::PresetModel(o.model);
-  if (!spec.ok()) {
-    std::fprintf(stderr, "trainingd train: --model: %s\n", spec.status().message().c_str());
-    return 2;
-  }
-  eng::OptimizerOptions opt;
-  if (o.optimizer == "adam")
-    opt.type = eng::OptimizerOptions::Type::kAdam;
-  else if (o.optimizer == "momentum")
-    opt.type = eng::OptimizerOptions::Type::kMomentum;
-  else if (o.optimizer == "sgd")
-    opt.type = eng::OptimizerOptions::Type::kSgd;
-  else {
-    std::fprintf(stderr, "trainingd train: --optimizer: unknown '%s' (adam, momentum, sgd)\n",
-                 o.optimizer.c_str());
-    return 2;
-  }
-  opt.learning_rate = eng::LearningRateSchedule::Constant(*o.learning_rate);
-  eng::SetComputeThreads(o.threads);
-
-  eng::DatasetOptions dopt;
-  dopt.validation_size = o.validation_size;
-  auto data = eng::LoadMnistDirectory(o.data, dopt);
-  if (!data.ok()) {
-    std::fprintf(stderr, "trainingd train: %s\n", data.status().ToString().c_str());
-    return 1;
-  }
-  auto trainer =
-      eng::Trainer::Create(*spec, opt, data->train, data->num_classes, {*o.batch_size, o.seed});
-  if (!trainer.ok()) {
-    std::fprintf(stderr, "trainingd train: %s\n", trainer.status().ToString().c_str());
-    return 2;
-  }
-  eng::Trainer& t = **trainer;
-  std::printf(
-      "trainingd train: model %s, %lld train / %lld validation / %lld test examples from %s\n",
-      o.model.c_str(), static_cast<long long>(data->train.size()),
-      static_cast<long long>(data->validation.size()), static_cast<long long>(data->test.size()),
-      o.data.c_str());
-  std::printf("%s", t.model().Summary().c_str());
-  std::printf("optimizer %s, learning rate %g, batch %lld, %lld steps, %d threads, seed %llu\n",
-              t.optimizer().name(), static_cast<double>(*o.learning_rate),
-              static_cast<long long>(*o.batch_size), static_cast<long long>(*o.steps), o.threads,
-              static_cast<unsigned long long>(o.seed));
-  std::fflush(stdout);
-
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  const auto start = Clock::now();
-  auto last_log = start;
-  int64_t last_log_step = 0;
-  double loss_sum = 0, acc_sum = 0;
-  int64_t window = 0;
-  while (t.global_step() < *o.steps && !g_stop.load()) {
-    const eng::StepResult r = t.Step();
-    loss_sum += r.loss;
-    acc_sum += r.accuracy;
-    ++window;
-    if (!std::isfinite(r.loss)) {
-      std::fprintf(stderr, "Model diverged with loss = NaN at step %lld.\n",
-                   static_cast<long long>(r.global_step));
+  Flags flags("train", "",
+              "Trains a tutorial model in a monitored training session (like trainingd run).\n"
+              "Defaults per model (steps, batch, learning rate): cnn 20000, 50, 1e-4;\n"
+              "mlp and softmax 10000, 100, 1e-3.\n");
+  flags.String("--model", "NAME", "cnn, mlp or softmax (cnn)", &o.model)
+      .String("--data", "DIR", "a directory of MNIST-format IDX files (Fashion-MNIST)", &o.data)
+      .Int("--steps", "global steps to train", 1, INT64_MAX, &o.steps)
+      .Int("--batch-size", "examples per step", 1, INT64_MAX, &o.batch_size)
+      .String("--optimizer", "NAME", "adam, momentum or sgd (adam)", &o.optimizer)
+      .Positive("--learning-rate", "the learning rate", &o.learning_rate)
+      .Int("--threads", "compute threads (2)", 1, 256, &o.threads)
+      .Uint("--seed", "initialisation, dropout and data order (42)", &o.seed)
+      .Int("--log-every", "log every N steps (100)", 1, INT64_MAX, &o.log_every)
+      .Int("--eval-every", "evaluate on the validation split every N steps; 0 = never (1000)", 0,
+           INT64_MAX, &o.eval_every)
+      .Int("--validation-size", "examples held out of the training file (5000)", 0, INT64_MAX,
+           &o.validation_size)
+      .String("--checkpoint-dir", "DIR", "keep checkpoints there and resume from them (none)",
+              &o.checkpoint_dir);
+  return RunWithFlags(flags, args, [&]() -> int {
+    auto spec = SpecFor(o);
+    if (!spec.ok()) {
+      std::fprintf(stderr, "trainingd train: %s\n", spec.status().message().c_str());
+      return 2;
+    }
+    // Any directory of IDX files, not only one under the data root: loaded here and handed over.
+    eng::DatasetOptions dopt;
+    dopt.validation_size = o.validation_size;
+    auto data = eng::LoadMnistDirectory(o.data, dopt);
+    if (!data.ok()) {
+      std::fprintf(stderr, "trainingd train: %s\n", data.status().ToString().c_str());
       return 1;
     }
-    if (r.global_step % o.log_every == 0 || r.global_step == 1) {
-      const auto now = Clock::now();
-      const double dt = std::chrono::duration<double>(now - last_log).count();
-      const int64_t ds = r.global_step - last_log_step;
-      std::printf("step = %lld, loss = %.4f, accuracy = %.4f (%.3f sec, %.1f examples/sec)\n",
-                  static_cast<long long>(r.global_step), loss_sum / double(window),
-                  acc_sum / double(window), dt, dt > 0 ? double(ds * *o.batch_size) / dt : 0.0);
-      std::fflush(stdout);
-      last_log = now;
-      last_log_step = r.global_step;
-      loss_sum = acc_sum = 0;
-      window = 0;
+    // The session needs a directory for what it writes; without --checkpoint-dir, a temporary
+    // one that nothing is written to (checkpoints and summaries are off).
+    std::string dir = o.checkpoint_dir;
+    if (dir.empty()) {
+      std::string tmpl = (fs::temp_directory_path() / "trainingd-train-XXXXXX").string();
+      if (!mkdtemp(tmpl.data())) {
+        std::perror("trainingd train: cannot create a temporary directory");
+        return 1;
+      }
+      dir = tmpl;
     }
-    if (o.eval_every > 0 && r.global_step % o.eval_every == 0 && data->validation.size() > 0) {
-      const auto v = t.Evaluate(data->validation);
-      std::printf("step = %lld, validation/loss = %.4f, validation/accuracy = %.4f\n",
-                  static_cast<long long>(r.global_step), v.loss, v.accuracy);
-      std::fflush(stdout);
-      last_log = Clock::now();
+    eng::SetComputeThreads(o.threads);
+    std::signal(SIGINT, OnSignal);
+    std::signal(SIGTERM, OnSignal);
+    eng::JobRunOptions run;
+    run.checkpoint_dir = dir;
+    run.datasets = std::make_shared<const eng::Datasets>(std::move(data).value());
+    run.stop = &g_stop;
+    auto result = eng::RunJob(*spec, run);
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    if (o.checkpoint_dir.empty()) {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
     }
-  }
-  if (g_stop.load())
-    std::printf("interrupted at step %lld\n", static_cast<long long>(t.global_step()));
-  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  const auto test = t.Evaluate(data->test);
-  std::printf("final: step = %lld, test/loss = %.4f, test/accuracy = %.4f, wall time %.1f s\n",
-              static_cast<long long>(t.global_step()), test.loss, test.accuracy, wall);
-  return g_stop.load() ? 130 : 0;
+    if (!result.ok()) {
+      std::fprintf(stderr, "trainingd train: %s\n", result.status().message().c_str());
+      return 2;
+    }
+    const auto& v = result->final_values;
+    const auto value = [&](const char* k) { return v.count(k) ? v.at(k) : 0.0; };
+    std::printf("final: step = %lld, test/loss = %.4f, test/accuracy = %.4f (%s: %s)\n",
+                static_cast<long long>(result->global_step), value("test/loss"),
+                value("test/accuracy"), eng::JobOutcomeName(result->outcome),
+                result->reason.c_str());
+    switch (result->outcome) {
+      case eng::JobResult::Outcome::kCompleted:
+        return 0;
+      case eng::JobResult::Outcome::kStopped:
+        return 130;
+      case eng::JobResult::Outcome::kFailed:
+        return 1;
+    }
+    return 1;
+  });
 }
 
 }  // namespace trainingd::daemon

@@ -37,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trainingd/daemon/flags.h"
 #include "trainingd/engine/status.h"
 
 namespace trainingd::daemon {
@@ -76,10 +77,13 @@ engine::Status LoadConfigFile(const std::string& path, ServeConfig& config);
 engine::Status ParseConfigText(std::string_view text, const std::string& path,
                                ServeConfig& config);
 
-// Parses `trainingd serve` flags: --listen ADDR:PORT, --data-dir DIR, --config FILE (read first,
-// so flags win), --data-root DIR, --web-dir DIR, --max-concurrent-jobs N, --max-connections N.
-// Then resolves the token
-// and checks the whole: InvalidArgument when a non-loopback address has no token.
+// The flags of `trainingd serve`, writing into `config`: --config FILE, --listen ADDR:PORT,
+// --data-dir DIR, --data-root DIR, --web-dir DIR, --max-concurrent-jobs N, --max-connections N.
+Flags ServeFlags(ServeConfig& config);
+
+// Parses `trainingd serve`'s flags over `config`, the --config file first so that flags win; then
+// resolves the token and checks the whole: InvalidArgument when a non-loopback address has no
+// token. Errors name the flag ("--listen: ...") or the config key.
 engine::Status ParseServeArgs(const std::vector<std::string>& args, ServeConfig& config);
 
 // True for 127.0.0.0/8, ::1 and "localhost".

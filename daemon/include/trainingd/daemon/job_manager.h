@@ -52,6 +52,9 @@
 
 namespace trainingd::daemon {
 
+// The most jobs that may train at once.
+inline constexpr int kMaxConcurrentJobs = 64;
+
 struct JobManagerOptions {
   std::string data_dir = "var";                // jobs/<id>/ under it
   std::string data_root = "/usr/share/datasets";  // datasets by name

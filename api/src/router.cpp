@@ -13,6 +13,7 @@
 
 #include "trainingd/api/job_json.h"
 #include "trainingd/api/job_spec_json.h"
+#include "trainingd/api/strict_json.h"
 #include "trainingd/api/url.h"
 
 namespace trainingd::api {
@@ -560,24 +561,22 @@ HttpResponse Router::ResumeJob(const Context& c) {
     return ErrorResponse(413, "payload_too_large", "request body is too large");
   }
   if (!IsBlank(body)) {
-    json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded() || !doc.is_object()) {
-      return ErrorResponse(400, "invalid_argument",
-                           "request body must be a JSON object like {\"max_steps\": 1000}");
+    // {} or {"max_steps": N}; a null max_steps is the same as none.
+    auto doc = strict_json::Parse(body);
+    Status st = doc.ok() ? Status::Ok() : doc.status();
+    if (st.ok() && !doc->is_object()) {
+      st = Status::InvalidArgument("request body must be a JSON object like {\"max_steps\": 1000}");
     }
-    for (const auto& [key, value] : doc.items()) {
-      if (key != "max_steps") {
-        return ErrorResponse(400, "invalid_argument", key + ": unknown field", key);
+    if (st.ok()) st = strict_json::CheckObject(*doc, "", {"max_steps"});
+    if (st.ok()) {
+      const auto it = doc->find("max_steps");
+      if (it != doc->end() && !it->is_null()) {
+        int64_t steps = 0;
+        st = strict_json::ReadInt(*it, "max_steps", 1, kMaxInt, &steps);
+        max_steps = steps;
       }
-      if (value.is_null()) continue;
-      bool fits = value.is_number_integer() &&
-                  !(value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{kMaxInt});
-      if (!fits || value.get<int64_t>() <= 0) {
-        return ErrorResponse(400, "invalid_argument", "max_steps: must be a positive integer",
-                             "max_steps");
-      }
-      max_steps = value.get<int64_t>();
     }
+    if (!st.ok()) return StatusResponse(st);
   }
   auto job = service_.Resume(c.job_id, max_steps);
   if (!job.ok()) return StatusResponse(job.status());
@@ -677,8 +676,7 @@ HttpResponse Router::Metrics() {
 // Revalidated on every load (no-cache) but cheaply: a matching If-None-Match gets a 304 without
 // the body. Browsers that accept gzip get the build's precompressed copy.
 HttpResponse Router::StaticFile(const Context& c) {
-  auto file =
-      static_files_.Lookup(c.path, AcceptsGzip(c.request.Header("Accept-Encoding")));
+  auto file = static_files_.Lookup(c.path, AcceptsGzip(c.request.Header("Accept-Encoding")));
   if (!file.ok()) {
     const Status& s = file.status();
     if (s.code() == StatusCode::kInvalidArgument) {

@@ -3,15 +3,18 @@
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include "trainingd/api/browser_policy.h"
+#include "trainingd/api/strict_json.h"
 #include "trainingd/daemon/job_manager.h"
 
 namespace trainingd::daemon {
 namespace eng = trainingd::engine;
-using json = nlohmann::json;
+namespace sj = api::strict_json;
+using json = sj::json;
 
 namespace {
 
@@ -47,26 +50,80 @@ eng::Status ReadToken(ServeConfig& c) {
   return eng::Status::Ok();
 }
 
+constexpr int kMaxConnections = 1000000;
+
 // A JSON array of strings, each accepted by `valid` (else an error naming its index).
 template <typename Valid>
 eng::Status StringList(const json& value, const std::string& field, std::vector<std::string>& out,
                        Valid valid, const std::string& what) {
-  if (!value.is_array())
-    return eng::Status::InvalidArgument(field + ": must be an array of strings");
   std::vector<std::string> list;
-  for (size_t i = 0; i < value.size(); ++i) {
-    const std::string at = field + "[" + std::to_string(i) + "]";
-    if (!value[i].is_string()) return eng::Status::InvalidArgument(at + ": must be a string");
-    std::string s = value[i].get<std::string>();
-    if (!valid(s))
-      return eng::Status::InvalidArgument(at + ": must be " + what + ", got '" + s + "'");
-    list.push_back(std::move(s));
+  TRAININGD_RETURN_IF_ERROR(sj::Read(value, field, &list));
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!valid(list[i])) {
+      return sj::Bad(sj::Index(field, i), "must be " + what + ", got " + sj::Quote(list[i]));
+    }
   }
   out = std::move(list);
   return eng::Status::Ok();
 }
 
-constexpr int kMaxConnections = 1000000;
+// The config document's keys over `c`; errors "<key>: <what>".
+eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
+  TRAININGD_RETURN_IF_ERROR(sj::CheckObject(
+      doc, "",
+      {"listen", "data_dir", "data_root", "web_dir", "token_file", "max_concurrent_jobs",
+       "threads_per_job", "http_threads", "http_handler_threads", "allowed_hosts",
+       "allowed_origins", "max_connections", "max_job_memory_bytes", "max_job_disk_bytes",
+       "max_checkpoints_per_job", "max_profiler_traces_per_job", "max_log_bytes_per_job",
+       "max_crash_restarts"},
+      "key"));
+  // An integer key in [lo, hi], when present.
+  const auto integer = [&doc](const char* key, int64_t lo, int64_t hi, auto* out) {
+    const auto it = doc.find(key);
+    if (it == doc.end()) return eng::Status::Ok();
+    int64_t v = 0;
+    TRAININGD_RETURN_IF_ERROR(sj::ReadInt(*it, key, lo, hi, &v));
+    *out = static_cast<std::remove_pointer_t<decltype(out)>>(v);
+    return eng::Status::Ok();
+  };
+  constexpr int64_t kBytes = std::numeric_limits<int64_t>::max();
+  if (const auto it = doc.find("listen"); it != doc.end()) {
+    std::string listen;
+    TRAININGD_RETURN_IF_ERROR(sj::Read(*it, "listen", &listen));
+    TRAININGD_RETURN_IF_ERROR(ParseListen(listen, "listen", c));
+  }
+  TRAININGD_RETURN_IF_ERROR(sj::Field(doc, "", "data_dir", &c.data_dir));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(doc, "", "data_root", &c.data_root));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(doc, "", "web_dir", &c.web_dir));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(doc, "", "token_file", &c.token_file));
+  TRAININGD_RETURN_IF_ERROR(
+      integer("max_concurrent_jobs", 1, kMaxConcurrentJobs, &c.max_concurrent_jobs));
+  TRAININGD_RETURN_IF_ERROR(integer("threads_per_job", 0, 256, &c.threads_per_job));
+  TRAININGD_RETURN_IF_ERROR(integer("http_threads", 1, 64, &c.http_threads));
+  TRAININGD_RETURN_IF_ERROR(integer("http_handler_threads", 1, 64, &c.http_handler_threads));
+  if (const auto it = doc.find("allowed_hosts"); it != doc.end()) {
+    TRAININGD_RETURN_IF_ERROR(StringList(
+        *it, "allowed_hosts", c.allowed_hosts,
+        [](const std::string& s) { return api::ParseHostAndPort(s).has_value(); },
+        "a host name or IP address with an optional :port"));
+  }
+  if (const auto it = doc.find("allowed_origins"); it != doc.end()) {
+    TRAININGD_RETURN_IF_ERROR(StringList(
+        *it, "allowed_origins", c.allowed_origins,
+        [](const std::string& s) { return api::NormalizeOrigin(s).has_value(); },
+        "an origin http://host[:port] or https://host[:port], without a path"));
+  }
+  TRAININGD_RETURN_IF_ERROR(integer("max_connections", 1, kMaxConnections, &c.max_connections));
+  TRAININGD_RETURN_IF_ERROR(integer("max_job_memory_bytes", -1, kBytes, &c.max_job_memory_bytes));
+  TRAININGD_RETURN_IF_ERROR(integer("max_job_disk_bytes", -1, kBytes, &c.max_job_disk_bytes));
+  TRAININGD_RETURN_IF_ERROR(
+      integer("max_checkpoints_per_job", 1, 100000, &c.max_checkpoints_per_job));
+  TRAININGD_RETURN_IF_ERROR(
+      integer("max_profiler_traces_per_job", 1, 100000, &c.max_profiler_traces_per_job));
+  TRAININGD_RETURN_IF_ERROR(
+      integer("max_log_bytes_per_job", 4096, kBytes, &c.max_log_bytes_per_job));
+  return integer("max_crash_restarts", 0, 1000, &c.max_crash_restarts);
+}
 
 }  // namespace
 
@@ -107,94 +164,13 @@ eng::Status LoadConfigFile(const std::string& path, ServeConfig& c) {
 }
 
 eng::Status ParseConfigText(std::string_view text, const std::string& path, ServeConfig& c) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {
-    return eng::Status::InvalidArgument(path + ": invalid JSON: " + e.what());
+  auto doc = sj::Parse(text);
+  eng::Status st = doc.ok() ? eng::Status::Ok() : doc.status();
+  if (st.ok()) {
+    st = doc->is_object() ? ApplyConfig(*doc, c) : sj::Bad("", "must be a JSON object");
   }
-  if (!doc.is_object()) return eng::Status::InvalidArgument(path + ": must be a JSON object");
-  for (const auto& item : doc.items()) {
-    // Plain references, not a structured binding: clang before 16 cannot capture those.
-    const std::string& key = item.key();
-    const json& value = item.value();
-    const std::string field = path + ": " + key;
-    auto str = [&](std::string& out) -> eng::Status {
-      if (!value.is_string()) return eng::Status::InvalidArgument(field + ": must be a string");
-      out = value.get<std::string>();
-      return eng::Status::Ok();
-    };
-    auto integer = [&](int lo, int hi, int& out) -> eng::Status {
-      if (!value.is_number_integer() || value.get<int64_t>() < lo || value.get<int64_t>() > hi) {
-        return eng::Status::InvalidArgument(field + ": must be an integer in [" +
-                                            std::to_string(lo) + ", " + std::to_string(hi) + "]");
-      }
-      out = value.get<int>();
-      return eng::Status::Ok();
-    };
-    auto bytes = [&](int64_t lo, int64_t& out) -> eng::Status {
-      if (!value.is_number_integer() || value.get<int64_t>() < lo) {
-        return eng::Status::InvalidArgument(field + ": must be an integer >= " +
-                                            std::to_string(lo) + " (bytes)");
-      }
-      out = value.get<int64_t>();
-      return eng::Status::Ok();
-    };
-    if (key == "listen") {
-      std::string s;
-      TRAININGD_RETURN_IF_ERROR(str(s));
-      TRAININGD_RETURN_IF_ERROR(ParseListen(s, field, c));
-    } else if (key == "data_dir") {
-      TRAININGD_RETURN_IF_ERROR(str(c.data_dir));
-    } else if (key == "data_root") {
-      TRAININGD_RETURN_IF_ERROR(str(c.data_root));
-    } else if (key == "web_dir") {
-      TRAININGD_RETURN_IF_ERROR(str(c.web_dir));
-    } else if (key == "token_file") {
-      TRAININGD_RETURN_IF_ERROR(str(c.token_file));
-    } else if (key == "max_concurrent_jobs") {
-      TRAININGD_RETURN_IF_ERROR(integer(1, kMaxConcurrentJobs, c.max_concurrent_jobs));
-    } else if (key == "threads_per_job") {
-      TRAININGD_RETURN_IF_ERROR(integer(0, 256, c.threads_per_job));
-    } else if (key == "http_threads") {
-      TRAININGD_RETURN_IF_ERROR(integer(1, 64, c.http_threads));
-    } else if (key == "http_handler_threads") {
-      TRAININGD_RETURN_IF_ERROR(integer(1, 64, c.http_handler_threads));
-    } else if (key == "allowed_hosts") {
-      TRAININGD_RETURN_IF_ERROR(StringList(
-          value, field, c.allowed_hosts,
-          [](const std::string& s) { return api::ParseHostAndPort(s).has_value(); },
-          "a host name or IP address with an optional :port"));
-    } else if (key == "allowed_origins") {
-      TRAININGD_RETURN_IF_ERROR(StringList(
-          value, field, c.allowed_origins,
-          [](const std::string& s) { return api::NormalizeOrigin(s).has_value(); },
-          "an origin http://host[:port] or https://host[:port], without a path"));
-    } else if (key == "max_connections") {
-      TRAININGD_RETURN_IF_ERROR(integer(1, kMaxConnections, c.max_connections));
-    } else if (key == "max_job_memory_bytes") {
-      TRAININGD_RETURN_IF_ERROR(bytes(-1, c.max_job_memory_bytes));
-    } else if (key == "max_job_disk_bytes") {
-      TRAININGD_RETURN_IF_ERROR(bytes(-1, c.max_job_disk_bytes));
-    } else if (key == "max_checkpoints_per_job") {
-      TRAININGD_RETURN_IF_ERROR(integer(1, 100000, c.max_checkpoints_per_job));
-    } else if (key == "max_profiler_traces_per_job") {
-      TRAININGD_RETURN_IF_ERROR(integer(1, 100000, c.max_profiler_traces_per_job));
-    } else if (key == "max_log_bytes_per_job") {
-      TRAININGD_RETURN_IF_ERROR(bytes(4096, c.max_log_bytes_per_job));
-    } else if (key == "max_crash_restarts") {
-      TRAININGD_RETURN_IF_ERROR(integer(0, 1000, c.max_crash_restarts));
-    } else {
-      return eng::Status::InvalidArgument(
-          field +
-          ": unknown key; known: listen, data_dir, data_root, web_dir, token_file, "
-          "max_concurrent_jobs, threads_per_job, http_threads, http_handler_threads, "
-          "allowed_hosts, allowed_origins, max_connections, max_job_memory_bytes, "
-          "max_job_disk_bytes, max_checkpoints_per_job, max_profiler_traces_per_job, "
-          "max_log_bytes_per_job, max_crash_restarts");
-    }
-  }
-  return eng::Status::Ok();
+  if (st.ok()) return st;
+  return eng::Status::InvalidArgument(path + ": " + st.message());
 }
 
 Flags ServeFlags(ServeConfig& c) {

@@ -17,12 +17,11 @@ std::optional<T> Integer(const std::string& text) {
   return v;
 }
 
-std::optional<std::string> InRange(const std::string& text, int64_t lo, int64_t hi,
-                                   int64_t* out) {
+std::optional<std::string> InRange(const std::string& text, int64_t lo, int64_t hi, int64_t* out) {
   const std::optional<int64_t> v = Integer<int64_t>(text);
   if (!v || *v < lo || *v > hi) {
-    return "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-           "], got '" + text + "'";
+    return "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" +
+           text + "'";
   }
   *out = *v;
   return std::nullopt;
@@ -86,8 +85,7 @@ Flags& Flags::Positive(const std::string& name, const std::string& help,
   return Add(name, "X", help, [=](const std::string& v) -> std::optional<std::string> {
     double x = 0;
     const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-    if (ec != std::errc() || p != v.data() + v.size() || v.empty() || !std::isfinite(x) ||
-        x <= 0) {
+    if (ec != std::errc() || p != v.data() + v.size() || v.empty() || !std::isfinite(x) || x <= 0) {
       return "must be a positive finite number, got '" + v + "'";
     }
     *out = x;
@@ -112,11 +110,11 @@ engine::Status Flags::Parse(const std::vector<std::string>& args, bool* help) co
     }
     if (a.rfind("--", 0) != 0) {
       if (!positionals_ || positionals_->size() >= max_positionals_) {
-        return engine::Status::InvalidArgument(
-            a + ": unexpected argument" +
-            (positionals_ ? " (only " + std::to_string(max_positionals_) + " " +
-                                positional_what_ + " may be given)"
-                          : ""));
+        return engine::Status::InvalidArgument(a + ": unexpected argument" +
+                                               (positionals_
+                                                    ? " (only " + std::to_string(max_positionals_) +
+                                                          " " + positional_what_ + " may be given)"
+                                                    : ""));
       }
       positionals_->push_back(a);
       continue;

@@ -10,10 +10,10 @@
 #include <sstream>
 #include <thread>
 
+#include "machine.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/daemon/flags.h"
 #include "trainingd/engine/hooks/evaluation_hook.h"
-#include "machine.h"
 #include "trainingd/engine/job_resources.h"
 #include "trainingd/engine/job_runner.h"
 #include "trainingd/engine/parallel.h"
@@ -179,14 +179,15 @@ int Validate(const RunArgs& ra) {
                  plan.status().message().c_str());
     return 1;
   }
-  std::printf("%s: OK: job '%s', %zu layers, %lld parameters, dataset '%s' (%lld training, %lld "
-              "validation, %lld test examples)\n%s",
-              ra.specs[0].c_str(), spec->name.c_str(), spec->model.layers.size(),
-              static_cast<long long>(plan->resources.num_parameters), spec->dataset.name.c_str(),
-              static_cast<long long>(plan->data.train_examples),
-              static_cast<long long>(plan->data.validation_examples),
-              static_cast<long long>(plan->data.test_examples),
-              eng::DescribeJobResources(plan->resources).c_str());
+  std::printf(
+      "%s: OK: job '%s', %zu layers, %lld parameters, dataset '%s' (%lld training, %lld "
+      "validation, %lld test examples)\n%s",
+      ra.specs[0].c_str(), spec->name.c_str(), spec->model.layers.size(),
+      static_cast<long long>(plan->resources.num_parameters), spec->dataset.name.c_str(),
+      static_cast<long long>(plan->data.train_examples),
+      static_cast<long long>(plan->data.validation_examples),
+      static_cast<long long>(plan->data.test_examples),
+      eng::DescribeJobResources(plan->resources).c_str());
   return 0;
 }
 

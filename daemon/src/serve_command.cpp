@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string_view>
@@ -233,7 +233,8 @@ int ServeCommand(const std::vector<std::string>& args) {
     const engine::JobBudget budget = (*manager)->Budget();
     Say("per-job budgets: memory " +
         (budget.memory_bytes > 0 ? engine::FormatBytes(budget.memory_bytes) : "unlimited") +
-        ", disk " + (budget.disk_bytes > 0 ? engine::FormatBytes(budget.disk_bytes) + " now" : "unlimited") +
+        ", disk " +
+        (budget.disk_bytes > 0 ? engine::FormatBytes(budget.disk_bytes) + " now" : "unlimited") +
         "; at most " + std::to_string(config.max_checkpoints_per_job) + " checkpoints, " +
         std::to_string(config.max_profiler_traces_per_job) + " profiler traces and " +
         engine::FormatBytes(2 * config.max_log_bytes_per_job) + " of log per job");
@@ -244,7 +245,8 @@ int ServeCommand(const std::vector<std::string>& args) {
   const double tick = watchdog ? *watchdog : 5.0;
   int sig = 0;
   while (sig <= 0) {
-    timespec ts{static_cast<time_t>(tick), static_cast<long>((tick - static_cast<long>(tick)) * 1e9)};
+    timespec ts{static_cast<time_t>(tick),
+                static_cast<long>((tick - static_cast<long>(tick)) * 1e9)};
     sig = sigtimedwait(&signals, nullptr, &ts);
     if (sig < 0 && watchdog) SdNotify("WATCHDOG=1");
   }

@@ -7,8 +7,8 @@
 //   --bogus: unknown flag (flags: --model, --steps, ...)
 //   --model: missing value
 //
-// and RunWithFlags() prints it the same way for every subcommand ("trainingd train: <message>", then
-// the usage, exit 2); -h / --help prints the usage and exits 0.
+// and RunWithFlags() prints it the same way for every subcommand ("trainingd train: <message>",
+// then the usage, exit 2); -h / --help prints the usage and exits 0.
 #pragma once
 
 #include <cstdint>

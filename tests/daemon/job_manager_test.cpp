@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "fault_vfs.h"
+#include "small_filesystem.h"
 #include "trainingd/engine/model_spec.h"
 
 namespace trainingd::daemon {
@@ -430,6 +431,81 @@ TEST_F(JobManagerFaultTest, ALockHeldElsewhereHoldsTheQueueButStopsNoJob) {
   ASSERT_TRUE(manager_->Stop(running->id).ok());
   EXPECT_EQ(WaitFor(running->id, {JobState::kStopped}).reason, "stop requested");
   EXPECT_FALSE(manager_->Health().degraded);
+}
+
+// The data directory (database and job files) on a small tmpfs that the test fills: a real full
+// disk, with SQLite's own VFS.
+class JobManagerFullDiskTest : public JobManagerFaultTest {
+ protected:
+  void SetUp() override {
+    JobManagerFaultTest::SetUp();
+    manager_.reset();
+    store_.reset();
+    root_ = dir_;
+    std::string why;
+    disk_ = test_support::SmallFileSystem::Mount(root_ + "/disk", 32 << 20, &why);
+    if (!disk_) GTEST_SKIP() << why;
+    dir_ = disk_->dir();
+    store_options_.vfs.clear();
+  }
+  void TearDown() override {
+    manager_.reset();
+    store_.reset();
+    disk_.reset();
+    dir_ = root_;
+    JobManagerFaultTest::TearDown();
+  }
+
+  std::string root_;
+  std::unique_ptr<test_support::SmallFileSystem> disk_;
+};
+
+TEST_F(JobManagerFullDiskTest, RunningJobsFailWhenNoFinalCheckpointFitsAndNothingIsLost) {
+  OpenAll();
+  auto running = manager_->Submit(SmallJob("running", 100000));
+  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  WaitForStep(running->id, 11);
+
+  ASSERT_TRUE(disk_->Fill(0));
+  const api::JobInfo failed = WaitFor(running->id, {JobState::kStopped, JobState::kFailed});
+  EXPECT_EQ(failed.state, JobState::kFailed) << failed.reason;
+  EXPECT_EQ(failed.reason.rfind("disk full (", 0), 0u) << failed.reason;
+  EXPECT_TRUE(Has(failed.reason, "no final checkpoint fitted")) << failed.reason;
+  EXPECT_TRUE(Has(failed.error, "ResourceExhausted")) << failed.error;
+  // The database fails too, once the failed state is written: degraded, the queue held.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!manager_->Health().degraded && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_TRUE(manager_->Health().degraded);
+  EXPECT_TRUE(Has(manager_->Health().problems[0], "ResourceExhausted"))
+      << manager_->Health().problems[0];
+  auto waiting = manager_->Submit(SmallJob("waiting", 20));
+  ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(manager_->Get(waiting->id)->state, JobState::kQueued);
+
+  disk_->Unfill();
+  EXPECT_EQ(WaitFor(waiting->id, {JobState::kCompleted, JobState::kFailed}).state,
+            JobState::kCompleted);
+  EXPECT_FALSE(manager_->Health().degraded);
+  ASSERT_TRUE(store_->Flush().ok());
+  manager_.reset();
+  store_.reset();
+  OpenAll();
+  const api::JobInfo after = *manager_->Get(running->id);
+  EXPECT_EQ(after.state, JobState::kFailed);
+  EXPECT_EQ(after.reason, failed.reason);
+  EXPECT_EQ(manager_->Get(waiting->id)->state, JobState::kCompleted);
+  // Its latest checkpoint from before the disk filled is whole: it resumes from there.
+  ASSERT_TRUE(manager_->Resume(running->id, after.global_step + 50).ok());
+  const api::JobInfo done = WaitFor(running->id, {JobState::kCompleted, JobState::kFailed});
+  EXPECT_EQ(done.state, JobState::kCompleted) << done.reason;
+  for (const std::string& f : std::vector<std::string>{dir_ + "/jobs/" + running->id}) {
+    for (const auto& e : fs::directory_iterator(f)) {
+      EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+    }
+  }
 }
 
 }  // namespace

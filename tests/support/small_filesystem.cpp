@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -42,13 +43,31 @@ int64_t SmallFileSystem::FreeBytes() const {
 
 bool SmallFileSystem::Fill(int64_t leave) {
   Unfill();
-  const int64_t take = FreeBytes() - leave;
-  if (take <= 0) return leave >= 0;
   const int fd = ::open(filler().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
-  const bool ok = ::posix_fallocate(fd, 0, take) == 0;
+  // Others may write meanwhile (a job running). A tmpfs undoes a failed fallocate, so a large
+  // one that fails makes the disk full for a moment and then frees it again; hence all but the
+  // last MiB in large pieces, which do not run out, then page by page, which do not undo.
+  constexpr int64_t kPage = 4096, kMargin = int64_t{1} << 20;
+  int64_t size = 0;
+  for (int64_t margin : {kMargin, int64_t{0}}) {
+    for (int tries = 0; tries < 100000; ++tries) {
+      const int64_t want = FreeBytes() - std::max<int64_t>(leave, 0) - margin;
+      if (want <= 0) break;
+      const int64_t take = margin > 0 ? want : kPage;
+      const int err = ::posix_fallocate(fd, size, take);
+      if (err == 0) {
+        size += take;
+      } else if (err != ENOSPC) {
+        ::close(fd);
+        return false;
+      } else if (margin == 0) {
+        break;  // not one page left
+      }
+    }
+  }
   ::close(fd);
-  return ok;
+  return FreeBytes() <= std::max<int64_t>(leave, 0);
 }
 
 void SmallFileSystem::Unfill() { ::unlink(filler().c_str()); }

@@ -24,7 +24,8 @@ class SmallFileSystem {
 
   const std::string& dir() const { return dir_; }
   // Takes the free space with a filler file (dir/filler), leaving `leave` bytes (rounded down to
-  // pages) free. Replaces an earlier filler. False when the filler cannot be allocated.
+  // pages) free -- fewer if others write meanwhile. Replaces an earlier filler. False when the
+  // filler cannot be allocated.
   bool Fill(int64_t leave = 0);
   // Deletes the filler: its space is free again.
   void Unfill();

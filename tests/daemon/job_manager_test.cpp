@@ -433,6 +433,33 @@ TEST_F(JobManagerFaultTest, ALockHeldElsewhereHoldsTheQueueButStopsNoJob) {
   EXPECT_FALSE(manager_->Health().degraded);
 }
 
+TEST_F(JobManagerFaultTest, AFullJobsDiskHoldsTheQueueWhileTheDatabaseWorks) {
+  manager_.reset();
+  store_.reset();
+  std::string why;
+  auto jobs = test_support::SmallFileSystem::Mount(dir_ + "/jobs", 8 << 20, &why);
+  if (!jobs) GTEST_SKIP() << why;
+  OpenAll();
+  ASSERT_TRUE(jobs->Fill(0));
+  auto waiting = manager_->Submit(SmallJob("waiting", 20));
+  ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
+  std::this_thread::sleep_for(milliseconds(1500));  // the free space is looked at every second
+  EXPECT_EQ(manager_->Get(waiting->id)->state, JobState::kQueued);
+  const api::ServiceHealth health = manager_->Health();
+  EXPECT_TRUE(health.degraded);
+  ASSERT_EQ(health.problems.size(), 1u);
+  EXPECT_EQ(health.problems[0], "the disk holding " + dir_ +
+                                    "/jobs is full (0 B free); no queued job starts until "
+                                    "there is room");
+  EXPECT_FALSE(store_->health().degraded);
+
+  jobs->Unfill();
+  EXPECT_EQ(WaitFor(waiting->id, {JobState::kCompleted, JobState::kFailed}).state,
+            JobState::kCompleted);
+  EXPECT_FALSE(manager_->Health().degraded);
+  manager_.reset();
+}
+
 // The data directory (database and job files) on a small tmpfs that the test fills: a real full
 // disk, with SQLite's own VFS.
 class JobManagerFullDiskTest : public JobManagerFaultTest {
@@ -472,14 +499,20 @@ TEST_F(JobManagerFullDiskTest, RunningJobsFailWhenNoFinalCheckpointFitsAndNothin
   EXPECT_EQ(failed.reason.rfind("disk full (", 0), 0u) << failed.reason;
   EXPECT_TRUE(Has(failed.reason, "no final checkpoint fitted")) << failed.reason;
   EXPECT_TRUE(Has(failed.error, "ResourceExhausted")) << failed.error;
-  // The database fails too, once the failed state is written: degraded, the queue held.
+  // Degraded: the disk is full, and the database fails too once the failed state is written.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!manager_->Health().degraded && std::chrono::steady_clock::now() < deadline) {
+  api::ServiceHealth health;
+  while (std::chrono::steady_clock::now() < deadline) {
+    health = manager_->Health();
+    if (health.problems.size() == 2) break;
     std::this_thread::sleep_for(milliseconds(10));
   }
-  ASSERT_TRUE(manager_->Health().degraded);
-  EXPECT_TRUE(Has(manager_->Health().problems[0], "ResourceExhausted"))
-      << manager_->Health().problems[0];
+  EXPECT_TRUE(health.degraded);
+  ASSERT_EQ(health.problems.size(), 2u);
+  EXPECT_TRUE(Has(health.problems[0], "the database cannot be written: ResourceExhausted"))
+      << health.problems[0];
+  EXPECT_EQ(health.problems[1].rfind("the disk holding " + dir_ + " is full (", 0), 0u)
+      << health.problems[1];
   auto waiting = manager_->Submit(SmallJob("waiting", 20));
   ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
   std::this_thread::sleep_for(milliseconds(500));

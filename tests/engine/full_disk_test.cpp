@@ -278,5 +278,34 @@ TEST_F(FullDiskJobTest, AJobStoppedWhenItsFinalCheckpointFitsButItsSummariesDoNo
   ExpectNoTempFiles();
 }
 
+TEST_F(FullDiskJobTest, AJobWhoseSummariesDoNotFitStopsAfterAFinalCheckpointAtItsLastStep) {
+  // Plain SGD: every checkpoint is as large as the first (no optimizer slots), about 8 pages.
+  // At step 150 the disk fills but for the pages of one and its state file. Near step 900 the
+  // event file's buffer (two events per step) reaches 64 KiB and is written out: it does not
+  // fit, and the write is cut back, giving its pages back. That step's summary hook fails, and
+  // the final checkpoint -- at the step that was trained -- fits.
+  JobSpec spec = Spec(100000);
+  spec.optimizer.type = OptimizerOptions::Type::kSgd;
+  spec.hooks.checkpoint.trigger.every_steps = 1000000;
+  bool filled = false;
+  auto result = Run(spec, [&](int64_t step) {
+    if (step >= 150 && !filled) {
+      const auto bytes = static_cast<int64_t>(fs::file_size(dir_ + "/job/model.ckpt-0"));
+      filled = disk_->Fill(((bytes + kPage - 1) / kPage + 1) * kPage);
+    }
+  });
+  ASSERT_TRUE(filled);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->outcome, JobResult::Outcome::kStopped) << result->reason;
+  EXPECT_NE(result->reason.find("cannot write event file"), std::string::npos) << result->reason;
+  EXPECT_NE(result->reason.find("stopped after a final checkpoint at global step " +
+                                std::to_string(result->global_step)),
+            std::string::npos)
+      << result->reason;
+  EXPECT_GT(result->global_step, 150);
+  EXPECT_TRUE(HasCheckpointAt(dir_ + "/job", result->global_step));
+  ExpectNoTempFiles();
+}
+
 }  // namespace
 }  // namespace trainingd::engine

@@ -173,11 +173,18 @@ struct Store::Impl {
       }
       NoteAttempt(outcome.status);
       std::unique_lock<std::mutex> lock(mu);
-      if (stopping && std::chrono::steady_clock::now() - stop_time >= options.give_up_after_stop) {
-        health.lost_writes += static_cast<int64_t>(batch.size());
-        return outcome;
+      auto wait = backoff;
+      if (stopping) {
+        const auto left =
+            options.give_up_after_stop - (std::chrono::steady_clock::now() - stop_time);
+        if (left <= left.zero()) {
+          health.lost_writes += static_cast<int64_t>(batch.size());
+          return outcome;
+        }
+        wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(left) +
+                                  std::chrono::milliseconds(1));
       }
-      work_cv.wait_for(lock, backoff);  // a stop cuts the wait short
+      work_cv.wait_for(lock, wait);  // a stop cuts the wait short
       backoff = std::min(backoff * 2, options.retry_max_backoff);
     }
   }

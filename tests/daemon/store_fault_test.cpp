@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fault_vfs.h"
@@ -177,6 +178,34 @@ TEST_P(StoreFaultTest, WritesDuringTheFaultAreRetriedAndAllThereAfterAReopen) {
   ASSERT_TRUE(dropped.ok());
   ASSERT_EQ(dropped->size(), 20u);
   EXPECT_EQ(dropped->back().step, 20);
+}
+
+// A store closed while its disk stays full gives its writes up after give_up_after_stop, even
+// when its retries have backed off further than that, so that a daemon can exit. What it gave up
+// is not in the file.
+TEST_F(StoreFaultTest, ClosedWhileTheDiskStaysFullItGivesUpInTime) {
+  StoreOptions options = options_;
+  options.retry_initial_backoff = milliseconds(3000);
+  options.retry_max_backoff = milliseconds(3000);
+  options.give_up_after_stop = milliseconds(200);
+  {
+    std::unique_ptr<Store> store = Open(options);
+    ASSERT_NE(store, nullptr);
+    FaultVfs::Get().Inject(Fault::kFull);
+    store->PutJob(Job("never", 1));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!store->health().degraded && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    ASSERT_TRUE(store->health().degraded);
+    const auto start = std::chrono::steady_clock::now();
+    store.reset();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1500));
+  }
+  FaultVfs::Get().Clear();
+  std::unique_ptr<Store> store = Open(StoreOptions());
+  ASSERT_NE(store, nullptr);
+  EXPECT_FALSE(store->GetJob("never").value().has_value());
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -30,6 +30,7 @@ struct JobManager::Job {
   std::map<std::string, double> latest;  // guarded by the manager's mu_
   // Why the daemon (not the user) stopped it, e.g. a full disk; "" = the user. Guarded by mu_.
   std::string stop_cause;
+  eng::StatusCode stop_code = eng::StatusCode::kOk;  // ResourceExhausted or IoError with a cause
 };
 
 namespace {
@@ -608,6 +609,7 @@ void JobManager::OnStoreHealth(const StoreHealth& health) {
   for (auto& [id, job] : jobs_) {
     if (job->rec.state != JobState::kRunning) continue;
     job->stop_cause = cause + " (the database cannot be written: " + health.error.message() + ")";
+    job->stop_code = code;
     job->stop = true;
     SetStateLocked(*job, JobState::kStopping);
   }
@@ -781,8 +783,8 @@ void JobManager::FinishLocked(Job& job, const eng::Result<eng::JobResult>& resul
                            std::to_string(result->global_step);
           SetStateLocked(job, JobState::kStopped);
         } else {
-          job.rec.reason = job.stop_cause + "; no final checkpoint fitted";
-          job.rec.error = "ResourceExhausted: " + job.rec.reason;
+          job.rec.reason = job.stop_cause + "; no final checkpoint was written";
+          job.rec.error = eng::Status(job.stop_code, job.rec.reason).ToString();
           SetStateLocked(job, JobState::kFailed);
         }
       } else if (shutting_down_) {

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""`trainingd serve` on a full disk, over real HTTP (docs/operations.md#full-disk-and-storage-faults).
+"""`trainingd serve` on a full disk, over real HTTP
+(docs/operations.md#full-disk-and-storage-faults).
 
   full_disk_test.py TRAININGD
 

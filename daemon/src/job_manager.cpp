@@ -30,6 +30,7 @@ struct JobManager::Job {
   std::map<std::string, double> latest;  // guarded by the manager's mu_
   // Why the daemon (not the user) stopped it, e.g. a full disk; "" = the user. Guarded by mu_.
   std::string stop_cause;
+  eng::StatusCode stop_code = eng::StatusCode::kOk;  // ResourceExhausted or IoError with a cause
 };
 
 namespace {
@@ -567,11 +568,29 @@ api::ServiceHealth JobManager::Health() {
   api::ServiceHealth h;
   const StoreHealth store = store_.health();
   if (store.degraded) {
-    h.degraded = true;
     h.problems.push_back("the database cannot be written: " + store.error.ToString() +
                          " (retrying; no queued job starts meanwhile)");
   }
+  for (const std::string& p : DiskProblems()) {
+    h.problems.push_back(p + "; no queued job starts until there is room");
+  }
+  h.degraded = !h.problems.empty();
   return h;
+}
+
+std::vector<std::string> JobManager::DiskProblems() const {
+  std::vector<std::string> out;
+  int64_t seen = -1;
+  for (const std::string& dir : {options_.data_dir, options_.data_dir + "/jobs"}) {
+    const int64_t fs = FileSystemOf(dir);
+    if (fs == seen) continue;
+    seen = fs;
+    const int64_t free = FreeDiskBytes(dir);
+    if (free >= 0 && free < kMinFreeDiskBytes) {
+      out.push_back("the disk holding " + dir + " is full (" + eng::FormatBytes(free) + " free)");
+    }
+  }
+  return out;
 }
 
 void JobManager::OnStoreHealth(const StoreHealth& health) {
@@ -591,15 +610,19 @@ void JobManager::OnStoreHealth(const StoreHealth& health) {
   for (auto& [id, job] : jobs_) {
     if (job->rec.state != JobState::kRunning) continue;
     job->stop_cause = cause + " (the database cannot be written: " + health.error.message() + ")";
+    job->stop_code = code;
     job->stop = true;
     SetStateLocked(*job, JobState::kStopping);
   }
 }
 
 std::shared_ptr<JobManager::Job> JobManager::NextRunnableLocked() {
-  // Nothing starts while the database cannot be written (its state would not be kept), nor
-  // beside a job that was running when the daemon died.
-  if (shutting_down_ || !store_failure_.empty() || running_suspect_) return nullptr;
+  // Nothing starts while the database cannot be written (its state would not be kept) or the
+  // disk is full, nor beside a job that was running when the daemon died.
+  if (shutting_down_ || queue_.empty() || !store_failure_.empty() || running_suspect_) {
+    return nullptr;
+  }
+  if (!DiskProblems().empty()) return nullptr;
   for (auto it = queue_.begin(); it != queue_.end(); ++it) {
     std::shared_ptr<Job> job = FindLocked(*it);
     if (!job) {
@@ -621,7 +644,11 @@ void JobManager::WorkerLoop() {
     bool suspect = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return shutting_down_ || (job = NextRunnableLocked()); });
+      // Woken by a submit, a job's end or the database's recovery; the disk's free space is
+      // looked at again every second.
+      while (!shutting_down_ && !(job = NextRunnableLocked())) {
+        cv_.wait_for(lock, std::chrono::seconds(1));
+      }
       if (!job) return;  // shutting down
       ++running_;
       suspect = job->rec.crash_count > 0;
@@ -757,8 +784,8 @@ void JobManager::FinishLocked(Job& job, const eng::Result<eng::JobResult>& resul
                            std::to_string(result->global_step);
           SetStateLocked(job, JobState::kStopped);
         } else {
-          job.rec.reason = job.stop_cause + "; no final checkpoint fitted";
-          job.rec.error = "ResourceExhausted: " + job.rec.reason;
+          job.rec.reason = job.stop_cause + "; no final checkpoint was written";
+          job.rec.error = eng::Status(job.stop_code, job.rec.reason).ToString();
           SetStateLocked(job, JobState::kFailed);
         }
       } else if (shutting_down_) {

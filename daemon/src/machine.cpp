@@ -1,5 +1,6 @@
 #include "machine.h"
 
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include <cstdio>
@@ -23,6 +24,12 @@ int64_t FreeDiskBytes(const std::string& path) {
   struct statvfs st;
   if (statvfs(path.c_str(), &st) != 0) return -1;
   return static_cast<int64_t>(st.f_bavail) * static_cast<int64_t>(st.f_frsize);
+}
+
+int64_t FileSystemOf(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return -1;
+  return static_cast<int64_t>(st.st_dev);
 }
 
 }  // namespace trainingd::daemon

@@ -13,4 +13,7 @@ int64_t PhysicalMemoryBytes();
 // f_bavail); -1 if it cannot be read.
 int64_t FreeDiskBytes(const std::string& path);
 
+// The file system holding `path` (stat's st_dev); -1 if it cannot be read.
+int64_t FileSystemOf(const std::string& path);
+
 }  // namespace trainingd::daemon

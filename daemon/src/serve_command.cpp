@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -156,7 +157,11 @@ int ServeCommand(const std::vector<std::string>& args) {
   }
   const int lock_fd = LockDataDir(config.data_dir);
   if (lock_fd < 0) return 1;  // the lock is held until the process exits
-  auto store = Store::Open(config.data_dir + "/trainingd.db");
+  // On a full or failing disk the store retries its writes until they commit; at exit the
+  // manager's shutdown has already waited for them, so the store gives them up soon after.
+  StoreOptions store_options;
+  store_options.give_up_after_stop = std::chrono::seconds(1);
+  auto store = Store::Open(config.data_dir + "/trainingd.db", store_options);
   if (!store.ok()) {
     Say(store.status().message());
     return 1;
@@ -266,11 +271,22 @@ int ServeCommand(const std::vector<std::string>& args) {
   }
   server.Stop();
   (*manager)->Shutdown();
+  // Bounded: writes the disk cannot take (full, failing) would otherwise keep the daemon from
+  // ever exiting. What is not committed by then is lost, and the exit status says so.
+  int code = 0;
+  if (engine::Status st = (*store)->Flush(std::chrono::seconds(2)); !st.ok()) {
+    Say("database: " + st.message());
+    if (st.code() == engine::StatusCode::kDeadlineExceeded) {
+      Say("database: " + std::to_string((*store)->stats().queued_writes) +
+          " writes are not committed and are lost (state changes and scalars since the disk "
+          "failed; docs/operations.md#full-disk-and-storage-faults)");
+      code = 1;
+    }
+  }
   done = true;
   if (pinger.joinable()) pinger.join();
-  if (engine::Status st = (*store)->Flush(); !st.ok()) Say("database: " + st.message());
-  Say("stopped");
-  return 0;
+  Say(code == 0 ? "stopped" : "stopped, with writes lost");
+  return code;
 }
 
 }  // namespace trainingd::daemon

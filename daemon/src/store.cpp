@@ -92,7 +92,9 @@ struct Store::Impl {
   int64_t committed_batches = 0;
   int64_t committed_scalars = 0;
   StoreHealth health;
-  std::function<void(const StoreHealth&)> health_listener;
+  // Held while the listener runs, so SetHealthListener returns only once no call is in progress.
+  std::mutex listener_mu;
+  std::function<void(const StoreHealth&)> health_listener;  // guarded by listener_mu
   std::unique_ptr<StoreWriter> writer;  // used by the writer thread only
   std::thread thread;
 
@@ -138,7 +140,6 @@ struct Store::Impl {
   // Records a failed or a succeeded attempt and tells the listener when `degraded` changes.
   // Called on the writer thread without mu.
   void NoteAttempt(const Status& failure) {
-    std::function<void(const StoreHealth&)> listener;
     StoreHealth now;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -152,11 +153,11 @@ struct Store::Impl {
         health.error = Status::Ok();
       }
       if (was == health.degraded) return;
-      listener = health_listener;
       now = health;
     }
     space_cv.notify_all();
-    if (listener) listener(now);
+    std::lock_guard<std::mutex> lock(listener_mu);
+    if (health_listener) health_listener(now);
   }
 
   // Applies `batch` until it commits: a failure of the database itself (disk full, I/O error, a
@@ -172,11 +173,18 @@ struct Store::Impl {
       }
       NoteAttempt(outcome.status);
       std::unique_lock<std::mutex> lock(mu);
-      if (stopping && std::chrono::steady_clock::now() - stop_time >= options.give_up_after_stop) {
-        health.lost_writes += static_cast<int64_t>(batch.size());
-        return outcome;
+      auto wait = backoff;
+      if (stopping) {
+        const auto left =
+            options.give_up_after_stop - (std::chrono::steady_clock::now() - stop_time);
+        if (left <= left.zero()) {
+          health.lost_writes += static_cast<int64_t>(batch.size());
+          return outcome;
+        }
+        wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(left) +
+                                  std::chrono::milliseconds(1));
       }
-      work_cv.wait_for(lock, backoff);  // a stop cuts the wait short
+      work_cv.wait_for(lock, wait);  // a stop cuts the wait short
       backoff = std::min(backoff * 2, options.retry_max_backoff);
     }
   }
@@ -364,7 +372,7 @@ Status Store::Flush(std::chrono::milliseconds timeout) {
 }
 
 void Store::SetHealthListener(std::function<void(const StoreHealth&)> listener) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::mutex> lock(impl_->listener_mu);
   impl_->health_listener = std::move(listener);
 }
 

@@ -1,13 +1,16 @@
 #include "trainingd/engine/checkpoint.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <set>
 
@@ -319,7 +322,8 @@ Status WriteAll(int fd, const std::string& path, std::string_view contents) {
 
 }  // namespace
 
-Status WriteFileAtomically(const std::string& path, std::string_view contents) {
+Status WriteFileAtomically(const std::string& path, std::string_view contents, bool* replaced) {
+  if (replaced != nullptr) *replaced = false;
   static std::atomic<uint64_t> counter{0};
   const std::string tmp =
       path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
@@ -335,12 +339,36 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
     ::unlink(tmp.c_str());
     return st;
   }
+  if (replaced != nullptr) *replaced = true;
   const std::string dir = DirectoryOf(path);
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return Status::IoError(Errno(dir, "open"));
+  if (dfd < 0) return ErrnoStatus(errno, Errno(dir, "open"));
   if (::fsync(dfd) != 0) st = ErrnoStatus(errno, Errno(dir, "fsync"));
   ::close(dfd);
   return st;
+}
+
+int RemoveStaleTempFiles(const std::string& dir) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const size_t at = name.rfind(".tmp-");
+    if (at == std::string::npos) continue;
+    // "<pid>-<n>" after it.
+    const char* p = name.data() + at + 5;
+    const char* end = name.data() + name.size();
+    pid_t pid = 0;
+    uint64_t n = 0;
+    auto parsed = std::from_chars(p, end, pid);
+    if (parsed.ec != std::errc() || parsed.ptr == end || *parsed.ptr != '-' || pid <= 0) continue;
+    parsed = std::from_chars(parsed.ptr + 1, end, n);
+    if (parsed.ec != std::errc() || parsed.ptr != end) continue;
+    // A live process may be writing it (ours, or another on the same directory).
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (::unlink(entry.path().c_str()) == 0) ++removed;
+  }
+  return removed;
 }
 
 Status WriteCheckpointFile(const std::string& path, const CheckpointData& data) {

@@ -95,6 +95,8 @@ Result<std::unique_ptr<CheckpointManager>> CheckpointManager::Create(
     return Status::IoError(directory + ": cannot create checkpoint directory: " +
                            (ec ? ec.message() : std::string("not a directory")));
   }
+  // Temp files of writes a crash interrupted would hold their space for good.
+  RemoveStaleTempFiles(directory);
   std::unique_ptr<CheckpointManager> m(new CheckpointManager(directory, std::move(options)));
   m->LoadState(warnings);
   return m;
@@ -256,8 +258,18 @@ Result<std::string> CheckpointManager::Save(const CheckpointData& data) {
     }
   }
   // The state file is replaced before any deletion, so it never names a file retention removed.
-  TRAININGD_RETURN_IF_ERROR(
-      WriteFileAtomically(StateFilePath(), FormatState(entries, last_preserved)));
+  bool replaced = false;
+  const std::string state = FormatState(entries, last_preserved);
+  if (Status st = WriteFileAtomically(StateFilePath(), state, &replaced); !st.ok()) {
+    // No state file names the new checkpoint (a full disk): delete it, or it would hold the
+    // space and pass for a preserved one. One written over a tracked step is that step's.
+    const bool tracked = std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) {
+      return e.name == name || PathOf(e.name) == path;
+    });
+    std::error_code ec;
+    if (!replaced && !tracked) fs::remove(path, ec);
+    return st;
+  }
   entries_ = std::move(entries);
   last_preserved_ = last_preserved;
   for (const std::string& p : doomed) {

@@ -1,10 +1,12 @@
 #include "trainingd/engine/event_file_writer.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -127,22 +129,52 @@ Result<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(const std::stri
       (std::filesystem::path(dir) /
        ("events.out.tfevents." + std::string(secs) + "." + HostName() + options.filename_suffix))
           .string();
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return ErrnoStatus(errno, "cannot create event file " + path + ": " + std::strerror(errno));
-  std::unique_ptr<EventFileWriter> w(new EventFileWriter(path, f));
-  TRAININGD_RETURN_IF_ERROR(w->Append(EncodeFileVersionEvent(now)));
-  TRAININGD_RETURN_IF_ERROR(w->Flush());
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return ErrnoStatus(errno, "cannot create event file " + path + ": " + std::strerror(errno));
+  }
+  std::unique_ptr<EventFileWriter> w(new EventFileWriter(path, fd));
+  Status st = w->Append(EncodeFileVersionEvent(now));
+  if (st.ok()) st = w->Flush();
+  if (!st.ok()) {
+    ::unlink(path.c_str());  // an empty event file helps nobody
+    return st;
+  }
   return w;
 }
 
 EventFileWriter::~EventFileWriter() { (void)Close(); }
 
 Status EventFileWriter::Append(const std::string& payload) {
-  if (!file_) return Status::FailedPrecondition("event file " + path_ + " is closed");
-  const std::string record = FrameRecord(payload);
-  if (std::fwrite(record.data(), 1, record.size(), file_) != record.size()) {
-    return ErrnoStatus(errno, "cannot write event file " + path_ + ": " + std::strerror(errno));
+  if (fd_ < 0) return Status::FailedPrecondition("event file " + path_ + " is closed");
+  if (buffer_.size() >= kMaxBufferedBytes) {
+    return Status::ResourceExhausted("event file " + path_ + ": " + std::to_string(buffer_.size()) +
+                                     " bytes of records wait for the disk; a record is dropped");
   }
+  buffer_ += FrameRecord(payload);
+  if (buffer_.size() >= kWriteBytes) return WriteBuffered();
+  return Status::Ok();
+}
+
+Status EventFileWriter::WriteBuffered() {
+  size_t done = 0;
+  while (done < buffer_.size()) {
+    const ssize_t n = ::pwrite(fd_, buffer_.data() + done, buffer_.size() - done,
+                               static_cast<off_t>(written_ + static_cast<int64_t>(done)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      // Cut back to the whole records. Should that fail too, the next write still starts at
+      // written_ and overwrites the torn bytes.
+      if (done > 0) static_cast<void>(::ftruncate(fd_, static_cast<off_t>(written_)));
+      return ErrnoStatus(err, "cannot write event file " + path_ + ": " + std::strerror(err) +
+                                  " (" + std::to_string(buffer_.size()) +
+                                  " bytes of records kept for the next flush)");
+    }
+    done += static_cast<size_t>(n);
+  }
+  written_ += static_cast<int64_t>(buffer_.size());
+  buffer_.clear();
   return Status::Ok();
 }
 
@@ -157,20 +189,26 @@ Status EventFileWriter::AddSessionLog(SessionLogStatus status, std::string_view 
 }
 
 Status EventFileWriter::Flush() {
-  if (!file_) return Status::FailedPrecondition("event file " + path_ + " is closed");
-  if (std::fflush(file_) != 0 || fsync(fileno(file_)) != 0) {
+  if (fd_ < 0) return Status::FailedPrecondition("event file " + path_ + " is closed");
+  TRAININGD_RETURN_IF_ERROR(WriteBuffered());
+  if (::fsync(fd_) != 0) {
     return ErrnoStatus(errno, "cannot flush event file " + path_ + ": " + std::strerror(errno));
   }
   return Status::Ok();
 }
 
 Status EventFileWriter::Close() {
-  if (!file_) return Status::Ok();
+  if (fd_ < 0) return Status::Ok();
   Status s = Flush();
-  if (std::fclose(file_) != 0 && s.ok()) {
+  if (!s.ok()) {
+    s = Status(s.code(), s.message() + "; closed with " + std::to_string(buffer_.size()) +
+                             " bytes of records not written");
+  }
+  if (::close(fd_) != 0 && s.ok()) {
     s = ErrnoStatus(errno, "cannot close event file " + path_ + ": " + std::strerror(errno));
   }
-  file_ = nullptr;
+  fd_ = -1;
+  buffer_.clear();
   return s;
 }
 

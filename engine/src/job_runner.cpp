@@ -265,17 +265,20 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   result.global_step = ms.global_step();
   Status close_status = ms.Close();
 
-  if (run_status.code() == StatusCode::kResourceExhausted) {
-    // A full disk: stopped, if the end hooks still fitted a final checkpoint; failed otherwise.
+  // A full disk, found by a step's writes or by the end hooks' (the final checkpoint, the last
+  // summaries): stopped, if a final checkpoint still fitted; failed otherwise.
+  const Status& disk_full =
+      run_status.code() == StatusCode::kResourceExhausted ? run_status : close_status;
+  if (disk_full.code() == StatusCode::kResourceExhausted) {
     if (HasCheckpointAt(options.checkpoint_dir, result.global_step)) {
       result.outcome = JobResult::Outcome::kStopped;
-      result.reason = "disk full (" + run_status.message() +
+      result.reason = "disk full (" + disk_full.message() +
                       "); stopped after a final checkpoint at global step " +
                       std::to_string(result.global_step);
     } else {
       result.outcome = JobResult::Outcome::kFailed;
-      result.error = run_status;
-      result.reason = "disk full (" + run_status.message() + "); no final checkpoint fitted";
+      result.error = disk_full;
+      result.reason = "disk full (" + disk_full.message() + "); no final checkpoint fitted";
     }
   } else if (!run_status.ok() && run_status.code() != StatusCode::kOutOfRange) {
     result.outcome = JobResult::Outcome::kFailed;
@@ -300,7 +303,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
                       std::to_string(result.global_step);
     }
   }
-  if (!close_status.ok() && run_status.code() != StatusCode::kResourceExhausted) {
+  if (!close_status.ok() && disk_full.code() != StatusCode::kResourceExhausted) {
     if (result.error.ok()) result.error = close_status;
     if (result.outcome != JobResult::Outcome::kFailed) {
       result.outcome = JobResult::Outcome::kFailed;

@@ -136,12 +136,12 @@ Status MonitoredSession::RunOnce(const RunArgs& args, RunValues* values) {
   }
   RunValues all;
   TRAININGD_RETURN_IF_ERROR(session_->Run(merged, &all));
+  global_step_ = session_->global_step();  // trained, whatever the hooks say next
   RunValues own;
   for (size_t i = 0; i < hooks_.size(); ++i) {
     Select(all, requests[i].fetches, requests[i].options.trace, &own);
     TRAININGD_RETURN_IF_ERROR(hooks_[i]->AfterRun(ctx, own));
   }
-  global_step_ = session_->global_step();
   if (ctx.stop_requested()) stop_requested_ = true;
   if (values) Select(all, args.fetches, args.options.trace, values);
   return Status::Ok();

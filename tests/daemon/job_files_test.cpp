@@ -1,5 +1,6 @@
 // JobFiles: a job's log appended, rotated at its size cap with one old file kept, read from any
-// line through the index, and picked up again by a new JobFiles (a daemon restart).
+// line through the index, and picked up again by a new JobFiles (a daemon restart); appends on a
+// real full disk (a small tmpfs).
 #include "trainingd/daemon/job_files.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,8 @@
 
 #include <filesystem>
 #include <fstream>
+
+#include "small_filesystem.h"
 
 namespace trainingd::daemon {
 namespace {
@@ -113,6 +116,33 @@ TEST_F(JobFilesTest, RemoveDeletesTheDirectory) {
   ASSERT_TRUE(files.AppendLog("j", "x").ok());
   ASSERT_TRUE(files.Remove("j").ok());
   EXPECT_FALSE(fs::exists(files.Dir("j")));
+}
+
+TEST_F(JobFilesTest, AnAppendOnAFullDiskFailsWholeAndTheLogGoesOnAfter) {
+  std::string why;
+  auto disk = test_support::SmallFileSystem::Mount(dir_, 1 << 20, &why);
+  if (!disk) GTEST_SKIP() << why;
+  JobFiles files = Make();
+  ASSERT_TRUE(files.CreateDir("j").ok());
+  for (int64_t n = 1; n <= 100; ++n) ASSERT_TRUE(files.AppendLog("j", Line(n)).ok());
+  ASSERT_TRUE(disk->Fill(0));
+  const std::string path = dir_ + "/jobs/j/log.txt";
+  const auto size = fs::file_size(path);
+  // Longer than what is left of the log's last page: part of it would fit.
+  const std::string long_line(6000, 'x');
+  const engine::Status st = files.AppendLog("j", long_line);
+  EXPECT_EQ(st.code(), engine::StatusCode::kResourceExhausted) << st.ToString();
+  EXPECT_NE(st.message().find(path), std::string::npos) << st.message();
+  EXPECT_EQ(fs::file_size(path), size);  // no partial line left to be glued to the next
+
+  disk->Unfill();
+  ASSERT_TRUE(files.AppendLog("j", Line(101)).ok());
+  auto got = files.ReadLog("j", 99, 10);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 3u);
+  EXPECT_EQ((*got)[1].text, Line(100));
+  EXPECT_EQ((*got)[2].line, 101);
+  EXPECT_EQ((*got)[2].text, Line(101));
 }
 
 }  // namespace

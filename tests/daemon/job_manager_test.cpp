@@ -1,4 +1,5 @@
-// JobManager: the job state machine, the queue and restart recovery, on a real Store.
+// JobManager: the job state machine, the queue and restart recovery, on a real Store; storage
+// faults injected under the store (FaultVfs).
 #include "trainingd/daemon/job_manager.h"
 
 #include <gtest/gtest.h>
@@ -8,12 +9,15 @@
 #include <filesystem>
 #include <thread>
 
+#include "fault_vfs.h"
+#include "small_filesystem.h"
 #include "trainingd/engine/model_spec.h"
 
 namespace trainingd::daemon {
 namespace {
 namespace fs = std::filesystem;
 using api::JobState;
+using std::chrono::milliseconds;
 
 engine::JobSpec SmallJob(const std::string& name, int64_t max_steps) {
   engine::JobSpec s;
@@ -47,7 +51,7 @@ class JobManagerTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
   void OpenAll(int concurrent = 1, JobManagerOptions o = {}) {
-    auto store = Store::Open(dir_ + "/trainingd.db");
+    auto store = Store::Open(dir_ + "/trainingd.db", store_options_);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
     o.data_dir = dir_;
@@ -81,6 +85,7 @@ class JobManagerTest : public ::testing::Test {
   }
 
   std::string dir_;
+  StoreOptions store_options_;
   EventBus bus_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<JobManager> manager_;
@@ -308,6 +313,232 @@ TEST_F(JobManagerTest, SubscribersGetStateEventsAndUnknownJobsAreNotFound) {
   EXPECT_EQ(manager_->Subscribe("nope", 0, [](const api::ServiceEvent&) {}).status().code(),
             engine::StatusCode::kNotFound);
   EXPECT_NE(manager_->Metrics().find("trainingd_jobs{state=\"completed\"} 1"), std::string::npos);
+}
+
+// ---- storage faults -----------------------------------------------------------------------------
+
+// A fixture that opens the store through FaultVfs, retrying quickly.
+class JobManagerFaultTest : public JobManagerTest {
+ protected:
+  void SetUp() override {
+    store_options_.vfs = FaultVfs::Get().name();
+    store_options_.busy_timeout_ms = 20;
+    store_options_.retry_initial_backoff = milliseconds(10);
+    store_options_.retry_max_backoff = milliseconds(50);
+    JobManagerTest::SetUp();
+  }
+  void TearDown() override {
+    FaultVfs::Get().Clear();
+    JobManagerTest::TearDown();
+  }
+  // Reopens everything through SQLite's own VFS.
+  void Restart() {
+    manager_.reset();
+    store_.reset();
+    store_options_ = StoreOptions();
+    OpenAll();
+  }
+  static bool Has(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  }
+};
+
+TEST_F(JobManagerFaultTest, ADiskFullStopsRunningJobsAfterAFinalCheckpointAndHoldsTheQueue) {
+  manager_.reset();
+  OpenAll(2);  // two workers: a queued job would start at once if it were let
+  auto running = manager_->Submit(SmallJob("running", 100000));
+  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  WaitForStep(running->id, 11);
+
+  FaultVfs::Get().Inject(FaultVfs::Fault::kFull);
+  const api::JobInfo stopped = WaitFor(running->id, {JobState::kStopped, JobState::kFailed});
+  EXPECT_EQ(stopped.state, JobState::kStopped) << stopped.reason << " / " << stopped.error;
+  EXPECT_EQ(stopped.reason.rfind("disk full (the database cannot be written: ", 0), 0u)
+      << stopped.reason;
+  EXPECT_TRUE(Has(stopped.reason, "ResourceExhausted") || Has(stopped.reason, "full"))
+      << stopped.reason;
+  EXPECT_TRUE(Has(stopped.reason, "; stopped after a final checkpoint at global step " +
+                                      std::to_string(stopped.global_step)))
+      << stopped.reason;
+  auto checkpoints = manager_->Checkpoints(running->id);
+  ASSERT_TRUE(checkpoints.ok());
+  EXPECT_EQ(checkpoints->back().global_step, stopped.global_step);
+
+  const api::ServiceHealth health = manager_->Health();
+  EXPECT_TRUE(health.degraded);
+  ASSERT_EQ(health.problems.size(), 1u);
+  EXPECT_TRUE(Has(health.problems[0], "the database cannot be written: ResourceExhausted"))
+      << health.problems[0];
+  const std::string metrics = manager_->Metrics();
+  EXPECT_TRUE(Has(metrics, "\ntrainingd_degraded 1\n")) << metrics;
+  EXPECT_FALSE(Has(metrics, "\ntrainingd_sqlite_failed_writes_total 0\n")) << metrics;
+
+  // Submitted while the disk is full: accepted, and held in the queue with two workers idle.
+  auto waiting = manager_->Submit(SmallJob("waiting", 20));
+  ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(manager_->Get(waiting->id)->state, JobState::kQueued);
+  EXPECT_TRUE(manager_->Health().degraded);
+
+  FaultVfs::Get().Clear();
+  EXPECT_EQ(WaitFor(waiting->id, {JobState::kCompleted, JobState::kFailed}).state,
+            JobState::kCompleted);
+  EXPECT_FALSE(manager_->Health().degraded);
+  EXPECT_EQ(manager_->Get(running->id)->state, JobState::kStopped);  // it stays stopped
+  ASSERT_TRUE(store_->Flush().ok());
+
+  // What was written while the database failed made it to the file.
+  Restart();
+  const api::JobInfo after = *manager_->Get(running->id);
+  EXPECT_EQ(after.state, JobState::kStopped);
+  EXPECT_EQ(after.reason, stopped.reason);
+  EXPECT_EQ(after.global_step, stopped.global_step);
+  EXPECT_EQ(manager_->Get(waiting->id)->state, JobState::kCompleted);
+  // And it resumes from the final checkpoint.
+  ASSERT_TRUE(manager_->Resume(running->id, stopped.global_step + 20).ok());
+  const api::JobInfo done = WaitFor(running->id, {JobState::kCompleted, JobState::kFailed});
+  EXPECT_EQ(done.state, JobState::kCompleted) << done.reason;
+  EXPECT_EQ(done.global_step, stopped.global_step + 20);
+}
+
+TEST_F(JobManagerFaultTest, ALockHeldElsewhereHoldsTheQueueButStopsNoJob) {
+  manager_.reset();
+  OpenAll(2);
+  auto running = manager_->Submit(SmallJob("running", 100000));
+  ASSERT_TRUE(running.ok());
+  WaitForStep(running->id, 11);
+
+  FaultVfs::Get().Inject(FaultVfs::Fault::kBusy);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!manager_->Health().degraded && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  const api::ServiceHealth health = manager_->Health();
+  ASSERT_TRUE(health.degraded);
+  EXPECT_TRUE(Has(health.problems[0], "Unavailable")) << health.problems[0];
+  auto waiting = manager_->Submit(SmallJob("waiting", 20));
+  ASSERT_TRUE(waiting.ok());
+  const int64_t step = manager_->Get(running->id)->global_step;
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(manager_->Get(waiting->id)->state, JobState::kQueued);
+  const api::JobInfo still = *manager_->Get(running->id);
+  EXPECT_EQ(still.state, JobState::kRunning);  // only a full or failing disk stops jobs
+  EXPECT_GT(still.global_step, step);
+
+  FaultVfs::Get().Clear();
+  EXPECT_EQ(WaitFor(waiting->id, {JobState::kCompleted, JobState::kFailed}).state,
+            JobState::kCompleted);
+  ASSERT_TRUE(manager_->Stop(running->id).ok());
+  EXPECT_EQ(WaitFor(running->id, {JobState::kStopped}).reason, "stop requested");
+  EXPECT_FALSE(manager_->Health().degraded);
+}
+
+TEST_F(JobManagerFaultTest, AFullJobsDiskHoldsTheQueueWhileTheDatabaseWorks) {
+  manager_.reset();
+  store_.reset();
+  std::string why;
+  auto jobs = test_support::SmallFileSystem::Mount(dir_ + "/jobs", 8 << 20, &why);
+  if (!jobs) GTEST_SKIP() << why;
+  OpenAll();
+  ASSERT_TRUE(jobs->Fill(0));
+  auto waiting = manager_->Submit(SmallJob("waiting", 20));
+  ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
+  std::this_thread::sleep_for(milliseconds(1500));  // the free space is looked at every second
+  EXPECT_EQ(manager_->Get(waiting->id)->state, JobState::kQueued);
+  const api::ServiceHealth health = manager_->Health();
+  EXPECT_TRUE(health.degraded);
+  ASSERT_EQ(health.problems.size(), 1u);
+  EXPECT_EQ(health.problems[0], "the disk holding " + dir_ +
+                                    "/jobs is full (0 B free); no queued job starts until "
+                                    "there is room");
+  EXPECT_FALSE(store_->health().degraded);
+
+  jobs->Unfill();
+  EXPECT_EQ(WaitFor(waiting->id, {JobState::kCompleted, JobState::kFailed}).state,
+            JobState::kCompleted);
+  EXPECT_FALSE(manager_->Health().degraded);
+  manager_.reset();
+}
+
+// The data directory (database and job files) on a small tmpfs that the test fills: a real full
+// disk, with SQLite's own VFS.
+class JobManagerFullDiskTest : public JobManagerFaultTest {
+ protected:
+  void SetUp() override {
+    JobManagerFaultTest::SetUp();
+    manager_.reset();
+    store_.reset();
+    root_ = dir_;
+    std::string why;
+    disk_ = test_support::SmallFileSystem::Mount(root_ + "/disk", 32 << 20, &why);
+    if (!disk_) GTEST_SKIP() << why;
+    dir_ = disk_->dir();
+    store_options_.vfs.clear();
+  }
+  void TearDown() override {
+    manager_.reset();
+    store_.reset();
+    disk_.reset();
+    dir_ = root_;
+    JobManagerFaultTest::TearDown();
+  }
+
+  std::string root_;
+  std::unique_ptr<test_support::SmallFileSystem> disk_;
+};
+
+TEST_F(JobManagerFullDiskTest, RunningJobsFailWhenNoFinalCheckpointFitsAndNothingIsLost) {
+  OpenAll();
+  auto running = manager_->Submit(SmallJob("running", 100000));
+  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  WaitForStep(running->id, 11);
+
+  ASSERT_TRUE(disk_->Fill(0));
+  const api::JobInfo failed = WaitFor(running->id, {JobState::kStopped, JobState::kFailed});
+  EXPECT_EQ(failed.state, JobState::kFailed) << failed.reason;
+  EXPECT_EQ(failed.reason.rfind("disk full (", 0), 0u) << failed.reason;
+  EXPECT_TRUE(Has(failed.reason, "no final checkpoint fitted")) << failed.reason;
+  EXPECT_TRUE(Has(failed.error, "ResourceExhausted")) << failed.error;
+  // Degraded: the disk is full, and the database fails too once the failed state is written.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  api::ServiceHealth health;
+  while (std::chrono::steady_clock::now() < deadline) {
+    health = manager_->Health();
+    if (health.problems.size() == 2) break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_TRUE(health.degraded);
+  ASSERT_EQ(health.problems.size(), 2u);
+  EXPECT_TRUE(Has(health.problems[0], "the database cannot be written: ResourceExhausted"))
+      << health.problems[0];
+  EXPECT_EQ(health.problems[1].rfind("the disk holding " + dir_ + " is full (", 0), 0u)
+      << health.problems[1];
+  auto waiting = manager_->Submit(SmallJob("waiting", 20));
+  ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(manager_->Get(waiting->id)->state, JobState::kQueued);
+
+  disk_->Unfill();
+  EXPECT_EQ(WaitFor(waiting->id, {JobState::kCompleted, JobState::kFailed}).state,
+            JobState::kCompleted);
+  EXPECT_FALSE(manager_->Health().degraded);
+  ASSERT_TRUE(store_->Flush().ok());
+  manager_.reset();
+  store_.reset();
+  OpenAll();
+  const api::JobInfo after = *manager_->Get(running->id);
+  EXPECT_EQ(after.state, JobState::kFailed);
+  EXPECT_EQ(after.reason, failed.reason);
+  EXPECT_EQ(manager_->Get(waiting->id)->state, JobState::kCompleted);
+  // Its latest checkpoint from before the disk filled is whole: it resumes from there.
+  ASSERT_TRUE(manager_->Resume(running->id, after.global_step + 50).ok());
+  const api::JobInfo done = WaitFor(running->id, {JobState::kCompleted, JobState::kFailed});
+  EXPECT_EQ(done.state, JobState::kCompleted) << done.reason;
+  for (const std::string& f : std::vector<std::string>{dir_ + "/jobs/" + running->id}) {
+    for (const auto& e : fs::directory_iterator(f)) {
+      EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+    }
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "trainingd/engine/checkpoint_manager.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -95,6 +96,25 @@ TEST_F(CheckpointManagerTest, KeepsOnlyTheNewestMaxToKeepAndLeavesNoTempFiles) {
   EXPECT_EQ(m->KeptCheckpoints(), Paths({"model.ckpt-400", "model.ckpt-500", "model.ckpt-600"}));
   EXPECT_EQ(Listing(), (std::vector<std::string>{"checkpoint", "model.ckpt-400", "model.ckpt-500",
                                                  "model.ckpt-600"}));
+}
+
+TEST_F(CheckpointManagerTest, TempFilesOfDeadWritersAreDeletedOnOpen) {
+  // A process that died part way through writing a checkpoint and a state file.
+  const pid_t dead = ::fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  { auto m = Make(Options()); }
+  const std::string d = std::to_string(dead), live = std::to_string(::getpid());
+  for (const std::string& name :
+       {"model.ckpt-100.tmp-" + d + "-0", "checkpoint.tmp-" + d + "-1",
+        "model.ckpt-200.tmp-" + live + "-2", std::string("notes.tmp-x-1")}) {
+    std::ofstream(Path(name)) << "partial";
+  }
+  auto m = Make(Options());
+  // This process's own may still be written; a name that is not a temp file's is not touched.
+  EXPECT_EQ(Listing(),
+            (std::vector<std::string>{"model.ckpt-200.tmp-" + live + "-2", "notes.tmp-x-1"}));
 }
 
 TEST_F(CheckpointManagerTest, KeepEveryNHoursPreservesOnePerPeriod) {

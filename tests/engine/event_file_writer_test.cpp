@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "../../engine/src/crc32c.h"
+#include "test_util.h"
 
 namespace trainingd::engine {
 namespace {
@@ -48,28 +49,6 @@ TEST(EventFileWriterTest, SessionLogEncodesStatusAndCheckpointPath) {
   EXPECT_EQ(Hex(e), "09000000000000f03f10053a100803120c6d6f64656c2e636b70742d35");
 }
 
-// Reads every record of an event file, checking lengths and both CRCs, and returns the payloads.
-std::vector<std::string> ReadRecords(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string data = ss.str();
-  std::vector<std::string> payloads;
-  size_t pos = 0;
-  while (pos < data.size()) {
-    EXPECT_GE(data.size() - pos, 12u);
-    uint64_t len = 0;
-    for (int i = 0; i < 8; ++i) len |= uint64_t(uint8_t(data[pos + i])) << (8 * i);
-    const std::string payload = data.substr(pos + 12, len);
-    // Re-framing the payload must reproduce the bytes on disk, CRCs included.
-    EXPECT_EQ(EventFileWriter::FrameRecord(payload), data.substr(pos, 16 + len));
-    payloads.push_back(payload);
-    pos += 16 + len;
-  }
-  EXPECT_EQ(pos, data.size());
-  return payloads;
-}
-
 TEST(EventFileWriterTest, WritesANamedFileWhoseRecordsReadBack) {
   const std::string dir = ::testing::TempDir() + "/events_test";
   std::filesystem::remove_all(dir);
@@ -87,7 +66,7 @@ TEST(EventFileWriterTest, WritesANamedFileWhoseRecordsReadBack) {
       (*w)->AddSessionLog(SessionLogStatus::kCheckpoint, "model.ckpt-101", 101, 1700000003.0).ok());
   ASSERT_TRUE((*w)->Close().ok());
   EXPECT_FALSE((*w)->AddScalar("loss", 2, 0.1f, 1.0).ok());
-  const auto payloads = ReadRecords((*w)->path());
+  const auto payloads = testing::ReadRecords((*w)->path());
   ASSERT_EQ(payloads.size(), 4u);
   EXPECT_EQ(payloads[0], EventFileWriter::EncodeFileVersionEvent(1700000000.0));
   EXPECT_EQ(payloads[1], EventFileWriter::EncodeScalarEvent("loss", 1, 0.5f, 1700000001.0));

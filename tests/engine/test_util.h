@@ -3,9 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "trainingd/engine/dataset.h"
+#include "trainingd/engine/event_file_writer.h"
 #include "trainingd/engine/status.h"
 
 namespace trainingd::engine::testing {
@@ -39,6 +43,36 @@ inline const Datasets& SmallFashionMnist() {
     return new Datasets(std::move(d).value());
   }();
   return *data;
+}
+
+// Reads every record of an event file, checking lengths and both CRCs, and returns the payloads.
+// A torn or misframed record fails the test.
+inline std::vector<std::string> ReadRecords(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string data = ss.str();
+  std::vector<std::string> payloads;
+  size_t pos = 0;
+  while (pos < data.size()) {
+    if (data.size() - pos < 16) {
+      ADD_FAILURE() << path << ": " << data.size() - pos << " bytes of a torn record at " << pos;
+      break;
+    }
+    uint64_t len = 0;
+    for (int i = 0; i < 8; ++i) len |= uint64_t(uint8_t(data[pos + i])) << (8 * i);
+    if (len > data.size() - pos - 16) {
+      ADD_FAILURE() << path << ": the record at " << pos << " claims " << len << " bytes";
+      break;
+    }
+    const std::string payload = data.substr(pos + 12, len);
+    // Re-framing the payload must reproduce the bytes on disk, CRCs included.
+    EXPECT_EQ(EventFileWriter::FrameRecord(payload), data.substr(pos, 16 + len))
+        << path << ": the record at " << pos;
+    payloads.push_back(payload);
+    pos += 16 + len;
+  }
+  return payloads;
 }
 
 }  // namespace trainingd::engine::testing

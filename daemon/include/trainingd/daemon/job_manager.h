@@ -22,9 +22,11 @@
 // then failed. Until it ends normally, such a job runs alone, so a job that kills the daemon
 // cannot take an innocent neighbour's restarts with it.
 //
-// Storage faults: when the database cannot be written because the disk is full or failing,
-// running jobs are stopped (a final checkpoint if one fits, else failed) and no queued job
-// starts until writes succeed again; Health() says degraded meanwhile.
+// Storage faults (docs/operations.md#full-disk-and-storage-faults): when the database cannot be
+// written because the disk is full or failing, running jobs are stopped (after a final
+// checkpoint if one fits, else failed). While the database cannot be written, or the disk of the
+// data directory or of its jobs/ has less than kMinFreeDiskBytes free, no queued job starts and
+// Health() says degraded; a job whose own files no longer fit ends with a disk-full reason.
 //
 // Each job has a directory <data_dir>/jobs/<id>/ (JobFiles) holding its checkpoints, event files,
 // profiler timelines and its rotated log. HTTP threads call the JobService methods: they never
@@ -54,6 +56,10 @@ namespace trainingd::daemon {
 
 // The most jobs that may train at once.
 inline constexpr int kMaxConcurrentJobs = 64;
+
+// Below this much free space on the disk of the data directory or of its jobs/, queued jobs
+// wait: a job's first checkpoint would not fit.
+inline constexpr int64_t kMinFreeDiskBytes = int64_t{1} << 20;
 
 struct JobManagerOptions {
   std::string data_dir = "var";                // jobs/<id>/ under it
@@ -137,6 +143,9 @@ class JobManager final : public api::JobService {
   engine::JobRunLimits RunLimits() const;
   // The store's writes started or stopped failing (its writer thread).
   void OnStoreHealth(const StoreHealth& health);
+  // "the disk holding DIR is full (N free)" for the data directory and its jobs/, once per file
+  // system, when less than kMinFreeDiskBytes is free.
+  std::vector<std::string> DiskProblems() const;
   // Sets the state, writes the row's state columns and publishes the change. Needs mu_.
   void SetStateLocked(Job& job, api::JobState state);
   // The job as the API shows it; summaries (lists) leave out the spec.

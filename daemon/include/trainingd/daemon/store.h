@@ -131,8 +131,9 @@ class Store {
   // fails) when the writes are not committed by then; they stay queued.
   engine::Status Flush(std::chrono::milliseconds timeout);
 
-  // `listener` is called on the writer thread each time writes start or stop failing. It must
-  // not call back into the store's writes.
+  // `listener` is called on the writer thread each time writes start or stop failing. It may
+  // queue writes but must not wait for the writer (AddScalars, Flush, SetHealthListener). Once
+  // this returns, the previous listener is not running and is not called again.
   void SetHealthListener(std::function<void(const StoreHealth&)> listener);
   StoreHealth health() const;
 

@@ -36,8 +36,9 @@ inline constexpr size_t kMaxCheckpointNameBytes = 4096;
 inline constexpr int kMaxCheckpointTensorRank = 32;
 
 // Writes `data` to `path`, replacing any existing file atomically. Returns InvalidArgument for data
-// breaking the rules above (naming the tensor or record), IoError naming the file and the failing
-// system call otherwise. On failure the temp file is removed and `path` is unchanged.
+// breaking the rules above (naming the tensor or record), ResourceExhausted (a full disk) or
+// IoError naming the file and the failing system call otherwise. On failure the temp file is
+// removed and `path` is unchanged.
 Status WriteCheckpointFile(const std::string& path, const CheckpointData& data);
 
 // The bytes WriteCheckpointFile writes for `data`; InvalidArgument as there.
@@ -54,7 +55,15 @@ Result<CheckpointData> ParseCheckpoint(std::string_view bytes, const std::string
 
 // Replaces `path` with `contents` atomically: writes "<path>.tmp-<pid>-<n>" in the same directory,
 // fsyncs and closes it, renames it over `path`, then fsyncs the directory so the rename is durable.
-// IoError naming the file and the system call on failure; the temp file is removed then.
-Status WriteFileAtomically(const std::string& path, std::string_view contents);
+// On failure the error names the file and the system call -- ResourceExhausted for a full disk
+// or quota, IoError otherwise -- and the temp file is removed. `path` is as it was, except when
+// only the directory's fsync failed: then it holds `contents` already, and `*replaced` (if given)
+// says which (true also on success).
+Status WriteFileAtomically(const std::string& path, std::string_view contents,
+                           bool* replaced = nullptr);
+
+// Deletes the temp files WriteFileAtomically left in `dir` ("<name>.tmp-<pid>-<n>") when its
+// process died part way through: those of processes that no longer exist. Returns how many.
+int RemoveStaleTempFiles(const std::string& dir);
 
 }  // namespace trainingd::engine

@@ -45,7 +45,8 @@ class CheckpointManager {
   // retention continue across restarts. A state file that cannot be read or parsed is rebuilt
   // from the "<basename>-<step>" files in the directory (the max_to_keep newest; TensorFlow would
   // see no checkpoint and start over), and a warning naming it, the problem and the outcome is
-  // appended to `warnings` (if not null). Errors: InvalidArgument for bad options, IoError when the directory
+  // appended to `warnings` (if not null). Temp files of writes whose process died are deleted
+  // (RemoveStaleTempFiles). Errors: InvalidArgument for bad options, IoError when the directory
   // cannot be created.
   static Result<std::unique_ptr<CheckpointManager>> Create(
       const std::string& directory, CheckpointManagerOptions options = {},
@@ -53,8 +54,9 @@ class CheckpointManager {
 
   // Writes `data` as "<basename>-<data.global_step>" (replacing a checkpoint of the same step),
   // makes it the latest, writes the state file, then deletes what retention drops. Returns the
-  // checkpoint's path. Errors from WriteCheckpointFile/WriteFileAtomically; a failed Save leaves
-  // the tracked list unchanged. A file retention cannot delete is left behind, untracked.
+  // checkpoint's path. Errors from WriteCheckpointFile/WriteFileAtomically (ResourceExhausted on
+  // a full disk); a failed Save leaves the tracked list, the state file and the latest checkpoint
+  // unchanged, and no new file behind. A file retention cannot delete is left behind, untracked.
   Result<std::string> Save(const CheckpointData& data);
 
   // Reads the latest checkpoint; if it is missing, truncated or corrupt, appends a warning naming

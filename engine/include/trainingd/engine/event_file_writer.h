@@ -7,12 +7,15 @@
 // Summary.Value.simple_value form, which TensorBoard reads. The protocol buffers are encoded by
 // hand (a few fixed fields), so the engine needs no protobuf library.
 //
-// Records are buffered by stdio; Flush() writes them out and fsyncs the file. Not thread-safe: one
-// owner (the summary writer of a session) calls it.
+// Records are buffered in memory and written out once kWriteBytes wait, and by Flush(), which
+// also fsyncs the file. A write that fails (a full disk) is cut back to the last whole record, so
+// the file never holds a torn record with others after it (readers stop at one), and the records
+// stay buffered: a later Flush() writes them once there is room. At most kMaxBufferedBytes wait;
+// records beyond are refused. Not thread-safe: one owner (the summary writer of a session) calls
+// it.
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,21 +35,30 @@ class EventFileWriter {
     double start_wall_time = 0;
   };
 
-  // Creates the directory if needed and the event file with its version record.
+  // Buffered records are written out once this many bytes wait.
+  static constexpr size_t kWriteBytes = size_t{64} << 10;
+  // While writes fail, at most this many bytes of records wait; more are refused.
+  static constexpr size_t kMaxBufferedBytes = size_t{8} << 20;
+
+  // Creates the directory if needed and the event file with its version record (written and
+  // fsynced: a disk with no room for it is an error, and no file is left then).
   static Result<std::unique_ptr<EventFileWriter>> Create(const std::string& dir,
                                                          const Options& options);
   ~EventFileWriter();
   EventFileWriter(const EventFileWriter&) = delete;
   EventFileWriter& operator=(const EventFileWriter&) = delete;
 
-  // One Event with one scalar Summary.Value.
+  // One Event with one scalar Summary.Value. Errors of writing out what was buffered
+  // (ResourceExhausted on a full disk, IoError) leave the record buffered.
   Status AddScalar(std::string_view tag, int64_t step, float value, double wall_time);
-  // One Event with a SessionLog (e.g. kCheckpoint with the checkpoint's path).
+  // One Event with a SessionLog (e.g. kCheckpoint with the checkpoint's path). As AddScalar.
   Status AddSessionLog(SessionLogStatus status, std::string_view checkpoint_path, int64_t step,
                        double wall_time);
-  // Writes buffered records to the file and fsyncs it.
+  // Writes buffered records to the file and fsyncs it. On a failure the file keeps its whole
+  // records and the rest stays buffered for the next Flush.
   Status Flush();
-  // Flushes and closes; later calls fail. Also done by the destructor (errors then ignored).
+  // Flushes and closes; later calls fail. Records a failed flush leaves are lost (the error says
+  // so). Also done by the destructor (errors then ignored).
   Status Close();
 
   const std::string& path() const { return path_; }
@@ -62,11 +74,15 @@ class EventFileWriter {
                                            double wall_time);
 
  private:
-  EventFileWriter(std::string path, std::FILE* file) : path_(std::move(path)), file_(file) {}
+  EventFileWriter(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   Status Append(const std::string& payload);
+  // Writes the buffer after the file's whole records; on a failure cuts the file back to them.
+  Status WriteBuffered();
 
   std::string path_;
-  std::FILE* file_;
+  int fd_;               // -1 once closed
+  std::string buffer_;   // framed records not written yet
+  int64_t written_ = 0;  // bytes of whole records in the file
 };
 
 }  // namespace trainingd::engine

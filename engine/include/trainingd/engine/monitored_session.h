@@ -77,7 +77,8 @@ class MonitoredSession final : public Coordinator {
   Status Close();
 
   bool closed() const { return closed_.load(); }
-  // The global step after the latest successful run (or creation); kept after Close().
+  // The global step after the latest step trained (or creation), also when a hook's after_run
+  // then failed (the step happened; its end hooks see the same step); kept after Close().
   int64_t global_step() const { return global_step_; }
   // The error that failed a run, OK if none.
   const Status& failure() const { return failure_; }

@@ -1,0 +1,93 @@
+// Executor: the seam between JobManager -- which owns a job's states, the queue, admission and
+// recovery -- and what runs the job. The manager hands a job over (Start) and may ask it to stop
+// (RequestStop); the executor reports what the run does as a stream of events, in order, to the
+// RunListener it was given. Nothing is shared but those calls, so a run may live anywhere:
+//
+// - LocalExecutor (local_executor.h) trains on threads of this process (engine::RunJob);
+// - an executor that runs a job as processes (mpirun) or on a cluster (Slurm) reports the same
+//   events, read from a pipe or a progress file its rank 0 writes.
+//
+// A run's events: SessionCreated once its session exists (at the step it restored or initialised
+// at), then Scalar and Log events in the order they happened, then RunEnded, exactly once -- also
+// when the run could not start. Events of one run never overlap; events of different runs may
+// arrive at the same time on different threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "trainingd/engine/job_runner.h"
+#include "trainingd/engine/job_spec.h"
+#include "trainingd/engine/logger.h"
+#include "trainingd/engine/status.h"
+
+namespace trainingd::daemon {
+
+// What a run is given.
+struct RunRequest {
+  std::string job_id;
+  engine::JobSpec spec;
+  // The job's directory: its checkpoint_dir (checkpoints, event files, profiler timelines), which
+  // a new run of the same job resumes from.
+  std::string job_dir;
+};
+
+// The run's session exists, at this global step (restored from a checkpoint, or 0).
+struct SessionCreated {
+  int64_t global_step = 0;
+};
+
+// A summary value, as the session recorded it (also in the job's event file).
+struct ScalarRecorded {
+  std::string tag;
+  int64_t step = 0;
+  double value = 0;
+  double wall_time = 0;
+};
+
+// A line of the job's console (what `trainingd run` prints on stderr), without its severity
+// prefix.
+struct LogWritten {
+  engine::LogSeverity severity = engine::LogSeverity::kInfo;
+  std::string text;
+};
+
+// The run is over: how it ended, or why it could not start or went wrong (an error Status;
+// ResourceExhausted when memory or the disk ran out).
+struct RunEnded {
+  engine::Result<engine::JobResult> result = engine::Status::Internal("no result");
+};
+
+using RunEvent = std::variant<SessionCreated, ScalarRecorded, LogWritten, RunEnded>;
+
+class RunListener {
+ public:
+  virtual ~RunListener() = default;
+  // Called on the executor's threads, in order for each run. May block briefly (the database's
+  // backpressure); must not call back into the executor's Start or Shutdown.
+  virtual void OnRunEvent(const std::string& job_id, RunEvent event) = 0;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+
+  // How many runs it holds at once; the manager never starts more.
+  virtual int slots() const = 0;
+
+  // Starts the run and returns at once; its events go to `listener`, which must outlive the
+  // run's RunEnded. The job must not be running already (FailedPrecondition); no slot free is
+  // Unavailable; after Shutdown, Unavailable. An error here means no event comes for this run.
+  virtual engine::Status Start(RunRequest request, RunListener& listener) = 0;
+
+  // Asks the run to stop after its current step, with a final checkpoint and its end hooks; it
+  // then ends with JobResult::Outcome::kStopped. A job that is not running: nothing. Any thread.
+  virtual void RequestStop(const std::string& job_id) = 0;
+
+  // Asks every run to stop (as RequestStop) and waits until each has reported RunEnded. Start
+  // fails afterwards. Idempotent.
+  virtual void Shutdown() = 0;
+};
+
+}  // namespace trainingd::daemon

@@ -1,0 +1,60 @@
+// LocalExecutor: runs jobs on threads of this process -- each run on its own thread with its own
+// compute threads, inside engine::RunJob (a monitored training session) -- and reports what they
+// do through the Executor interface (executor.h). What were the daemon's worker threads.
+//
+// Each run is an exception boundary: whatever it throws, std::bad_alloc included, ends that run
+// with an error (ResourceExhausted for memory) in its RunEnded; the process goes on. Datasets are
+// loaded once and shared by the runs that use them at the same time (DatasetCache). Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "trainingd/daemon/dataset_cache.h"
+#include "trainingd/daemon/executor.h"
+#include "trainingd/engine/env.h"
+#include "trainingd/engine/job_resources.h"
+
+namespace trainingd::daemon {
+
+struct LocalExecutorOptions {
+  int slots = 1;             // runs at once
+  int threads_per_job = 1;   // compute threads of each run
+  std::string data_root = "/usr/share/datasets";
+  engine::JobRunLimits limits;  // caps on checkpoints and profiler traces a run keeps
+  engine::Env* env = nullptr;   // null = Env::Default()
+};
+
+class LocalExecutor final : public Executor {
+ public:
+  explicit LocalExecutor(LocalExecutorOptions options);
+  ~LocalExecutor() override;  // Shutdown()
+
+  int slots() const override { return options_.slots; }
+  engine::Status Start(RunRequest request, RunListener& listener) override;
+  void RequestStop(const std::string& job_id) override;
+  void Shutdown() override;
+
+ private:
+  struct Run {
+    std::atomic<bool> stop{false};
+    std::thread thread;
+    bool done = false;  // its thread has reported RunEnded; guarded by mu_
+  };
+  // The run's body on its own thread: RunJob, its events, the exception boundary.
+  void Body(const RunRequest& request, RunListener& listener, Run& run);
+  // Joins the threads of runs that ended. Needs mu_ not held.
+  void Reap();
+
+  const LocalExecutorOptions options_;
+  DatasetCache datasets_;
+  std::mutex mu_;
+  bool shut_down_ = false;
+  std::map<std::string, std::unique_ptr<Run>> runs_;  // by job id, until reaped
+};
+
+}  // namespace trainingd::daemon

@@ -1,0 +1,240 @@
+#!/usr/bin/python3
+"""`trainingd serve` on a full disk, over real HTTP
+(docs/operations.md#full-disk-and-storage-faults).
+
+  full_disk_test.py TRAININGD
+
+As root it mounts two small tmpfs -- one as the data directory (the database), one as its jobs/
+(checkpoints, event files, logs) -- and fills them with a filler file while jobs train:
+
+- jobs/ full: the running job's next checkpoint does not fit; it ends failed, its reason naming
+  the full disk, its last checkpoint whole and no temp file left; /healthz is degraded naming
+  jobs/, and a job submitted meanwhile waits in the queue
+- the database's disk full, jobs/ with room: the running job is stopped after a final checkpoint,
+  its reason naming the full disk; /healthz is degraded; trainingd_sqlite_failed_writes_total > 0;
+  the daemon keeps serving; a job submitted, a job stopped and a job deleted meanwhile
+- the space back: the queued job runs; after a restart every job and state from above is there
+- SIGTERM while the database's disk is full: the daemon exits in bounded time with status 1,
+  saying that writes were lost, instead of waiting for the disk forever
+
+Exits 77 (CTest: skipped), saying why, when it cannot mount a tmpfs (it needs root).
+"""
+import errno
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon_test import Daemon, expect, spec  # noqa: E402  (same argv: TRAININGD)
+
+SKIP = 77
+MIB = 1 << 20
+PAGE = 4096
+
+
+def mount_tmpfs(path, size):
+    os.makedirs(path, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%d,mode=0755" % size, "tmpfs", path],
+                       capture_output=True, text=True)
+    return r.returncode == 0, (r.stderr or r.stdout).strip()
+
+
+def free_bytes(path):
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def fill(path):
+    """Takes all the free space of path's file system with path/filler, and returns its name.
+
+    All but a MiB at once, then page by page: a tmpfs undoes a failed fallocate, so a large one
+    that runs out (the daemon writes meanwhile) would make the disk full and then free it again.
+    """
+    filler = os.path.join(path, "filler")
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    size = 0
+    try:
+        for margin in (MIB, 0):
+            for _ in range(100000):
+                want = free_bytes(path) - margin
+                if want <= 0:
+                    break
+                take = want if margin else PAGE
+                try:
+                    os.posix_fallocate(fd, size, take)
+                    size += take
+                except OSError as e:
+                    if e.errno != errno.ENOSPC:
+                        raise
+                    if not margin:
+                        break
+    finally:
+        os.close(fd)
+    expect(free_bytes(path) == 0, "%s full: %d bytes free" % (path, free_bytes(path)))
+    return filler
+
+
+def submit(d, body):
+    status, job = d.request("POST", "/api/v1/jobs", body)
+    expect(status == 201, ("submit", status, job))
+    return job["id"]
+
+
+def job(d, jid):
+    status, body = d.request("GET", "/api/v1/jobs/" + jid)
+    expect(status == 200, (status, body))
+    return body
+
+
+def wait_step(d, jid, step, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        j = job(d, jid)
+        if j["global_step"] >= step:
+            return j
+        expect(j["state"] in ("queued", "running"), j)
+        time.sleep(0.05)
+    raise AssertionError("job %s not at step %d: %r" % (jid, step, j))
+
+
+def healthz(d, want_problems, timeout=30):
+    """Waits until /healthz lists a problem containing each of want_problems (none: ok)."""
+    deadline = time.time() + timeout
+    while True:
+        status, body = d.request("GET", "/healthz")
+        expect(status == 200, (status, body))
+        problems = body.get("problems", [])
+        if all(any(w in p for p in problems) for w in want_problems) and \
+                (body["status"] == "degraded") == bool(want_problems):
+            return body
+        if time.time() > deadline:
+            raise AssertionError("healthz %r, wanted %r" % (body, want_problems))
+        time.sleep(0.05)
+
+
+def metric(d, name):
+    status, text = d.request("GET", "/metrics")
+    expect(status == 200, status)
+    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+    expect(m, "%s in /metrics" % name)
+    return float(m.group(1))
+
+
+def run(data, jobs):
+    d = Daemon(data)
+    try:
+        # 1. jobs/ full: the running job's next checkpoint (every 100 steps) does not fit.
+        a = submit(d, spec("a", 100000, checkpoint_every=100))
+        wait_step(d, a, 150)
+        filler = fill(jobs)
+        j = d.wait_state(a, {"failed", "stopped", "completed"}, timeout=60)
+        expect(j["state"] == "failed", ("no room for a checkpoint: failed", j))
+        expect(j["reason"].startswith("disk full (") and "No space left on device" in j["reason"]
+               and j["reason"].endswith("; no final checkpoint fitted"), j["reason"])
+        status, ck = d.request("GET", "/api/v1/jobs/%s/checkpoints" % a)
+        expect(status == 200 and ck["checkpoints"] and
+               ck["checkpoints"][-1]["global_step"] < j["global_step"], ck)
+        left = [f for f in os.listdir(os.path.join(jobs, a)) if ".tmp-" in f]
+        expect(not left, "temp files left: %r" % left)
+        healthz(d, ["the disk holding %s is full" % jobs])
+        b = submit(d, spec("b", 100000, checkpoint_every=100))
+        time.sleep(1.5)
+        expect(job(d, b)["state"] == "queued", "b waits while jobs/ is full")
+        os.unlink(filler)
+        print("jobs/ full: %s failed at step %d (%s); the queue held: ok" %
+              (a, j["global_step"], j["reason"][:80]))
+
+        # 2. The database's disk full, jobs/ with room: the running job is stopped after a final
+        # checkpoint.
+        wait_step(d, b, 150)
+        filler = fill(data)
+        j = d.wait_state(b, {"failed", "stopped", "completed"}, timeout=60)
+        expect(j["state"] == "stopped", ("room for a checkpoint: stopped", j))
+        expect(j["reason"].startswith("disk full (the database cannot be written: ") and
+               j["reason"].endswith("; stopped after a final checkpoint at global step %d" %
+                                    j["global_step"]), j["reason"])
+        b_stopped = j
+        status, ck = d.request("GET", "/api/v1/jobs/%s/checkpoints" % b)
+        expect(ck["checkpoints"][-1]["global_step"] == j["global_step"], ck)
+        healthz(d, ["the database cannot be written: ResourceExhausted",
+                    "the disk holding %s is full" % data])
+        expect(metric(d, "trainingd_sqlite_failed_writes_total") > 0, "failed writes counted")
+        expect(metric(d, "trainingd_degraded") == 1, "trainingd_degraded")
+        # Changes while the disk is full: accepted, kept in memory and queued for the database.
+        c = submit(d, spec("c", 300))
+        e = submit(d, spec("e", 300))
+        status, body = d.request("POST", "/api/v1/jobs/%s/stop" % e, {})
+        expect(status == 202 and body["state"] == "stopped", (status, body))
+        status, _ = d.request("DELETE", "/api/v1/jobs/" + a)
+        expect(status == 204, status)
+        time.sleep(1.5)
+        expect(job(d, c)["state"] == "queued", "c waits while the database cannot be written")
+        status, page = d.request("GET", "/api/v1/jobs")
+        expect(status == 200 and {x["id"] for x in page["jobs"]} == {b, c, e}, page)
+        os.unlink(filler)
+        print("database full: %s stopped at step %d with a final checkpoint; degraded; "
+              "submit, stop, delete meanwhile: ok" % (b, j["global_step"]))
+
+        # 3. The space back: the queue goes on, and after a restart everything is there.
+        healthz(d, [])
+        j = d.wait_state(c, {"completed", "failed"}, timeout=120)
+        expect(j["state"] == "completed" and j["global_step"] == 300, j)
+        code, out = d.stop()
+        expect(code == 0, "clean exit: %d\n%s" % (code, out))
+        d = Daemon(data)
+        status, _ = d.request("GET", "/api/v1/jobs/" + a)
+        expect(status == 404, "a stays deleted: %d" % status)
+        j = job(d, b)
+        expect(j["state"] == "stopped" and j["reason"] == b_stopped["reason"] and
+               j["global_step"] == b_stopped["global_step"], (j, b_stopped))
+        expect(job(d, c)["state"] == "completed", job(d, c))
+        j = job(d, e)
+        expect(j["state"] == "stopped" and j["reason"] == "stopped before it started", j)
+        print("after the space came back and a restart, every job and state is there: ok")
+
+        # 4. SIGTERM while the database's disk is full: bounded, and it says what is lost.
+        filler = fill(data)
+        submit(d, spec("f", 300))
+        healthz(d, ["the database cannot be written: ResourceExhausted"])
+        start = time.time()
+        code, out = d.stop()
+        took = time.time() - start
+        os.unlink(filler)
+        expect(code == 1 and re.search(r"database: \d+ writes are not committed and are lost",
+                                       out), "exit %d: %s" % (code, out))
+        expect(took < 30, "exited after %.1f s" % took)
+        print("SIGTERM on a full disk: exit 1 after %.1f s, writes lost said: ok" % took)
+    finally:
+        if d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="trainingd_full_disk_")
+    data = os.path.join(tmp, "data")
+    jobs = os.path.join(data, "jobs")
+    mounted = []
+    try:
+        ok, why = mount_tmpfs(data, 96 * MIB)
+        if not ok:
+            print("SKIP: cannot mount a tmpfs on %s (needs root): %s" % (data, why))
+            return SKIP
+        mounted.append(data)
+        ok, why = mount_tmpfs(jobs, 64 * MIB)
+        expect(ok, "mounting %s: %s" % (jobs, why))
+        mounted.append(jobs)
+        run(data, jobs)
+        return 0
+    finally:
+        for m in reversed(mounted):
+            subprocess.run(["umount", "-l", m])
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

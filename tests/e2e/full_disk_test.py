@@ -29,7 +29,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon_test import Daemon, expect, spec  # noqa: E402  (same argv: TRAININGD)
+from trainingd_e2e import Daemon, expect, small_spec  # noqa: E402
+
+TRAININGD = sys.argv[1]
 
 SKIP = 77
 MIB = 1 << 20
@@ -79,13 +81,13 @@ def fill(path):
 
 
 def submit(d, body):
-    status, job = d.request("POST", "/api/v1/jobs", body)
+    status, job = d.call("POST", "/api/v1/jobs", body)
     expect(status == 201, ("submit", status, job))
     return job["id"]
 
 
 def job(d, jid):
-    status, body = d.request("GET", "/api/v1/jobs/" + jid)
+    status, body = d.call("GET", "/api/v1/jobs/" + jid)
     expect(status == 200, (status, body))
     return body
 
@@ -105,7 +107,7 @@ def healthz(d, want_problems, timeout=30):
     """Waits until /healthz lists a problem containing each of want_problems (none: ok)."""
     deadline = time.time() + timeout
     while True:
-        status, body = d.request("GET", "/healthz")
+        status, body = d.call("GET", "/healthz")
         expect(status == 200, (status, body))
         problems = body.get("problems", [])
         if all(any(w in p for p in problems) for w in want_problems) and \
@@ -117,7 +119,7 @@ def healthz(d, want_problems, timeout=30):
 
 
 def metric(d, name):
-    status, text = d.request("GET", "/metrics")
+    status, text = d.call("GET", "/metrics")
     expect(status == 200, status)
     m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
     expect(m, "%s in /metrics" % name)
@@ -125,23 +127,23 @@ def metric(d, name):
 
 
 def run(data, jobs):
-    d = Daemon(data)
+    d = Daemon(TRAININGD, data)
     try:
         # 1. jobs/ full: the running job's next checkpoint (every 100 steps) does not fit.
-        a = submit(d, spec("a", 100000, checkpoint_every=100))
+        a = submit(d, small_spec("a", 100000, checkpoint_every=100))
         wait_step(d, a, 150)
         filler = fill(jobs)
         j = d.wait_state(a, {"failed", "stopped", "completed"}, timeout=60)
         expect(j["state"] == "failed", ("no room for a checkpoint: failed", j))
         expect(j["reason"].startswith("disk full (") and "No space left on device" in j["reason"]
                and j["reason"].endswith("; no final checkpoint fitted"), j["reason"])
-        status, ck = d.request("GET", "/api/v1/jobs/%s/checkpoints" % a)
+        status, ck = d.call("GET", "/api/v1/jobs/%s/checkpoints" % a)
         expect(status == 200 and ck["checkpoints"] and
                ck["checkpoints"][-1]["global_step"] < j["global_step"], ck)
         left = [f for f in os.listdir(os.path.join(jobs, a)) if ".tmp-" in f]
         expect(not left, "temp files left: %r" % left)
         healthz(d, ["the disk holding %s is full" % jobs])
-        b = submit(d, spec("b", 100000, checkpoint_every=100))
+        b = submit(d, small_spec("b", 100000, checkpoint_every=100))
         time.sleep(1.5)
         expect(job(d, b)["state"] == "queued", "b waits while jobs/ is full")
         os.unlink(filler)
@@ -158,22 +160,22 @@ def run(data, jobs):
                j["reason"].endswith("; stopped after a final checkpoint at global step %d" %
                                     j["global_step"]), j["reason"])
         b_stopped = j
-        status, ck = d.request("GET", "/api/v1/jobs/%s/checkpoints" % b)
+        status, ck = d.call("GET", "/api/v1/jobs/%s/checkpoints" % b)
         expect(ck["checkpoints"][-1]["global_step"] == j["global_step"], ck)
         healthz(d, ["the database cannot be written: ResourceExhausted",
                     "the disk holding %s is full" % data])
         expect(metric(d, "trainingd_sqlite_failed_writes_total") > 0, "failed writes counted")
         expect(metric(d, "trainingd_degraded") == 1, "trainingd_degraded")
         # Changes while the disk is full: accepted, kept in memory and queued for the database.
-        c = submit(d, spec("c", 300))
-        e = submit(d, spec("e", 300))
-        status, body = d.request("POST", "/api/v1/jobs/%s/stop" % e, {})
+        c = submit(d, small_spec("c", 300))
+        e = submit(d, small_spec("e", 300))
+        status, body = d.call("POST", "/api/v1/jobs/%s/stop" % e, {})
         expect(status == 202 and body["state"] == "stopped", (status, body))
-        status, _ = d.request("DELETE", "/api/v1/jobs/" + a)
+        status, _ = d.call("DELETE", "/api/v1/jobs/" + a)
         expect(status == 204, status)
         time.sleep(1.5)
         expect(job(d, c)["state"] == "queued", "c waits while the database cannot be written")
-        status, page = d.request("GET", "/api/v1/jobs")
+        status, page = d.call("GET", "/api/v1/jobs")
         expect(status == 200 and {x["id"] for x in page["jobs"]} == {b, c, e}, page)
         os.unlink(filler)
         print("database full: %s stopped at step %d with a final checkpoint; degraded; "
@@ -185,8 +187,8 @@ def run(data, jobs):
         expect(j["state"] == "completed" and j["global_step"] == 300, j)
         code, out = d.stop()
         expect(code == 0, "clean exit: %d\n%s" % (code, out))
-        d = Daemon(data)
-        status, _ = d.request("GET", "/api/v1/jobs/" + a)
+        d = Daemon(TRAININGD, data)
+        status, _ = d.call("GET", "/api/v1/jobs/" + a)
         expect(status == 404, "a stays deleted: %d" % status)
         j = job(d, b)
         expect(j["state"] == "stopped" and j["reason"] == b_stopped["reason"] and
@@ -198,7 +200,7 @@ def run(data, jobs):
 
         # 4. SIGTERM while the database's disk is full: bounded, and it says what is lost.
         filler = fill(data)
-        submit(d, spec("f", 300))
+        submit(d, small_spec("f", 300))
         healthz(d, ["the database cannot be written: ResourceExhausted"])
         start = time.time()
         code, out = d.stop()

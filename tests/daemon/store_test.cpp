@@ -303,7 +303,12 @@ TEST_F(StoreTest, WriteLockedByAnotherConnectionIsRetriedUntilItCommits) {
   ASSERT_EQ(sqlite3_open(path_.c_str(), &holder), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
   store->PutJob(MakeJob("through-the-lock", 1));
-  const engine::Status st = store->Flush(std::chrono::milliseconds(400));
+  // Until the writer has failed and retried (bounded: a loaded machine may be slow to get there).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (store->health().failed_writes < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const engine::Status st = store->Flush(std::chrono::milliseconds(100));
   EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded) << st.ToString();
   EXPECT_NE(st.message().find("Unavailable"), std::string::npos) << st.message();
   const StoreHealth during = store->health();

@@ -11,97 +11,16 @@
   checkpoint and completes with the same final step; every series stays monotonic
 - a handful of bad requests over the wire get JSON 4xx answers and the daemon keeps serving
 """
-import http.client
-import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
+from daemon_process import Daemon, expect, monotonic_series
+
 TRAININGD = sys.argv[1]
-
-
-class Daemon:
-    def __init__(self, data_dir, *extra):
-        self.proc = subprocess.Popen(
-            [TRAININGD, "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir] + list(extra),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        line = self.proc.stdout.readline()
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", line)
-        if not m:
-            raise AssertionError("no listening line: %r" % line)
-        self.port = int(m.group(1))
-
-    def request(self, method, path, body=None, headers=None, timeout=30):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        h = dict(headers or {})
-        data = None
-        if body is not None:
-            data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-            h.setdefault("Content-Type", "application/json")
-        conn.request(method, path, body=data, headers=h)
-        r = conn.getresponse()
-        raw = r.read()
-        conn.close()
-        try:
-            payload = json.loads(raw) if raw else None
-        except ValueError:
-            payload = raw.decode(errors="replace")
-        return r.status, payload
-
-    def events(self, path, last_event_id=None, until=None, timeout=120):
-        """Reads server-sent events until until(event) is true; returns them all."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        h = {"Accept": "text/event-stream"}
-        if last_event_id is not None:
-            h["Last-Event-ID"] = str(last_event_id)
-        conn.request("GET", path, headers=h)
-        r = conn.getresponse()
-        assert r.status == 200, r.status
-        got, cur = [], {}
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            line = r.fp.readline().decode()
-            if not line:
-                break
-            line = line.rstrip("\n")
-            if line == "":
-                if "id" in cur:
-                    cur["data"] = json.loads(cur.get("data", "null"))
-                    got.append(cur)
-                    if until and until(cur):
-                        break
-                cur = {}
-            elif line.startswith(":"):
-                continue
-            else:
-                k, _, v = line.partition(": ")
-                if k == "id":
-                    cur["id"] = int(v)
-                elif k == "data":
-                    cur["data"] = cur.get("data", "") + v
-                elif k in ("event",):
-                    cur[k] = v
-        conn.close()
-        return got
-
-    def wait_state(self, job_id, states, timeout=300):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            status, job = self.request("GET", "/api/v1/jobs/" + job_id)
-            assert status == 200, (status, job)
-            if job["state"] in states:
-                return job
-            time.sleep(0.1)
-        raise AssertionError("job %s not in %s after %ds: %r" % (job_id, states, timeout, job))
-
-    def stop(self, sig=signal.SIGTERM):
-        self.proc.send_signal(sig)
-        out, _ = self.proc.communicate(timeout=120)
-        return self.proc.returncode, out
 
 
 def spec(name, max_steps, checkpoint_every=500):
@@ -114,22 +33,8 @@ def spec(name, max_steps, checkpoint_every=500):
                       "evaluation": {"every_steps": 1000}, "final_eval": {"split": "test"}}}
 
 
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
-
-
-def monotonic_series(d, job_id, tag):
-    status, body = d.request("GET", "/api/v1/jobs/%s/scalars?tag=%s&max_points=100000" %
-                             (job_id, tag))
-    expect(status == 200, (status, body))
-    steps = [p["step"] for p in body["points"]]
-    expect(steps == sorted(set(steps)), "%s steps strictly increasing: %r" % (tag, steps[:50]))
-    return steps
-
-
 def stop_resume_delete(tmp):
-    d = Daemon(os.path.join(tmp, "a"))
+    d = Daemon(TRAININGD, os.path.join(tmp, "a"))
     try:
         status, job = d.request("POST", "/api/v1/jobs", spec("stop-resume", 3000))
         expect(status == 201, (status, job))
@@ -187,7 +92,7 @@ def stop_resume_delete(tmp):
 
 
 def two_concurrent(tmp):
-    d = Daemon(os.path.join(tmp, "b"), "--max-concurrent-jobs", "2")
+    d = Daemon(TRAININGD, os.path.join(tmp, "b"), "--max-concurrent-jobs", "2")
     try:
         a = d.request("POST", "/api/v1/jobs", spec("first", 1000))[1]["id"]
         b = d.request("POST", "/api/v1/jobs", spec("second", 1000))[1]["id"]
@@ -209,13 +114,12 @@ def two_concurrent(tmp):
 
 def kill9_and_restart(tmp):
     data = os.path.join(tmp, "c")
-    d = Daemon(data)
+    d = Daemon(TRAININGD, data)
     jid = d.request("POST", "/api/v1/jobs", spec("crash", 2500))[1]["id"]
     d.events("/api/v1/jobs/%s/events" % jid,
              until=lambda e: e.get("event") == "scalar" and e["data"]["step"] >= 1100)
-    d.proc.kill()  # SIGKILL: no final checkpoint, no cleanup
-    d.proc.wait()
-    d2 = Daemon(data)
+    d.kill()
+    d2 = Daemon(TRAININGD, data)
     try:
         job = d2.wait_state(jid, {"completed", "failed"})
         expect(job["state"] == "completed" and job["global_step"] == 2500, job)
@@ -231,7 +135,7 @@ def kill9_and_restart(tmp):
 
 
 def bad_requests(tmp):
-    d = Daemon(os.path.join(tmp, "d"))
+    d = Daemon(TRAININGD, os.path.join(tmp, "d"))
     try:
         cases = [
             ("POST", "/api/v1/jobs", "{not json", {}, 400),

@@ -20,6 +20,32 @@ def expect(cond, what):
         raise AssertionError(what)
 
 
+def read_events(r):
+    """Yields the server-sent events of the HTTP response r as {"id", "event", "data"} dicts (data
+    parsed as JSON), and None for each comment (keep-alive), until the stream ends."""
+    cur = {}
+    while True:
+        line = r.fp.readline().decode()
+        if not line:
+            return
+        line = line.rstrip("\n")
+        if line == "":
+            if "id" in cur:
+                cur["data"] = json.loads(cur.get("data", "null"))
+                yield cur
+            cur = {}
+        elif line.startswith(":"):
+            yield None
+        else:
+            k, _, v = line.partition(": ")
+            if k == "id":
+                cur["id"] = int(v)
+            elif k == "data":
+                cur["data"] = cur.get("data", "") + v
+            elif k == "event":
+                cur[k] = v
+
+
 class Daemon:
     def __init__(self, trainingd, data_dir, *extra):
         self.proc = subprocess.Popen(
@@ -72,30 +98,16 @@ class Daemon:
         conn.request("GET", path, headers=h)
         r = conn.getresponse()
         assert r.status == 200, r.status
-        got, cur = [], {}
+        got = []
         deadline = time.time() + timeout
-        while time.time() < deadline:
-            line = r.fp.readline().decode()
-            if not line:
+        for e in read_events(r):
+            if time.time() >= deadline:
                 break
-            line = line.rstrip("\n")
-            if line == "":
-                if "id" in cur:
-                    cur["data"] = json.loads(cur.get("data", "null"))
-                    got.append(cur)
-                    if until and until(cur):
-                        break
-                cur = {}
-            elif line.startswith(":"):
+            if e is None:
                 continue
-            else:
-                k, _, v = line.partition(": ")
-                if k == "id":
-                    cur["id"] = int(v)
-                elif k == "data":
-                    cur["data"] = cur.get("data", "") + v
-                elif k in ("event",):
-                    cur[k] = v
+            got.append(e)
+            if until and until(e):
+                break
         conn.close()
         return got
 

@@ -1,20 +1,24 @@
 # Two commands on a fresh Debian 12 machine, as root:
 #   make run    installs what is missing, builds, and starts the daemon (trainingd serve) on
 #               127.0.0.1:8080 with its database and jobs under ./var
-#   make test   installs what is missing, builds, and runs every test (Release, ASan+UBSan, and
-#               a few seconds of each fuzz target)
+#   make test   installs what is missing, builds, and runs every test (Release, ASan+UBSan,
+#               a few seconds of each fuzz target, and ThreadSanitizer)
+#   make test-tsan  only the ThreadSanitizer build (clang, build-tsan/): the daemon's and the
+#               api's unit tests, the command-line and e2e tests against its trainingd, the
+#               stress tests (docs/architecture.md#threadsanitizer)
 #   make fuzz   runs each libFuzzer target for FUZZ_SECONDS (default 60) on a working corpus in
 #               build-fuzz/corpus (docs/fuzzing.md)
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+TSAN_BUILD ?= build-tsan
 FUZZ_SECONDS ?= 60
 FUZZERS    := job_spec http_request checkpoint idx config
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build run test test-release test-asan test-fuzz fuzz fuzz-build fuzz-deps bench \
-	bench-deps format clean
+.PHONY: all deps build run test test-release test-asan test-fuzz test-tsan tsan-deps fuzz \
+	fuzz-build fuzz-deps bench bench-deps format clean
 
 all: build
 
@@ -30,17 +34,28 @@ build: deps $(BUILD)/CMakeCache.txt
 run: build
 	$(BUILD)/daemon/trainingd serve --listen 127.0.0.1:8080 --data-dir var
 
-test: test-release test-asan test-fuzz
+test: test-release test-asan test-fuzz test-tsan
 
 test-release: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 test-asan: deps
-	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DTRAININGD_SANITIZE=ON \
+	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DTRAININGD_SANITIZE=address \
 	  -DTRAININGD_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
+# clang-14 with libomp, whose Archer tells TSan about OpenMP's synchronisation; no engine tests
+# (tests/CMakeLists.txt says why). Options and suppressions: tests/tsan/.
+test-tsan: tsan-deps
+	cmake -S . -B $(TSAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DTRAININGD_SANITIZE=thread \
+	  -DTRAININGD_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER=clang++-14
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	ctest --test-dir $(TSAN_BUILD) --output-on-failure -j $(JOBS)
+
+tsan-deps:
+	@tools/install-deps.sh tsan
 
 fuzz-deps:
 	@tools/install-deps.sh fuzz
@@ -72,4 +87,4 @@ format:
 	clang-format -i $$(git ls-files '*.h' '*.cpp')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)

@@ -2,7 +2,7 @@
 # Installs the Debian packages a build needs, and only those that are missing; then the
 # dashboard's npm packages (uPlot, and playwright-core for its browser test) into web/node_modules
 # from web/package-lock.json, when they are missing or older than the lock file.
-# Usage: tools/install-deps.sh [build|bench|fuzz]
+# Usage: tools/install-deps.sh [build|bench|fuzz|tsan]
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build make g++ pkg-config libeigen3-dev zlib1g-dev libgtest-dev libopenblas-openmp-dev nlohmann-json3-dev libsqlite3-dev libboost-dev
@@ -10,13 +10,14 @@ build_pkgs=(cmake ninja-build make g++ pkg-config libeigen3-dev zlib1g-dev libgt
             dataset-fashion-mnist python3-protobuf
             chromium)
 bench_pkgs=(python3-torch python3-numpy libopenblas0-openmp wrk curl)
-# The fuzz build (make fuzz, make test-fuzz): clang, its runtimes (libFuzzer and the sanitizers
-# are in libclang-rt-14-dev) and clang's OpenMP runtime for the engine's parallel loops.
-fuzz_pkgs=(clang-14 libclang-rt-14-dev libomp-14-dev)
+# The clang builds, fuzz (make fuzz, make test-fuzz) and ThreadSanitizer (make test-tsan): clang,
+# its runtimes (libFuzzer and the sanitizers are in libclang-rt-14-dev) and clang's OpenMP
+# runtime for the engine's parallel loops (with Archer, which TSan needs).
+clang_pkgs=(clang-14 libclang-rt-14-dev libomp-14-dev)
 
 want=("${build_pkgs[@]}")
 [[ ${1:-build} == bench ]] && want+=("${bench_pkgs[@]}")
-[[ ${1:-build} == fuzz ]] && want+=("${fuzz_pkgs[@]}")
+[[ ${1:-build} == fuzz || ${1:-build} == tsan ]] && want+=("${clang_pkgs[@]}")
 # Node and npm from Debian only when there are none (a newer Node installed otherwise is fine).
 command -v node >/dev/null || want+=(nodejs)
 command -v npm >/dev/null || want+=(npm)

@@ -788,8 +788,9 @@ void JobManager::FinishLocked(Job& job, const eng::Result<eng::JobResult>& resul
           job.rec.error = eng::Status(job.stop_code, job.rec.reason).ToString();
           SetStateLocked(job, JobState::kFailed);
         }
-      } else if (shutting_down_) {
+      } else if (shutting_down_ && job.rec.state == JobState::kRunning) {
         // The daemon is going down, not the user: leave it queued so the next start resumes it.
+        // A job the user was stopping (kStopping) ends stopped: that stop was accepted.
         job.rec.reason = "daemon shut down; resumes on the next start";
         SetStateLocked(job, JobState::kQueued);
       } else {

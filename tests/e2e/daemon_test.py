@@ -18,18 +18,9 @@ import sys
 import tempfile
 import time
 
-from trainingd_e2e import Daemon, expect, small_spec
+from trainingd_e2e import Daemon, expect, monotonic_series, small_spec
 
 TRAININGD = sys.argv[1]
-
-
-def monotonic_series(d, job_id, tag):
-    status, body = d.call("GET", "/api/v1/jobs/%s/scalars?tag=%s&max_points=100000" %
-                          (job_id, tag))
-    expect(status == 200, (status, body))
-    steps = [p["step"] for p in body["points"]]
-    expect(steps == sorted(set(steps)), "%s steps strictly increasing: %r" % (tag, steps[:50]))
-    return steps
 
 
 def stop_resume_delete(tmp):
@@ -117,8 +108,7 @@ def kill9_and_restart(tmp):
     jid = d.call("POST", "/api/v1/jobs", small_spec("crash", 2500))[1]["id"]
     d.events("/api/v1/jobs/%s/events" % jid,
              until=lambda e: e.get("event") == "scalar" and e["data"]["step"] >= 1100)
-    d.proc.kill()  # SIGKILL: no final checkpoint, no cleanup
-    d.proc.wait()
+    d.kill()
     d2 = Daemon(TRAININGD, data)
     try:
         job = d2.wait_state(jid, {"completed", "failed"})

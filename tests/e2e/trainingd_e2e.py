@@ -1,5 +1,7 @@
 """What the end-to-end tests share: a `trainingd serve` on a port the OS chooses, HTTP requests
-and server-sent events over real sockets, and waiting for a job's state.
+and server-sent events over real sockets, waiting for a job's state, and a check that the daemon
+printed no sanitizer report (an AddressSanitizer or ThreadSanitizer build of the daemon runs these
+tests too; its reports go to the daemon's stderr).
 
     from trainingd_e2e import Daemon, expect, small_spec
     d = Daemon(TRAININGD, data_dir)          # started; d.port, d.proc
@@ -18,9 +20,49 @@ import threading
 import time
 
 
+# What the sanitizers print when they find something (ASan, TSan, LSan, UBSan).
+SANITIZER_REPORT = re.compile(r"^(WARNING|ERROR): \w+Sanitizer|runtime error: ", re.M)
+
+
 def expect(cond, what):
     if not cond:
         raise AssertionError(what)
+
+
+def read_events(r):
+    """Yields the server-sent events of the HTTP response r as {"id", "event", "data"} dicts (data
+    parsed as JSON), and None for each comment (keep-alive), until the stream ends."""
+    cur = {}
+    while True:
+        line = r.fp.readline().decode()
+        if not line:
+            return
+        line = line.rstrip("\n")
+        if line == "":
+            if "id" in cur:
+                cur["data"] = json.loads(cur.get("data", "null"))
+                yield cur
+            cur = {}
+        elif line.startswith(":"):
+            yield None
+        else:
+            k, _, v = line.partition(": ")
+            if k == "id":
+                cur["id"] = int(v)
+            elif k == "data":
+                cur["data"] = cur.get("data", "") + v
+            elif k == "event":
+                cur[k] = v
+
+
+def monotonic_series(d, job_id, tag):
+    """The steps of the job's series `tag`, checked strictly increasing."""
+    status, body = d.call("GET", "/api/v1/jobs/%s/scalars?tag=%s&max_points=100000" %
+                          (job_id, tag))
+    expect(status == 200, (status, body))
+    steps = [p["step"] for p in body["points"]]
+    expect(steps == sorted(set(steps)), "%s steps strictly increasing: %r" % (tag, steps[:50]))
+    return steps
 
 
 def small_spec(name, max_steps, checkpoint_every=500, **overrides):
@@ -144,30 +186,16 @@ class Daemon:
         conn.request("GET", path, headers=h)
         r = conn.getresponse()
         expect(r.status == 200, "event stream %s: %d" % (path, r.status))
-        got, cur = [], {}
+        got = []
         deadline = time.time() + timeout
-        while time.time() < deadline:
-            line = r.fp.readline().decode()
-            if not line:
+        for e in read_events(r):
+            if time.time() >= deadline:
                 break
-            line = line.rstrip("\n")
-            if line == "":
-                if "id" in cur:
-                    cur["data"] = json.loads(cur.get("data", "null"))
-                    got.append(cur)
-                    if until and until(cur):
-                        break
-                cur = {}
-            elif line.startswith(":"):
+            if e is None:
                 continue
-            else:
-                k, _, v = line.partition(": ")
-                if k == "id":
-                    cur["id"] = int(v)
-                elif k == "data":
-                    cur["data"] = cur.get("data", "") + v
-                elif k == "event":
-                    cur[k] = v
+            got.append(e)
+            if until and until(e):
+                break
         conn.close()
         return got
 
@@ -187,11 +215,18 @@ class Daemon:
         raise AssertionError("job %s not in %s after %ds: %r" % (job_id, states, timeout, job))
 
     def stop(self, sig=signal.SIGTERM, timeout=120):
-        """Signals the daemon and waits for it; returns (exit code, everything on stderr)."""
+        """Signals the daemon and waits for it; returns (exit code, everything on stderr). A
+        sanitizer report on stderr fails the test, whatever the exit code."""
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         self.proc.wait(timeout=timeout)
         self._reader.join(timeout=timeout)
         self.proc.stdout.close()
         self.proc.stderr.close()
-        return self.proc.returncode, self.log
+        log = self.log
+        expect(not SANITIZER_REPORT.search(log), "the daemon printed a sanitizer report:\n" + log)
+        return self.proc.returncode, log
+
+    def kill(self):
+        """kill -9: no final checkpoint, no cleanup."""
+        return self.stop(signal.SIGKILL)

@@ -99,7 +99,8 @@ class JobManager final : public api::JobService {
   ~JobManager() override;  // Shutdown()
 
   // Stops every running job gracefully (final checkpoints), waits for the workers and leaves the
-  // stopped jobs queued in the database, so the next start resumes them. Idempotent.
+  // stopped jobs queued in the database, so the next start resumes them; a job a user was
+  // stopping ends stopped. Idempotent.
   void Shutdown();
 
   engine::Result<api::JobInfo> Submit(engine::JobSpec spec) override;

@@ -5,20 +5,7 @@
 namespace trainingd::api {
 namespace {
 
-// Label values are route templates and methods, but escape anyway (Prometheus text format rule).
-std::string EscapeLabel(std::string_view value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
-
+// A bucket bound as its "le" label.
 std::string FormatDouble(double value) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.9g", value);
@@ -85,58 +72,51 @@ uint64_t HttpMetrics::EventStreamsDropped() const {
   return streams_dropped_;
 }
 
-std::string HttpMetrics::Exposition() const {
+std::vector<Metric> HttpMetrics::Collect() const {
   std::lock_guard lock(mu_);
-  std::string out;
-  out += "# HELP trainingd_http_requests_total HTTP requests answered, by route, method, status.\n";
-  out += "# TYPE trainingd_http_requests_total counter\n";
+  Metric requests{"trainingd_http_requests_total",
+                  "HTTP requests answered, by route, method, status.",
+                  MetricType::kCounter,
+                  {}};
   for (const auto& [key, count] : requests_) {
     const auto& [route, method, status] = key;
-    out += "trainingd_http_requests_total{route=\"" + EscapeLabel(route) + "\",method=\"" +
-           EscapeLabel(method) + "\",status=\"" + std::to_string(status) + "\"} " +
-           std::to_string(count) + "\n";
+    requests.samples.push_back(
+        {"",
+         {{"route", route}, {"method", method}, {"status", std::to_string(status)}},
+         static_cast<double>(count)});
   }
-  out += "# HELP trainingd_http_request_duration_seconds Time to produce a response, by route.\n";
-  out += "# TYPE trainingd_http_request_duration_seconds histogram\n";
+  Metric latency{"trainingd_http_request_duration_seconds",
+                 "Time to produce a response, by route.", MetricType::kHistogram, {}};
   for (const auto& [route, h] : latency_) {
-    std::string label = "route=\"" + EscapeLabel(route) + "\"";
     uint64_t cumulative = 0;
     for (size_t i = 0; i < kBuckets.size(); ++i) {
       cumulative += h.counts[i];
-      out += "trainingd_http_request_duration_seconds_bucket{" + label + ",le=\"" +
-             FormatDouble(kBuckets[i]) + "\"} " + std::to_string(cumulative) + "\n";
+      latency.samples.push_back({"_bucket",
+                                 {{"route", route}, {"le", FormatDouble(kBuckets[i])}},
+                                 static_cast<double>(cumulative)});
     }
-    out += "trainingd_http_request_duration_seconds_bucket{" + label + ",le=\"+Inf\"} " +
-           std::to_string(h.count) + "\n";
-    out +=
-        "trainingd_http_request_duration_seconds_sum{" + label + "} " + FormatDouble(h.sum) + "\n";
-    out += "trainingd_http_request_duration_seconds_count{" + label + "} " +
-           std::to_string(h.count) + "\n";
+    latency.samples.push_back(
+        {"_bucket", {{"route", route}, {"le", "+Inf"}}, static_cast<double>(h.count)});
+    latency.samples.push_back({"_sum", {{"route", route}}, h.sum});
+    latency.samples.push_back({"_count", {{"route", route}}, static_cast<double>(h.count)});
   }
-  out += "# HELP trainingd_http_event_streams Server-sent event streams open now.\n";
-  out += "# TYPE trainingd_http_event_streams gauge\n";
-  out += "trainingd_http_event_streams " + std::to_string(streams_open_) + "\n";
-  out +=
-      "# HELP trainingd_http_event_streams_dropped_total Event streams closed because the "
-      "client fell behind.\n";
-  out += "# TYPE trainingd_http_event_streams_dropped_total counter\n";
-  out += "trainingd_http_event_streams_dropped_total " + std::to_string(streams_dropped_) + "\n";
-  out +=
-      "# HELP trainingd_http_connections_refused_total Connections closed at once because "
-      "max_connections were open.\n";
-  out += "# TYPE trainingd_http_connections_refused_total counter\n";
-  out += "trainingd_http_connections_refused_total " + std::to_string(connections_refused_) + "\n";
-  out +=
-      "# HELP trainingd_http_accept_errors_total Accepts that failed for lack of file "
-      "descriptors (EMFILE, ENFILE).\n";
-  out += "# TYPE trainingd_http_accept_errors_total counter\n";
-  out += "trainingd_http_accept_errors_total " + std::to_string(accept_errors_) + "\n";
-  out +=
-      "# HELP trainingd_http_accept_paused 1 while accepting waits for file descriptors to free "
-      "up.\n";
-  out += "# TYPE trainingd_http_accept_paused gauge\n";
-  out += "trainingd_http_accept_paused " + std::string(accept_paused_ ? "1" : "0") + "\n";
-  return out;
+  return {std::move(requests), std::move(latency),
+          SingleMetric("trainingd_http_event_streams", "Server-sent event streams open now.",
+                       MetricType::kGauge, static_cast<double>(streams_open_)),
+          SingleMetric("trainingd_http_event_streams_dropped_total",
+                       "Event streams closed because the client fell behind.",
+                       MetricType::kCounter, static_cast<double>(streams_dropped_)),
+          SingleMetric("trainingd_http_connections_refused_total",
+                       "Connections closed at once because max_connections were open.",
+                       MetricType::kCounter, static_cast<double>(connections_refused_)),
+          SingleMetric("trainingd_http_accept_errors_total",
+                       "Accepts that failed for lack of file descriptors (EMFILE, ENFILE).",
+                       MetricType::kCounter, static_cast<double>(accept_errors_)),
+          SingleMetric("trainingd_http_accept_paused",
+                       "1 while accepting waits for file descriptors to free up.",
+                       MetricType::kGauge, accept_paused_ ? 1 : 0)};
 }
+
+std::string HttpMetrics::Exposition() const { return WritePrometheus(Collect()); }
 
 }  // namespace trainingd::api

@@ -75,6 +75,40 @@ json LogLinesToJson(const std::vector<LogLine>& lines, int64_t from_line) {
   return {{"lines", std::move(array)}, {"next_from", next}};
 }
 
+json EventToJson(const ServiceEvent& event) {
+  struct Visitor {
+    json operator()(const JobStateEvent& e) const {
+      if (e.deleted) return {{"id", e.id}, {"state", "deleted"}};
+      return {{"id", e.id},
+              {"name", e.name},
+              {"state", JobStateName(e.state)},
+              {"global_step", e.global_step},
+              {"max_steps", e.max_steps},
+              {"error", TextOrNull(e.error)},
+              {"reason", TextOrNull(e.reason)}};
+    }
+    json operator()(const ScalarEvent& e) const {
+      return {{"tag", e.tag}, {"step", e.step}, {"value", e.value}, {"wall_time", e.wall_time}};
+    }
+    json operator()(const LogEvent& e) const { return {{"text", e.text}}; }
+  };
+  return std::visit(Visitor{}, event.data);
+}
+
+const char* EventKindName(EventKind kind) {
+  switch (kind) {
+    case EventKind::kState:
+      return "state";
+    case EventKind::kJob:
+      return "job";
+    case EventKind::kScalar:
+      return "scalar";
+    case EventKind::kLog:
+      return "log";
+  }
+  return "message";
+}
+
 json ErrorToJson(std::string_view code, std::string_view message, std::string_view field) {
   json error = {{"code", code}, {"message", message}};
   if (!field.empty()) error["field"] = field;

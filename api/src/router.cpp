@@ -448,9 +448,9 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
     case RouteId::kLogs:
       return Logs(c);
     case RouteId::kJobEvents:
-      return Events(c, job_id, "");
+      return Events(c, job_id, std::nullopt);
     case RouteId::kEvents:
-      return Events(c, "", "");
+      return Events(c, "", std::nullopt);
     case RouteId::kHealthz: {
       // 200 either way: the daemon serves; "degraded" says what it cannot do now.
       const ServiceHealth health = service_.Health();
@@ -512,7 +512,8 @@ HttpResponse Router::SubmitJob(const Context& c) {
   if (!spec.ok()) {
     return ErrorResponse(400, "invalid_argument", field_error.message, field_error.field);
   }
-  auto job = service_.Submit(std::move(*spec));
+  std::string spec_json = JobSpecToJson(*spec);  // the canonical text the service keeps
+  auto job = service_.Submit(std::move(*spec), std::move(spec_json));
   if (!job.ok()) return StatusResponse(job.status());
   HttpResponse r = JsonResponse(201, JobToJson(*job, true));
   r.SetHeader("Location", "/api/v1/jobs/" + job->id);
@@ -616,7 +617,7 @@ HttpResponse Router::Logs(const Context& c) {
   if (follow != "true" && follow != "false" && follow != "1" && follow != "0") {
     return ErrorResponse(400, "invalid_argument", "follow: must be true or false", "follow");
   }
-  if (follow == "true" || follow == "1") return Events(c, c.job_id, "log");
+  if (follow == "true" || follow == "1") return Events(c, c.job_id, EventKind::kLog);
   auto from = IntParam(c.query, "from", 1, kMaxInt);
   if (!from.ok()) return StatusResponse(from.status());
   auto limit = IntParam(c.query, "limit", 1, options_.max_log_limit);
@@ -630,7 +631,7 @@ HttpResponse Router::Logs(const Context& c) {
 }
 
 HttpResponse Router::Events(const Context& c, const std::string& job_id,
-                            const std::string& only_kind) {
+                            std::optional<EventKind> only_kind) {
   // A reconnecting EventSource sends Last-Event-ID; the query parameter is for first connects.
   int64_t after_id = 0;
   std::string_view header = c.request.Header("Last-Event-ID");
@@ -645,9 +646,9 @@ HttpResponse Router::Events(const Context& c, const std::string& job_id,
     after_id = id->value_or(0);
   }
   EventDeliver deliver = c.deliver ? c.deliver : [](const ServiceEvent&) {};
-  if (!only_kind.empty()) {
-    deliver = [inner = std::move(deliver), only_kind](const ServiceEvent& event) {
-      if (event.event == only_kind) inner(event);
+  if (only_kind) {
+    deliver = [inner = std::move(deliver), kind = *only_kind](const ServiceEvent& event) {
+      if (event.kind == kind) inner(event);
     };
   }
   auto subscription = service_.Subscribe(job_id, after_id, std::move(deliver));
@@ -667,9 +668,9 @@ HttpResponse Router::Metrics() {
   r.status = 200;
   r.headers = {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"},
                {"Cache-Control", "no-store"}};
-  r.body = service_.Metrics();
-  if (!r.body.empty() && r.body.back() != '\n') r.body += '\n';
-  r.body += metrics_.Exposition();
+  std::vector<Metric> all = service_.Metrics();
+  for (Metric& m : metrics_.Collect()) all.push_back(std::move(m));
+  r.body = WritePrometheus(all);
   return r;
 }
 

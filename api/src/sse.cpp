@@ -1,5 +1,9 @@
 #include "trainingd/api/sse.h"
 
+#include <nlohmann/json.hpp>
+
+#include "trainingd/api/job_json.h"
+
 namespace trainingd::api {
 namespace {
 
@@ -19,18 +23,21 @@ std::string WithoutLineBreaks(std::string_view text, bool keep_as_space) {
 }  // namespace
 
 std::string FormatSseEvent(const ServiceEvent& event) {
+  return FormatSseFrame(event.id, EventKindName(event.kind), DumpJson(EventToJson(event)));
+}
+
+std::string FormatSseFrame(int64_t id, std::string_view event, std::string_view data) {
   std::string out;
-  out.reserve(event.data.size() + event.event.size() + 48);
+  out.reserve(data.size() + event.size() + 48);
   out += "id: ";
-  out += std::to_string(event.id);
+  out += std::to_string(id);
   out += '\n';
-  std::string name = WithoutLineBreaks(event.event, false);
+  std::string name = WithoutLineBreaks(event, false);
   if (!name.empty()) {
     out += "event: ";
     out += name;
     out += '\n';
   }
-  std::string_view data = event.data;
   size_t start = 0;
   while (true) {
     size_t end = data.find_first_of("\r\n", start);

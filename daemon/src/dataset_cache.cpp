@@ -4,10 +4,6 @@
 
 namespace trainingd::daemon {
 
-engine::Result<engine::DatasetInfo> DatasetCache::Probe(const engine::DatasetSpec& dataset) const {
-  return engine::ProbeJobDataset(dataset, data_root_);
-}
-
 engine::Result<std::shared_ptr<const engine::Datasets>> DatasetCache::Load(
     const engine::DatasetSpec& d) {
   const std::string key = d.name + "|" + std::to_string(d.validation_size) + "|" +

@@ -30,10 +30,10 @@ EventBus::Topic& EventBus::TopicLocked(const std::string& topic) {
   return it->second;
 }
 
-int64_t EventBus::Publish(const std::string& topic, const std::string& event, std::string data) {
+int64_t EventBus::Publish(const std::string& topic, api::EventKind kind, Payload data) {
   std::lock_guard<std::mutex> lock(mu_);
   Topic& t = TopicLocked(topic);
-  api::ServiceEvent e{t.next_id++, event, std::move(data)};
+  api::ServiceEvent e{t.next_id++, kind, std::move(data)};
   for (auto& [number, deliver] : t.subscribers) deliver(e);
   t.history.push_back(std::move(e));
   if (t.history.size() > history_) t.history.pop_front();

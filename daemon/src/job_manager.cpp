@@ -1,36 +1,33 @@
 #include "trainingd/daemon/job_manager.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <filesystem>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <type_traits>
 
 #include "machine.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/daemon/job_id.h"
 #include "trainingd/engine/checkpoint_manager.h"
 #include "trainingd/engine/hooks/step_counter_hook.h"
-#include "trainingd/engine/job_runner.h"
 #include "trainingd/engine/logger.h"
-#include "trainingd/engine/parallel.h"
 
 namespace trainingd::daemon {
 namespace fs = std::filesystem;
 namespace eng = trainingd::engine;
 using api::JobState;
-using json = nlohmann::json;
 
 struct JobManager::Job {
   JobRecord rec;
   eng::JobSpec spec;
-  std::atomic<bool> stop{false};
   double examples_per_sec = 0;
   std::map<std::string, double> latest;  // guarded by the manager's mu_
   // Why the daemon (not the user) stopped it, e.g. a full disk; "" = the user. Guarded by mu_.
   std::string stop_cause;
   eng::StatusCode stop_code = eng::StatusCode::kOk;  // ResourceExhausted or IoError with a cause
+  // The first log line of this run the disk had no room for (the line was still published).
+  eng::Status log_failure;
+  bool suspect = false;  // this run is of a job that crashed the daemon before
 };
 
 namespace {
@@ -39,40 +36,9 @@ bool IsEnded(JobState s) {
   return s == JobState::kCompleted || s == JobState::kFailed || s == JobState::kStopped;
 }
 
-std::string StateEventData(const JobRecord& r) {
-  return json{{"id", r.id},           {"name", r.name},
-              {"state", api::JobStateName(r.state)}, {"global_step", r.global_step},
-              {"max_steps", r.max_steps}, {"error", r.error},
-              {"reason", r.reason}}
-      .dump();
+api::JobStateEvent StateEvent(const JobRecord& r) {
+  return {r.id, r.name, r.state, r.global_step, r.max_steps, r.error, r.reason, false};
 }
-
-// A job's console: each line appended to its log (JobFiles) and published as a "log" event. A
-// line the disk has no room for is still published; the first such failure is kept, so the job
-// can be ended for it (the session itself finds out at its next checkpoint or summary write).
-class JobLogger final : public eng::Logger {
- public:
-  JobLogger(JobFiles& files, EventBus& bus, std::string id)
-      : files_(files), bus_(bus), id_(std::move(id)) {}
-  void Log(eng::LogSeverity severity, std::string_view message) override {
-    std::string line = std::string(eng::LogSeverityName(severity)) + ":trainingd:";
-    line += message;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (eng::Status st = files_.AppendLog(id_, line); !st.ok() && failure_.ok()) failure_ = st;
-    bus_.Publish(id_, "log", json{{"text", line}}.dump());
-  }
-  eng::Status failure() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return failure_;
-  }
-
- private:
-  std::mutex mu_;
-  JobFiles& files_;
-  EventBus& bus_;
-  std::string id_;
-  eng::Status failure_;
-};
 
 // "name" or "name@step", from TRAININGD_TEST_ABORT_JOB.
 bool ShouldAbort(const JobManagerOptions& o, const std::string& name, int64_t step) {
@@ -81,57 +47,30 @@ bool ShouldAbort(const JobManagerOptions& o, const std::string& name, int64_t st
 
 }  // namespace
 
-// Scalars from the job's session: into the database (queued, batched by the writer) and onto
-// the bus. Runs on the job's worker thread.
-class ScalarSink final : public eng::SummarySink {
- public:
-  ScalarSink(Store& store, EventBus& bus, std::function<void(const std::string&, int64_t, double)>
-                                              on_scalar,
-             std::string job_id)
-      : store_(store), bus_(bus), on_scalar_(std::move(on_scalar)), job_id_(std::move(job_id)) {}
-  eng::Status AddScalar(std::string_view tag, int64_t step, double value,
-                        double wall_time) override {
-    const std::string t(tag);
-    store_.AddScalars({ScalarRecord{job_id_, t, step, wall_time, value}});
-    bus_.Publish(job_id_, "scalar",
-                 json{{"tag", t}, {"step", step}, {"value", value}, {"wall_time", wall_time}}
-                     .dump());
-    on_scalar_(t, step, value);
-    return eng::Status::Ok();
-  }
-
- private:
-  Store& store_;
-  EventBus& bus_;
-  std::function<void(const std::string&, int64_t, double)> on_scalar_;
-  std::string job_id_;
-};
-
-JobManager::JobManager(Store& store, EventBus& bus, JobManagerOptions options)
+JobManager::JobManager(Store& store, EventBus& bus, std::unique_ptr<Executor> executor,
+                       JobManagerOptions options)
     : store_(store),
       bus_(bus),
+      executor_(std::move(executor)),
       options_(std::move(options)),
       env_(options_.env ? options_.env : eng::Env::Default()),
-      datasets_(options_.data_root),
       files_(JobFilesOptions{options_.data_dir, options_.max_log_bytes_per_job}) {}
 
 eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventBus& bus,
+                                                            std::unique_ptr<Executor> executor,
                                                             JobManagerOptions options) {
-  if (options.max_concurrent_jobs < 1 || options.max_concurrent_jobs > kMaxConcurrentJobs) {
-    return eng::Status::InvalidArgument("max_concurrent_jobs must be in [1, " +
-                                        std::to_string(kMaxConcurrentJobs) + "]");
+  if (!executor || executor->slots() < 1) {
+    return eng::Status::InvalidArgument("an executor with at least one slot is needed");
   }
-  if (options.max_checkpoints_per_job < 1 || options.max_profiler_traces_per_job < 1 ||
-      options.max_log_bytes_per_job < 4096 || options.max_crash_restarts < 0) {
+  if (options.threads_per_job < 1 || options.max_checkpoints_per_job < 1 ||
+      options.max_profiler_traces_per_job < 1 || options.max_log_bytes_per_job < 4096 ||
+      options.max_crash_restarts < 0) {
     return eng::Status::InvalidArgument(
-        "max_checkpoints_per_job and max_profiler_traces_per_job must be >= 1, "
+        "threads_per_job, max_checkpoints_per_job and max_profiler_traces_per_job must be >= 1, "
         "max_log_bytes_per_job >= 4096, max_crash_restarts >= 0");
   }
-  std::unique_ptr<JobManager> m(new JobManager(store, bus, std::move(options)));
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
-  m->threads_per_job_ = m->options_.threads_per_job > 0
-                            ? m->options_.threads_per_job
-                            : std::max(1, cores / m->options_.max_concurrent_jobs);
+  std::unique_ptr<JobManager> m(
+      new JobManager(store, bus, std::move(executor), std::move(options)));
   std::error_code ec;
   fs::create_directories(m->options_.data_dir + "/jobs", ec);
   if (ec) {
@@ -190,9 +129,7 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
     m->jobs_.emplace(r.id, std::move(job));
   }
   store.SetHealthListener([p = m.get()](const StoreHealth& h) { p->OnStoreHealth(h); });
-  for (int i = 0; i < m->options_.max_concurrent_jobs; ++i) {
-    m->workers_.emplace_back([p = m.get()] { p->WorkerLoop(); });
-  }
+  m->scheduler_ = std::thread([p = m.get()] { p->ScheduleLoop(); });
   return m;
 }
 
@@ -201,15 +138,13 @@ JobManager::~JobManager() { Shutdown(); }
 void JobManager::Shutdown() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (shutting_down_ && workers_.empty()) return;
+    if (shutting_down_) return;
     shutting_down_ = true;
-    for (auto& [id, job] : jobs_) {
-      if (job->rec.state == JobState::kRunning) job->stop = true;
-    }
   }
   cv_.notify_all();
-  for (auto& w : workers_) w.join();
-  workers_.clear();
+  scheduler_.join();
+  // Every run stops after its current step; their ends (FinishLocked) leave the jobs queued.
+  executor_->Shutdown();
   store_.SetHealthListener(nullptr);
   // Bounded: on a dead disk the store retries until its own give-up time at destruction.
   static_cast<void>(store_.Flush(std::chrono::seconds(10)));
@@ -219,7 +154,7 @@ engine::JobBudget JobManager::Budget() const {
   engine::JobBudget b;
   b.memory_bytes = options_.max_job_memory_bytes;
   if (b.memory_bytes == 0) {
-    b.memory_bytes = PhysicalMemoryBytes() / 4 * 3 / options_.max_concurrent_jobs;
+    b.memory_bytes = PhysicalMemoryBytes() / 4 * 3 / executor_->slots();
   }
   b.disk_bytes = options_.max_job_disk_bytes;
   if (b.disk_bytes == 0) {
@@ -233,7 +168,7 @@ engine::JobBudget JobManager::Budget() const {
 
 eng::JobRunLimits JobManager::RunLimits() const {
   eng::JobRunLimits l;
-  l.compute_threads = threads_per_job_;
+  l.compute_threads = options_.threads_per_job;
   l.max_checkpoints = options_.max_checkpoints_per_job;
   l.max_profiler_traces = options_.max_profiler_traces_per_job;
   l.max_log_bytes = options_.max_log_bytes_per_job;
@@ -249,7 +184,7 @@ eng::Result<eng::JobResources> JobManager::Admit(const eng::JobSpec& spec) const
         " is more than this daemon keeps per job (max_checkpoints_per_job " +
         std::to_string(options_.max_checkpoints_per_job) + ")");
   }
-  auto data = datasets_.Probe(spec.dataset);
+  auto data = eng::ProbeJobDataset(spec.dataset, options_.data_root);
   if (!data.ok()) return data.status();
   auto plan = eng::PlanJob(spec, *data, RunLimits());
   if (!plan.ok()) return plan.status();
@@ -289,18 +224,17 @@ void JobManager::SetStateLocked(Job& job, JobState state) {
   if (IsEnded(state)) r.finished_at = now;
   if (state == JobState::kQueued) r.finished_at = 0;
   store_.UpdateJobState(r.id, r.state, r.started_at, r.finished_at, r.error, r.reason);
-  const std::string data = StateEventData(r);
-  bus_.Publish(r.id, "state", data);
-  bus_.Publish("", "job", data);
+  bus_.Publish(r.id, api::EventKind::kState, StateEvent(r));
+  bus_.Publish("", api::EventKind::kJob, StateEvent(r));
 }
 
-eng::Result<api::JobInfo> JobManager::Submit(eng::JobSpec spec) {
+eng::Result<api::JobInfo> JobManager::Submit(eng::JobSpec spec, std::string spec_json) {
   // Before the lock: the dataset's headers are read and the spec estimated.
   if (auto admitted = Admit(spec); !admitted.ok()) return admitted.status();
   auto job = std::make_shared<Job>();
   JobRecord& r = job->rec;
   r.name = spec.name;
-  r.spec_json = api::JobSpecToJson(spec);
+  r.spec_json = std::move(spec_json);
   r.created_at = env_->NowSeconds();
   r.max_steps = spec.max_steps;
   r.state = JobState::kQueued;
@@ -318,10 +252,9 @@ eng::Result<api::JobInfo> JobManager::Submit(eng::JobSpec spec) {
   store_.PutJob(r);
   jobs_.emplace(r.id, job);
   queue_.push_back(r.id);
-  const std::string data = StateEventData(r);
-  bus_.Publish(r.id, "state", data);
-  bus_.Publish("", "job", data);
-  cv_.notify_one();
+  bus_.Publish(r.id, api::EventKind::kState, StateEvent(r));
+  bus_.Publish("", api::EventKind::kJob, StateEvent(r));
+  cv_.notify_all();
   return InfoLocked(*job);
 }
 
@@ -374,7 +307,7 @@ eng::Result<api::JobInfo> JobManager::Stop(const std::string& id) {
       SetStateLocked(*job, JobState::kStopped);
       break;
     case JobState::kRunning:
-      job->stop = true;
+      executor_->RequestStop(id);
       SetStateLocked(*job, JobState::kStopping);
       break;
     case JobState::kStopping:
@@ -415,14 +348,13 @@ eng::Result<api::JobInfo> JobManager::Resume(const std::string& id,
     return eng::Status::FailedPrecondition("job '" + id +
                                            "' is completed: give a larger max_steps to go on");
   }
-  job->stop = false;
   job->rec.error.clear();
   job->rec.reason.clear();
   job->rec.crash_count = 0;  // the user asks for another try
   store_.PutJob(job->rec);
   queue_.push_back(id);
   SetStateLocked(*job, JobState::kQueued);
-  cv_.notify_one();
+  cv_.notify_all();
   return InfoLocked(*job);
 }
 
@@ -439,7 +371,10 @@ eng::Status JobManager::Delete(const std::string& id) {
     queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
     jobs_.erase(id);
     store_.DeleteJob(id);
-    bus_.Publish("", "job", json{{"id", id}, {"state", "deleted"}}.dump());
+    api::JobStateEvent deleted;
+    deleted.id = id;
+    deleted.deleted = true;
+    bus_.Publish("", api::EventKind::kJob, deleted);
     bus_.Forget(id);
   }
   return files_.Remove(id);
@@ -467,27 +402,12 @@ eng::Result<std::vector<api::CheckpointInfo>> JobManager::Checkpoints(const std:
     std::lock_guard<std::mutex> lock(mu_);
     if (!FindLocked(id)) return eng::Status::NotFound("job '" + id + "' does not exist");
   }
+  // Read-only: the run may be writing the directory right now.
+  auto listed = eng::ListCheckpoints(files_.Dir(id));
+  if (!listed.ok()) return listed.status();
   std::vector<api::CheckpointInfo> out;
-  const std::string dir = files_.Dir(id);
-  std::error_code ec;
-  if (!fs::exists(dir + "/checkpoint", ec)) return out;
-  auto manager = eng::CheckpointManager::Create(dir);
-  if (!manager.ok()) return manager.status();
-  for (const std::string& path : (*manager)->KeptCheckpoints()) {
-    api::CheckpointInfo c;
-    c.name = fs::path(path).filename().string();
-    const size_t dash = c.name.rfind('-');
-    if (dash != std::string::npos) {
-      std::from_chars(c.name.data() + dash + 1, c.name.data() + c.name.size(), c.global_step);
-    }
-    c.bytes = static_cast<int64_t>(fs::file_size(path, ec));
-    const auto mtime = fs::last_write_time(path, ec);
-    if (!ec) {
-      c.mtime = std::chrono::duration<double>(
-                    std::chrono::file_clock::to_sys(mtime).time_since_epoch())
-                    .count();
-    }
-    out.push_back(c);
+  for (const eng::CheckpointFileInfo& c : *listed) {
+    out.push_back({c.global_step, fs::path(c.path).filename().string(), c.bytes, c.mtime});
   }
   return out;
 }
@@ -513,7 +433,8 @@ eng::Result<std::unique_ptr<api::Subscription>> JobManager::Subscribe(
   return bus_.Subscribe(job_id, after_id, std::move(deliver));
 }
 
-std::string JobManager::Metrics() {
+std::vector<api::Metric> JobManager::Metrics() {
+  using api::MetricType;
   std::map<JobState, int> by_state;
   int64_t steps = 0;
   double eps = 0;
@@ -525,43 +446,34 @@ std::string JobManager::Metrics() {
       if (job->rec.state == JobState::kRunning) eps += job->examples_per_sec;
     }
   }
-  std::ostringstream out;
-  out << "# HELP trainingd_jobs Jobs by state.\n# TYPE trainingd_jobs gauge\n";
+  api::Metric jobs{"trainingd_jobs", "Jobs by state.", MetricType::kGauge, {}};
   for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kStopping,
                      JobState::kCompleted, JobState::kFailed, JobState::kStopped}) {
-    out << "trainingd_jobs{state=\"" << api::JobStateName(s) << "\"} " << by_state[s] << "\n";
+    jobs.samples.push_back(
+        {"", {{"state", api::JobStateName(s)}}, static_cast<double>(by_state[s])});
   }
-  out << "# HELP trainingd_global_steps Sum of every job's global step.\n"
-         "# TYPE trainingd_global_steps gauge\ntrainingd_global_steps "
-      << steps << "\n";
-  out << "# HELP trainingd_examples_per_second Training speed of the running jobs.\n"
-         "# TYPE trainingd_examples_per_second gauge\ntrainingd_examples_per_second "
-      << eps << "\n";
   const StoreStats st = store_.stats();
-  out << "# HELP trainingd_sqlite_write_queue Writes waiting for the SQLite writer.\n"
-         "# TYPE trainingd_sqlite_write_queue gauge\ntrainingd_sqlite_write_queue "
-      << st.queued_writes << "\n";
-  out << "# HELP trainingd_sqlite_committed_scalars_total Scalars committed.\n"
-         "# TYPE trainingd_sqlite_committed_scalars_total counter\n"
-         "trainingd_sqlite_committed_scalars_total "
-      << st.committed_scalars << "\n";
-  out << "# HELP trainingd_sqlite_failed_writes_total Transactions the database failed (each "
-         "retried until it commits).\n"
-         "# TYPE trainingd_sqlite_failed_writes_total counter\n"
-         "trainingd_sqlite_failed_writes_total "
-      << st.failed_writes << "\n";
-  out << "# HELP trainingd_sqlite_dropped_scalars_total Scalars refused while the write queue "
-         "was full and the database failing.\n"
-         "# TYPE trainingd_sqlite_dropped_scalars_total counter\n"
-         "trainingd_sqlite_dropped_scalars_total "
-      << st.dropped_scalars << "\n";
-  out << "# HELP trainingd_degraded 1 while the database cannot be written.\n"
-         "# TYPE trainingd_degraded gauge\ntrainingd_degraded "
-      << (store_.health().degraded ? 1 : 0) << "\n";
-  out << "# HELP trainingd_sse_subscribers Live event subscriptions.\n"
-         "# TYPE trainingd_sse_subscribers gauge\ntrainingd_sse_subscribers "
-      << bus_.subscriber_count() << "\n";
-  return out.str();
+  const auto value = [](auto v) { return static_cast<double>(v); };
+  return {std::move(jobs),
+          api::SingleMetric("trainingd_global_steps", "Sum of every job's global step.",
+                            MetricType::kGauge, value(steps)),
+          api::SingleMetric("trainingd_examples_per_second",
+                            "Training speed of the running jobs.", MetricType::kGauge, eps),
+          api::SingleMetric("trainingd_sqlite_write_queue", "Writes waiting for the SQLite writer.",
+                            MetricType::kGauge, value(st.queued_writes)),
+          api::SingleMetric("trainingd_sqlite_committed_scalars_total", "Scalars committed.",
+                            MetricType::kCounter, value(st.committed_scalars)),
+          api::SingleMetric("trainingd_sqlite_failed_writes_total",
+                            "Transactions the database failed (each retried until it commits).",
+                            MetricType::kCounter, value(st.failed_writes)),
+          api::SingleMetric(
+              "trainingd_sqlite_dropped_scalars_total",
+              "Scalars refused while the write queue was full and the database failing.",
+              MetricType::kCounter, value(st.dropped_scalars)),
+          api::SingleMetric("trainingd_degraded", "1 while the database cannot be written.",
+                            MetricType::kGauge, store_.health().degraded ? 1 : 0),
+          api::SingleMetric("trainingd_sse_subscribers", "Live event subscriptions.",
+                            MetricType::kGauge, value(bus_.subscriber_count()))};
 }
 
 api::ServiceHealth JobManager::Health() {
@@ -611,7 +523,7 @@ void JobManager::OnStoreHealth(const StoreHealth& health) {
     if (job->rec.state != JobState::kRunning) continue;
     job->stop_cause = cause + " (the database cannot be written: " + health.error.message() + ")";
     job->stop_code = code;
-    job->stop = true;
+    executor_->RequestStop(id);
     SetStateLocked(*job, JobState::kStopping);
   }
 }
@@ -637,120 +549,107 @@ std::shared_ptr<JobManager::Job> JobManager::NextRunnableLocked() {
   return nullptr;
 }
 
-void JobManager::WorkerLoop() {
-  eng::SetComputeThreads(threads_per_job_);
+void JobManager::ScheduleLoop() {
   for (;;) {
     std::shared_ptr<Job> job;
-    bool suspect = false;
+    RunRequest request;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      // Woken by a submit, a job's end or the database's recovery; the disk's free space is
+      // Woken by a submit, a run's end or the database's recovery; the disks' free space is
       // looked at again every second.
-      while (!shutting_down_ && !(job = NextRunnableLocked())) {
+      while (!shutting_down_ &&
+             !(running_ < executor_->slots() && (job = NextRunnableLocked()))) {
         cv_.wait_for(lock, std::chrono::seconds(1));
       }
-      if (!job) return;  // shutting down
+      if (shutting_down_) return;
       ++running_;
-      suspect = job->rec.crash_count > 0;
-      if (suspect) running_suspect_ = true;
-      job->stop = false;
+      job->suspect = job->rec.crash_count > 0;
+      if (job->suspect) running_suspect_ = true;
       job->stop_cause.clear();
+      job->log_failure = eng::Status::Ok();
       job->rec.error.clear();
       job->rec.reason.clear();
       SetStateLocked(*job, JobState::kRunning);
+      request = RunRequest{job->rec.id, job->spec, files_.Dir(job->rec.id), RunLimits()};
     }
     // Durably running before it trains: if the process dies from here on, the next start
     // counts it (crash containment). Bounded, as the database may be failing.
     if (eng::Status st = store_.Flush(std::chrono::seconds(10)); !st.ok()) {
-      eng::Logger::Stderr()->Warning("job " + job->rec.id +
+      eng::Logger::Stderr()->Warning("job " + request.job_id +
                                      ": its running state is not yet in the database: " +
                                      st.ToString());
     }
-    RunOne(job);
+    if (ShouldAbort(options_, request.spec.name, 0) && options_.abort_at_step == 0) std::abort();
+    eng::Status started = files_.CreateDir(request.job_id);
+    if (started.ok()) started = executor_->Start(request, *this);
+    if (!started.ok()) {
+      OnRunEvent(request.job_id, RunEnded{started});
+      continue;
+    }
+    // A stop that came between the state change and the start found no run to stop.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (job->rec.state == JobState::kStopping) executor_->RequestStop(request.job_id);
+  }
+}
+
+void JobManager::OnRunEvent(const std::string& job_id, RunEvent event) {
+  if (auto* created = std::get_if<SessionCreated>(&event)) {
+    // Restored at this step: what was recorded after it is redone, so drop it now (queued
+    // before any new scalar, so the writer applies it first).
+    store_.DropScalarsAfter(job_id, created->global_step);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto job = FindLocked(job_id)) {
+      job->rec.global_step = created->global_step;
+      store_.UpdateJobStep(job_id, created->global_step);
+    }
+  } else if (auto* scalar = std::get_if<ScalarRecorded>(&event)) {
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto job = FindLocked(job_id);
+      if (!job) return;
+      name = job->spec.name;
+      job->latest[scalar->tag] = scalar->value;
+      if (scalar->tag == eng::kStepsPerSecTag) {
+        job->examples_per_sec = scalar->value * static_cast<double>(job->spec.batch_size);
+      }
+      if (scalar->step > job->rec.global_step) {
+        job->rec.global_step = scalar->step;
+        store_.UpdateJobStep(job_id, scalar->step);
+      }
+    }
+    if (ShouldAbort(options_, name, scalar->step) && options_.abort_at_step > 0) std::abort();
+    // Outside the lock: the store may make the run wait for room in its queue.
+    store_.AddScalars(
+        {ScalarRecord{job_id, scalar->tag, scalar->step, scalar->wall_time, scalar->value}});
+    bus_.Publish(job_id, api::EventKind::kScalar,
+                 api::ScalarEvent{scalar->tag, scalar->step, scalar->value, scalar->wall_time});
+  } else if (auto* log = std::get_if<LogWritten>(&event)) {
+    std::string line = std::string(eng::LogSeverityName(log->severity)) + ":trainingd:";
+    line += log->text;
+    // A line the disk has no room for is still published; the first failure is kept, so the
+    // end can say so (the run itself finds out at its next checkpoint or summary write).
+    const eng::Status appended = files_.AppendLog(job_id, line);
+    if (!appended.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto job = FindLocked(job_id);
+      if (job && job->log_failure.ok()) job->log_failure = appended;
+    }
+    bus_.Publish(job_id, api::EventKind::kLog, api::LogEvent{std::move(line)});
+  } else if (auto* ended = std::get_if<RunEnded>(&event)) {
+    files_.CloseLog(job_id);
     {
       std::lock_guard<std::mutex> lock(mu_);
       --running_;
-      if (suspect) running_suspect_ = false;
+      if (auto job = FindLocked(job_id)) {
+        if (job->suspect) running_suspect_ = false;
+        FinishLocked(*job, ended->result);
+        // A finished job keeps no replay history: its last event (the final state) only.
+        if (job->rec.state != JobState::kQueued) bus_.Retire(job_id);
+      }
     }
     cv_.notify_all();
   }
-}
-
-void JobManager::RunOne(const std::shared_ptr<Job>& job) {
-  // The job's exception boundary: whatever its run throws ends the job, never the daemon.
-  eng::Result<eng::JobResult> result = eng::Status::Internal("not run");
-  try {
-    result = Train(job);
-  } catch (const std::bad_alloc&) {
-    result = eng::Status::ResourceExhausted(
-        "out of memory: an allocation failed while the job ran (its estimate was within the "
-        "per-job memory budget; other processes or jobs may hold the rest)");
-  } catch (const std::exception& e) {
-    result = eng::Status::Internal(std::string("the job threw an exception: ") + e.what());
-  } catch (...) {
-    result = eng::Status::Internal("the job threw an unknown exception");
-  }
-  files_.CloseLog(job->rec.id);
-  std::lock_guard<std::mutex> lock(mu_);
-  FinishLocked(*job, result);
-  // A finished job keeps no replay history: its last event (the final state) only.
-  if (job->rec.state != JobState::kQueued) bus_.Retire(job->rec.id);
-}
-
-eng::Result<eng::JobResult> JobManager::Train(const std::shared_ptr<Job>& job) {
-  const std::string id = job->rec.id;
-  TRAININGD_RETURN_IF_ERROR(files_.CreateDir(id));
-  auto logger = std::make_shared<JobLogger>(files_, bus_, id);
-  eng::JobSpec spec;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    spec = job->spec;
-  }
-  if (ShouldAbort(options_, spec.name, 0) && options_.abort_at_step == 0) std::abort();
-  const int64_t batch = spec.batch_size;
-  auto sink = std::make_shared<ScalarSink>(
-      store_, bus_,
-      [this, job, batch](const std::string& tag, int64_t step, double value) {
-        if (ShouldAbort(options_, job->spec.name, step) && options_.abort_at_step > 0) std::abort();
-        std::lock_guard<std::mutex> lock(mu_);
-        job->latest[tag] = value;
-        if (tag == eng::kStepsPerSecTag) job->examples_per_sec = value * static_cast<double>(batch);
-        if (step > job->rec.global_step) {
-          job->rec.global_step = step;
-          store_.UpdateJobStep(job->rec.id, step);
-        }
-      },
-      id);
-
-  auto data = datasets_.Load(spec.dataset);
-  if (!data.ok()) return data.status();
-  eng::JobRunOptions o;
-  o.checkpoint_dir = files_.Dir(id);
-  o.data_root = options_.data_root;
-  o.datasets = *data;
-  o.stop = &job->stop;
-  o.summary_sinks = {sink};
-  o.env = env_;
-  o.logger = logger;
-  o.limits = RunLimits();
-  o.on_session_created = [this, job](eng::MonitoredSession& ms) {
-    // Restored at this step: what was recorded after it is redone, so drop it now (queued
-    // before any new scalar, so the writer applies it first).
-    const int64_t step = ms.global_step();
-    store_.DropScalarsAfter(job->rec.id, step);
-    std::lock_guard<std::mutex> lock(mu_);
-    job->rec.global_step = step;
-    store_.UpdateJobStep(job->rec.id, step);
-  };
-  auto result = eng::RunJob(spec, o);
-  // A log line the disk had no room for, in a run that did not notice a full disk itself.
-  if (result.ok() && result->outcome == eng::JobResult::Outcome::kCompleted) {
-    const eng::Status log = logger->failure();
-    if (log.code() == eng::StatusCode::kResourceExhausted) {
-      result->reason += "; some log lines were lost (" + log.message() + ")";
-    }
-  }
-  return result;
 }
 
 void JobManager::FinishLocked(Job& job, const eng::Result<eng::JobResult>& result) {
@@ -772,6 +671,11 @@ void JobManager::FinishLocked(Job& job, const eng::Result<eng::JobResult>& resul
   store_.UpdateJobStep(id, result->global_step);
   for (const auto& [k, v] : result->final_values) job.latest[k] = v;
   job.rec.reason = result->reason;
+  // A log line the disk had no room for, in a run that did not notice a full disk itself.
+  if (result->outcome == eng::JobResult::Outcome::kCompleted &&
+      job.log_failure.code() == eng::StatusCode::kResourceExhausted) {
+    job.rec.reason += "; some log lines were lost (" + job.log_failure.message() + ")";
+  }
   switch (result->outcome) {
     case eng::JobResult::Outcome::kCompleted:
       SetStateLocked(job, JobState::kCompleted);

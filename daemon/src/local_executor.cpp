@@ -89,7 +89,7 @@ void LocalExecutor::Body(const RunRequest& request, RunListener& listener, Run& 
       o.summary_sinks = {std::make_shared<ScalarEvents>(listener, request.job_id)};
       o.env = options_.env;
       o.logger = std::make_shared<LogEvents>(listener, request.job_id);
-      o.limits = options_.limits;
+      o.limits = request.limits;
       o.on_session_created = [&](eng::MonitoredSession& ms) {
         listener.OnRunEvent(request.job_id, SessionCreated{ms.global_step()});
       };

@@ -6,6 +6,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "trainingd/daemon/descriptor_limit.h"
 #include "trainingd/daemon/event_bus.h"
 #include "trainingd/daemon/job_manager.h"
+#include "trainingd/daemon/local_executor.h"
 #include "trainingd/daemon/store.h"
 #include "trainingd/daemon/systemd_notify.h"
 
@@ -167,11 +169,15 @@ int ServeCommand(const std::vector<std::string>& args) {
     return 1;
   }
   EventBus bus;
+  // Jobs never oversubscribe the cores: each of the concurrent runs gets its share.
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const int threads_per_job = config.threads_per_job > 0
+                                  ? config.threads_per_job
+                                  : std::max(1, cores / config.max_concurrent_jobs);
   JobManagerOptions jm;
   jm.data_dir = config.data_dir;
   jm.data_root = config.data_root;
-  jm.max_concurrent_jobs = config.max_concurrent_jobs;
-  jm.threads_per_job = config.threads_per_job;
+  jm.threads_per_job = threads_per_job;
   jm.max_job_memory_bytes = config.max_job_memory_bytes;
   jm.max_job_disk_bytes = config.max_job_disk_bytes;
   jm.max_checkpoints_per_job = config.max_checkpoints_per_job;
@@ -188,7 +194,12 @@ int ServeCommand(const std::vector<std::string>& args) {
     Say("TRAININGD_TEST_ABORT_JOB is set: job '" + jm.abort_job_name +
         "' will abort the process (a test)");
   }
-  auto manager = JobManager::Create(**store, bus, jm);
+  LocalExecutorOptions lo;
+  lo.slots = config.max_concurrent_jobs;
+  lo.threads_per_job = threads_per_job;
+  lo.data_root = config.data_root;
+  auto manager =
+      JobManager::Create(**store, bus, std::make_unique<LocalExecutor>(std::move(lo)), jm);
   if (!manager.ok()) {
     Say(manager.status().message());
     return 1;
@@ -228,7 +239,7 @@ int ServeCommand(const std::vector<std::string>& args) {
   std::fflush(stdout);
   Say("data in " + config.data_dir + ", datasets from " + config.data_root + ", " +
       std::to_string(config.max_concurrent_jobs) + " concurrent job(s) with " +
-      std::to_string((*manager)->threads_per_job()) + " compute thread(s) each" +
+      std::to_string(threads_per_job) + " compute thread(s) each" +
       (ro.web_root.empty() ? ", no dashboard files found" : ", dashboard from " + ro.web_root) +
       (config.token.empty() ? "" : ", API token required") + ", at most " +
       std::to_string(max_connections) + " connections (descriptor limit " +

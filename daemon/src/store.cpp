@@ -53,7 +53,7 @@ engine::Result<JobRecord> ReadJob(const sqlite::Db& db, const sqlite::Stmt& s) {
   r.name = s.Text(1);
   r.spec_json = s.Text(2);
   const std::string state = s.Text(3);
-  const auto parsed = api::ParseJobState(state);
+  const auto parsed = ParseStoredState(state);
   if (!parsed) {
     return Status::DataLoss(db.path() + ": job '" + r.id + "' has an unknown state '" + state +
                             "'");
@@ -410,7 +410,7 @@ engine::Result<std::vector<JobRecord>> Store::ListJobs(std::optional<api::JobSta
     sqlite::Stmt& s = **stmt;
     sqlite::ResetOnExit reset(s);
     s.Bind(1, limit);
-    if (state) s.Bind(2, std::string_view(api::JobStateName(*state)));
+    if (state) s.Bind(2, std::string_view(StoredStateName(*state)));
     if (!after_id.empty()) s.Bind(3, after_id);
     std::vector<JobRecord> out;
     int rc;

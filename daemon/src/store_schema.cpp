@@ -163,4 +163,31 @@ Status MigrateStore(sqlite::Db& db) {
   return Status::Ok();
 }
 
+namespace {
+
+struct StoredState {
+  api::JobState state;
+  const char* name;
+};
+constexpr StoredState kStoredStates[] = {
+    {api::JobState::kQueued, "queued"},       {api::JobState::kRunning, "running"},
+    {api::JobState::kStopping, "stopping"},   {api::JobState::kCompleted, "completed"},
+    {api::JobState::kFailed, "failed"},       {api::JobState::kStopped, "stopped"}};
+
+}  // namespace
+
+const char* StoredStateName(api::JobState state) {
+  for (const StoredState& s : kStoredStates) {
+    if (s.state == state) return s.name;
+  }
+  return "unknown";
+}
+
+std::optional<api::JobState> ParseStoredState(std::string_view name) {
+  for (const StoredState& s : kStoredStates) {
+    if (s.name == name) return s.state;
+  }
+  return std::nullopt;
+}
+
 }  // namespace trainingd::daemon

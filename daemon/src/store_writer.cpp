@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "store_scalars.h"
+#include "store_schema.h"
 
 namespace trainingd::daemon {
 namespace {
@@ -217,7 +218,7 @@ Status StoreWriter::Do(PutJobOp& op) {
   s.Bind(1, j.id);
   s.Bind(2, j.name);
   s.Bind(3, j.spec_json);
-  s.Bind(4, std::string_view(api::JobStateName(j.state)));
+  s.Bind(4, std::string_view(StoredStateName(j.state)));
   s.Bind(5, j.created_at);
   s.Bind(6, j.started_at);
   s.Bind(7, j.finished_at);
@@ -238,7 +239,7 @@ Status StoreWriter::Do(UpdateJobStateOp& op) {
   if (!stmt.ok()) return Lost(stmt.status());
   sqlite::Stmt& s = **stmt;
   s.Bind(1, op.id);
-  s.Bind(2, std::string_view(api::JobStateName(op.state)));
+  s.Bind(2, std::string_view(StoredStateName(op.state)));
   s.Bind(3, op.started_at);
   s.Bind(4, op.finished_at);
   s.Bind(5, op.error);

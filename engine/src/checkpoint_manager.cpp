@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -68,6 +69,77 @@ bool ParseDouble(const std::string& v, double* out) {
   return ec == std::errc() && end == v.data() + v.size() && std::isfinite(*out);
 }
 
+// The "<basename>-<step>" regular files in `dir`, by step.
+std::vector<std::pair<int64_t, std::string>> ScanCheckpointFiles(const std::string& dir,
+                                                                  const std::string& basename) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  const std::string prefix = basename + "-";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || !e.is_regular_file(ec)) continue;
+    int64_t step = -1;
+    const char* first = name.data() + prefix.size();
+    const char* last = name.data() + name.size();
+    const auto [ptr, err] = std::from_chars(first, last, step);
+    if (err == std::errc() && ptr == last && first != last && step >= 0) {
+      found.emplace_back(step, name);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// What a `checkpoint` state file says.
+struct StateFile {
+  std::vector<std::string> names;  // tracked, oldest first; the latest last
+  std::vector<double> stamps;      // one per name, or none
+  std::optional<double> last_preserved;
+};
+
+// Reads and parses the state file at `path`; an error says what is wrong with it.
+Result<StateFile> ReadStateFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::IoError("cannot open it");
+  StateFile state;
+  std::string latest;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    line = Trim(line);
+    if (line.empty() || line.front() == '#') continue;
+    const size_t colon = line.find(':');
+    const std::string where = "line " + std::to_string(line_no);
+    if (colon == std::string::npos) {
+      return Status::DataLoss(where + ": expected 'field: value'");
+    }
+    const std::string key = Trim(line.substr(0, colon));
+    const std::string value = Trim(line.substr(colon + 1));
+    std::string s;
+    double d = 0;
+    if (key == "model_checkpoint_path" && ParseQuoted(value, &s) && !s.empty()) {
+      latest = s;
+    } else if (key == "all_model_checkpoint_paths" && ParseQuoted(value, &s) && !s.empty()) {
+      state.names.push_back(s);
+    } else if (key == "all_model_checkpoint_timestamps" && ParseDouble(value, &d)) {
+      state.stamps.push_back(d);
+    } else if (key == "last_preserved_timestamp" && ParseDouble(value, &d)) {
+      state.last_preserved = d;
+    } else {
+      return Status::DataLoss(where + ": cannot parse '" + line + "'");
+    }
+  }
+  if (in.bad()) return Status::IoError("read error");
+  if (latest.empty()) return Status::DataLoss("no model_checkpoint_path");
+  // The latest is always tracked, and last.
+  auto& names = state.names;
+  names.erase(std::remove(names.begin(), names.end(), latest), names.end());
+  names.push_back(latest);
+  if (state.stamps.size() != names.size()) state.stamps.clear();
+  return state;
+}
+
 }  // namespace
 
 CheckpointManager::CheckpointManager(std::string directory, CheckpointManagerOptions options)
@@ -122,79 +194,31 @@ void CheckpointManager::LoadState(std::vector<std::string>* warnings) {
   std::error_code ec;
   if (!fs::exists(path, ec) && !ec) return;  // a new directory: nothing to recover
 
-  // Unlike TensorFlow (which then sees no checkpoint and starts over from step 0), a broken state
-  // file is rebuilt from the "<basename>-<step>" files in the directory, newest last.
-  auto unreadable = [&](const std::string& why) {
-    entries_.clear();
-    last_preserved_ = now;
-    std::vector<std::pair<int64_t, std::string>> found;
-    const std::string prefix = options_.basename + "-";
-    for (const auto& e : fs::directory_iterator(directory_, ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.rfind(prefix, 0) != 0 || !e.is_regular_file(ec)) continue;
-      int64_t step = -1;
-      const char* first = name.data() + prefix.size();
-      const char* last = name.data() + name.size();
-      const auto [ptr, err] = std::from_chars(first, last, step);
-      if (err == std::errc() && ptr == last && first != last && step >= 0) {
-        found.emplace_back(step, name);
-      }
-    }
-    std::sort(found.begin(), found.end());
+  Result<StateFile> state = ReadStateFile(path);
+  if (!state.ok()) {
+    // Unlike TensorFlow (which then sees no checkpoint and starts over from step 0), a broken
+    // state file is rebuilt from the "<basename>-<step>" files in the directory, newest last.
+    const auto found = ScanCheckpointFiles(directory_, options_.basename);
     const size_t keep = std::min(found.size(), static_cast<size_t>(options_.max_to_keep));
     for (size_t i = found.size() - keep; i < found.size(); ++i) {
       entries_.push_back({found[i].second, now});
     }
     if (warnings) {
       warnings->push_back(
-          path + ": unreadable checkpoint state (" + why + "); " +
+          path + ": unreadable checkpoint state (" + state.status().message() + "); " +
           (entries_.empty() ? std::string("no checkpoint files found, starting without one")
                             : "rebuilt from the " + std::to_string(entries_.size()) +
                                   " newest checkpoint files, latest " + entries_.back().name));
     }
-  };
-  std::ifstream in(path);
-  if (!in) return unreadable("cannot open it");
-  std::string latest;
-  std::vector<std::string> names;
-  std::vector<double> stamps;
-  std::optional<double> preserved;
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    line = Trim(line);
-    if (line.empty() || line.front() == '#') continue;
-    const size_t colon = line.find(':');
-    const std::string where = "line " + std::to_string(line_no);
-    if (colon == std::string::npos) return unreadable(where + ": expected 'field: value'");
-    const std::string key = Trim(line.substr(0, colon));
-    const std::string value = Trim(line.substr(colon + 1));
-    std::string s;
-    double d = 0;
-    if (key == "model_checkpoint_path" && ParseQuoted(value, &s) && !s.empty()) {
-      latest = s;
-    } else if (key == "all_model_checkpoint_paths" && ParseQuoted(value, &s) && !s.empty()) {
-      names.push_back(s);
-    } else if (key == "all_model_checkpoint_timestamps" && ParseDouble(value, &d)) {
-      stamps.push_back(d);
-    } else if (key == "last_preserved_timestamp" && ParseDouble(value, &d)) {
-      preserved = d;
-    } else {
-      return unreadable(where + ": cannot parse '" + line + "'");
-    }
+    return;
   }
-  if (in.bad()) return unreadable("read error");
-  if (latest.empty()) return unreadable("no model_checkpoint_path");
-  // The latest is always tracked, and last.
-  names.erase(std::remove(names.begin(), names.end(), latest), names.end());
-  names.push_back(latest);
-  const bool have_stamps = stamps.size() == names.size();
-  for (size_t i = 0; i < names.size(); ++i) {
-    entries_.push_back({names[i], have_stamps ? stamps[i] : now});
+  for (size_t i = 0; i < state->names.size(); ++i) {
+    entries_.push_back({state->names[i], state->stamps.empty() ? now : state->stamps[i]});
   }
   // As TensorFlow: a preservation time in the future means the clock went back; restart from now.
-  if (preserved && *preserved <= now) last_preserved_ = *preserved;
+  if (state->last_preserved && *state->last_preserved <= now) {
+    last_preserved_ = *state->last_preserved;
+  }
 }
 
 std::string CheckpointManager::FormatState(const std::vector<Entry>& entries,
@@ -303,6 +327,43 @@ std::optional<std::string> CheckpointManager::LatestCheckpointPath() const {
 std::vector<std::string> CheckpointManager::KeptCheckpoints() const {
   std::vector<std::string> out;
   for (const Entry& e : entries_) out.push_back(PathOf(e.name));
+  return out;
+}
+
+Result<std::vector<CheckpointFileInfo>> ListCheckpoints(const std::string& directory,
+                                                        const std::string& basename) {
+  std::vector<CheckpointFileInfo> out;
+  const std::string state_path = (fs::path(directory) / kStateFileName).string();
+  std::error_code ec;
+  if (!fs::exists(state_path, ec)) return out;
+  std::vector<std::string> names;
+  if (Result<StateFile> state = ReadStateFile(state_path); state.ok()) {
+    names = std::move(state->names);
+  } else {
+    // As the manager would rebuild it: the checkpoint files in the directory.
+    for (auto& [step, name] : ScanCheckpointFiles(directory, basename)) names.push_back(name);
+  }
+  for (const std::string& name : names) {
+    CheckpointFileInfo c;
+    c.path = !name.empty() && name.front() == '/' ? name : (fs::path(directory) / name).string();
+    const std::string file = fs::path(c.path).filename().string();
+    const size_t dash = file.rfind('-');
+    if (dash == std::string::npos ||
+        std::from_chars(file.data() + dash + 1, file.data() + file.size(), c.global_step).ec !=
+            std::errc()) {
+      continue;  // not a "<basename>-<step>" name
+    }
+    const auto bytes = fs::file_size(c.path, ec);
+    if (ec) continue;  // deleted meanwhile by the writer's retention
+    c.bytes = static_cast<int64_t>(bytes);
+    const auto mtime = fs::last_write_time(c.path, ec);
+    if (!ec) {
+      c.mtime =
+          std::chrono::duration<double>(std::chrono::file_clock::to_sys(mtime).time_since_epoch())
+              .count();
+    }
+    out.push_back(std::move(c));
+  }
   return out;
 }
 

@@ -72,10 +72,11 @@ class FakeJobService : public JobService {
   }
 
   // Publishes an event on the stream of `job_id` ("" = the job list); returns its id.
-  int64_t Publish(const std::string& job_id, const std::string& kind, const std::string& data) {
+  int64_t Publish(const std::string& job_id, EventKind kind,
+                  std::variant<JobStateEvent, ScalarEvent, LogEvent> data) {
     std::lock_guard lock(mu_);
     Stream& stream = streams_[job_id];
-    ServiceEvent event{++stream.last_id, kind, data};
+    ServiceEvent event{++stream.last_id, kind, std::move(data)};
     stream.history.push_back(event);
     for (auto& [key, deliver] : stream.subscribers) deliver(event);
     return event.id;
@@ -87,10 +88,10 @@ class FakeJobService : public JobService {
     return it == streams_.end() ? 0 : it->second.subscribers.size();
   }
 
-  engine::Result<JobInfo> Submit(engine::JobSpec spec) override {
+  engine::Result<JobInfo> Submit(engine::JobSpec spec, std::string spec_json) override {
     std::lock_guard lock(mu_);
     if (auto s = Injected(); !s.ok()) return s;
-    std::string id = AddLocked(spec.name, JobState::kQueued, spec.max_steps, JobSpecToJson(spec));
+    std::string id = AddLocked(spec.name, JobState::kQueued, spec.max_steps, std::move(spec_json));
     return jobs_.at(id);
   }
 
@@ -252,9 +253,10 @@ class FakeJobService : public JobService {
     return std::unique_ptr<Subscription>(std::make_unique<FakeSubscription>(this, job_id, key));
   }
 
-  std::string Metrics() override {
+  std::vector<Metric> Metrics() override {
     std::lock_guard lock(mu_);
-    return "# TYPE trainingd_jobs gauge\ntrainingd_jobs " + std::to_string(jobs_.size()) + "\n";
+    return {SingleMetric("trainingd_jobs", "Jobs.", MetricType::kGauge,
+                         static_cast<double>(jobs_.size()))};
   }
 
   ServiceHealth Health() override {

@@ -187,7 +187,7 @@ TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
   StartServer(options);
   std::string id = service_.AddJob("a", JobState::kRunning);
   for (int i = 1; i <= 5; ++i)
-    service_.Publish(id, "scalars", "{\"step\":" + std::to_string(i) + "}");
+    service_.Publish(id, EventKind::kScalar, ScalarEvent{"loss", i});
 
   TestClient client(server_->port());
   ASSERT_TRUE(
@@ -204,8 +204,13 @@ TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
 
   std::thread publisher([&] {
     for (int i = 6; i <= 40; ++i) {
-      service_.Publish(id, i % 10 == 0 ? "state" : "scalars",
-                       i == 25 ? "line one\nline two" : "{\"step\":" + std::to_string(i) + "}");
+      if (i % 10 == 0) {
+        service_.Publish(id, EventKind::kState, JobStateEvent{id, "a", JobState::kRunning});
+      } else if (i == 25) {
+        service_.Publish(id, EventKind::kLog, LogEvent{"line one\nline two"});
+      } else {
+        service_.Publish(id, EventKind::kScalar, ScalarEvent{"loss", i});
+      }
     }
   });
   publisher.join();
@@ -218,7 +223,7 @@ TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
   std::vector<int64_t> expected;
   for (int64_t i = 3; i <= 40; ++i) expected.push_back(i);
   EXPECT_EQ(ids, expected);
-  EXPECT_NE(client.buffer().find("id: 25\nevent: scalars\ndata: line one\ndata: line two\n\n"),
+  EXPECT_NE(client.buffer().find("id: 25\nevent: log\ndata: {\"text\":\"line one\\nline two\"}\n\n"),
             std::string::npos);
   EXPECT_NE(client.buffer().find("id: 10\nevent: state\n"), std::string::npos);
   EXPECT_EQ(client.buffer().find("retry: 3000\n\n"), 0u);
@@ -228,7 +233,7 @@ TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
   ASSERT_TRUE(Eventually([&] { return service_.SubscriberCount(id) == 0; }));
 
   // Events published while disconnected arrive after a reconnect, none twice.
-  for (int i = 41; i <= 45; ++i) service_.Publish(id, "scalars", "{}");
+  for (int i = 41; i <= 45; ++i) service_.Publish(id, EventKind::kScalar, ScalarEvent{});
   TestClient again(server_->port());
   ASSERT_TRUE(again.Send(FormatRequest(
       server_->port(), Req("GET", "/api/v1/jobs/" + id + "/events?last_event_id=40"))));
@@ -247,7 +252,7 @@ TEST_F(HttpServerTest, ReplayLongerThanTheEventQueueArrivesWhole) {
   StartServer(options);
   std::string id = service_.AddJob("a", JobState::kRunning);
   for (int i = 1; i <= 100; ++i) {
-    service_.Publish(id, "scalar", "{\"step\":" + std::to_string(i) + "}");
+    service_.Publish(id, EventKind::kScalar, ScalarEvent{"loss", i});
   }
   TestClient client(server_->port());
   ASSERT_TRUE(
@@ -262,7 +267,7 @@ TEST_F(HttpServerTest, ReplayLongerThanTheEventQueueArrivesWhole) {
   EXPECT_EQ(SseIds(client.buffer()), expected);
   EXPECT_EQ(router_->metrics().EventStreamsDropped(), 0u);
   // Live events after the replay still arrive.
-  const int64_t next = service_.Publish(id, "scalar", "{}");
+  const int64_t next = service_.Publish(id, EventKind::kScalar, ScalarEvent{});
   ASSERT_TRUE(client.ReadUntil("id: " + std::to_string(next) + "\n"));
 }
 
@@ -285,7 +290,7 @@ TEST_F(HttpServerTest, SlowEventClientIsDroppedWhileOthersKeepReceiving) {
   int64_t last = 0;
   size_t seen = 0;
   while (router_->metrics().EventStreamsDropped() == 0 && last < 4000) {
-    last = service_.Publish("", "job", data);
+    last = service_.Publish("", EventKind::kLog, LogEvent{data});
     ASSERT_TRUE(Eventually([&] {
       fast.ReadMore(Clock::now() + milliseconds(20));
       return fast.buffer().find("id: " + std::to_string(last) + "\n", seen) != std::string::npos;
@@ -303,7 +308,7 @@ TEST_F(HttpServerTest, SlowEventClientIsDroppedWhileOthersKeepReceiving) {
   EXPECT_LT(slow_ids.back(), last);
 
   // The fast client keeps receiving, in order, nothing lost.
-  int64_t next = service_.Publish("", "job", "{\"after\":\"drop\"}");
+  int64_t next = service_.Publish("", EventKind::kLog, LogEvent{"after the drop"});
   ASSERT_TRUE(fast.ReadUntil("id: " + std::to_string(next) + "\n"));
   std::vector<int64_t> fast_ids = SseIds(fast.buffer());
   for (size_t i = 0; i < fast_ids.size(); ++i) ASSERT_EQ(fast_ids[i], static_cast<int64_t>(i + 1));

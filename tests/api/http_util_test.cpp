@@ -9,15 +9,33 @@ namespace trainingd::api {
 namespace {
 
 TEST(SseTest, FramesOneEvent) {
-  EXPECT_EQ(FormatSseEvent({7, "scalars", "{\"loss\":0.5}"}),
+  EXPECT_EQ(FormatSseFrame(7, "scalars", "{\"loss\":0.5}"),
             "id: 7\nevent: scalars\ndata: {\"loss\":0.5}\n\n");
 }
 
+TEST(SseTest, EventsAreWrittenByKind) {
+  EXPECT_EQ(FormatSseEvent({7, EventKind::kScalar, ScalarEvent{"loss", 10, 0.5, 1.25}}),
+            "id: 7\nevent: scalar\ndata: {\"step\":10,\"tag\":\"loss\",\"value\":0.5,"
+            "\"wall_time\":1.25}\n\n");
+  EXPECT_EQ(FormatSseEvent({8, EventKind::kLog, LogEvent{"INFO:trainingd:a\nb"}}),
+            "id: 8\nevent: log\ndata: {\"text\":\"INFO:trainingd:a\\nb\"}\n\n");
+  JobStateEvent state{"j1", "n", JobState::kRunning, 5, 100, "", "", false};
+  EXPECT_EQ(FormatSseEvent({9, EventKind::kState, state}),
+            "id: 9\nevent: state\ndata: {\"error\":null,\"global_step\":5,\"id\":\"j1\","
+            "\"max_steps\":100,\"name\":\"n\",\"reason\":null,\"state\":\"running\"}\n\n");
+  state.deleted = true;
+  EXPECT_EQ(FormatSseEvent({10, EventKind::kJob, state}),
+            "id: 10\nevent: job\ndata: {\"id\":\"j1\",\"state\":\"deleted\"}\n\n");
+  // Text that is not UTF-8 is replaced, never thrown on.
+  EXPECT_EQ(FormatSseEvent({11, EventKind::kLog, LogEvent{"\xff"}}),
+            "id: 11\nevent: log\ndata: {\"text\":\"\xef\xbf\xbd\"}\n\n");
+}
+
 TEST(SseTest, SplitsMultiLineDataAndCleansTheName) {
-  EXPECT_EQ(FormatSseEvent({1, "log", "a\nb\r\nc\rd"}),
+  EXPECT_EQ(FormatSseFrame(1, "log", "a\nb\r\nc\rd"),
             "id: 1\nevent: log\ndata: a\ndata: b\ndata: c\ndata: d\n\n");
-  EXPECT_EQ(FormatSseEvent({2, "x\ny", "z\n"}), "id: 2\nevent: xy\ndata: z\ndata: \n\n");
-  EXPECT_EQ(FormatSseEvent({3, "", ""}), "id: 3\ndata: \n\n");
+  EXPECT_EQ(FormatSseFrame(2, "x\ny", "z\n"), "id: 2\nevent: xy\ndata: z\ndata: \n\n");
+  EXPECT_EQ(FormatSseFrame(3, "", ""), "id: 3\ndata: \n\n");
   EXPECT_EQ(FormatSseComment("keep\nalive"), ": keep alive\n\n");
   EXPECT_EQ(FormatSseRetry(3000), "retry: 3000\n\n");
 }

@@ -40,7 +40,7 @@ TEST(RouterEventsTest, JobStreamReplaysAfterLastEventIdThenGoesLive) {
   FakeJobService service;
   Router router(service, {});
   std::string id = service.AddJob("a", JobState::kRunning);
-  for (int i = 0; i < 5; ++i) service.Publish(id, "scalars", "{\"i\":" + std::to_string(i) + "}");
+  for (int i = 0; i < 5; ++i) service.Publish(id, EventKind::kScalar, ScalarEvent{"loss", i});
 
   Collector all;
   HttpResponse r = router.Handle(Req("GET", "/api/v1/jobs/" + id + "/events"), all.Deliver());
@@ -61,11 +61,11 @@ TEST(RouterEventsTest, JobStreamReplaysAfterLastEventIdThenGoesLive) {
                                   by_query.Deliver());
   ASSERT_EQ(r3.status, 200);
 
-  service.Publish(id, "state", "{\"state\":\"stopping\"}");
+  service.Publish(id, EventKind::kState, JobStateEvent{id, "a", JobState::kStopping});
   EXPECT_EQ(all.Ids(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(resumed.Ids(), (std::vector<int64_t>{4, 5, 6}));
   EXPECT_EQ(by_query.Ids(), (std::vector<int64_t>{5, 6}));
-  EXPECT_EQ(all.Events().back().event, "state");
+  EXPECT_EQ(all.Events().back().kind, EventKind::kState);
 
   // Dropping the subscription unsubscribes.
   EXPECT_EQ(service.SubscriberCount(id), 3u);
@@ -73,7 +73,7 @@ TEST(RouterEventsTest, JobStreamReplaysAfterLastEventIdThenGoesLive) {
   r2.subscription.reset();
   r3.subscription.reset();
   EXPECT_EQ(service.SubscriberCount(id), 0u);
-  service.Publish(id, "state", "{}");
+  service.Publish(id, EventKind::kState, JobStateEvent{});
   EXPECT_EQ(all.Ids().size(), 6u);
 }
 
@@ -85,7 +85,7 @@ TEST(RouterEventsTest, ListStreamAndLogFollow) {
   HttpResponse r = router.Handle(Req("GET", "/api/v1/events"), list.Deliver());
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(service.calls().subscribe_job, "");
-  service.Publish("", "job", "{\"id\":\"job-1\"}");
+  service.Publish("", EventKind::kJob, JobStateEvent{"job-1"});
   EXPECT_EQ(list.Ids(), std::vector<int64_t>{1});
 
   Collector logs;
@@ -93,12 +93,12 @@ TEST(RouterEventsTest, ListStreamAndLogFollow) {
       router.Handle(Req("GET", "/api/v1/jobs/" + id + "/logs?follow=true"), logs.Deliver());
   ASSERT_EQ(f.status, 200) << f.body;
   EXPECT_TRUE(f.event_stream);
-  service.Publish(id, "scalars", "{}");
-  service.Publish(id, "log", "{\"line\":1,\"text\":\"hello\"}");
-  service.Publish(id, "state", "{}");
+  service.Publish(id, EventKind::kScalar, ScalarEvent{});
+  service.Publish(id, EventKind::kLog, LogEvent{"hello"});
+  service.Publish(id, EventKind::kState, JobStateEvent{});
   ASSERT_EQ(logs.Events().size(), 1u);
   EXPECT_EQ(logs.Events()[0].id, 2);
-  EXPECT_EQ(logs.Events()[0].event, "log");
+  EXPECT_EQ(logs.Events()[0].kind, EventKind::kLog);
 }
 
 TEST(RouterEventsTest, Errors) {
@@ -119,7 +119,7 @@ TEST(RouterEventsTest, Errors) {
   // Without a deliver callback the stream still opens; events are dropped.
   HttpResponse r = router.Handle(Req("GET", "/api/v1/events"));
   EXPECT_TRUE(r.event_stream);
-  service.Publish("", "job", "{}");
+  service.Publish("", EventKind::kJob, JobStateEvent{});
 }
 
 }  // namespace

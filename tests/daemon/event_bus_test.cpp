@@ -16,32 +16,32 @@ std::vector<int64_t> Ids(const std::vector<api::ServiceEvent>& events) {
 
 TEST(EventBusTest, IdsStartAtTheEpochAndGrowPerTopic) {
   EventBus bus(100, /*epoch=*/1000);
-  EXPECT_EQ(bus.Publish("a", "state", "{}"), 1001);
-  EXPECT_EQ(bus.Publish("a", "state", "{}"), 1002);
-  EXPECT_EQ(bus.Publish("b", "state", "{}"), 1001);
+  EXPECT_EQ(bus.Publish("a", api::EventKind::kState, api::JobStateEvent{}), 1001);
+  EXPECT_EQ(bus.Publish("a", api::EventKind::kState, api::JobStateEvent{}), 1002);
+  EXPECT_EQ(bus.Publish("b", api::EventKind::kState, api::JobStateEvent{}), 1001);
   EventBus later(100);  // from the clock: far beyond any small epoch
-  EXPECT_GT(later.Publish("a", "x", ""), 1'000'000'000'000'000);
+  EXPECT_GT(later.Publish("a", api::EventKind::kLog, api::LogEvent{}), 1'000'000'000'000'000);
 }
 
 TEST(EventBusTest, ReplaysAfterAnIdThenDeliversLiveWithoutGapsOrDuplicates) {
   EventBus bus(100, 0 + 1);
-  for (int i = 0; i < 5; ++i) bus.Publish("job", "scalar", std::to_string(i));
+  for (int i = 0; i < 5; ++i) bus.Publish("job", api::EventKind::kScalar, api::ScalarEvent{"t", i});
   std::vector<api::ServiceEvent> got;
   auto sub = bus.Subscribe("job", 3, [&](const api::ServiceEvent& e) { got.push_back(e); });
   EXPECT_EQ(Ids(got), std::vector<int64_t>({4, 5, 6}));
-  bus.Publish("job", "scalar", "5");
-  bus.Publish("other", "scalar", "x");
+  bus.Publish("job", api::EventKind::kScalar, api::ScalarEvent{"t", 5});
+  bus.Publish("other", api::EventKind::kScalar, api::ScalarEvent{"x"});
   EXPECT_EQ(Ids(got), std::vector<int64_t>({4, 5, 6, 7}));
-  EXPECT_EQ(got.back().data, "5");
+  EXPECT_EQ(std::get<api::ScalarEvent>(got.back().data).step, 5);
   sub.reset();
-  bus.Publish("job", "scalar", "6");
+  bus.Publish("job", api::EventKind::kScalar, api::ScalarEvent{"t", 6});
   EXPECT_EQ(got.size(), 4u);
   EXPECT_EQ(bus.subscriber_count(), 0);
 }
 
 TEST(EventBusTest, HistoryIsBoundedAndForgetDropsItButKeepsIdsGrowing) {
   EventBus bus(3, 1);
-  for (int i = 0; i < 10; ++i) bus.Publish("j", "e", "");
+  for (int i = 0; i < 10; ++i) bus.Publish("j", api::EventKind::kLog, api::LogEvent{});
   std::vector<api::ServiceEvent> got;
   auto sub = bus.Subscribe("j", 0, [&](const api::ServiceEvent& e) { got.push_back(e); });
   EXPECT_EQ(Ids(got), std::vector<int64_t>({9, 10, 11}));
@@ -49,7 +49,7 @@ TEST(EventBusTest, HistoryIsBoundedAndForgetDropsItButKeepsIdsGrowing) {
   got.clear();
   auto sub2 = bus.Subscribe("j", 0, [&](const api::ServiceEvent& e) { got.push_back(e); });
   EXPECT_TRUE(got.empty());
-  EXPECT_EQ(bus.Publish("j", "e", ""), 12);
+  EXPECT_EQ(bus.Publish("j", api::EventKind::kLog, api::LogEvent{}), 12);
 }
 
 TEST(EventBusTest, ConcurrentPublishersAreSeenInIdOrder) {
@@ -59,7 +59,7 @@ TEST(EventBusTest, ConcurrentPublishersAreSeenInIdOrder) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
-      for (int i = 0; i < 1000; ++i) bus.Publish("j", "e", "");
+      for (int i = 0; i < 1000; ++i) bus.Publish("j", api::EventKind::kLog, api::LogEvent{});
     });
   }
   for (auto& t : threads) t.join();

@@ -14,7 +14,11 @@
 #include <thread>
 
 #include "trainingd/daemon/event_bus.h"
+#include "trainingd/api/job_json.h"
+#include "trainingd/api/job_spec_json.h"
+#include "trainingd/api/prometheus.h"
 #include "trainingd/daemon/job_manager.h"
+#include "trainingd/daemon/local_executor.h"
 #include "trainingd/daemon/store.h"
 #include "trainingd/engine/model_spec.h"
 
@@ -62,12 +66,22 @@ class JobManagerTest : public ::testing::Test {
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
     o.data_dir = dir_;
-    o.max_concurrent_jobs = concurrent;
     o.threads_per_job = 1;
-    auto m = JobManager::Create(*store_, bus_, o);
+    LocalExecutorOptions local;
+    local.slots = concurrent;
+    local.threads_per_job = 1;
+    auto m = JobManager::Create(*store_, bus_, std::make_unique<LocalExecutor>(local), o);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     manager_ = std::move(m).value();
   }
+  // The manager's metrics as /metrics shows them.
+  std::string MetricsText() { return api::WritePrometheus(manager_->Metrics()); }
+
+  // Submits as the HTTP API does: the spec and its canonical text.
+  engine::Result<api::JobInfo> Submit(const engine::JobSpec& spec) {
+    return manager_->Submit(spec, api::JobSpecToJson(spec));
+  }
+
   api::JobInfo WaitFor(const std::string& id, std::initializer_list<api::JobState> states) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     api::JobInfo info;

@@ -82,15 +82,15 @@ class EventLog {
   EventLog(EventBus& bus, const std::string& id) : id_(id) {
     job_ = bus.Subscribe(id, 0, [this](const api::ServiceEvent& e) { Add(e, &events_); });
     list_ = bus.Subscribe("", 0, [this](const api::ServiceEvent& e) {
-      if (json::parse(e.data).value("id", "") == id_) Add(e, &list_events_);
+      if (api::EventToJson(e).value("id", "") == id_) Add(e, &list_events_);
     });
   }
   // The job's states, in order (its "state" events).
   std::vector<JobState> States() const {
     std::vector<JobState> out;
     for (const auto& e : Events(events_)) {
-      if (e.event == "state") {
-        out.push_back(*api::ParseJobState(json::parse(e.data)["state"].get<std::string>()));
+      if (std::string(api::EventKindName(e.kind)) == "state") {
+        out.push_back(*api::ParseJobState(api::EventToJson(e)["state"].get<std::string>()));
       }
     }
     return out;
@@ -98,7 +98,7 @@ class EventLog {
   std::vector<api::ServiceEvent> JobEvents() const { return Events(events_); }
   std::vector<std::string> ListStates() const {
     std::vector<std::string> out;
-    for (const auto& e : Events(list_events_)) out.push_back(json::parse(e.data)["state"]);
+    for (const auto& e : Events(list_events_)) out.push_back(api::EventToJson(e)["state"]);
     return out;
   }
   int Count(JobState s) const {
@@ -227,9 +227,9 @@ void ExpectMonotonicSeries(const std::vector<api::ScalarPoint>& points, int64_t 
 void ExpectMonotonicScalarEvents(const std::vector<api::ServiceEvent>& events) {
   std::map<std::string, int64_t> last;
   for (const auto& e : events) {
-    const json d = json::parse(e.data);
-    if (e.event == "state" && d["state"] == "running") last.clear();
-    if (e.event != "scalar") continue;
+    const json d = api::EventToJson(e);
+    if (std::string(api::EventKindName(e.kind)) == "state" && d["state"] == "running") last.clear();
+    if (std::string(api::EventKindName(e.kind)) != "scalar") continue;
     const std::string tag = d["tag"];
     const int64_t step = d["step"];
     if (last.count(tag)) {
@@ -248,14 +248,14 @@ std::set<std::string> JobIds(JobManager& m) {
 }
 
 TEST_F(JobManagerStressTest, StormsOfStopResumeAndDeleteOnARunningJobKeepItsStatesLegal) {
-  auto target = manager_->Submit(SmallJob("target", 1000000));
+  auto target = Submit(SmallJob("target", 1000000));
   ASSERT_TRUE(target.ok()) << target.status().ToString();
   const std::string id = target->id;
   EventLog log(bus_, id);
   WaitFor(id, {JobState::kRunning});
   EXPECT_EQ(log.States().front(), JobState::kQueued);
   // Queued behind the target: it runs whenever the target does not, and must come out whole.
-  auto bystander = manager_->Submit(SmallJob("bystander", 200));
+  auto bystander = Submit(SmallJob("bystander", 200));
   ASSERT_TRUE(bystander.ok());
 
   // Stop, resume and get only, until the target was stopped while running several times.

@@ -262,3 +262,44 @@ TEST_F(CheckpointManagerTest, RejectsBadOptions) {
 
 }  // namespace
 }  // namespace trainingd::engine
+
+namespace trainingd::engine {
+namespace {
+
+TEST_F(CheckpointManagerTest, ListCheckpointsReadsWithoutTouchingTheDirectory) {
+  // No directory: nothing, and nothing created.
+  auto none = ListCheckpoints(dir_);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  EXPECT_FALSE(fs::exists(dir_));
+
+  auto m = Make(Options(/*max_to_keep=*/2));
+  for (int64_t s : {100, 200, 300}) ASSERT_TRUE(m->Save(Step(s)).ok());
+  // A writer's temp file in flight (another manager's write) is left alone.
+  const std::string temp = Path("model.ckpt-400.tmp-in-flight");
+  { std::ofstream(temp) << "partial"; }
+  auto list = ListCheckpoints(dir_);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->size(), 2u);  // retention dropped 100
+  EXPECT_EQ((*list)[0].global_step, 200);
+  EXPECT_EQ((*list)[1].global_step, 300);
+  EXPECT_EQ((*list)[1].path, Path("model.ckpt-300"));
+  EXPECT_EQ((*list)[1].bytes, static_cast<int64_t>(fs::file_size(Path("model.ckpt-300"))));
+  EXPECT_GT((*list)[1].mtime, 1e9);
+  EXPECT_TRUE(fs::exists(temp));
+  // Agrees with the manager.
+  EXPECT_EQ(m->KeptCheckpoints(), Paths({"model.ckpt-200", "model.ckpt-300"}));
+
+  // A tracked checkpoint deleted meanwhile is left out; a broken state file reads as the files.
+  fs::remove(Path("model.ckpt-200"));
+  EXPECT_EQ(ListCheckpoints(dir_)->size(), 1u);
+  { std::ofstream(Path("checkpoint")) << "garbage"; }
+  list = ListCheckpoints(dir_);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].global_step, 300);
+  EXPECT_EQ(StateFile(), "garbage");  // not rewritten
+}
+
+}  // namespace
+}  // namespace trainingd::engine

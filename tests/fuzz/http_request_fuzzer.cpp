@@ -57,9 +57,9 @@ void Populate(api::FakeJobService& service) {
   service.AddJob("stopped", api::JobState::kStopped);      // job-3
   service.AddJob("completed", api::JobState::kCompleted);  // job-4
   service.AddJob("failed", api::JobState::kFailed);        // job-5
-  service.Publish("", "state", R"({"id":"job-1","state":"queued"})");
-  service.Publish("job-2", "log", R"({"line":1,"text":"hello"})");
-  service.Publish("job-2", "scalar", R"({"step":10,"tag":"loss","value":0.5})");
+  service.Publish("", api::EventKind::kJob, api::JobStateEvent{"job-1", "queued"});
+  service.Publish("job-2", api::EventKind::kLog, api::LogEvent{"hello"});
+  service.Publish("job-2", api::EventKind::kScalar, api::ScalarEvent{"loss", 10, 0.5, 1.0});
 }
 
 // `echoes`: the input itself holds the secret, so an answer may quote it (a 421 names the Host

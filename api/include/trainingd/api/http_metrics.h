@@ -10,6 +10,9 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
+
+#include "trainingd/api/prometheus.h"
 
 namespace trainingd::api {
 
@@ -41,7 +44,8 @@ class HttpMetrics {
   uint64_t EventStreamsDropped() const;
   uint64_t AcceptErrors() const;
 
-  // Prometheus text exposition format 0.0.4, with HELP and TYPE lines.
+  // The metrics as values (prometheus.h), and as Prometheus text.
+  std::vector<Metric> Collect() const;
   std::string Exposition() const;
 
  private:

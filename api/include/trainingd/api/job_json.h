@@ -30,6 +30,13 @@ nlohmann::json CheckpointsToJson(const std::vector<CheckpointInfo>& checkpoints)
 // {"lines":[{"line","text"}...],"next_from": the line to ask for next}.
 nlohmann::json LogLinesToJson(const std::vector<LogLine>& lines, int64_t from_line);
 
+// An event's data: a state {"id","name","state","global_step","max_steps","error","reason"}
+// (error and reason null when empty) or, for a deleted job, {"id","state":"deleted"}; a scalar
+// {"tag","step","value","wall_time"}; a log line {"text"}.
+nlohmann::json EventToJson(const ServiceEvent& event);
+// "state", "job", "scalar" or "log".
+const char* EventKindName(EventKind kind);
+
 // The error body of every non-2xx answer: {"error":{"code","message"[,"field"]}}; "field" only
 // when not empty.
 nlohmann::json ErrorToJson(std::string_view code, std::string_view message, std::string_view field);

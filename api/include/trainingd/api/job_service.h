@@ -1,7 +1,8 @@
 // JobService: what the HTTP API needs from the service behind it. api/ states it; daemon/
-// implements it (JobManager) and wires the two together in main, so api/ never depends on
-// daemon/. Every method is thread-safe and returns quickly: none trains, none waits for SQLite
-// writes (reads may query the database).
+// implements it (JobManager) and serve_command.cpp wires the two together, so api/ never depends
+// on daemon/. Values cross it as plain structs; every byte on the wire (JSON, event streams,
+// metrics text) is written by api/. Every method is thread-safe and returns quickly: none
+// trains, none waits for SQLite writes (reads may query the database).
 //
 // Errors are engine::Status values, mapped to HTTP by the router:
 //   InvalidArgument -> 400 (message starts with the field), NotFound -> 404,
@@ -15,8 +16,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "trainingd/api/prometheus.h"
 #include "trainingd/engine/job_spec.h"
 #include "trainingd/engine/status.h"
 
@@ -74,12 +77,41 @@ struct LogLine {
   std::string text;
 };
 
-// One server-sent event: `id` is the job's (or the list's) sequence number, `event` the kind
-// ("scalars", "state", "log"), `data` a JSON text.
+// What the events of the streams say. A job's state (on its own stream, and on the job list's
+// when it changes); `deleted` for the list's notice that the job is gone (then only `id` counts).
+struct JobStateEvent {
+  std::string id;
+  std::string name;
+  JobState state = JobState::kQueued;
+  int64_t global_step = 0;
+  int64_t max_steps = 0;
+  std::string error;   // "" = none
+  std::string reason;  // "" = none
+  bool deleted = false;
+};
+
+// A summary value the job recorded.
+struct ScalarEvent {
+  std::string tag;
+  int64_t step = 0;
+  double value = 0;
+  double wall_time = 0;
+};
+
+// A line of the job's console.
+struct LogEvent {
+  std::string text;
+};
+
+// Which stream an event is on and so what it is called there: "state" (a job's own stream),
+// "job" (the job list's), "scalar", "log".
+enum class EventKind { kState, kJob, kScalar, kLog };
+
+// One server-sent event: `id` is the job's (or the list's) sequence number.
 struct ServiceEvent {
   int64_t id = 0;
-  std::string event;
-  std::string data;
+  EventKind kind = EventKind::kState;
+  std::variant<JobStateEvent, ScalarEvent, LogEvent> data;
 };
 
 // Whether the service works fully: "degraded" with the problems (e.g. the database cannot be
@@ -99,7 +131,9 @@ class JobService {
  public:
   virtual ~JobService() = default;
 
-  virtual engine::Result<JobInfo> Submit(engine::JobSpec spec) = 0;
+  // `spec` as parsed and checked by api/, and its canonical JSON text (JobSpecToJson), which is
+  // what the service keeps and answers with.
+  virtual engine::Result<JobInfo> Submit(engine::JobSpec spec, std::string spec_json) = 0;
   virtual engine::Result<JobPage> List(std::optional<JobState> state, int64_t limit,
                                        const std::string& cursor) = 0;
   virtual engine::Result<JobInfo> Get(const std::string& id) = 0;
@@ -121,9 +155,9 @@ class JobService {
       const std::string& job_id, int64_t after_id,
       std::function<void(const ServiceEvent&)> deliver) = 0;
 
-  // Prometheus text exposition of the service's own metrics (jobs by state, steps, examples/s,
-  // SQLite write queue); the HTTP layer appends its own.
-  virtual std::string Metrics() = 0;
+  // The service's own metrics (jobs by state, steps, examples/s, the database's writes); the
+  // HTTP layer adds its own and writes them all (prometheus.h).
+  virtual std::vector<Metric> Metrics() = 0;
 
   // For GET /healthz.
   virtual ServiceHealth Health() { return {}; }

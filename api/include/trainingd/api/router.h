@@ -104,7 +104,8 @@ class Router {
   HttpResponse ResumeJob(const Context& c);
   HttpResponse Scalars(const Context& c);
   HttpResponse Logs(const Context& c);
-  HttpResponse Events(const Context& c, const std::string& job_id, const std::string& only_kind);
+  HttpResponse Events(const Context& c, const std::string& job_id,
+                      std::optional<EventKind> only_kind);
   HttpResponse Metrics();
   HttpResponse StaticFile(const Context& c);
 

@@ -1,7 +1,6 @@
-// DatasetCache: the datasets of the daemon's jobs, by name under one data root. Probe() reads what
-// admission needs (shapes, split sizes, classes) from the files' headers and labels; Load() loads
-// a dataset whole and shares it between the jobs that use it at the same time (it is freed when
-// the last of them lets go). Thread-safe.
+// DatasetCache: the datasets of the jobs that run in this process, by name under one data root.
+// Load() loads a dataset whole and shares it between the jobs that use it at the same time (it is
+// freed when the last of them lets go). Thread-safe.
 #pragma once
 
 #include <map>
@@ -19,8 +18,6 @@ class DatasetCache {
  public:
   explicit DatasetCache(std::string data_root) : data_root_(std::move(data_root)) {}
 
-  // engine::ProbeJobDataset: errors name the spec's field ("dataset.name: no dataset 'x' ...").
-  engine::Result<engine::DatasetInfo> Probe(const engine::DatasetSpec& dataset) const;
   // The loaded dataset; one copy per (name, split options) while anyone holds it.
   engine::Result<std::shared_ptr<const engine::Datasets>> Load(const engine::DatasetSpec& dataset);
 

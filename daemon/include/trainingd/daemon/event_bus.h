@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <variant>
 
 #include "trainingd/api/job_service.h"
 
@@ -25,11 +26,12 @@ namespace trainingd::daemon {
 class EventBus {
  public:
   using Deliver = std::function<void(const api::ServiceEvent&)>;
+  using Payload = std::variant<api::JobStateEvent, api::ScalarEvent, api::LogEvent>;
 
   explicit EventBus(size_t history_per_topic = 4096, int64_t epoch = 0);  // epoch 0 = from clock
 
   // Assigns the topic's next id and delivers the event to its subscribers. Returns the id.
-  int64_t Publish(const std::string& topic, const std::string& event, std::string data);
+  int64_t Publish(const std::string& topic, api::EventKind kind, Payload data);
   // Delivers the topic's history after `after_id`, then every later event until the returned
   // handle is destroyed.
   std::unique_ptr<api::Subscription> Subscribe(const std::string& topic, int64_t after_id,

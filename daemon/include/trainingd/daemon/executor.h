@@ -17,6 +17,7 @@
 #include <string>
 #include <variant>
 
+#include "trainingd/engine/job_resources.h"
 #include "trainingd/engine/job_runner.h"
 #include "trainingd/engine/job_spec.h"
 #include "trainingd/engine/logger.h"
@@ -31,6 +32,8 @@ struct RunRequest {
   // The job's directory: its checkpoint_dir (checkpoints, event files, profiler timelines), which
   // a new run of the same job resumes from.
   std::string job_dir;
+  // Caps on what the run keeps on disk (checkpoints, profiler timelines), as admission assumed.
+  engine::JobRunLimits limits;
 };
 
 // The run's session exists, at this global step (restored from a checkpoint, or 0).

@@ -17,7 +17,6 @@
 #include "trainingd/daemon/dataset_cache.h"
 #include "trainingd/daemon/executor.h"
 #include "trainingd/engine/env.h"
-#include "trainingd/engine/job_resources.h"
 
 namespace trainingd::daemon {
 
@@ -25,8 +24,7 @@ struct LocalExecutorOptions {
   int slots = 1;             // runs at once
   int threads_per_job = 1;   // compute threads of each run
   std::string data_root = "/usr/share/datasets";
-  engine::JobRunLimits limits;  // caps on checkpoints and profiler traces a run keeps
-  engine::Env* env = nullptr;   // null = Env::Default()
+  engine::Env* env = nullptr;  // null = Env::Default()
 };
 
 class LocalExecutor final : public Executor {

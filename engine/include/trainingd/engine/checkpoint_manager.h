@@ -92,4 +92,20 @@ class CheckpointManager {
   double last_preserved_ = 0;
 };
 
+// A checkpoint on disk, as ListCheckpoints finds it.
+struct CheckpointFileInfo {
+  std::string path;
+  int64_t global_step = 0;
+  int64_t bytes = 0;
+  double mtime = 0;  // seconds since the epoch
+};
+
+// The checkpoints the state file of `directory` tracks, oldest first (the latest last), with
+// their sizes -- read-only: unlike CheckpointManager::Create it creates nothing, deletes nothing
+// and may run while a manager in another thread or process writes the directory (a checkpoint
+// its retention deletes meanwhile is left out). None when there is no state file; an unreadable
+// one is read as the manager would rebuild it, from the "<basename>-<step>" files.
+Result<std::vector<CheckpointFileInfo>> ListCheckpoints(const std::string& directory,
+                                                        const std::string& basename = "model.ckpt");
+
 }  // namespace trainingd::engine

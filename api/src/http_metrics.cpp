@@ -86,7 +86,9 @@ std::vector<Metric> HttpMetrics::Collect() const {
          static_cast<double>(count)});
   }
   Metric latency{"trainingd_http_request_duration_seconds",
-                 "Time to produce a response, by route.", MetricType::kHistogram, {}};
+                 "Time to produce a response, by route.",
+                 MetricType::kHistogram,
+                 {}};
   for (const auto& [route, h] : latency_) {
     uint64_t cumulative = 0;
     for (size_t i = 0; i < kBuckets.size(); ++i) {
@@ -100,12 +102,13 @@ std::vector<Metric> HttpMetrics::Collect() const {
     latency.samples.push_back({"_sum", {{"route", route}}, h.sum});
     latency.samples.push_back({"_count", {{"route", route}}, static_cast<double>(h.count)});
   }
-  return {std::move(requests), std::move(latency),
+  return {std::move(requests),
+          std::move(latency),
           SingleMetric("trainingd_http_event_streams", "Server-sent event streams open now.",
                        MetricType::kGauge, static_cast<double>(streams_open_)),
           SingleMetric("trainingd_http_event_streams_dropped_total",
-                       "Event streams closed because the client fell behind.",
-                       MetricType::kCounter, static_cast<double>(streams_dropped_)),
+                       "Event streams closed because the client fell behind.", MetricType::kCounter,
+                       static_cast<double>(streams_dropped_)),
           SingleMetric("trainingd_http_connections_refused_total",
                        "Connections closed at once because max_connections were open.",
                        MetricType::kCounter, static_cast<double>(connections_refused_)),

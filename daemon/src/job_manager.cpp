@@ -101,8 +101,8 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
       ++r.crash_count;
       if (r.crash_count > m->options_.max_crash_restarts) {
         r.state = JobState::kFailed;
-        r.error = "Aborted: the daemon died while this job ran, " +
-                  std::to_string(r.crash_count) + " times in a row";
+        r.error = "Aborted: the daemon died while this job ran, " + std::to_string(r.crash_count) +
+                  " times in a row";
         r.reason = "crashed the daemon: it was running each of the last " +
                    std::to_string(r.crash_count) +
                    " times the daemon died, so it is not restarted again (max_crash_restarts " +
@@ -276,8 +276,8 @@ eng::Result<api::JobPage> JobManager::List(std::optional<JobState> state, int64_
   });
   size_t start = 0;
   if (!cursor.empty()) {
-    auto it = std::find_if(all.begin(), all.end(),
-                           [&](const auto& j) { return j->rec.id == cursor; });
+    auto it =
+        std::find_if(all.begin(), all.end(), [&](const auto& j) { return j->rec.id == cursor; });
     if (it == all.end()) return eng::Status::InvalidArgument("cursor: unknown or expired");
     start = static_cast<size_t>(it - all.begin()) + 1;
   }
@@ -419,7 +419,8 @@ eng::Result<std::vector<api::LogLine>> JobManager::Logs(const std::string& id, i
     if (!FindLocked(id)) return eng::Status::NotFound("job '" + id + "' does not exist");
   }
   if (from_line < 1) return eng::Status::InvalidArgument("from: must be >= 1");
-  if (limit < 1 || limit > 100000) return eng::Status::InvalidArgument("limit: must be in [1, 100000]");
+  if (limit < 1 || limit > 100000)
+    return eng::Status::InvalidArgument("limit: must be in [1, 100000]");
   return files_.ReadLog(id, from_line, limit);
 }
 
@@ -454,26 +455,26 @@ std::vector<api::Metric> JobManager::Metrics() {
   }
   const StoreStats st = store_.stats();
   const auto value = [](auto v) { return static_cast<double>(v); };
-  return {std::move(jobs),
-          api::SingleMetric("trainingd_global_steps", "Sum of every job's global step.",
-                            MetricType::kGauge, value(steps)),
-          api::SingleMetric("trainingd_examples_per_second",
-                            "Training speed of the running jobs.", MetricType::kGauge, eps),
-          api::SingleMetric("trainingd_sqlite_write_queue", "Writes waiting for the SQLite writer.",
-                            MetricType::kGauge, value(st.queued_writes)),
-          api::SingleMetric("trainingd_sqlite_committed_scalars_total", "Scalars committed.",
-                            MetricType::kCounter, value(st.committed_scalars)),
-          api::SingleMetric("trainingd_sqlite_failed_writes_total",
-                            "Transactions the database failed (each retried until it commits).",
-                            MetricType::kCounter, value(st.failed_writes)),
-          api::SingleMetric(
-              "trainingd_sqlite_dropped_scalars_total",
-              "Scalars refused while the write queue was full and the database failing.",
-              MetricType::kCounter, value(st.dropped_scalars)),
-          api::SingleMetric("trainingd_degraded", "1 while the database cannot be written.",
-                            MetricType::kGauge, store_.health().degraded ? 1 : 0),
-          api::SingleMetric("trainingd_sse_subscribers", "Live event subscriptions.",
-                            MetricType::kGauge, value(bus_.subscriber_count()))};
+  return {
+      std::move(jobs),
+      api::SingleMetric("trainingd_global_steps", "Sum of every job's global step.",
+                        MetricType::kGauge, value(steps)),
+      api::SingleMetric("trainingd_examples_per_second", "Training speed of the running jobs.",
+                        MetricType::kGauge, eps),
+      api::SingleMetric("trainingd_sqlite_write_queue", "Writes waiting for the SQLite writer.",
+                        MetricType::kGauge, value(st.queued_writes)),
+      api::SingleMetric("trainingd_sqlite_committed_scalars_total", "Scalars committed.",
+                        MetricType::kCounter, value(st.committed_scalars)),
+      api::SingleMetric("trainingd_sqlite_failed_writes_total",
+                        "Transactions the database failed (each retried until it commits).",
+                        MetricType::kCounter, value(st.failed_writes)),
+      api::SingleMetric("trainingd_sqlite_dropped_scalars_total",
+                        "Scalars refused while the write queue was full and the database failing.",
+                        MetricType::kCounter, value(st.dropped_scalars)),
+      api::SingleMetric("trainingd_degraded", "1 while the database cannot be written.",
+                        MetricType::kGauge, store_.health().degraded ? 1 : 0),
+      api::SingleMetric("trainingd_sse_subscribers", "Live event subscriptions.",
+                        MetricType::kGauge, value(bus_.subscriber_count()))};
 }
 
 api::ServiceHealth JobManager::Health() {
@@ -518,7 +519,8 @@ void JobManager::OnStoreHealth(const StoreHealth& health) {
   // A lock held by someone else (Unavailable) only holds the queue.
   const eng::StatusCode code = health.error.code();
   if (code != eng::StatusCode::kResourceExhausted && code != eng::StatusCode::kIoError) return;
-  const std::string cause = code == eng::StatusCode::kResourceExhausted ? "disk full" : "disk error";
+  const std::string cause =
+      code == eng::StatusCode::kResourceExhausted ? "disk full" : "disk error";
   for (auto& [id, job] : jobs_) {
     if (job->rec.state != JobState::kRunning) continue;
     job->stop_cause = cause + " (the database cannot be written: " + health.error.message() + ")";
@@ -557,8 +559,7 @@ void JobManager::ScheduleLoop() {
       std::unique_lock<std::mutex> lock(mu_);
       // Woken by a submit, a run's end or the database's recovery; the disks' free space is
       // looked at again every second.
-      while (!shutting_down_ &&
-             !(running_ < executor_->slots() && (job = NextRunnableLocked()))) {
+      while (!shutting_down_ && !(running_ < executor_->slots() && (job = NextRunnableLocked()))) {
         cv_.wait_for(lock, std::chrono::seconds(1));
       }
       if (shutting_down_) return;
@@ -575,9 +576,9 @@ void JobManager::ScheduleLoop() {
     // Durably running before it trains: if the process dies from here on, the next start
     // counts it (crash containment). Bounded, as the database may be failing.
     if (eng::Status st = store_.Flush(std::chrono::seconds(10)); !st.ok()) {
-      eng::Logger::Stderr()->Warning("job " + request.job_id +
-                                     ": its running state is not yet in the database: " +
-                                     st.ToString());
+      eng::Logger::Stderr()->Warning(
+          "job " + request.job_id +
+          ": its running state is not yet in the database: " + st.ToString());
     }
     if (ShouldAbort(options_, request.spec.name, 0) && options_.abort_at_step == 0) std::abort();
     eng::Status started = files_.CreateDir(request.job_id);

@@ -66,9 +66,8 @@ eng::Status LocalExecutor::Start(RunRequest request, RunListener& listener) {
   Run& r = *run;
   const std::string id = request.job_id;
   runs_.emplace(id, std::move(run));
-  r.thread = std::thread([this, request = std::move(request), &listener, &r] {
-    Body(request, listener, r);
-  });
+  r.thread = std::thread(
+      [this, request = std::move(request), &listener, &r] { Body(request, listener, r); });
   return eng::Status::Ok();
 }
 

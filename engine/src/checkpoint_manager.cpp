@@ -71,7 +71,7 @@ bool ParseDouble(const std::string& v, double* out) {
 
 // The "<basename>-<step>" regular files in `dir`, by step.
 std::vector<std::pair<int64_t, std::string>> ScanCheckpointFiles(const std::string& dir,
-                                                                  const std::string& basename) {
+                                                                 const std::string& basename) {
   std::vector<std::pair<int64_t, std::string>> found;
   const std::string prefix = basename + "-";
   std::error_code ec;
@@ -271,9 +271,11 @@ Result<std::string> CheckpointManager::Save(const CheckpointData& data) {
           std::from_chars(fname.data() + prefix.size(), end, step).ptr != end) {
         continue;
       }
-      const bool tracked = std::any_of(entries.begin(), entries.end(),
-                                       [&](const Entry& e) { return PathOf(e.name) == file.path(); });
-      const bool dying = std::find(doomed.begin(), doomed.end(), file.path().string()) != doomed.end();
+      const bool tracked = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
+        return PathOf(e.name) == file.path();
+      });
+      const bool dying =
+          std::find(doomed.begin(), doomed.end(), file.path().string()) != doomed.end();
       if (!tracked && !dying) untracked.emplace_back(step, file.path().string());
     }
     std::sort(untracked.begin(), untracked.end());

@@ -13,10 +13,10 @@
 #include <string>
 #include <thread>
 
-#include "trainingd/daemon/event_bus.h"
 #include "trainingd/api/job_json.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/api/prometheus.h"
+#include "trainingd/daemon/event_bus.h"
 #include "trainingd/daemon/job_manager.h"
 #include "trainingd/daemon/local_executor.h"
 #include "trainingd/daemon/store.h"
@@ -61,16 +61,21 @@ class JobManagerTest : public ::testing::Test {
     store_.reset();
     std::filesystem::remove_all(dir_);
   }
-  void OpenAll(int concurrent = 1, JobManagerOptions o = {}) {
+  // A manager on the test's store: on `executor`, or on a LocalExecutor with `concurrent` slots.
+  void OpenAll(int concurrent = 1, JobManagerOptions o = {},
+               std::unique_ptr<Executor> executor = nullptr) {
     auto store = Store::Open(dir_ + "/trainingd.db", store_options_);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
     o.data_dir = dir_;
     o.threads_per_job = 1;
-    LocalExecutorOptions local;
-    local.slots = concurrent;
-    local.threads_per_job = 1;
-    auto m = JobManager::Create(*store_, bus_, std::make_unique<LocalExecutor>(local), o);
+    if (!executor) {
+      LocalExecutorOptions local;
+      local.slots = concurrent;
+      local.threads_per_job = 1;
+      executor = std::make_unique<LocalExecutor>(local);
+    }
+    auto m = JobManager::Create(*store_, bus_, std::move(executor), o);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     manager_ = std::move(m).value();
   }

@@ -36,14 +36,14 @@ struct JobInfo {
   JobState state = JobState::kQueued;
   int64_t global_step = 0;
   int64_t max_steps = 0;
-  double created_at = 0;   // seconds since the epoch
-  double started_at = 0;   // 0 = not yet
-  double finished_at = 0;  // 0 = not yet
-  std::string error;       // failed jobs: why
-  std::string reason;      // ended jobs: why they ended
-  double examples_per_sec = 0;                 // latest measured, running jobs
+  double created_at = 0;                         // seconds since the epoch
+  double started_at = 0;                         // 0 = not yet
+  double finished_at = 0;                        // 0 = not yet
+  std::string error;                             // failed jobs: why
+  std::string reason;                            // ended jobs: why they ended
+  double examples_per_sec = 0;                   // latest measured, running jobs
   std::map<std::string, double> latest_scalars;  // tag -> latest value
-  std::string spec_json;   // the canonical spec (details only)
+  std::string spec_json;                         // the canonical spec (details only)
 };
 
 struct JobPage {

@@ -5,7 +5,8 @@
 //   "listen": "127.0.0.1:8080",         address:port; any non-loopback address needs a token
 //   "data_dir": "var",                  the database (trainingd.db) and jobs/<id>/ directories
 //   "data_root": "/usr/share/datasets", datasets are directories under it, named by jobs
-//   "web_dir": "",                      the dashboard's files; "" = <exe dir>/../share/trainingd/web
+//   "web_dir": "",                      the dashboard's files; "" = <exe
+//   dir>/../share/trainingd/web
 //                                       (in a build tree: build/share/trainingd/web)
 //   "max_concurrent_jobs": 1,
 //   "threads_per_job": 0,               0 = cores / max_concurrent_jobs
@@ -74,8 +75,7 @@ engine::Status LoadConfigFile(const std::string& path, ServeConfig& config);
 
 // LoadConfigFile's work on the file's contents: applies the JSON `text` over `config`, naming
 // `path` in messages (InvalidArgument). Reads no file; the config fuzzer calls it directly.
-engine::Status ParseConfigText(std::string_view text, const std::string& path,
-                               ServeConfig& config);
+engine::Status ParseConfigText(std::string_view text, const std::string& path, ServeConfig& config);
 
 // The flags of `trainingd serve`, writing into `config`: --config FILE, --listen ADDR:PORT,
 // --data-dir DIR, --data-root DIR, --web-dir DIR, --max-concurrent-jobs N, --max-connections N.

@@ -7,9 +7,10 @@
 // - an executor that runs a job as processes (mpirun) or on a cluster (Slurm) reports the same
 //   events, read from a pipe or a progress file its rank 0 writes.
 //
-// A run's events: SessionCreated once its session exists (at the step it restored or initialised
-// at), then Scalar and Log events in the order they happened, then RunEnded, exactly once -- also
-// when the run could not start. Events of one run never overlap; events of different runs may
+// A run's events, in the order they happened: SessionCreated once its session exists (at the step
+// it restored or initialised at), before any ScalarRecorded; LogWritten lines at any time (also
+// while the session is created); RunEnded last, exactly once -- also when the run could not
+// start. Events of one run never overlap; events of different runs may
 // arrive at the same time on different threads.
 #pragma once
 

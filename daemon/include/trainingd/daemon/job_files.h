@@ -26,7 +26,7 @@
 namespace trainingd::daemon {
 
 struct JobFilesOptions {
-  std::string data_dir = "var";           // jobs/<id>/ under it
+  std::string data_dir = "var";               // jobs/<id>/ under it
   int64_t max_log_bytes = int64_t{16} << 20;  // per file; > 0
 };
 

@@ -63,7 +63,7 @@ inline constexpr int kMaxConcurrentJobs = 64;
 inline constexpr int64_t kMinFreeDiskBytes = int64_t{1} << 20;
 
 struct JobManagerOptions {
-  std::string data_dir = "var";                // jobs/<id>/ under it
+  std::string data_dir = "var";                   // jobs/<id>/ under it
   std::string data_root = "/usr/share/datasets";  // datasets by name (admission reads them)
   // Compute threads each run uses (the executor's), for admission's memory estimate.
   int threads_per_job = 1;
@@ -162,9 +162,9 @@ class JobManager final : public api::JobService, private RunListener {
   std::map<std::string, std::shared_ptr<Job>> jobs_;
   std::deque<std::string> queue_;  // ids, oldest first
   bool shutting_down_ = false;
-  int running_ = 0;  // runs started and not ended
+  int running_ = 0;               // runs started and not ended
   bool running_suspect_ = false;  // one of them crashed the daemon before: it runs alone
-  std::string store_failure_;  // why the database cannot be written; "" = it can
+  std::string store_failure_;     // why the database cannot be written; "" = it can
   std::thread scheduler_;
 
   JobFiles files_;

@@ -21,8 +21,8 @@
 namespace trainingd::daemon {
 
 struct LocalExecutorOptions {
-  int slots = 1;             // runs at once
-  int threads_per_job = 1;   // compute threads of each run
+  int slots = 1;            // runs at once
+  int threads_per_job = 1;  // compute threads of each run
   std::string data_root = "/usr/share/datasets";
   engine::Env* env = nullptr;  // null = Env::Default()
 };

@@ -114,7 +114,7 @@ class Store {
   // Sets these five fields. Updates of a job that does not exist (deleted meanwhile) do nothing.
   void UpdateJobState(const std::string& id, api::JobState state, double started_at,
                       double finished_at, const std::string& error, const std::string& reason);
-  void UpdateJobStep(const std::string& id, int64_t global_step);  // unknown id: nothing
+  void UpdateJobStep(const std::string& id, int64_t global_step);        // unknown id: nothing
   void UpdateJobCrashCount(const std::string& id, int64_t crash_count);  // unknown id: nothing
   // Replaces (job, tag, step) duplicates (the last one queued wins). The job must exist (NotFound).
   // Waits while the queue holds max_queued_scalars (backpressure); while writes fail, scalars

@@ -1,0 +1,159 @@
+// JobManager over the Executor seam, with a FakeExecutor whose runs the test drives: what the
+// manager starts, stops and records from a run's events, its slots, and its restart recovery.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "fake_executor.h"
+#include "job_manager_fixture.h"
+
+namespace trainingd::daemon {
+namespace {
+using api::JobState;
+using engine::JobResult;
+
+class JobManagerExecutorTest : public JobManagerTest {
+ protected:
+  void SetUp() override {
+    JobManagerTest::SetUp();
+    Reopen(/*slots=*/1);
+  }
+  void Reopen(int slots, JobManagerOptions o = {}) {
+    manager_.reset();
+    store_.reset();
+    auto fake = std::make_unique<FakeExecutor>(slots);
+    fake_ = fake.get();
+    OpenAll(slots, o, std::move(fake));
+  }
+  // Waits until the fake has been asked to start `n` runs.
+  void WaitForStarts(size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (fake_->started().size() < n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_EQ(fake_->started().size(), n);
+  }
+  std::vector<api::ServiceEvent> History(const std::string& topic) {
+    std::vector<api::ServiceEvent> got;
+    auto sub = bus_.Subscribe(topic, 0, [&](const api::ServiceEvent& e) { got.push_back(e); });
+    return got;
+  }
+  FakeExecutor* fake_ = nullptr;  // owned by the manager
+};
+
+TEST_F(JobManagerExecutorTest, ARunsEventsBecomeStateScalarsLogAndEvents) {
+  auto job = Submit(SmallJob("one", 100));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  WaitForStarts(1);
+  const RunRequest run = fake_->started()[0];
+  EXPECT_EQ(run.job_id, job->id);
+  EXPECT_EQ(run.spec.name, "one");
+  EXPECT_EQ(run.job_dir, dir_ + "/jobs/" + job->id);
+  EXPECT_TRUE(std::filesystem::is_directory(run.job_dir));
+  EXPECT_EQ(run.limits.max_checkpoints, JobManagerOptions{}.max_checkpoints_per_job);
+  EXPECT_EQ(manager_->Get(job->id)->state, JobState::kRunning);
+
+  fake_->Emit(job->id, SessionCreated{0});
+  fake_->Emit(job->id, ScalarRecorded{"loss", 10, 2.5, 1000.0});
+  fake_->Emit(job->id, ScalarRecorded{"global_step/sec", 10, 4.0, 1000.0});
+  fake_->Emit(job->id, LogWritten{engine::LogSeverity::kWarning, "careful"});
+  api::JobInfo info = *manager_->Get(job->id);
+  EXPECT_EQ(info.global_step, 10);
+  EXPECT_EQ(info.latest_scalars.at("loss"), 2.5);
+  EXPECT_EQ(info.examples_per_sec, 4.0 * 50);  // steps/s x batch
+  auto lines = manager_->Logs(job->id, 1, 10);
+  ASSERT_TRUE(lines.ok());
+  ASSERT_EQ(lines->size(), 1u);
+  EXPECT_EQ((*lines)[0].text, "WARNING:trainingd:careful");
+
+  fake_->End(job->id, FakeExecutor::Completed(100));
+  info = *manager_->Get(job->id);
+  EXPECT_EQ(info.state, JobState::kCompleted);
+  EXPECT_EQ(info.global_step, 100);
+  EXPECT_EQ(info.reason, "reached max_steps");
+  ASSERT_TRUE(store_->Flush().ok());
+  auto points = manager_->Scalars(job->id, {.tag = "loss"});
+  ASSERT_TRUE(points.ok());
+  ASSERT_EQ(points->size(), 1u);
+  EXPECT_EQ((*points)[0].value, 2.5);
+  // The bus had every event; a finished job keeps only its last (the final state).
+  const auto kept = History(job->id);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(std::get<api::JobStateEvent>(kept[0].data).state, JobState::kCompleted);
+}
+
+TEST_F(JobManagerExecutorTest, StopAsksTheRunAndItsEndDecidesTheState) {
+  auto queued_only = Submit(SmallJob("first", 100));
+  auto waiting = Submit(SmallJob("second", 100));
+  WaitForStarts(1);
+  // The queued one stops at once, without a run.
+  ASSERT_EQ(manager_->Stop(waiting->id)->state, JobState::kStopped);
+  // The running one is asked to stop; it is stopping until its run ends.
+  ASSERT_EQ(manager_->Stop(queued_only->id)->state, JobState::kStopping);
+  EXPECT_EQ(fake_->stop_requests(), std::vector<std::string>{queued_only->id});
+  fake_->Emit(queued_only->id, ScalarRecorded{"loss", 40, 1.0, 1.0});
+  fake_->End(queued_only->id, FakeExecutor::Stopped(40));
+  const api::JobInfo stopped = *manager_->Get(queued_only->id);
+  EXPECT_EQ(stopped.state, JobState::kStopped);
+  EXPECT_EQ(stopped.global_step, 40);
+  EXPECT_EQ(fake_->started().size(), 1u);  // the stopped queued job never ran
+
+  // Resumed: a new run of the same job; its session restored step 20, so later scalars go.
+  ASSERT_EQ(manager_->Resume(queued_only->id, std::nullopt)->state, JobState::kQueued);
+  WaitForStarts(2);
+  fake_->Emit(queued_only->id, SessionCreated{20});
+  ASSERT_TRUE(store_->Flush().ok());
+  EXPECT_TRUE(manager_->Scalars(queued_only->id, {.tag = "loss"})->empty());
+  EXPECT_EQ(manager_->Get(queued_only->id)->global_step, 20);
+  fake_->End(
+      queued_only->id,
+      JobResult{
+          JobResult::Outcome::kFailed, engine::Status::Internal("boom"), "run failed", 30, {}});
+  const api::JobInfo failed = *manager_->Get(queued_only->id);
+  EXPECT_EQ(failed.state, JobState::kFailed);
+  EXPECT_EQ(failed.error, "Internal: boom");
+}
+
+TEST_F(JobManagerExecutorTest, RunsStartAsSlotsFreeUp) {
+  Reopen(/*slots=*/2);
+  auto a = Submit(SmallJob("a", 10));
+  auto b = Submit(SmallJob("b", 10));
+  auto c = Submit(SmallJob("c", 10));
+  WaitForStarts(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(fake_->started().size(), 2u);  // no third while both slots run
+  EXPECT_EQ(manager_->Get(c->id)->state, JobState::kQueued);
+  fake_->End(a->id, FakeExecutor::Completed(10));
+  WaitForStarts(3);
+  EXPECT_EQ(fake_->started()[2].job_id, c->id);
+  EXPECT_TRUE(fake_->IsRunning(b->id));
+}
+
+TEST_F(JobManagerExecutorTest, AStartTheExecutorRefusesFailsTheJob) {
+  fake_->FailStarts(engine::Status::Unavailable("no nodes"));
+  auto job = Submit(SmallJob("refused", 10));
+  const api::JobInfo failed = WaitFor(job->id, {JobState::kFailed});
+  EXPECT_EQ(failed.reason, "could not start: no nodes");
+}
+
+TEST_F(JobManagerExecutorTest, ShutdownLeavesStoppedRunsQueuedForTheNextStart) {
+  auto running = Submit(SmallJob("running", 100));
+  auto waiting = Submit(SmallJob("waiting", 100));
+  WaitForStarts(1);
+  fake_->Emit(running->id, ScalarRecorded{"loss", 30, 1.0, 1.0});
+  // The daemon shuts down: the run is stopped and the job stays queued for the next start.
+  manager_->Shutdown();
+  EXPECT_EQ(manager_->Get(running->id)->state, JobState::kQueued);
+  EXPECT_EQ(manager_->Get(waiting->id)->state, JobState::kQueued);
+
+  // A restart queues both again, oldest first.
+  Reopen(/*slots=*/1);
+  WaitForStarts(1);
+  EXPECT_EQ(fake_->started()[0].job_id, running->id);
+
+  // (A daemon that died under a run: AJobRunningWhenTheDaemonDiedIs... in job_manager_test.)
+}
+
+}  // namespace
+}  // namespace trainingd::daemon

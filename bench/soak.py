@@ -16,10 +16,11 @@ The load, all at once for the whole run:
   random job's for 1-10 s, hang up and reconnect, half of them with Last-Event-ID.
 
 Every 10 s it samples the daemon's VmRSS, its open descriptors (/proc/PID/fd) and threads
-(/proc/PID/task). The verdict compares the median RSS of the first minute after the warm-up with
-that of the last minute (growth must stay under 10%), and the descriptors after the warm-up
-(flat: the spread within what the jobs' own files account for). Exit 0 if both hold, the daemon
-never answered 5xx and is still healthy at the end; 1 otherwise.
+(/proc/PID/task). RSS swings by the memory of the jobs running at the moment of a sample, so the
+verdict compares medians over windows of --window-minutes (5): the first window after the
+warm-up against the last window of the run (growth must stay under 10%). Descriptors must be
+flat: the last window's within the first window's range, give or take the files of two jobs.
+Exit 0 if both hold, the daemon never answered 5xx and is still healthy at the end; 1 otherwise.
 """
 import argparse
 import asyncio
@@ -176,6 +177,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--minutes", type=float, default=30)
     ap.add_argument("--warmup-minutes", type=float, default=5)
+    ap.add_argument("--window-minutes", type=float, default=5)
     ap.add_argument("--sse-clients", type=int, default=100)
     ap.add_argument("--csv", default="")
     args = ap.parse_args()
@@ -220,32 +222,32 @@ def main():
             w.writeheader()
             w.writerows(samples)
     after = [s for s in samples if s["minute"] >= args.warmup_minutes]
-    first = [s["rss_mib"] for s in after if s["minute"] < args.warmup_minutes + 1]
-    last = [s["rss_mib"] for s in after if s["minute"] >= args.minutes - 1]
-    growth = statistics.median(last) / statistics.median(first) - 1
-    fds = [s["fds"] for s in after]
-    nthreads = [s["threads"] for s in after]
+    first = [s for s in after if s["minute"] < args.warmup_minutes + args.window_minutes]
+    last = [s for s in after if s["minute"] >= args.minutes - args.window_minutes]
+
+    def rss(window):
+        return statistics.median(s["rss_mib"] for s in window)
+
+    def span(window, key):
+        return "%d-%d" % (min(s[key] for s in window), max(s[key] for s in window))
+
+    growth = rss(last) / rss(first) - 1
     m = re.search(r"Requests/sec:\s+([\d.]+)", wrk_out)
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", wrk_out)
     print("wrk: %s requests/s, %s non-2xx; %s" % (
         m.group(1) if m else "?", non2xx.group(1) if non2xx else 0,
         " ".join(wrk_out.split("\n")[3:5]).strip()))
     print("jobs: %s; event streams: %s" % (churn.counts, sse_stats))
-    print("RSS after warm-up: first minute median %.1f MiB, last minute median %.1f MiB "
-          "(%+.1f%%), max %.1f MiB" % (statistics.median(first), statistics.median(last),
-                                       100 * growth, max(s["rss_mib"] for s in after)))
-    print("descriptors after warm-up: %d-%d (first minute %d-%d, last minute %d-%d); "
-          "threads %d-%d" % (min(fds), max(fds),
-                            min(s["fds"] for s in after if s["minute"] < args.warmup_minutes + 1),
-                            max(s["fds"] for s in after if s["minute"] < args.warmup_minutes + 1),
-                            min(s["fds"] for s in after if s["minute"] >= args.minutes - 1),
-                            max(s["fds"] for s in after if s["minute"] >= args.minutes - 1),
-                            min(nthreads), max(nthreads)))
-    # Flat: the last minute's descriptors within the range seen in the first minute after the
-    # warm-up, give or take the files of two jobs (log, event file, a checkpoint being written).
-    first_fds = [s["fds"] for s in after if s["minute"] < args.warmup_minutes + 1]
-    last_fds = [s["fds"] for s in after if s["minute"] >= args.minutes - 1]
-    fds_flat = max(last_fds) <= max(first_fds) + 6
+    print("RSS after warm-up (medians of %g-minute windows): first %.1f MiB, last %.1f MiB "
+          "(%+.1f%%); lowest %.1f / %.1f MiB, highest %.1f / %.1f MiB" % (
+              args.window_minutes, rss(first), rss(last), 100 * growth,
+              min(s["rss_mib"] for s in first), min(s["rss_mib"] for s in last),
+              max(s["rss_mib"] for s in first), max(s["rss_mib"] for s in last)))
+    print("descriptors after warm-up: first window %s, last window %s; threads %s" % (
+        span(first, "fds"), span(last, "fds"), span(after, "threads")))
+    # Flat: the last window's descriptors within the range of the first, give or take the files
+    # of two jobs (log, event file, a checkpoint being written).
+    fds_flat = max(s["fds"] for s in last) <= max(s["fds"] for s in first) + 6
     ok = (growth < 0.10 and fds_flat and healthy.get("status") == "ok" and
           not (non2xx and int(non2xx.group(1))) and sse_stats["5xx"] == 0)
     print("verdict: %s (RSS growth %+.1f%% < 10%%: %s; descriptors flat: %s; healthy: %s)" % (

@@ -531,7 +531,7 @@ HttpResponse Router::ListJobs(const Context& c) {
                            "state");
     }
   }
-  auto limit = IntParam(c.query, "limit", 1, options_.max_list_limit);
+  auto limit = IntParam(c.query, "limit", 1, kMaxListLimit);
   if (!limit.ok()) return StatusResponse(limit.status());
   std::string cursor = QueryValue(c.query, "cursor").value_or("");
   if (cursor.size() > 512) {
@@ -600,7 +600,7 @@ HttpResponse Router::Scalars(const Context& c) {
   if (*from && *to && **from > **to) {
     return ErrorResponse(400, "invalid_argument", "to_step: must be >= from_step", "to_step");
   }
-  auto max_points = IntParam(c.query, "max_points", 1, options_.max_max_points);
+  auto max_points = IntParam(c.query, "max_points", 1, kMaxScalarPoints);
   if (!max_points.ok()) return StatusResponse(max_points.status());
   ScalarQuery query;
   query.tag = *tag;
@@ -620,7 +620,7 @@ HttpResponse Router::Logs(const Context& c) {
   if (follow == "true" || follow == "1") return Events(c, c.job_id, EventKind::kLog);
   auto from = IntParam(c.query, "from", 1, kMaxInt);
   if (!from.ok()) return StatusResponse(from.status());
-  auto limit = IntParam(c.query, "limit", 1, options_.max_log_limit);
+  auto limit = IntParam(c.query, "limit", 1, kMaxLogLines);
   if (!limit.ok()) return StatusResponse(limit.status());
   int64_t from_line = from->value_or(1);
   auto lines = service_.Logs(c.job_id, from_line, limit->value_or(options_.default_log_limit));

@@ -260,8 +260,9 @@ eng::Result<api::JobInfo> JobManager::Submit(eng::JobSpec spec, std::string spec
 
 eng::Result<api::JobPage> JobManager::List(std::optional<JobState> state, int64_t limit,
                                            const std::string& cursor) {
-  if (limit < 1 || limit > 1000) {
-    return eng::Status::InvalidArgument("limit: must be in [1, 1000], got " +
+  if (limit < 1 || limit > api::kMaxListLimit) {
+    return eng::Status::InvalidArgument("limit: must be in [1, " +
+                                        std::to_string(api::kMaxListLimit) + "], got " +
                                         std::to_string(limit));
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -419,8 +420,10 @@ eng::Result<std::vector<api::LogLine>> JobManager::Logs(const std::string& id, i
     if (!FindLocked(id)) return eng::Status::NotFound("job '" + id + "' does not exist");
   }
   if (from_line < 1) return eng::Status::InvalidArgument("from: must be >= 1");
-  if (limit < 1 || limit > 100000)
-    return eng::Status::InvalidArgument("limit: must be in [1, 100000]");
+  if (limit < 1 || limit > api::kMaxLogLines) {
+    return eng::Status::InvalidArgument("limit: must be in [1, " +
+                                        std::to_string(api::kMaxLogLines) + "]");
+  }
   return files_.ReadLog(id, from_line, limit);
 }
 

@@ -1,5 +1,7 @@
 #include "trainingd/daemon/local_executor.h"
 
+#include <malloc.h>
+
 #include <new>
 #include <utility>
 #include <vector>
@@ -103,6 +105,10 @@ void LocalExecutor::Body(const RunRequest& request, RunListener& listener, Run& 
   } catch (...) {
     result = eng::Status::Internal("the job threw an unknown exception");
   }
+  // The run's memory goes back to the system now, not when malloc next trims an arena: a daemon
+  // that runs jobs for months would otherwise keep the high-water mark of every thread's arena
+  // (bench/soak.py).
+  malloc_trim(0);
   // The slot is free once the manager hears of the end: mark it first, so a Start the listener
   // makes for the next job finds room.
   {

@@ -104,7 +104,7 @@ TEST_F(JobManagerTest, ARestartRequeuesUnfinishedJobsAndTheyResume) {
   EXPECT_GE(running.global_step, step);
   ASSERT_TRUE(manager_->Stop(job->id).ok());
   WaitFor(job->id, {JobState::kStopped});
-  auto logs = manager_->Logs(job->id, 1, 100000);
+  auto logs = manager_->Logs(job->id, 1, api::kMaxLogLines);
   ASSERT_TRUE(logs.ok());
   bool restored = false;
   for (const auto& l : *logs) {

@@ -25,6 +25,11 @@
 
 namespace trainingd::api {
 
+// The bounds of the JobService's arguments (the router holds query parameters to the same).
+inline constexpr int64_t kMaxListLimit = 1000;       // List: jobs per page
+inline constexpr int64_t kMaxLogLines = 10000;       // Logs: lines per read
+inline constexpr int64_t kMaxScalarPoints = 100000;  // Scalars: points per query
+
 // queued -> running -> completed | failed | stopped, with stopping while a stop is in progress.
 enum class JobState { kQueued, kRunning, kStopping, kCompleted, kFailed, kStopped };
 const char* JobStateName(JobState state);
@@ -134,6 +139,7 @@ class JobService {
   // `spec` as parsed and checked by api/, and its canonical JSON text (JobSpecToJson), which is
   // what the service keeps and answers with.
   virtual engine::Result<JobInfo> Submit(engine::JobSpec spec, std::string spec_json) = 0;
+  // limit in [1, kMaxListLimit].
   virtual engine::Result<JobPage> List(std::optional<JobState> state, int64_t limit,
                                        const std::string& cursor) = 0;
   virtual engine::Result<JobInfo> Get(const std::string& id) = 0;
@@ -145,6 +151,7 @@ class JobService {
                                                            const ScalarQuery& query) = 0;
   virtual engine::Result<std::vector<std::string>> ScalarTags(const std::string& id) = 0;
   virtual engine::Result<std::vector<CheckpointInfo>> Checkpoints(const std::string& id) = 0;
+  // from_line >= 1, limit in [1, kMaxLogLines].
   virtual engine::Result<std::vector<LogLine>> Logs(const std::string& id, int64_t from_line,
                                                     int64_t limit) = 0;
 

@@ -40,12 +40,10 @@ struct RouterOptions {
   std::string api_token;            // "" = no authentication
   std::string web_root;             // directory of the dashboard's files; "" = none (GET / is 404)
   size_t max_body_bytes = 1 << 20;  // larger bodies: 413 (the server also stops reading them)
-  int64_t default_list_limit = 50;  // GET /api/v1/jobs ?limit=, 1..max_list_limit
-  int64_t max_list_limit = 1000;
-  int64_t default_log_limit = 1000;  // GET .../logs ?limit=, 1..max_log_limit
-  int64_t max_log_limit = 10000;
-  int64_t default_max_points = 1000;  // GET .../scalars ?max_points=, 1..max_max_points
-  int64_t max_max_points = 100000;
+  // Defaults of the query parameters; their upper bounds are the JobService's (job_service.h).
+  int64_t default_list_limit = 50;    // GET /api/v1/jobs ?limit=, 1..kMaxListLimit
+  int64_t default_log_limit = 1000;   // GET .../logs ?limit=, 1..kMaxLogLines
+  int64_t default_max_points = 1000;  // GET .../scalars ?max_points=, 1..kMaxScalarPoints
   // Browser protections (browser_policy.h): the address and port the server listens on
   // (HttpServer::Start sets them with SetListenEndpoint before it accepts), and the extra Host
   // names ("name" or "name:port") and origins ("https://host[:port]") to allow.

@@ -11,9 +11,9 @@
 #include <cstring>
 #include <string>
 
-#include "trainingd/engine/conv2d_layer.h"
-#include "trainingd/engine/parallel.h"
-#include "trainingd/engine/random.h"
+#include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/base/random.h"
+#include "trainingd/engine/nn/conv2d_layer.h"
 
 namespace eng = trainingd::engine;
 using Clock = std::chrono::steady_clock;
@@ -43,14 +43,22 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const char* v = argv[i + 1];
-    if (flag == "--batch") batch = std::atoll(v);
-    else if (flag == "--h") h = std::atoll(v);
-    else if (flag == "--w") w = std::atoll(v);
-    else if (flag == "--c") c = std::atoll(v);
-    else if (flag == "--filters") filters = std::atoll(v);
-    else if (flag == "--kernel") kernel = std::atoll(v);
-    else if (flag == "--seconds") seconds = std::atof(v);
-    else if (flag == "--threads") threads = std::atoi(v);
+    if (flag == "--batch")
+      batch = std::atoll(v);
+    else if (flag == "--h")
+      h = std::atoll(v);
+    else if (flag == "--w")
+      w = std::atoll(v);
+    else if (flag == "--c")
+      c = std::atoll(v);
+    else if (flag == "--filters")
+      filters = std::atoll(v);
+    else if (flag == "--kernel")
+      kernel = std::atoll(v);
+    else if (flag == "--seconds")
+      seconds = std::atof(v);
+    else if (flag == "--threads")
+      threads = std::atoi(v);
     else {
       std::fprintf(stderr, "conv_bench: unknown flag %s\n", flag.c_str());
       return 2;
@@ -67,9 +75,10 @@ int main(int argc, char** argv) {
               static_cast<long long>(filters), static_cast<long long>(kernel),
               static_cast<long long>(kernel), static_cast<long long>(batch), threads);
   eng::Tensor y_im2col, dx_im2col, dk_im2col;  // to compare the two algorithms' results
-  for (eng::ConvAlgorithm algorithm : {eng::ConvAlgorithm::kIm2col, eng::ConvAlgorithm::kWinograd}) {
+  for (eng::ConvAlgorithm algorithm :
+       {eng::ConvAlgorithm::kIm2col, eng::ConvAlgorithm::kWinograd}) {
     eng::Conv2dLayer conv("conv", eng::LayerSpec::Conv2d(filters, kernel, eng::Padding::kSame,
-                                                        eng::Activation::kRelu));
+                                                         eng::Activation::kRelu));
     conv.set_algorithm(algorithm);
     eng::Rng rng(1);
     if (!conv.Build(eng::Shape{h, w, c}, rng).ok()) {
@@ -99,9 +108,10 @@ int main(int argc, char** argv) {
         }
         return scale > 0 ? diff / scale : diff;
       };
-      std::printf("  winograd vs im2col, max |difference| / max |value|: output %.2e, input "
-                  "gradient %.2e, kernel gradient %.2e\n",
-                  rel(y, y_im2col), rel(dx, dx_im2col), rel(dk, dk_im2col));
+      std::printf(
+          "  winograd vs im2col, max |difference| / max |value|: output %.2e, input "
+          "gradient %.2e, kernel gradient %.2e\n",
+          rel(y, y_im2col), rel(dx, dx_im2col), rel(dk, dk_im2col));
     }
     std::printf("  %-9s forward %8.3f ms (%6.1f GFLOP/s)  backward %8.3f ms (%6.1f GFLOP/s)\n",
                 conv.algorithm() == eng::ConvAlgorithm::kWinograd ? "winograd" : "im2col", fwd,

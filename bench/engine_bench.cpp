@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "trainingd/engine/conv2d_layer.h"
-#include "trainingd/engine/dataset.h"
-#include "trainingd/engine/parallel.h"
-#include "trainingd/engine/trainer.h"
+#include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/nn/conv2d_layer.h"
+#include "trainingd/engine/train/trainer.h"
 
 namespace eng = trainingd::engine;
 using Clock = std::chrono::steady_clock;
@@ -88,8 +88,7 @@ Args Parse(int argc, char** argv) {
           a.conv = eng::ConvAlgorithm::kWinograd;
         else
           Usage("--conv must be auto, im2col or winograd");
-      }
-      else
+      } else
         Usage(("unknown flag " + flag).c_str());
     } catch (const std::exception&) {
       Usage(("bad value for " + flag).c_str());

@@ -26,11 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "trainingd/engine/dataset.h"
-#include "trainingd/engine/hooks/logging_tensor_hook.h"
-#include "trainingd/engine/monitored_training_session.h"
-#include "trainingd/engine/parallel.h"
-#include "trainingd/engine/trainer.h"
+#include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/session/hooks/logging_tensor_hook.h"
+#include "trainingd/engine/session/monitored_training_session.h"
+#include "trainingd/engine/train/trainer.h"
 
 namespace eng = trainingd::engine;
 using Clock = std::chrono::steady_clock;
@@ -175,9 +175,10 @@ int main(int argc, char** argv) {
     bare_total += b;
     monitored_total += m;
     pair_overheads.push_back(100.0 * (m - b) / b);
-    std::printf("{\"pair\": %d, \"steps\": %lld, \"bare_seconds\": %.4f, "
-                "\"monitored_seconds\": %.4f}\n",
-                ++pair, static_cast<long long>(n), b, m);
+    std::printf(
+        "{\"pair\": %d, \"steps\": %lld, \"bare_seconds\": %.4f, "
+        "\"monitored_seconds\": %.4f}\n",
+        ++pair, static_cast<long long>(n), b, m);
     std::fflush(stdout);
   }
   if (!(*ms)->Close().ok()) Usage("close failed");
@@ -188,9 +189,8 @@ int main(int argc, char** argv) {
       "\"steps\": %lld, \"chunk\": %lld, \"bare_examples_per_sec\": %.1f, "
       "\"monitored_examples_per_sec\": %.1f, \"overhead_percent\": %.2f, "
       "\"median_pair_overhead_percent\": %.2f, \"log_lines\": %d}\n",
-      a.model.c_str(), static_cast<long long>(a.batch), a.threads,
-      static_cast<long long>(a.steps), static_cast<long long>(a.chunk), steps / bare_total,
-      steps / monitored_total, 100.0 * (monitored_total - bare_total) / bare_total,
-      Median(pair_overheads), logger->lines);
+      a.model.c_str(), static_cast<long long>(a.batch), a.threads, static_cast<long long>(a.steps),
+      static_cast<long long>(a.chunk), steps / bare_total, steps / monitored_total,
+      100.0 * (monitored_total - bare_total) / bare_total, Median(pair_overheads), logger->lines);
   return 0;
 }

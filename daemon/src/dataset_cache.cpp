@@ -1,6 +1,6 @@
 #include "trainingd/daemon/dataset_cache.h"
 
-#include "trainingd/engine/job_runner.h"
+#include "trainingd/engine/job/job_runner.h"
 
 namespace trainingd::daemon {
 

@@ -8,9 +8,9 @@
 #include "machine.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/daemon/job_id.h"
-#include "trainingd/engine/checkpoint_manager.h"
-#include "trainingd/engine/hooks/step_counter_hook.h"
-#include "trainingd/engine/logger.h"
+#include "trainingd/engine/base/logger.h"
+#include "trainingd/engine/io/checkpoint_manager.h"
+#include "trainingd/engine/session/hooks/step_counter_hook.h"
 
 namespace trainingd::daemon {
 namespace fs = std::filesystem;

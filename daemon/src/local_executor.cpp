@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "trainingd/engine/parallel.h"
+#include "trainingd/engine/base/parallel.h"
 
 namespace trainingd::daemon {
 namespace eng = trainingd::engine;

@@ -13,10 +13,10 @@
 #include "machine.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/daemon/flags.h"
-#include "trainingd/engine/hooks/evaluation_hook.h"
-#include "trainingd/engine/job_resources.h"
-#include "trainingd/engine/job_runner.h"
-#include "trainingd/engine/parallel.h"
+#include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/job/job_resources.h"
+#include "trainingd/engine/job/job_runner.h"
+#include "trainingd/engine/session/hooks/evaluation_hook.h"
 
 namespace trainingd::daemon {
 namespace eng = trainingd::engine;

@@ -8,7 +8,7 @@
 
 #include "store_sqlite.h"
 #include "trainingd/api/job_service.h"
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
 
 namespace trainingd::daemon {
 

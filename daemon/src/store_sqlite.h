@@ -11,7 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
 
 namespace trainingd::daemon::sqlite {
 
@@ -63,8 +63,7 @@ class Db {
   // timeout, through the VFS named `vfs` ("" = SQLite's default). IoError when the file cannot be
   // opened or created.
   static engine::Result<std::unique_ptr<Db>> Open(const std::string& path, int flags,
-                                                  int busy_timeout_ms,
-                                                  const std::string& vfs = "");
+                                                  int busy_timeout_ms, const std::string& vfs = "");
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
   ~Db();

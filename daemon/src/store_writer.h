@@ -21,7 +21,7 @@
 
 #include "store_sqlite.h"
 #include "trainingd/daemon/store.h"
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
 
 namespace trainingd::daemon {
 

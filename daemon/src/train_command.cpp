@@ -10,9 +10,9 @@
 #include <string>
 
 #include "trainingd/daemon/flags.h"
-#include "trainingd/engine/dataset.h"
-#include "trainingd/engine/job_runner.h"
-#include "trainingd/engine/parallel.h"
+#include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/job/job_runner.h"
 
 namespace trainingd::daemon {
 namespace eng = trainingd::engine;

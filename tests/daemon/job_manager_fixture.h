@@ -20,7 +20,7 @@
 #include "trainingd/daemon/job_manager.h"
 #include "trainingd/daemon/local_executor.h"
 #include "trainingd/daemon/store.h"
-#include "trainingd/engine/model_spec.h"
+#include "trainingd/engine/nn/model_spec.h"
 
 namespace trainingd::api {
 // States print by name in test failures.

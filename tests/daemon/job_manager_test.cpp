@@ -11,7 +11,7 @@
 #include "fault_vfs.h"
 #include "job_manager_fixture.h"
 #include "small_filesystem.h"
-#include "trainingd/engine/model_spec.h"
+#include "trainingd/engine/nn/model_spec.h"
 
 // The sanitizers' allocators end the process on an allocation no machine has instead of
 // throwing std::bad_alloc (operator new does so even with allocator_may_return_null=1).
@@ -130,8 +130,7 @@ TEST_F(JobManagerTest, SubmitChecksTheSpecAgainstItsDataAndTheBudgets) {
   engine::JobSpec dense_first = SmallJob("shapes", 10);
   dense_first.model_preset.clear();
   dense_first.model.layers = {engine::LayerSpec::Dense(10, engine::Activation::kNone)};
-  EXPECT_EQ(Submit(dense_first).status().message().rfind("model.layers[0]: dense ", 0),
-            0u);
+  EXPECT_EQ(Submit(dense_first).status().message().rfind("model.layers[0]: dense ", 0), 0u);
 
   engine::JobSpec keep_many = SmallJob("keep", 10);
   keep_many.hooks.checkpoint.max_to_keep = 51;  // over max_checkpoints_per_job (50)

@@ -1,4 +1,4 @@
-#include "trainingd/engine/batch_iterator.h"
+#include "trainingd/engine/data/batch_iterator.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <numeric>
 #include <vector>
 
-#include "trainingd/engine/random.h"
+#include "trainingd/engine/base/random.h"
 
 namespace trainingd::engine {
 namespace {

@@ -1,5 +1,5 @@
 // CheckpointManager: directory layout, the TensorFlow state file, retention and restore fallback.
-#include "trainingd/engine/checkpoint_manager.h"
+#include "trainingd/engine/io/checkpoint_manager.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

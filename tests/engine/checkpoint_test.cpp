@@ -1,5 +1,5 @@
 // The checkpoint file format: round trip, byte layout, and rejection of every kind of damage.
-#include "trainingd/engine/checkpoint.h"
+#include "trainingd/engine/io/checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <iterator>
 #include <limits>
 
-#include "../../engine/src/crc32c.h"
+#include "../../engine/src/io/crc32c.h"
 
 namespace trainingd::engine {
 namespace {

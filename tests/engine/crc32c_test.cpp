@@ -1,5 +1,5 @@
 // CRC-32C, shared by the event files and the checkpoints.
-#include "../../engine/src/crc32c.h"
+#include "../../engine/src/io/crc32c.h"
 
 #include <gtest/gtest.h>
 

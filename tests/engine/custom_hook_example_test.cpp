@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "session_test_util.h"
-#include "trainingd/engine/checkpoint_manager.h"
+#include "trainingd/engine/io/checkpoint_manager.h"
 
 // [docs/hooks.md example begin]
 #include <cstdint>
@@ -19,8 +19,8 @@
 #include <string>
 #include <utility>
 
-#include "trainingd/engine/hooks/stop_at_step_hook.h"
-#include "trainingd/engine/monitored_training_session.h"
+#include "trainingd/engine/session/hooks/stop_at_step_hook.h"
+#include "trainingd/engine/session/monitored_training_session.h"
 
 namespace example {
 namespace eng = trainingd::engine;

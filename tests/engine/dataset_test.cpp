@@ -1,4 +1,4 @@
-#include "trainingd/engine/dataset.h"
+#include "trainingd/engine/data/dataset.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

@@ -1,4 +1,4 @@
-#include "trainingd/engine/event_file_writer.h"
+#include "trainingd/engine/io/event_file_writer.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "../../engine/src/crc32c.h"
+#include "../../engine/src/io/crc32c.h"
 #include "test_util.h"
 
 namespace trainingd::engine {

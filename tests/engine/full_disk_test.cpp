@@ -18,11 +18,11 @@
 #include "session_test_util.h"
 #include "small_filesystem.h"
 #include "test_util.h"
-#include "trainingd/engine/checkpoint.h"
-#include "trainingd/engine/checkpoint_manager.h"
-#include "trainingd/engine/event_file_writer.h"
-#include "trainingd/engine/job_runner.h"
-#include "trainingd/engine/model_spec.h"
+#include "trainingd/engine/io/checkpoint.h"
+#include "trainingd/engine/io/checkpoint_manager.h"
+#include "trainingd/engine/io/event_file_writer.h"
+#include "trainingd/engine/job/job_runner.h"
+#include "trainingd/engine/nn/model_spec.h"
 
 namespace trainingd::engine {
 namespace {

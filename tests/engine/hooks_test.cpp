@@ -1,26 +1,26 @@
 // The built-in hooks against the reference's rules: first triggers, timers, off-by-one steps.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "session_test_util.h"
-#include "trainingd/engine/hooks/checkpoint_saver_hook.h"
-#include "trainingd/engine/hooks/early_stopping_hook.h"
-#include "trainingd/engine/hooks/evaluation_hook.h"
-#include "trainingd/engine/hooks/feed_fn_hook.h"
-#include "trainingd/engine/hooks/final_ops_hook.h"
-#include "trainingd/engine/hooks/global_step_waiter_hook.h"
-#include "trainingd/engine/hooks/logging_tensor_hook.h"
-#include "trainingd/engine/hooks/nan_tensor_hook.h"
-#include "trainingd/engine/hooks/profiler_hook.h"
-#include "trainingd/engine/hooks/step_counter_hook.h"
-#include "trainingd/engine/hooks/stop_at_step_hook.h"
-#include "trainingd/engine/hooks/summary_saver_hook.h"
-#include "trainingd/engine/monitored_session.h"
+#include "trainingd/engine/session/hooks/checkpoint_saver_hook.h"
+#include "trainingd/engine/session/hooks/early_stopping_hook.h"
+#include "trainingd/engine/session/hooks/evaluation_hook.h"
+#include "trainingd/engine/session/hooks/feed_fn_hook.h"
+#include "trainingd/engine/session/hooks/final_ops_hook.h"
+#include "trainingd/engine/session/hooks/global_step_waiter_hook.h"
+#include "trainingd/engine/session/hooks/logging_tensor_hook.h"
+#include "trainingd/engine/session/hooks/nan_tensor_hook.h"
+#include "trainingd/engine/session/hooks/profiler_hook.h"
+#include "trainingd/engine/session/hooks/step_counter_hook.h"
+#include "trainingd/engine/session/hooks/stop_at_step_hook.h"
+#include "trainingd/engine/session/hooks/summary_saver_hook.h"
+#include "trainingd/engine/session/monitored_session.h"
 
 namespace trainingd::engine {
 namespace {
@@ -172,9 +172,8 @@ TEST_F(HooksTest, CheckpointSaverSavesAtCreationEveryNStepsAndAtEnd) {
             std::vector<std::string>({"begin", "before_save:0", "after_save:0", "before_save:3",
                                       "after_save:3", "before_save:6", "after_save:6",
                                       "before_save:7", "after_save:7", "end:7"}));
-  EXPECT_EQ(logger_->Matching("Saving checkpoints for 3 into " + dir.path() + "/model.ckpt.")
-                .size(),
-            1u);
+  EXPECT_EQ(
+      logger_->Matching("Saving checkpoints for 3 into " + dir.path() + "/model.ckpt.").size(), 1u);
   // A CHECKPOINT session log per save.
   int checkpoint_events = 0;
   for (const auto& r : sink_->records) {
@@ -250,8 +249,8 @@ TEST_F(HooksTest, SummarySaverWritesTheFirstRunThenEveryNStepsAtThePostStepGloba
 
 TEST_F(HooksTest, SummarySaverInSeconds) {
   auto h = *SummarySaverHook::Create({.save_secs = 5, .summary_writer = writer_});
-  auto ms = Make({h, *StopAtStepHook::Create(std::nullopt, 8),
-                  std::make_shared<ClockTickHook>(&env_, 2.0)});
+  auto ms = Make(
+      {h, *StopAtStepHook::Create(std::nullopt, 8), std::make_shared<ClockTickHook>(&env_, 2.0)});
   RunLoop(*ms);
   // Runs start at t = 0, 2, 4, ...: the first run writes (step 1, timer at t=0), then the run
   // starting at t=6 >= 0+5 (step 4, timer at 6), then the one at t=12 >= 11 (step 7).
@@ -263,15 +262,15 @@ TEST_F(HooksTest, SummarySaverInSeconds) {
 TEST_F(HooksTest, LoggingTensorCountsItsOwnIterationsAndUsesTfsLineFormat) {
   auto h = *LoggingTensorHook::Create(std::vector<std::string>{"global_step", "learning_rate"},
                                       {.every_n_iter = 2});
-  auto ms = Make({std::make_shared<ClockTickHook>(&env_, 0.25), h,
-                  *StopAtStepHook::Create(std::nullopt, 5)});
+  auto ms = Make(
+      {std::make_shared<ClockTickHook>(&env_, 0.25), h, *StopAtStepHook::Create(std::nullopt, 5)});
   RunLoop(*ms);
   ASSERT_TRUE(ms->Close().ok());
   const auto lines = logger_->Matching("global_step = ");
-  EXPECT_EQ(lines, std::vector<std::string>(
-                       {"INFO:global_step = 1, learning_rate = 0.001",
-                        "INFO:global_step = 3, learning_rate = 0.001 (0.500 sec)",
-                        "INFO:global_step = 5, learning_rate = 0.001 (0.500 sec)"}));
+  EXPECT_EQ(lines,
+            std::vector<std::string>({"INFO:global_step = 1, learning_rate = 0.001",
+                                      "INFO:global_step = 3, learning_rate = 0.001 (0.500 sec)",
+                                      "INFO:global_step = 5, learning_rate = 0.001 (0.500 sec)"}));
 }
 
 TEST_F(HooksTest, LoggingTensorWithTagsSortsThemAndFormatterReplacesTheLine) {
@@ -300,19 +299,18 @@ TEST_F(HooksTest, LoggingTensorAtEndOnlyAndBadOptions) {
 
   EXPECT_EQ(LoggingTensorHook::Create(std::vector<std::string>{"loss"}, {}).status().message(),
             "either at_end and/or exactly one of every_n_iter and every_n_secs must be provided.");
-  EXPECT_FALSE(
-      LoggingTensorHook::Create(std::vector<std::string>{"loss"}, {.every_n_iter = 1,
-                                                                   .every_n_secs = 1})
-          .ok());
-  EXPECT_FALSE(LoggingTensorHook::Create(std::vector<std::string>{"lost"}, {.every_n_iter = 1})
+  EXPECT_FALSE(LoggingTensorHook::Create(std::vector<std::string>{"loss"},
+                                         {.every_n_iter = 1, .every_n_secs = 1})
                    .ok());
+  EXPECT_FALSE(
+      LoggingTensorHook::Create(std::vector<std::string>{"lost"}, {.every_n_iter = 1}).ok());
 }
 
 TEST_F(HooksTest, LoggingTensorEveryNSecs) {
-  auto h = *LoggingTensorHook::Create(std::vector<std::string>{"global_step"},
-                                      {.every_n_secs = 1.0});
-  auto ms = Make({h, *StopAtStepHook::Create(std::nullopt, 7),
-                  std::make_shared<ClockTickHook>(&env_, 0.4)});
+  auto h =
+      *LoggingTensorHook::Create(std::vector<std::string>{"global_step"}, {.every_n_secs = 1.0});
+  auto ms = Make(
+      {h, *StopAtStepHook::Create(std::nullopt, 7), std::make_shared<ClockTickHook>(&env_, 0.4)});
   RunLoop(*ms);
   // Iterations start at t = 0, 0.4, 0.8, 1.2, ...: logs at iterations 0, 3 (t=1.2), 6 (t=2.4).
   EXPECT_EQ(logger_->Matching("global_step = ").size(), 3u);
@@ -362,8 +360,8 @@ TEST_F(HooksTest, NanTensorCanStopCleanlyAndTheNanModelIsStillNotSaved) {
 
 TEST_F(HooksTest, StepCounterFirstTriggerIsABaselineThenWritesStepsPerSecond) {
   auto h = *StepCounterHook::Create({.every_n_steps = 4, .summary_writer = writer_});
-  auto ms = Make({std::make_shared<ClockTickHook>(&env_, 0.5), h,
-                  *StopAtStepHook::Create(std::nullopt, 10)});
+  auto ms = Make(
+      {std::make_shared<ClockTickHook>(&env_, 0.5), h, *StopAtStepHook::Create(std::nullopt, 10)});
   RunLoop(*ms);
   // Baseline at step 1, then steps 5 and 9: 4 steps in 2 s each time.
   EXPECT_EQ(sink_->StepsOf("global_step/sec"), std::vector<int64_t>({5, 9}));
@@ -426,7 +424,8 @@ TEST_F(HooksTest, GlobalStepWaiterPollsUntilTheStepIsReached) {
 
 TEST_F(HooksTest, GlobalStepWaiterEndsOnStopOrDeadlineAndRefusesToHang) {
   auto never = [] { return Result<int64_t>(int64_t{0}); };
-  auto stop_hook = *GlobalStepWaiterHook::Create({.wait_until_step = 5, .global_step_source = never});
+  auto stop_hook =
+      *GlobalStepWaiterHook::Create({.wait_until_step = 5, .global_step_source = never});
   auto ms = Make({stop_hook});
   ms->RequestStop();
   // The stop arrives while the session runs (simulated: requested before; Run refuses).
@@ -522,9 +521,11 @@ TEST_F(HooksTest, EvaluationEveryNStepsRecordsValidationSummariesAndEvaluatesAtE
 
 TEST_F(HooksTest, EarlyStoppingStopsAfterPatienceEvaluationsWithoutImprovement) {
   // A zero learning rate: the metric never changes, so only the first evaluation "improves".
-  auto frozen = std::make_shared<FeedFnHook>([] { return Result<Feeds>(Feeds{{"learning_rate", 0.0}}); });
-  auto h = *EarlyStoppingHook::Create(
-      {.monitor = "validation/loss", .patience = 2, .every_steps = 2});
+  auto frozen = std::make_shared<FeedFnHook>([] {
+    return Result<Feeds>(Feeds{{"learning_rate", 0.0}});
+  });
+  auto h =
+      *EarlyStoppingHook::Create({.monitor = "validation/loss", .patience = 2, .every_steps = 2});
   auto ms = Make({frozen, h});
   EXPECT_EQ(RunLoop(*ms, 100), 6);  // evaluations at 2 (best), 4, 6 (patience reached)
   EXPECT_EQ(h->stopped_step(), 6);

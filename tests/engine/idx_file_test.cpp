@@ -1,4 +1,4 @@
-#include "trainingd/engine/idx_file.h"
+#include "trainingd/engine/data/idx_file.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "largest_allocation.h"
-#include "trainingd/engine/random.h"
+#include "trainingd/engine/base/random.h"
 
 namespace trainingd::engine {
 namespace {
@@ -265,9 +265,9 @@ TEST_F(IdxFileTest, GarbageAfterGzipStreamIsDataLoss) {
 }
 
 // Found by the IDX fuzzer (tests/fuzz/regressions/idx/oom-reserve-64mib-for-74-byte-file): a
-// 74-byte file whose header declares [10, 8257537, 2, 2] (330 MB) made the reader reserve 64 MiB and
-// zero-fill a 4 MiB chunk before it learnt that the data was not there. The buffer now grows with
-// the data that arrives.
+// 74-byte file whose header declares [10, 8257537, 2, 2] (330 MB) made the reader reserve 64 MiB
+// and zero-fill a 4 MiB chunk before it learnt that the data was not there. The buffer now grows
+// with the data that arrives.
 TEST_F(IdxFileTest, ASmallFileDeclaringAHugeArrayAllocatesLittle) {
   const std::string input =
       ReadFile(TRAININGD_FUZZ_REGRESSIONS_DIR "/idx/oom-reserve-64mib-for-74-byte-file");

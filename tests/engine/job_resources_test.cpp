@@ -1,7 +1,7 @@
 // Admission in the engine: Model::Plan sizes a model without allocating it, ProbeMnistDirectory
 // reads a dataset's shape without its images, PlanJob checks a spec against its data and
 // estimates memory and disk, CheckJobBudget names the field that weighs most.
-#include "trainingd/engine/job_resources.h"
+#include "trainingd/engine/job/job_resources.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <limits>
 
 #include "largest_allocation.h"
-#include "trainingd/engine/dataset.h"
-#include "trainingd/engine/model.h"
-#include "trainingd/engine/model_spec.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/nn/model.h"
+#include "trainingd/engine/nn/model_spec.h"
 
 namespace trainingd::engine {
 namespace {
@@ -112,9 +112,9 @@ TEST(ProbeMnistDirectoryTest, AgreesWithTheLoadedDataWithoutLoadingImages) {
   EXPECT_EQ(info->train_examples, data->train.size());
   EXPECT_EQ(info->validation_examples, data->validation.size());
   EXPECT_EQ(info->test_examples, data->test.size());
-  const int64_t loaded = 4 * (data->train.images.size() + data->validation.images.size() +
-                              data->test.images.size()) +
-                         4 * (data->train.size() + data->validation.size() + data->test.size());
+  const int64_t loaded =
+      4 * (data->train.images.size() + data->validation.images.size() + data->test.images.size()) +
+      4 * (data->train.size() + data->validation.size() + data->test.size());
   EXPECT_EQ(info->LoadedBytes(), loaded);
 }
 
@@ -142,8 +142,8 @@ TEST(PlanJobTest, TheTutorialCnnIsEstimatedPartByPart) {
   // max_to_keep 5, every 600 s (at most every step here): 5 kept plus the one being written.
   EXPECT_EQ(r->checkpoints_kept, 6);
   EXPECT_GT(r->checkpoint_file, 4 * 3 * 3274634);
-  EXPECT_EQ(r->memory(), r->runtime + r->dataset + r->parameters + r->optimizer +
-                             r->activations + r->scratch + r->checkpoint_io);
+  EXPECT_EQ(r->memory(), r->runtime + r->dataset + r->parameters + r->optimizer + r->activations +
+                             r->scratch + r->checkpoint_io);
   ASSERT_EQ(r->layer_memory.size(), 8u);
   EXPECT_TRUE(CheckJobBudget(spec, *r, {int64_t{1} << 31, int64_t{1} << 31}).ok());
 }
@@ -165,11 +165,11 @@ TEST(PlanJobTest, ChecksTheSpecAgainstItsData) {
   EXPECT_EQ(r.status().message().rfind("batch_size: 55001 is more than the 55000", 0), 0u)
       << r.status().message();
 
-  auto conv_after_dense = PlanJob(
-      SpecWith({LayerSpec::Flatten(), LayerSpec::Dense(32, Activation::kNone),
-                LayerSpec::Conv2d(8, 3, Padding::kSame, Activation::kNone),
-                LayerSpec::Dense(10, Activation::kNone)}),
-      FashionShaped(), TwoThreads());
+  auto conv_after_dense =
+      PlanJob(SpecWith({LayerSpec::Flatten(), LayerSpec::Dense(32, Activation::kNone),
+                        LayerSpec::Conv2d(8, 3, Padding::kSame, Activation::kNone),
+                        LayerSpec::Dense(10, Activation::kNone)}),
+              FashionShaped(), TwoThreads());
   ASSERT_FALSE(conv_after_dense.ok());
   EXPECT_EQ(conv_after_dense.status().message().rfind("model.layers[2]: conv2d ", 0), 0u)
       << conv_after_dense.status().message();
@@ -207,10 +207,8 @@ TEST(PlanJobTest, ManyModestLayersAreOverBudgetNamingTheLayerList) {
   auto r = PlanJob(spec, FashionShaped(), TwoThreads());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const Status st = CheckJobBudget(spec, *r, {int64_t{8} << 30, 0});
-  EXPECT_EQ(st.message().rfind("model.layers: the job needs an estimated", 0), 0u)
-      << st.message();
-  EXPECT_NE(st.message().find("its 1000 layers together need"), std::string::npos)
-      << st.message();
+  EXPECT_EQ(st.message().rfind("model.layers: the job needs an estimated", 0), 0u) << st.message();
+  EXPECT_NE(st.message().find("its 1000 layers together need"), std::string::npos) << st.message();
 }
 
 TEST(PlanJobTest, ManyCheckpointsAreOverTheDiskBudgetNamingMaxToKeep) {

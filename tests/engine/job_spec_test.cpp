@@ -1,4 +1,4 @@
-#include "trainingd/engine/job_spec.h"
+#include "trainingd/engine/job/job_spec.h"
 
 #include <gtest/gtest.h>
 

@@ -6,12 +6,12 @@
 #include <functional>
 #include <tuple>
 
-#include "trainingd/engine/conv2d_layer.h"
-#include "trainingd/engine/dense_layer.h"
-#include "trainingd/engine/elementwise_layers.h"
-#include "trainingd/engine/loss.h"
-#include "trainingd/engine/max_pool2d_layer.h"
-#include "trainingd/engine/parallel.h"
+#include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/nn/conv2d_layer.h"
+#include "trainingd/engine/nn/dense_layer.h"
+#include "trainingd/engine/nn/elementwise_layers.h"
+#include "trainingd/engine/nn/loss.h"
+#include "trainingd/engine/nn/max_pool2d_layer.h"
 
 namespace trainingd::engine {
 namespace {
@@ -124,26 +124,26 @@ constexpr ConvAlgorithm kAlgorithms[] = {ConvAlgorithm::kIm2col, ConvAlgorithm::
 TEST_P(ConvTest, ForwardMatchesDirectConvolutionWithOneAndTwoThreads) {
   const ConvCase cc = GetParam();
   for (ConvAlgorithm algorithm : kAlgorithms)
-  for (int threads : {1, 2}) {
-    SCOPED_TRACE(std::string(AlgorithmName(algorithm)) + ", threads " + std::to_string(threads));
-    SetComputeThreads(threads);
-    LayerSpec spec = LayerSpec::Conv2d(cc.filters, cc.kernel, cc.padding, cc.act, cc.stride);
-    spec.bias_init = 0.05f;
-    Conv2dLayer conv("conv2d", spec);
-    conv.set_algorithm(algorithm);
-    Rng rng(1);
-    ASSERT_TRUE(conv.Build(Shape{cc.h, cc.w, cc.c}, rng).ok());
-    const bool winograd_applies = cc.stride == 1 && (cc.kernel == 3 || cc.kernel == 5);
-    EXPECT_EQ(conv.algorithm(), winograd_applies ? algorithm : ConvAlgorithm::kIm2col);
-    Tensor x = RandomTensor(Shape{5, cc.h, cc.w, cc.c}, rng);
-    Tensor y;
-    conv.Forward(x, y, Mode::kTrain);
-    Tensor ref =
-        ReferenceConv(x, conv.parameters()[0]->value, conv.parameters()[1]->value, cc.stride,
-                      cc.padding == Padding::kSame, cc.act == Activation::kRelu);
-    ASSERT_EQ(y.shape(), ref.shape());
-    for (int64_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], ref[i], 1e-4) << i;
-  }
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(AlgorithmName(algorithm)) + ", threads " + std::to_string(threads));
+      SetComputeThreads(threads);
+      LayerSpec spec = LayerSpec::Conv2d(cc.filters, cc.kernel, cc.padding, cc.act, cc.stride);
+      spec.bias_init = 0.05f;
+      Conv2dLayer conv("conv2d", spec);
+      conv.set_algorithm(algorithm);
+      Rng rng(1);
+      ASSERT_TRUE(conv.Build(Shape{cc.h, cc.w, cc.c}, rng).ok());
+      const bool winograd_applies = cc.stride == 1 && (cc.kernel == 3 || cc.kernel == 5);
+      EXPECT_EQ(conv.algorithm(), winograd_applies ? algorithm : ConvAlgorithm::kIm2col);
+      Tensor x = RandomTensor(Shape{5, cc.h, cc.w, cc.c}, rng);
+      Tensor y;
+      conv.Forward(x, y, Mode::kTrain);
+      Tensor ref =
+          ReferenceConv(x, conv.parameters()[0]->value, conv.parameters()[1]->value, cc.stride,
+                        cc.padding == Padding::kSame, cc.act == Activation::kRelu);
+      ASSERT_EQ(y.shape(), ref.shape());
+      for (int64_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], ref[i], 1e-4) << i;
+    }
   SetComputeThreads(2);
 }
 
@@ -218,8 +218,8 @@ TEST(ConvTest, FusedReluBackwardEqualsLinearBackwardOfTheMaskedGradient) {
 
 TEST(ConvTest, AutoUsesWinogradForStrideOneThreeAndFiveKernelsOverEnoughChannels) {
   auto chosen = [](int64_t c, int64_t kernel, int64_t stride) {
-    Conv2dLayer conv("conv2d", LayerSpec::Conv2d(8, kernel, Padding::kSame, Activation::kRelu,
-                                                 stride));
+    Conv2dLayer conv("conv2d",
+                     LayerSpec::Conv2d(8, kernel, Padding::kSame, Activation::kRelu, stride));
     Rng rng(4);
     EXPECT_TRUE(conv.Build(Shape{12, 12, c}, rng).ok());
     return conv.algorithm();

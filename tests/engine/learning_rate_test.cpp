@@ -1,4 +1,4 @@
-#include "trainingd/engine/learning_rate.h"
+#include "trainingd/engine/optim/learning_rate.h"
 
 #include <gtest/gtest.h>
 

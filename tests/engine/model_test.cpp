@@ -1,8 +1,8 @@
-#include "trainingd/engine/model.h"
+#include "trainingd/engine/nn/model.h"
 
 #include <gtest/gtest.h>
 
-#include "trainingd/engine/loss.h"
+#include "trainingd/engine/nn/loss.h"
 
 namespace trainingd::engine {
 namespace {

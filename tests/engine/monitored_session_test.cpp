@@ -1,12 +1,12 @@
 // MonitoredSession: hook order and semantics, stop, recovery, and when End() runs.
-#include "trainingd/engine/monitored_session.h"
+#include "trainingd/engine/session/monitored_session.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "session_test_util.h"
-#include "trainingd/engine/hooks/checkpoint_saver_hook.h"
+#include "trainingd/engine/session/hooks/checkpoint_saver_hook.h"
 
 namespace trainingd::engine {
 namespace {
@@ -81,8 +81,9 @@ TEST_F(MonitoredSessionTest, TheSameFeedFromTwoPlacesIsAnError) {
   auto ms = Make({a, b});
   Status st = ms->Run({});
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("feed 'learning_rate' is given twice: by FirstHook and by SecondHook"),
-            std::string::npos)
+  EXPECT_NE(
+      st.message().find("feed 'learning_rate' is given twice: by FirstHook and by SecondHook"),
+      std::string::npos)
       << st.message();
 
   auto c = Hook("c");
@@ -199,10 +200,9 @@ TEST_F(MonitoredSessionTest, OutOfRangeIsLoggedAndEndsNormally) {
   c.batch_size = 2500;
   c.num_epochs = 1;
   auto a = Hook("a");
-  auto ms = MonitoredSession::Create(
-      std::make_unique<ChiefSessionCreator>(SessionSource{c, SharedSmallData(), &env_, logger_},
-                                            ""),
-      {a}, Options());
+  auto ms = MonitoredSession::Create(std::make_unique<ChiefSessionCreator>(
+                                         SessionSource{c, SharedSmallData(), &env_, logger_}, ""),
+                                     {a}, Options());
   ASSERT_TRUE(ms.ok());
   Status st;
   int steps = 0;
@@ -245,10 +245,9 @@ TEST_F(MonitoredSessionTest, FailingBeginOrCreationReturnsTheErrorAndCallsNoEnd)
   auto a = Hook("a");
   SessionConfig bad = SmallConfig();
   bad.batch_size = 0;
-  auto ms = MonitoredSession::Create(
-      std::make_unique<ChiefSessionCreator>(SessionSource{bad, SharedSmallData(), &env_, logger_},
-                                            ""),
-      {a}, Options());
+  auto ms = MonitoredSession::Create(std::make_unique<ChiefSessionCreator>(
+                                         SessionSource{bad, SharedSmallData(), &env_, logger_}, ""),
+                                     {a}, Options());
   ASSERT_FALSE(ms.ok());
   EXPECT_NE(ms.status().message().find("batch_size"), std::string::npos);
   EXPECT_EQ(std::count(journal_.begin(), journal_.end(), "a:end"), 0);

@@ -1,6 +1,6 @@
 // MonitoredTrainingSession: TF's defaults and automatic hooks, the non-chief's wait, and that
 // stopping and resuming gives the same run as never stopping.
-#include "trainingd/engine/monitored_training_session.h"
+#include "trainingd/engine/session/monitored_training_session.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "session_test_util.h"
-#include "trainingd/engine/hooks/stop_at_step_hook.h"
+#include "trainingd/engine/session/hooks/stop_at_step_hook.h"
 
 namespace trainingd::engine {
 namespace {

@@ -1,4 +1,4 @@
-#include "trainingd/engine/optimizer.h"
+#include "trainingd/engine/optim/optimizer.h"
 
 #include <gtest/gtest.h>
 
@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "test_util.h"
-#include "trainingd/engine/adam_optimizer.h"
-#include "trainingd/engine/momentum_optimizer.h"
-#include "trainingd/engine/parallel.h"
-#include "trainingd/engine/random.h"
-#include "trainingd/engine/sgd_optimizer.h"
+#include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/base/random.h"
+#include "trainingd/engine/optim/adam_optimizer.h"
+#include "trainingd/engine/optim/momentum_optimizer.h"
+#include "trainingd/engine/optim/sgd_optimizer.h"
 
 namespace trainingd::engine {
 namespace {

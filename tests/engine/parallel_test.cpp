@@ -1,4 +1,4 @@
-#include "trainingd/engine/parallel.h"
+#include "trainingd/engine/base/parallel.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "trainingd/engine/second_or_step_timer.h"
+#include "trainingd/engine/session/second_or_step_timer.h"
 
 #include <gtest/gtest.h>
 

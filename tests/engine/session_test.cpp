@@ -1,5 +1,5 @@
 // Session: one step per Run, the named fetches and feeds, evaluation per split.
-#include "trainingd/engine/session.h"
+#include "trainingd/engine/session/session.h"
 
 #include <gtest/gtest.h>
 
@@ -24,8 +24,8 @@ std::unique_ptr<Session> MakeSession(SessionConfig config = SmallConfig()) {
 TEST(SessionTest, RunTakesOneStepAndReportsTheFetches) {
   auto s = MakeSession();
   RunValues v;
-  ASSERT_TRUE(s->Run({{"loss", "accuracy", "global_step", "learning_rate", "epoch"}, {}, {}}, &v)
-                  .ok());
+  ASSERT_TRUE(
+      s->Run({{"loss", "accuracy", "global_step", "learning_rate", "epoch"}, {}, {}}, &v).ok());
   EXPECT_EQ(v.get("global_step"), 1);
   EXPECT_EQ(s->global_step(), 1);
   EXPECT_GT(v.get("loss"), 1.0);  // about ln(10) at the start
@@ -49,8 +49,7 @@ TEST(SessionTest, UnknownFetchOrFeedIsRefusedWithoutAStep) {
   st = s->Run({{}, {{"learning_rate", -1.0}}, {}}, nullptr);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s->global_step(), 0);
-  EXPECT_EQ(s->Run({{"validation/recall"}, {}, {}}, nullptr).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->Run({{"validation/recall"}, {}, {}}, nullptr).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(SessionTest, LearningRateFeedReplacesTheScheduleForOneStep) {
@@ -106,8 +105,8 @@ TEST(SessionTest, BatchFeedTrainsOnItAndLeavesThePipelineWhereItWas) {
 TEST(SessionTest, EvaluationFetchesMatchEvaluateAndArePerSplit) {
   auto s = MakeSession();
   RunValues v;
-  ASSERT_TRUE(s->Run({{"validation/loss", "validation/accuracy", "test/accuracy"}, {}, {}}, &v)
-                  .ok());
+  ASSERT_TRUE(
+      s->Run({{"validation/loss", "validation/accuracy", "test/accuracy"}, {}, {}}, &v).ok());
   auto val = s->Evaluate("validation");
   ASSERT_TRUE(val.ok());
   EXPECT_EQ(v.get("validation/loss"), val->loss);
@@ -168,9 +167,9 @@ TEST(SessionTest, TraceHasEveryLayerForwardAndBackward) {
     EXPECT_GE(e.duration_seconds, 0);
     EXPECT_GE(e.start_seconds, 0);
   }
-  for (const char* want : {"input:input", "forward:conv2d", "forward:dense_1",
-                           "loss:softmax_cross_entropy", "backward:dense_1", "backward:conv2d",
-                           "optimizer:Adam"}) {
+  for (const char* want :
+       {"input:input", "forward:conv2d", "forward:dense_1", "loss:softmax_cross_entropy",
+        "backward:dense_1", "backward:conv2d", "optimizer:Adam"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
   ASSERT_TRUE(s->Run({}, &v).ok());

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "test_util.h"
-#include "trainingd/engine/env.h"
-#include "trainingd/engine/logger.h"
-#include "trainingd/engine/session.h"
-#include "trainingd/engine/session_run_hook.h"
-#include "trainingd/engine/summary_writer.h"
+#include "trainingd/engine/base/env.h"
+#include "trainingd/engine/base/logger.h"
+#include "trainingd/engine/io/summary_writer.h"
+#include "trainingd/engine/session/session.h"
+#include "trainingd/engine/session/session_run_hook.h"
 
 namespace trainingd::engine::testing {
 

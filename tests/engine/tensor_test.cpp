@@ -1,8 +1,8 @@
-#include "trainingd/engine/tensor.h"
+#include "trainingd/engine/nn/tensor.h"
 
 #include <gtest/gtest.h>
 
-#include "trainingd/engine/random.h"
+#include "trainingd/engine/base/random.h"
 
 namespace trainingd::engine {
 namespace {

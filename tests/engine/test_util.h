@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "trainingd/engine/dataset.h"
-#include "trainingd/engine/event_file_writer.h"
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/io/event_file_writer.h"
 
 namespace trainingd::engine::testing {
 

@@ -1,6 +1,6 @@
 // Capturing and restoring a Trainer: a resumed run repeats the uninterrupted one exactly, and a
 // checkpoint of another model is refused without touching the trainer.
-#include "trainingd/engine/trainer_checkpoint.h"
+#include "trainingd/engine/train/trainer_checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,9 +9,9 @@
 #include <filesystem>
 
 #include "test_util.h"
-#include "trainingd/engine/checkpoint_manager.h"
-#include "trainingd/engine/dataset.h"
-#include "trainingd/engine/trainer.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/io/checkpoint_manager.h"
+#include "trainingd/engine/train/trainer.h"
 
 namespace trainingd::engine {
 namespace {

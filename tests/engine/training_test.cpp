@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
-#include "trainingd/engine/dataset.h"
-#include "trainingd/engine/parallel.h"
-#include "trainingd/engine/trainer.h"
+#include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/train/trainer.h"
 
 namespace trainingd::engine {
 namespace {

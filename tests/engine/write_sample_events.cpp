@@ -2,7 +2,7 @@
 // them back with an independent implementation of the format.
 #include <cstdio>
 
-#include "trainingd/engine/event_file_writer.h"
+#include "trainingd/engine/io/event_file_writer.h"
 
 int main(int argc, char** argv) {
   using trainingd::engine::EventFileWriter;

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "fuzz_util.h"
-#include "trainingd/engine/checkpoint.h"
+#include "trainingd/engine/io/checkpoint.h"
 
 namespace engine = trainingd::engine;
 using trainingd::fuzz::Check;

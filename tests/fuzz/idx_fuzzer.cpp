@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "fuzz_util.h"
-#include "trainingd/engine/idx_file.h"
+#include "trainingd/engine/data/idx_file.h"
 
 namespace engine = trainingd::engine;
 using trainingd::fuzz::Check;

@@ -8,8 +8,8 @@
 
 #include "fuzz_util.h"
 #include "trainingd/api/job_spec_json.h"
-#include "trainingd/engine/job_resources.h"
-#include "trainingd/engine/job_spec.h"
+#include "trainingd/engine/job/job_resources.h"
+#include "trainingd/engine/job/job_spec.h"
 
 namespace api = trainingd::api;
 namespace engine = trainingd::engine;

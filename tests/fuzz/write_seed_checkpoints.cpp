@@ -7,11 +7,11 @@
 #include <memory>
 #include <string>
 
-#include "trainingd/engine/checkpoint.h"
-#include "trainingd/engine/dataset.h"
-#include "trainingd/engine/model_spec.h"
-#include "trainingd/engine/trainer.h"
-#include "trainingd/engine/trainer_checkpoint.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/io/checkpoint.h"
+#include "trainingd/engine/nn/model_spec.h"
+#include "trainingd/engine/train/trainer.h"
+#include "trainingd/engine/train/trainer_checkpoint.h"
 
 namespace engine = trainingd::engine;
 
@@ -55,11 +55,12 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   using engine::LayerSpec;
-  const engine::ModelSpec dense{{LayerSpec::Flatten(), LayerSpec::Dense(3, engine::Activation::kNone)}};
-  const engine::ModelSpec cnn{{LayerSpec::Conv2d(2, 3, engine::Padding::kSame, engine::Activation::kRelu),
-                               LayerSpec::MaxPool2d(2, 2), LayerSpec::Flatten(),
-                               LayerSpec::Dropout(0.5f),
-                               LayerSpec::Dense(3, engine::Activation::kNone)}};
+  const engine::ModelSpec dense{
+      {LayerSpec::Flatten(), LayerSpec::Dense(3, engine::Activation::kNone)}};
+  const engine::ModelSpec cnn{
+      {LayerSpec::Conv2d(2, 3, engine::Padding::kSame, engine::Activation::kRelu),
+       LayerSpec::MaxPool2d(2, 2), LayerSpec::Flatten(), LayerSpec::Dropout(0.5f),
+       LayerSpec::Dense(3, engine::Activation::kNone)}};
   using Type = engine::OptimizerOptions::Type;
   bool ok = Write(dir + "/dense_sgd.ckpt", dense, Type::kSgd) &&
             Write(dir + "/dense_momentum.ckpt", dense, Type::kMomentum) &&

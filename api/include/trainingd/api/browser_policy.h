@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
 
 namespace trainingd::api {
 

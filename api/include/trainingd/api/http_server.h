@@ -27,7 +27,7 @@
 #include <string>
 #include <string_view>
 
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
 
 namespace trainingd::api {
 
@@ -40,16 +40,16 @@ struct HttpServerOptions {
   // >= 1: the threads that run the Router's handlers, which may wait for SQLite or the disk,
   // so an I/O thread never does.
   int handler_threads = 2;
-  size_t header_limit = 8 * 1024;     // bytes of request line + headers
-  size_t body_limit = 1 << 20;        // bytes of request body
+  size_t header_limit = 8 * 1024;  // bytes of request line + headers
+  size_t body_limit = 1 << 20;     // bytes of request body
   std::chrono::milliseconds read_timeout{30000};
   std::chrono::milliseconds write_timeout{30000};
   std::chrono::milliseconds sse_keepalive{15000};
-  size_t sse_queue_events = 1024;              // events waiting for one slow client, at most
-  size_t sse_queue_bytes = 4u << 20;           // bytes of those events, at most
-  size_t max_connections = 1024;               // more are accepted and closed at once
-  std::chrono::milliseconds stop_grace{2000};  // Stop() waits this long for sessions to end
-  std::chrono::milliseconds accept_backoff_min{50};    // first wait after EMFILE/ENFILE
+  size_t sse_queue_events = 1024;                    // events waiting for one slow client, at most
+  size_t sse_queue_bytes = 4u << 20;                 // bytes of those events, at most
+  size_t max_connections = 1024;                     // more are accepted and closed at once
+  std::chrono::milliseconds stop_grace{2000};        // Stop() waits this long for sessions to end
+  std::chrono::milliseconds accept_backoff_min{50};  // first wait after EMFILE/ENFILE
   std::chrono::milliseconds accept_backoff_max{1000};  // the wait doubles up to this
   // The server's own log lines (accept trouble, uncaught exceptions); called on I/O threads.
   // Empty = stderr.

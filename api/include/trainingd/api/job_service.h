@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "trainingd/api/prometheus.h"
-#include "trainingd/engine/job_spec.h"
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
+#include "trainingd/engine/job/job_spec.h"
 
 namespace trainingd::api {
 

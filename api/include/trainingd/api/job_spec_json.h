@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "trainingd/engine/job_spec.h"
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
+#include "trainingd/engine/job/job_spec.h"
 
 namespace trainingd::api {
 

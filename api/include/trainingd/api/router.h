@@ -32,7 +32,7 @@
 #include "trainingd/api/http_metrics.h"
 #include "trainingd/api/job_service.h"
 #include "trainingd/api/static_files.h"
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
 
 namespace trainingd::api {
 

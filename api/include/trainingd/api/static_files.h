@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
 
 namespace trainingd::api {
 

@@ -20,7 +20,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
 
 namespace trainingd::api::strict_json {
 

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "trainingd/daemon/flags.h"
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
 
 namespace trainingd::daemon {
 

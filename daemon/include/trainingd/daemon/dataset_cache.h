@@ -8,9 +8,9 @@
 #include <mutex>
 #include <string>
 
-#include "trainingd/engine/dataset.h"
-#include "trainingd/engine/job_spec.h"
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/job/job_spec.h"
 
 namespace trainingd::daemon {
 

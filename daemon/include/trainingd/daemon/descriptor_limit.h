@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
 
 namespace trainingd::daemon {
 

@@ -18,11 +18,11 @@
 #include <string>
 #include <variant>
 
-#include "trainingd/engine/job_resources.h"
-#include "trainingd/engine/job_runner.h"
-#include "trainingd/engine/job_spec.h"
-#include "trainingd/engine/logger.h"
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/logger.h"
+#include "trainingd/engine/base/status.h"
+#include "trainingd/engine/job/job_resources.h"
+#include "trainingd/engine/job/job_runner.h"
+#include "trainingd/engine/job/job_spec.h"
 
 namespace trainingd::daemon {
 

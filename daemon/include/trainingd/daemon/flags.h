@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
 
 namespace trainingd::daemon {
 

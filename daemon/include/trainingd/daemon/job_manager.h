@@ -49,9 +49,9 @@
 #include "trainingd/daemon/executor.h"
 #include "trainingd/daemon/job_files.h"
 #include "trainingd/daemon/store.h"
-#include "trainingd/engine/env.h"
-#include "trainingd/engine/job_resources.h"
-#include "trainingd/engine/job_runner.h"
+#include "trainingd/engine/base/env.h"
+#include "trainingd/engine/job/job_resources.h"
+#include "trainingd/engine/job/job_runner.h"
 
 namespace trainingd::daemon {
 

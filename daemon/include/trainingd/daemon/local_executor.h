@@ -16,7 +16,7 @@
 
 #include "trainingd/daemon/dataset_cache.h"
 #include "trainingd/daemon/executor.h"
-#include "trainingd/engine/env.h"
+#include "trainingd/engine/base/env.h"
 
 namespace trainingd::daemon {
 

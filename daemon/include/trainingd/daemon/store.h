@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "trainingd/api/job_service.h"
-#include "trainingd/engine/status.h"
+#include "trainingd/engine/base/status.h"
 
 namespace trainingd::daemon {
 

@@ -1,0 +1,83 @@
+// RunJob: one JobSpec trained to its end inside a MonitoredTrainingSession -- what
+// `trainingd run` does in the foreground and what the daemon's workers do per job.
+//
+// The spec's hooks become (docs/hooks.md#from-a-job-spec): the chief's automatic hooks from
+// hooks.checkpoint / hooks.summary / hooks.step_counter, then StopAtStepHook(last_step =
+// max_steps), NanTensorHook, LoggingTensorHook, EvaluationHook, EarlyStoppingHook, ProfilerHook
+// and the final evaluation (FinalOpsHook), in that order. Running the same job again with the
+// same checkpoint_dir resumes from its latest checkpoint.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainingd/engine/base/env.h"
+#include "trainingd/engine/base/logger.h"
+#include "trainingd/engine/base/status.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/io/summary_writer.h"
+#include "trainingd/engine/job/job_resources.h"
+#include "trainingd/engine/job/job_spec.h"
+#include "trainingd/engine/session/monitored_session.h"
+
+namespace trainingd::engine {
+
+struct JobRunOptions {
+  // Checkpoints, event files and profiler timelines go here. Required.
+  std::string checkpoint_dir;
+  // The spec's dataset.name is a directory under this root.
+  std::string data_root = "/usr/share/datasets";
+  // Already loaded data for the spec's dataset (the daemon caches it); null = load it.
+  std::shared_ptr<const Datasets> datasets;
+  // Set (from any thread) to stop after the current step, with a final checkpoint.
+  const std::atomic<bool>* stop = nullptr;
+  // Called once the session exists (e.g. to keep a handle for RequestStop). Optional.
+  std::function<void(MonitoredSession&)> on_session_created;
+  std::vector<std::shared_ptr<SummarySink>> summary_sinks;
+  Env* env = nullptr;              // null = Env::Default()
+  std::shared_ptr<Logger> logger;  // null = Logger::Stderr()
+  int max_recovery_attempts = 5;
+  // Caps on what the job may leave on disk (the same ones PlanJob's estimate assumes):
+  // max_checkpoints bounds the checkpoints keep_checkpoint_every_n_hours preserves,
+  // max_profiler_traces the timelines kept. compute_threads and max_log_bytes are not used here.
+  JobRunLimits limits;
+};
+
+struct JobResult {
+  enum class Outcome {
+    kCompleted,  // max_steps or num_epochs reached, or early stopping / a hook ended it
+    kStopped,    // the stop flag was set, or the disk filled up after a final checkpoint
+    kFailed,     // a run failed (error holds why)
+  };
+  Outcome outcome = Outcome::kCompleted;
+  Status error;             // kFailed: the run's error; also a failed close after a good run
+  std::string reason;       // one line: why the job ended
+  int64_t global_step = 0;  // at the end
+  // The final evaluation (e.g. "test/accuracy") and the last periodic one, if configured.
+  std::map<std::string, double> final_values;
+};
+
+const char* JobOutcomeName(JobResult::Outcome outcome);
+
+// Loads `spec.dataset` from `data_root` ("<data_root>/<name>").
+Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& dataset,
+                                                        const std::string& data_root);
+
+// What `dataset` holds (ProbeMnistDirectory), with errors naming the spec's field:
+// "dataset.name: no dataset 'x' in /usr/share/datasets (there are: fashion-mnist)",
+// "dataset.validation_size: ...", or "dataset.name: dataset 'x' cannot be read: ...".
+Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root);
+
+// Whether the latest checkpoint in `checkpoint_dir` is the one of global step `step` (the session
+// must be closed: this reads the directory's state file).
+bool HasCheckpointAt(const std::string& checkpoint_dir, int64_t step);
+
+// Runs the job. Returns an error only when the job could not start (invalid spec, missing data,
+// a checkpoint of another model); everything after that is in JobResult.
+Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options);
+
+}  // namespace trainingd::engine

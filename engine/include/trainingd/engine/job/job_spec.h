@@ -1,0 +1,125 @@
+// JobSpec: everything one training job needs, as plain data (no JSON here: api/ parses the JSON
+// job spec into it, docs/job-spec.md). ValidateJobSpec checks what the types cannot, naming the
+// field by its JSON path ("hooks.checkpoint.every_steps").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainingd/engine/base/status.h"
+#include "trainingd/engine/nn/model_spec.h"
+#include "trainingd/engine/optim/optimizer.h"
+
+namespace trainingd::engine {
+
+// A periodic trigger: every_steps global steps or every_secs seconds. Both 0 = the hook's default;
+// both > 0 is an error (TF's rule).
+struct TriggerSpec {
+  int64_t every_steps = 0;
+  double every_secs = 0;
+};
+
+struct DatasetSpec {
+  // A directory name under the data root (MNIST-format IDX files). Only [A-Za-z0-9._-], no "..":
+  // a job never names an arbitrary path.
+  std::string name = "fashion-mnist";
+  int64_t validation_size = 5000;
+  int64_t max_train_examples = 0;  // 0 = all
+  int64_t max_test_examples = 0;   // 0 = all
+};
+
+struct CheckpointHookSpec {
+  bool enabled = true;
+  TriggerSpec trigger;  // default: every 600 s (TF's save_checkpoint_secs)
+  int max_to_keep = 5;
+  double keep_checkpoint_every_n_hours = 0;
+};
+
+struct SummaryHookSpec {
+  bool enabled = true;
+  TriggerSpec trigger;  // default: every 100 steps (TF's save_summaries_steps)
+};
+
+struct StepCounterHookSpec {
+  bool enabled = true;
+  int64_t every_steps = 100;  // TF's log_step_count_steps
+};
+
+struct LoggingHookSpec {
+  bool enabled = true;
+  int64_t every_n_iter = 0;  // both 0 = every 100 iterations
+  double every_n_secs = 0;
+  std::vector<std::string> tensors = {"global_step", "loss", "accuracy"};  // fetch names
+  bool at_end = false;
+};
+
+struct NanGuardHookSpec {
+  bool enabled = true;
+  bool fail = true;  // true: the job fails; false: it stops cleanly (TF's fail_on_nan_loss)
+};
+
+struct EvaluationHookSpec {
+  bool enabled = false;
+  TriggerSpec trigger;  // default: every 1000 steps
+  std::string split = "validation";
+};
+
+struct FinalEvalHookSpec {
+  bool enabled = false;
+  std::string split = "test";
+};
+
+struct EarlyStoppingHookSpec {
+  bool enabled = false;
+  std::string monitor = "validation/loss";  // a "<split>/loss" or "<split>/accuracy" fetch
+  std::string mode = "min";                 // "min" or "max"
+  int64_t patience = 5;                     // evaluations without improvement before stopping
+  double min_delta = 0;                     // smaller changes do not count as improvement
+  TriggerSpec trigger;                      // default: the evaluation hook's trigger
+};
+
+struct ProfilerHookSpec {
+  bool enabled = false;
+  TriggerSpec trigger;  // default: every 1000 steps
+};
+
+struct HooksSpec {
+  CheckpointHookSpec checkpoint;
+  SummaryHookSpec summary;
+  StepCounterHookSpec step_counter;
+  LoggingHookSpec logging;
+  NanGuardHookSpec nan_guard;
+  EvaluationHookSpec evaluation;
+  FinalEvalHookSpec final_eval;
+  EarlyStoppingHookSpec early_stopping;
+  ProfilerHookSpec profiler;
+};
+
+struct JobSpec {
+  std::string name;  // [A-Za-z0-9._-], 1-100 characters
+  DatasetSpec dataset;
+  std::string model_preset;  // "cnn", "mlp", "softmax" when the model was given by name
+  ModelSpec model;           // the layers (a preset expanded)
+  OptimizerOptions optimizer;
+  int64_t batch_size = 50;
+  // The job ends at this global step (StopAtStepHook's last_step); 0 = no step limit.
+  int64_t max_steps = 0;
+  // The job ends after this many epochs of the training split; 0 = no epoch limit. At least one
+  // of max_steps and num_epochs must be set.
+  int64_t num_epochs = 0;
+  uint64_t seed = 0;
+  HooksSpec hooks;
+};
+
+// The most layers a model may have (the tutorials' deepest has 8).
+inline constexpr size_t kMaxLayers = 1000;
+
+// OK, or InvalidArgument whose message starts with the JSON path of the first bad field,
+// e.g. "hooks.logging.tensors[1]: unknown fetch 'los'".
+Status ValidateJobSpec(const JobSpec& spec);
+
+// True if `name` is a safe single path component: 1-100 of [A-Za-z0-9._-], not "." or "..".
+bool IsSafeName(const std::string& name);
+
+}  // namespace trainingd::engine

@@ -1,0 +1,89 @@
+// Conv2dLayer: 2-D convolution over NHWC inputs (tf.layers.conv2d), optionally fused with ReLU.
+//
+// Kernel layout is TensorFlow's HWIO ([k, k, in_channels, filters]), which is exactly the row-major
+// [k*k*in_channels, filters] matrix that multiplies an im2col patch matrix. The batch is split
+// across ComputeThreads(); each thread lowers a few examples at a time into a cache-sized patch
+// buffer and multiplies it with one single-threaded GEMM, so the patch matrix of the whole batch is
+// never materialised. Backward recomputes the patches instead of storing them.
+//
+// Stride-1 3x3 and 5x5 convolutions with at least kWinogradMinChannels input channels use
+// Winograd's minimal filtering instead (F(4x4, 3x3) and F(2x2, 5x5), engine/src/nn/winograd.h),
+// which needs 2.8x (5x5) and 4x (3x3) fewer multiplications; the tutorial CNN's second
+// convolution is one. Its forward and backward passes are exact adjoints of each other, so the
+// gradients are those of the function computed, and they are checked like im2col's.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "trainingd/engine/nn/layer.h"
+#include "trainingd/engine/nn/model_spec.h"
+
+namespace trainingd::engine {
+
+namespace internal {
+class WinogradConv;
+struct WinogradWorkspace;
+}  // namespace internal
+
+enum class ConvAlgorithm {
+  kAuto,      // Winograd where it applies and pays, im2col + GEMM otherwise
+  kIm2col,    // always im2col + GEMM
+  kWinograd,  // Winograd wherever it applies (stride 1, 3x3 or 5x5), im2col otherwise
+};
+
+class Conv2dLayer final : public Layer {
+ public:
+  // Below this many input channels the Winograd products are too thin to beat im2col's.
+  static constexpr int64_t kWinogradMinChannels = 8;
+
+  Conv2dLayer(std::string name, const LayerSpec& spec);
+  ~Conv2dLayer() override;
+
+  // Overrides the choice of algorithm (tests and benchmarks), before or after Build.
+  void set_algorithm(ConvAlgorithm algorithm);
+  // The algorithm Build chose: kIm2col or kWinograd.
+  ConvAlgorithm algorithm() const;
+
+  const char* type() const override { return "conv2d"; }
+  Result<Shape> Configure(const Shape& input) override;
+  void InitializeParameters(Rng& init_rng) override;
+  int64_t NumParameters() const override { return g_.patch() * g_.oc + g_.oc; }
+  int64_t ScratchBytes(int64_t batch, Mode mode, int threads) const override;
+  void Forward(const Tensor& in, Tensor& out, Mode mode) override;
+  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
+  std::vector<Parameter*> parameters() override { return {&kernel_, &bias_}; }
+  int64_t ForwardFlopsPerExample() const override;
+
+ private:
+  struct Geometry {
+    int64_t h = 0, w = 0, c = 0;     // input
+    int64_t oh = 0, ow = 0, oc = 0;  // output
+    int64_t k = 0, stride = 1, pad_top = 0, pad_left = 0;
+    int64_t patch() const { return k * k * c; }
+    int64_t out_pixels() const { return oh * ow; }
+  };
+  void Im2Col(const float* x, float* col) const;
+  void Col2ImAdd(const float* col, float* dx) const;
+  int64_t ExamplesPerBlock() const;
+  void ChooseAlgorithm();  // sets or clears winograd_ from requested_ and the geometry
+
+  LayerSpec spec_;
+  Geometry g_;
+  Parameter kernel_;
+  Parameter bias_;
+  // Per-chunk scratch: patch matrix, masked output gradient, partial kernel/bias gradients.
+  struct Scratch {
+    Tensor col, dy, dkernel, dbias;
+    std::unique_ptr<internal::WinogradWorkspace> winograd;
+  };
+  std::vector<Scratch> scratch_;
+  void WinogradForward(const Tensor& in, Tensor& out);
+  void WinogradBackward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din);
+
+  ConvAlgorithm requested_ = ConvAlgorithm::kAuto;
+  std::unique_ptr<internal::WinogradConv> winograd_;  // set when Build chose Winograd
+  Tensor winograd_kernel_, winograd_kernel_t_;        // the transformed kernel, transposed
+};
+
+}  // namespace trainingd::engine

@@ -1,0 +1,49 @@
+// The layers without parameters that act element by element or only reshape:
+// ReluLayer, DropoutLayer (tf.layers.dropout) and FlattenLayer (tf.layers.flatten).
+#pragma once
+
+#include <vector>
+
+#include "trainingd/engine/nn/layer.h"
+
+namespace trainingd::engine {
+
+class ReluLayer final : public Layer {
+ public:
+  explicit ReluLayer(std::string name) : Layer(std::move(name)) {}
+  const char* type() const override { return "relu"; }
+  Result<Shape> Configure(const Shape& input) override;
+  void Forward(const Tensor& in, Tensor& out, Mode mode) override;
+  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
+};
+
+// In training, zeroes each unit with probability `rate` and scales the rest by 1 / (1 - rate);
+// in evaluation it is the identity. Its mask stream is seeded by the model and checkpointable.
+class DropoutLayer final : public Layer {
+ public:
+  DropoutLayer(std::string name, float rate, uint64_t seed);
+  const char* type() const override { return "dropout"; }
+  Result<Shape> Configure(const Shape& input) override;
+  void Forward(const Tensor& in, Tensor& out, Mode mode) override;
+  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
+  Rng* rng() override { return &rng_; }
+  int64_t ScratchBytes(int64_t batch, Mode mode, int threads) const override;
+
+ private:
+  float rate_;
+  Rng rng_;
+  int64_t elements_ = 0;  // per example
+  Mode last_mode_ = Mode::kEval;
+  std::vector<float> mask_;  // 0 or 1 / (1 - rate), per element of the latest training forward
+};
+
+class FlattenLayer final : public Layer {
+ public:
+  explicit FlattenLayer(std::string name) : Layer(std::move(name)) {}
+  const char* type() const override { return "flatten"; }
+  Result<Shape> Configure(const Shape& input) override;
+  void Forward(const Tensor& in, Tensor& out, Mode mode) override;
+  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
+};
+
+}  // namespace trainingd::engine

@@ -1,0 +1,85 @@
+// Layer: one differentiable step of a model, with its parameters.
+//
+// Shapes passed to Build() are per example (no batch dimension); tensors passed to Forward() and
+// Backward() carry the batch as their first dimension. A layer keeps whatever it needs between
+// Forward and Backward (masks, indices) and reuses its buffers from step to step. Layers are not
+// thread-safe; they parallelise internally with ParallelFor.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainingd/engine/base/random.h"
+#include "trainingd/engine/base/status.h"
+#include "trainingd/engine/nn/tensor.h"
+
+namespace trainingd::engine {
+
+// A trainable variable and its gradient. Names follow tf.layers: "conv2d/kernel", "dense_1/bias".
+struct Parameter {
+  std::string name;
+  Tensor value;
+  Tensor grad;  // same shape as value; overwritten by every Backward
+};
+
+enum class Mode { kTrain, kEval };
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  // Unique name within the model ("conv2d_1"); the prefix of its parameters' names.
+  const std::string& name() const { return name_; }
+  // The layer type as written in a job spec ("conv2d", "max_pool2d", ...).
+  virtual const char* type() const = 0;
+
+  // Checks the per-example input shape, sets the layer's geometry and returns the per-example
+  // output shape, allocating nothing (so a model can be sized before it is built). On a bad shape
+  // returns InvalidArgument saying what the layer expected and what it got (the model adds which
+  // layer it is).
+  virtual Result<Shape> Configure(const Shape& input) = 0;
+  // After a successful Configure: creates the parameters and initialises them from `init_rng`.
+  virtual void InitializeParameters(Rng& /*init_rng*/) {}
+  // Configure, then InitializeParameters.
+  Result<Shape> Build(const Shape& input, Rng& init_rng) {
+    Result<Shape> out = Configure(input);
+    if (out.ok()) InitializeParameters(init_rng);
+    return out;
+  }
+
+  // After Configure: the number of parameter elements (known before they exist).
+  virtual int64_t NumParameters() const { return 0; }
+  // After Configure: the bytes of scratch the layer keeps for a batch of `batch` examples --
+  // patch matrices, masks, pooling indices; not its output or input gradient, which the model
+  // holds -- when Forward (and, in kTrain, Backward) runs with `threads` compute threads. This
+  // is what admission adds up before a job runs (docs/operations.md), so it must follow the
+  // allocations in Forward and Backward.
+  virtual int64_t ScratchBytes(int64_t /*batch*/, Mode /*mode*/, int /*threads*/) const {
+    return 0;
+  }
+
+  // out = f(in). Resizes `out` as needed.
+  virtual void Forward(const Tensor& in, Tensor& out, Mode mode) = 0;
+
+  // Given in/out of the latest Forward and dout = dLoss/dout, writes every parameter's grad and,
+  // when `din` is not null, dLoss/din. The first layer of a model gets din == nullptr, which lets
+  // it skip the input gradient entirely.
+  virtual void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) = 0;
+
+  virtual std::vector<Parameter*> parameters() { return {}; }
+
+  // The layer's random stream (dropout), or nullptr; checkpoints save and restore its state.
+  virtual Rng* rng() { return nullptr; }
+
+  // Multiply-adds x2 per example of one forward pass, for GFLOP/s reports.
+  virtual int64_t ForwardFlopsPerExample() const { return 0; }
+
+ protected:
+  explicit Layer(std::string name) : name_(std::move(name)) {}
+
+ private:
+  std::string name_;
+};
+
+}  // namespace trainingd::engine

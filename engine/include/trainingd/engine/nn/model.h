@@ -1,0 +1,100 @@
+// Model: a validated stack of layers built from a ModelSpec.
+//
+// Build() checks every layer against the shape flowing into it and fails with an InvalidArgument
+// naming the layer ("model.layers[5] (dense): ..."). Plan() does the same checks without
+// allocating a parameter, so a model can be sized (MemoryUse) before anyone commits memory to it.
+// Layer and parameter names follow tf.layers ("conv2d", "conv2d_1", "dense/kernel"), so
+// checkpoints and summaries read like TensorFlow's. A Model is not thread-safe; it parallelises
+// internally.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainingd/engine/nn/layer.h"
+#include "trainingd/engine/nn/model_spec.h"
+#include "trainingd/engine/session/step_trace.h"
+
+namespace trainingd::engine {
+
+// The bytes a model holds at its peak, by kind (Model::MemoryUse).
+struct ModelMemory {
+  int64_t parameters = 0;   // values and gradients
+  int64_t activations = 0;  // every layer's output, kept for Backward
+  int64_t gradients = 0;    // the two buffers that carry input gradients down in Backward
+  int64_t scratch = 0;      // the layers' own buffers (Layer::ScratchBytes)
+  int64_t total() const { return parameters + activations + gradients + scratch; }
+};
+
+class Model {
+ public:
+  // Builds `spec` for per-example inputs of `input_shape` (e.g. [28,28,1]) and checks that the
+  // last layer produces [num_classes] logits. Parameters are initialised from `seed`.
+  static Result<std::unique_ptr<Model>> Build(const ModelSpec& spec, const Shape& input_shape,
+                                              int64_t num_classes, uint64_t seed);
+  // Build's checks and shapes without its parameters: nothing is allocated that depends on the
+  // sizes in `spec`. A planned model answers the shape, count and memory questions below but
+  // must not run (Forward, Backward, parameters()).
+  static Result<std::unique_ptr<Model>> Plan(const ModelSpec& spec, const Shape& input_shape,
+                                             int64_t num_classes, uint64_t seed);
+
+  // What this model holds while it trains on batches of `train_batch` examples with `threads`
+  // compute threads and evaluates in batches of `eval_batch` (0 = never). Buffers live as long
+  // as the model and keep their largest size, so each is counted at the larger of the two
+  // batches that use it. Saturates at INT64_MAX instead of overflowing.
+  ModelMemory MemoryUse(int64_t train_batch, int64_t eval_batch, int threads) const;
+  // Per-layer shares of MemoryUse, in layer order (the same sums).
+  std::vector<ModelMemory> LayerMemoryUse(int64_t train_batch, int64_t eval_batch,
+                                          int threads) const;
+
+  // Runs the layers on a batch [B, input_shape...] and returns the logits [B, num_classes]. In
+  // kTrain mode the activations are kept for Backward; `input` must outlive the next Backward.
+  const Tensor& Forward(const Tensor& input, Mode mode);
+  // Back-propagates dLoss/dlogits through the latest Forward, writing every parameter's grad.
+  void Backward(const Tensor& dlogits);
+
+  // Every trainable parameter, in layer order (kernel before bias).
+  const std::vector<Parameter*>& parameters() const { return params_; }
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  // Per-example output shape of each layer.
+  const std::vector<Shape>& output_shapes() const { return shapes_; }
+  const Shape& input_shape() const { return input_shape_; }
+  // Parameter elements (a planned model counts the ones it would create).
+  int64_t num_parameters() const;
+  // FLOPs of one forward pass, and of one training step (forward + backward), per example.
+  int64_t ForwardFlopsPerExample() const;
+  int64_t TrainingFlopsPerExample() const;
+  // When set, Forward/Backward add each layer's wall time to these (sized to the layer count).
+  void set_layer_timers(std::vector<double>* forward, std::vector<double>* backward) {
+    forward_times_ = forward;
+    backward_times_ = backward;
+  }
+  // When set, Forward/Backward append one event per layer ("forward"/"backward", named after the
+  // layer) to `trace`; null turns tracing off.
+  void set_trace(StepTrace* trace) { trace_ = trace; }
+  // A table of layers, output shapes and parameter counts, like Keras' model.summary().
+  std::string Summary() const;
+
+ private:
+  Model() = default;
+  // Build without parameters: the layers configured, the shapes checked.
+  static Result<std::unique_ptr<Model>> Configure(const ModelSpec& spec, const Shape& input_shape,
+                                                  int64_t num_classes, uint64_t seed);
+
+  Shape input_shape_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<Shape> shapes_;
+  std::vector<Parameter*> params_;
+  // needs_input_grad_[i]: some layer before i has parameters, so layer i must pass a gradient
+  // down. A parameter-free prefix (e.g. the flatten in front of the first dense layer) gets none.
+  std::vector<bool> needs_input_grad_;
+  const Tensor* input_ = nullptr;
+  StepTrace* trace_ = nullptr;
+  std::vector<Tensor> acts_;   // acts_[i] = output of layer i
+  std::vector<Tensor> grads_;  // two ping-pong buffers for the gradients flowing backwards
+  std::vector<double>* forward_times_ = nullptr;
+  std::vector<double>* backward_times_ = nullptr;
+};
+
+}  // namespace trainingd::engine

@@ -1,0 +1,101 @@
+// Trainer: a model, its optimizer, an input pipeline over a training split and the global step.
+//
+// Step() performs one training step: next batch, forward, softmax cross-entropy, backward, one
+// optimizer update, global_step + 1. Evaluate() runs a whole split in inference mode. This is the
+// numerical core that the monitored session drives; it owns no files and no threads of its own.
+// Not thread-safe: one thread drives a Trainer.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "trainingd/engine/data/batch_iterator.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/nn/loss.h"
+#include "trainingd/engine/nn/model.h"
+#include "trainingd/engine/optim/optimizer.h"
+
+namespace trainingd::engine {
+
+struct TrainerOptions {
+  int64_t batch_size = 50;
+  uint64_t seed = 0;  // initialisation, dropout and shuffling all derive from it
+};
+
+struct StepResult {
+  int64_t global_step = 0;  // after the step
+  double loss = 0;
+  double accuracy = 0;
+  float learning_rate = 0;  // the rate this step's update used
+};
+
+// A minibatch given from outside the input pipeline (a "batch" feed).
+struct Batch {
+  Tensor images;                // [N, H, W, C], the model's example shape
+  std::vector<int32_t> labels;  // N class ids
+};
+
+// How one step runs; the defaults take the next batch from the input pipeline and trace nothing.
+struct StepOptions {
+  // Train on this batch instead; the input pipeline does not advance. The caller checks it
+  // (Trainer::CheckBatch).
+  const Batch* batch = nullptr;
+  // When set, the step's phases and layers are appended to it.
+  StepTrace* trace = nullptr;
+};
+
+// Accumulated wall time per layer, filled while profiling is on.
+struct LayerTimes {
+  std::vector<double> forward_seconds;
+  std::vector<double> backward_seconds;
+  double loss_seconds = 0;
+  double optimizer_seconds = 0;
+  double input_seconds = 0;
+  int64_t steps = 0;
+};
+
+class Trainer {
+ public:
+  // Builds the model for `train`'s example shape and `num_classes`, the optimizer and the input
+  // pipeline. `train` must outlive the Trainer. Errors name the bad field (model.layers[i],
+  // optimizer field, batch_size).
+  static Result<std::unique_ptr<Trainer>> Create(const ModelSpec& model,
+                                                 const OptimizerOptions& optimizer,
+                                                 const Split& train, int num_classes,
+                                                 const TrainerOptions& options);
+
+  StepResult Step(const StepOptions& options = {});
+  // OK if `batch` can be trained on: images of the model's example shape, as many labels as
+  // images, each in [0, num_classes). InvalidArgument naming what is wrong otherwise.
+  Status CheckBatch(const Batch& batch) const;
+  // Loss and accuracy over the whole split in inference mode (dropout off), in batches.
+  LossAndAccuracy Evaluate(const Split& split, int64_t batch_size = 1000);
+
+  int64_t global_step() const { return global_step_; }
+  void set_global_step(int64_t step) { global_step_ = step; }
+  Model& model() { return *model_; }
+  const Model& model() const { return *model_; }
+  Optimizer& optimizer() { return *optimizer_; }
+  BatchIterator& input() { return *input_; }
+
+  // Per-layer timing of Step(); costs two clock reads per layer while on.
+  void EnableProfiling(bool on);
+  const LayerTimes& layer_times() const { return times_; }
+
+ private:
+  Trainer() = default;
+
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<BatchIterator> input_;
+  int64_t global_step_ = 0;
+  int num_classes_ = 0;
+  Tensor images_, dlogits_, eval_images_;
+  std::vector<int32_t> labels_, eval_labels_;
+  bool profiling_ = false;
+  LayerTimes times_;
+};
+
+}  // namespace trainingd::engine

@@ -1,0 +1,229 @@
+#include "trainingd/engine/data/dataset.h"
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <system_error>
+
+#include "trainingd/engine/data/idx_file.h"
+
+namespace trainingd::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One of the four files of an MNIST-format directory.
+struct FileKind {
+  const char* stem;  // "train-images"
+  const char* idx;   // "idx3"
+  const char* what;  // "training images", for messages
+};
+
+constexpr FileKind kTrainImages{"train-images", "idx3", "training images"};
+constexpr FileKind kTrainLabels{"train-labels", "idx1", "training labels"};
+constexpr FileKind kTestImages{"t10k-images", "idx3", "test images"};
+constexpr FileKind kTestLabels{"t10k-labels", "idx1", "test labels"};
+
+// Finds the file for `kind` in `dir`: the first existing name in order of preference.
+Result<std::string> FindFile(const fs::path& dir, const FileKind& kind) {
+  const std::string stem = kind.stem;
+  const std::string idx = kind.idx;
+  const std::array<std::string, 4> names = {
+      stem + "-" + idx + "-ubyte",
+      stem + "-" + idx + "-ubyte.gz",
+      stem + "." + idx + "-ubyte",
+      stem + "." + idx + "-ubyte.gz",
+  };
+  for (const std::string& name : names) {
+    std::error_code ec;
+    const fs::path path = dir / name;
+    if (fs::is_regular_file(path, ec)) return path.string();
+  }
+  return Status::NotFound(dir.string() + ": no " + kind.what + " file; looked for " + names[0] +
+                          ", " + names[1] + ", " + names[2] + ", " + names[3]);
+}
+
+std::string DimsString(const std::vector<int64_t>& dims) { return Shape(dims).ToString(); }
+
+// One images file (rank 3: N, H, W) by its header and its labels file (rank 1: N), read whole:
+// labels are small, and the class count needs them.
+struct FilePair {
+  std::string images_path;
+  std::vector<int64_t> image_dims;
+  IdxArray labels;
+};
+
+// Finds and reads the pair for `images_kind` and `labels_kind` and checks that they agree.
+Status ReadPair(const fs::path& dir, const FileKind& images_kind, const FileKind& labels_kind,
+                FilePair* pair) {
+  Result<std::string> ip = FindFile(dir, images_kind);
+  if (!ip.ok()) return ip.status();
+  Result<std::string> lp = FindFile(dir, labels_kind);
+  if (!lp.ok()) return lp.status();
+  pair->images_path = *ip;
+
+  Result<std::vector<int64_t>> dims = ReadIdxDims(*ip);
+  if (!dims.ok()) return dims.status();
+  if (dims->size() != 3) {
+    return Status::InvalidArgument(*ip + ": " + images_kind.what +
+                                   " must have rank 3 (count, height, width), got dimensions " +
+                                   DimsString(*dims));
+  }
+  Result<IdxArray> lb = ReadIdxFile(*lp);
+  if (!lb.ok()) return lb.status();
+  if (lb->dims.size() != 1) {
+    return Status::InvalidArgument(*lp + ": " + labels_kind.what +
+                                   " must have rank 1 (count), got dimensions " +
+                                   DimsString(lb->dims));
+  }
+  if ((*dims)[0] != lb->dims[0]) {
+    return Status::InvalidArgument("example counts differ: " + *ip + " has " +
+                                   std::to_string((*dims)[0]) + " images but " + *lp + " has " +
+                                   std::to_string(lb->dims[0]) + " labels");
+  }
+  pair->image_dims = std::move(*dims);
+  pair->labels = std::move(*lb);
+  return Status::Ok();
+}
+
+// Reads the images of `pair` whole; they must still have the dimensions their header had.
+Result<IdxArray> ReadImages(const FilePair& pair) {
+  Result<IdxArray> images = ReadIdxFile(pair.images_path);
+  if (images.ok() && images->dims != pair.image_dims) {
+    return Status::DataLoss(pair.images_path + ": changed while being read (dimensions " +
+                            DimsString(pair.image_dims) + ", then " + DimsString(images->dims) +
+                            ")");
+  }
+  return images;
+}
+
+int MaxLabel(const IdxArray& labels) {
+  const auto it = std::max_element(labels.data.begin(), labels.data.end());
+  return it == labels.data.end() ? -1 : *it;
+}
+
+// Fills `split` with examples [begin, begin + count) of the images and labels arrays.
+void FillSplit(const IdxArray& images, const IdxArray& labels, int64_t begin, int64_t count,
+               Split* split) {
+  const int64_t height = images.dims[1];
+  const int64_t width = images.dims[2];
+  const int64_t per_example = height * width;
+  // pixel / 255 by table: exact division, and no per-pixel int-to-float conversion.
+  std::array<float, 256> scale;
+  for (int p = 0; p < 256; ++p) scale[static_cast<size_t>(p)] = static_cast<float>(p) / 255.0f;
+
+  split->images.Resize(Shape{count, height, width, 1});
+  const uint8_t* src = images.data.data() + begin * per_example;
+  float* dst = split->images.data();
+  const int64_t n = count * per_example;
+  for (int64_t i = 0; i < n; ++i) dst[i] = scale[src[i]];
+
+  split->labels.resize(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    split->labels[static_cast<size_t>(i)] = labels.data[static_cast<size_t>(begin + i)];
+  }
+}
+
+// What both ProbeMnistDirectory and LoadMnistDirectory check and work out from the files' headers
+// and labels.
+struct Directory {
+  FilePair train, test;
+  DatasetInfo info;
+};
+
+Status OpenDirectory(const std::string& dir, const DatasetOptions& options, Directory* d) {
+  if (options.validation_size < 0) {
+    return Status::InvalidArgument("validation_size must be >= 0, got " +
+                                   std::to_string(options.validation_size));
+  }
+  if (options.max_train_examples < 0) {
+    return Status::InvalidArgument("max_train_examples must be >= 0 (0 = all), got " +
+                                   std::to_string(options.max_train_examples));
+  }
+  if (options.max_test_examples < 0) {
+    return Status::InvalidArgument("max_test_examples must be >= 0 (0 = all), got " +
+                                   std::to_string(options.max_test_examples));
+  }
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return Status::NotFound(dir + ": dataset directory does not exist or is not a directory");
+  }
+  TRAININGD_RETURN_IF_ERROR(ReadPair(dir, kTrainImages, kTrainLabels, &d->train));
+  TRAININGD_RETURN_IF_ERROR(ReadPair(dir, kTestImages, kTestLabels, &d->test));
+  const std::vector<int64_t>& train = d->train.image_dims;
+  const std::vector<int64_t>& test = d->test.image_dims;
+  if (train[1] != test[1] || train[2] != test[2]) {
+    return Status::InvalidArgument("image sizes differ: " + d->train.images_path + " has " +
+                                   std::to_string(train[1]) + "x" + std::to_string(train[2]) +
+                                   " images but " + d->test.images_path + " has " +
+                                   std::to_string(test[1]) + "x" + std::to_string(test[2]));
+  }
+  const int64_t num_train = train[0];
+  if (options.validation_size >= num_train) {
+    return Status::InvalidArgument("validation_size = " + std::to_string(options.validation_size) +
+                                   " must be less than the " + std::to_string(num_train) +
+                                   " training examples in " + d->train.images_path);
+  }
+  DatasetInfo& info = d->info;
+  info.example_shape = Shape{train[1], train[2], 1};
+  // Labels are bytes, so num_classes <= kMaxClasses always holds.
+  info.num_classes = std::max(MaxLabel(d->train.labels), MaxLabel(d->test.labels)) + 1;
+  info.file_train_examples = num_train;
+  info.file_test_examples = test[0];
+  info.validation_examples = options.validation_size;
+  info.train_examples = num_train - options.validation_size;
+  if (options.max_train_examples > 0) {
+    info.train_examples = std::min(info.train_examples, options.max_train_examples);
+  }
+  info.test_examples = test[0];
+  if (options.max_test_examples > 0) {
+    info.test_examples = std::min(info.test_examples, options.max_test_examples);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int64_t DatasetInfo::LoadedBytes() const {
+  const int64_t examples = train_examples + validation_examples + test_examples;
+  return examples *
+         (example_shape.num_elements() * int64_t{sizeof(float)} + int64_t{sizeof(int32_t)});
+}
+
+int64_t DatasetInfo::PeakLoadBytes() const {
+  // LoadMnistDirectory reads the training images, then the test images, then fills the float
+  // splits from them. A file's buffer grows with the data that arrives (ReadIdx), so while it is
+  // read it may briefly hold its old and new storage: up to twice the file's bytes. Once read,
+  // only the bytes written are resident. The labels are read first and kept throughout.
+  const int64_t pixels = example_shape.num_elements();
+  const int64_t train = file_train_examples * pixels;
+  const int64_t test = file_test_examples * pixels;
+  const int64_t labels = file_train_examples + file_test_examples;
+  return labels + std::max({2 * train, train + 2 * test, LoadedBytes() + train + test});
+}
+
+Result<DatasetInfo> ProbeMnistDirectory(const std::string& dir, const DatasetOptions& options) {
+  Directory d;
+  TRAININGD_RETURN_IF_ERROR(OpenDirectory(dir, options, &d));
+  return d.info;
+}
+
+Result<Datasets> LoadMnistDirectory(const std::string& dir, const DatasetOptions& options) {
+  Directory d;
+  TRAININGD_RETURN_IF_ERROR(OpenDirectory(dir, options, &d));
+  Result<IdxArray> train_images = ReadImages(d.train);
+  if (!train_images.ok()) return train_images.status();
+  Result<IdxArray> test_images = ReadImages(d.test);
+  if (!test_images.ok()) return test_images.status();
+
+  const DatasetInfo& info = d.info;
+  Datasets ds;
+  ds.num_classes = info.num_classes;
+  FillSplit(*train_images, d.train.labels, 0, info.validation_examples, &ds.validation);
+  FillSplit(*train_images, d.train.labels, info.validation_examples, info.train_examples,
+            &ds.train);
+  FillSplit(*test_images, d.test.labels, 0, info.test_examples, &ds.test);
+  return ds;
+}
+
+}  // namespace trainingd::engine

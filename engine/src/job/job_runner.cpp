@@ -1,0 +1,323 @@
+#include "trainingd/engine/job/job_runner.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "trainingd/engine/io/checkpoint_manager.h"
+#include "trainingd/engine/session/hooks/early_stopping_hook.h"
+#include "trainingd/engine/session/hooks/evaluation_hook.h"
+#include "trainingd/engine/session/hooks/final_ops_hook.h"
+#include "trainingd/engine/session/hooks/logging_tensor_hook.h"
+#include "trainingd/engine/session/hooks/nan_tensor_hook.h"
+#include "trainingd/engine/session/hooks/profiler_hook.h"
+#include "trainingd/engine/session/hooks/stop_at_step_hook.h"
+#include "trainingd/engine/session/monitored_training_session.h"
+
+namespace trainingd::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kDefaultEveryNIter = 100;
+constexpr int64_t kDefaultEvaluationSteps = 1000;
+constexpr int64_t kDefaultProfilerSteps = 1000;
+
+// A spec trigger with both fields 0 takes `default_steps`.
+TriggerSpec OrDefault(TriggerSpec t, int64_t default_steps) {
+  if (t.every_steps <= 0 && t.every_secs <= 0) t.every_steps = default_steps;
+  return t;
+}
+
+// Prefixes a hook's option error with the spec field it came from.
+Status InField(const std::string& field, const Status& st) {
+  return Status(st.code(), field + ": " + st.message());
+}
+
+struct BuiltHooks {
+  std::vector<std::shared_ptr<SessionRunHook>> hooks;
+  std::shared_ptr<StopAtStepHook> stop_at_step;
+  std::shared_ptr<EvaluationHook> evaluation;
+  std::shared_ptr<EarlyStoppingHook> early_stopping;
+  std::shared_ptr<FinalOpsHook> final_ops;
+};
+
+Result<BuiltHooks> BuildHooks(const JobSpec& spec, const JobRunOptions& options,
+                              const std::shared_ptr<SummaryWriter>& writer) {
+  BuiltHooks b;
+  const HooksSpec& h = spec.hooks;
+  if (spec.max_steps > 0) {
+    auto hook = StopAtStepHook::Create(std::nullopt, spec.max_steps);
+    if (!hook.ok()) return InField("max_steps", hook.status());
+    b.stop_at_step = *hook;
+    b.hooks.push_back(*hook);
+  }
+  if (h.nan_guard.enabled) b.hooks.push_back(std::make_shared<NanTensorHook>(h.nan_guard.fail));
+  if (h.logging.enabled) {
+    LoggingTensorHook::Options o{.every_n_iter = h.logging.every_n_iter,
+                                 .every_n_secs = h.logging.every_n_secs,
+                                 .at_end = h.logging.at_end};
+    if (o.every_n_iter <= 0 && o.every_n_secs <= 0) o.every_n_iter = kDefaultEveryNIter;
+    auto hook = LoggingTensorHook::Create(h.logging.tensors, o);
+    if (!hook.ok()) return InField("hooks.logging", hook.status());
+    b.hooks.push_back(*hook);
+  }
+  TriggerSpec eval_trigger = OrDefault(h.evaluation.trigger, kDefaultEvaluationSteps);
+  if (h.evaluation.enabled) {
+    auto hook = EvaluationHook::Create({.every_steps = eval_trigger.every_steps,
+                                        .every_secs = eval_trigger.every_secs,
+                                        .split = h.evaluation.split,
+                                        .summary_writer = writer});
+    if (!hook.ok()) return InField("hooks.evaluation", hook.status());
+    b.evaluation = *hook;
+    b.hooks.push_back(*hook);
+  }
+  if (h.early_stopping.enabled) {
+    const TriggerSpec t =
+        h.early_stopping.trigger.every_steps > 0 || h.early_stopping.trigger.every_secs > 0
+            ? h.early_stopping.trigger
+            : eval_trigger;
+    auto hook = EarlyStoppingHook::Create({.monitor = h.early_stopping.monitor,
+                                           .mode = h.early_stopping.mode == "max"
+                                                       ? EarlyStoppingHook::Mode::kMax
+                                                       : EarlyStoppingHook::Mode::kMin,
+                                           .patience = h.early_stopping.patience,
+                                           .min_delta = h.early_stopping.min_delta,
+                                           .every_steps = t.every_steps,
+                                           .every_secs = t.every_secs});
+    if (!hook.ok()) return InField("hooks.early_stopping", hook.status());
+    b.early_stopping = *hook;
+    b.hooks.push_back(*hook);
+  }
+  if (h.profiler.enabled) {
+    const TriggerSpec t = OrDefault(h.profiler.trigger, kDefaultProfilerSteps);
+    auto hook = ProfilerHook::Create({.save_steps = t.every_steps,
+                                      .save_secs = t.every_secs,
+                                      .output_dir = options.checkpoint_dir,
+                                      .max_traces = options.limits.max_profiler_traces});
+    if (!hook.ok()) return InField("hooks.profiler", hook.status());
+    b.hooks.push_back(*hook);
+  }
+  if (h.final_eval.enabled) {
+    auto hook = FinalOpsHook::Create(
+        {h.final_eval.split + "/loss", h.final_eval.split + "/accuracy"}, writer);
+    if (!hook.ok()) return InField("hooks.final_eval", hook.status());
+    b.final_ops = *hook;
+    b.hooks.push_back(*hook);
+  }
+  return b;
+}
+
+// A spec hook's trigger as MonitoredTrainingSession's steps/secs pair: off = steps 0; neither
+// period given = both left unset, so MonitoredTrainingSession applies TF's default.
+void SetTrigger(bool enabled, const TriggerSpec& t, std::optional<int64_t>& steps,
+                std::optional<double>& secs) {
+  if (!enabled) {
+    steps = 0;
+  } else if (t.every_steps > 0) {
+    steps = t.every_steps;
+  } else if (t.every_secs > 0) {
+    secs = t.every_secs;
+  }
+}
+
+MonitoredTrainingSessionOptions SessionOptionsFor(const JobSpec& spec,
+                                                  const JobRunOptions& options) {
+  const HooksSpec& h = spec.hooks;
+  MonitoredTrainingSessionOptions o;
+  o.checkpoint_dir = options.checkpoint_dir;
+  SetTrigger(h.checkpoint.enabled, h.checkpoint.trigger, o.save_checkpoint_steps,
+             o.save_checkpoint_secs);
+  o.max_to_keep = h.checkpoint.max_to_keep;
+  o.keep_checkpoint_every_n_hours = h.checkpoint.keep_checkpoint_every_n_hours;
+  if (options.limits.max_checkpoints > 0) {
+    o.max_preserved_checkpoints = std::max(0, options.limits.max_checkpoints - o.max_to_keep);
+  }
+  SetTrigger(h.summary.enabled, h.summary.trigger, o.save_summaries_steps, o.save_summaries_secs);
+  o.log_step_count_steps = h.step_counter.enabled ? h.step_counter.every_steps : 0;
+  o.summary_sinks = options.summary_sinks;
+  return o;
+}
+
+}  // namespace
+
+const char* JobOutcomeName(JobResult::Outcome outcome) {
+  switch (outcome) {
+    case JobResult::Outcome::kCompleted:
+      return "completed";
+    case JobResult::Outcome::kStopped:
+      return "stopped";
+    case JobResult::Outcome::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
+Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& dataset,
+                                                        const std::string& data_root) {
+  if (!IsSafeName(dataset.name)) {
+    return Status::InvalidArgument("dataset.name: '" + dataset.name +
+                                   "' is not a plain directory name");
+  }
+  DatasetOptions o;
+  o.validation_size = dataset.validation_size;
+  o.max_train_examples = dataset.max_train_examples;
+  o.max_test_examples = dataset.max_test_examples;
+  auto data = LoadMnistDirectory(data_root + "/" + dataset.name, o);
+  if (!data.ok()) {
+    return Status(data.status().code(),
+                  "dataset '" + dataset.name + "': " + data.status().message());
+  }
+  return std::shared_ptr<const Datasets>(std::make_shared<Datasets>(std::move(data).value()));
+}
+
+bool HasCheckpointAt(const std::string& checkpoint_dir, int64_t step) {
+  std::error_code ec;
+  if (!fs::exists(checkpoint_dir + "/checkpoint", ec)) return false;
+  auto manager = CheckpointManager::Create(checkpoint_dir);
+  if (!manager.ok()) return false;
+  const auto latest = (*manager)->LatestCheckpointPath();
+  return latest && fs::path(*latest).filename() == "model.ckpt-" + std::to_string(step);
+}
+
+Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root) {
+  if (!IsSafeName(dataset.name)) {
+    return Status::InvalidArgument("dataset.name: '" + dataset.name +
+                                   "' is not a plain directory name");
+  }
+  DatasetOptions o;
+  o.validation_size = dataset.validation_size;
+  o.max_train_examples = dataset.max_train_examples;
+  o.max_test_examples = dataset.max_test_examples;
+  auto info = ProbeMnistDirectory(data_root + "/" + dataset.name, o);
+  if (info.ok()) return info;
+  const std::string& m = info.status().message();
+  std::error_code ec;
+  if (info.status().code() == StatusCode::kNotFound &&
+      !fs::is_directory(data_root + "/" + dataset.name, ec)) {
+    std::string known;
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(data_root, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_directory(ec) && IsSafeName(name)) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+    return Status::InvalidArgument("dataset.name: no dataset '" + dataset.name + "' in " +
+                                   data_root + " (there are: " + (known.empty() ? "none" : known) +
+                                   ")");
+  }
+  for (const char* option : {"validation_size", "max_train_examples", "max_test_examples"}) {
+    if (m.rfind(option, 0) == 0) {
+      return Status::InvalidArgument("dataset." + std::string(option) + ": " + m);
+    }
+  }
+  return Status::InvalidArgument("dataset.name: dataset '" + dataset.name +
+                                 "' cannot be read: " + m);
+}
+
+Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
+  TRAININGD_RETURN_IF_ERROR(ValidateJobSpec(spec));
+  if (options.checkpoint_dir.empty()) {
+    return Status::InvalidArgument("checkpoint_dir: required to run a job");
+  }
+  Env* env = options.env ? options.env : Env::Default();
+  std::shared_ptr<Logger> logger = options.logger ? options.logger : Logger::Stderr();
+  std::shared_ptr<const Datasets> datasets = options.datasets;
+  if (!datasets) {
+    auto loaded = LoadJobDatasets(spec.dataset, options.data_root);
+    if (!loaded.ok()) return loaded.status();
+    datasets = *loaded;
+  }
+
+  SessionConfig config;
+  config.model = spec.model;
+  config.optimizer = spec.optimizer;
+  config.batch_size = spec.batch_size;
+  config.seed = spec.seed;
+  config.num_epochs = spec.num_epochs;
+
+  auto writer = std::make_shared<SummaryWriter>(env);
+  auto hooks = BuildHooks(spec, options, writer);
+  if (!hooks.ok()) return hooks.status();
+  MonitoredTrainingSessionOptions mts = SessionOptionsFor(spec, options);
+  mts.hooks = hooks->hooks;
+  mts.session_options.env = env;
+  mts.session_options.logger = logger;
+  mts.session_options.summary_writer = writer;
+  mts.session_options.max_recovery_attempts = options.max_recovery_attempts;
+  mts.session_options.stop_flag = options.stop;
+  auto created = MonitoredTrainingSession(config, datasets, std::move(mts));
+  if (!created.ok()) return created.status();
+  MonitoredSession& ms = **created;
+  if (options.on_session_created) options.on_session_created(ms);
+
+  JobResult result;
+  Status run_status;
+  bool stopped_by_flag;
+  while (!ms.ShouldStop()) {
+    run_status = ms.Run({});
+    if (!run_status.ok()) break;
+  }
+  // A stop that arrives during the step that reaches max_steps still counts as completed.
+  const bool reached_max = spec.max_steps > 0 && ms.global_step() >= spec.max_steps;
+  stopped_by_flag = options.stop && options.stop->load() && !reached_max;
+  result.global_step = ms.global_step();
+  Status close_status = ms.Close();
+
+  // A full disk, found by a step's writes or by the end hooks' (the final checkpoint, the last
+  // summaries): stopped, if a final checkpoint still fitted; failed otherwise.
+  const Status& disk_full =
+      run_status.code() == StatusCode::kResourceExhausted ? run_status : close_status;
+  if (disk_full.code() == StatusCode::kResourceExhausted) {
+    if (HasCheckpointAt(options.checkpoint_dir, result.global_step)) {
+      result.outcome = JobResult::Outcome::kStopped;
+      result.reason = "disk full (" + disk_full.message() +
+                      "); stopped after a final checkpoint at global step " +
+                      std::to_string(result.global_step);
+    } else {
+      result.outcome = JobResult::Outcome::kFailed;
+      result.error = disk_full;
+      result.reason = "disk full (" + disk_full.message() + "); no final checkpoint fitted";
+    }
+  } else if (!run_status.ok() && run_status.code() != StatusCode::kOutOfRange) {
+    result.outcome = JobResult::Outcome::kFailed;
+    result.error = run_status;
+    result.reason = run_status.ToString();
+  } else if (stopped_by_flag) {
+    result.outcome = JobResult::Outcome::kStopped;
+    result.reason = "stop requested";
+  } else {
+    result.outcome = JobResult::Outcome::kCompleted;
+    if (run_status.code() == StatusCode::kOutOfRange) {
+      result.reason = run_status.message();
+    } else if (hooks->early_stopping && hooks->early_stopping->stopped_step()) {
+      result.reason = "early stopping at global step " +
+                      std::to_string(*hooks->early_stopping->stopped_step()) + " (best " +
+                      hooks->early_stopping->monitor() + " at global step " +
+                      std::to_string(hooks->early_stopping->best_step()) + ")";
+    } else if (hooks->stop_at_step && result.global_step >= spec.max_steps) {
+      result.reason = "reached max_steps " + std::to_string(spec.max_steps);
+    } else {
+      result.reason =
+          "a hook requested the stop at global step " + std::to_string(result.global_step);
+    }
+  }
+  if (!close_status.ok() && disk_full.code() != StatusCode::kResourceExhausted) {
+    if (result.error.ok()) result.error = close_status;
+    if (result.outcome != JobResult::Outcome::kFailed) {
+      result.outcome = JobResult::Outcome::kFailed;
+      result.reason = "closing the session failed: " + close_status.ToString();
+    }
+  }
+  if (hooks->evaluation && hooks->evaluation->last_evaluation()) {
+    const auto& e = *hooks->evaluation->last_evaluation();
+    result.final_values[spec.hooks.evaluation.split + "/loss"] = e.loss;
+    result.final_values[spec.hooks.evaluation.split + "/accuracy"] = e.accuracy;
+  }
+  if (hooks->final_ops) {
+    for (const auto& [k, v] : hooks->final_ops->final_ops_values()) result.final_values[k] = v;
+  }
+  return result;
+}
+
+}  // namespace trainingd::engine

@@ -1,0 +1,288 @@
+#include "trainingd/engine/job/job_spec.h"
+
+#include <charconv>
+#include <cmath>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "base/float_format.h"
+#include "trainingd/engine/session/session.h"
+
+namespace trainingd::engine {
+namespace {
+
+using internal::FloatToString;
+
+constexpr const char* kSplits[] = {"train", "validation", "test"};
+
+// "<path>: <message>", the one error format of this file.
+Status Bad(std::string_view path, const std::string& message) {
+  return Status::InvalidArgument(std::string(path) + ": " + message);
+}
+
+// 'text', cut to its first 64 characters: user input is echoed, but never at any length.
+std::string Quote(const std::string& text) {
+  constexpr size_t kMax = 64;
+  return "'" + (text.size() <= kMax ? text : text.substr(0, kMax) + "...") + "'";
+}
+
+std::string DoubleToString(double value) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+  return ec == std::errc() ? std::string(buf, end) : std::string("?");
+}
+
+// Re-roots a message of the form "<field> <rest>" (what OptimizerOptions::Validate and
+// LearningRateSchedule::Validate return) as "<prefix>.<field>: <rest>". A bare `prefix` (no field
+// appended) is used when `field_as_prefix` is the field the message names.
+Status Reroot(const Status& status, std::string_view prefix, std::string_view field_as_prefix) {
+  const std::string& m = status.message();
+  const size_t space = m.find(' ');
+  std::string field = space == std::string::npos ? m : m.substr(0, space);
+  std::string rest = space == std::string::npos ? std::string() : m.substr(space + 1);
+  if (!field.empty() && field.back() == ':') field.pop_back();
+  if (!field_as_prefix.empty() && field == field_as_prefix) return Bad(prefix, rest);
+  return Bad(std::string(prefix) + "." + field, rest);
+}
+
+Status CheckNonNegative(std::string_view path, int64_t value) {
+  if (value >= 0) return Status::Ok();
+  return Bad(path, "must be >= 0, got " + std::to_string(value));
+}
+
+Status CheckNonNegative(std::string_view path, double value) {
+  if (std::isfinite(value) && value >= 0) return Status::Ok();
+  return Bad(path, "must be a finite number >= 0, got " + DoubleToString(value));
+}
+
+Status CheckInRange(std::string_view path, int64_t value, int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi) return Status::Ok();
+  return Bad(path, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                       std::to_string(value));
+}
+
+// A periodic trigger, whose fields sit in the hook's own JSON object at `path`.
+Status CheckTrigger(const std::string& path, const TriggerSpec& t) {
+  TRAININGD_RETURN_IF_ERROR(CheckNonNegative(path + ".every_steps", t.every_steps));
+  TRAININGD_RETURN_IF_ERROR(CheckNonNegative(path + ".every_secs", t.every_secs));
+  if (t.every_steps > 0 && t.every_secs > 0) {
+    return Bad(path, "give every_steps or every_secs, not both");
+  }
+  return Status::Ok();
+}
+
+Status CheckSplit(const std::string& path, const std::string& split) {
+  for (const char* s : kSplits) {
+    if (split == s) return Status::Ok();
+  }
+  return Bad(path, "must be one of train, validation, test; got " + Quote(split));
+}
+
+Status CheckLayer(const std::string& path, const LayerSpec& l) {
+  switch (l.type) {
+    case LayerType::kConv2d:
+      TRAININGD_RETURN_IF_ERROR(CheckInRange(path + ".filters", l.filters, 1, 65536));
+      TRAININGD_RETURN_IF_ERROR(CheckInRange(path + ".kernel", l.kernel, 1, 64));
+      TRAININGD_RETURN_IF_ERROR(CheckInRange(path + ".stride", l.stride, 1, 64));
+      break;
+    case LayerType::kMaxPool2d:
+      TRAININGD_RETURN_IF_ERROR(CheckInRange(path + ".pool", l.pool, 1, 64));
+      // 0 = the pool size.
+      TRAININGD_RETURN_IF_ERROR(CheckInRange(path + ".stride", l.stride, 0, 64));
+      return Status::Ok();
+    case LayerType::kDense:
+      TRAININGD_RETURN_IF_ERROR(CheckInRange(path + ".units", l.units, 1, int64_t{1} << 20));
+      break;
+    case LayerType::kDropout:
+      if (!(l.rate >= 0.0f && l.rate < 1.0f)) {
+        return Bad(path + ".rate", "must be in [0, 1), got " + FloatToString(l.rate));
+      }
+      return Status::Ok();
+    case LayerType::kRelu:
+    case LayerType::kFlatten:
+      return Status::Ok();
+    default:
+      return Bad(path + ".type",
+                 "is not a known layer type: " + std::to_string(static_cast<int>(l.type)));
+  }
+  // conv2d and dense: activation and initialisation.
+  if (l.activation != Activation::kNone && l.activation != Activation::kRelu) {
+    return Bad(path + ".activation", "is not a known activation");
+  }
+  if (l.initializer != Initializer::kGlorotUniform &&
+      l.initializer != Initializer::kTruncatedNormal) {
+    return Bad(path + ".initializer", "is not a known initializer");
+  }
+  if (!std::isfinite(l.stddev) || l.stddev <= 0.0f) {
+    return Bad(path + ".stddev", "must be positive and finite, got " + FloatToString(l.stddev));
+  }
+  if (!std::isfinite(l.bias_init)) {
+    return Bad(path + ".bias_init", "must be finite, got " + FloatToString(l.bias_init));
+  }
+  return Status::Ok();
+}
+
+Status CheckModel(const JobSpec& spec) {
+  if (!spec.model_preset.empty()) {
+    const Result<ModelSpec> preset = PresetModel(spec.model_preset);
+    if (!preset.ok()) return Bad("model.preset", preset.status().message());
+  }
+  if (spec.model.layers.empty()) return Bad("model.layers", "the model has no layers");
+  if (spec.model.layers.size() > kMaxLayers) {
+    return Bad("model.layers", "at most " + std::to_string(kMaxLayers) + " layers, got " +
+                                   std::to_string(spec.model.layers.size()));
+  }
+  for (size_t i = 0; i < spec.model.layers.size(); ++i) {
+    TRAININGD_RETURN_IF_ERROR(
+        CheckLayer("model.layers[" + std::to_string(i) + "]", spec.model.layers[i]));
+  }
+  return Status::Ok();
+}
+
+Status CheckOptimizer(const OptimizerOptions& options) {
+  // The optimizer's own fields first, with the schedule replaced by a valid one, so that every
+  // error is attributed to the right JSON object.
+  OptimizerOptions own = options;
+  own.learning_rate = LearningRateSchedule();
+  if (Status s = own.Validate(); !s.ok()) return Reroot(s, "optimizer", "");
+  const LearningRateSchedule& lr = options.learning_rate;
+  if (Status s = lr.Validate(); !s.ok()) {
+    // A constant schedule is written as a bare number at optimizer.learning_rate.
+    return Reroot(s, "optimizer.learning_rate",
+                  lr.type == LearningRateSchedule::Type::kConstant ? "learning_rate" : "");
+  }
+  return Status::Ok();
+}
+
+Status CheckHooks(const HooksSpec& h) {
+  TRAININGD_RETURN_IF_ERROR(CheckTrigger("hooks.checkpoint", h.checkpoint.trigger));
+  if (h.checkpoint.max_to_keep < 1) {
+    return Bad("hooks.checkpoint.max_to_keep",
+               "must be >= 1, got " + std::to_string(h.checkpoint.max_to_keep));
+  }
+  TRAININGD_RETURN_IF_ERROR(CheckNonNegative("hooks.checkpoint.keep_checkpoint_every_n_hours",
+                                             h.checkpoint.keep_checkpoint_every_n_hours));
+
+  TRAININGD_RETURN_IF_ERROR(CheckTrigger("hooks.summary", h.summary.trigger));
+
+  TRAININGD_RETURN_IF_ERROR(
+      CheckNonNegative("hooks.step_counter.every_steps", h.step_counter.every_steps));
+
+  const LoggingHookSpec& log = h.logging;
+  TRAININGD_RETURN_IF_ERROR(CheckNonNegative("hooks.logging.every_n_iter", log.every_n_iter));
+  TRAININGD_RETURN_IF_ERROR(CheckNonNegative("hooks.logging.every_n_secs", log.every_n_secs));
+  if (log.every_n_iter > 0 && log.every_n_secs > 0) {
+    return Bad("hooks.logging", "give every_n_iter or every_n_secs, not both");
+  }
+  if (log.enabled && log.tensors.empty()) {
+    return Bad("hooks.logging.tensors", "must name at least one fetch when the hook is enabled");
+  }
+  std::set<std::string_view> seen;
+  for (size_t i = 0; i < log.tensors.size(); ++i) {
+    const std::string path = "hooks.logging.tensors[" + std::to_string(i) + "]";
+    if (Status s = Session::CheckFetchNames({log.tensors[i]}); !s.ok()) {
+      return Bad(path, s.message());
+    }
+    if (!seen.insert(log.tensors[i]).second) {
+      return Bad(path, Quote(log.tensors[i]) + " is listed twice");
+    }
+  }
+
+  TRAININGD_RETURN_IF_ERROR(CheckTrigger("hooks.evaluation", h.evaluation.trigger));
+  TRAININGD_RETURN_IF_ERROR(CheckSplit("hooks.evaluation.split", h.evaluation.split));
+
+  TRAININGD_RETURN_IF_ERROR(CheckSplit("hooks.final_eval.split", h.final_eval.split));
+
+  const EarlyStoppingHookSpec& es = h.early_stopping;
+  {
+    const size_t slash = es.monitor.find('/');
+    const std::string metric = slash == std::string::npos ? "" : es.monitor.substr(slash + 1);
+    bool known_split = false;
+    for (const char* s : kSplits) known_split = known_split || es.monitor.substr(0, slash) == s;
+    if (!known_split || (metric != "loss" && metric != "accuracy")) {
+      return Bad("hooks.early_stopping.monitor",
+                 "must be '<split>/loss' or '<split>/accuracy' with split train, validation or "
+                 "test; got " +
+                     Quote(es.monitor));
+    }
+  }
+  if (es.mode != "min" && es.mode != "max") {
+    return Bad("hooks.early_stopping.mode", "must be 'min' or 'max', got " + Quote(es.mode));
+  }
+  if (es.patience < 1) {
+    return Bad("hooks.early_stopping.patience", "must be >= 1, got " + std::to_string(es.patience));
+  }
+  TRAININGD_RETURN_IF_ERROR(CheckNonNegative("hooks.early_stopping.min_delta", es.min_delta));
+  TRAININGD_RETURN_IF_ERROR(CheckTrigger("hooks.early_stopping", es.trigger));
+
+  TRAININGD_RETURN_IF_ERROR(CheckTrigger("hooks.profiler", h.profiler.trigger));
+  return Status::Ok();
+}
+
+// With validation_size 0 the validation split is empty: no enabled hook may evaluate it.
+Status CheckNoValidationUse(const HooksSpec& h) {
+  const std::string why =
+      "uses the validation split, which is empty with dataset.validation_size 0";
+  if (h.evaluation.enabled && h.evaluation.split == "validation") {
+    return Bad("hooks.evaluation.split", why);
+  }
+  if (h.final_eval.enabled && h.final_eval.split == "validation") {
+    return Bad("hooks.final_eval.split", why);
+  }
+  if (h.early_stopping.enabled && h.early_stopping.monitor.rfind("validation/", 0) == 0) {
+    return Bad("hooks.early_stopping.monitor", why);
+  }
+  if (h.logging.enabled) {
+    for (size_t i = 0; i < h.logging.tensors.size(); ++i) {
+      if (h.logging.tensors[i].rfind("validation/", 0) == 0) {
+        return Bad("hooks.logging.tensors[" + std::to_string(i) + "]", why);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool IsSafeName(const std::string& name) {
+  if (name.empty() || name.size() > 100 || name == "." || name == "..") return false;
+  for (const char c : name) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Status ValidateJobSpec(const JobSpec& spec) {
+  constexpr const char* kSafeNameRule =
+      "must be 1-100 characters of [A-Za-z0-9._-], and not '.' or '..'";
+  if (!IsSafeName(spec.name))
+    return Bad("name", std::string(kSafeNameRule) + "; got " + Quote(spec.name));
+
+  const DatasetSpec& d = spec.dataset;
+  if (!IsSafeName(d.name)) {
+    return Bad("dataset.name", std::string(kSafeNameRule) + "; got " + Quote(d.name));
+  }
+  TRAININGD_RETURN_IF_ERROR(CheckNonNegative("dataset.validation_size", d.validation_size));
+  TRAININGD_RETURN_IF_ERROR(CheckNonNegative("dataset.max_train_examples", d.max_train_examples));
+  TRAININGD_RETURN_IF_ERROR(CheckNonNegative("dataset.max_test_examples", d.max_test_examples));
+
+  TRAININGD_RETURN_IF_ERROR(CheckModel(spec));
+  TRAININGD_RETURN_IF_ERROR(CheckOptimizer(spec.optimizer));
+
+  if (spec.batch_size < 1) {
+    return Bad("batch_size", "must be >= 1, got " + std::to_string(spec.batch_size));
+  }
+  TRAININGD_RETURN_IF_ERROR(CheckNonNegative("max_steps", spec.max_steps));
+  TRAININGD_RETURN_IF_ERROR(CheckNonNegative("num_epochs", spec.num_epochs));
+  if (spec.max_steps == 0 && spec.num_epochs == 0) {
+    return Bad("max_steps", "the job would never end: give max_steps or num_epochs (or both) > 0");
+  }
+  TRAININGD_RETURN_IF_ERROR(CheckHooks(spec.hooks));
+  if (d.validation_size == 0) TRAININGD_RETURN_IF_ERROR(CheckNoValidationUse(spec.hooks));
+  return Status::Ok();
+}
+
+}  // namespace trainingd::engine

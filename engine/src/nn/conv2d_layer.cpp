@@ -1,0 +1,319 @@
+#include "trainingd/engine/nn/conv2d_layer.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "nn/activation_kernels.h"
+#include "nn/gemm.h"
+#include "nn/winograd.h"
+#include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/nn/initializers.h"
+
+namespace trainingd::engine {
+namespace {
+// Rows of the patch matrix per GEMM: large enough for an efficient product, small enough that the
+// patch block stays in the core's L2 cache.
+constexpr int64_t kTargetRowsPerBlock = 512;
+// Transformed input and output of one Winograd block: half of a core's L2 cache.
+constexpr int64_t kWinogradBlockBytes = 1 << 20;
+}  // namespace
+
+Conv2dLayer::Conv2dLayer(std::string name, const LayerSpec& spec)
+    : Layer(std::move(name)), spec_(spec) {}
+
+Conv2dLayer::~Conv2dLayer() = default;
+
+ConvAlgorithm Conv2dLayer::algorithm() const {
+  return winograd_ ? ConvAlgorithm::kWinograd : ConvAlgorithm::kIm2col;
+}
+
+Result<Shape> Conv2dLayer::Configure(const Shape& input) {
+  if (input.rank() != 3) {
+    return Status::InvalidArgument(
+        "conv2d expects an input of shape [height,width,channels], got " + input.ToString());
+  }
+  if (spec_.filters <= 0 || spec_.filters > 65536) {
+    return Status::InvalidArgument("filters must be in [1, 65536], got " +
+                                   std::to_string(spec_.filters));
+  }
+  if (spec_.kernel <= 0 || spec_.kernel > 64) {
+    return Status::InvalidArgument("kernel must be in [1, 64], got " +
+                                   std::to_string(spec_.kernel));
+  }
+  if (spec_.stride <= 0 || spec_.stride > 64) {
+    return Status::InvalidArgument("stride must be in [1, 64], got " +
+                                   std::to_string(spec_.stride));
+  }
+  g_.h = input[0];
+  g_.w = input[1];
+  g_.c = input[2];
+  g_.k = spec_.kernel;
+  g_.stride = spec_.stride;
+  g_.oc = spec_.filters;
+  if (spec_.padding == Padding::kSame) {
+    // TensorFlow's SAME: out = ceil(in / stride); the extra padding goes to the bottom/right.
+    g_.oh = (g_.h + g_.stride - 1) / g_.stride;
+    g_.ow = (g_.w + g_.stride - 1) / g_.stride;
+    g_.pad_top = std::max<int64_t>((g_.oh - 1) * g_.stride + g_.k - g_.h, 0) / 2;
+    g_.pad_left = std::max<int64_t>((g_.ow - 1) * g_.stride + g_.k - g_.w, 0) / 2;
+  } else {
+    if (g_.k > g_.h || g_.k > g_.w) {
+      return Status::InvalidArgument("kernel " + std::to_string(g_.k) +
+                                     " is larger than the input " + input.ToString() +
+                                     " with valid padding");
+    }
+    g_.oh = (g_.h - g_.k) / g_.stride + 1;
+    g_.ow = (g_.w - g_.k) / g_.stride + 1;
+    g_.pad_top = g_.pad_left = 0;
+  }
+  ChooseAlgorithm();
+  return Shape{g_.oh, g_.ow, g_.oc};
+}
+
+void Conv2dLayer::InitializeParameters(Rng& init_rng) {
+  // TF's fans for a convolution: receptive field size times input / output channels.
+  InitKernelAndBias(name(), spec_, Shape{g_.k, g_.k, g_.c, g_.oc}, g_.oc, g_.k * g_.k * g_.c,
+                    g_.k * g_.k * g_.oc, init_rng, kernel_, bias_);
+}
+
+int64_t Conv2dLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
+  const bool train = mode == Mode::kTrain;
+  const int64_t f = sizeof(float);
+  if (winograd_) {
+    // The transformed kernel (and its transpose for Backward); per chunk a workspace for one
+    // block of tiles (Forward chunks tiles, Backward examples: the chunks share workspaces), and
+    // in Backward the chunk's partial kernel and bias gradients.
+    const int64_t per_block = winograd_->TilesPerBlock(kWinogradBlockBytes);
+    const int64_t workspace = winograd_->WorkspaceBytes(per_block);
+    int chunks = NumChunks(batch * winograd_->tiles_per_example(), 2, threads);
+    int64_t bytes = f * winograd_->kernel_size();
+    if (train) {
+      const int backward_chunks = NumChunks(batch, 2, threads);
+      chunks = std::max(chunks, backward_chunks);
+      bytes +=
+          f * winograd_->kernel_t_size() + backward_chunks * f * (winograd_->kernel_size() + g_.oc);
+    }
+    return bytes + chunks * workspace;
+  }
+  // Per chunk one patch block; in Backward also the chunk's partial kernel and bias gradients
+  // and, with the fused ReLU, the masked output gradient of one block.
+  const int64_t chunks = NumChunks(batch, 2, threads);
+  const int64_t rows = ExamplesPerBlock() * g_.out_pixels();
+  int64_t per_chunk = f * rows * g_.patch();
+  if (train) {
+    per_chunk += f * (g_.patch() * g_.oc + g_.oc);
+    if (spec_.activation == Activation::kRelu) per_chunk += f * rows * g_.oc;
+  }
+  return chunks * per_chunk;
+}
+
+void Conv2dLayer::set_algorithm(ConvAlgorithm algorithm) {
+  requested_ = algorithm;
+  if (g_.c > 0) ChooseAlgorithm();  // already built
+}
+
+void Conv2dLayer::ChooseAlgorithm() {
+  winograd_.reset();
+  const bool applies = g_.stride == 1 && internal::WinogradConv::TileSizeFor(g_.k) != 0;
+  if (applies && (requested_ == ConvAlgorithm::kWinograd ||
+                  (requested_ == ConvAlgorithm::kAuto && g_.c >= kWinogradMinChannels))) {
+    winograd_ = std::make_unique<internal::WinogradConv>(internal::WinogradShape{
+        g_.h, g_.w, g_.c, g_.oh, g_.ow, g_.oc, g_.k, g_.pad_top, g_.pad_left});
+  }
+}
+
+int64_t Conv2dLayer::ForwardFlopsPerExample() const {
+  return 2 * g_.out_pixels() * g_.patch() * g_.oc;
+}
+
+int64_t Conv2dLayer::ExamplesPerBlock() const {
+  return std::max<int64_t>(1, kTargetRowsPerBlock / std::max<int64_t>(1, g_.out_pixels()));
+}
+
+// Lowers one example [h,w,c] into its patch matrix [oh*ow, k*k*c] (row: (ky, kx, c)). For each
+// output pixel and kernel row, the k*c values come from one contiguous run of the input row.
+void Conv2dLayer::Im2Col(const float* x, float* col) const {
+  const int64_t P = g_.patch(), kc = g_.k * g_.c;
+  for (int64_t oy = 0; oy < g_.oh; ++oy) {
+    for (int64_t ox = 0; ox < g_.ow; ++ox) {
+      float* row = col + (oy * g_.ow + ox) * P;
+      const int64_t ix0 = ox * g_.stride - g_.pad_left;
+      const int64_t kx_lo = std::max<int64_t>(0, -ix0);
+      const int64_t kx_hi = std::min<int64_t>(g_.k, g_.w - ix0);
+      for (int64_t ky = 0; ky < g_.k; ++ky) {
+        float* dst = row + ky * kc;
+        const int64_t iy = oy * g_.stride - g_.pad_top + ky;
+        if (iy < 0 || iy >= g_.h || kx_lo >= kx_hi) {
+          std::memset(dst, 0, sizeof(float) * kc);
+          continue;
+        }
+        if (kx_lo > 0) std::memset(dst, 0, sizeof(float) * kx_lo * g_.c);
+        std::memcpy(dst + kx_lo * g_.c, x + (iy * g_.w + ix0 + kx_lo) * g_.c,
+                    sizeof(float) * (kx_hi - kx_lo) * g_.c);
+        if (kx_hi < g_.k) std::memset(dst + kx_hi * g_.c, 0, sizeof(float) * (g_.k - kx_hi) * g_.c);
+      }
+    }
+  }
+}
+
+// The adjoint of Im2Col: adds every patch value back onto the input position it came from.
+void Conv2dLayer::Col2ImAdd(const float* col, float* dx) const {
+  const int64_t P = g_.patch(), kc = g_.k * g_.c;
+  for (int64_t oy = 0; oy < g_.oh; ++oy) {
+    for (int64_t ox = 0; ox < g_.ow; ++ox) {
+      const float* row = col + (oy * g_.ow + ox) * P;
+      const int64_t ix0 = ox * g_.stride - g_.pad_left;
+      const int64_t kx_lo = std::max<int64_t>(0, -ix0);
+      const int64_t kx_hi = std::min<int64_t>(g_.k, g_.w - ix0);
+      if (kx_lo >= kx_hi) continue;
+      const int64_t n = (kx_hi - kx_lo) * g_.c;
+      for (int64_t ky = 0; ky < g_.k; ++ky) {
+        const int64_t iy = oy * g_.stride - g_.pad_top + ky;
+        if (iy < 0 || iy >= g_.h) continue;
+        const float* src = row + ky * kc + kx_lo * g_.c;
+        float* dst = dx + (iy * g_.w + ix0 + kx_lo) * g_.c;
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+      }
+    }
+  }
+}
+
+void Conv2dLayer::WinogradForward(const Tensor& in, Tensor& out) {
+  const int64_t batch = in.shape()[0], tiles = batch * winograd_->tiles_per_example();
+  const int64_t per_block = winograd_->TilesPerBlock(kWinogradBlockBytes);
+  winograd_kernel_.Resize(Shape{winograd_->kernel_size()});
+  winograd_->TransformKernel(kernel_.value.data(), winograd_kernel_.data(), nullptr);
+  scratch_.resize(static_cast<size_t>(NumChunks(tiles, 2)));
+  const bool relu = spec_.activation == Activation::kRelu;
+  ParallelChunks(tiles, 2, [&](int chunk, int64_t begin, int64_t end) {
+    auto& ws = scratch_[static_cast<size_t>(chunk)].winograd;
+    if (!ws) ws = std::make_unique<internal::WinogradWorkspace>();
+    for (int64_t t0 = begin; t0 < end; t0 += per_block) {
+      winograd_->Forward(in.data(), t0, std::min(end, t0 + per_block), winograd_kernel_.data(),
+                         bias_.value.data(), relu, out.data(), *ws);
+    }
+  });
+}
+
+void Conv2dLayer::WinogradBackward(const Tensor& in, const Tensor& out, const Tensor& dout,
+                                   Tensor* din) {
+  const int64_t batch = in.shape()[0], tpe = winograd_->tiles_per_example();
+  const int64_t per_block = winograd_->TilesPerBlock(kWinogradBlockBytes);
+  // Transformed again rather than trusting the forward pass's copy: it is cheap (about 0.1% of the
+  // layer's work for the tutorial CNN) and keeps Backward correct whatever ran in between.
+  winograd_kernel_.Resize(Shape{winograd_->kernel_size()});
+  winograd_kernel_t_.Resize(Shape{winograd_->kernel_t_size()});
+  winograd_->TransformKernel(kernel_.value.data(), winograd_kernel_.data(),
+                             winograd_kernel_t_.data());
+  // Chunks own whole examples, so each chunk's input gradient is its own to zero and add into.
+  const int chunks = NumChunks(batch, 2);
+  scratch_.resize(static_cast<size_t>(chunks));
+  if (din) din->Resize(in.shape());
+  const bool relu = spec_.activation == Activation::kRelu;
+  const int64_t in_size = g_.h * g_.w * g_.c;
+  ParallelChunks(batch, 2, [&](int chunk, int64_t begin, int64_t end) {
+    Scratch& s = scratch_[static_cast<size_t>(chunk)];
+    if (!s.winograd) s.winograd = std::make_unique<internal::WinogradWorkspace>();
+    s.dkernel.Resize(Shape{winograd_->kernel_size()});
+    s.dkernel.SetZero();
+    s.dbias.Resize(Shape{g_.oc});
+    s.dbias.SetZero();
+    float* dx = nullptr;
+    if (din) {
+      dx = din->data() + begin * in_size;
+      std::memset(dx, 0, sizeof(float) * static_cast<size_t>((end - begin) * in_size));
+    }
+    const float* x = in.data() + begin * in_size;
+    const int64_t out_offset = begin * g_.out_pixels() * g_.oc;
+    const int64_t tiles = (end - begin) * tpe;
+    for (int64_t t0 = 0; t0 < tiles; t0 += per_block) {
+      winograd_->Backward(x, out.data() + out_offset, dout.data() + out_offset, t0,
+                          std::min(tiles, t0 + per_block), winograd_kernel_t_.data(), relu,
+                          s.dkernel.data(), s.dbias.data(), dx, *s.winograd);
+    }
+  });
+  // Reduce the per-chunk partial gradients in chunk order (reproducible for a thread count).
+  for (int c = 1; c < chunks; ++c) {
+    scratch_[0].dkernel.vector() += scratch_[static_cast<size_t>(c)].dkernel.vector();
+    scratch_[0].dbias.vector() += scratch_[static_cast<size_t>(c)].dbias.vector();
+  }
+  winograd_->KernelGradient(scratch_[0].dkernel.data(), kernel_.grad.data());
+  bias_.grad.vector() = scratch_[0].dbias.vector();
+}
+
+void Conv2dLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
+  const int64_t batch = in.shape()[0];
+  out.Resize(Shape{batch, g_.oh, g_.ow, g_.oc});
+  if (winograd_) return WinogradForward(in, out);
+  const int64_t in_size = g_.h * g_.w * g_.c, pix = g_.out_pixels(), P = g_.patch();
+  const int64_t per_block = ExamplesPerBlock();
+  scratch_.resize(static_cast<size_t>(NumChunks(batch, 2)));
+  const float* w = kernel_.value.data();
+  const float* b = bias_.value.data();
+  const bool relu = spec_.activation == Activation::kRelu;
+  ParallelChunks(batch, 2, [&](int chunk, int64_t begin, int64_t end) {
+    Tensor& col = scratch_[static_cast<size_t>(chunk)].col;
+    col.Resize(Shape{per_block * pix, P});
+    for (int64_t e0 = begin; e0 < end; e0 += per_block) {
+      const int64_t ne = std::min(per_block, end - e0);
+      for (int64_t e = 0; e < ne; ++e)
+        Im2Col(in.data() + (e0 + e) * in_size, col.data() + e * pix * P);
+      float* y = out.data() + e0 * pix * g_.oc;
+      internal::Gemm(false, false, ne * pix, g_.oc, P, 1.0f, col.data(), P, w, g_.oc, 0.0f, y,
+                     g_.oc);
+      internal::AddBiasActivation(y, ne * pix, g_.oc, b, relu);
+    }
+  });
+}
+
+void Conv2dLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) {
+  if (winograd_) return WinogradBackward(in, out, dout, din);
+  const int64_t batch = in.shape()[0];
+  const int64_t in_size = g_.h * g_.w * g_.c, pix = g_.out_pixels(), P = g_.patch(), oc = g_.oc;
+  const int64_t per_block = ExamplesPerBlock();
+  const int chunks = NumChunks(batch, 2);
+  scratch_.resize(static_cast<size_t>(chunks));
+  if (din) din->Resize(in.shape());
+  const float* w = kernel_.value.data();
+  const bool relu = spec_.activation == Activation::kRelu;
+  ParallelChunks(batch, 2, [&](int chunk, int64_t begin, int64_t end) {
+    Scratch& s = scratch_[static_cast<size_t>(chunk)];
+    s.col.Resize(Shape{per_block * pix, P});
+    s.dkernel.Resize(kernel_.value.shape());
+    s.dkernel.SetZero();
+    s.dbias.Resize(Shape{oc});
+    s.dbias.SetZero();
+    if (relu) s.dy.Resize(Shape{per_block * pix, oc});
+    for (int64_t e0 = begin; e0 < end; e0 += per_block) {
+      const int64_t ne = std::min(per_block, end - e0), rows = ne * pix;
+      const float* g = dout.data() + e0 * pix * oc;
+      if (relu) {
+        internal::ReluGrad(out.data() + e0 * pix * oc, g, s.dy.data(), rows * oc);
+        g = s.dy.data();
+      }
+      internal::AddColumnSums(g, rows, oc, s.dbias.data());
+      for (int64_t e = 0; e < ne; ++e)
+        Im2Col(in.data() + (e0 + e) * in_size, s.col.data() + e * pix * P);
+      // dK += patches^T * dY
+      internal::Gemm(true, false, P, oc, rows, 1.0f, s.col.data(), P, g, oc, 1.0f, s.dkernel.data(),
+                     oc);
+      if (din) {
+        // dPatches = dY * K^T, then scatter back onto the input positions.
+        internal::Gemm(false, true, rows, P, oc, 1.0f, g, oc, w, oc, 0.0f, s.col.data(), P);
+        float* dx = din->data() + e0 * in_size;
+        std::memset(dx, 0, sizeof(float) * ne * in_size);
+        for (int64_t e = 0; e < ne; ++e) Col2ImAdd(s.col.data() + e * pix * P, dx + e * in_size);
+      }
+    }
+  });
+  // Reduce the per-chunk partial gradients in chunk order (reproducible for a thread count).
+  kernel_.grad.vector() = scratch_[0].dkernel.vector();
+  bias_.grad.vector() = scratch_[0].dbias.vector();
+  for (int c = 1; c < chunks; ++c) {
+    kernel_.grad.vector() += scratch_[static_cast<size_t>(c)].dkernel.vector();
+    bias_.grad.vector() += scratch_[static_cast<size_t>(c)].dbias.vector();
+  }
+}
+
+}  // namespace trainingd::engine

@@ -1,0 +1,98 @@
+#include "trainingd/engine/nn/elementwise_layers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/float_format.h"
+#include "nn/activation_kernels.h"
+
+namespace trainingd::engine {
+
+Result<Shape> ReluLayer::Configure(const Shape& input) { return input; }
+
+void ReluLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
+  out.Resize(in.shape());
+  const float* x = in.data();
+  float* y = out.data();
+  const int64_t n = in.size();
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = std::max(x[i], 0.0f);
+}
+
+void ReluLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& dout, Tensor* din) {
+  if (!din) return;
+  din->Resize(in.shape());
+  internal::ReluGrad(in.data(), dout.data(), din->data(), in.size());
+}
+
+DropoutLayer::DropoutLayer(std::string name, float rate, uint64_t seed)
+    : Layer(std::move(name)), rate_(rate), rng_(seed) {}
+
+Result<Shape> DropoutLayer::Configure(const Shape& input) {
+  if (!(rate_ >= 0.0f && rate_ < 1.0f)) {
+    return Status::InvalidArgument("rate must be in [0, 1), got " + internal::FloatToString(rate_));
+  }
+  elements_ = input.num_elements();
+  return input;
+}
+
+int64_t DropoutLayer::ScratchBytes(int64_t batch, Mode mode, int /*threads*/) const {
+  // The mask of a training forward pass.
+  return mode == Mode::kTrain && rate_ > 0.0f ? 4 * batch * elements_ : 0;
+}
+
+void DropoutLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
+  out.Resize(in.shape());
+  last_mode_ = mode;
+  const int64_t n = in.size();
+  if (mode == Mode::kEval || rate_ == 0.0f) {
+    std::memcpy(out.data(), in.data(), sizeof(float) * n);
+    return;
+  }
+  mask_.resize(static_cast<size_t>(n));
+  const float scale = 1.0f / (1.0f - rate_);
+  // 24-bit uniforms compared against the rate: P(keep) = 1 - rate to within 2^-24.
+  const uint32_t threshold = static_cast<uint32_t>(std::lround(rate_ * 16777216.0));
+  for (int64_t i = 0; i < n; ++i) {
+    mask_[static_cast<size_t>(i)] = (rng_.Next() >> 40) >= threshold ? scale : 0.0f;
+  }
+  const float* x = in.data();
+  const float* m = mask_.data();
+  float* y = out.data();
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * m[i];
+}
+
+void DropoutLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& dout,
+                            Tensor* din) {
+  if (!din) return;
+  din->Resize(in.shape());
+  const int64_t n = in.size();
+  if (last_mode_ == Mode::kEval || rate_ == 0.0f) {
+    std::memcpy(din->data(), dout.data(), sizeof(float) * n);
+    return;
+  }
+  const float* g = dout.data();
+  const float* m = mask_.data();
+  float* d = din->data();
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) d[i] = g[i] * m[i];
+}
+
+Result<Shape> FlattenLayer::Configure(const Shape& input) { return Shape{input.num_elements()}; }
+
+void FlattenLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
+  const int64_t batch = in.shape()[0];
+  out.Resize(Shape{batch, batch ? in.size() / batch : 0});
+  std::memcpy(out.data(), in.data(), sizeof(float) * in.size());
+}
+
+void FlattenLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& dout,
+                            Tensor* din) {
+  if (!din) return;
+  din->Resize(in.shape());
+  std::memcpy(din->data(), dout.data(), sizeof(float) * dout.size());
+}
+
+}  // namespace trainingd::engine

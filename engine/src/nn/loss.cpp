@@ -1,0 +1,48 @@
+#include "trainingd/engine/nn/loss.h"
+
+#include <cassert>
+#include <cmath>
+
+namespace trainingd::engine {
+
+LossAndAccuracy SoftmaxCrossEntropy(const Tensor& logits, std::span<const int32_t> labels,
+                                    Tensor* dlogits) {
+  const int64_t batch = logits.shape()[0];
+  const int64_t classes = batch ? logits.size() / batch : 0;
+  assert(static_cast<int64_t>(labels.size()) == batch);
+  if (dlogits) dlogits->Resize(logits.shape());
+  LossAndAccuracy r;
+  double total = 0;
+  for (int64_t i = 0; i < batch; ++i) {
+    const float* z = logits.data() + i * classes;
+    int64_t arg = 0;
+    for (int64_t c = 1; c < classes; ++c) {
+      if (z[c] > z[arg]) arg = c;
+    }
+    const float zmax = z[arg];
+    // The exponentials go straight into the gradient row when there is one (no allocation on
+    // the training step's path); evaluation only needs their sum.
+    float* d = dlogits ? dlogits->data() + i * classes : nullptr;
+    double sum = 0;
+    for (int64_t c = 0; c < classes; ++c) {
+      const float e = std::exp(z[c] - zmax);
+      if (d) d[c] = e;
+      sum += e;
+    }
+    const int32_t y = labels[static_cast<size_t>(i)];
+    total += std::log(sum) - static_cast<double>(z[y] - zmax);
+    if (arg == y) ++r.correct;
+    if (d) {
+      const float inv = static_cast<float>(1.0 / (sum * static_cast<double>(batch)));
+      for (int64_t c = 0; c < classes; ++c) d[c] *= inv;
+      d[y] -= 1.0f / static_cast<float>(batch);
+    }
+  }
+  if (batch > 0) {
+    r.loss = total / static_cast<double>(batch);
+    r.accuracy = static_cast<double>(r.correct) / static_cast<double>(batch);
+  }
+  return r;
+}
+
+}  // namespace trainingd::engine

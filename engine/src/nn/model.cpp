@@ -1,0 +1,236 @@
+#include "trainingd/engine/nn/model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+#include "trainingd/engine/nn/conv2d_layer.h"
+#include "trainingd/engine/nn/dense_layer.h"
+#include "trainingd/engine/nn/elementwise_layers.h"
+#include "trainingd/engine/nn/max_pool2d_layer.h"
+
+namespace trainingd::engine {
+namespace {
+
+std::unique_ptr<Layer> MakeLayer(const LayerSpec& spec, std::string name, uint64_t seed,
+                                 size_t index) {
+  switch (spec.type) {
+    case LayerType::kConv2d:
+      return std::make_unique<Conv2dLayer>(std::move(name), spec);
+    case LayerType::kMaxPool2d:
+      return std::make_unique<MaxPool2dLayer>(std::move(name), spec);
+    case LayerType::kDense:
+      return std::make_unique<DenseLayer>(std::move(name), spec);
+    case LayerType::kRelu:
+      return std::make_unique<ReluLayer>(std::move(name));
+    case LayerType::kDropout:
+      return std::make_unique<DropoutLayer>(std::move(name), spec.rate,
+                                            Rng::ForStream(seed, 1000 + index).Next());
+    case LayerType::kFlatten:
+      return std::make_unique<FlattenLayer>(std::move(name));
+  }
+  return nullptr;
+}
+
+// "model.layers[<i>]: <type> <what>" ("model.layers[2]: conv2d kernel 5 is larger ..."), the
+// type left out when `what` starts with it: the field first, as every spec error names it.
+Status LayerError(size_t i, const std::string& type, const std::string& what) {
+  const bool named = what.rfind(type + " ", 0) == 0;
+  return Status::InvalidArgument("model.layers[" + std::to_string(i) +
+                                 "]: " + (named ? what : type + " " + what));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::Build(const ModelSpec& spec, const Shape& input_shape,
+                                            int64_t num_classes, uint64_t seed) {
+  auto m = Configure(spec, input_shape, num_classes, seed);
+  if (!m.ok()) return m.status();
+  // In layer order from one stream, so every layer's initial values depend on the seed alone.
+  Rng init_rng = Rng::ForStream(seed, 0);
+  for (auto& layer : (*m)->layers_) {
+    layer->InitializeParameters(init_rng);
+    for (Parameter* p : layer->parameters()) (*m)->params_.push_back(p);
+  }
+  return m;
+}
+
+Result<std::unique_ptr<Model>> Model::Plan(const ModelSpec& spec, const Shape& input_shape,
+                                           int64_t num_classes, uint64_t seed) {
+  return Configure(spec, input_shape, num_classes, seed);
+}
+
+Result<std::unique_ptr<Model>> Model::Configure(const ModelSpec& spec, const Shape& input_shape,
+                                                int64_t num_classes, uint64_t seed) {
+  if (spec.layers.empty()) return Status::InvalidArgument("model.layers: the model has no layers");
+  std::unique_ptr<Model> m(new Model());
+  m->input_shape_ = input_shape;
+  std::map<std::string, int> counts;
+  Shape shape = input_shape;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const LayerSpec& ls = spec.layers[i];
+    const std::string type = LayerTypeName(ls.type);
+    const int n = counts[type]++;
+    std::string name = n == 0 ? type : type + "_" + std::to_string(n);
+    auto layer = MakeLayer(ls, name, seed, i);
+    Result<Shape> out = layer->Configure(shape);
+    if (!out.ok()) return LayerError(i, type, out.status().message());
+    if (out->num_elements() <= 0 || out->num_elements() > (int64_t{1} << 28)) {
+      return LayerError(i, type, "output shape " + out->ToString() + " is empty or too large");
+    }
+    shape = *out;
+    m->shapes_.push_back(shape);
+    m->layers_.push_back(std::move(layer));
+  }
+  if (shape != Shape{num_classes}) {
+    return LayerError(spec.layers.size() - 1, LayerTypeName(spec.layers.back().type),
+                      "outputs " + shape.ToString() + " but the dataset has " +
+                          std::to_string(num_classes) +
+                          " classes: the last layer must be a dense layer of " +
+                          std::to_string(num_classes) + " units");
+  }
+  bool params_below = false;
+  for (const auto& layer : m->layers_) {
+    m->needs_input_grad_.push_back(params_below);
+    params_below = params_below || layer->NumParameters() > 0;
+  }
+  m->acts_.resize(m->layers_.size());
+  m->grads_.resize(2);
+  return m;
+}
+
+const Tensor& Model::Forward(const Tensor& input, Mode mode) {
+  input_ = &input;
+  const Tensor* x = &input;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const bool timed = forward_times_ || trace_;
+    const auto t0 =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    layers_[i]->Forward(*x, acts_[i], mode);
+    if (forward_times_) {
+      (*forward_times_)[i] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    if (trace_) trace_->Add(layers_[i]->name(), "forward", t0);
+    x = &acts_[i];
+  }
+  return *x;
+}
+
+void Model::Backward(const Tensor& dlogits) {
+  const Tensor* dy = &dlogits;
+  for (size_t i = layers_.size(); i-- > 0;) {
+    if (!needs_input_grad_[i] && layers_[i]->parameters().empty()) break;  // nothing left to do
+    const Tensor& in = i == 0 ? *input_ : acts_[i - 1];
+    Tensor* dx = needs_input_grad_[i] ? &grads_[i % 2] : nullptr;
+    const bool timed = backward_times_ || trace_;
+    const auto t0 =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    layers_[i]->Backward(in, acts_[i], *dy, dx);
+    if (backward_times_) {
+      (*backward_times_)[i] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    if (trace_) trace_->Add(layers_[i]->name(), "backward", t0);
+    dy = dx;
+  }
+}
+
+int64_t Model::num_parameters() const {
+  int64_t n = 0;
+  for (const auto& layer : layers_) n += layer->NumParameters();
+  return n;
+}
+
+namespace {
+// Byte counts of absurd specs must saturate, not wrap around into something that looks small.
+int64_t SatMul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+int64_t SatAdd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+}  // namespace
+
+std::vector<ModelMemory> Model::LayerMemoryUse(int64_t train_batch, int64_t eval_batch,
+                                               int threads) const {
+  const int64_t f = sizeof(float);
+  const int64_t widest = std::max(train_batch, eval_batch);
+  std::vector<ModelMemory> out(layers_.size());
+  // Backward's input gradient of layer i lands in buffer i % 2, which grows to the largest it
+  // carries; each buffer is charged to the layer that sizes it.
+  int64_t largest[2] = {0, 0};
+  size_t owner[2] = {0, 0};
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = *layers_[i];
+    ModelMemory& m = out[i];
+    m.parameters = SatMul(2 * f, l.NumParameters());  // value and gradient
+    m.activations = SatMul(SatMul(f, widest), shapes_[i].num_elements());
+    m.scratch = std::max(l.ScratchBytes(train_batch, Mode::kTrain, threads),
+                         eval_batch > 0 ? l.ScratchBytes(eval_batch, Mode::kEval, threads) : 0);
+    if (needs_input_grad_[i]) {
+      const Shape& in = i == 0 ? input_shape_ : shapes_[i - 1];
+      const int64_t bytes = SatMul(SatMul(f, train_batch), in.num_elements());
+      if (bytes > largest[i % 2]) {
+        largest[i % 2] = bytes;
+        owner[i % 2] = i;
+      }
+    }
+  }
+  for (int b = 0; b < 2; ++b) {
+    if (largest[b] > 0) out[owner[b]].gradients = SatAdd(out[owner[b]].gradients, largest[b]);
+  }
+  return out;
+}
+
+ModelMemory Model::MemoryUse(int64_t train_batch, int64_t eval_batch, int threads) const {
+  ModelMemory total;
+  for (const ModelMemory& m : LayerMemoryUse(train_batch, eval_batch, threads)) {
+    total.parameters = SatAdd(total.parameters, m.parameters);
+    total.activations = SatAdd(total.activations, m.activations);
+    total.gradients = SatAdd(total.gradients, m.gradients);
+    total.scratch = SatAdd(total.scratch, m.scratch);
+  }
+  return total;
+}
+
+int64_t Model::ForwardFlopsPerExample() const {
+  int64_t f = 0;
+  for (const auto& l : layers_) f += l->ForwardFlopsPerExample();
+  return f;
+}
+
+int64_t Model::TrainingFlopsPerExample() const {
+  // Forward, plus the weight gradient of each layer with parameters, plus the input gradient of
+  // every layer that has parameters below it (the others compute none).
+  int64_t f = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const int64_t fwd = layers_[i]->ForwardFlopsPerExample();
+    f += fwd;
+    if (!layers_[i]->parameters().empty()) f += fwd;
+    if (needs_input_grad_[i]) f += fwd;
+  }
+  return f;
+}
+
+std::string Model::Summary() const {
+  std::string s;
+  char line[160];
+  std::snprintf(line, sizeof line, "%-14s %-12s %-16s %12s\n", "layer", "type", "output", "params");
+  s += line;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const int64_t n = layers_[i]->NumParameters();
+    std::snprintf(line, sizeof line, "%-14s %-12s %-16s %12lld\n", layers_[i]->name().c_str(),
+                  layers_[i]->type(), shapes_[i].ToString().c_str(), static_cast<long long>(n));
+    s += line;
+  }
+  std::snprintf(line, sizeof line, "total parameters: %lld\n",
+                static_cast<long long>(num_parameters()));
+  return s + line;
+}
+
+}  // namespace trainingd::engine

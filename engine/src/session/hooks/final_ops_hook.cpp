@@ -1,0 +1,29 @@
+#include "trainingd/engine/session/hooks/final_ops_hook.h"
+
+#include "session/hooks/hook_util.h"
+
+namespace trainingd::engine {
+
+Result<std::shared_ptr<FinalOpsHook>> FinalOpsHook::Create(
+    std::vector<std::string> final_ops, std::shared_ptr<SummaryWriter> summary_writer) {
+  TRAININGD_RETURN_IF_ERROR(Session::CheckFetchNames(final_ops));
+  return std::shared_ptr<FinalOpsHook>(
+      new FinalOpsHook(std::move(final_ops), std::move(summary_writer)));
+}
+
+Status FinalOpsHook::End(Session& session) {
+  RunValues values;
+  TRAININGD_RETURN_IF_ERROR(session.Fetch(ops_, &values));
+  values_ = values.results;
+  if (!writer_) return Status::Ok();
+  const int64_t step = session.global_step();
+  std::string line;
+  for (const auto& [tag, value] : values_) {
+    TRAININGD_RETURN_IF_ERROR(writer_->AddScalar(tag, step, value));
+    line += (line.empty() ? "" : ", ") + tag + " = " + internal::FormatValue(value);
+  }
+  session.logger().Info("Final values at global step " + std::to_string(step) + ": " + line);
+  return writer_->Flush();
+}
+
+}  // namespace trainingd::engine

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,14 +108,16 @@ int main(int argc, char** argv) {
   for (Client& c : all) close(c.fd);
   std::sort(delays.begin(), delays.end());
   auto q = [&](double f) {
-    return delays.empty() ? 0.0
-                          : delays[std::min(delays.size() - 1,
-                                            static_cast<size_t>(f * static_cast<double>(delays.size())))] *
-                                1e3;
+    return delays.empty()
+               ? 0.0
+               : delays[std::min(delays.size() - 1,
+                                 static_cast<size_t>(f * static_cast<double>(delays.size())))] *
+                     1e3;
   };
   std::printf(
       "{\"clients\":%d,\"connected\":%d,\"events_received\":%zu,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
       "\"max_ms\":%.3f}\n",
-      clients, connected, delays.size(), q(0.5), q(0.99), delays.empty() ? 0.0 : delays.back() * 1e3);
+      clients, connected, delays.size(), q(0.5), q(0.99),
+      delays.empty() ? 0.0 : delays.back() * 1e3);
   return 0;
 }

@@ -10,13 +10,14 @@
 
 namespace {
 void Usage(FILE* f) {
-  std::fprintf(f,
-               "usage: trainingd <command> [options]\n"
-               "commands:\n"
-               "  serve     the daemon: REST API and dashboard (trainingd serve --help)\n"
-               "  run       run a job spec in the foreground; again to resume (trainingd run --help)\n"
-               "  validate  check a job spec without running it\n"
-               "  train     train a tutorial model in the foreground (trainingd train --help)\n");
+  std::fprintf(
+      f,
+      "usage: trainingd <command> [options]\n"
+      "commands:\n"
+      "  serve     the daemon: REST API and dashboard (trainingd serve --help)\n"
+      "  run       run a job spec in the foreground; again to resume (trainingd run --help)\n"
+      "  validate  check a job spec without running it\n"
+      "  train     train a tutorial model in the foreground (trainingd train --help)\n");
 }
 }  // namespace
 

@@ -5,7 +5,7 @@
 # Usage: tools/install-deps.sh [build|bench|fuzz|tsan]
 set -euo pipefail
 
-build_pkgs=(cmake ninja-build make g++ pkg-config libeigen3-dev zlib1g-dev libgtest-dev libopenblas-openmp-dev nlohmann-json3-dev libsqlite3-dev libboost-dev
+build_pkgs=(cmake ninja-build make g++ pkg-config clang-format libeigen3-dev zlib1g-dev libgtest-dev libopenblas-openmp-dev nlohmann-json3-dev libsqlite3-dev libboost-dev
             systemd
             dataset-fashion-mnist python3-protobuf
             chromium)

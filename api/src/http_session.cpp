@@ -148,15 +148,17 @@ void HttpSession::OnRead(error_code ec, size_t) {
   // The handler may wait for SQLite or the disk: it runs on the handler pool, and the response
   // comes back to this connection's strand. Nothing else touches the session meanwhile (it is
   // neither reading nor writing; a Shutdown only marks it closing).
-  net::post(*shared_.handlers, [self = shared_from_this(), request = std::move(request),
-                                keep_alive]() mutable {
-    self->SetReplaying(true);
-    HttpResponse response = self->shared_.router.Handle(request, self->deliver_);
-    self->SetReplaying(false);
-    auto executor = self->stream_.get_executor();
-    net::post(executor, [self = std::move(self), response = std::move(response),
-                         keep_alive]() mutable { self->OnHandled(std::move(response), keep_alive); });
-  });
+  net::post(*shared_.handlers,
+            [self = shared_from_this(), request = std::move(request), keep_alive]() mutable {
+              self->SetReplaying(true);
+              HttpResponse response = self->shared_.router.Handle(request, self->deliver_);
+              self->SetReplaying(false);
+              auto executor = self->stream_.get_executor();
+              net::post(executor, [self = std::move(self), response = std::move(response),
+                                   keep_alive]() mutable {
+                self->OnHandled(std::move(response), keep_alive);
+              });
+            });
 }
 
 void HttpSession::OnHandled(HttpResponse response, bool keep_alive) {

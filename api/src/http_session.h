@@ -51,9 +51,9 @@ struct EventQueue {
   std::mutex mu;
   std::deque<std::string> frames;  // formatted SSE events
   size_t bytes = 0;
-  bool overflow = false;       // the client fell behind: drop it
-  bool closed = false;         // the session is gone or going: accept nothing, wake no one
-  bool wake_pending = false;   // a wake is posted and not yet handled
+  bool overflow = false;      // the client fell behind: drop it
+  bool closed = false;        // the session is gone or going: accept nothing, wake no one
+  bool wake_pending = false;  // a wake is posted and not yet handled
   // While the router handles the request: what arrives then is the subscription's replay of the
   // history after Last-Event-ID, bounded by that history, so the slow-client limits do not apply
   // (a client reconnecting from id 0 to a job with a long history must not be dropped before

@@ -106,9 +106,7 @@ struct JobFiles::Log {
 JobFiles::JobFiles(JobFilesOptions options) : options_(std::move(options)) {}
 JobFiles::~JobFiles() = default;
 
-std::string JobFiles::Dir(const std::string& id) const {
-  return options_.data_dir + "/jobs/" + id;
-}
+std::string JobFiles::Dir(const std::string& id) const { return options_.data_dir + "/jobs/" + id; }
 
 Status JobFiles::CreateDir(const std::string& id) {
   std::error_code ec;
@@ -216,8 +214,7 @@ engine::Result<std::vector<api::LogLine>> JobFiles::ReadLog(const std::string& i
     if (f == nullptr) continue;
     from = std::max(from, f->first_line);
     const size_t before = out.size();
-    TRAININGD_RETURN_IF_ERROR(
-        f->Read(from, limit - static_cast<int64_t>(out.size()), &out));
+    TRAININGD_RETURN_IF_ERROR(f->Read(from, limit - static_cast<int64_t>(out.size()), &out));
     if (out.size() > before) from = out.back().line + 1;
     if (static_cast<int64_t>(out.size()) >= limit) break;
   }

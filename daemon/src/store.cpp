@@ -5,10 +5,10 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <functional>
-#include <span>
 #include <deque>
+#include <functional>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <utility>
 
@@ -95,7 +95,7 @@ struct Store::Impl {
   // Held while the listener runs, so SetHealthListener returns only once no call is in progress.
   std::mutex listener_mu;
   std::function<void(const StoreHealth&)> health_listener;  // guarded by listener_mu
-  std::unique_ptr<StoreWriter> writer;  // used by the writer thread only
+  std::unique_ptr<StoreWriter> writer;                      // used by the writer thread only
   std::thread thread;
 
   // Idle read connections.
@@ -270,9 +270,8 @@ engine::Result<std::unique_ptr<Store>> Store::Open(const std::string& path,
       options.retry_max_backoff < options.retry_initial_backoff) {
     return Status::InvalidArgument(path + ": invalid store options");
   }
-  auto db =
-      sqlite::Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, options.busy_timeout_ms,
-                       options.vfs);
+  auto db = sqlite::Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                             options.busy_timeout_ms, options.vfs);
   if (!db.ok()) return db.status();
   sqlite::Db& w = **db;
   // The first statement reads the file header: a file that is not a database fails here.
@@ -360,11 +359,10 @@ Status Store::Flush(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(impl_->mu);
   const int64_t target = impl_->enqueued;
   if (!impl_->done_cv.wait_for(lock, timeout, [&] { return impl_->processed >= target; })) {
-    return Status::DeadlineExceeded(impl_->path + ": writes not committed after " +
-                                    std::to_string(timeout.count()) + " ms (" +
-                                    (impl_->health.degraded ? impl_->health.error.ToString()
-                                                            : std::string("still writing")) +
-                                    ")");
+    return Status::DeadlineExceeded(
+        impl_->path + ": writes not committed after " + std::to_string(timeout.count()) + " ms (" +
+        (impl_->health.degraded ? impl_->health.error.ToString() : std::string("still writing")) +
+        ")");
   }
   Status error = std::move(impl_->first_error);
   impl_->first_error = Status::Ok();

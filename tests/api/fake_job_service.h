@@ -4,9 +4,9 @@
 // interleave). Every call can be made to fail (FailNext) or throw (ThrowNext). Thread-safe.
 #pragma once
 
-#include <condition_variable>
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -321,8 +321,8 @@ class FakeJobService : public JobService {
   mutable std::mutex mu_;
   mutable std::mutex gate_mu_;
   std::condition_variable gate_cv_;
-  bool gate_open_ = true;   // guarded by gate_mu_
-  int gate_waiting_ = 0;    // guarded by gate_mu_
+  bool gate_open_ = true;  // guarded by gate_mu_
+  int gate_waiting_ = 0;   // guarded by gate_mu_
   engine::Status fail_next_;
   std::atomic<bool> throw_next_{false};
   Calls calls_;

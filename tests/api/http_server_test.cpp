@@ -186,8 +186,7 @@ TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
   options.sse_keepalive = milliseconds(100);
   StartServer(options);
   std::string id = service_.AddJob("a", JobState::kRunning);
-  for (int i = 1; i <= 5; ++i)
-    service_.Publish(id, EventKind::kScalar, ScalarEvent{"loss", i});
+  for (int i = 1; i <= 5; ++i) service_.Publish(id, EventKind::kScalar, ScalarEvent{"loss", i});
 
   TestClient client(server_->port());
   ASSERT_TRUE(
@@ -223,8 +222,9 @@ TEST_F(HttpServerTest, EventsArriveInOrderAndResumeAfterLastEventId) {
   std::vector<int64_t> expected;
   for (int64_t i = 3; i <= 40; ++i) expected.push_back(i);
   EXPECT_EQ(ids, expected);
-  EXPECT_NE(client.buffer().find("id: 25\nevent: log\ndata: {\"text\":\"line one\\nline two\"}\n\n"),
-            std::string::npos);
+  EXPECT_NE(
+      client.buffer().find("id: 25\nevent: log\ndata: {\"text\":\"line one\\nline two\"}\n\n"),
+      std::string::npos);
   EXPECT_NE(client.buffer().find("id: 10\nevent: state\n"), std::string::npos);
   EXPECT_EQ(client.buffer().find("retry: 3000\n\n"), 0u);
   // Idle: keep-alive comments.

@@ -158,14 +158,13 @@ TEST_F(StaticFilesTest, RouterSendsEncodingVaryAndAnswersIfNoneMatchWith304) {
   EXPECT_EQ(plain.Header("Content-Encoding"), "");
   EXPECT_EQ(plain.body, "console.log(1)");
 
-  HttpResponse again =
-      router.Handle(Req("GET", "/app.js", "", {{"Accept-Encoding", "gzip"}, {"If-None-Match", etag}}));
+  HttpResponse again = router.Handle(
+      Req("GET", "/app.js", "", {{"Accept-Encoding", "gzip"}, {"If-None-Match", etag}}));
   EXPECT_EQ(again.status, 304);
   EXPECT_TRUE(again.body.empty());
   EXPECT_EQ(again.Header("ETag"), etag);
   // The plain form's validator does not match the gzipped one.
-  HttpResponse other =
-      router.Handle(Req("GET", "/app.js", "", {{"If-None-Match", etag}}));
+  HttpResponse other = router.Handle(Req("GET", "/app.js", "", {{"If-None-Match", etag}}));
   EXPECT_EQ(other.status, 200);
   EXPECT_EQ(other.body, "console.log(1)");
 }

@@ -50,8 +50,9 @@ TEST_F(ConfigTest, ParseConfigTextIsTheFilesParse) {
 
 TEST_F(ConfigTest, ThreadCountsAreReadAndBounded) {
   ServeConfig c;
-  ASSERT_TRUE(LoadConfigFile(Write("ok.json", R"({"http_threads": 3, "http_handler_threads": 4})"), c)
-                  .ok());
+  ASSERT_TRUE(
+      LoadConfigFile(Write("ok.json", R"({"http_threads": 3, "http_handler_threads": 4})"), c)
+          .ok());
   EXPECT_EQ(c.http_threads, 3);
   EXPECT_EQ(c.http_handler_threads, 4);
   const engine::Status st = LoadConfigFile(Write("bad.json", R"({"http_handler_threads": 0})"), c);

@@ -18,10 +18,9 @@ namespace fs = std::filesystem;
 class JobFilesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::path(::testing::TempDir()) / ("jf_" + std::to_string(getpid()) + "_" +
-                                              ::testing::UnitTest::GetInstance()
-                                                  ->current_test_info()
-                                                  ->name()))
+    dir_ = (fs::path(::testing::TempDir()) /
+            ("jf_" + std::to_string(getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                .string();
     fs::remove_all(dir_);
   }

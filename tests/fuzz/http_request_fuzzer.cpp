@@ -107,9 +107,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   api::Router router(service, router_options);
   const api::HttpServerOptions server_options;  // the server's default limits
 
-  const bool echoes =
-      std::string_view(reinterpret_cast<const char*>(data), size).find(kSecret) !=
-      std::string_view::npos;
+  const bool echoes = std::string_view(reinterpret_cast<const char*>(data), size).find(kSecret) !=
+                      std::string_view::npos;
   boost::asio::const_buffer input(data, size);
   while (input.size() > 0) {
     api::BeastRequestParser parser;

@@ -114,15 +114,17 @@ eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
         "an origin http://host[:port] or https://host[:port], without a path"));
   }
   TRAININGD_RETURN_IF_ERROR(integer("max_connections", 1, kMaxConnections, &c.max_connections));
-  TRAININGD_RETURN_IF_ERROR(integer("max_job_memory_bytes", -1, kBytes, &c.max_job_memory_bytes));
-  TRAININGD_RETURN_IF_ERROR(integer("max_job_disk_bytes", -1, kBytes, &c.max_job_disk_bytes));
   TRAININGD_RETURN_IF_ERROR(
-      integer("max_checkpoints_per_job", 1, 100000, &c.max_checkpoints_per_job));
+      integer("max_job_memory_bytes", -1, kBytes, &c.limits.max_job_memory_bytes));
   TRAININGD_RETURN_IF_ERROR(
-      integer("max_profiler_traces_per_job", 1, 100000, &c.max_profiler_traces_per_job));
+      integer("max_job_disk_bytes", -1, kBytes, &c.limits.max_job_disk_bytes));
   TRAININGD_RETURN_IF_ERROR(
-      integer("max_log_bytes_per_job", 4096, kBytes, &c.max_log_bytes_per_job));
-  return integer("max_crash_restarts", 0, 1000, &c.max_crash_restarts);
+      integer("max_checkpoints_per_job", 1, 100000, &c.limits.max_checkpoints_per_job));
+  TRAININGD_RETURN_IF_ERROR(
+      integer("max_profiler_traces_per_job", 1, 100000, &c.limits.max_profiler_traces_per_job));
+  TRAININGD_RETURN_IF_ERROR(
+      integer("max_log_bytes_per_job", 4096, kBytes, &c.limits.max_log_bytes_per_job));
+  return integer("max_crash_restarts", 0, 1000, &c.limits.max_crash_restarts);
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ JobManager::JobManager(Store& store, EventBus& bus, std::unique_ptr<Executor> ex
       executor_(std::move(executor)),
       options_(std::move(options)),
       env_(options_.env ? options_.env : eng::Env::Default()),
-      files_(JobFilesOptions{options_.data_dir, options_.max_log_bytes_per_job}) {}
+      files_(JobFilesOptions{options_.data_dir, options_.limits.max_log_bytes_per_job}) {}
 
 eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventBus& bus,
                                                             std::unique_ptr<Executor> executor,
@@ -62,9 +62,9 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
   if (!executor || executor->slots() < 1) {
     return eng::Status::InvalidArgument("an executor with at least one slot is needed");
   }
-  if (options.threads_per_job < 1 || options.max_checkpoints_per_job < 1 ||
-      options.max_profiler_traces_per_job < 1 || options.max_log_bytes_per_job < 4096 ||
-      options.max_crash_restarts < 0) {
+  if (options.threads_per_job < 1 || options.limits.max_checkpoints_per_job < 1 ||
+      options.limits.max_profiler_traces_per_job < 1 ||
+      options.limits.max_log_bytes_per_job < 4096 || options.limits.max_crash_restarts < 0) {
     return eng::Status::InvalidArgument(
         "threads_per_job, max_checkpoints_per_job and max_profiler_traces_per_job must be >= 1, "
         "max_log_bytes_per_job >= 4096, max_crash_restarts >= 0");
@@ -99,20 +99,20 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
     if (r.state == JobState::kRunning) {
       // Marked running before it trained and not ended: the daemon died under it.
       ++r.crash_count;
-      if (r.crash_count > m->options_.max_crash_restarts) {
+      if (r.crash_count > m->options_.limits.max_crash_restarts) {
         r.state = JobState::kFailed;
         r.error = "Aborted: the daemon died while this job ran, " + std::to_string(r.crash_count) +
                   " times in a row";
-        r.reason = "crashed the daemon: it was running each of the last " +
-                   std::to_string(r.crash_count) +
-                   " times the daemon died, so it is not restarted again (max_crash_restarts " +
-                   std::to_string(m->options_.max_crash_restarts) + "); resume it to try again";
+        r.reason =
+            "crashed the daemon: it was running each of the last " + std::to_string(r.crash_count) +
+            " times the daemon died, so it is not restarted again (max_crash_restarts " +
+            std::to_string(m->options_.limits.max_crash_restarts) + "); resume it to try again";
         r.finished_at = m->env_->NowSeconds();
       } else {
         r.state = JobState::kQueued;
         r.reason = "the daemon died while it ran; resumes from its latest checkpoint (restart " +
                    std::to_string(r.crash_count) + " of at most " +
-                   std::to_string(m->options_.max_crash_restarts) + ")";
+                   std::to_string(m->options_.limits.max_crash_restarts) + ")";
         m->queue_.push_back(r.id);
       }
       store.UpdateJobCrashCount(r.id, r.crash_count);
@@ -152,11 +152,11 @@ void JobManager::Shutdown() {
 
 engine::JobBudget JobManager::Budget() const {
   engine::JobBudget b;
-  b.memory_bytes = options_.max_job_memory_bytes;
+  b.memory_bytes = options_.limits.max_job_memory_bytes;
   if (b.memory_bytes == 0) {
     b.memory_bytes = PhysicalMemoryBytes() / 4 * 3 / executor_->slots();
   }
-  b.disk_bytes = options_.max_job_disk_bytes;
+  b.disk_bytes = options_.limits.max_job_disk_bytes;
   if (b.disk_bytes == 0) {
     const int64_t free = FreeDiskBytes(options_.data_dir);
     b.disk_bytes = free > 0 ? free / 2 : -1;
@@ -169,20 +169,20 @@ engine::JobBudget JobManager::Budget() const {
 eng::JobRunLimits JobManager::RunLimits() const {
   eng::JobRunLimits l;
   l.compute_threads = options_.threads_per_job;
-  l.max_checkpoints = options_.max_checkpoints_per_job;
-  l.max_profiler_traces = options_.max_profiler_traces_per_job;
-  l.max_log_bytes = options_.max_log_bytes_per_job;
+  l.max_checkpoints = options_.limits.max_checkpoints_per_job;
+  l.max_profiler_traces = options_.limits.max_profiler_traces_per_job;
+  l.max_log_bytes = options_.limits.max_log_bytes_per_job;
   return l;
 }
 
 eng::Result<eng::JobResources> JobManager::Admit(const eng::JobSpec& spec) const {
   TRAININGD_RETURN_IF_ERROR(eng::ValidateJobSpec(spec));
   if (spec.hooks.checkpoint.enabled &&
-      spec.hooks.checkpoint.max_to_keep > options_.max_checkpoints_per_job) {
+      spec.hooks.checkpoint.max_to_keep > options_.limits.max_checkpoints_per_job) {
     return eng::Status::InvalidArgument(
         "hooks.checkpoint.max_to_keep: " + std::to_string(spec.hooks.checkpoint.max_to_keep) +
         " is more than this daemon keeps per job (max_checkpoints_per_job " +
-        std::to_string(options_.max_checkpoints_per_job) + ")");
+        std::to_string(options_.limits.max_checkpoints_per_job) + ")");
   }
   auto data = eng::ProbeJobDataset(spec.dataset, options_.data_root);
   if (!data.ok()) return data.status();

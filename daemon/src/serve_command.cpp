@@ -178,12 +178,7 @@ int ServeCommand(const std::vector<std::string>& args) {
   jm.data_dir = config.data_dir;
   jm.data_root = config.data_root;
   jm.threads_per_job = threads_per_job;
-  jm.max_job_memory_bytes = config.max_job_memory_bytes;
-  jm.max_job_disk_bytes = config.max_job_disk_bytes;
-  jm.max_checkpoints_per_job = config.max_checkpoints_per_job;
-  jm.max_profiler_traces_per_job = config.max_profiler_traces_per_job;
-  jm.max_log_bytes_per_job = config.max_log_bytes_per_job;
-  jm.max_crash_restarts = config.max_crash_restarts;
+  jm.limits = config.limits;
   // Testing only: "NAME" or "NAME@STEP" makes that job abort the process (crash containment's
   // test, docs/operations.md#crash-containment).
   if (const char* abort = std::getenv("TRAININGD_TEST_ABORT_JOB"); abort && *abort) {
@@ -251,9 +246,9 @@ int ServeCommand(const std::vector<std::string>& args) {
         (budget.memory_bytes > 0 ? engine::FormatBytes(budget.memory_bytes) : "unlimited") +
         ", disk " +
         (budget.disk_bytes > 0 ? engine::FormatBytes(budget.disk_bytes) + " now" : "unlimited") +
-        "; at most " + std::to_string(config.max_checkpoints_per_job) + " checkpoints, " +
-        std::to_string(config.max_profiler_traces_per_job) + " profiler traces and " +
-        engine::FormatBytes(2 * config.max_log_bytes_per_job) + " of log per job");
+        "; at most " + std::to_string(config.limits.max_checkpoints_per_job) + " checkpoints, " +
+        std::to_string(config.limits.max_profiler_traces_per_job) + " profiler traces and " +
+        engine::FormatBytes(2 * config.limits.max_log_bytes_per_job) + " of log per job");
   }
   SdNotify("READY=1\nSTATUS=serving on " + host + ":" + std::to_string(server.port()));
 

@@ -51,7 +51,7 @@ TEST_F(JobManagerExecutorTest, ARunsEventsBecomeStateScalarsLogAndEvents) {
   EXPECT_EQ(run.spec.name, "one");
   EXPECT_EQ(run.job_dir, dir_ + "/jobs/" + job->id);
   EXPECT_TRUE(std::filesystem::is_directory(run.job_dir));
-  EXPECT_EQ(run.limits.max_checkpoints, JobManagerOptions{}.max_checkpoints_per_job);
+  EXPECT_EQ(run.limits.max_checkpoints, JobLimits{}.max_checkpoints_per_job);
   EXPECT_EQ(manager_->Get(job->id)->state, JobState::kRunning);
 
   fake_->Emit(job->id, SessionCreated{0});

@@ -29,6 +29,17 @@ namespace fs = std::filesystem;
 using api::JobState;
 using std::chrono::milliseconds;
 
+// The spec of issue 11 that took the daemon down with std::bad_alloc: 65536-filter convolutions.
+engine::JobSpec TheBadAllocSpec() {
+  engine::JobSpec huge = SmallJob("huge", 10);
+  huge.model_preset.clear();
+  huge.model.layers = {
+      engine::LayerSpec::Conv2d(65536, 1, engine::Padding::kSame, engine::Activation::kNone),
+      engine::LayerSpec::Conv2d(65536, 64, engine::Padding::kSame, engine::Activation::kNone),
+      engine::LayerSpec::Flatten(), engine::LayerSpec::Dense(10, engine::Activation::kNone)};
+  return huge;
+}
+
 TEST_F(JobManagerTest, ASubmittedJobRunsToCompletionWithScalarsAndCheckpoints) {
   auto job = Submit(SmallJob("one", 200));
   ASSERT_TRUE(job.ok()) << job.status().ToString();
@@ -138,12 +149,7 @@ TEST_F(JobManagerTest, SubmitChecksTheSpecAgainstItsDataAndTheBudgets) {
                 "hooks.checkpoint.max_to_keep: 51 is more than", 0),
             0u);
 
-  engine::JobSpec huge = SmallJob("huge", 10);
-  huge.model_preset.clear();
-  huge.model.layers = {
-      engine::LayerSpec::Conv2d(65536, 1, engine::Padding::kSame, engine::Activation::kNone),
-      engine::LayerSpec::Conv2d(65536, 64, engine::Padding::kSame, engine::Activation::kNone),
-      engine::LayerSpec::Flatten(), engine::LayerSpec::Dense(10, engine::Activation::kNone)};
+  const engine::JobSpec huge = TheBadAllocSpec();
   r = Submit(huge);
   EXPECT_EQ(r.status().message().rfind("model.layers[1]: the job needs an estimated", 0), 0u)
       << r.status().message();
@@ -152,7 +158,7 @@ TEST_F(JobManagerTest, SubmitChecksTheSpecAgainstItsDataAndTheBudgets) {
   // Resume with a larger max_steps is admitted again: here over the disk budget.
   manager_.reset();
   JobManagerOptions tight;
-  tight.max_job_disk_bytes = 40 << 20;
+  tight.limits.max_job_disk_bytes = 40 << 20;
   OpenAll(1, tight);
   engine::JobSpec every_step = SmallJob("resumed", 10);
   every_step.hooks.checkpoint.trigger.every_steps = 1;
@@ -163,7 +169,7 @@ TEST_F(JobManagerTest, SubmitChecksTheSpecAgainstItsDataAndTheBudgets) {
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   WaitFor(job->id, {JobState::kCompleted});
   manager_.reset();
-  tight.max_job_disk_bytes = 20 << 20;
+  tight.limits.max_job_disk_bytes = 20 << 20;
   OpenAll(1, tight);
   auto more = manager_->Resume(job->id, 1000);
   EXPECT_EQ(more.status().message().rfind("hooks.checkpoint.max_to_keep: the job needs", 0), 0u)
@@ -177,15 +183,10 @@ TEST_F(JobManagerTest, AnExceptionInAJobFailsTheJobNotTheDaemon) {
   // Admission off: the huge model is attempted, and its parameters cannot be allocated.
   manager_.reset();
   JobManagerOptions unchecked;
-  unchecked.max_job_memory_bytes = -1;
-  unchecked.max_job_disk_bytes = -1;
+  unchecked.limits.max_job_memory_bytes = -1;
+  unchecked.limits.max_job_disk_bytes = -1;
   OpenAll(1, unchecked);
-  engine::JobSpec huge = SmallJob("huge", 10);
-  huge.model_preset.clear();
-  huge.model.layers = {
-      engine::LayerSpec::Conv2d(65536, 1, engine::Padding::kSame, engine::Activation::kNone),
-      engine::LayerSpec::Conv2d(65536, 64, engine::Padding::kSame, engine::Activation::kNone),
-      engine::LayerSpec::Flatten(), engine::LayerSpec::Dense(10, engine::Activation::kNone)};
+  const engine::JobSpec huge = TheBadAllocSpec();
   auto job = Submit(huge);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   const api::JobInfo failed = WaitFor(job->id, {JobState::kFailed, JobState::kCompleted});

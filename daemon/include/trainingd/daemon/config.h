@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "trainingd/daemon/flags.h"
+#include "trainingd/daemon/job_limits.h"
 #include "trainingd/engine/base/status.h"
 
 namespace trainingd::daemon {
@@ -58,12 +59,7 @@ struct ServeConfig {
   std::vector<std::string> allowed_hosts;    // checked with api::ParseHostAndPort
   std::vector<std::string> allowed_origins;  // checked with api::NormalizeOrigin
   int max_connections = 1024;
-  int64_t max_job_memory_bytes = 0;
-  int64_t max_job_disk_bytes = 0;
-  int max_checkpoints_per_job = 50;
-  int max_profiler_traces_per_job = 20;
-  int64_t max_log_bytes_per_job = int64_t{16} << 20;
-  int max_crash_restarts = 2;
+  JobLimits limits;  // the max_job_* and max_*_per_job keys, max_crash_restarts
 };
 
 // "ADDR:PORT" (or "[v6]:PORT"); InvalidArgument naming `field`.

@@ -48,6 +48,7 @@
 #include "trainingd/daemon/event_bus.h"
 #include "trainingd/daemon/executor.h"
 #include "trainingd/daemon/job_files.h"
+#include "trainingd/daemon/job_limits.h"
 #include "trainingd/daemon/store.h"
 #include "trainingd/engine/base/env.h"
 #include "trainingd/engine/job/job_resources.h"
@@ -70,19 +71,7 @@ struct JobManagerOptions {
   size_t max_queued_jobs = 1000;  // Submit answers Unavailable beyond
   engine::Env* env = nullptr;     // null = Env::Default()
 
-  // Admission budgets per job. Memory 0 = 3/4 of the machine's physical memory divided by the
-  // executor's slots; disk 0 = half of the space free on the data directory's file system
-  // when the job is submitted. A negative value turns that check off.
-  int64_t max_job_memory_bytes = 0;
-  int64_t max_job_disk_bytes = 0;
-  // Per-job caps on what fills a disk (engine::JobRunLimits): checkpoints on disk at once
-  // (max_to_keep must fit; hourly-preserved ones count), profiler timelines kept, log size
-  // before rotation (one rotated file is kept).
-  int max_checkpoints_per_job = 50;
-  int max_profiler_traces_per_job = 20;
-  int64_t max_log_bytes_per_job = int64_t{16} << 20;
-  // A job running when the daemon died is queued again at most this many times in a row.
-  int max_crash_restarts = 2;
+  JobLimits limits;  // budgets, caps, crash restarts (job_limits.h)
   // Testing only (TRAININGD_TEST_ABORT_JOB): a job with this name aborts the process once it
   // reaches global step abort_at_step (0 = as soon as it starts running).
   std::string abort_job_name;

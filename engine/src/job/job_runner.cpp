@@ -152,8 +152,10 @@ const char* JobOutcomeName(JobResult::Outcome outcome) {
   return "failed";
 }
 
-Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& dataset,
-                                                        const std::string& data_root) {
+// The spec's dataset as a directory and loading options; InvalidArgument for a name that is not
+// a plain directory name (a job never names a path).
+Result<std::pair<std::string, DatasetOptions>> DatasetLocation(const DatasetSpec& dataset,
+                                                               const std::string& data_root) {
   if (!IsSafeName(dataset.name)) {
     return Status::InvalidArgument("dataset.name: '" + dataset.name +
                                    "' is not a plain directory name");
@@ -162,7 +164,14 @@ Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& datas
   o.validation_size = dataset.validation_size;
   o.max_train_examples = dataset.max_train_examples;
   o.max_test_examples = dataset.max_test_examples;
-  auto data = LoadMnistDirectory(data_root + "/" + dataset.name, o);
+  return std::make_pair(data_root + "/" + dataset.name, o);
+}
+
+Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& dataset,
+                                                        const std::string& data_root) {
+  auto where = DatasetLocation(dataset, data_root);
+  if (!where.ok()) return where.status();
+  auto data = LoadMnistDirectory(where->first, where->second);
   if (!data.ok()) {
     return Status(data.status().code(),
                   "dataset '" + dataset.name + "': " + data.status().message());
@@ -171,24 +180,14 @@ Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& datas
 }
 
 bool HasCheckpointAt(const std::string& checkpoint_dir, int64_t step) {
-  std::error_code ec;
-  if (!fs::exists(checkpoint_dir + "/checkpoint", ec)) return false;
-  auto manager = CheckpointManager::Create(checkpoint_dir);
-  if (!manager.ok()) return false;
-  const auto latest = (*manager)->LatestCheckpointPath();
-  return latest && fs::path(*latest).filename() == "model.ckpt-" + std::to_string(step);
+  const auto kept = ListCheckpoints(checkpoint_dir);  // read-only
+  return kept.ok() && !kept->empty() && kept->back().global_step == step;
 }
 
 Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root) {
-  if (!IsSafeName(dataset.name)) {
-    return Status::InvalidArgument("dataset.name: '" + dataset.name +
-                                   "' is not a plain directory name");
-  }
-  DatasetOptions o;
-  o.validation_size = dataset.validation_size;
-  o.max_train_examples = dataset.max_train_examples;
-  o.max_test_examples = dataset.max_test_examples;
-  auto info = ProbeMnistDirectory(data_root + "/" + dataset.name, o);
+  auto where = DatasetLocation(dataset, data_root);
+  if (!where.ok()) return where.status();
+  auto info = ProbeMnistDirectory(where->first, where->second);
   if (info.ok()) return info;
   const std::string& m = info.status().message();
   std::error_code ec;

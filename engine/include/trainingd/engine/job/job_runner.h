@@ -72,8 +72,8 @@ Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& datas
 // "dataset.validation_size: ...", or "dataset.name: dataset 'x' cannot be read: ...".
 Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root);
 
-// Whether the latest checkpoint in `checkpoint_dir` is the one of global step `step` (the session
-// must be closed: this reads the directory's state file).
+// Whether the latest checkpoint in `checkpoint_dir` is on disk and is the one of global step
+// `step` (read-only: ListCheckpoints).
 bool HasCheckpointAt(const std::string& checkpoint_dir, int64_t step);
 
 // Runs the job. Returns an error only when the job could not start (invalid spec, missing data,

@@ -107,13 +107,17 @@ class Churn:
         roll = rng.random()
         running = [j for j in jobs.values() if j["state"] == "running"]
         ended = [j for j in jobs.values() if j["state"] in ENDED]
-        if roll < 0.15 and running:
-            call(self.port, "POST", "/api/v1/jobs/%s/stop" % rng.choice(running)["id"], {})
-            self.counts["stopped"] += 1
-        elif roll < 0.25 and any(j["state"] == "stopped" for j in ended):
-            stopped = [j for j in ended if j["state"] == "stopped"]
-            call(self.port, "POST", "/api/v1/jobs/%s/resume" % rng.choice(stopped)["id"], {})
-            self.counts["resumed"] += 1
+        try:
+            if roll < 0.15 and running:
+                call(self.port, "POST", "/api/v1/jobs/%s/stop" % rng.choice(running)["id"], {})
+                self.counts["stopped"] += 1
+            elif roll < 0.25 and any(j["state"] == "stopped" for j in ended):
+                stopped = [j for j in ended if j["state"] == "stopped"]
+                call(self.port, "POST", "/api/v1/jobs/%s/resume" % rng.choice(stopped)["id"], {})
+                self.counts["resumed"] += 1
+        except urllib.error.HTTPError as e:
+            if e.code != 409:  # the job moved on since the list was read
+                raise
         # Keep the six newest ended jobs; delete the rest.
         ended.sort(key=lambda j: j["created_at"])
         for victim in [j["id"] for j in ended[:-6] if j["id"] not in self.keep]:

@@ -391,10 +391,22 @@ Status ReadHooks(const json& v, engine::HooksSpec* h) {
   return Status::Ok();
 }
 
+Status ReadDistributed(const json& v, engine::DistributedSpec* d) {
+  constexpr const char* kPath = "distributed";
+  TRAININGD_RETURN_IF_ERROR(CheckObject(
+      v, kPath, {"workers", "hosts", "hostfile", "max_restarts", "stall_timeout_secs"}));
+  TRAININGD_RETURN_IF_ERROR(Field(v, kPath, "workers", &d->workers));
+  TRAININGD_RETURN_IF_ERROR(Field(v, kPath, "hosts", &d->hosts));
+  TRAININGD_RETURN_IF_ERROR(Field(v, kPath, "hostfile", &d->hostfile));
+  TRAININGD_RETURN_IF_ERROR(Field(v, kPath, "max_restarts", &d->max_restarts));
+  return Field(v, kPath, "stall_timeout_secs", &d->stall_timeout_secs);
+}
+
 Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
-  TRAININGD_RETURN_IF_ERROR(CheckObject(root, "",
-                                        {"name", "dataset", "model", "optimizer", "batch_size",
-                                         "max_steps", "num_epochs", "seed", "hooks"}));
+  TRAININGD_RETURN_IF_ERROR(
+      CheckObject(root, "",
+                  {"name", "dataset", "model", "optimizer", "batch_size", "max_steps", "num_epochs",
+                   "seed", "hooks", "distributed"}));
   TRAININGD_RETURN_IF_ERROR(Require(root, "", "name"));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "name", &spec->name));
   if (const auto it = root.find("dataset"); it != root.end()) {
@@ -410,6 +422,9 @@ Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "seed", &spec->seed));
   if (const auto it = root.find("hooks"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(ReadHooks(*it, &spec->hooks));
+  }
+  if (const auto it = root.find("distributed"); it != root.end()) {
+    TRAININGD_RETURN_IF_ERROR(ReadDistributed(*it, &spec->distributed));
   }
   return Status::Ok();
 }
@@ -595,7 +610,13 @@ json JobSpecToJsonValue(const engine::JobSpec& spec) {
           {"max_steps", spec.max_steps},
           {"num_epochs", spec.num_epochs},
           {"seed", spec.seed},
-          {"hooks", HooksValue(spec.hooks)}};
+          {"hooks", HooksValue(spec.hooks)},
+          {"distributed",
+           {{"workers", spec.distributed.workers},
+            {"hosts", spec.distributed.hosts},
+            {"hostfile", spec.distributed.hostfile},
+            {"max_restarts", spec.distributed.max_restarts},
+            {"stall_timeout_secs", spec.distributed.stall_timeout_secs}}}};
 }
 
 std::string JobSpecToJson(const engine::JobSpec& spec, int indent) {

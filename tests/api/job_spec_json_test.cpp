@@ -74,6 +74,9 @@ auto Fields(const engine::HooksSpec& h) {
 auto Fields(const engine::DatasetSpec& d) {
   return std::tie(d.name, d.validation_size, d.max_train_examples, d.max_test_examples);
 }
+auto Fields(const engine::DistributedSpec& d) {
+  return std::tie(d.workers, d.hosts, d.hostfile, d.max_restarts, d.stall_timeout_secs);
+}
 auto Fields(const JobSpec& s) {
   return std::tie(s.name, s.model_preset, s.batch_size, s.max_steps, s.num_epochs, s.seed);
 }
@@ -88,6 +91,7 @@ void ExpectSameSpec(const JobSpec& a, const JobSpec& b) {
   EXPECT_EQ(Fields(a.optimizer), Fields(b.optimizer));
   EXPECT_EQ(Fields(a.optimizer.learning_rate), Fields(b.optimizer.learning_rate));
   EXPECT_EQ(Fields(a.hooks), Fields(b.hooks));
+  EXPECT_EQ(Fields(a.distributed), Fields(b.distributed));
   EXPECT_EQ(Fields(a.hooks.checkpoint.trigger), Fields(b.hooks.checkpoint.trigger));
   EXPECT_EQ(Fields(a.hooks.summary.trigger), Fields(b.hooks.summary.trigger));
   EXPECT_EQ(Fields(a.hooks.evaluation.trigger), Fields(b.hooks.evaluation.trigger));
@@ -230,7 +234,7 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
   EXPECT_EQ(e.field, "hooks.checkpoint.every_step");
   e = MustFail(Spec(R"("batchsize": 7)"),
                "batchsize: unknown field; known: name, dataset, model, optimizer, batch_size, "
-               "max_steps, num_epochs, seed, hooks");
+               "max_steps, num_epochs, seed, hooks, distributed");
   EXPECT_EQ(e.field, "batchsize");
   e = MustFail(Spec(R"("hooks": {"tensorboard": true})"),
                "hooks.tensorboard: unknown field; known: checkpoint, summary, step_counter, "
@@ -478,6 +482,9 @@ TEST(JobSpecJsonTest, CanonicalJsonRoundTrips) {
           {"type": "max_pool2d", "pool": 3}, {"type": "relu"}, {"type": "flatten"},
           {"type": "dropout", "rate": 0.123456789},
           {"type": "dense", "units": 10, "initializer": "truncated_normal", "stddev": 0.3}]}})",
+      Spec(R"("distributed": {"workers": 3, "hosts": ["node-1:2", "10.0.0.7"],
+                              "max_restarts": 0, "stall_timeout_secs": 12.5})"),
+      Spec(R"("distributed": {"workers": 2, "hostfile": "/etc/trainingd/hosts"})"),
   };
   for (const std::string& input : inputs) {
     const JobSpec first = MustParse(input);
@@ -588,6 +595,42 @@ TEST(JobSpecJsonTest, TheDocumentedExamplesParse) {
   EXPECT_EQ(s.hooks.early_stopping.patience, 5);
   const JobSpec smallest = MustParse(R"({"name": "quick", "model": "softmax", "max_steps": 1000})");
   EXPECT_EQ(smallest.max_steps, 1000);
+}
+
+TEST(JobSpecJsonTest, TheDistributedSectionIsCheckedFieldByField) {
+  const JobSpec s = MustParse(Spec(R"("batch_size": 4, "distributed": {"workers": 4})"));
+  EXPECT_EQ(s.distributed.workers, 4);
+  EXPECT_EQ(s.distributed.max_restarts, 3);
+  EXPECT_EQ(s.distributed.stall_timeout_secs, 60);
+  MustFail(Spec(R"("distributed": {"worker": 2})"),
+           "distributed.worker: unknown field; known: workers, hosts, hostfile, max_restarts, "
+           "stall_timeout_secs");
+  MustFail(Spec(R"("distributed": {"workers": 0})"),
+           "distributed.workers: must be in [1, 1024], got 0");
+  MustFail(Spec(R"("batch_size": 2, "distributed": {"workers": 3})"),
+           "batch_size: 2 is less than the 3 workers: each needs at least one example of every "
+           "batch");
+  EXPECT_EQ(MustFail(Spec(R"("distributed": {"workers": 2, "hosts": ["a", "b;rm -rf /"]})"),
+                     "distributed.hosts[1]: must be a host name or address of [A-Za-z0-9.-], "
+                     "optionally followed by ':<slots>'; got 'b;rm -rf /'")
+                .field,
+            "distributed.hosts[1]");
+  MustFail(Spec(R"("distributed": {"hosts": ["-oProxyCommand=x"]})"),
+           "distributed.hosts[0]: must be a host name or address of [A-Za-z0-9.-], optionally "
+           "followed by ':<slots>'; got '-oProxyCommand=x'");
+  MustFail(Spec(R"("distributed": {"hosts": ["a"], "hostfile": "/h"})"),
+           "distributed.hostfile: give hosts or a hostfile, not both");
+  MustFail(Spec(R"("distributed": {"hostfile": "hosts.txt"})"),
+           "distributed.hostfile: must be an absolute path; got 'hosts.txt'");
+  MustFail(Spec(R"("distributed": {"max_restarts": -1})"),
+           "distributed.max_restarts: must be in [0, 100], got -1");
+  MustFail(Spec(R"("distributed": {"stall_timeout_secs": 0.5})"),
+           "distributed.stall_timeout_secs: must be in [1, 86400] seconds");
+  MustFail(Spec(R"("distributed": {"workers": 2},
+                   "hooks": {"evaluation": {"every_secs": 60}})"),
+           "hooks.evaluation.every_secs: with 2 workers this hook evaluates on every rank "
+           "together, so it must be triggered by steps, which all ranks count alike; use "
+           "every_steps");
 }
 
 }  // namespace

@@ -399,8 +399,8 @@ TEST_F(HooksTest, FinalOpsEvaluatesAtEndAndRecordsSummaries) {
   auto expected = ms->session().trainer().Evaluate(testing::SmallFashionMnist().test);
   ASSERT_TRUE(ms->Close().ok());
   ASSERT_EQ(h->final_ops_values().size(), 2u);
-  EXPECT_EQ(h->final_ops_values().at("test/accuracy"), expected.accuracy);
-  EXPECT_DOUBLE_EQ(h->final_ops_values().at("test/loss"), expected.loss);
+  EXPECT_EQ(h->final_ops_values().at("test/accuracy"), expected->accuracy);
+  EXPECT_DOUBLE_EQ(h->final_ops_values().at("test/loss"), expected->loss);
   EXPECT_EQ(sink_->StepsOf("test/accuracy"), std::vector<int64_t>({3}));
   EXPECT_FALSE(FinalOpsHook::Create({"test/recall"}).ok());
 }

@@ -112,7 +112,7 @@ TEST(SessionTest, EvaluationFetchesMatchEvaluateAndArePerSplit) {
   EXPECT_EQ(v.get("validation/loss"), val->loss);
   EXPECT_EQ(v.get("validation/accuracy"), val->accuracy);
   auto test = s->trainer().Evaluate(testing::SmallFashionMnist().test);
-  EXPECT_EQ(v.get("test/accuracy"), test.accuracy);
+  EXPECT_EQ(v.get("test/accuracy"), test->accuracy);
   EXPECT_EQ(s->Evaluate("holdout").status().code(), StatusCode::kNotFound);
 }
 

@@ -25,9 +25,9 @@ TEST(TrainingTest, SoftmaxRegressionBeats75PercentTestAccuracyOnAFewThousandExam
   auto t = Trainer::Create(*PresetModel("softmax"), Optimizer(OptimizerOptions::Type::kSgd, 0.5f),
                            data.train, data.num_classes, {100, 1});
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  const double before = (*t)->Evaluate(data.test).accuracy;
+  const double before = (*t)->Evaluate(data.test)->accuracy;
   for (int i = 0; i < 500; ++i) (void)(*t)->Step();  // 10 epochs of 5000 examples
-  const LossAndAccuracy after = (*t)->Evaluate(data.test);
+  const LossAndAccuracy after = *(*t)->Evaluate(data.test);
   EXPECT_LT(before, 0.3);
   EXPECT_GT(after.accuracy, 0.75) << "test loss " << after.loss;
   EXPECT_EQ((*t)->global_step(), 500);
@@ -69,7 +69,7 @@ TEST(TrainingTest, MlpLearnsWithMomentum) {
                            data.train, data.num_classes, {100, 3});
   ASSERT_TRUE(t.ok());
   for (int i = 0; i < 300; ++i) (void)(*t)->Step();
-  EXPECT_GT((*t)->Evaluate(data.test).accuracy, 0.72);
+  EXPECT_GT((*t)->Evaluate(data.test)->accuracy, 0.72);
 }
 
 TEST(TrainingTest, CreateRejectsABadBatchSizeAndOptimizer) {

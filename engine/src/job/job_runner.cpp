@@ -42,7 +42,7 @@ struct BuiltHooks {
 };
 
 Result<BuiltHooks> BuildHooks(const JobSpec& spec, const JobRunOptions& options,
-                              const std::shared_ptr<SummaryWriter>& writer) {
+                              const std::shared_ptr<SummaryWriter>& writer, bool is_chief) {
   BuiltHooks b;
   const HooksSpec& h = spec.hooks;
   if (spec.max_steps > 0) {
@@ -88,7 +88,7 @@ Result<BuiltHooks> BuildHooks(const JobSpec& spec, const JobRunOptions& options,
     b.early_stopping = *hook;
     b.hooks.push_back(*hook);
   }
-  if (h.profiler.enabled) {
+  if (h.profiler.enabled && is_chief) {
     const TriggerSpec t = OrDefault(h.profiler.trigger, kDefaultProfilerSteps);
     auto hook = ProfilerHook::Create({.save_steps = t.every_steps,
                                       .save_secs = t.every_secs,
@@ -234,16 +234,24 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   config.batch_size = spec.batch_size;
   config.seed = spec.seed;
   config.num_epochs = spec.num_epochs;
+  const std::shared_ptr<Communicator>& comm = options.communicator;
+  const bool distributed = comm && comm->size() > 1;
+  if (distributed) {
+    TRAININGD_RETURN_IF_ERROR(CheckDistributable(spec, comm->size()));
+    config.communicator = comm;
+  }
+  const bool is_chief = !distributed || comm->is_chief();
 
   auto writer = std::make_shared<SummaryWriter>(env);
-  auto hooks = BuildHooks(spec, options, writer);
+  auto hooks = BuildHooks(spec, options, writer, is_chief);
   if (!hooks.ok()) return hooks.status();
   MonitoredTrainingSessionOptions mts = SessionOptionsFor(spec, options);
+  mts.is_chief = is_chief;
   mts.hooks = hooks->hooks;
   mts.session_options.env = env;
   mts.session_options.logger = logger;
   mts.session_options.summary_writer = writer;
-  mts.session_options.max_recovery_attempts = options.max_recovery_attempts;
+  mts.session_options.max_recovery_attempts = distributed ? 0 : options.max_recovery_attempts;
   mts.session_options.stop_flag = options.stop;
   auto created = MonitoredTrainingSession(config, datasets, std::move(mts));
   if (!created.ok()) return created.status();
@@ -259,7 +267,8 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   }
   // A stop that arrives during the step that reaches max_steps still counts as completed.
   const bool reached_max = spec.max_steps > 0 && ms.global_step() >= spec.max_steps;
-  stopped_by_flag = options.stop && options.stop->load() && !reached_max;
+  stopped_by_flag =
+      !reached_max && (distributed ? ms.stop_agreed() : options.stop && options.stop->load());
   result.global_step = ms.global_step();
   Status close_status = ms.Close();
 

@@ -1,5 +1,6 @@
 #include "trainingd/engine/job/job_spec.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -243,6 +244,58 @@ Status CheckNoValidationUse(const HooksSpec& h) {
   return Status::Ok();
 }
 
+bool IsHostEntry(const std::string& entry) {
+  // "name" or "name:slots": a host name or address of [A-Za-z0-9.-] (IPv6 in brackets is not
+  // accepted by mpirun's --host either), then optionally a slot count.
+  const size_t colon = entry.find(':');
+  const std::string name = entry.substr(0, colon);
+  if (name.empty() || name.size() > 253) return false;
+  for (const char c : name) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '-';
+    if (!ok || name.front() == '-') return false;
+  }
+  if (colon == std::string::npos) return true;
+  const std::string slots = entry.substr(colon + 1);
+  if (slots.empty() || slots.size() > 4) return false;
+  return std::all_of(slots.begin(), slots.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+         std::stoi(slots) > 0;
+}
+
+Status CheckDistributed(const JobSpec& spec) {
+  const DistributedSpec& d = spec.distributed;
+  if (d.workers < 1 || d.workers > kMaxWorkers) {
+    return Bad("distributed.workers", "must be in [1, " + std::to_string(kMaxWorkers) + "], got " +
+                                          std::to_string(d.workers));
+  }
+  if (d.hosts.size() > static_cast<size_t>(kMaxWorkers)) {
+    return Bad("distributed.hosts", "at most " + std::to_string(kMaxWorkers) + " hosts");
+  }
+  for (size_t i = 0; i < d.hosts.size(); ++i) {
+    if (!IsHostEntry(d.hosts[i])) {
+      return Bad("distributed.hosts[" + std::to_string(i) + "]",
+                 "must be a host name or address of [A-Za-z0-9.-], optionally followed by "
+                 "':<slots>'; got " +
+                     Quote(d.hosts[i]));
+    }
+  }
+  if (!d.hostfile.empty()) {
+    if (!d.hosts.empty()) return Bad("distributed.hostfile", "give hosts or a hostfile, not both");
+    if (d.hostfile.front() != '/' || d.hostfile.size() > 4096 ||
+        d.hostfile.find('\0') != std::string::npos) {
+      return Bad("distributed.hostfile", "must be an absolute path; got " + Quote(d.hostfile));
+    }
+  }
+  if (d.max_restarts < 0 || d.max_restarts > 100) {
+    return Bad("distributed.max_restarts",
+               "must be in [0, 100], got " + std::to_string(d.max_restarts));
+  }
+  if (!(d.stall_timeout_secs >= 1 && d.stall_timeout_secs <= 86400)) {
+    return Bad("distributed.stall_timeout_secs", "must be in [1, 86400] seconds");
+  }
+  return CheckDistributable(spec, d.workers);
+}
+
 }  // namespace
 
 bool IsSafeName(const std::string& name) {
@@ -282,6 +335,32 @@ Status ValidateJobSpec(const JobSpec& spec) {
   }
   TRAININGD_RETURN_IF_ERROR(CheckHooks(spec.hooks));
   if (d.validation_size == 0) TRAININGD_RETURN_IF_ERROR(CheckNoValidationUse(spec.hooks));
+  return CheckDistributed(spec);
+}
+
+Status CheckDistributable(const JobSpec& spec, int workers) {
+  if (workers <= 1) return Status::Ok();
+  const std::string n = std::to_string(workers);
+  if (spec.batch_size < workers) {
+    return Bad("batch_size", std::to_string(spec.batch_size) + " is less than the " + n +
+                                 " workers: each needs at least one example of every batch");
+  }
+  const HooksSpec& h = spec.hooks;
+  const std::string why = "with " + n +
+                          " workers this hook evaluates on every rank together, so it must be "
+                          "triggered by steps, which all ranks count alike; use every_steps";
+  if (h.evaluation.enabled && h.evaluation.trigger.every_secs > 0) {
+    return Bad("hooks.evaluation.every_secs", why);
+  }
+  if (h.early_stopping.enabled && h.early_stopping.trigger.every_secs > 0) {
+    return Bad("hooks.early_stopping.every_secs", why);
+  }
+  const bool logs_a_split =
+      std::any_of(h.logging.tensors.begin(), h.logging.tensors.end(),
+                  [](const std::string& t) { return t.find('/') != std::string::npos; });
+  if (h.logging.enabled && logs_a_split && h.logging.every_n_secs > 0) {
+    return Bad("hooks.logging.every_n_secs", why);
+  }
   return Status::Ok();
 }
 

@@ -54,8 +54,15 @@ void DropoutLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   const float scale = 1.0f / (1.0f - rate_);
   // 24-bit uniforms compared against the rate: P(keep) = 1 - rate to within 2^-24.
   const uint32_t threshold = static_cast<uint32_t>(std::lround(rate_ * 16777216.0));
-  for (int64_t i = 0; i < n; ++i) {
-    mask_[static_cast<size_t>(i)] = (rng_.Next() >> 40) >= threshold ? scale : 0.0f;
+  const uint64_t key = rng_.Next();
+  const int64_t batch = in.shape()[0];
+  const int64_t per_example = batch ? n / batch : 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    Rng rng = Rng::ForStream(key, static_cast<uint64_t>(example_offset_ + b));
+    float* m = mask_.data() + b * per_example;
+    for (int64_t i = 0; i < per_example; ++i) {
+      m[i] = (rng.Next() >> 40) >= threshold ? scale : 0.0f;
+    }
   }
   const float* x = in.data();
   const float* m = mask_.data();

@@ -6,8 +6,9 @@
 namespace trainingd::engine {
 
 LossAndAccuracy SoftmaxCrossEntropy(const Tensor& logits, std::span<const int32_t> labels,
-                                    Tensor* dlogits) {
+                                    Tensor* dlogits, int64_t normalizer) {
   const int64_t batch = logits.shape()[0];
+  const double denominator = static_cast<double>(normalizer > 0 ? normalizer : batch);
   const int64_t classes = batch ? logits.size() / batch : 0;
   assert(static_cast<int64_t>(labels.size()) == batch);
   if (dlogits) dlogits->Resize(logits.shape());
@@ -33,11 +34,12 @@ LossAndAccuracy SoftmaxCrossEntropy(const Tensor& logits, std::span<const int32_
     total += std::log(sum) - static_cast<double>(z[y] - zmax);
     if (arg == y) ++r.correct;
     if (d) {
-      const float inv = static_cast<float>(1.0 / (sum * static_cast<double>(batch)));
+      const float inv = static_cast<float>(1.0 / (sum * denominator));
       for (int64_t c = 0; c < classes; ++c) d[c] *= inv;
-      d[y] -= 1.0f / static_cast<float>(batch);
+      d[y] -= static_cast<float>(1.0 / denominator);
     }
   }
+  r.loss_sum = total;
   if (batch > 0) {
     r.loss = total / static_cast<double>(batch);
     r.accuracy = static_cast<double>(r.correct) / static_cast<double>(batch);

@@ -54,6 +54,16 @@ Result<std::unique_ptr<Model>> Model::Build(const ModelSpec& spec, const Shape& 
     layer->InitializeParameters(init_rng);
     for (Parameter* p : layer->parameters()) (*m)->params_.push_back(p);
   }
+  // The gradients move into one flat buffer, each padded to 16 floats (64 bytes).
+  const auto padded = [](int64_t n) { return (n + 15) / 16 * 16; };
+  int64_t total = 0;
+  for (const Parameter* p : (*m)->params_) total += padded(p->value.size());
+  (*m)->flat_grads_.assign(static_cast<size_t>(total), 0.0f);
+  float* next = (*m)->flat_grads_.data();
+  for (Parameter* p : (*m)->params_) {
+    p->grad = Tensor::View(p->value.shape(), next);
+    next += padded(p->value.size());
+  }
   return m;
 }
 
@@ -99,6 +109,10 @@ Result<std::unique_ptr<Model>> Model::Configure(const ModelSpec& spec, const Sha
   m->acts_.resize(m->layers_.size());
   m->grads_.resize(2);
   return m;
+}
+
+void Model::set_example_offset(int64_t offset) {
+  for (auto& layer : layers_) layer->set_example_offset(offset);
 }
 
 const Tensor& Model::Forward(const Tensor& input, Mode mode) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
+#include <stdexcept>
 
 namespace trainingd::engine {
 
@@ -36,7 +38,41 @@ std::string Shape::ToString() const {
 Tensor::Tensor(Shape shape, float fill)
     : shape_(std::move(shape)), data_(static_cast<size_t>(shape_.num_elements()), fill) {}
 
+Tensor Tensor::View(Shape shape, float* data) {
+  assert(reinterpret_cast<uintptr_t>(data) % 64 == 0);
+  Tensor t;
+  t.view_size_ = shape.num_elements();
+  t.shape_ = std::move(shape);
+  t.view_ = data;
+  return t;
+}
+
+Tensor::Tensor(const Tensor& other)
+    : shape_(other.shape_), data_(other.data(), other.data() + other.size()) {}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this == &other) return *this;
+  if (view_) {
+    if (other.size() != size())
+      throw std::logic_error("Tensor: assigning to a view of another size");
+    std::copy(other.data(), other.data() + other.size(), view_);
+    shape_ = other.shape_;
+    return *this;
+  }
+  shape_ = other.shape_;
+  data_.assign(other.data(), other.data() + other.size());
+  return *this;
+}
+
 void Tensor::Resize(const Shape& shape) {
+  if (view_) {
+    if (shape.num_elements() != view_size_) {
+      throw std::logic_error("Tensor: resizing a view of " + std::to_string(view_size_) +
+                             " elements to " + shape.ToString());
+    }
+    shape_ = shape;
+    return;
+  }
   shape_ = shape;
   data_.resize(static_cast<size_t>(shape.num_elements()));
 }
@@ -46,8 +82,8 @@ void Tensor::Reshape(const Shape& shape) {
   shape_ = shape;
 }
 
-void Tensor::SetZero() { std::fill(data_.begin(), data_.end(), 0.0f); }
-void Tensor::Fill(float value) { std::fill(data_.begin(), data_.end(), value); }
+void Tensor::SetZero() { std::fill(data(), data() + size(), 0.0f); }
+void Tensor::Fill(float value) { std::fill(data(), data() + size(), value); }
 
 MatrixMap Tensor::matrix() {
   const int64_t rows = shape_.rank() ? shape_[0] : 1;

@@ -74,6 +74,8 @@ Status MonitoredSession::CreateSessionAndNotifyHooks() {
   if (!session.ok()) return session.status();
   session_ = std::move(session).value();
   ++sessions_created_;
+  const auto& comm = session_->config().communicator;
+  distributed_ = comm && comm->size() > 1;
   global_step_ = session_->global_step();
   for (auto& hook : hooks_) TRAININGD_RETURN_IF_ERROR(hook->AfterCreateSession(*session_, *this));
   return Status::Ok();
@@ -135,6 +137,7 @@ Status MonitoredSession::RunOnce(const RunArgs& args, RunValues* values) {
     }
     merged.options.trace = merged.options.trace || requests[i].options.trace;
   }
+  merged.options.stop_vote = stop_vote_ || (options_.stop_flag && options_.stop_flag->load());
   RunValues all;
   TRAININGD_RETURN_IF_ERROR(session_->Run(merged, &all));
   global_step_ = session_->global_step();  // trained, whatever the hooks say next
@@ -144,6 +147,10 @@ Status MonitoredSession::RunOnce(const RunArgs& args, RunValues* values) {
     TRAININGD_RETURN_IF_ERROR(hooks_[i]->AfterRun(ctx, own));
   }
   if (ctx.stop_requested()) stop_requested_ = true;
+  if (session_->last_step() && session_->last_step()->stop_agreed) {
+    stop_agreed_ = true;
+    stop_requested_ = true;
+  }
   if (values) Select(all, args.fetches, args.options.trace, values);
   return Status::Ok();
 }
@@ -154,11 +161,19 @@ Status MonitoredSession::Fetch(const std::vector<std::string>& fetches, RunValue
 }
 
 bool MonitoredSession::ShouldStop() const {
+  // Data-parallel ranks stop together, at the step whose reduction carried a stop vote; the
+  // flag alone would stop this rank while the others wait for it in the next step.
   return closed_.load() || stop_requested_.load() ||
-         (options_.stop_flag && options_.stop_flag->load());
+         (options_.stop_flag && !distributed_ && options_.stop_flag->load());
 }
 
-void MonitoredSession::RequestStop() { stop_requested_ = true; }
+void MonitoredSession::RequestStop() {
+  if (distributed_) {
+    stop_vote_ = true;
+  } else {
+    stop_requested_ = true;
+  }
+}
 
 Status MonitoredSession::AddHook(std::shared_ptr<SessionRunHook> hook) {
   if (!hook) return Status::InvalidArgument("hook is null");

@@ -56,7 +56,9 @@ Result<std::unique_ptr<Session>> Session::Create(const SessionConfig& config,
   s->logger_ = logger ? std::move(logger) : Logger::Stderr();
   auto trainer = Trainer::Create(config.model, config.optimizer, s->datasets_->train,
                                  s->datasets_->num_classes,
-                                 {.batch_size = config.batch_size, .seed = config.seed});
+                                 {.batch_size = config.batch_size,
+                                  .seed = config.seed,
+                                  .communicator = config.communicator.get()});
   if (!trainer.ok()) return trainer.status();
   s->trainer_ = std::move(trainer).value();
   return s;
@@ -113,8 +115,10 @@ Status Session::Run(const RunArgs& args, RunValues* values) {
   std::shared_ptr<StepTrace> trace;
   if (args.options.trace) trace = std::make_shared<StepTrace>();
   trainer_->optimizer().set_learning_rate_override(rate);
-  last_step_ = trainer_->Step({.batch = batch, .trace = trace.get()});
+  last_step_ =
+      trainer_->Step({.batch = batch, .trace = trace.get(), .stop_vote = args.options.stop_vote});
   trainer_->optimizer().set_learning_rate_override(std::nullopt);
+  if (!last_step_->error.ok()) return last_step_->error;
   diverged_ = !std::isfinite(last_step_->loss);
   if (values) {
     values->results.clear();
@@ -181,8 +185,9 @@ Result<LossAndAccuracy> Session::Evaluate(std::string_view split_name) {
   }
   auto it = eval_cache_.find(split_name);
   if (it != eval_cache_.end() && it->second.global_step == global_step()) return it->second.value;
-  const LossAndAccuracy la = trainer_->Evaluate(*split, config_.eval_batch_size);
-  eval_cache_[std::string(split_name)] = {global_step(), la};
+  auto la = trainer_->Evaluate(*split, config_.eval_batch_size);
+  if (!la.ok()) return la.status();
+  eval_cache_[std::string(split_name)] = {global_step(), *la};
   return la;
 }
 

@@ -12,6 +12,28 @@ Result<std::unique_ptr<Session>> NewSession(const SessionSource& s) {
   return Session::Create(s.config, s.datasets, s.env, s.logger);
 }
 
+bool Distributed(const SessionSource& s) {
+  return s.config.communicator && s.config.communicator->size() > 1;
+}
+
+// The chief's whole state (parameters, optimizer slots, global step, input position, random
+// streams) to every rank, in the checkpoint format: the chief sends, the workers restore it.
+Status ShareChiefState(Session& session, Communicator& comm) {
+  std::string bytes;
+  if (comm.is_chief()) {
+    auto data = session.Capture();
+    if (!data.ok()) return data.status();
+    auto encoded = EncodeCheckpoint(*data);
+    if (!encoded.ok()) return encoded.status();
+    bytes = std::move(encoded).value();
+  }
+  TRAININGD_RETURN_IF_ERROR(BroadcastString(comm, bytes, 0));
+  if (comm.is_chief()) return Status::Ok();
+  auto data = ParseCheckpoint(bytes, "the chief's state");
+  if (!data.ok()) return data.status();
+  return session.Restore(*data);
+}
+
 std::string FormatSecs(double secs) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", secs);
@@ -30,6 +52,14 @@ ChiefSessionCreator::ChiefSessionCreator(SessionSource source, std::string check
 }
 
 Result<std::unique_ptr<Session>> ChiefSessionCreator::CreateSession(const Coordinator&) {
+  auto session = RestoreOrInitialize();
+  if (session.ok() && Distributed(source_)) {
+    TRAININGD_RETURN_IF_ERROR(ShareChiefState(**session, *source_.config.communicator));
+  }
+  return session;
+}
+
+Result<std::unique_ptr<Session>> ChiefSessionCreator::RestoreOrInitialize() {
   auto session = NewSession(source_);
   if (!session.ok() || checkpoint_dir_.empty()) return session;
   std::vector<std::string> warnings;
@@ -72,6 +102,14 @@ WorkerSessionCreator::WorkerSessionCreator(SessionSource source, Options options
 
 Result<std::unique_ptr<Session>> WorkerSessionCreator::CreateSession(
     const Coordinator& coordinator) {
+  if (Distributed(source_)) {
+    // The chief sends its state when it has it: nothing to poll for.
+    auto session = NewSession(source_);
+    if (session.ok()) {
+      TRAININGD_RETURN_IF_ERROR(ShareChiefState(**session, *source_.config.communicator));
+    }
+    return session;
+  }
   Env& env = *source_.env;
   const double start = env.NowMonotonic();
   bool logged = false;

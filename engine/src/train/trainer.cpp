@@ -1,10 +1,20 @@
 #include "trainingd/engine/train/trainer.h"
 
+#include <algorithm>
+
 namespace trainingd::engine {
 namespace {
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+// Rows [shard.begin, shard.begin + shard.count) of a batch.
+void CopyRows(const Tensor& images, const std::vector<int32_t>& labels, Shard shard, Tensor& out,
+              std::vector<int32_t>& out_labels) {
+  const int64_t per_example = images.shape()[0] ? images.size() / images.shape()[0] : 0;
+  out.Resize(images.shape().drop_front().with_batch(shard.count));
+  std::copy_n(images.data() + shard.begin * per_example, shard.count * per_example, out.data());
+  out_labels.assign(labels.begin() + shard.begin, labels.begin() + shard.begin + shard.count);
 }
 }  // namespace
 
@@ -31,6 +41,16 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
   auto input = BatchIterator::Create(train, options.batch_size, data_seed);
   if (!input.ok()) return input.status();
   t->input_ = std::make_unique<BatchIterator>(std::move(input).value());
+  t->batch_size_ = options.batch_size;
+  t->comm_ =
+      options.communicator && options.communicator->size() > 1 ? options.communicator : nullptr;
+  if (t->comm_ && t->comm_->size() > options.batch_size) {
+    return Status::InvalidArgument("batch_size " + std::to_string(options.batch_size) +
+                                   " is smaller than the " + std::to_string(t->comm_->size()) +
+                                   " workers: each needs at least one example of every batch");
+  }
+  t->shard_ = t->comm_ ? ShardOf(options.batch_size, t->comm_->rank(), t->comm_->size())
+                       : Shard{0, options.batch_size};
   return t;
 }
 
@@ -41,23 +61,50 @@ StepResult Trainer::Step(const StepOptions& options) {
   if (timed) t0 = Clock::now();
   const Tensor* images = &images_;
   const std::vector<int32_t>* labels = &labels_;
+  int64_t global_batch = batch_size_;
+  Shard shard = shard_;
   if (options.batch) {
-    images = &options.batch->images;
-    labels = &options.batch->labels;
+    global_batch = options.batch->images.shape()[0];
+    if (comm_) {
+      // A fed batch is every rank's: each trains on its slice of it.
+      shard = ShardOf(global_batch, comm_->rank(), comm_->size());
+      CopyRows(options.batch->images, options.batch->labels, shard, images_, labels_);
+    } else {
+      images = &options.batch->images;
+      labels = &options.batch->labels;
+    }
   } else {
-    input_->Next(images_, labels_);
+    input_->Next(images_, labels_, shard.begin, shard.count);
   }
   if (profiling_) times_.input_seconds += Since(t0);
   if (trace) trace->Add("input", "input", t0);
   model_->set_trace(trace);
+  model_->set_example_offset(shard.begin);
   const Tensor& logits = model_->Forward(*images, Mode::kTrain);
   if (timed) t0 = Clock::now();
-  const LossAndAccuracy la = SoftmaxCrossEntropy(logits, *labels, &dlogits_);
+  LossAndAccuracy la = SoftmaxCrossEntropy(logits, *labels, &dlogits_, global_batch);
   if (profiling_) times_.loss_seconds += Since(t0);
   if (trace) trace->Add("softmax_cross_entropy", "loss", t0);
   model_->Backward(dlogits_);
   model_->set_trace(nullptr);
   StepResult r;
+  if (comm_) {
+    const Clock::time_point reduce_start = Clock::now();
+    // The gradients, then the step's loss, accuracy and stop votes, summed over the ranks.
+    r.error = comm_->AllreduceSum(model_->flat_gradients());
+    double sums[3] = {la.loss_sum, static_cast<double>(la.correct), options.stop_vote ? 1.0 : 0.0};
+    if (r.error.ok()) r.error = comm_->AllreduceSum(std::span<double>(sums));
+    r.allreduce_seconds = Since(reduce_start);
+    if (trace) trace->Add("allreduce", "allreduce", reduce_start);
+    if (!r.error.ok()) {
+      r.global_step = global_step_;
+      return r;
+    }
+    la.loss = sums[0] / static_cast<double>(global_batch);
+    la.correct = static_cast<int64_t>(sums[1]);
+    la.accuracy = sums[1] / static_cast<double>(global_batch);
+    r.stop_agreed = sums[2] > 0;
+  }
   r.learning_rate = optimizer_->LearningRate(global_step_);
   if (timed) t0 = Clock::now();
   optimizer_->Apply(model_->parameters(), global_step_);
@@ -80,6 +127,11 @@ Status Trainer::CheckBatch(const Batch& batch) const {
                                    example.with_batch(-1).ToString() + " (N = any), got " +
                                    got.ToString());
   }
+  if (comm_ && got[0] < comm_->size()) {
+    return Status::InvalidArgument("batch.images: " + std::to_string(got[0]) + " examples for " +
+                                   std::to_string(comm_->size()) +
+                                   " workers; each needs at least one");
+  }
   if (got[0] < 1 || static_cast<int64_t>(batch.labels.size()) != got[0]) {
     return Status::InvalidArgument("batch.labels: expected " + std::to_string(got[0]) +
                                    " labels (one per image, at least one), got " +
@@ -95,20 +147,25 @@ Status Trainer::CheckBatch(const Batch& batch) const {
   return Status::Ok();
 }
 
-LossAndAccuracy Trainer::Evaluate(const Split& split, int64_t batch_size) {
-  LossAndAccuracy total;
-  double loss_sum = 0;
-  for (int64_t begin = 0; begin < split.size(); begin += batch_size) {
-    const int64_t n = std::min(batch_size, split.size() - begin);
-    CopyRange(split, begin, n, eval_images_, eval_labels_);
+Result<LossAndAccuracy> Trainer::Evaluate(const Split& split, int64_t batch_size) {
+  const Shard shard =
+      comm_ ? ShardOf(split.size(), comm_->rank(), comm_->size()) : Shard{0, split.size()};
+  double sums[2] = {0, 0};  // loss, correct
+  for (int64_t begin = 0; begin < shard.count; begin += batch_size) {
+    const int64_t n = std::min(batch_size, shard.count - begin);
+    CopyRange(split, shard.begin + begin, n, eval_images_, eval_labels_);
     const Tensor& logits = model_->Forward(eval_images_, Mode::kEval);
     const LossAndAccuracy la = SoftmaxCrossEntropy(logits, eval_labels_, nullptr);
-    loss_sum += la.loss * static_cast<double>(n);
-    total.correct += la.correct;
+    sums[0] += la.loss_sum;
+    sums[1] += static_cast<double>(la.correct);
   }
+  if (comm_) TRAININGD_RETURN_IF_ERROR(comm_->AllreduceSum(std::span<double>(sums)));
+  LossAndAccuracy total;
+  total.loss_sum = sums[0];
+  total.correct = static_cast<int64_t>(sums[1]);
   if (split.size() > 0) {
-    total.loss = loss_sum / static_cast<double>(split.size());
-    total.accuracy = static_cast<double>(total.correct) / static_cast<double>(split.size());
+    total.loss = sums[0] / static_cast<double>(split.size());
+    total.accuracy = sums[1] / static_cast<double>(split.size());
   }
   return total;
 }

@@ -39,6 +39,10 @@ class BatchIterator {
   // Fills the next batch: `images` is resized to [batch_size, H, W, 1] and `labels` to batch_size.
   // Reuses their allocations; copies one example per memcpy.
   void Next(Tensor& images, std::vector<int32_t>& labels);
+  // The same step through the sequence, but only examples [slice_begin, slice_begin +
+  // slice_count) of the batch are copied (one rank's share of a data-parallel global batch):
+  // every rank advances through the same global order and takes its own slice of it.
+  void Next(Tensor& images, std::vector<int32_t>& labels, int64_t slice_begin, int64_t slice_count);
 
   State state() const { return {epoch_, index_in_epoch_}; }
   // Moves to `state` (e.g. one saved in a checkpoint), after which Next() returns exactly what it

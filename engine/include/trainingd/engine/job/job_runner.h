@@ -19,6 +19,7 @@
 #include "trainingd/engine/base/logger.h"
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/dist/communicator.h"
 #include "trainingd/engine/io/summary_writer.h"
 #include "trainingd/engine/job/job_resources.h"
 #include "trainingd/engine/job/job_spec.h"
@@ -41,6 +42,13 @@ struct JobRunOptions {
   Env* env = nullptr;              // null = Env::Default()
   std::shared_ptr<Logger> logger;  // null = Logger::Stderr()
   int max_recovery_attempts = 5;
+  // The ranks of a data-parallel run (docs/distributed.md); null or size 1 = one process. Rank 0
+  // is the chief: it restores or initialises and hands its state to the others, and alone runs
+  // the checkpoint, summary, step-counter and profiler hooks and writes to summary_sinks. Every
+  // rank runs the other hooks; `stop` is a vote that ends all ranks after the same step. There
+  // is no in-process recovery (max_recovery_attempts is ignored): a failed rank ends the job,
+  // and its supervisor restarts it from the latest checkpoint.
+  std::shared_ptr<Communicator> communicator;
   // Caps on what the job may leave on disk (the same ones PlanJob's estimate assumes):
   // max_checkpoints bounds the checkpoints keep_checkpoint_every_n_hours preserves,
   // max_profiler_traces the timelines kept. compute_threads and max_log_bytes are not used here.

@@ -96,6 +96,16 @@ struct HooksSpec {
   ProfilerHookSpec profiler;
 };
 
+// A data-parallel job (docs/distributed.md): `workers` processes (MPI ranks), rank 0 the chief.
+// batch_size stays the global batch, so a job means the same thing for any number of workers.
+struct DistributedSpec {
+  int workers = 1;                 // 1 = one process, no MPI
+  std::vector<std::string> hosts;  // mpirun --host entries, "name" or "name:slots"; empty = here
+  std::string hostfile;            // an absolute path, instead of hosts
+  int max_restarts = 3;            // relaunches from the latest checkpoint after a rank dies
+  double stall_timeout_secs = 60;  // no step for this long: the job is restarted
+};
+
 struct JobSpec {
   std::string name;  // [A-Za-z0-9._-], 1-100 characters
   DatasetSpec dataset;
@@ -110,7 +120,10 @@ struct JobSpec {
   int64_t num_epochs = 0;
   uint64_t seed = 0;
   HooksSpec hooks;
+  DistributedSpec distributed;
 };
+
+inline constexpr int kMaxWorkers = 1024;
 
 // The most layers a model may have (the tutorials' deepest has 8).
 inline constexpr size_t kMaxLayers = 1000;
@@ -118,6 +131,13 @@ inline constexpr size_t kMaxLayers = 1000;
 // OK, or InvalidArgument whose message starts with the JSON path of the first bad field,
 // e.g. "hooks.logging.tensors[1]: unknown fetch 'los'".
 Status ValidateJobSpec(const JobSpec& spec);
+
+// What a job must satisfy to run on `workers` > 1 ranks, with errors naming the field: at least
+// one example per worker in every batch, and the hooks that evaluate (collectively, on every rank)
+// triggered by steps, which all ranks count alike, not by seconds, which each rank measures
+// itself. ValidateJobSpec applies it to distributed.workers; a job started by mpirun applies it
+// to the number of ranks it found.
+Status CheckDistributable(const JobSpec& spec, int workers);
 
 // True if `name` is a safe single path component: 1-100 of [A-Za-z0-9._-], not "." or "..".
 bool IsSafeName(const std::string& name);

@@ -27,11 +27,16 @@ class DropoutLayer final : public Layer {
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
   Rng* rng() override { return &rng_; }
+  void set_example_offset(int64_t offset) override { example_offset_ = offset; }
   int64_t ScratchBytes(int64_t batch, Mode mode, int threads) const override;
 
  private:
   float rate_;
+  // Advances by one draw per training forward pass, whatever the batch: the draw keys that
+  // pass's masks, and example g of the global batch takes its mask from Rng::ForStream(key, g).
+  // So the masks depend on the global example index alone, not on how the batch is split.
   Rng rng_;
+  int64_t example_offset_ = 0;
   int64_t elements_ = 0;  // per example
   Mode last_mode_ = Mode::kEval;
   std::vector<float> mask_;  // 0 or 1 / (1 - rate), per element of the latest training forward

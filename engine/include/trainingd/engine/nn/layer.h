@@ -71,6 +71,9 @@ class Layer {
 
   // The layer's random stream (dropout), or nullptr; checkpoints save and restore its state.
   virtual Rng* rng() { return nullptr; }
+  // Where the next Forward's batch starts in the global batch of a data-parallel step
+  // (Model::set_example_offset); layers that draw per-example randomness key it by that index.
+  virtual void set_example_offset(int64_t /*offset*/) {}
 
   // Multiply-adds x2 per example of one forward pass, for GFLOP/s reports.
   virtual int64_t ForwardFlopsPerExample() const { return 0; }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,14 @@ class Model {
 
   // Every trainable parameter, in layer order (kernel before bias).
   const std::vector<Parameter*>& parameters() const { return params_; }
+  // Every parameter's gradient lives in this one buffer (each grad is a view into it, in
+  // parameter order, each starting on a 64-byte boundary; the padding stays zero), so a
+  // data-parallel step reduces all gradients with one call and no copies.
+  std::span<float> flat_gradients() { return {flat_grads_.data(), flat_grads_.size()}; }
+  // The position of this process's examples in the global batch of a data-parallel step (0 in
+  // one process): dropout keys its masks by the global example index, so a model split over N
+  // processes draws the same masks as one.
+  void set_example_offset(int64_t offset);
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   // Per-example output shape of each layer.
   const std::vector<Shape>& output_shapes() const { return shapes_; }
@@ -86,6 +95,7 @@ class Model {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Shape> shapes_;
   std::vector<Parameter*> params_;
+  std::vector<float, Align64Allocator<float>> flat_grads_;
   // needs_input_grad_[i]: some layer before i has parameters, so layer i must pass a gradient
   // down. A parameter-free prefix (e.g. the flatten in front of the first dense layer) gets none.
   std::vector<bool> needs_input_grad_;

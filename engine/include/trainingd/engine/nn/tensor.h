@@ -4,6 +4,10 @@
 // buffer is 64-byte aligned for SIMD. Resize() keeps the allocation when it is large enough, so
 // layers can reuse their buffers from step to step without allocating. Not thread-safe; a tensor is
 // owned by one layer or one caller at a time.
+//
+// A view (Tensor::View) is a tensor over memory it does not own, e.g. one parameter's gradient
+// inside a model's flat gradient buffer (Model::FlatGradients): its element count is fixed, and a
+// copy of a view owns its own copy of the data.
 #pragma once
 
 #include <Eigen/Core>
@@ -67,15 +71,24 @@ class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(Shape shape, float fill = 0.0f);
+  // A view of shape.num_elements() floats at `data`, which must be 64-byte aligned and outlive
+  // the view.
+  static Tensor View(Shape shape, float* data);
+  Tensor(const Tensor& other);
+  Tensor& operator=(const Tensor& other);
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
 
   const Shape& shape() const { return shape_; }
-  int64_t size() const { return static_cast<int64_t>(data_.size()); }
-  float* data() { return data_.data(); }
-  const float* data() const { return data_.data(); }
-  float& operator[](int64_t i) { return data_[static_cast<size_t>(i)]; }
-  float operator[](int64_t i) const { return data_[static_cast<size_t>(i)]; }
+  int64_t size() const { return view_ ? view_size_ : static_cast<int64_t>(data_.size()); }
+  float* data() { return view_ ? view_ : data_.data(); }
+  const float* data() const { return view_ ? view_ : data_.data(); }
+  float& operator[](int64_t i) { return data()[i]; }
+  float operator[](int64_t i) const { return data()[i]; }
+  bool is_view() const { return view_ != nullptr; }
 
   // Changes the shape; contents are unspecified afterwards unless the element count is unchanged.
+  // A view only takes shapes of its own element count (std::logic_error otherwise).
   void Resize(const Shape& shape);
   // Same element count, new shape; contents kept.
   void Reshape(const Shape& shape);
@@ -93,6 +106,8 @@ class Tensor {
  private:
   Shape shape_;
   std::vector<float, Align64Allocator<float>> data_;
+  float* view_ = nullptr;  // set for a view; data_ is empty then
+  int64_t view_size_ = 0;
 };
 
 }  // namespace trainingd::engine

@@ -36,7 +36,9 @@ struct MonitoredSessionOptions {
   std::shared_ptr<Logger> logger;                 // null = Logger::Stderr()
   std::shared_ptr<SummaryWriter> summary_writer;  // optional; flushed at Close
   // Optional flag another thread sets to stop (e.g. the daemon's stop button, Ctrl-C). Seen by
-  // ShouldStop() from the start -- also while a non-chief waits for the chief in Create.
+  // ShouldStop() from the start -- also while a non-chief waits for the chief in Create. In a
+  // data-parallel session it is a vote instead: the next step carries it to every rank, and all
+  // stop after that step (stop_agreed()).
   const std::atomic<bool>* stop_flag = nullptr;
 };
 
@@ -62,8 +64,12 @@ class MonitoredSession final : public Coordinator {
   Status Fetch(const std::vector<std::string>& fetches, RunValues* values);
 
   bool ShouldStop() const override;
-  // From any thread, e.g. the daemon's stop button; the loop stops after the current run.
+  // From any thread, e.g. the daemon's stop button; the loop stops after the current run. In a
+  // data-parallel session, a vote like stop_flag.
   void RequestStop() override;
+  // Data-parallel: the ranks stopped together on a stop vote (stop_flag or RequestStop on some
+  // rank).
+  bool stop_agreed() const { return stop_agreed_.load(); }
 
   // Adds a hook to a live session: Begin() and AfterCreateSession() run now, then it takes part in
   // every later run and in End(). (TF could not add anything after creation.)
@@ -105,6 +111,9 @@ class MonitoredSession final : public Coordinator {
   MonitoredSessionOptions options_;
   std::unique_ptr<Session> session_;
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> stop_vote_{false};    // RequestStop in a data-parallel session
+  std::atomic<bool> stop_agreed_{false};  // a step's reduction carried a stop vote
+  std::atomic<bool> distributed_{false};  // the session has more than one rank
   std::atomic<bool> closed_{false};
   int64_t global_step_ = 0;
   Status failure_;

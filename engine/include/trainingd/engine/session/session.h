@@ -32,6 +32,7 @@
 #include "trainingd/engine/base/logger.h"
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/dist/communicator.h"
 #include "trainingd/engine/io/checkpoint.h"
 #include "trainingd/engine/nn/model_spec.h"
 #include "trainingd/engine/optim/optimizer.h"
@@ -53,6 +54,8 @@ using Feeds = std::map<std::string, FeedValue>;
 
 struct RunOptions {
   bool trace = false;  // record a StepTrace of the step (TF's FULL_TRACE)
+  // Data-parallel: this rank votes to stop all ranks after this step (StepOptions::stop_vote).
+  bool stop_vote = false;
 };
 
 // What a caller or a hook asks of one run (TF's SessionRunArgs).
@@ -81,6 +84,10 @@ struct SessionConfig {
   // training split were consumed (the last batch may take a few examples of the next epoch).
   int64_t num_epochs = 0;
   int64_t eval_batch_size = 1000;  // batch size of the "<split>/..." evaluations
+  // The ranks of a data-parallel job; null = one process (docs/distributed.md). batch_size is
+  // the global batch then, evaluations are sharded and reduced, and the chief's session creator
+  // hands its state to the workers'.
+  std::shared_ptr<Communicator> communicator;
 };
 
 class Session {

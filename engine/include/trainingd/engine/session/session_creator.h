@@ -5,11 +5,14 @@
 // one -- restore or initialise, never a mix. A truncated or corrupt latest checkpoint is skipped
 // for the previous one with a warning; a checkpoint of another model fails with the variable's
 // name and both shapes.
-// Worker (non-chief): never restores. Waits until the chief is ready (by default: the chief has
-// written a checkpoint in checkpoint_dir), polling every poll_secs -- configurable, unlike TF's
-// fixed 30 s -- and fails after max_wait_secs with TF's "Session was not ready after waiting N
-// secs."; then initialises from the seed (a distributed runner then broadcasts the chief's
-// weights).
+// Worker (non-chief): never restores. In a data-parallel job (SessionConfig::communicator of
+// more than one rank) it receives the chief's state: the chief broadcasts its parameters,
+// optimizer slots, global step, input position and random streams once it has restored or
+// initialised them, so every rank starts the same. Without a communicator (workers sharing only
+// a checkpoint_dir) it waits until the chief is ready (by default: the chief has written a
+// checkpoint in checkpoint_dir), polling every poll_secs -- configurable, unlike TF's fixed 30 s
+// -- and fails after max_wait_secs with TF's "Session was not ready after waiting N secs."; then
+// initialises from the seed.
 #pragma once
 
 #include <functional>
@@ -46,6 +49,8 @@ class ChiefSessionCreator final : public SessionCreator {
   Result<std::unique_ptr<Session>> CreateSession(const Coordinator& coordinator) override;
 
  private:
+  Result<std::unique_ptr<Session>> RestoreOrInitialize();
+
   SessionSource source_;
   std::string checkpoint_dir_;
   CheckpointManagerOptions checkpoint_options_;

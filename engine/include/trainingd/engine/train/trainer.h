@@ -1,9 +1,13 @@
 // Trainer: a model, its optimizer, an input pipeline over a training split and the global step.
 //
 // Step() performs one training step: next batch, forward, softmax cross-entropy, backward, one
-// optimizer update, global_step + 1. Evaluate() runs a whole split in inference mode. This is the
-// numerical core that the monitored session drives; it owns no files and no threads of its own.
-// Not thread-safe: one thread drives a Trainer.
+// optimizer update, global_step + 1. Data-parallel (a Communicator of N ranks): every rank walks
+// the same global batch sequence and trains on its contiguous slice of each global batch; its
+// gradients are its examples' sum divided by the global batch, the ranks' gradients are summed
+// (one allreduce of the model's flat gradient buffer) and every rank applies the same update. So
+// N ranks compute what one process computes, up to the order of float additions. Evaluate() runs a
+// whole split in inference mode. This is the numerical core that the monitored session drives; it
+// owns no files and no threads of its own. Not thread-safe: one thread drives a Trainer.
 #pragma once
 
 #include <chrono>
@@ -13,6 +17,7 @@
 
 #include "trainingd/engine/data/batch_iterator.h"
 #include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/dist/communicator.h"
 #include "trainingd/engine/nn/loss.h"
 #include "trainingd/engine/nn/model.h"
 #include "trainingd/engine/optim/optimizer.h"
@@ -20,15 +25,25 @@
 namespace trainingd::engine {
 
 struct TrainerOptions {
-  int64_t batch_size = 50;
-  uint64_t seed = 0;  // initialisation, dropout and shuffling all derive from it
+  int64_t batch_size = 50;  // the global batch: of all ranks together in a data-parallel job
+  uint64_t seed = 0;        // initialisation, dropout and shuffling all derive from it
+  // The ranks of a data-parallel job (docs/distributed.md); null = one process. Must outlive
+  // the Trainer.
+  Communicator* communicator = nullptr;
 };
 
 struct StepResult {
   int64_t global_step = 0;  // after the step
-  double loss = 0;
+  double loss = 0;          // of the global batch (all ranks)
   double accuracy = 0;
   float learning_rate = 0;  // the rate this step's update used
+  // Data-parallel: some rank voted to stop at this step (StepOptions::stop_vote), so every rank
+  // stops after it.
+  bool stop_agreed = false;
+  // Data-parallel: the step's reductions failed (a rank is gone); no update was applied and the
+  // job cannot go on.
+  Status error;
+  double allreduce_seconds = 0;  // time in the step's reductions, waiting for other ranks included
 };
 
 // A minibatch given from outside the input pipeline (a "batch" feed).
@@ -44,6 +59,8 @@ struct StepOptions {
   const Batch* batch = nullptr;
   // When set, the step's phases and layers are appended to it.
   StepTrace* trace = nullptr;
+  // Data-parallel: this rank asks all ranks to stop after this step (StepResult::stop_agreed).
+  bool stop_vote = false;
 };
 
 // Accumulated wall time per layer, filled while profiling is on.
@@ -70,8 +87,10 @@ class Trainer {
   // OK if `batch` can be trained on: images of the model's example shape, as many labels as
   // images, each in [0, num_classes). InvalidArgument naming what is wrong otherwise.
   Status CheckBatch(const Batch& batch) const;
-  // Loss and accuracy over the whole split in inference mode (dropout off), in batches.
-  LossAndAccuracy Evaluate(const Split& split, int64_t batch_size = 1000);
+  // Loss and accuracy over the whole split in inference mode (dropout off), in batches. A
+  // data-parallel job evaluates each rank's shard of the split (ShardOf) and adds up the sums, so
+  // every rank gets the whole split's values; an error only when that reduction fails.
+  Result<LossAndAccuracy> Evaluate(const Split& split, int64_t batch_size = 1000);
 
   int64_t global_step() const { return global_step_; }
   void set_global_step(int64_t step) { global_step_ = step; }
@@ -90,6 +109,9 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BatchIterator> input_;
+  Communicator* comm_ = nullptr;  // null or size 1: one process
+  Shard shard_;                   // this rank's part of every global batch
+  int64_t batch_size_ = 0;        // global
   int64_t global_step_ = 0;
   int num_classes_ = 0;
   Tensor images_, dlogits_, eval_images_;

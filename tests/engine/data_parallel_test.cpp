@@ -1,0 +1,229 @@
+// Data parallelism through RunJob with N ranks as threads (ThreadCommunicator): N ranks compute
+// what one process computes, repeated runs are bit-identical, a checkpoint does not depend on N,
+// and a stop vote from any rank ends all ranks at the same step. The same properties over real
+// MPI processes: tests/e2e/distributed_test.py.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "session_test_util.h"
+#include "test_util.h"
+#include "thread_communicator.h"
+#include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/io/checkpoint_manager.h"
+#include "trainingd/engine/job/job_runner.h"
+
+namespace trainingd::engine {
+namespace {
+
+using testing::RunRanks;
+using testing::ScopedDir;
+
+class QuietLogger final : public Logger {
+ public:
+  void Log(LogSeverity, std::string_view) override {}
+};
+
+// Every step's loss, as the chief's summaries report it.
+class LossSink final : public SummarySink {
+ public:
+  Status AddScalar(std::string_view tag, int64_t step, double value, double) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (tag == "loss") losses[step] = value;
+    return Status::Ok();
+  }
+  std::mutex mu;
+  std::map<int64_t, double> losses;
+};
+
+// A small CNN with dropout (the tutorial CNN's layer kinds at a tenth of the width), Adam.
+JobSpec SmallCnnJob(int64_t max_steps) {
+  JobSpec spec;
+  spec.name = "dp";
+  spec.model.layers = {
+      LayerSpec::Conv2d(4, 5, Padding::kSame, Activation::kRelu),
+      LayerSpec::MaxPool2d(2, 2),
+      LayerSpec::Conv2d(8, 5, Padding::kSame, Activation::kRelu),
+      LayerSpec::MaxPool2d(2, 2),
+      LayerSpec::Flatten(),
+      LayerSpec::Dense(32, Activation::kRelu),
+      LayerSpec::Dropout(0.4f),
+      LayerSpec::Dense(10, Activation::kNone),
+  };
+  spec.optimizer.type = OptimizerOptions::Type::kAdam;
+  spec.optimizer.learning_rate = LearningRateSchedule::Constant(1e-3f);
+  spec.batch_size = 10;
+  spec.max_steps = max_steps;
+  spec.seed = 5;
+  spec.hooks.summary.trigger.every_steps = 1;
+  spec.hooks.checkpoint.trigger.every_steps = 1000;  // the final checkpoint only
+  spec.hooks.logging.enabled = false;
+  spec.hooks.step_counter.enabled = false;
+  spec.hooks.final_eval.enabled = true;  // a sharded, reduced evaluation at the end
+  return spec;
+}
+
+struct Outcome {
+  std::map<int64_t, double> losses;
+  std::map<std::string, double> final_values;
+  JobResult::Outcome outcome = JobResult::Outcome::kFailed;
+  int64_t global_step = 0;
+  CheckpointData checkpoint;
+};
+
+// Runs `spec` on `ranks` threads with checkpoint_dir `dir`; `stop_rank` >= 0 raises that rank's
+// stop flag once its session exists.
+Outcome RunOnRanks(const JobSpec& spec, int ranks, const std::string& dir, int stop_rank = -1) {
+  auto sink = std::make_shared<LossSink>();
+  std::mutex mu;
+  std::vector<Result<JobResult>> results(ranks, Status::Internal("not run"));
+  RunRanks(ranks, [&](std::shared_ptr<Communicator> comm) {
+    SetComputeThreads(1);
+    std::atomic<bool> stop{false};
+    JobRunOptions o;
+    o.checkpoint_dir = dir;
+    o.datasets = std::shared_ptr<const Datasets>(&testing::SmallFashionMnist(), [](auto*) {});
+    o.logger = std::make_shared<QuietLogger>();
+    o.communicator = comm;
+    o.stop = &stop;
+    if (comm->is_chief()) o.summary_sinks = {sink};
+    if (comm->rank() == stop_rank) {
+      o.on_session_created = [&stop](MonitoredSession&) { stop = true; };
+    }
+    auto r = RunJob(spec, o);
+    std::lock_guard<std::mutex> lock(mu);
+    results[comm->rank()] = std::move(r);
+  });
+  Outcome out;
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].status().ToString();
+    if (!results[r].ok()) return out;
+    EXPECT_EQ(results[r]->global_step, results[0]->global_step) << "rank " << r;
+    EXPECT_EQ(results[r]->outcome, results[0]->outcome) << "rank " << r;
+  }
+  out.losses = sink->losses;
+  out.final_values = results[0]->final_values;
+  out.outcome = results[0]->outcome;
+  out.global_step = results[0]->global_step;
+  auto manager = CheckpointManager::Create(dir);
+  EXPECT_TRUE(manager.ok());
+  if (manager.ok()) {
+    std::vector<std::string> warnings;
+    auto data = (*manager)->RestoreLatest(&warnings);
+    EXPECT_TRUE(data.ok()) << data.status().ToString();
+    if (data.ok()) out.checkpoint = std::move(data).value();
+  }
+  return out;
+}
+
+// max |a - b| over every variable and optimizer slot, relative to the largest |a|.
+double RelativeDifference(const CheckpointData& a, const CheckpointData& b) {
+  EXPECT_EQ(a.tensors.size(), b.tensors.size());
+  double largest = 0, diff = 0;
+  for (size_t i = 0; i < std::min(a.tensors.size(), b.tensors.size()); ++i) {
+    const Tensor& x = a.tensors[i].second;
+    const Tensor& y = b.tensors[i].second;
+    EXPECT_EQ(a.tensors[i].first, b.tensors[i].first);
+    EXPECT_EQ(x.shape(), y.shape()) << a.tensors[i].first;
+    if (x.shape() != y.shape()) return INFINITY;
+    for (int64_t k = 0; k < x.size(); ++k) {
+      largest = std::max(largest, static_cast<double>(std::fabs(x[k])));
+      diff = std::max(diff, static_cast<double>(std::fabs(x[k] - y[k])));
+    }
+  }
+  return diff / largest;
+}
+
+bool BitIdentical(const CheckpointData& a, const CheckpointData& b) {
+  if (a.tensors.size() != b.tensors.size() || a.states != b.states) return false;
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const Tensor& x = a.tensors[i].second;
+    const Tensor& y = b.tensors[i].second;
+    if (x.shape() != y.shape() || std::memcmp(x.data(), y.data(), 4 * x.size()) != 0) return false;
+  }
+  return true;
+}
+
+void ExpectSameLosses(const Outcome& a, const Outcome& b, double tolerance) {
+  ASSERT_EQ(a.losses.size(), b.losses.size());
+  for (const auto& [step, loss] : a.losses) {
+    ASSERT_TRUE(b.losses.count(step)) << step;
+    EXPECT_NEAR(b.losses.at(step), loss, tolerance) << "step " << step;
+  }
+}
+
+TEST(DataParallelTest, RanksComputeWhatOneProcessComputes) {
+  const JobSpec spec = SmallCnnJob(12);
+  ScopedDir d1("dp1");
+  const Outcome one = RunOnRanks(spec, 1, d1.path());
+  ASSERT_EQ(one.global_step, 12);
+  ASSERT_EQ(one.losses.size(), 12u);
+  for (int ranks : {2, 3, 4}) {  // 3 and 4 do not divide the batch of 10
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    ScopedDir dn("dpn" + std::to_string(ranks));
+    const Outcome n = RunOnRanks(spec, ranks, dn.path());
+    EXPECT_EQ(n.outcome, JobResult::Outcome::kCompleted);
+    EXPECT_EQ(n.global_step, 12);
+    EXPECT_LT(RelativeDifference(one.checkpoint, n.checkpoint), 1e-5);
+    EXPECT_EQ(n.checkpoint.states, one.checkpoint.states);  // input position, dropout streams
+    ExpectSameLosses(one, n, 1e-5);
+    ASSERT_EQ(n.final_values.size(), 2u);
+    EXPECT_NEAR(n.final_values.at("test/loss"), one.final_values.at("test/loss"), 1e-5);
+    EXPECT_EQ(n.final_values.at("test/accuracy"), one.final_values.at("test/accuracy"));
+  }
+}
+
+TEST(DataParallelTest, TheSameNumberOfRanksIsBitIdentical) {
+  const JobSpec spec = SmallCnnJob(6);
+  ScopedDir a("dpa"), b("dpb");
+  const Outcome x = RunOnRanks(spec, 3, a.path());
+  const Outcome y = RunOnRanks(spec, 3, b.path());
+  EXPECT_TRUE(BitIdentical(x.checkpoint, y.checkpoint));
+  EXPECT_EQ(x.losses, y.losses);
+}
+
+TEST(DataParallelTest, ACheckpointResumesWithAnotherNumberOfRanks) {
+  ScopedDir one_dir("dp_one"), mixed_dir("dp_mixed");
+  const Outcome one = RunOnRanks(SmallCnnJob(10), 1, one_dir.path());
+  const Outcome first = RunOnRanks(SmallCnnJob(5), 2, mixed_dir.path());
+  ASSERT_EQ(first.global_step, 5);
+  const Outcome second = RunOnRanks(SmallCnnJob(10), 3, mixed_dir.path());
+  EXPECT_EQ(second.global_step, 10);
+  EXPECT_LT(RelativeDifference(one.checkpoint, second.checkpoint), 1e-5);
+  EXPECT_EQ(second.checkpoint.states, one.checkpoint.states);
+  for (int64_t step = 6; step <= 10; ++step) {
+    EXPECT_NEAR(second.losses.at(step), one.losses.at(step), 1e-5) << "step " << step;
+  }
+}
+
+TEST(DataParallelTest, AStopFromAnyRankEndsAllRanksAtTheSameStep) {
+  for (int stop_rank : {0, 2}) {
+    SCOPED_TRACE("stop on rank " + std::to_string(stop_rank));
+    ScopedDir dir("dp_stop" + std::to_string(stop_rank));
+    const Outcome o = RunOnRanks(SmallCnnJob(1000), 3, dir.path(), stop_rank);
+    EXPECT_EQ(o.outcome, JobResult::Outcome::kStopped);
+    EXPECT_EQ(o.global_step, 1);             // the vote rode on the first step
+    EXPECT_EQ(o.checkpoint.global_step, 1);  // the chief's final checkpoint
+  }
+}
+
+TEST(DataParallelTest, SecondTriggeredEvaluationIsRefusedNamingTheField) {
+  JobSpec spec = SmallCnnJob(5);
+  spec.hooks.evaluation.enabled = true;
+  spec.hooks.evaluation.trigger.every_secs = 30;
+  EXPECT_TRUE(testing::FailsNaming(CheckDistributable(spec, 2), "hooks.evaluation.every_secs"));
+  EXPECT_TRUE(CheckDistributable(spec, 1).ok());
+  spec.distributed.workers = 2;
+  EXPECT_TRUE(testing::FailsNaming(ValidateJobSpec(spec), "hooks.evaluation.every_secs"));
+  spec = SmallCnnJob(5);
+  spec.distributed.workers = 11;  // batch 10
+  EXPECT_TRUE(testing::FailsNaming(ValidateJobSpec(spec), "batch_size"));
+}
+
+}  // namespace
+}  // namespace trainingd::engine

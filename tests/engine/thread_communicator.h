@@ -1,0 +1,87 @@
+// ThreadCommunicator: N ranks as threads of one test process, for data-parallel tests without
+// MPI. Sums are formed in rank order, so results are deterministic like MPI's for fixed sizes.
+#pragma once
+
+#include <barrier>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "trainingd/engine/dist/communicator.h"
+
+namespace trainingd::engine::testing {
+
+class ThreadGroup {
+ public:
+  explicit ThreadGroup(int size) : size_(size), barrier_(size), slots_(size) {}
+  int size() const { return size_; }
+
+  template <typename T>
+  void AllreduceSum(int rank, std::span<T> data) {
+    slots_[rank] = data.data();
+    barrier_.arrive_and_wait();
+    std::vector<T> sum(data.size());
+    for (size_t i = 0; i < data.size(); ++i) {
+      T s = static_cast<const T*>(slots_[0])[i];
+      for (int r = 1; r < size_; ++r) s += static_cast<const T*>(slots_[r])[i];
+      sum[i] = s;
+    }
+    barrier_.arrive_and_wait();  // everyone has read every rank's data
+    std::copy(sum.begin(), sum.end(), data.begin());
+  }
+  void Broadcast(int rank, std::span<std::byte> data, int root) {
+    if (rank == root) slots_[root] = data.data();
+    barrier_.arrive_and_wait();
+    if (rank != root) std::memcpy(data.data(), slots_[root], data.size());
+    barrier_.arrive_and_wait();
+  }
+  void Barrier() { barrier_.arrive_and_wait(); }
+
+ private:
+  int size_;
+  std::barrier<> barrier_;
+  std::vector<const void*> slots_;
+};
+
+class ThreadCommunicator final : public Communicator {
+ public:
+  ThreadCommunicator(std::shared_ptr<ThreadGroup> group, int rank)
+      : group_(std::move(group)), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return group_->size(); }
+  Status AllreduceSum(std::span<float> data) override {
+    group_->AllreduceSum(rank_, data);
+    return Status::Ok();
+  }
+  Status AllreduceSum(std::span<double> data) override {
+    group_->AllreduceSum(rank_, data);
+    return Status::Ok();
+  }
+  Status Broadcast(std::span<std::byte> data, int root) override {
+    group_->Broadcast(rank_, data, root);
+    return Status::Ok();
+  }
+  Status Barrier() override {
+    group_->Barrier();
+    return Status::Ok();
+  }
+
+ private:
+  std::shared_ptr<ThreadGroup> group_;
+  int rank_;
+};
+
+// Runs body(communicator) on `size` threads, one per rank, each with one compute thread, and
+// waits for all of them.
+inline void RunRanks(int size, const std::function<void(std::shared_ptr<Communicator>)>& body) {
+  auto group = std::make_shared<ThreadGroup>(size);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] { body(std::make_shared<ThreadCommunicator>(group, r)); });
+  }
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace trainingd::engine::testing

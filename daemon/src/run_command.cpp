@@ -1,11 +1,17 @@
 #include "trainingd/daemon/run_command.h"
 
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -40,6 +46,7 @@ struct RunArgs {
   std::string checkpoint_dir;
   std::string data_root = "/usr/share/datasets";
   int threads = 0;
+  int workers = 0;  // 0 = the spec's distributed.workers
 };
 
 // The flags of `trainingd run` (and, without the run-only ones, `validate`).
@@ -56,7 +63,12 @@ Flags RunFlags(bool run, RunArgs& ra) {
   }
   f.String("--data-root", "DIR", "datasets are directories under it (/usr/share/datasets)",
            &ra.data_root);
-  if (run) f.Int("--threads", "compute threads (the machine's cores)", 1, 256, &ra.threads);
+  if (run) {
+    f.Int("--threads", "compute threads per rank (the machine's cores, shared by its ranks)", 1,
+          256, &ra.threads);
+    f.Int("--workers", "data-parallel ranks, started with mpirun (the spec's distributed.workers)",
+          1, eng::kMaxWorkers, &ra.workers);
+  }
   return f;
 }
 
@@ -68,9 +80,11 @@ bool HasSpec(const Flags& flags, const RunArgs& ra) {
   return false;
 }
 
-int ComputeThreadsFor(const RunArgs& ra) {
-  return ra.threads > 0 ? ra.threads
-                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+// Each of the machine's `local_ranks` ranks gets its share of the cores, so they never
+// oversubscribe it.
+int ComputeThreadsFor(const RunArgs& ra, int local_ranks = 1) {
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return ra.threads > 0 ? ra.threads : std::max(1, cores / std::max(1, local_ranks));
 }
 
 // Reads and parses the spec; prints the error and returns nullopt on failure.
@@ -111,6 +125,112 @@ eng::Result<Plan> PlanForThisMachine(const eng::JobSpec& spec, const RunArgs& ra
   return Plan{*data, *resources};
 }
 
+// A worker rank's log: its warnings and errors, marked with the rank; the chief logs the rest.
+class WorkerLogger final : public eng::Logger {
+ public:
+  WorkerLogger(int rank, std::shared_ptr<eng::Logger> out)
+      : prefix_("rank " + std::to_string(rank) + ": "), out_(std::move(out)) {}
+  void Log(eng::LogSeverity severity, std::string_view message) override {
+    if (severity != eng::LogSeverity::kInfo) out_->Log(severity, prefix_ + std::string(message));
+  }
+
+ private:
+  std::string prefix_;
+  std::shared_ptr<eng::Logger> out_;
+};
+
+// Open MPI's launcher sets these in every rank's environment.
+bool StartedByMpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
+
+// trainingd-mpi, installed beside this program.
+std::string RankProgram() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return (self.parent_path() / "trainingd-mpi").string();
+}
+
+// Under mpirun: becomes trainingd-mpi with the same arguments (trainingd does not link MPI).
+int ExecRankProgram(const std::vector<std::string>& args) {
+  const std::string program = RankProgram();
+  std::vector<std::string> argv_strings = {program, "run"};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execv(program.c_str(), argv.data());
+  std::fprintf(stderr,
+               "trainingd run: started by mpirun, but %s cannot be started (%s); it is built and "
+               "installed beside trainingd\n",
+               program.c_str(), std::strerror(errno));
+  return 1;
+}
+
+pid_t g_launcher_child = 0;
+std::atomic<int> g_forwarded{0};
+
+void ForwardSignal(int sig) {
+  g_forwarded.store(sig);
+  if (g_launcher_child > 0) ::kill(g_launcher_child, sig);
+}
+
+// `trainingd run --workers N`: mpirun with N ranks of trainingd-mpi, started by argv (no shell),
+// on this machine over loopback unless the spec names hosts. Returns mpirun's exit code.
+int LaunchRanks(const RunArgs& ra, const eng::JobSpec& spec, int workers) {
+  namespace fs = std::filesystem;
+  const eng::DistributedSpec& d = spec.distributed;
+  std::vector<std::string> cmd;
+  const auto add = [&cmd](std::initializer_list<std::string_view> args) {
+    for (std::string_view a : args) cmd.emplace_back(a);
+  };
+  add({"mpirun"});
+  if (::geteuid() == 0) add({"--allow-run-as-root"});
+  // Ranks share the cores through their compute threads (ComputeThreadsFor), so no binding.
+  add({"--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader,tcp"});
+  if (!d.hosts.empty()) {
+    std::string hosts;
+    for (const std::string& h : d.hosts) hosts += (hosts.empty() ? "" : ",") + h;
+    add({"--host", hosts});
+  } else if (!d.hostfile.empty()) {
+    add({"--hostfile", d.hostfile});
+  } else {
+    add({"--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"});
+  }
+  const std::string checkpoint_dir = ra.checkpoint_dir.empty() ? spec.name : ra.checkpoint_dir;
+  add({"-np", std::to_string(workers), RankProgram(), "run", fs::absolute(ra.specs[0]).string(),
+       "--checkpoint-dir", fs::absolute(checkpoint_dir).string(), "--data-root",
+       fs::absolute(ra.data_root).string()});
+  if (ra.threads > 0) add({"--threads", std::to_string(ra.threads)});
+  std::vector<char*> argv;
+  for (std::string& a : cmd) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fprintf(stderr, "trainingd run: starting %d ranks:", workers);
+  for (const std::string& a : cmd) std::fprintf(stderr, " %s", a.c_str());
+  std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+  pid_t pid = 0;
+  if (int rc = ::posix_spawnp(&pid, "mpirun", nullptr, nullptr, argv.data(), environ); rc != 0) {
+    std::fprintf(stderr, "trainingd run: cannot start mpirun: %s (install openmpi-bin)\n",
+                 std::strerror(rc));
+    return 1;
+  }
+  // A signal to this process goes to mpirun, which passes it to the ranks: each votes to stop,
+  // and all stop after the same step with a final checkpoint. Ctrl-C reaches them all through
+  // the terminal's process group anyway.
+  g_launcher_child = pid;
+  std::signal(SIGINT, ForwardSignal);
+  std::signal(SIGTERM, ForwardSignal);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  g_launcher_child = 0;
+  const int code =
+      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  // mpirun ends with 1 when its ranks stopped on a signal: report the signal, as `run` does.
+  return code != 0 && g_forwarded.load() ? 128 + g_forwarded.load() : code;
+}
+
 std::string FormatValues(const std::map<std::string, double>& values) {
   std::string out;
   char buf[64];
@@ -121,21 +241,36 @@ std::string FormatValues(const std::map<std::string, double>& values) {
   return out;
 }
 
-int Run(RunArgs& ra) {
+int Run(RunArgs& ra, const RankRuntime* rank) {
   auto spec = LoadSpec(ra.specs[0]);
   if (!spec) return 2;
+  const int ranks = rank ? rank->communicator->size() : 1;
+  const int workers = ra.workers > 0 ? ra.workers : spec->distributed.workers;
+  if (!rank && workers > 1) return LaunchRanks(ra, *spec, workers);
+  if (rank && ra.workers > 0 && ra.workers != ranks) {
+    std::fprintf(stderr, "trainingd run: --workers %d, but mpirun started %d ranks\n", ra.workers,
+                 ranks);
+    return 2;
+  }
+  if (auto st = eng::CheckDistributable(*spec, ranks); !st.ok()) {
+    std::fprintf(stderr, "trainingd run: %s: %s\n", ra.specs[0].c_str(), st.message().c_str());
+    return 2;
+  }
   if (ra.checkpoint_dir.empty()) ra.checkpoint_dir = spec->name;
   if (auto plan = PlanForThisMachine(*spec, ra); !plan.ok()) {
     std::fprintf(stderr, "trainingd run: %s: %s\n", ra.specs[0].c_str(),
                  plan.status().message().c_str());
     return 1;
   }
-  const int threads = ComputeThreadsFor(ra);
+  const int threads = ComputeThreadsFor(ra, rank ? rank->local_ranks : 1);
   eng::SetComputeThreads(threads);
 
-  auto logger = eng::Logger::Stderr();
+  const bool chief = !rank || rank->communicator->is_chief();
+  std::shared_ptr<eng::Logger> logger = eng::Logger::Stderr();
+  if (!chief) logger = std::make_shared<WorkerLogger>(rank->communicator->rank(), logger);
   logger->Info("Job " + spec->name + ": checkpoints and event files in " + ra.checkpoint_dir +
-               " (" + std::to_string(threads) + " compute threads)");
+               " (" + std::to_string(threads) + " compute threads" +
+               (ranks > 1 ? " per rank, " + std::to_string(ranks) + " ranks" : "") + ")");
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   eng::JobRunOptions o;
@@ -143,12 +278,18 @@ int Run(RunArgs& ra) {
   o.data_root = ra.data_root;
   o.stop = &g_stop;
   o.logger = logger;
+  if (rank) o.communicator = rank->communicator;
   auto result = eng::RunJob(*spec, o);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  // A rank that fails may leave the others waiting for it in a collective: it ends them all.
+  const auto fail = [&](int code) {
+    if (ranks > 1) rank->abort(code);
+    return code;
+  };
   if (!result.ok()) {
     std::fprintf(stderr, "trainingd run: %s\n", result.status().message().c_str());
-    return 1;
+    return fail(1);
   }
   std::string line = "Job " + spec->name + " " + eng::JobOutcomeName(result->outcome) +
                      " at global step " + std::to_string(result->global_step) + ": " +
@@ -163,7 +304,7 @@ int Run(RunArgs& ra) {
       return 128 + (g_signal.load() ? g_signal.load() : SIGINT);
     case eng::JobResult::Outcome::kFailed:
       logger->Error(line);
-      return 1;
+      return fail(1);
   }
   return 1;
 }
@@ -193,10 +334,11 @@ int Validate(const RunArgs& ra) {
 
 }  // namespace
 
-int RunCommand(const std::vector<std::string>& args) {
+int RunCommand(const std::vector<std::string>& args, const RankRuntime* rank) {
+  if (!rank && StartedByMpirun()) return ExecRankProgram(args);
   RunArgs ra;
   const Flags flags = RunFlags(/*run=*/true, ra);
-  return RunWithFlags(flags, args, [&] { return HasSpec(flags, ra) ? Run(ra) : 2; });
+  return RunWithFlags(flags, args, [&] { return HasSpec(flags, ra) ? Run(ra, rank) : 2; });
 }
 
 int ValidateCommand(const std::vector<std::string>& args) {

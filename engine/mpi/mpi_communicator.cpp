@@ -1,0 +1,81 @@
+#include "trainingd/engine/mpi/mpi_communicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <string>
+
+namespace trainingd::engine {
+namespace {
+
+Status Check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return Status::Ok();
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  return Status::Unavailable(std::string(what) + " failed: " + std::string(text, length));
+}
+
+// MPI counts are ints: larger buffers go in pieces of at most 2^30 elements.
+constexpr size_t kMaxCount = size_t{1} << 30;
+
+template <typename T>
+Status Allreduce(std::span<T> data, MPI_Datatype type) {
+  for (size_t done = 0; done < data.size();) {
+    const size_t n = std::min(kMaxCount, data.size() - done);
+    TRAININGD_RETURN_IF_ERROR(
+        Check(MPI_Allreduce(MPI_IN_PLACE, data.data() + done, static_cast<int>(n), type, MPI_SUM,
+                            MPI_COMM_WORLD),
+              "MPI_Allreduce"));
+    done += n;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<MpiCommunicator>> MpiCommunicator::Init(int* argc, char*** argv) {
+  int provided = 0;
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    return Status::FailedPrecondition("MPI_Init_thread failed");
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  std::shared_ptr<MpiCommunicator> comm(new MpiCommunicator());
+  MPI_Comm_rank(MPI_COMM_WORLD, &comm->rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &comm->size_);
+  MPI_Comm local;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, comm->rank_, MPI_INFO_NULL,
+                          &local) == MPI_SUCCESS) {
+    MPI_Comm_size(local, &comm->local_size_);
+    MPI_Comm_free(&local);
+  }
+  return comm;
+}
+
+MpiCommunicator::~MpiCommunicator() { MPI_Finalize(); }
+
+Status MpiCommunicator::AllreduceSum(std::span<float> data) { return Allreduce(data, MPI_FLOAT); }
+
+Status MpiCommunicator::AllreduceSum(std::span<double> data) { return Allreduce(data, MPI_DOUBLE); }
+
+Status MpiCommunicator::Broadcast(std::span<std::byte> data, int root) {
+  for (size_t done = 0; done < data.size();) {
+    const size_t n = std::min(kMaxCount, data.size() - done);
+    TRAININGD_RETURN_IF_ERROR(
+        Check(MPI_Bcast(data.data() + done, static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD),
+              "MPI_Bcast"));
+    done += n;
+  }
+  return Status::Ok();
+}
+
+Status MpiCommunicator::Barrier() { return Check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+void MpiCommunicator::Abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort does not return; in case it does
+}
+
+}  // namespace trainingd::engine

@@ -2,6 +2,10 @@
 // (docs/distributed.md). It is `trainingd run` with an MPI communicator: the only program that
 // links MPI, so the daemon's process never does. `trainingd run --workers N` starts it through
 // mpirun; `mpirun -np N trainingd run JOB.json` hands over to it.
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -10,6 +14,11 @@
 #include "trainingd/engine/mpi/mpi_communicator.h"
 
 int main(int argc, char** argv) {
+  // A rank never outlives the mpirun that started it (which the daemon kills with its process
+  // group, or which dies with the daemon): no orphans holding cores and files.
+  const pid_t parent = ::getppid();
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) return 1;
   auto comm = trainingd::engine::MpiCommunicator::Init(&argc, &argv);
   if (!comm.ok()) {
     std::fprintf(stderr, "trainingd-mpi: %s\n", comm.status().message().c_str());

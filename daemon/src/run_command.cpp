@@ -7,22 +7,26 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "machine.h"
 #include "trainingd/api/job_spec_json.h"
+#include "trainingd/api/run_report.h"
 #include "trainingd/daemon/flags.h"
 #include "trainingd/engine/base/parallel.h"
 #include "trainingd/engine/job/job_resources.h"
 #include "trainingd/engine/job/job_runner.h"
 #include "trainingd/engine/session/hooks/evaluation_hook.h"
+#include "trainingd/engine/session/session_run_hook.h"
 
 namespace trainingd::daemon {
 namespace eng = trainingd::engine;
@@ -46,7 +50,8 @@ struct RunArgs {
   std::string checkpoint_dir;
   std::string data_root = "/usr/share/datasets";
   int threads = 0;
-  int workers = 0;  // 0 = the spec's distributed.workers
+  int workers = 0;     // 0 = the spec's distributed.workers
+  std::string report;  // "stdout": the run's events as JSON lines (api/run_report.h)
 };
 
 // The flags of `trainingd run` (and, without the run-only ones, `validate`).
@@ -68,6 +73,13 @@ Flags RunFlags(bool run, RunArgs& ra) {
           256, &ra.threads);
     f.Int("--workers", "data-parallel ranks, started with mpirun (the spec's distributed.workers)",
           1, eng::kMaxWorkers, &ra.workers);
+    f.Add("--report", "stdout",
+          "the run's events as JSON lines on stdout instead of the console (for the daemon)",
+          [&ra](const std::string& v) -> std::optional<std::string> {
+            if (v != "stdout") return "the only report destination is 'stdout'";
+            ra.report = v;
+            return std::nullopt;
+          });
   }
   return f;
 }
@@ -137,6 +149,48 @@ class WorkerLogger final : public eng::Logger {
  private:
   std::string prefix_;
   std::shared_ptr<eng::Logger> out_;
+};
+
+// `--report stdout`: the chief's events as run report lines (api/run_report.h), one write and
+// flush per line, from whichever thread logs.
+class Reporter final : public eng::Logger, public eng::SummarySink {
+ public:
+  void Emit(const eng::RunEvent& event) { EmitLine(api::FormatRunReport(event)); }
+  void EmitLine(const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fflush(stdout);
+  }
+  void Log(eng::LogSeverity severity, std::string_view message) override {
+    Emit(eng::LogWritten{severity, std::string(message)});
+  }
+  eng::Status AddScalar(std::string_view tag, int64_t step, double value,
+                        double wall_time) override {
+    Emit(eng::ScalarRecorded{std::string(tag), step, value, wall_time});
+    return eng::Status::Ok();
+  }
+
+ private:
+  std::mutex mu_;
+};
+
+// Reports the global step at most once a second, for the supervisor's stall watchdog.
+class ProgressHook final : public eng::SessionRunHook {
+ public:
+  explicit ProgressHook(std::shared_ptr<Reporter> reporter) : reporter_(std::move(reporter)) {}
+  std::string name() const override { return "ProgressReport"; }
+  eng::Status AfterRun(eng::RunContext& ctx, const eng::RunValues&) override {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ >= std::chrono::seconds(1)) {
+      last_ = now;
+      reporter_->EmitLine(api::FormatProgressReport(ctx.session().global_step()));
+    }
+    return eng::Status::Ok();
+  }
+
+ private:
+  std::shared_ptr<Reporter> reporter_;
+  std::chrono::steady_clock::time_point last_{};
 };
 
 // Open MPI's launcher sets these in every rank's environment.
@@ -266,7 +320,10 @@ int Run(RunArgs& ra, const RankRuntime* rank) {
   eng::SetComputeThreads(threads);
 
   const bool chief = !rank || rank->communicator->is_chief();
+  std::shared_ptr<Reporter> reporter;
+  if (chief && !ra.report.empty()) reporter = std::make_shared<Reporter>();
   std::shared_ptr<eng::Logger> logger = eng::Logger::Stderr();
+  if (reporter) logger = reporter;
   if (!chief) logger = std::make_shared<WorkerLogger>(rank->communicator->rank(), logger);
   logger->Info("Job " + spec->name + ": checkpoints and event files in " + ra.checkpoint_dir +
                " (" + std::to_string(threads) + " compute threads" +
@@ -279,7 +336,15 @@ int Run(RunArgs& ra, const RankRuntime* rank) {
   o.stop = &g_stop;
   o.logger = logger;
   if (rank) o.communicator = rank->communicator;
+  if (reporter) {
+    o.summary_sinks = {reporter};
+    o.extra_hooks = {std::make_shared<ProgressHook>(reporter)};
+    o.on_session_created = [&reporter](eng::MonitoredSession& ms) {
+      reporter->Emit(eng::SessionCreated{ms.global_step()});
+    };
+  }
   auto result = eng::RunJob(*spec, o);
+  if (reporter) reporter->Emit(eng::RunEnded{result});
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   // A rank that fails may leave the others waiting for it in a collective: it ends them all.

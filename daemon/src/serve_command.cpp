@@ -23,6 +23,7 @@
 #include "trainingd/daemon/event_bus.h"
 #include "trainingd/daemon/job_manager.h"
 #include "trainingd/daemon/local_executor.h"
+#include "trainingd/daemon/mpi_executor.h"
 #include "trainingd/daemon/store.h"
 #include "trainingd/daemon/systemd_notify.h"
 
@@ -193,8 +194,14 @@ int ServeCommand(const std::vector<std::string>& args) {
   lo.slots = config.max_concurrent_jobs;
   lo.threads_per_job = threads_per_job;
   lo.data_root = config.data_root;
-  auto manager =
-      JobManager::Create(**store, bus, std::make_unique<LocalExecutor>(std::move(lo)), jm);
+  // Data-parallel jobs run as mpirun with ranks of trainingd-mpi (docs/distributed.md); the
+  // others on threads of this process.
+  MpiExecutorOptions mo;
+  mo.slots = config.max_concurrent_jobs;
+  mo.data_root = config.data_root;
+  auto executor = std::make_unique<RoutingExecutor>(std::make_unique<LocalExecutor>(std::move(lo)),
+                                                    std::make_unique<MpiExecutor>(mo));
+  auto manager = JobManager::Create(**store, bus, std::move(executor), jm);
   if (!manager.ok()) {
     Say(manager.status().message());
     return 1;

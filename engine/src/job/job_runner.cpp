@@ -248,6 +248,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   MonitoredTrainingSessionOptions mts = SessionOptionsFor(spec, options);
   mts.is_chief = is_chief;
   mts.hooks = hooks->hooks;
+  mts.hooks.insert(mts.hooks.end(), options.extra_hooks.begin(), options.extra_hooks.end());
   mts.session_options.env = env;
   mts.session_options.logger = logger;
   mts.session_options.summary_writer = writer;

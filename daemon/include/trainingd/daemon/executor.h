@@ -16,13 +16,13 @@
 
 #include <cstdint>
 #include <string>
-#include <variant>
 
 #include "trainingd/engine/base/logger.h"
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/job/job_resources.h"
 #include "trainingd/engine/job/job_runner.h"
 #include "trainingd/engine/job/job_spec.h"
+#include "trainingd/engine/job/run_events.h"
 
 namespace trainingd::daemon {
 
@@ -37,33 +37,13 @@ struct RunRequest {
   engine::JobRunLimits limits;
 };
 
-// The run's session exists, at this global step (restored from a checkpoint, or 0).
-struct SessionCreated {
-  int64_t global_step = 0;
-};
-
-// A summary value, as the session recorded it (also in the job's event file).
-struct ScalarRecorded {
-  std::string tag;
-  int64_t step = 0;
-  double value = 0;
-  double wall_time = 0;
-};
-
-// A line of the job's console (what `trainingd run` prints on stderr), without its severity
-// prefix.
-struct LogWritten {
-  engine::LogSeverity severity = engine::LogSeverity::kInfo;
-  std::string text;
-};
-
-// The run is over: how it ended, or why it could not start or went wrong (an error Status;
-// ResourceExhausted when memory or the disk ran out).
-struct RunEnded {
-  engine::Result<engine::JobResult> result = engine::Status::Internal("no result");
-};
-
-using RunEvent = std::variant<SessionCreated, ScalarRecorded, LogWritten, RunEnded>;
+// The run's events (engine/job/run_events.h): the same for a run on threads of this process, in
+// MPI processes (which report them on a pipe, api/run_report.h) or on a cluster.
+using engine::LogWritten;
+using engine::RunEnded;
+using engine::RunEvent;
+using engine::ScalarRecorded;
+using engine::SessionCreated;
 
 class RunListener {
  public:

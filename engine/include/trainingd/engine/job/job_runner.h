@@ -39,6 +39,8 @@ struct JobRunOptions {
   // Called once the session exists (e.g. to keep a handle for RequestStop). Optional.
   std::function<void(MonitoredSession&)> on_session_created;
   std::vector<std::shared_ptr<SummarySink>> summary_sinks;
+  // Further hooks, after the spec's (e.g. the progress reports of trainingd-mpi's chief).
+  std::vector<std::shared_ptr<SessionRunHook>> extra_hooks;
   Env* env = nullptr;              // null = Env::Default()
   std::shared_ptr<Logger> logger;  // null = Logger::Stderr()
   int max_recovery_attempts = 5;

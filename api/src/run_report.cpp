@@ -1,0 +1,197 @@
+#include "trainingd/api/run_report.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "trainingd/api/job_json.h"
+
+namespace trainingd::api {
+namespace {
+
+using json = nlohmann::json;
+namespace eng = trainingd::engine;
+
+constexpr eng::LogSeverity kSeverities[] = {eng::LogSeverity::kInfo, eng::LogSeverity::kWarning,
+                                            eng::LogSeverity::kError};
+constexpr eng::JobResult::Outcome kOutcomes[] = {eng::JobResult::Outcome::kCompleted,
+                                                 eng::JobResult::Outcome::kStopped,
+                                                 eng::JobResult::Outcome::kFailed};
+
+// JSON has no NaN or infinity; a diverged loss is still a value to report.
+json Number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return v;
+}
+
+std::optional<double> NumberFrom(const json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (!v.is_string()) return std::nullopt;
+  const std::string s = v.get<std::string>();
+  if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  if (s == "Infinity") return std::numeric_limits<double>::infinity();
+  if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
+  return std::nullopt;
+}
+
+json StatusValue(const eng::Status& st) {
+  return {{"code", eng::StatusCodeName(st.code())}, {"message", st.message()}};
+}
+
+std::optional<eng::Status> StatusFrom(const json& v) {
+  if (!v.is_object() || !v.contains("code") || !v["code"].is_string() || !v.contains("message") ||
+      !v["message"].is_string()) {
+    return std::nullopt;
+  }
+  const std::string code = v["code"].get<std::string>();
+  for (int c = 0; c <= static_cast<int>(eng::StatusCode::kInternal); ++c) {
+    const auto sc = static_cast<eng::StatusCode>(c);
+    if (code == eng::StatusCodeName(sc)) return eng::Status(sc, v["message"].get<std::string>());
+  }
+  return eng::Status::Internal(v["message"].get<std::string>());
+}
+
+json EventValue(const eng::RunEvent& event) {
+  if (const auto* e = std::get_if<eng::SessionCreated>(&event)) {
+    return {{"event", "session"}, {"global_step", e->global_step}};
+  }
+  if (const auto* e = std::get_if<eng::ScalarRecorded>(&event)) {
+    return {{"event", "scalar"},
+            {"tag", e->tag},
+            {"step", e->step},
+            {"value", Number(e->value)},
+            {"wall_time", e->wall_time}};
+  }
+  if (const auto* e = std::get_if<eng::LogWritten>(&event)) {
+    return {{"event", "log"}, {"severity", eng::LogSeverityName(e->severity)}, {"text", e->text}};
+  }
+  const auto& end = std::get<eng::RunEnded>(event);
+  if (!end.result.ok()) return {{"event", "end"}, {"error", StatusValue(end.result.status())}};
+  const eng::JobResult& r = *end.result;
+  json o = {{"event", "end"},
+            {"outcome", eng::JobOutcomeName(r.outcome)},
+            {"global_step", r.global_step},
+            {"reason", r.reason},
+            {"final_values", json::object()}};
+  for (const auto& [k, v] : r.final_values) o["final_values"][k] = Number(v);
+  if (!r.error.ok()) o["run_error"] = StatusValue(r.error);
+  return o;
+}
+
+template <typename T>
+bool Get(const json& o, const char* key, T* out) {
+  const auto it = o.find(key);
+  if (it == o.end()) return false;
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!it->is_string()) return false;
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    if (!it->is_number_integer()) return false;
+  } else {
+    const auto v = NumberFrom(*it);
+    if (!v) return false;
+    *out = *v;
+    return true;
+  }
+  *out = it->get<T>();
+  return true;
+}
+
+std::optional<eng::RunEvent> EventFrom(const json& o) {
+  std::string kind;
+  if (!o.is_object() || !Get(o, "event", &kind)) return std::nullopt;
+  if (kind == "session") {
+    eng::SessionCreated e;
+    if (!Get(o, "global_step", &e.global_step)) return std::nullopt;
+    return e;
+  }
+  if (kind == "scalar") {
+    eng::ScalarRecorded e;
+    if (!Get(o, "tag", &e.tag) || !Get(o, "step", &e.step) || !Get(o, "value", &e.value) ||
+        !Get(o, "wall_time", &e.wall_time)) {
+      return std::nullopt;
+    }
+    return e;
+  }
+  if (kind == "log") {
+    eng::LogWritten e;
+    std::string severity;
+    if (!Get(o, "severity", &severity) || !Get(o, "text", &e.text)) return std::nullopt;
+    bool known = false;
+    for (eng::LogSeverity s : kSeverities) {
+      if (severity == eng::LogSeverityName(s)) {
+        e.severity = s;
+        known = true;
+      }
+    }
+    if (!known) return std::nullopt;
+    return e;
+  }
+  if (kind != "end") return std::nullopt;
+  if (const auto it = o.find("error"); it != o.end()) {
+    auto st = StatusFrom(*it);
+    if (!st || st->ok()) return std::nullopt;
+    return eng::RunEnded{*st};
+  }
+  eng::JobResult r;
+  std::string outcome;
+  if (!Get(o, "outcome", &outcome) || !Get(o, "global_step", &r.global_step) ||
+      !Get(o, "reason", &r.reason)) {
+    return std::nullopt;
+  }
+  bool known = false;
+  for (auto oc : kOutcomes) {
+    if (outcome == eng::JobOutcomeName(oc)) {
+      r.outcome = oc;
+      known = true;
+    }
+  }
+  if (!known) return std::nullopt;
+  if (const auto it = o.find("final_values"); it != o.end()) {
+    if (!it->is_object()) return std::nullopt;
+    for (const auto& [k, v] : it->items()) {
+      const auto value = NumberFrom(v);
+      if (!value) return std::nullopt;
+      r.final_values[k] = *value;
+    }
+  }
+  if (const auto it = o.find("run_error"); it != o.end()) {
+    auto st = StatusFrom(*it);
+    if (!st) return std::nullopt;
+    r.error = *st;
+  }
+  return eng::RunEnded{r};
+}
+
+}  // namespace
+
+std::string FormatRunReport(const engine::RunEvent& event) {
+  return DumpJson(EventValue(event)) + "\n";
+}
+
+std::optional<engine::RunEvent> ParseRunReport(std::string_view line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (line.empty() || line.front() != '{') return std::nullopt;
+  const json o = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (o.is_discarded()) return std::nullopt;
+  try {
+    return EventFrom(o);
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string FormatProgressReport(int64_t global_step) {
+  return DumpJson({{"event", "progress"}, {"global_step", global_step}}) + "\n";
+}
+
+std::optional<int64_t> ParseProgressReport(std::string_view line) {
+  if (line.find("\"progress\"") == std::string_view::npos) return std::nullopt;
+  const json o = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!o.is_object() || o.value("event", json()) != "progress") return std::nullopt;
+  const auto it = o.find("global_step");
+  if (it == o.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+}  // namespace trainingd::api

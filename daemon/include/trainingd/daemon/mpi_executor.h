@@ -1,0 +1,87 @@
+// MpiExecutor: runs a data-parallel job (distributed.workers > 1) as `mpirun` with N ranks of
+// trainingd-mpi, and supervises it (docs/distributed.md#supervision). The same Executor calls as
+// the LocalExecutor: rank 0 reports the run's events as JSON lines on its stdout
+// (api/run_report.h), which mpirun forwards to a pipe this executor reads.
+//
+// Each run has a supervisor thread. It starts mpirun by argv (no shell) in its own process group,
+// with PR_SET_PDEATHSIG so mpirun dies with the daemon (and each rank with its mpirun), and:
+// - a stop request sends SIGTERM to mpirun, which passes it to the ranks: they vote, stop after
+//   the same step, and the chief writes the final checkpoint;
+// - a rank that dies ends mpirun (Open MPI 4.1 has no fault tolerance); no step for
+//   stall_timeout_secs (a stopped or hung rank): the process group is killed. Either way the job
+//   is relaunched from its latest checkpoint after a backoff (1 s, doubling, at most 30 s), up to
+//   distributed.max_restarts times; then it fails with a reason naming the attempts.
+// Each attempt's start and end are logged in the job's log ("attempt 2 of 4 ...").
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trainingd/daemon/executor.h"
+
+namespace trainingd::daemon {
+
+struct MpiExecutorOptions {
+  int slots = 1;  // runs at once
+  // trainingd-mpi; empty = beside this program (/proc/self/exe's directory).
+  std::string rank_program;
+  std::string mpirun = "mpirun";
+  std::string data_root = "/usr/share/datasets";
+  // Compute threads per rank; 0 = the machine's cores shared by its ranks.
+  int threads_per_rank = 0;
+  double initial_backoff_secs = 1;
+  double max_backoff_secs = 30;
+};
+
+class MpiExecutor final : public Executor {
+ public:
+  explicit MpiExecutor(MpiExecutorOptions options);
+  ~MpiExecutor() override;  // Shutdown()
+
+  int slots() const override { return options_.slots; }
+  engine::Status Start(RunRequest request, RunListener& listener) override;
+  void RequestStop(const std::string& job_id) override;
+  void Shutdown() override;
+
+  // The argv of one attempt (for tests and the docs).
+  std::vector<std::string> CommandLine(const RunRequest& request) const;
+
+ private:
+  struct Run {
+    std::mutex mu;
+    std::condition_variable cv;  // a stop or shutdown wakes the backoff wait
+    bool stop = false;
+    pid_t mpirun = 0;  // the current attempt's, 0 between attempts
+    std::thread thread;
+    bool done = false;  // guarded by MpiExecutor::mu_
+  };
+  void Supervise(const RunRequest& request, RunListener& listener, Run& run);
+  void Reap();
+
+  MpiExecutorOptions options_;
+  std::mutex mu_;
+  bool shut_down_ = false;
+  std::map<std::string, std::unique_ptr<Run>> runs_;
+};
+
+// Routes each run by its spec: distributed.workers > 1 to `distributed`, the rest to `local`.
+// Its slots are the local executor's, shared by both.
+class RoutingExecutor final : public Executor {
+ public:
+  RoutingExecutor(std::unique_ptr<Executor> local, std::unique_ptr<Executor> distributed);
+  int slots() const override { return local_->slots(); }
+  engine::Status Start(RunRequest request, RunListener& listener) override;
+  void RequestStop(const std::string& job_id) override;
+  void Shutdown() override;
+
+ private:
+  std::unique_ptr<Executor> local_, distributed_;
+};
+
+}  // namespace trainingd::daemon

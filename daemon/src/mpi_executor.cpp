@@ -1,0 +1,416 @@
+#include "trainingd/daemon/mpi_executor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "trainingd/api/job_spec_json.h"
+#include "trainingd/api/run_report.h"
+#include "trainingd/engine/io/checkpoint.h"
+#include "trainingd/engine/io/checkpoint_manager.h"
+
+namespace trainingd::daemon {
+namespace eng = trainingd::engine;
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string Format(double secs) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", secs);
+  return buf;
+}
+
+// A started attempt: mpirun in its own process group, its stdout and stderr pipes.
+struct Attempt {
+  pid_t pid = 0;
+  int out = -1, err = -1;
+};
+
+// fork + exec of argv with stdout/stderr into pipes. The child: its own process group (so the
+// whole launch can be signalled), SIGKILL when the daemon's thread that started it exits (the
+// daemon dies), default signal dispositions. Only async-signal-safe calls after fork.
+eng::Result<Attempt> Spawn(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0)
+    return eng::Status::IoError("pipe: " + std::string(strerror(errno)));
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return eng::Status::IoError("pipe: " + std::string(strerror(errno)));
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+    return eng::Status::IoError("fork: " + std::string(strerror(errno)));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP}) ::signal(sig, SIG_DFL);
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(err[1], STDERR_FILENO);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also from here, so a signal right after fork finds the group
+  ::close(out[1]);
+  ::close(err[1]);
+  return Attempt{pid, out[0], err[0]};
+}
+
+// Splits what a pipe delivers into lines.
+class LineReader {
+ public:
+  explicit LineReader(int fd) : fd_(fd) {}
+  // Reads what is there; false at end of file or error (the fd is closed then).
+  bool Read(std::vector<std::string>& lines) {
+    char buf[65536];
+    const ssize_t n = ::read(fd_, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+    if (n <= 0) {
+      if (!partial_.empty()) lines.push_back(std::move(partial_));
+      partial_.clear();
+      ::close(fd_);
+      fd_ = -1;
+      return false;
+    }
+    partial_.append(buf, static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
+      lines.push_back(partial_.substr(start, nl - start));
+    }
+    partial_.erase(0, start);
+    // A line longer than 1 MiB is cut: no output can make the daemon hold unbounded memory.
+    if (partial_.size() > (1 << 20)) {
+      lines.push_back(std::move(partial_));
+      partial_.clear();
+    }
+    return true;
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+  std::string partial_;
+};
+
+// "WARNING:trainingd:rank 1: ..." as a log line of its severity; other text as it is.
+eng::LogWritten ConsoleLine(const std::string& line) {
+  for (auto sev : {eng::LogSeverity::kInfo, eng::LogSeverity::kWarning, eng::LogSeverity::kError}) {
+    const std::string prefix = std::string(eng::LogSeverityName(sev)) + ":trainingd:";
+    if (line.rfind(prefix, 0) == 0) return {sev, line.substr(prefix.size())};
+  }
+  return {eng::LogSeverity::kInfo, line};
+}
+
+// The global step of the latest checkpoint in `dir`, 0 if none.
+int64_t LatestCheckpointStep(const std::string& dir) {
+  auto kept = eng::ListCheckpoints(dir);
+  return kept.ok() && !kept->empty() ? kept->back().global_step : 0;
+}
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) return "mpirun exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "mpirun was killed by signal " + std::to_string(WTERMSIG(status));
+  return "mpirun ended";
+}
+
+}  // namespace
+
+MpiExecutor::MpiExecutor(MpiExecutorOptions options) : options_(std::move(options)) {
+  if (options_.rank_program.empty()) {
+    std::error_code ec;
+    options_.rank_program =
+        (fs::read_symlink("/proc/self/exe", ec).parent_path() / "trainingd-mpi").string();
+  }
+}
+
+MpiExecutor::~MpiExecutor() { Shutdown(); }
+
+std::vector<std::string> MpiExecutor::CommandLine(const RunRequest& request) const {
+  const eng::DistributedSpec& d = request.spec.distributed;
+  std::vector<std::string> cmd = {options_.mpirun};
+  if (::geteuid() == 0) cmd.push_back("--allow-run-as-root");
+  for (const char* a : {"--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader,tcp"}) {
+    cmd.push_back(a);
+  }
+  if (!d.hosts.empty()) {
+    std::string hosts;
+    for (const std::string& h : d.hosts) hosts += (hosts.empty() ? "" : ",") + h;
+    cmd.push_back("--host");
+    cmd.push_back(hosts);
+  } else if (!d.hostfile.empty()) {
+    cmd.push_back("--hostfile");
+    cmd.push_back(d.hostfile);
+  } else {
+    for (const char* a :
+         {"--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"}) {
+      cmd.push_back(a);
+    }
+  }
+  for (const std::string& a :
+       {std::string("-np"), std::to_string(d.workers), options_.rank_program, std::string("run"),
+        request.job_dir + "/spec.json", std::string("--checkpoint-dir"), request.job_dir,
+        std::string("--data-root"), options_.data_root, std::string("--report"),
+        std::string("stdout")}) {
+    cmd.push_back(a);
+  }
+  if (options_.threads_per_rank > 0) {
+    cmd.push_back("--threads");
+    cmd.push_back(std::to_string(options_.threads_per_rank));
+  }
+  return cmd;
+}
+
+eng::Status MpiExecutor::Start(RunRequest request, RunListener& listener) {
+  Reap();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shut_down_) return eng::Status::Unavailable("the executor is shut down");
+  if (runs_.count(request.job_id)) {
+    return eng::Status::FailedPrecondition("job '" + request.job_id + "' is already running");
+  }
+  if (static_cast<int>(runs_.size()) >= options_.slots) {
+    return eng::Status::Unavailable("all " + std::to_string(options_.slots) +
+                                    " slots are running jobs");
+  }
+  auto run = std::make_unique<Run>();
+  Run& r = *run;
+  runs_.emplace(request.job_id, std::move(run));
+  r.thread = std::thread(
+      [this, request = std::move(request), &listener, &r] { Supervise(request, listener, r); });
+  return eng::Status::Ok();
+}
+
+void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Run& run) {
+  const std::string& id = request.job_id;
+  const eng::DistributedSpec& d = request.spec.distributed;
+  const int attempts = d.max_restarts + 1;
+  const auto log = [&](eng::LogSeverity sev, const std::string& text) {
+    listener.OnRunEvent(id, eng::LogWritten{sev, text});
+  };
+  const auto finish = [&](eng::Result<eng::JobResult> result) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      run.done = true;
+    }
+    listener.OnRunEvent(id, eng::RunEnded{std::move(result)});
+  };
+  const auto stopped = [&](const std::string& why) {
+    eng::JobResult r;
+    r.outcome = eng::JobResult::Outcome::kStopped;
+    r.global_step = LatestCheckpointStep(request.job_dir);
+    r.reason = "stop requested" + (why.empty() ? "" : "; " + why);
+    return r;
+  };
+
+  // The spec the ranks read, in its canonical form.
+  const eng::Status written =
+      eng::WriteFileAtomically(request.job_dir + "/spec.json", api::JobSpecToJson(request.spec, 2));
+  if (!written.ok()) return finish(written);
+
+  std::string last_failure;
+  double backoff = options_.initial_backoff_secs;
+  for (int attempt = 1; attempt <= attempts; ++attempt) {
+    {
+      std::lock_guard<std::mutex> lock(run.mu);
+      if (run.stop) return finish(stopped("between attempts"));
+    }
+    const std::vector<std::string> cmd = CommandLine(request);
+    std::string shown;
+    for (const std::string& a : cmd) shown += (shown.empty() ? "" : " ") + a;
+    log(eng::LogSeverity::kInfo,
+        "attempt " + std::to_string(attempt) + " of " + std::to_string(attempts) + ": " +
+            std::to_string(d.workers) + " ranks from global step " +
+            std::to_string(LatestCheckpointStep(request.job_dir)) + ": " + shown);
+    auto spawned = Spawn(cmd);
+    if (!spawned.ok()) return finish(spawned.status());
+    {
+      std::lock_guard<std::mutex> lock(run.mu);
+      run.mpirun = spawned->pid;
+    }
+    LineReader out(spawned->out), err(spawned->err);
+    std::optional<eng::RunEnded> ended;
+    auto last_progress = Clock::now();
+    bool sent_term = false, stalled = false;
+    std::string last_err;
+    while (out.fd() >= 0 || err.fd() >= 0) {
+      pollfd fds[2] = {{out.fd(), POLLIN, 0}, {err.fd(), POLLIN, 0}};
+      const int ready = ::poll(fds, 2, 250);
+      std::vector<std::string> out_lines, err_lines;
+      if (ready > 0) {
+        if (fds[0].revents) out.Read(out_lines);
+        if (fds[1].revents) err.Read(err_lines);
+      }
+      for (const std::string& line : out_lines) {
+        if (auto step = api::ParseProgressReport(line)) {
+          last_progress = Clock::now();
+          continue;
+        }
+        auto event = api::ParseRunReport(line);
+        if (!event) {
+          if (!line.empty()) listener.OnRunEvent(id, ConsoleLine(line));
+          continue;
+        }
+        if (auto* e = std::get_if<eng::RunEnded>(&*event)) {
+          ended = std::move(*e);
+          continue;
+        }
+        if (std::holds_alternative<eng::SessionCreated>(*event) ||
+            std::holds_alternative<eng::ScalarRecorded>(*event)) {
+          last_progress = Clock::now();
+        }
+        listener.OnRunEvent(id, std::move(*event));
+      }
+      for (const std::string& line : err_lines) {
+        if (line.empty()) continue;
+        // What to quote when the attempt fails: mpirun's own account ("mpirun noticed that
+        // process rank 1 ... exited on signal 9") or else the last line with words in it.
+        if (line.find("noticed") != std::string::npos ||
+            last_err.find("noticed") == std::string::npos) {
+          if (line.find_first_not_of("- ") != std::string::npos) last_err = line;
+        }
+        listener.OnRunEvent(id, ConsoleLine(line));
+      }
+      bool stop;
+      {
+        std::lock_guard<std::mutex> lock(run.mu);
+        stop = run.stop;
+      }
+      if (stop && !sent_term) {
+        ::kill(spawned->pid, SIGTERM);  // mpirun passes it to the ranks: a stop vote
+        sent_term = true;
+        last_progress = Clock::now();  // the final checkpoint gets a full stall period
+      }
+      if (!stalled && !ended && SecondsSince(last_progress) > d.stall_timeout_secs) {
+        stalled = true;
+        log(eng::LogSeverity::kWarning,
+            "attempt " + std::to_string(attempt) + ": no step for " + Format(d.stall_timeout_secs) +
+                " s (distributed.stall_timeout_secs): killing its processes");
+        ::kill(-spawned->pid, SIGKILL);
+      }
+    }
+    int status = 0;
+    while (::waitpid(spawned->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::kill(-spawned->pid, SIGKILL);  // whatever of the group is left
+    {
+      std::lock_guard<std::mutex> lock(run.mu);
+      run.mpirun = 0;
+    }
+    if (ended) {
+      // The chief said how the run ended: a completed, stopped or failed run, or one that could
+      // not start. A restart would end the same way.
+      return finish(std::move(ended->result));
+    }
+    const std::string why =
+        stalled ? "no step for " + Format(d.stall_timeout_secs) + " s"
+                : DescribeExit(status) + (last_err.empty() ? "" : " (" + last_err + ")");
+    last_failure = why;
+    {
+      std::lock_guard<std::mutex> lock(run.mu);
+      if (run.stop) return finish(stopped("the ranks ended without a report: " + why));
+    }
+    if (attempt == attempts) break;
+    log(eng::LogSeverity::kWarning, "attempt " + std::to_string(attempt) + " ended: " + why +
+                                        "; restarting from the latest checkpoint in " +
+                                        Format(backoff) + " s");
+    std::unique_lock<std::mutex> lock(run.mu);
+    run.cv.wait_for(lock, std::chrono::duration<double>(backoff), [&] { return run.stop; });
+    backoff = std::min(options_.max_backoff_secs, backoff * 2);
+  }
+  eng::JobResult r;
+  r.outcome = eng::JobResult::Outcome::kFailed;
+  r.global_step = LatestCheckpointStep(request.job_dir);
+  r.reason = "failed after " + std::to_string(attempts) + " attempt" + (attempts > 1 ? "s" : "") +
+             " (distributed.max_restarts " + std::to_string(d.max_restarts) +
+             "); the last: " + last_failure;
+  r.error = eng::Status::Aborted(r.reason);
+  finish(std::move(r));
+}
+
+void MpiExecutor::RequestStop(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = runs_.find(job_id);
+  if (it == runs_.end()) return;
+  Run& run = *it->second;
+  std::lock_guard<std::mutex> run_lock(run.mu);
+  run.stop = true;
+  run.cv.notify_all();
+}
+
+void MpiExecutor::Reap() {
+  std::vector<std::unique_ptr<Run>> ended;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = runs_.begin(); it != runs_.end();) {
+      if (it->second->done) {
+        ended.push_back(std::move(it->second));
+        it = runs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& run : ended) run->thread.join();
+}
+
+void MpiExecutor::Shutdown() {
+  std::map<std::string, std::unique_ptr<Run>> runs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shut_down_ = true;
+    for (auto& [id, run] : runs_) {
+      std::lock_guard<std::mutex> run_lock(run->mu);
+      run->stop = true;
+      run->cv.notify_all();
+    }
+    runs.swap(runs_);
+  }
+  for (auto& [id, run] : runs) run->thread.join();
+}
+
+RoutingExecutor::RoutingExecutor(std::unique_ptr<Executor> local,
+                                 std::unique_ptr<Executor> distributed)
+    : local_(std::move(local)), distributed_(std::move(distributed)) {}
+
+eng::Status RoutingExecutor::Start(RunRequest request, RunListener& listener) {
+  Executor& to = request.spec.distributed.workers > 1 ? *distributed_ : *local_;
+  return to.Start(std::move(request), listener);
+}
+
+void RoutingExecutor::RequestStop(const std::string& job_id) {
+  local_->RequestStop(job_id);
+  distributed_->RequestStop(job_id);
+}
+
+void RoutingExecutor::Shutdown() {
+  local_->Shutdown();
+  distributed_->Shutdown();
+}
+
+}  // namespace trainingd::daemon

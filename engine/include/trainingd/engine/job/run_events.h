@@ -1,0 +1,45 @@
+// The events of one job run, in the order they happen: SessionCreated once its session exists,
+// ScalarRecorded for each summary value, LogWritten for each console line, RunEnded last. What an
+// executor reports to the daemon's job manager (daemon/executor.h), and what rank 0 of an MPI job
+// writes for the daemon to read (api/run_report.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "trainingd/engine/base/logger.h"
+#include "trainingd/engine/base/status.h"
+#include "trainingd/engine/job/job_runner.h"
+
+namespace trainingd::engine {
+
+// The run's session exists, at this global step (restored from a checkpoint, or 0).
+struct SessionCreated {
+  int64_t global_step = 0;
+};
+
+// A summary value, as the session recorded it (also in the job's event file).
+struct ScalarRecorded {
+  std::string tag;
+  int64_t step = 0;
+  double value = 0;
+  double wall_time = 0;
+};
+
+// A line of the job's console (what `trainingd run` prints on stderr), without its severity
+// prefix.
+struct LogWritten {
+  LogSeverity severity = LogSeverity::kInfo;
+  std::string text;
+};
+
+// The run is over: how it ended, or why it could not start or went wrong (an error Status;
+// ResourceExhausted when memory or the disk ran out).
+struct RunEnded {
+  Result<JobResult> result = Status::Internal("no result");
+};
+
+using RunEvent = std::variant<SessionCreated, ScalarRecorded, LogWritten, RunEnded>;
+
+}  // namespace trainingd::engine

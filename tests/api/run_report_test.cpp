@@ -1,0 +1,96 @@
+#include "trainingd/api/run_report.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace trainingd::api {
+namespace {
+
+namespace eng = trainingd::engine;
+
+eng::RunEvent RoundTrip(const eng::RunEvent& event) {
+  const std::string line = FormatRunReport(event);
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << "one line: " << line;
+  auto parsed = ParseRunReport(line);
+  EXPECT_TRUE(parsed.has_value()) << line;
+  return parsed ? *parsed : eng::RunEvent{};
+}
+
+TEST(RunReportTest, EveryEventRoundTrips) {
+  auto s = RoundTrip(eng::SessionCreated{1234});
+  EXPECT_EQ(std::get<eng::SessionCreated>(s).global_step, 1234);
+
+  auto v = std::get<eng::ScalarRecorded>(RoundTrip(eng::ScalarRecorded{"loss", 7, 0.1, 1.5e9}));
+  EXPECT_EQ(v.tag, "loss");
+  EXPECT_EQ(v.step, 7);
+  EXPECT_EQ(v.value, 0.1);  // doubles are written to round-trip
+  EXPECT_EQ(v.wall_time, 1.5e9);
+
+  auto nan =
+      std::get<eng::ScalarRecorded>(RoundTrip(eng::ScalarRecorded{"loss", 8, std::nan(""), 1}));
+  EXPECT_TRUE(std::isnan(nan.value));
+  auto inf = std::get<eng::ScalarRecorded>(RoundTrip(eng::ScalarRecorded{"l", 8, -INFINITY, 1}));
+  EXPECT_EQ(inf.value, -INFINITY);
+
+  auto l = std::get<eng::LogWritten>(
+      RoundTrip(eng::LogWritten{eng::LogSeverity::kWarning, "two\nlines \"quoted\""}));
+  EXPECT_EQ(l.severity, eng::LogSeverity::kWarning);
+  EXPECT_EQ(l.text, "two\nlines \"quoted\"");
+
+  eng::JobResult r;
+  r.outcome = eng::JobResult::Outcome::kStopped;
+  r.global_step = 71;
+  r.reason = "stop requested";
+  r.final_values = {{"test/accuracy", 0.83}, {"test/loss", NAN}};
+  r.error = eng::Status::ResourceExhausted("disk full");
+  auto e = std::get<eng::RunEnded>(RoundTrip(eng::RunEnded{r}));
+  ASSERT_TRUE(e.result.ok());
+  EXPECT_EQ(e.result->outcome, eng::JobResult::Outcome::kStopped);
+  EXPECT_EQ(e.result->global_step, 71);
+  EXPECT_EQ(e.result->reason, "stop requested");
+  EXPECT_EQ(e.result->final_values.at("test/accuracy"), 0.83);
+  EXPECT_TRUE(std::isnan(e.result->final_values.at("test/loss")));
+  EXPECT_EQ(e.result->error.code(), eng::StatusCode::kResourceExhausted);
+  EXPECT_EQ(e.result->error.message(), "disk full");
+
+  auto failed = std::get<eng::RunEnded>(
+      RoundTrip(eng::RunEnded{eng::Status::InvalidArgument("dataset.name: no dataset 'x'")}));
+  ASSERT_FALSE(failed.result.ok());
+  EXPECT_EQ(failed.result.status().code(), eng::StatusCode::kInvalidArgument);
+  EXPECT_EQ(failed.result.status().message(), "dataset.name: no dataset 'x'");
+}
+
+TEST(RunReportTest, BadBytesInTextAreReplacedNotThrown) {
+  auto l = std::get<eng::LogWritten>(
+      RoundTrip(eng::LogWritten{eng::LogSeverity::kInfo, std::string("a\xff\xfe b")}));
+  EXPECT_EQ(l.text, "a\xEF\xBF\xBD\xEF\xBF\xBD b");
+}
+
+TEST(RunReportTest, LinesThatAreNotReportsAreSkipped) {
+  for (const char* line :
+       {"", "\n", "INFO:trainingd:hello", "--------------------------------------------", "{",
+        "{\"event\": \"scalar\"}",
+        "{\"event\": \"scalar\", \"tag\": 1, \"step\": 1, "
+        "\"value\": 1, \"wall_time\": 1}",
+        "{\"event\": \"nope\"}", "[1, 2]",
+        "{\"event\": \"log\", \"severity\": \"LOUD\", \"text\": \"x\"}",
+        "{\"event\": \"end\", \"outcome\": \"exploded\", \"global_step\": 1, \"reason\": \"\"}",
+        "{\"event\": \"end\", \"error\": {\"code\": \"OK\", \"message\": \"\"}}",
+        "{\"event\": \"session\", \"global_step\": 1.5}"}) {
+    EXPECT_FALSE(ParseRunReport(line).has_value()) << line;
+  }
+}
+
+TEST(RunReportTest, ProgressLinesAreNotRunEvents) {
+  const std::string line = FormatProgressReport(1200);
+  EXPECT_EQ(ParseProgressReport(line), 1200);
+  EXPECT_FALSE(ParseRunReport(line).has_value());
+  EXPECT_FALSE(ParseProgressReport(FormatRunReport(eng::SessionCreated{3})).has_value());
+  EXPECT_FALSE(ParseProgressReport("{\"event\": \"progress\"}").has_value());
+  EXPECT_FALSE(ParseProgressReport("progress").has_value());
+}
+
+}  // namespace
+}  // namespace trainingd::api

@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+"""Data-parallel jobs under `trainingd serve` over real HTTP: the MpiExecutor's supervision
+(docs/distributed.md#supervision).
+
+- a 2-rank job runs to completion, its scalars on the REST API and its log;
+- `kill -9` of a non-chief rank, and separately of the chief, mid-training: the job completes at
+  max_steps on attempt 2, and its loss series is strictly increasing in step;
+- SIGSTOP of a rank: the stall watchdog kills the attempt and the job completes on attempt 2;
+- max_restarts exhausted: failed, with a reason naming the attempts;
+- a stop over HTTP: every rank stops after the same step, with a final checkpoint, and resumes;
+- `kill -9` of the daemon during an MPI job: no rank survives, and the job resumes and completes
+  after a restart.
+
+    distributed_daemon_test.py TRAININGD
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trainingd_e2e import Daemon, expect, monotonic_series, small_spec  # noqa: E402
+
+TRAININGD = sys.argv[1]
+
+
+def ranks_of(job_dir):
+    """PIDs of the trainingd-mpi processes of the job in `job_dir` (their argv names it)."""
+    out = subprocess.run(["pgrep", "-f", "trainingd-mpi run %s/spec.json" % job_dir],
+                         stdout=subprocess.PIPE, text=True).stdout.split()
+    return [int(p) for p in out]
+
+
+def rank_pid(job_dir, rank):
+    """The PID of rank `rank` (OMPI_COMM_WORLD_RANK in its environment)."""
+    for pid in ranks_of(job_dir):
+        try:
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"OMPI_COMM_WORLD_RANK=%d" % rank in env:
+            return pid
+    return None
+
+
+def wait_step(d, job_id, step, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        job = d.job(job_id)
+        if job["global_step"] >= step:
+            return job
+        expect(job["state"] in ("queued", "running"), "job ended early: %s" % job)
+        time.sleep(0.2)
+    raise AssertionError("job %s did not reach step %d" % (job_id, step))
+
+
+def time_to_next_step(d, job_id, since):
+    """Seconds from `since` until the job trains again after a restart: its global step goes
+    back to the checkpoint it restored (the new attempt's session) and then moves past it."""
+    before = d.job(job_id)["global_step"]
+    restored = None
+    while time.time() - since < 120:
+        step = d.job(job_id)["global_step"]
+        if restored is None and step < before:
+            restored = step
+        elif restored is not None and step > restored:
+            return time.time() - since
+        before = max(before, step) if restored is None else before
+        time.sleep(0.02)
+    raise AssertionError("job %s did not train again within 120 s" % job_id)
+
+
+def log_text(d, job_id):
+    status, body = d.call("GET", "/api/v1/jobs/%s/logs?limit=10000" % job_id)
+    expect(status == 200, (status, body))
+    return "\n".join(l["text"] if isinstance(l, dict) else str(l) for l in body["lines"])
+
+
+def spec(name, max_steps=20000, **distributed):
+    s = small_spec(name, max_steps, checkpoint_every=200)
+    s["hooks"]["summary"] = {"every_steps": 20}
+    s["distributed"] = dict({"workers": 2, "max_restarts": 2, "stall_timeout_secs": 5},
+                            **distributed)
+    return s
+
+
+def submit(d, s):
+    status, body = d.call("POST", "/api/v1/jobs", s)
+    expect(status == 201, (status, body))
+    return body["id"]
+
+
+def job_dir(data_dir, job_id):
+    return os.path.join(data_dir, "jobs", job_id)
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="trainingd-dd-")
+    data = os.path.join(work, "data")
+    d = Daemon(TRAININGD, data)
+    try:
+        # A plain 2-rank job.
+        a = submit(d, spec("plain", max_steps=600))
+        job = d.wait_state(a, {"completed", "failed"}, timeout=300)
+        expect(job["state"] == "completed", "2 ranks: %s" % job)
+        expect(job["global_step"] == 600, job)
+        monotonic_series(d, a, "loss")
+        text = log_text(d, a)
+        expect("attempt 1 of 3: 2 ranks" in text, "attempt line missing:\n" + text[:2000])
+        expect(not ranks_of(job_dir(data, a)), "ranks left after the job ended")
+        print("2 ranks: completed at 600", flush=True)
+
+        # kill -9 of a worker, then of the chief.
+        for rank in (1, 0):
+            name = "kill-rank-%d" % rank
+            j = submit(d, spec(name))
+            wait_step(d, j, 500)
+            pid = rank_pid(job_dir(data, j), rank)
+            expect(pid, "no rank %d found" % rank)
+            killed_at = time.time()
+            os.kill(pid, signal.SIGKILL)
+            recovery = time_to_next_step(d, j, killed_at)
+            job = d.wait_state(j, {"completed", "failed"}, timeout=600)
+            expect(job["state"] == "completed" and job["global_step"] == 20000,
+                   "after kill -9 of rank %d: %s" % (rank, job))
+            text = log_text(d, j)
+            expect("attempt 2 of 3" in text, "no second attempt:\n" + text[-3000:])
+            steps = monotonic_series(d, j, "loss")
+            expect(steps[-1] > 20000 - 20, steps[-5:])  # a summary every 20 steps
+            print("kill -9 of rank %d: training again %.2f s after the kill; completed at 20000 "
+                  "on attempt 2, loss series strictly increasing" % (rank, recovery), flush=True)
+
+        # SIGSTOP of a worker: the watchdog (5 s) restarts the job.
+        j = submit(d, spec("sigstop"))
+        wait_step(d, j, 500)
+        pid = rank_pid(job_dir(data, j), 1)
+        os.kill(pid, signal.SIGSTOP)
+        job = d.wait_state(j, {"completed", "failed"}, timeout=600)
+        expect(job["state"] == "completed", "after SIGSTOP: %s" % job)
+        text = log_text(d, j)
+        expect("no step for 5 s" in text and "attempt 2 of 3" in text, text[-3000:])
+        try:
+            os.kill(pid, signal.SIGKILL)  # if it survived, this test fails below
+        except ProcessLookupError:
+            pass
+        print("SIGSTOP of rank 1: the watchdog restarted it; completed", flush=True)
+
+        # max_restarts exhausted.
+        j = submit(d, spec("no-restarts", max_restarts=0))
+        wait_step(d, j, 300)
+        os.kill(rank_pid(job_dir(data, j), 1), signal.SIGKILL)
+        job = d.wait_state(j, {"completed", "failed"}, timeout=300)
+        expect(job["state"] == "failed", job)
+        expect("failed after 1 attempt (distributed.max_restarts 0)" in (job["reason"] or ""),
+               job)
+        expect("exited on signal 9" in job["reason"], job)
+        print("max_restarts 0: failed: %s" % job["reason"], flush=True)
+
+        # A stop over HTTP, then a resume.
+        j = submit(d, spec("stop-resume"))
+        wait_step(d, j, 300)
+        status, body = d.call("POST", "/api/v1/jobs/%s/stop" % j, {})
+        expect(status == 202, (status, body))
+        job = d.wait_state(j, {"stopped", "failed", "completed"}, timeout=300)
+        expect(job["state"] == "stopped", job)
+        stopped_at = job["global_step"]
+        ckpts = [f for f in os.listdir(job_dir(data, j)) if f.startswith("model.ckpt-")]
+        expect("model.ckpt-%d" % stopped_at in ckpts, (stopped_at, ckpts))
+        status, body = d.call("POST", "/api/v1/jobs/%s/resume" % j, {})
+        expect(status == 202, (status, body))
+        job = d.wait_state(j, {"completed", "failed"}, timeout=600)
+        expect(job["state"] == "completed" and job["global_step"] == 20000, job)
+        monotonic_series(d, j, "loss")
+        print("stop over HTTP at step %d with a final checkpoint; resumed to 20000" % stopped_at,
+              flush=True)
+
+        # kill -9 of the daemon during an MPI job.
+        j = submit(d, spec("daemon-crash"))
+        wait_step(d, j, 500)
+        jd = job_dir(data, j)
+        expect(ranks_of(jd), "no ranks running")
+        d.kill()
+        deadline = time.time() + 10
+        while ranks_of(jd) and time.time() < deadline:
+            time.sleep(0.1)
+        expect(not ranks_of(jd), "ranks survived the daemon: %s" % ranks_of(jd))
+        print("kill -9 of the daemon: no rank survived", flush=True)
+        d = Daemon(TRAININGD, data)
+        job = d.wait_state(j, {"completed", "failed"}, timeout=600)
+        expect(job["state"] == "completed" and job["global_step"] == 20000, job)
+        monotonic_series(d, j, "loss")
+        print("after the restart: completed at 20000", flush=True)
+        d.stop()
+        expect(not subprocess.run(["pgrep", "-f", "trainingd-mpi run %s" % data],
+                                  stdout=subprocess.PIPE).stdout, "ranks left at the end")
+        print("ok", flush=True)
+    finally:
+        if d.proc.poll() is None:
+            d.kill()
+        subprocess.run(["pkill", "-9", "-f", "trainingd-mpi run %s" % data])
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -184,11 +184,34 @@ eng::Result<eng::JobResources> JobManager::Admit(const eng::JobSpec& spec) const
         " is more than this daemon keeps per job (max_checkpoints_per_job " +
         std::to_string(options_.limits.max_checkpoints_per_job) + ")");
   }
+  const eng::DistributedSpec& d = spec.distributed;
+  // A job cannot make the daemon start processes on other machines (mpirun would reach them
+  // with ssh as the daemon's user): its ranks run here.
+  if (!d.hosts.empty()) {
+    return eng::Status::InvalidArgument(
+        "distributed.hosts: the daemon runs a job's ranks on this machine; a job cannot name "
+        "hosts (trainingd run can)");
+  }
+  if (!d.hostfile.empty()) {
+    return eng::Status::InvalidArgument(
+        "distributed.hostfile: the daemon runs a job's ranks on this machine; a job cannot name "
+        "a hostfile (trainingd run can)");
+  }
   auto data = eng::ProbeJobDataset(spec.dataset, options_.data_root);
   if (!data.ok()) return data.status();
   auto plan = eng::PlanJob(spec, *data, RunLimits());
   if (!plan.ok()) return plan.status();
-  TRAININGD_RETURN_IF_ERROR(eng::CheckJobBudget(spec, *plan, Budget()));
+  // The ranks of a data-parallel job run side by side here, each with the dataset, the model and
+  // its optimizer: each must fit in its share of the job's budget.
+  eng::JobBudget budget = Budget();
+  if (d.workers > 1 && budget.memory_bytes > 0) budget.memory_bytes /= d.workers;
+  if (eng::Status st = eng::CheckJobBudget(spec, *plan, budget); !st.ok()) {
+    if (d.workers == 1) return st;
+    return eng::Status(st.code(), st.message() + " (each of the " + std::to_string(d.workers) +
+                                      " ranks of this data-parallel job, which run side by side "
+                                      "here, has 1/" +
+                                      std::to_string(d.workers) + " of the per-job budget)");
+  }
   return plan;
 }
 

@@ -103,6 +103,20 @@ def main():
     data = os.path.join(work, "data")
     d = Daemon(TRAININGD, data)
     try:
+        # Refused at submit: hosts (the daemon's ranks run here), and ranks that together do not
+        # fit the machine (each holds the dataset and the model).
+        status, body = d.call("POST", "/api/v1/jobs", spec("hosts", hosts=["node1"]))
+        expect(status == 400 and body["error"]["field"] == "distributed.hosts", (status, body))
+        hosts_field = body["error"]["field"]
+        huge = spec("too-many-ranks", workers=1000)
+        huge["batch_size"] = 1000
+        huge["dataset"] = {"name": "fashion-mnist"}
+        status, body = d.call("POST", "/api/v1/jobs", huge)
+        expect(status == 400 and "memory" in body["error"]["message"] and
+               "1000 ranks" in body["error"]["message"], (status, body))
+        print("refused: hosts (%s); 1000 ranks: %s" % (hosts_field, body["error"]["message"]),
+              flush=True)
+
         # A plain 2-rank job.
         a = submit(d, spec("plain", max_steps=600))
         job = d.wait_state(a, {"completed", "failed"}, timeout=300)

@@ -28,6 +28,25 @@ json JobToJson(const JobInfo& job, bool detail) {
       {"latest_scalars", json::object()},
   };
   for (const auto& [tag, value] : job.latest_scalars) out["latest_scalars"][tag] = value;
+  if (job.workers > 1) {
+    json attempts = json::array();
+    for (const AttemptInfo& a : job.attempts) {
+      attempts.push_back({{"attempt", a.attempt},
+                          {"workers", a.workers},
+                          {"from_step", a.from_step},
+                          {"started_at", TimeOrNull(a.started_at)},
+                          {"ended_at", TimeOrNull(a.ended_at)},
+                          {"end", TextOrNull(a.end)}});
+    }
+    json ranks = json::array();
+    for (size_t r = 0; r < job.ranks.size(); ++r) {
+      ranks.push_back({{"rank", r},
+                       {"compute_ms", job.ranks[r].compute_ms},
+                       {"allreduce_ms", job.ranks[r].allreduce_ms}});
+    }
+    out["distributed"] = {
+        {"workers", job.workers}, {"attempts", std::move(attempts)}, {"ranks", std::move(ranks)}};
+  }
   if (detail) {
     // The service stores the canonical spec as text; a spec that does not parse (it always should)
     // is shown as null rather than failing the whole answer.

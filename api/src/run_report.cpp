@@ -52,6 +52,15 @@ std::optional<eng::Status> StatusFrom(const json& v) {
   return eng::Status::Internal(v["message"].get<std::string>());
 }
 
+json ProgressValue(const eng::RankTimings& t) {
+  json ranks = json::array();
+  for (const eng::RankTiming& r : t.ranks) {
+    ranks.push_back({{"compute_ms", Number(r.compute_seconds * 1e3)},
+                     {"allreduce_ms", Number(r.allreduce_seconds * 1e3)}});
+  }
+  return {{"event", "progress"}, {"global_step", t.global_step}, {"ranks", std::move(ranks)}};
+}
+
 json EventValue(const eng::RunEvent& event) {
   if (const auto* e = std::get_if<eng::SessionCreated>(&event)) {
     return {{"event", "session"}, {"global_step", e->global_step}};
@@ -66,6 +75,18 @@ json EventValue(const eng::RunEvent& event) {
   if (const auto* e = std::get_if<eng::LogWritten>(&event)) {
     return {{"event", "log"}, {"severity", eng::LogSeverityName(e->severity)}, {"text", e->text}};
   }
+  if (const auto* e = std::get_if<eng::AttemptStarted>(&event)) {
+    return {{"event", "attempt_started"},      {"attempt", e->attempt},
+            {"max_attempts", e->max_attempts}, {"workers", e->workers},
+            {"from_step", e->from_step},       {"wall_time", e->wall_time}};
+  }
+  if (const auto* e = std::get_if<eng::AttemptEnded>(&event)) {
+    return {{"event", "attempt_ended"},
+            {"attempt", e->attempt},
+            {"reason", e->reason},
+            {"wall_time", e->wall_time}};
+  }
+  if (const auto* e = std::get_if<eng::RankTimings>(&event)) return ProgressValue(*e);
   const auto& end = std::get<eng::RunEnded>(event);
   if (!end.result.ok()) return {{"event", "end"}, {"error", StatusValue(end.result.status())}};
   const eng::JobResult& r = *end.result;
@@ -127,6 +148,46 @@ std::optional<eng::RunEvent> EventFrom(const json& o) {
     if (!known) return std::nullopt;
     return e;
   }
+  if (kind == "attempt_started") {
+    eng::AttemptStarted e;
+    int64_t attempt = 0, max_attempts = 0, workers = 0;
+    if (!Get(o, "attempt", &attempt) || !Get(o, "max_attempts", &max_attempts) ||
+        !Get(o, "workers", &workers) || !Get(o, "from_step", &e.from_step) ||
+        !Get(o, "wall_time", &e.wall_time)) {
+      return std::nullopt;
+    }
+    e.attempt = static_cast<int>(attempt);
+    e.max_attempts = static_cast<int>(max_attempts);
+    e.workers = static_cast<int>(workers);
+    return e;
+  }
+  if (kind == "attempt_ended") {
+    eng::AttemptEnded e;
+    int64_t attempt = 0;
+    if (!Get(o, "attempt", &attempt) || !Get(o, "reason", &e.reason) ||
+        !Get(o, "wall_time", &e.wall_time)) {
+      return std::nullopt;
+    }
+    e.attempt = static_cast<int>(attempt);
+    return e;
+  }
+  if (kind == "progress") {
+    eng::RankTimings t;
+    if (!Get(o, "global_step", &t.global_step)) return std::nullopt;
+    const auto it = o.find("ranks");
+    if (it != o.end()) {
+      if (!it->is_array() || it->size() > 4096) return std::nullopt;
+      for (const json& r : *it) {
+        if (!r.is_object()) return std::nullopt;
+        double compute = 0, allreduce = 0;
+        if (!Get(r, "compute_ms", &compute) || !Get(r, "allreduce_ms", &allreduce)) {
+          return std::nullopt;
+        }
+        t.ranks.push_back({compute / 1e3, allreduce / 1e3});
+      }
+    }
+    return t;
+  }
   if (kind != "end") return std::nullopt;
   if (const auto it = o.find("error"); it != o.end()) {
     auto st = StatusFrom(*it);
@@ -179,19 +240,6 @@ std::optional<engine::RunEvent> ParseRunReport(std::string_view line) {
   } catch (const json::exception&) {
     return std::nullopt;
   }
-}
-
-std::string FormatProgressReport(int64_t global_step) {
-  return DumpJson({{"event", "progress"}, {"global_step", global_step}}) + "\n";
-}
-
-std::optional<int64_t> ParseProgressReport(std::string_view line) {
-  if (line.find("\"progress\"") == std::string_view::npos) return std::nullopt;
-  const json o = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!o.is_object() || o.value("event", json()) != "progress") return std::nullopt;
-  const auto it = o.find("global_step");
-  if (it == o.end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<int64_t>();
 }
 
 }  // namespace trainingd::api

@@ -28,6 +28,9 @@ struct JobManager::Job {
   // The first log line of this run the disk had no room for (the line was still published).
   eng::Status log_failure;
   bool suspect = false;  // this run is of a job that crashed the daemon before
+  // A data-parallel job's attempts (also in the store) and its ranks' latest step (this run's).
+  std::vector<api::AttemptInfo> attempts;
+  std::vector<api::RankInfo> ranks;
 };
 
 namespace {
@@ -87,6 +90,8 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
     cursor = page->back().id;
   }
   std::reverse(all.begin(), all.end());  // oldest first
+  auto attempts = store.ListAttempts();
+  if (!attempts.ok()) return attempts.status();
   for (JobRecord& r : all) {
     auto job = std::make_shared<Job>();
     auto spec = api::ParseJobSpec(r.spec_json);
@@ -126,6 +131,14 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
     store.UpdateJobState(r.id, r.state, r.started_at, r.finished_at, r.error, r.reason);
     auto latest = store.LatestScalars(r.id);
     if (latest.ok()) job->latest = *latest;
+    job->attempts = std::move((*attempts)[r.id]);
+    for (api::AttemptInfo& a : job->attempts) {
+      if (a.ended_at == 0) {  // it was running when the daemon died
+        a.ended_at = m->env_->NowSeconds();
+        a.end = "the daemon died";
+        store.PutAttempt(r.id, a);
+      }
+    }
     m->jobs_.emplace(r.id, std::move(job));
   }
   store.SetHealthListener([p = m.get()](const StoreHealth& h) { p->OnStoreHealth(h); });
@@ -236,6 +249,9 @@ api::JobInfo JobManager::InfoLocked(const Job& job, bool with_spec) const {
   i.examples_per_sec = r.state == JobState::kRunning ? job.examples_per_sec : 0;
   i.latest_scalars = job.latest;
   if (with_spec) i.spec_json = r.spec_json;
+  i.workers = job.spec.distributed.workers;
+  i.attempts = job.attempts;
+  if (r.state == JobState::kRunning) i.ranks = job.ranks;
   return i;
 }
 
@@ -663,6 +679,35 @@ void JobManager::OnRunEvent(const std::string& job_id, RunEvent event) {
       if (job && job->log_failure.ok()) job->log_failure = appended;
     }
     bus_.Publish(job_id, api::EventKind::kLog, api::LogEvent{std::move(line)});
+  } else if (auto* started = std::get_if<eng::AttemptStarted>(&event)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto job = FindLocked(job_id)) {
+      api::AttemptInfo a;
+      a.attempt = static_cast<int>(job->attempts.size()) + 1;  // over all of the job's runs
+      a.workers = started->workers;
+      a.from_step = started->from_step;
+      a.started_at = started->wall_time;
+      job->attempts.push_back(a);
+      job->ranks.clear();
+      store_.PutAttempt(job_id, a);
+    }
+  } else if (auto* attempt_ended = std::get_if<eng::AttemptEnded>(&event)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto job = FindLocked(job_id);
+    if (job && !job->attempts.empty() && job->attempts.back().ended_at == 0) {
+      api::AttemptInfo& a = job->attempts.back();
+      a.ended_at = attempt_ended->wall_time;
+      a.end = attempt_ended->reason;
+      store_.PutAttempt(job_id, a);
+    }
+  } else if (auto* timings = std::get_if<eng::RankTimings>(&event)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto job = FindLocked(job_id)) {
+      job->ranks.clear();
+      for (const eng::RankTiming& t : timings->ranks) {
+        job->ranks.push_back({t.compute_seconds * 1e3, t.allreduce_seconds * 1e3});
+      }
+    }
   } else if (auto* ended = std::get_if<RunEnded>(&event)) {
     files_.CloseLog(job_id);
     {

@@ -29,16 +29,21 @@ double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+double WallTime() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 std::string Format(double secs) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", secs);
   return buf;
 }
 
-// A started attempt: mpirun in its own process group, its stdout and stderr pipes.
+// A started attempt: mpirun in its own process group, its stdin (which mpirun forwards to rank 0)
+// and its stdout and stderr pipes.
 struct Attempt {
   pid_t pid = 0;
-  int out = -1, err = -1;
+  int in = -1, out = -1, err = -1;
 };
 
 // fork + exec of argv with stdout/stderr into pipes. The child: its own process group (so the
@@ -48,18 +53,22 @@ eng::Result<Attempt> Spawn(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0)
+  int in[2], out[2], err[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) {
     return eng::Status::IoError("pipe: " + std::string(strerror(errno)));
+  }
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    for (int fd : {in[0], in[1]}) ::close(fd);
+    return eng::Status::IoError("pipe: " + std::string(strerror(errno)));
+  }
   if (::pipe2(err, O_CLOEXEC) != 0) {
-    ::close(out[0]);
-    ::close(out[1]);
+    for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
     return eng::Status::IoError("pipe: " + std::string(strerror(errno)));
   }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
-    for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) ::close(fd);
     return eng::Status::IoError("fork: " + std::string(strerror(errno)));
   }
   if (pid == 0) {
@@ -70,17 +79,17 @@ eng::Result<Attempt> Spawn(const std::vector<std::string>& args) {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP}) ::signal(sig, SIG_DFL);
+    ::dup2(in[0], STDIN_FILENO);
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
     ::execvp(argv[0], argv.data());
     ::_exit(127);
   }
   ::setpgid(pid, pid);  // also from here, so a signal right after fork finds the group
+  ::close(in[0]);
   ::close(out[1]);
   ::close(err[1]);
-  return Attempt{pid, out[0], err[0]};
+  return Attempt{pid, in[1], out[0], err[0]};
 }
 
 // Splits what a pipe delivers into lines.
@@ -143,6 +152,9 @@ std::string DescribeExit(int status) {
 }  // namespace
 
 MpiExecutor::MpiExecutor(MpiExecutorOptions options) : options_(std::move(options)) {
+  // A stop request written to an mpirun that has just exited must fail with EPIPE, not kill the
+  // daemon with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   if (options_.rank_program.empty()) {
     std::error_code ec;
     options_.rank_program =
@@ -247,8 +259,13 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
         "attempt " + std::to_string(attempt) + " of " + std::to_string(attempts) + ": " +
             std::to_string(d.workers) + " ranks from global step " +
             std::to_string(LatestCheckpointStep(request.job_dir)) + ": " + shown);
+    listener.OnRunEvent(id, eng::AttemptStarted{attempt, attempts, d.workers,
+                                                LatestCheckpointStep(request.job_dir), WallTime()});
     auto spawned = Spawn(cmd);
-    if (!spawned.ok()) return finish(spawned.status());
+    if (!spawned.ok()) {
+      listener.OnRunEvent(id, eng::AttemptEnded{attempt, spawned.status().message(), WallTime()});
+      return finish(spawned.status());
+    }
     {
       std::lock_guard<std::mutex> lock(run.mu);
       run.mpirun = spawned->pid;
@@ -256,7 +273,8 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
     LineReader out(spawned->out), err(spawned->err);
     std::optional<eng::RunEnded> ended;
     auto last_progress = Clock::now();
-    bool sent_term = false, stalled = false;
+    bool asked = false, sent_term = false, stalled = false;
+    Clock::time_point asked_at;
     std::string last_err;
     while (out.fd() >= 0 || err.fd() >= 0) {
       pollfd fds[2] = {{out.fd(), POLLIN, 0}, {err.fd(), POLLIN, 0}};
@@ -267,10 +285,6 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
         if (fds[1].revents) err.Read(err_lines);
       }
       for (const std::string& line : out_lines) {
-        if (auto step = api::ParseProgressReport(line)) {
-          last_progress = Clock::now();
-          continue;
-        }
         auto event = api::ParseRunReport(line);
         if (!event) {
           if (!line.empty()) listener.OnRunEvent(id, ConsoleLine(line));
@@ -281,8 +295,14 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
           continue;
         }
         if (std::holds_alternative<eng::SessionCreated>(*event) ||
-            std::holds_alternative<eng::ScalarRecorded>(*event)) {
+            std::holds_alternative<eng::ScalarRecorded>(*event) ||
+            std::holds_alternative<eng::RankTimings>(*event)) {
           last_progress = Clock::now();
+        }
+        // Attempts are this supervisor's to count, not a rank's.
+        if (std::holds_alternative<eng::AttemptStarted>(*event) ||
+            std::holds_alternative<eng::AttemptEnded>(*event)) {
+          continue;
         }
         listener.OnRunEvent(id, std::move(*event));
       }
@@ -301,10 +321,19 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
         std::lock_guard<std::mutex> lock(run.mu);
         stop = run.stop;
       }
-      if (stop && !sent_term) {
-        ::kill(spawned->pid, SIGTERM);  // mpirun passes it to the ranks: a stop vote
-        sent_term = true;
+      if (stop && !asked) {
+        // A line on mpirun's stdin reaches rank 0, which votes to stop: every rank stops after
+        // the same step and the chief writes the final checkpoint and reports the end. (SIGTERM
+        // to mpirun would stop the ranks too, but mpirun stops forwarding their output.)
+        static constexpr char kStop[] = "stop\n";
+        asked = ::write(spawned->in, kStop, sizeof kStop - 1) == sizeof kStop - 1;
+        if (!asked) sent_term = true;  // rank 0's stdin is gone: straight to SIGTERM below
+        asked_at = Clock::now();
         last_progress = Clock::now();  // the final checkpoint gets a full stall period
+      }
+      if (stop && !sent_term && SecondsSince(asked_at) > d.stall_timeout_secs) {
+        ::kill(spawned->pid, SIGTERM);  // no end yet: mpirun passes SIGTERM to the ranks
+        sent_term = true;
       }
       if (!stalled && !ended && SecondsSince(last_progress) > d.stall_timeout_secs) {
         stalled = true;
@@ -314,6 +343,7 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
         ::kill(-spawned->pid, SIGKILL);
       }
     }
+    ::close(spawned->in);
     int status = 0;
     while (::waitpid(spawned->pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -325,12 +355,18 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
     if (ended) {
       // The chief said how the run ended: a completed, stopped or failed run, or one that could
       // not start. A restart would end the same way.
+      listener.OnRunEvent(
+          id, eng::AttemptEnded{attempt,
+                                ended->result.ok() ? eng::JobOutcomeName(ended->result->outcome)
+                                                   : "could not start",
+                                WallTime()});
       return finish(std::move(ended->result));
     }
     const std::string why =
         stalled ? "no step for " + Format(d.stall_timeout_secs) + " s"
                 : DescribeExit(status) + (last_err.empty() ? "" : " (" + last_err + ")");
     last_failure = why;
+    listener.OnRunEvent(id, eng::AttemptEnded{attempt, why, WallTime()});
     {
       std::lock_guard<std::mutex> lock(run.mu);
       if (run.stop) return finish(stopped("the ranks ended without a report: " + why));

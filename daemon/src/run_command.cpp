@@ -155,8 +155,8 @@ class WorkerLogger final : public eng::Logger {
 // flush per line, from whichever thread logs.
 class Reporter final : public eng::Logger, public eng::SummarySink {
  public:
-  void Emit(const eng::RunEvent& event) { EmitLine(api::FormatRunReport(event)); }
-  void EmitLine(const std::string& line) {
+  void Emit(const eng::RunEvent& event) {
+    const std::string line = api::FormatRunReport(event);
     std::lock_guard<std::mutex> lock(mu_);
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fflush(stdout);
@@ -183,7 +183,8 @@ class ProgressHook final : public eng::SessionRunHook {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_ >= std::chrono::seconds(1)) {
       last_ = now;
-      reporter_->EmitLine(api::FormatProgressReport(ctx.session().global_step()));
+      reporter_->Emit(
+          eng::RankTimings{ctx.session().global_step(), ctx.session().trainer().rank_timings()});
     }
     return eng::Status::Ok();
   }
@@ -337,6 +338,14 @@ int Run(RunArgs& ra, const RankRuntime* rank) {
   o.logger = logger;
   if (rank) o.communicator = rank->communicator;
   if (reporter) {
+    // The supervisor's requests arrive on stdin (mpirun forwards its stdin to rank 0): "stop"
+    // votes to stop, as a signal would. The thread blocks in read until the process ends.
+    std::thread([] {
+      char line[64];
+      while (std::fgets(line, sizeof line, stdin)) {
+        if (std::string_view(line).substr(0, 4) == "stop") g_stop = true;
+      }
+    }).detach();
     o.summary_sinks = {reporter};
     o.extra_hooks = {std::make_shared<ProgressHook>(reporter)};
     o.on_session_created = [&reporter](eng::MonitoredSession& ms) {

@@ -332,6 +332,10 @@ void Store::UpdateJobStep(const std::string& id, int64_t global_step) {
   impl_->Enqueue(UpdateJobStepOp{id, global_step});
 }
 
+void Store::PutAttempt(const std::string& job_id, const api::AttemptInfo& attempt) {
+  impl_->Enqueue(PutAttemptOp{job_id, attempt});
+}
+
 void Store::UpdateJobCrashCount(const std::string& id, int64_t crash_count) {
   impl_->Enqueue(UpdateJobCrashCountOp{id, crash_count});
 }
@@ -451,6 +455,10 @@ engine::Result<std::vector<std::string>> Store::ScalarTags(const std::string& jo
 
 engine::Result<std::map<std::string, double>> Store::LatestScalars(const std::string& job_id) {
   return impl_->Read([&](sqlite::Db& db) { return QueryLatestScalars(db, job_id); });
+}
+
+engine::Result<std::map<std::string, std::vector<api::AttemptInfo>>> Store::ListAttempts() {
+  return impl_->Read([&](sqlite::Db& db) { return QueryAttempts(db); });
 }
 
 StoreStats Store::stats() const {

@@ -291,4 +291,27 @@ engine::Result<std::map<std::string, double>> QueryLatestScalars(sqlite::Db& db,
   return latest;
 }
 
+engine::Result<std::map<std::string, std::vector<api::AttemptInfo>>> QueryAttempts(sqlite::Db& db) {
+  auto stmt = db.Prepare(
+      "SELECT job_id, attempt, workers, from_step, started_at, ended_at, end_reason "
+      "FROM attempts ORDER BY job_id, attempt");
+  if (!stmt.ok()) return stmt.status();
+  sqlite::Stmt& s = **stmt;
+  sqlite::ResetOnExit reset(s);
+  std::map<std::string, std::vector<api::AttemptInfo>> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    api::AttemptInfo a;
+    a.attempt = static_cast<int>(s.Int(1));
+    a.workers = static_cast<int>(s.Int(2));
+    a.from_step = s.Int(3);
+    a.started_at = s.Real(4);
+    a.ended_at = s.Real(5);
+    a.end = s.Text(6);
+    out[s.Text(0)].push_back(std::move(a));
+  }
+  if (rc != SQLITE_DONE) return db.Error(rc, "reading the attempts of the jobs");
+  return out;
+}
+
 }  // namespace trainingd::daemon

@@ -22,4 +22,7 @@ engine::Result<std::vector<std::string>> QueryScalarTags(sqlite::Db& db, const s
 engine::Result<std::map<std::string, double>> QueryLatestScalars(sqlite::Db& db,
                                                                  const std::string& job_id);
 
+// Every job's attempts, by job id, in attempt order.
+engine::Result<std::map<std::string, std::vector<api::AttemptInfo>>> QueryAttempts(sqlite::Db& db);
+
 }  // namespace trainingd::daemon

@@ -110,6 +110,20 @@ ALTER TABLE scalar_rollups_v2 RENAME TO scalar_rollups;
     R"sql(
 ALTER TABLE jobs ADD COLUMN crash_count INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 4: the attempts of data-parallel jobs (the MpiExecutor relaunches a job whose ranks died
+    // or stalled, docs/distributed.md#supervision), numbered over all of a job's runs.
+    R"sql(
+CREATE TABLE attempts (
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  workers INTEGER NOT NULL,
+  from_step INTEGER NOT NULL,
+  started_at REAL NOT NULL,
+  ended_at REAL NOT NULL DEFAULT 0,
+  end_reason TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (job_id, attempt)
+) WITHOUT ROWID;
+)sql",
 };
 
 constexpr int kVersion = static_cast<int>(std::size(kMigrations));

@@ -35,6 +35,15 @@ constexpr char kUpdateJobCrashCount[] = "UPDATE jobs SET crash_count = ?2 WHERE 
 
 constexpr char kJobExists[] = "SELECT 1 FROM jobs WHERE id = ?1";
 
+// Only for a job that is still there: a deleted job leaves no attempts behind.
+constexpr char kPutAttempt[] = R"sql(
+INSERT INTO attempts (job_id, attempt, workers, from_step, started_at, ended_at, end_reason)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)
+ON CONFLICT (job_id, attempt) DO UPDATE SET
+  workers = excluded.workers, from_step = excluded.from_step, started_at = excluded.started_at,
+  ended_at = excluded.ended_at, end_reason = excluded.end_reason)sql";
+constexpr char kDeleteJobAttempts[] = "DELETE FROM attempts WHERE job_id = ?1";
+
 constexpr char kFindSeries[] = "SELECT id FROM series WHERE job_id = ?1 AND tag = ?2";
 constexpr char kCreateSeries[] = "INSERT INTO series (job_id, tag) VALUES (?1, ?2)";
 constexpr char kMaxStep[] = "SELECT max(step) FROM scalars WHERE series_id = ?1";
@@ -268,6 +277,23 @@ Status StoreWriter::Do(UpdateJobCrashCountOp& op) {
   s.Bind(2, op.crash_count);
   const int rc = Run(s);
   if (rc != SQLITE_DONE) return Fail(rc, "updating the crash count of job '" + op.id + "'", true);
+  return Status::Ok();
+}
+
+Status StoreWriter::Do(PutAttemptOp& op) {
+  auto stmt = db_->Prepare(kPutAttempt);
+  if (!stmt.ok()) return Lost(stmt.status());
+  sqlite::Stmt& s = **stmt;
+  const api::AttemptInfo& a = op.attempt;
+  s.Bind(1, op.job_id);
+  s.Bind(2, static_cast<int64_t>(a.attempt));
+  s.Bind(3, static_cast<int64_t>(a.workers));
+  s.Bind(4, a.from_step);
+  s.Bind(5, a.started_at);
+  s.Bind(6, a.ended_at);
+  s.Bind(7, a.end);
+  const int rc = Run(s);
+  if (rc != SQLITE_DONE) return Fail(rc, "storing an attempt of job '" + op.job_id + "'", true);
   return Status::Ok();
 }
 
@@ -711,7 +737,8 @@ Status StoreWriter::Do(DropScalarsAfterOp& op) {
 
 Status StoreWriter::Do(DeleteJobOp& op) {
   TRAININGD_RETURN_IF_ERROR(WritePending());
-  for (const char* sql : {kDeleteJobScalars, kDeleteJobRollups, kDeleteJobSeries, kDeleteJob}) {
+  for (const char* sql :
+       {kDeleteJobScalars, kDeleteJobRollups, kDeleteJobSeries, kDeleteJobAttempts, kDeleteJob}) {
     auto stmt = db_->Prepare(sql);
     if (!stmt.ok()) return Lost(stmt.status());
     sqlite::Stmt& s = **stmt;

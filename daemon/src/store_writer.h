@@ -54,8 +54,12 @@ struct DropScalarsAfterOp {
 struct DeleteJobOp {
   std::string id;
 };
+struct PutAttemptOp {
+  std::string job_id;
+  api::AttemptInfo attempt;
+};
 using WriteOp = std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, UpdateJobCrashCountOp,
-                             AddScalarsOp, DropScalarsAfterOp, DeleteJobOp>;
+                             AddScalarsOp, DropScalarsAfterOp, DeleteJobOp, PutAttemptOp>;
 
 // The number of scalars `op` writes (0 unless it is an AddScalarsOp).
 int64_t ScalarCount(const WriteOp& op);
@@ -112,6 +116,7 @@ class StoreWriter {
   engine::Status Do(UpdateJobStateOp& op);
   engine::Status Do(UpdateJobStepOp& op);
   engine::Status Do(UpdateJobCrashCountOp& op);
+  engine::Status Do(PutAttemptOp& op);
   engine::Status Do(AddScalarsOp& op);
   engine::Status Do(DropScalarsAfterOp& op);
   engine::Status Do(DeleteJobOp& op);

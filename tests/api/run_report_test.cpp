@@ -83,13 +83,28 @@ TEST(RunReportTest, LinesThatAreNotReportsAreSkipped) {
   }
 }
 
-TEST(RunReportTest, ProgressLinesAreNotRunEvents) {
-  const std::string line = FormatProgressReport(1200);
-  EXPECT_EQ(ParseProgressReport(line), 1200);
-  EXPECT_FALSE(ParseRunReport(line).has_value());
-  EXPECT_FALSE(ParseProgressReport(FormatRunReport(eng::SessionCreated{3})).has_value());
-  EXPECT_FALSE(ParseProgressReport("{\"event\": \"progress\"}").has_value());
-  EXPECT_FALSE(ParseProgressReport("progress").has_value());
+TEST(RunReportTest, ProgressAndAttemptsRoundTrip) {
+  eng::RankTimings t{1200, {{0.0271, 0.003}, {0.0265, 0.0031}}};
+  const std::string line = FormatRunReport(t);
+  EXPECT_NE(line.find("\"event\":\"progress\""), std::string::npos) << line;
+  auto back = std::get<eng::RankTimings>(RoundTrip(t));
+  EXPECT_EQ(back.global_step, 1200);
+  ASSERT_EQ(back.ranks.size(), 2u);
+  EXPECT_NEAR(back.ranks[1].compute_seconds, 0.0265, 1e-12);
+  EXPECT_NEAR(back.ranks[1].allreduce_seconds, 0.0031, 1e-12);
+  EXPECT_EQ(std::get<eng::RankTimings>(*ParseRunReport("{\"event\":\"progress\","
+                                                       "\"global_step\":5}"))
+                .ranks.size(),
+            0u);
+
+  auto a = std::get<eng::AttemptStarted>(RoundTrip(eng::AttemptStarted{2, 4, 3, 400, 17.5}));
+  EXPECT_EQ(a.attempt, 2);
+  EXPECT_EQ(a.max_attempts, 4);
+  EXPECT_EQ(a.workers, 3);
+  EXPECT_EQ(a.from_step, 400);
+  auto e = std::get<eng::AttemptEnded>(RoundTrip(eng::AttemptEnded{2, "killed", 18.5}));
+  EXPECT_EQ(e.reason, "killed");
+  EXPECT_FALSE(ParseRunReport("{\"event\":\"progress\",\"global_step\":5,\"ranks\":[1]}"));
 }
 
 }  // namespace

@@ -202,13 +202,13 @@ class StoreTest : public ::testing::Test {
 
 TEST_F(StoreTest, FreshDatabaseIsMigratedInWalMode) {
   { auto store = OpenStore(); }
-  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "3");
+  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "4");
   EXPECT_EQ(RawText(path_, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(RawText(path_, "PRAGMA application_id"), "1953656420");
   EXPECT_EQ(RawText(path_,
                     "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
                     "WHERE type = 'table' ORDER BY name)"),
-            "jobs,scalar_rollups,scalars,series");
+            "attempts,jobs,scalar_rollups,scalars,series");
   EXPECT_EQ(RawText(path_,
                     "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
                     "('jobs_by_created_at', 'jobs_by_state')"),
@@ -226,7 +226,44 @@ TEST_F(StoreTest, ReopenKeepsDataAndVersion) {
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   ASSERT_TRUE(job->has_value());
   EXPECT_EQ((*job)->name, "name-a");
-  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "3");
+  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "4");
+}
+
+TEST_F(StoreTest, AttemptsAreKeptUpdatedInPlaceAndDeletedWithTheirJob) {
+  {
+    auto store = OpenStore();
+    store->PutJob(MakeJob("a", 1));
+    store->PutJob(MakeJob("b", 2));
+    api::AttemptInfo first{1, 2, 0, 10.0, 0, ""};
+    store->PutAttempt("a", first);
+    first.ended_at = 12.5;
+    first.end = "mpirun exited with code 137";
+    store->PutAttempt("a", first);  // the same attempt, ended
+    store->PutAttempt("a", {2, 2, 400, 13.5, 0, ""});
+    store->PutAttempt("b", {1, 3, 0, 11.0, 0, ""});
+    store->PutAttempt("gone", {1, 2, 0, 1.0, 0, ""});  // no such job: nothing
+    ASSERT_TRUE(store->Flush().ok());
+  }
+  auto store = OpenStore();
+  auto all = store->ListAttempts();
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->size(), 2u);
+  const auto& a = all->at("a");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].attempt, 1);
+  EXPECT_EQ(a[0].workers, 2);
+  EXPECT_EQ(a[0].ended_at, 12.5);
+  EXPECT_EQ(a[0].end, "mpirun exited with code 137");
+  EXPECT_EQ(a[1].attempt, 2);
+  EXPECT_EQ(a[1].from_step, 400);
+  EXPECT_EQ(a[1].ended_at, 0);
+  EXPECT_EQ(all->at("b")[0].workers, 3);
+  store->DeleteJob("a");
+  ASSERT_TRUE(store->Flush().ok());
+  all = store->ListAttempts();
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->count("a"), 0u);
+  EXPECT_EQ(all->count("b"), 1u);
 }
 
 TEST_F(StoreTest, NewerSchemaVersionIsRefused) {

@@ -58,18 +58,27 @@ def wait_step(d, job_id, step, timeout=120):
     raise AssertionError("job %s did not reach step %d" % (job_id, step))
 
 
-def time_to_next_step(d, job_id, since):
-    """Seconds from `since` until the job trains again after a restart: its global step goes
-    back to the checkpoint it restored (the new attempt's session) and then moves past it."""
-    before = d.job(job_id)["global_step"]
-    restored = None
-    while time.time() - since < 120:
-        step = d.job(job_id)["global_step"]
-        if restored is None and step < before:
-            restored = step
-        elif restored is not None and step > restored:
-            return time.time() - since
-        before = max(before, step) if restored is None else before
+def kill_and_time_next_step(d, job_id, pid):
+    """Kills `pid` (a rank) and returns the seconds until the restarted job has trained a step:
+    the new attempt appears in the job's JSON with the checkpoint it starts from, and then a loss
+    is recorded for a step after that checkpoint and not after the step the job had reached (a
+    new attempt redoes those steps)."""
+    reached = d.job(job_id)["global_step"]
+    killed_at = time.time()
+    os.kill(pid, signal.SIGKILL)
+    deadline = killed_at + 120
+    from_step = None
+    while time.time() < deadline:
+        if from_step is None:
+            attempts = d.job(job_id)["distributed"]["attempts"]
+            if len(attempts) >= 2:
+                from_step = attempts[-1]["from_step"]
+        else:
+            status, body = d.call("GET", "/api/v1/jobs/%s/scalars?tag=loss&from_step=%d&to_step=%d"
+                                  % (job_id, from_step + 1, reached))
+            expect(status == 200, (status, body))
+            if body["points"]:
+                return time.time() - killed_at
         time.sleep(0.02)
     raise AssertionError("job %s did not train again within 120 s" % job_id)
 
@@ -132,12 +141,19 @@ def main():
         for rank in (1, 0):
             name = "kill-rank-%d" % rank
             j = submit(d, spec(name))
-            wait_step(d, j, 500)
+            job = wait_step(d, j, 500)
+            # Every rank's latest step, while it runs.
+            deadline = time.time() + 10
+            while len(job["distributed"]["ranks"]) != 2 and time.time() < deadline:
+                time.sleep(0.2)
+                job = d.job(j)
+            ranks = job["distributed"]["ranks"]
+            expect([r["rank"] for r in ranks] == [0, 1] and
+                   all(r["compute_ms"] > 0 and r["allreduce_ms"] >= 0 for r in ranks),
+                   "per-rank times: %s" % job["distributed"])
             pid = rank_pid(job_dir(data, j), rank)
             expect(pid, "no rank %d found" % rank)
-            killed_at = time.time()
-            os.kill(pid, signal.SIGKILL)
-            recovery = time_to_next_step(d, j, killed_at)
+            recovery = kill_and_time_next_step(d, j, pid)
             job = d.wait_state(j, {"completed", "failed"}, timeout=600)
             expect(job["state"] == "completed" and job["global_step"] == 20000,
                    "after kill -9 of rank %d: %s" % (rank, job))
@@ -145,6 +161,12 @@ def main():
             expect("attempt 2 of 3" in text, "no second attempt:\n" + text[-3000:])
             steps = monotonic_series(d, j, "loss")
             expect(steps[-1] > 20000 - 20, steps[-5:])  # a summary every 20 steps
+            attempts = job["distributed"]["attempts"]
+            expect(len(attempts) == 2 and attempts[0]["end"].startswith("mpirun") and
+                   attempts[1]["end"] == "completed" and attempts[1]["from_step"] > 0 and
+                   attempts[0]["ended_at"] <= attempts[1]["started_at"],
+                   "attempts: %s" % attempts)
+            expect(job["distributed"]["ranks"] == [], "ranks of an ended job: %s" % job)
             print("kill -9 of rank %d: training again %.2f s after the kill; completed at 20000 "
                   "on attempt 2, loss series strictly increasing" % (rank, recovery), flush=True)
 
@@ -180,7 +202,8 @@ def main():
         status, body = d.call("POST", "/api/v1/jobs/%s/stop" % j, {})
         expect(status == 202, (status, body))
         job = d.wait_state(j, {"stopped", "failed", "completed"}, timeout=300)
-        expect(job["state"] == "stopped", job)
+        expect(job["state"] == "stopped" and job["reason"] == "stop requested", job)
+        expect(job["distributed"]["attempts"][-1]["end"] == "stopped", job["distributed"])
         stopped_at = job["global_step"]
         ckpts = [f for f in os.listdir(job_dir(data, j)) if f.startswith("model.ckpt-")]
         expect("model.ckpt-%d" % stopped_at in ckpts, (stopped_at, ckpts))
@@ -207,7 +230,9 @@ def main():
         job = d.wait_state(j, {"completed", "failed"}, timeout=600)
         expect(job["state"] == "completed" and job["global_step"] == 20000, job)
         monotonic_series(d, j, "loss")
-        print("after the restart: completed at 20000", flush=True)
+        ends = [a["end"] for a in job["distributed"]["attempts"]]
+        expect(ends == ["the daemon died", "completed"], "attempts across the restart: %s" % ends)
+        print("after the restart: completed at 20000; attempts %s" % ends, flush=True)
         d.stop()
         expect(not subprocess.run(["pgrep", "-f", "trainingd-mpi run %s" % data],
                                   stdout=subprocess.PIPE).stdout, "ranks left at the end")

@@ -406,6 +406,22 @@ async function main() {
   });
   check(await num(page, '.job-page', 'data-global-step') === 5000, 'the restarted job completed');
   log('job completed after the restart');
+
+  // 8b. A data-parallel job (2 MPI ranks): its page shows every rank's step times while it runs,
+  // and its attempt.
+  const dp = await daemon.api('POST', '/jobs', spec('web-ranks', 200000, { distributed: { workers: 2 } }));
+  check(dp.status === 201, `submit a 2-rank job: ${dp.status} ${JSON.stringify(dp.body)}`);
+  await page.goto(`${daemon.url}/#/jobs/${dp.body.id}`);
+  await page.locator('section.workers h2', { hasText: 'Workers: 2 ranks' }).waitFor({ timeout: 30000 });
+  await until(async () => (await page.locator('section.workers tbody tr').count()) >= 3,
+    'two rank rows and an attempt row', 30000);
+  const rankRows = await page.locator('section.workers table').first().locator('tbody tr').allTextContents();
+  check(rankRows.length === 2 && rankRows[0].startsWith('0 (chief)'), `rank rows: ${rankRows}`);
+  await page.screenshot({ path: path.join(SHOTS, 'dashboard-ranks.png'), fullPage: true });
+  await page.locator('.actions button[data-action="stop"]').click();
+  await waitState(page, ['stopped'], 60000);
+  await page.locator('section.workers tr[data-attempt="1"]', { hasText: 'stopped' }).waitFor({ timeout: 10000 });
+  log('2 ranks: per-rank times while running; attempt 1 ended stopped');
   await page.close();
   await context.close();
   await daemon.stop();

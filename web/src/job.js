@@ -95,6 +95,11 @@ export function mountJob(root, id) {
     els.log = h('pre', { class: 'log', tabindex: '0', 'aria-label': 'Log' });
     els.logCount = h('span', { class: 'muted' });
     els.checkpoints = h('div', { class: 'table-wrap' });
+    els.workersTitle = h('h2', {}, 'Workers');
+    els.ranks = h('div', { class: 'table-wrap' });
+    els.attempts = h('div', { class: 'table-wrap' });
+    els.workers = h('section', { class: 'card workers', hidden: true, 'aria-label': 'Workers' },
+      h('div', { class: 'card-head' }, els.workersTitle), els.ranks, els.attempts);
     els.spec = h('pre', { class: 'spec' });
     els.specSummary = h('span', { class: 'muted' });
     page.replaceChildren(
@@ -106,6 +111,7 @@ export function mountJob(root, id) {
       els.stats,
       els.charts,
       els.otherWrap,
+      els.workers,
       h('div', { class: 'grid2' },
         h('section', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', {}, 'Log'), els.logCount), els.log),
         h('section', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', {}, 'Checkpoints')), els.checkpoints)),
@@ -163,6 +169,7 @@ export function mountJob(root, id) {
     setText(els.reason, reason ? (job.error ? `Error: ${job.error}` : reason) : '');
     renderProgress();
     renderActions();
+    renderWorkers();
     if (job.spec) {
       const text = JSON.stringify(job.spec, null, 2);
       setText(els.spec, text);
@@ -172,6 +179,35 @@ export function mountJob(root, id) {
       const lr = typeof opt.learning_rate === 'number' ? opt.learning_rate : opt.learning_rate && opt.learning_rate.type;
       setText(els.specSummary, `${model}, ${opt.type || 'adam'} ${lr ?? ''}, batch ${sp.batch_size}, ${sp.max_steps ? fmt.int(sp.max_steps) + ' steps' : sp.num_epochs + ' epochs'}`);
     }
+  }
+
+  // A data-parallel job: every rank's latest step while it runs, and its attempts (the daemon
+  // relaunches it from its latest checkpoint when a rank dies or stalls).
+  function renderWorkers() {
+    const d = job.distributed;
+    els.workers.hidden = !d;
+    if (!d) return;
+    setText(els.workersTitle, `Workers: ${d.workers} ranks`);
+    els.ranks.replaceChildren(d.ranks.length
+      ? h('table', { class: 'table-compact' },
+        h('thead', {}, h('tr', {}, ['Rank', 'Compute (ms/step)', 'Allreduce (ms/step)'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, d.ranks.map((r) => h('tr', {},
+          h('td', { class: 'num' }, r.rank === 0 ? '0 (chief)' : String(r.rank)),
+          h('td', { class: 'num' }, r.compute_ms.toFixed(2)),
+          h('td', { class: 'num' }, r.allreduce_ms.toFixed(2))))))
+      : h('p', { class: 'muted' }, job.state === 'running' ? 'Starting the ranks…' : 'Not running.'));
+    els.attempts.replaceChildren(d.attempts.length
+      ? h('table', { class: 'table-compact' },
+        h('thead', {}, h('tr', {}, ['Attempt', 'From step', 'Started', 'Ended', 'How it ended'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, d.attempts.slice().reverse().map((a) => h('tr', { dataset: { attempt: String(a.attempt) } },
+          h('td', { class: 'num' }, String(a.attempt)),
+          h('td', { class: 'num' }, fmt.int(a.from_step)),
+          h('td', { title: fmt.absolute(a.started_at) }, fmt.relative(a.started_at)),
+          h('td', { title: a.ended_at ? fmt.absolute(a.ended_at) : '' }, a.ended_at ? fmt.relative(a.ended_at) : 'running'),
+          h('td', {}, a.end || '')))))
+      : h('p', { class: 'muted' }, 'No attempt yet.'));
+    // The ranks' times change every second: the job is read again while it runs.
+    if (job.state === 'running') later('job', 3000, loadJob);
   }
 
   function renderProgress() {
@@ -407,6 +443,7 @@ export function mountJob(root, id) {
         log: (d) => {
           later('log', 250, loadLog);
           if (/checkpoint/i.test(d.text || '')) later('checkpoints', 800, loadCheckpoints);
+          if (/^INFO:trainingd:attempt \d+ of|^WARNING:trainingd:attempt \d+/.test(d.text || '')) later('job', 300, loadJob);
         },
       }, {
         onReconnect: () => {

@@ -58,7 +58,8 @@ StepResult Trainer::Step(const StepOptions& options) {
   StepTrace* trace = options.trace;
   const bool timed = profiling_ || trace;
   Clock::time_point t0;
-  if (timed) t0 = Clock::now();
+  if (timed || comm_) t0 = Clock::now();
+  const Clock::time_point step_start = t0;
   const Tensor* images = &images_;
   const std::vector<int32_t>* labels = &labels_;
   int64_t global_batch = batch_size_;
@@ -90,11 +91,26 @@ StepResult Trainer::Step(const StepOptions& options) {
   StepResult r;
   if (comm_) {
     const Clock::time_point reduce_start = Clock::now();
-    // The gradients, then the step's loss, accuracy and stop votes, summed over the ranks.
+    // The gradients, then the step's loss, accuracy and stop votes and each rank's timings (in
+    // its own slots, zero elsewhere), summed over the ranks.
     r.error = comm_->AllreduceSum(model_->flat_gradients());
-    double sums[3] = {la.loss_sum, static_cast<double>(la.correct), options.stop_vote ? 1.0 : 0.0};
+    const int n = comm_->size(), me = comm_->rank();
+    std::vector<double>& sums = step_sums_;
+    sums.assign(static_cast<size_t>(3 + 2 * n), 0.0);
+    sums[0] = la.loss_sum;
+    sums[1] = static_cast<double>(la.correct);
+    sums[2] = options.stop_vote ? 1.0 : 0.0;
+    sums[static_cast<size_t>(3 + 2 * me)] =
+        std::chrono::duration<double>(reduce_start - step_start).count();
+    sums[static_cast<size_t>(4 + 2 * me)] = last_allreduce_seconds_;
     if (r.error.ok()) r.error = comm_->AllreduceSum(std::span<double>(sums));
     r.allreduce_seconds = Since(reduce_start);
+    last_allreduce_seconds_ = r.allreduce_seconds;
+    rank_timings_.resize(static_cast<size_t>(n));
+    for (int k = 0; k < n; ++k) {
+      rank_timings_[static_cast<size_t>(k)] = {sums[static_cast<size_t>(3 + 2 * k)],
+                                               sums[static_cast<size_t>(4 + 2 * k)]};
+    }
     if (trace) trace->Add("allreduce", "allreduce", reduce_start);
     if (!r.error.ok()) {
       r.global_step = global_step_;

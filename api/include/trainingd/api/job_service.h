@@ -35,6 +35,23 @@ enum class JobState { kQueued, kRunning, kStopping, kCompleted, kFailed, kStoppe
 const char* JobStateName(JobState state);
 std::optional<JobState> ParseJobState(std::string_view name);
 
+// One attempt of a data-parallel job: its supervisor relaunches the job from its latest checkpoint
+// when a rank dies or stalls (docs/distributed.md#supervision).
+struct AttemptInfo {
+  int attempt = 1;  // counted over all of the job's runs, from 1
+  int workers = 1;
+  int64_t from_step = 0;  // the checkpoint it started from
+  double started_at = 0;
+  double ended_at = 0;  // 0 = running
+  std::string end;      // "completed", "stopped", or what ended it
+};
+
+// One rank's latest step.
+struct RankInfo {
+  double compute_ms = 0;  // input, forward, loss and backward
+  double allreduce_ms = 0;
+};
+
 struct JobInfo {
   std::string id;  // opaque, URL-safe
   std::string name;
@@ -49,6 +66,9 @@ struct JobInfo {
   double examples_per_sec = 0;                   // latest measured, running jobs
   std::map<std::string, double> latest_scalars;  // tag -> latest value
   std::string spec_json;                         // the canonical spec (details only)
+  int workers = 1;                               // distributed.workers
+  std::vector<AttemptInfo> attempts;             // workers > 1: every attempt so far
+  std::vector<RankInfo> ranks;                   // workers > 1, running: in rank order
 };
 
 struct JobPage {

@@ -9,10 +9,10 @@
 //    "final_values":{"test/accuracy":0.83}}
 //   {"event":"end","error":{"code":"InvalidArgument","message":"..."}}      (could not start)
 //
-// Besides the run's events, a progress line at most once a second while steps run, which only
-// the supervisor reads (its stall watchdog):
+// and, at most once a second while steps run, every rank's latest step (engine::RankTimings),
+// which also feeds the supervisor's stall watchdog:
 //
-//   {"event":"progress","global_step":1200}
+//   {"event":"progress","global_step":1200,"ranks":[{"compute_ms":27.1,"allreduce_ms":3.0},...]}
 //
 // Lines that are not reports (other output that reaches the same pipe) are not errors for the
 // reader: ParseRunReport returns nullopt for them.
@@ -32,9 +32,5 @@ std::string FormatRunReport(const engine::RunEvent& event);
 // The event of one line (with or without its newline); nullopt when the line is not a report,
 // or is one whose fields are missing or of the wrong type.
 std::optional<engine::RunEvent> ParseRunReport(std::string_view line);
-
-std::string FormatProgressReport(int64_t global_step);
-// The step of a progress line; nullopt for any other line.
-std::optional<int64_t> ParseProgressReport(std::string_view line);
 
 }  // namespace trainingd::api

@@ -5,13 +5,17 @@
 //
 // Each run has a supervisor thread. It starts mpirun by argv (no shell) in its own process group,
 // with PR_SET_PDEATHSIG so mpirun dies with the daemon (and each rank with its mpirun), and:
-// - a stop request sends SIGTERM to mpirun, which passes it to the ranks: they vote, stop after
-//   the same step, and the chief writes the final checkpoint;
+// - a stop request is a line on mpirun's stdin, which mpirun forwards to rank 0: it votes, all
+//   ranks stop after the same step, and the chief writes the final checkpoint and reports the
+//   end (SIGTERM to mpirun follows if no end comes within stall_timeout_secs);
 // - a rank that dies ends mpirun (Open MPI 4.1 has no fault tolerance); no step for
 //   stall_timeout_secs (a stopped or hung rank): the process group is killed. Either way the job
 //   is relaunched from its latest checkpoint after a backoff (1 s, doubling, at most 30 s), up to
 //   distributed.max_restarts times; then it fails with a reason naming the attempts.
 // Each attempt's start and end are logged in the job's log ("attempt 2 of 4 ...").
+//
+// Constructing one makes the process ignore SIGPIPE (it writes to pipes of processes that may
+// have exited).
 #pragma once
 
 #include <atomic>

@@ -122,7 +122,10 @@ class Store {
   void AddScalars(std::vector<ScalarRecord> scalars);
   // Deletes the job's scalars with step > `step` (on resume from a checkpoint at `step`).
   void DropScalarsAfter(const std::string& job_id, int64_t step);
-  void DeleteJob(const std::string& id);  // the row and its scalars
+  void DeleteJob(const std::string& id);  // the row, its scalars and attempts
+  // Inserts or replaces attempt `attempt.attempt` of a job (a data-parallel job's runs); a job
+  // that is not stored: nothing.
+  void PutAttempt(const std::string& job_id, const api::AttemptInfo& attempt);
   // Waits until every write queued before the call is committed (or has failed); returns the first
   // write error since the last Flush, if any, and clears it. While the database fails, writes are
   // retried and this waits for them (see the timed Flush).
@@ -160,6 +163,8 @@ class Store {
   engine::Result<std::vector<std::string>> ScalarTags(const std::string& job_id);
   // The latest value (at the highest step) of each tag.
   engine::Result<std::map<std::string, double>> LatestScalars(const std::string& job_id);
+  // Every job's attempts, by job id, in attempt order.
+  engine::Result<std::map<std::string, std::vector<api::AttemptInfo>>> ListAttempts();
 
   StoreStats stats() const;
   const std::string& path() const;

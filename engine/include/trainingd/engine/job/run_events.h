@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "trainingd/engine/base/logger.h"
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/job/job_runner.h"
+#include "trainingd/engine/train/trainer.h"
 
 namespace trainingd::engine {
 
@@ -40,6 +42,30 @@ struct RunEnded {
   Result<JobResult> result = Status::Internal("no result");
 };
 
-using RunEvent = std::variant<SessionCreated, ScalarRecorded, LogWritten, RunEnded>;
+// Data-parallel runs under a supervisor (the daemon's MpiExecutor), which relaunches a run
+// whose ranks died or stalled: an attempt began, from this global step (its latest checkpoint).
+struct AttemptStarted {
+  int attempt = 1;  // within this run, from 1
+  int max_attempts = 1;
+  int workers = 1;
+  int64_t from_step = 0;
+  double wall_time = 0;
+};
+
+// The attempt ended: how ("completed", "stopped", or what killed it).
+struct AttemptEnded {
+  int attempt = 1;
+  std::string reason;
+  double wall_time = 0;
+};
+
+// Every rank's latest step, reported about once a second while a data-parallel run trains.
+struct RankTimings {
+  int64_t global_step = 0;
+  std::vector<RankTiming> ranks;  // in rank order
+};
+
+using RunEvent = std::variant<SessionCreated, ScalarRecorded, LogWritten, RunEnded, AttemptStarted,
+                              AttemptEnded, RankTimings>;
 
 }  // namespace trainingd::engine

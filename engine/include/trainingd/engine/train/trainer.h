@@ -32,6 +32,13 @@ struct TrainerOptions {
   Communicator* communicator = nullptr;
 };
 
+// One rank's latest step of a data-parallel job: its compute (input, forward, loss, backward)
+// and its reductions (of the step before: a step's own is timed only once it is over).
+struct RankTiming {
+  double compute_seconds = 0;
+  double allreduce_seconds = 0;
+};
+
 struct StepResult {
   int64_t global_step = 0;  // after the step
   double loss = 0;          // of the global batch (all ranks)
@@ -99,6 +106,10 @@ class Trainer {
   Optimizer& optimizer() { return *optimizer_; }
   BatchIterator& input() { return *input_; }
 
+  // Data-parallel: every rank's latest step, in rank order (each step's small reduction carries
+  // them, so every rank has all of them); empty in one process.
+  const std::vector<RankTiming>& rank_timings() const { return rank_timings_; }
+
   // Per-layer timing of Step(); costs two clock reads per layer while on.
   void EnableProfiling(bool on);
   const LayerTimes& layer_times() const { return times_; }
@@ -109,9 +120,12 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BatchIterator> input_;
-  Communicator* comm_ = nullptr;  // null or size 1: one process
-  Shard shard_;                   // this rank's part of every global batch
-  int64_t batch_size_ = 0;        // global
+  Communicator* comm_ = nullptr;   // null or size 1: one process
+  Shard shard_;                    // this rank's part of every global batch
+  int64_t batch_size_ = 0;         // global
+  std::vector<double> step_sums_;  // the step's small reduction: loss, correct, votes, timings
+  std::vector<RankTiming> rank_timings_;
+  double last_allreduce_seconds_ = 0;
   int64_t global_step_ = 0;
   int num_classes_ = 0;
   Tensor images_, dlogits_, eval_images_;

@@ -10,9 +10,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <filesystem>
 #include <thread>
 
+#include "mpirun.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/api/run_report.h"
 #include "trainingd/engine/io/checkpoint.h"
@@ -20,7 +20,6 @@
 
 namespace trainingd::daemon {
 namespace eng = trainingd::engine;
-namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -155,47 +154,26 @@ MpiExecutor::MpiExecutor(MpiExecutorOptions options) : options_(std::move(option
   // A stop request written to an mpirun that has just exited must fail with EPIPE, not kill the
   // daemon with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
-  if (options_.rank_program.empty()) {
-    std::error_code ec;
-    options_.rank_program =
-        (fs::read_symlink("/proc/self/exe", ec).parent_path() / "trainingd-mpi").string();
-  }
+  if (options_.rank_program.empty()) options_.rank_program = RankProgramPath();
 }
 
 MpiExecutor::~MpiExecutor() { Shutdown(); }
 
 std::vector<std::string> MpiExecutor::CommandLine(const RunRequest& request) const {
-  const eng::DistributedSpec& d = request.spec.distributed;
-  std::vector<std::string> cmd = {options_.mpirun};
-  if (::geteuid() == 0) cmd.push_back("--allow-run-as-root");
-  for (const char* a : {"--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader,tcp"}) {
-    cmd.push_back(a);
-  }
-  if (!d.hosts.empty()) {
-    std::string hosts;
-    for (const std::string& h : d.hosts) hosts += (hosts.empty() ? "" : ",") + h;
-    cmd.push_back("--host");
-    cmd.push_back(hosts);
-  } else if (!d.hostfile.empty()) {
-    cmd.push_back("--hostfile");
-    cmd.push_back(d.hostfile);
-  } else {
-    for (const char* a :
-         {"--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"}) {
-      cmd.push_back(a);
-    }
-  }
-  for (const std::string& a :
-       {std::string("-np"), std::to_string(d.workers), options_.rank_program, std::string("run"),
-        request.job_dir + "/spec.json", std::string("--checkpoint-dir"), request.job_dir,
-        std::string("--data-root"), options_.data_root, std::string("--report"),
-        std::string("stdout")}) {
-    cmd.push_back(a);
-  }
+  std::vector<std::string> rank_args = {request.job_dir + "/spec.json",
+                                        "--checkpoint-dir",
+                                        request.job_dir,
+                                        "--data-root",
+                                        options_.data_root,
+                                        "--report",
+                                        "stdout"};
   if (options_.threads_per_rank > 0) {
-    cmd.push_back("--threads");
-    cmd.push_back(std::to_string(options_.threads_per_rank));
+    rank_args.emplace_back("--threads");
+    rank_args.push_back(std::to_string(options_.threads_per_rank));
   }
+  std::vector<std::string> cmd = MpirunCommand(
+      request.spec.distributed, request.spec.distributed.workers, options_.rank_program, rank_args);
+  cmd[0] = options_.mpirun;
   return cmd;
 }
 

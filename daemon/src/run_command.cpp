@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "machine.h"
+#include "mpirun.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/api/run_report.h"
 #include "trainingd/daemon/flags.h"
@@ -197,16 +198,9 @@ class ProgressHook final : public eng::SessionRunHook {
 // Open MPI's launcher sets these in every rank's environment.
 bool StartedByMpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
 
-// trainingd-mpi, installed beside this program.
-std::string RankProgram() {
-  std::error_code ec;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return (self.parent_path() / "trainingd-mpi").string();
-}
-
 // Under mpirun: becomes trainingd-mpi with the same arguments (trainingd does not link MPI).
 int ExecRankProgram(const std::vector<std::string>& args) {
-  const std::string program = RankProgram();
+  const std::string program = RankProgramPath();
   std::vector<std::string> argv_strings = {program, "run"};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -232,29 +226,16 @@ void ForwardSignal(int sig) {
 // on this machine over loopback unless the spec names hosts. Returns mpirun's exit code.
 int LaunchRanks(const RunArgs& ra, const eng::JobSpec& spec, int workers) {
   namespace fs = std::filesystem;
-  const eng::DistributedSpec& d = spec.distributed;
-  std::vector<std::string> cmd;
-  const auto add = [&cmd](std::initializer_list<std::string_view> args) {
-    for (std::string_view a : args) cmd.emplace_back(a);
-  };
-  add({"mpirun"});
-  if (::geteuid() == 0) add({"--allow-run-as-root"});
-  // Ranks share the cores through their compute threads (ComputeThreadsFor), so no binding.
-  add({"--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader,tcp"});
-  if (!d.hosts.empty()) {
-    std::string hosts;
-    for (const std::string& h : d.hosts) hosts += (hosts.empty() ? "" : ",") + h;
-    add({"--host", hosts});
-  } else if (!d.hostfile.empty()) {
-    add({"--hostfile", d.hostfile});
-  } else {
-    add({"--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"});
-  }
   const std::string checkpoint_dir = ra.checkpoint_dir.empty() ? spec.name : ra.checkpoint_dir;
-  add({"-np", std::to_string(workers), RankProgram(), "run", fs::absolute(ra.specs[0]).string(),
-       "--checkpoint-dir", fs::absolute(checkpoint_dir).string(), "--data-root",
-       fs::absolute(ra.data_root).string()});
-  if (ra.threads > 0) add({"--threads", std::to_string(ra.threads)});
+  std::vector<std::string> rank_args = {fs::absolute(ra.specs[0]).string(), "--checkpoint-dir",
+                                        fs::absolute(checkpoint_dir).string(), "--data-root",
+                                        fs::absolute(ra.data_root).string()};
+  if (ra.threads > 0) {
+    rank_args.emplace_back("--threads");
+    rank_args.push_back(std::to_string(ra.threads));
+  }
+  std::vector<std::string> cmd =
+      MpirunCommand(spec.distributed, workers, RankProgramPath(), rank_args);
   std::vector<char*> argv;
   for (std::string& a : cmd) argv.push_back(a.data());
   argv.push_back(nullptr);

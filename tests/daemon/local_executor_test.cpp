@@ -12,48 +12,12 @@
 #include <thread>
 
 #include "job_manager_fixture.h"  // SmallJob
+#include "run_recorder.h"
 
 namespace trainingd::daemon {
 namespace {
 namespace fs = std::filesystem;
 using engine::JobResult;
-
-// Records every event, per job, and lets a test wait for one.
-class Recorder final : public RunListener {
- public:
-  void OnRunEvent(const std::string& job_id, RunEvent event) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    events_[job_id].push_back(std::move(event));
-    changed_.notify_all();
-  }
-  std::vector<RunEvent> Events(const std::string& id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return events_[id];
-  }
-  // Waits until the run of `id` reported something for which `pred` holds.
-  template <typename Pred>
-  bool WaitFor(const std::string& id, Pred pred) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return changed_.wait_for(lock, std::chrono::seconds(120), [&] {
-      for (const RunEvent& e : events_[id]) {
-        if (pred(e)) return true;
-      }
-      return false;
-    });
-  }
-  bool WaitForEnd(const std::string& id) {
-    return WaitFor(id, [](const RunEvent& e) { return std::holds_alternative<RunEnded>(e); });
-  }
-  const RunEnded& End(const std::string& id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::get<RunEnded>(events_[id].back());
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::map<std::string, std::vector<RunEvent>> events_;
-};
 
 class LocalExecutorTest : public ::testing::Test {
  protected:

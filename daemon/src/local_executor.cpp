@@ -54,23 +54,10 @@ LocalExecutor::LocalExecutor(LocalExecutorOptions options)
 LocalExecutor::~LocalExecutor() { Shutdown(); }
 
 eng::Status LocalExecutor::Start(RunRequest request, RunListener& listener) {
-  Reap();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (shut_down_) return eng::Status::Unavailable("the executor is shut down");
-  if (runs_.count(request.job_id)) {
-    return eng::Status::FailedPrecondition("job '" + request.job_id + "' is already running");
-  }
-  if (static_cast<int>(runs_.size()) >= options_.slots) {
-    return eng::Status::Unavailable("all " + std::to_string(options_.slots) +
-                                    " slots are running jobs");
-  }
-  auto run = std::make_unique<Run>();
-  Run& r = *run;
   const std::string id = request.job_id;
-  runs_.emplace(id, std::move(run));
-  r.thread = std::thread(
-      [this, request = std::move(request), &listener, &r] { Body(request, listener, r); });
-  return eng::Status::Ok();
+  return runs_.Start(id, options_.slots, [this, request = std::move(request), &listener](Run& r) {
+    Body(request, listener, r);
+  });
 }
 
 void LocalExecutor::Body(const RunRequest& request, RunListener& listener, Run& run) {
@@ -111,44 +98,16 @@ void LocalExecutor::Body(const RunRequest& request, RunListener& listener, Run& 
   malloc_trim(0);
   // The slot is free once the manager hears of the end: mark it first, so a Start the listener
   // makes for the next job finds room.
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    run.done = true;
-  }
+  runs_.Finished(run);
   listener.OnRunEvent(request.job_id, RunEnded{std::move(result)});
 }
 
 void LocalExecutor::RequestStop(const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = runs_.find(job_id);
-  if (it != runs_.end()) it->second->stop = true;
-}
-
-void LocalExecutor::Reap() {
-  std::vector<std::unique_ptr<Run>> ended;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = runs_.begin(); it != runs_.end();) {
-      if (it->second->done) {
-        ended.push_back(std::move(it->second));
-        it = runs_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  for (auto& run : ended) run->thread.join();
+  runs_.With(job_id, [](Run& run) { run.stop = true; });
 }
 
 void LocalExecutor::Shutdown() {
-  std::map<std::string, std::unique_ptr<Run>> runs;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    shut_down_ = true;
-    for (auto& [id, run] : runs_) run->stop = true;
-    runs.swap(runs_);
-  }
-  for (auto& [id, run] : runs) run->thread.join();
+  runs_.Shutdown([](Run& run) { run.stop = true; });
 }
 
 }  // namespace trainingd::daemon

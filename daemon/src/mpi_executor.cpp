@@ -178,22 +178,10 @@ std::vector<std::string> MpiExecutor::CommandLine(const RunRequest& request) con
 }
 
 eng::Status MpiExecutor::Start(RunRequest request, RunListener& listener) {
-  Reap();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (shut_down_) return eng::Status::Unavailable("the executor is shut down");
-  if (runs_.count(request.job_id)) {
-    return eng::Status::FailedPrecondition("job '" + request.job_id + "' is already running");
-  }
-  if (static_cast<int>(runs_.size()) >= options_.slots) {
-    return eng::Status::Unavailable("all " + std::to_string(options_.slots) +
-                                    " slots are running jobs");
-  }
-  auto run = std::make_unique<Run>();
-  Run& r = *run;
-  runs_.emplace(request.job_id, std::move(run));
-  r.thread = std::thread(
-      [this, request = std::move(request), &listener, &r] { Supervise(request, listener, r); });
-  return eng::Status::Ok();
+  const std::string id = request.job_id;
+  return runs_.Start(id, options_.slots, [this, request = std::move(request), &listener](Run& r) {
+    Supervise(request, listener, r);
+  });
 }
 
 void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Run& run) {
@@ -204,10 +192,7 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
     listener.OnRunEvent(id, eng::LogWritten{sev, text});
   };
   const auto finish = [&](eng::Result<eng::JobResult> result) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      run.done = true;
-    }
+    runs_.Finished(run);
     listener.OnRunEvent(id, eng::RunEnded{std::move(result)});
   };
   const auto stopped = [&](const std::string& why) {
@@ -243,10 +228,6 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
     if (!spawned.ok()) {
       listener.OnRunEvent(id, eng::AttemptEnded{attempt, spawned.status().message(), WallTime()});
       return finish(spawned.status());
-    }
-    {
-      std::lock_guard<std::mutex> lock(run.mu);
-      run.mpirun = spawned->pid;
     }
     LineReader out(spawned->out), err(spawned->err);
     std::optional<eng::RunEnded> ended;
@@ -326,10 +307,6 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
     while (::waitpid(spawned->pid, &status, 0) < 0 && errno == EINTR) {
     }
     ::kill(-spawned->pid, SIGKILL);  // whatever of the group is left
-    {
-      std::lock_guard<std::mutex> lock(run.mu);
-      run.mpirun = 0;
-    }
     if (ended) {
       // The chief said how the run ended: a completed, stopped or failed run, or one that could
       // not start. A restart would end the same way.
@@ -367,46 +344,15 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
   finish(std::move(r));
 }
 
-void MpiExecutor::RequestStop(const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = runs_.find(job_id);
-  if (it == runs_.end()) return;
-  Run& run = *it->second;
-  std::lock_guard<std::mutex> run_lock(run.mu);
+void MpiExecutor::Stop(Run& run) {
+  std::lock_guard<std::mutex> lock(run.mu);
   run.stop = true;
   run.cv.notify_all();
 }
 
-void MpiExecutor::Reap() {
-  std::vector<std::unique_ptr<Run>> ended;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = runs_.begin(); it != runs_.end();) {
-      if (it->second->done) {
-        ended.push_back(std::move(it->second));
-        it = runs_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  for (auto& run : ended) run->thread.join();
-}
+void MpiExecutor::RequestStop(const std::string& job_id) { runs_.With(job_id, Stop); }
 
-void MpiExecutor::Shutdown() {
-  std::map<std::string, std::unique_ptr<Run>> runs;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    shut_down_ = true;
-    for (auto& [id, run] : runs_) {
-      std::lock_guard<std::mutex> run_lock(run->mu);
-      run->stop = true;
-      run->cv.notify_all();
-    }
-    runs.swap(runs_);
-  }
-  for (auto& [id, run] : runs) run->thread.join();
-}
+void MpiExecutor::Shutdown() { runs_.Shutdown(Stop); }
 
 RoutingExecutor::RoutingExecutor(std::unique_ptr<Executor> local,
                                  std::unique_ptr<Executor> distributed)

@@ -8,14 +8,13 @@
 #pragma once
 
 #include <atomic>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "trainingd/daemon/dataset_cache.h"
 #include "trainingd/daemon/executor.h"
+#include "trainingd/daemon/run_table.h"
 #include "trainingd/engine/base/env.h"
 
 namespace trainingd::daemon {
@@ -41,18 +40,13 @@ class LocalExecutor final : public Executor {
   struct Run {
     std::atomic<bool> stop{false};
     std::thread thread;
-    bool done = false;  // its thread has reported RunEnded; guarded by mu_
   };
   // The run's body on its own thread: RunJob, its events, the exception boundary.
   void Body(const RunRequest& request, RunListener& listener, Run& run);
-  // Joins the threads of runs that ended. Needs mu_ not held.
-  void Reap();
 
   const LocalExecutorOptions options_;
   DatasetCache datasets_;
-  std::mutex mu_;
-  bool shut_down_ = false;
-  std::map<std::string, std::unique_ptr<Run>> runs_;  // by job id, until reaped
+  RunTable<Run> runs_;
 };
 
 }  // namespace trainingd::daemon

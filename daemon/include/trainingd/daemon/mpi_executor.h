@@ -18,9 +18,7 @@
 // have exited).
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +26,7 @@
 #include <vector>
 
 #include "trainingd/daemon/executor.h"
+#include "trainingd/daemon/run_table.h"
 
 namespace trainingd::daemon {
 
@@ -60,18 +59,14 @@ class MpiExecutor final : public Executor {
   struct Run {
     std::mutex mu;
     std::condition_variable cv;  // a stop or shutdown wakes the backoff wait
-    bool stop = false;
-    pid_t mpirun = 0;  // the current attempt's, 0 between attempts
+    bool stop = false;           // guarded by mu
     std::thread thread;
-    bool done = false;  // guarded by MpiExecutor::mu_
   };
   void Supervise(const RunRequest& request, RunListener& listener, Run& run);
-  void Reap();
+  static void Stop(Run& run);
 
   MpiExecutorOptions options_;
-  std::mutex mu_;
-  bool shut_down_ = false;
-  std::map<std::string, std::unique_ptr<Run>> runs_;
+  RunTable<Run> runs_;
 };
 
 // Routes each run by its spec: distributed.workers > 1 to `distributed`, the rest to `local`.

@@ -337,9 +337,14 @@ int Run(RunArgs& ra, const RankRuntime* rank) {
   if (reporter) reporter->Emit(eng::RunEnded{result});
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
-  // A rank that fails may leave the others waiting for it in a collective: it ends them all.
+  // A rank that fails may leave the others waiting for it in a collective: it ends them all. A
+  // worker first gives the chief a moment, so that when all ranks failed together (a NaN loss
+  // is every rank's), the chief's report of the end goes out before the abort ends it.
   const auto fail = [&](int code) {
-    if (ranks > 1) rank->abort(code);
+    if (ranks > 1) {
+      if (!chief) std::this_thread::sleep_for(std::chrono::seconds(2));
+      rank->abort(code);
+    }
     return code;
   };
   if (!result.ok()) {

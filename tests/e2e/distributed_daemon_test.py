@@ -7,6 +7,7 @@
   max_steps on attempt 2, and its loss series is strictly increasing in step;
 - SIGSTOP of a rank: the stall watchdog kills the attempt and the job completes on attempt 2;
 - max_restarts exhausted: failed, with a reason naming the attempts;
+- a NaN loss (every rank's failure): failed once, with the chief's reason, not retried;
 - a stop over HTTP: every rank stops after the same step, with a final checkpoint, and resumes;
 - `kill -9` of the daemon during an MPI job: no rank survives, and the job resumes and completes
   after a restart.
@@ -195,6 +196,16 @@ def main():
                job)
         expect("exited on signal 9" in job["reason"], job)
         print("max_restarts 0: failed: %s" % job["reason"], flush=True)
+
+        # A failure every rank shares (a NaN loss) is reported by the chief and not retried.
+        s = spec("nan")
+        s["optimizer"] = {"type": "sgd", "learning_rate": 1e30}
+        j = submit(d, s)
+        job = d.wait_state(j, {"completed", "failed", "stopped"}, timeout=300)
+        ends = [a["end"] for a in job["distributed"]["attempts"]]
+        expect(job["state"] == "failed" and "NaN loss" in (job["reason"] or "") and
+               ends == ["failed"], "NaN: %s, attempts %s" % (job["reason"], ends))
+        print("a NaN loss: failed once (%s), not retried" % job["reason"], flush=True)
 
         # A stop over HTTP, then a resume.
         j = submit(d, spec("stop-resume"))

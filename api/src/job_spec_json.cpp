@@ -394,12 +394,14 @@ Status ReadHooks(const json& v, engine::HooksSpec* h) {
 Status ReadDistributed(const json& v, engine::DistributedSpec* d) {
   constexpr const char* kPath = "distributed";
   TRAININGD_RETURN_IF_ERROR(CheckObject(
-      v, kPath, {"workers", "hosts", "hostfile", "max_restarts", "stall_timeout_secs"}));
+      v, kPath,
+      {"workers", "hosts", "hostfile", "max_restarts", "stall_timeout_secs", "reduction_blocks"}));
   TRAININGD_RETURN_IF_ERROR(Field(v, kPath, "workers", &d->workers));
   TRAININGD_RETURN_IF_ERROR(Field(v, kPath, "hosts", &d->hosts));
   TRAININGD_RETURN_IF_ERROR(Field(v, kPath, "hostfile", &d->hostfile));
   TRAININGD_RETURN_IF_ERROR(Field(v, kPath, "max_restarts", &d->max_restarts));
-  return Field(v, kPath, "stall_timeout_secs", &d->stall_timeout_secs);
+  TRAININGD_RETURN_IF_ERROR(Field(v, kPath, "stall_timeout_secs", &d->stall_timeout_secs));
+  return Field(v, kPath, "reduction_blocks", &d->reduction_blocks);
 }
 
 Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
@@ -616,7 +618,8 @@ json JobSpecToJsonValue(const engine::JobSpec& spec) {
             {"hosts", spec.distributed.hosts},
             {"hostfile", spec.distributed.hostfile},
             {"max_restarts", spec.distributed.max_restarts},
-            {"stall_timeout_secs", spec.distributed.stall_timeout_secs}}}};
+            {"stall_timeout_secs", spec.distributed.stall_timeout_secs},
+            {"reduction_blocks", spec.distributed.reduction_blocks}}}};
 }
 
 std::string JobSpecToJson(const engine::JobSpec& spec, int indent) {

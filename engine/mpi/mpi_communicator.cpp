@@ -22,13 +22,12 @@ Status Check(int rc, const char* what) {
 constexpr size_t kMaxCount = size_t{1} << 30;
 
 template <typename T>
-Status Allreduce(std::span<T> data, MPI_Datatype type) {
+Status Allreduce(std::span<T> data, MPI_Datatype type, MPI_Op op = MPI_SUM) {
   for (size_t done = 0; done < data.size();) {
     const size_t n = std::min(kMaxCount, data.size() - done);
-    TRAININGD_RETURN_IF_ERROR(
-        Check(MPI_Allreduce(MPI_IN_PLACE, data.data() + done, static_cast<int>(n), type, MPI_SUM,
-                            MPI_COMM_WORLD),
-              "MPI_Allreduce"));
+    TRAININGD_RETURN_IF_ERROR(Check(MPI_Allreduce(MPI_IN_PLACE, data.data() + done,
+                                                  static_cast<int>(n), type, op, MPI_COMM_WORLD),
+                                    "MPI_Allreduce"));
     done += n;
   }
   return Status::Ok();
@@ -59,6 +58,14 @@ MpiCommunicator::~MpiCommunicator() { MPI_Finalize(); }
 Status MpiCommunicator::AllreduceSum(std::span<float> data) { return Allreduce(data, MPI_FLOAT); }
 
 Status MpiCommunicator::AllreduceSum(std::span<double> data) { return Allreduce(data, MPI_DOUBLE); }
+
+Status MpiCommunicator::AllreduceSum(std::span<int64_t> data) {
+  return Allreduce(data, MPI_INT64_T);
+}
+
+Status MpiCommunicator::AllreduceMax(std::span<float> data) {
+  return Allreduce(data, MPI_FLOAT, MPI_MAX);
+}
 
 Status MpiCommunicator::Broadcast(std::span<std::byte> data, int root) {
   for (size_t done = 0; done < data.size();) {

@@ -75,7 +75,8 @@ auto Fields(const engine::DatasetSpec& d) {
   return std::tie(d.name, d.validation_size, d.max_train_examples, d.max_test_examples);
 }
 auto Fields(const engine::DistributedSpec& d) {
-  return std::tie(d.workers, d.hosts, d.hostfile, d.max_restarts, d.stall_timeout_secs);
+  return std::tie(d.workers, d.hosts, d.hostfile, d.max_restarts, d.stall_timeout_secs,
+                  d.reduction_blocks);
 }
 auto Fields(const JobSpec& s) {
   return std::tie(s.name, s.model_preset, s.batch_size, s.max_steps, s.num_epochs, s.seed);
@@ -483,7 +484,8 @@ TEST(JobSpecJsonTest, CanonicalJsonRoundTrips) {
           {"type": "dropout", "rate": 0.123456789},
           {"type": "dense", "units": 10, "initializer": "truncated_normal", "stddev": 0.3}]}})",
       Spec(R"("distributed": {"workers": 3, "hosts": ["node-1:2", "10.0.0.7"],
-                              "max_restarts": 0, "stall_timeout_secs": 12.5})"),
+                              "max_restarts": 0, "stall_timeout_secs": 12.5,
+                              "reduction_blocks": 24})"),
       Spec(R"("distributed": {"workers": 2, "hostfile": "/etc/trainingd/hosts"})"),
   };
   for (const std::string& input : inputs) {
@@ -602,9 +604,10 @@ TEST(JobSpecJsonTest, TheDistributedSectionIsCheckedFieldByField) {
   EXPECT_EQ(s.distributed.workers, 4);
   EXPECT_EQ(s.distributed.max_restarts, 3);
   EXPECT_EQ(s.distributed.stall_timeout_secs, 60);
+  EXPECT_EQ(s.distributed.reduction_blocks, 12);
   MustFail(Spec(R"("distributed": {"worker": 2})"),
            "distributed.worker: unknown field; known: workers, hosts, hostfile, max_restarts, "
-           "stall_timeout_secs");
+           "stall_timeout_secs, reduction_blocks");
   MustFail(Spec(R"("distributed": {"workers": 0})"),
            "distributed.workers: must be in [1, 1024], got 0");
   MustFail(Spec(R"("batch_size": 2, "distributed": {"workers": 3})"),
@@ -626,6 +629,18 @@ TEST(JobSpecJsonTest, TheDistributedSectionIsCheckedFieldByField) {
            "distributed.max_restarts: must be in [0, 100], got -1");
   MustFail(Spec(R"("distributed": {"stall_timeout_secs": 0.5})"),
            "distributed.stall_timeout_secs: must be in [1, 86400] seconds");
+  MustFail(Spec(R"("distributed": {"reduction_blocks": 0})"),
+           "distributed.reduction_blocks: must be in [1, 4096], got 0");
+  MustFail(Spec(R"("distributed": {"reduction_blocks": 4097})"),
+           "distributed.reduction_blocks: must be in [1, 4096], got 4097");
+  MustFail(Spec(R"("batch_size": 100, "distributed": {"workers": 16})"),
+           "distributed.reduction_blocks: 12 is less than the 16 workers: each trains on whole "
+           "blocks of every batch, so it needs at least one; a multiple of the worker counts you "
+           "use keeps their shares even");
+  EXPECT_EQ(MustParse(Spec(R"("batch_size": 100,
+                              "distributed": {"workers": 16, "reduction_blocks": 48})"))
+                .distributed.reduction_blocks,
+            48);
   MustFail(Spec(R"("distributed": {"workers": 2},
                    "hooks": {"evaluation": {"every_secs": 60}})"),
            "hooks.evaluation.every_secs: with 2 workers this hook evaluates on every rank "

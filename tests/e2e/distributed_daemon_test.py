@@ -120,6 +120,7 @@ def main():
         hosts_field = body["error"]["field"]
         huge = spec("too-many-ranks", workers=1000)
         huge["batch_size"] = 1000
+        huge["distributed"]["reduction_blocks"] = 1000
         huge["dataset"] = {"name": "fashion-mnist"}
         status, body = d.call("POST", "/api/v1/jobs", huge)
         expect(status == 400 and "memory" in body["error"]["message"] and

@@ -75,8 +75,8 @@ TEST(ModelPlanTest, PlanAndBuildAgreeOnShapesAndParameters) {
   int64_t allocated = 0;
   for (const Parameter* p : (*built)->parameters()) allocated += p->value.size();
   EXPECT_EQ((*plan)->num_parameters(), allocated);
-  // Parameters and gradients, 4 bytes each.
-  EXPECT_EQ((*plan)->MemoryUse(50, 0, 1).parameters, 2 * 4 * allocated);
+  // Parameters and gradients, 4 bytes each, and the gradients' exact sums, 8 bytes each.
+  EXPECT_EQ((*plan)->MemoryUse(50, 0, 1).parameters, 16 * allocated);
   // Activations follow the larger batch: every layer's output for 1000 examples.
   int64_t elements = 0;
   for (const Shape& s : (*plan)->output_shapes()) elements += s.num_elements();
@@ -134,7 +134,7 @@ TEST(PlanJobTest, TheTutorialCnnIsEstimatedPartByPart) {
   auto r = PlanJob(spec, FashionShaped(), TwoThreads());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->num_parameters, 3274634);
-  EXPECT_EQ(r->parameters, 2 * 4 * 3274634);
+  EXPECT_EQ(r->parameters, 16 * 3274634);    // values, gradients and their exact sums
   EXPECT_EQ(r->optimizer, 2 * 4 * 3274634);  // Adam: two slots
   EXPECT_EQ(r->eval_batch, 1000);
   EXPECT_EQ(r->dataset, FashionShaped().LoadedBytes());

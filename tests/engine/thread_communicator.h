@@ -2,6 +2,7 @@
 // MPI. Sums are formed in rank order, so results are deterministic like MPI's for fixed sizes.
 #pragma once
 
+#include <algorithm>
 #include <barrier>
 #include <cstring>
 #include <functional>
@@ -18,14 +19,14 @@ class ThreadGroup {
   explicit ThreadGroup(int size) : size_(size), barrier_(size), slots_(size) {}
   int size() const { return size_; }
 
-  template <typename T>
-  void AllreduceSum(int rank, std::span<T> data) {
+  template <typename T, typename Op = std::plus<T>>
+  void Allreduce(int rank, std::span<T> data, Op op = {}) {
     slots_[rank] = data.data();
     barrier_.arrive_and_wait();
     std::vector<T> sum(data.size());
     for (size_t i = 0; i < data.size(); ++i) {
       T s = static_cast<const T*>(slots_[0])[i];
-      for (int r = 1; r < size_; ++r) s += static_cast<const T*>(slots_[r])[i];
+      for (int r = 1; r < size_; ++r) s = op(s, static_cast<const T*>(slots_[r])[i]);
       sum[i] = s;
     }
     barrier_.arrive_and_wait();  // everyone has read every rank's data
@@ -52,11 +53,19 @@ class ThreadCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return group_->size(); }
   Status AllreduceSum(std::span<float> data) override {
-    group_->AllreduceSum(rank_, data);
+    group_->Allreduce(rank_, data);
     return Status::Ok();
   }
   Status AllreduceSum(std::span<double> data) override {
-    group_->AllreduceSum(rank_, data);
+    group_->Allreduce(rank_, data);
+    return Status::Ok();
+  }
+  Status AllreduceSum(std::span<int64_t> data) override {
+    group_->Allreduce(rank_, data);
+    return Status::Ok();
+  }
+  Status AllreduceMax(std::span<float> data) override {
+    group_->Allreduce(rank_, data, [](float a, float b) { return std::max(a, b); });
     return Status::Ok();
   }
   Status Broadcast(std::span<std::byte> data, int root) override {

@@ -135,15 +135,21 @@ Result<JobResources> PlanJob(const JobSpec& spec, const DatasetInfo& data,
   r.dataset = data.LoadedBytes();
   r.load_peak = data.PeakLoadBytes();
   const std::vector<ModelMemory> layers = (*model)->LayerMemoryUse(batch, r.eval_batch, threads);
-  for (const ModelMemory& m : layers) {
-    // A layer's slots are `slots` copies of its parameter values: half of m.parameters each.
-    const int64_t layer_slots = Mul(m.parameters / 2, slots);
+  // What a layer's scratch holds for a single example: its parameter-sized buffers (per-thread
+  // gradient sums), which do not grow with the batch.
+  const std::vector<ModelMemory> single = (*model)->LayerMemoryUse(1, 0, threads);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const ModelMemory& m = layers[i];
+    // A layer's slots are `slots` copies of its parameter values: a quarter of m.parameters
+    // each (value and gradient, 4 bytes each, and the gradient's exact sum, 8).
+    const int64_t layer_slots = Mul(m.parameters / 4, slots);
     r.parameters = Add(r.parameters, m.parameters);
     r.optimizer = Add(r.optimizer, layer_slots);
     r.activations = Sum(r.activations, m.activations, m.gradients);
     r.scratch = Add(r.scratch, m.scratch);
     r.layer_memory.push_back(Sum(m.parameters, layer_slots, m.activations, m.gradients, m.scratch));
-    r.layer_batch_memory.push_back(Sum(m.activations, m.gradients, m.scratch));
+    r.layer_batch_memory.push_back(
+        Sum(m.activations, m.gradients, std::max<int64_t>(0, m.scratch - single[i].scratch)));
   }
   // The trainer's input batch and labels, the loss gradient, the evaluation batch and the
   // input pipeline's example order.

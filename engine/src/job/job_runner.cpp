@@ -234,6 +234,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   config.batch_size = spec.batch_size;
   config.seed = spec.seed;
   config.num_epochs = spec.num_epochs;
+  config.reduction_blocks = spec.distributed.reduction_blocks;
   const std::shared_ptr<Communicator>& comm = options.communicator;
   const bool distributed = comm && comm->size() > 1;
   if (distributed) {

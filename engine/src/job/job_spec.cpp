@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "base/float_format.h"
+#include "trainingd/engine/nn/gradient_blocks.h"
 #include "trainingd/engine/session/session.h"
 
 namespace trainingd::engine {
@@ -262,6 +263,8 @@ bool IsHostEntry(const std::string& entry) {
          std::stoi(slots) > 0;
 }
 
+static_assert(DistributedSpec{}.reduction_blocks == kDefaultReductionBlocks);
+
 Status CheckDistributed(const JobSpec& spec) {
   const DistributedSpec& d = spec.distributed;
   if (d.workers < 1 || d.workers > kMaxWorkers) {
@@ -292,6 +295,11 @@ Status CheckDistributed(const JobSpec& spec) {
   }
   if (!(d.stall_timeout_secs >= 1 && d.stall_timeout_secs <= 86400)) {
     return Bad("distributed.stall_timeout_secs", "must be in [1, 86400] seconds");
+  }
+  if (d.reduction_blocks < 1 || d.reduction_blocks > kMaxReductionBlocks) {
+    return Bad("distributed.reduction_blocks", "must be in [1, " +
+                                                   std::to_string(kMaxReductionBlocks) + "], got " +
+                                                   std::to_string(d.reduction_blocks));
   }
   return CheckDistributable(spec, d.workers);
 }
@@ -344,6 +352,12 @@ Status CheckDistributable(const JobSpec& spec, int workers) {
   if (spec.batch_size < workers) {
     return Bad("batch_size", std::to_string(spec.batch_size) + " is less than the " + n +
                                  " workers: each needs at least one example of every batch");
+  }
+  if (spec.distributed.reduction_blocks < workers) {
+    return Bad("distributed.reduction_blocks",
+               std::to_string(spec.distributed.reduction_blocks) + " is less than the " + n +
+                   " workers: each trains on whole blocks of every batch, so it needs at least "
+                   "one; a multiple of the worker counts you use keeps their shares even");
   }
   const HooksSpec& h = spec.hooks;
   const std::string why = "with " + n +

@@ -4,9 +4,11 @@
 #include <cstring>
 
 #include "nn/activation_kernels.h"
+#include "nn/fixed_point.h"
 #include "nn/gemm.h"
 #include "nn/winograd.h"
 #include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/nn/gradient_blocks.h"
 #include "trainingd/engine/nn/initializers.h"
 
 namespace trainingd::engine {
@@ -14,6 +16,7 @@ namespace {
 // Rows of the patch matrix per GEMM: large enough for an efficient product, small enough that the
 // patch block stays in the core's L2 cache.
 constexpr int64_t kTargetRowsPerBlock = 512;
+constexpr int64_t kMaxRowsPerBlock = 8192;
 // Transformed input and output of one Winograd block: half of a core's L2 cache.
 constexpr int64_t kWinogradBlockBytes = 1 << 20;
 }  // namespace
@@ -79,29 +82,33 @@ void Conv2dLayer::InitializeParameters(Rng& init_rng) {
 int64_t Conv2dLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
   const bool train = mode == Mode::kTrain;
   const int64_t f = sizeof(float);
+  // Backward, per chunk: one block's kernel and bias gradients and the chunk's exact (64-bit)
+  // sums of them. Chunks own blocks, at most one per example.
+  const int64_t kernel = g_.patch() * g_.oc;
+  const int64_t block_sums = (f + 8) * (kernel + g_.oc);
+  const int backward_chunks = NumChunks(batch, 2, threads);
   if (winograd_) {
     // The transformed kernel (and its transpose for Backward); per chunk a workspace for one
-    // block of tiles (Forward chunks tiles, Backward examples: the chunks share workspaces), and
-    // in Backward the chunk's partial kernel and bias gradients.
+    // block of tiles (Forward chunks tiles, Backward blocks: the chunks share workspaces), and
+    // in Backward the block's transformed kernel gradient.
     const int64_t per_block = winograd_->TilesPerBlock(kWinogradBlockBytes);
     const int64_t workspace = winograd_->WorkspaceBytes(per_block);
     int chunks = NumChunks(batch * winograd_->tiles_per_example(), 2, threads);
     int64_t bytes = f * winograd_->kernel_size();
     if (train) {
-      const int backward_chunks = NumChunks(batch, 2, threads);
       chunks = std::max(chunks, backward_chunks);
-      bytes +=
-          f * winograd_->kernel_t_size() + backward_chunks * f * (winograd_->kernel_size() + g_.oc);
+      bytes += f * winograd_->kernel_t_size() +
+               backward_chunks * (f * winograd_->kernel_size() + block_sums);
     }
     return bytes + chunks * workspace;
   }
-  // Per chunk one patch block; in Backward also the chunk's partial kernel and bias gradients
-  // and, with the fused ReLU, the masked output gradient of one block.
-  const int64_t chunks = NumChunks(batch, 2, threads);
+  // Per chunk one patch block; in Backward also the block sums and, with the fused ReLU, the
+  // masked output gradient of one patch block.
+  const int64_t chunks = train ? backward_chunks : NumChunks(batch, 2, threads);
   const int64_t rows = ExamplesPerBlock() * g_.out_pixels();
   int64_t per_chunk = f * rows * g_.patch();
   if (train) {
-    per_chunk += f * (g_.patch() * g_.oc + g_.oc);
+    per_chunk += block_sums;
     if (spec_.activation == Activation::kRelu) per_chunk += f * rows * g_.oc;
   }
   return chunks * per_chunk;
@@ -127,7 +134,12 @@ int64_t Conv2dLayer::ForwardFlopsPerExample() const {
 }
 
 int64_t Conv2dLayer::ExamplesPerBlock() const {
-  return std::max<int64_t>(1, kTargetRowsPerBlock / std::max<int64_t>(1, g_.out_pixels()));
+  // Enough rows for the products to run unpadded (GemmRows), up to kMaxRowsPerBlock.
+  const int64_t rows =
+      std::max(kTargetRowsPerBlock,
+               std::min(kMaxRowsPerBlock, internal::GemmRowsUnpadded(g_.oc, g_.patch())));
+  const int64_t pix = std::max<int64_t>(1, g_.out_pixels());
+  return std::max<int64_t>(1, (rows + pix - 1) / pix);
 }
 
 // Lowers one example [h,w,c] into its patch matrix [oh*ow, k*k*c] (row: (ky, kx, c)). For each
@@ -197,8 +209,8 @@ void Conv2dLayer::WinogradForward(const Tensor& in, Tensor& out) {
 }
 
 void Conv2dLayer::WinogradBackward(const Tensor& in, const Tensor& out, const Tensor& dout,
-                                   Tensor* din) {
-  const int64_t batch = in.shape()[0], tpe = winograd_->tiles_per_example();
+                                   Tensor* din, GradientBlocks& blocks) {
+  const int64_t tpe = winograd_->tiles_per_example();
   const int64_t per_block = winograd_->TilesPerBlock(kWinogradBlockBytes);
   // Transformed again rather than trusting the forward pass's copy: it is cheap (about 0.1% of the
   // layer's work for the tutorial CNN) and keeps Backward correct whatever ran in between.
@@ -206,40 +218,68 @@ void Conv2dLayer::WinogradBackward(const Tensor& in, const Tensor& out, const Te
   winograd_kernel_t_.Resize(Shape{winograd_->kernel_t_size()});
   winograd_->TransformKernel(kernel_.value.data(), winograd_kernel_.data(),
                              winograd_kernel_t_.data());
-  // Chunks own whole examples, so each chunk's input gradient is its own to zero and add into.
-  const int chunks = NumChunks(batch, 2);
-  scratch_.resize(static_cast<size_t>(chunks));
   if (din) din->Resize(in.shape());
   const bool relu = spec_.activation == Activation::kRelu;
   const int64_t in_size = g_.h * g_.w * g_.c;
-  ParallelChunks(batch, 2, [&](int chunk, int64_t begin, int64_t end) {
-    Scratch& s = scratch_[static_cast<size_t>(chunk)];
+  SumBlocks(in, out, dout, blocks, [&](Scratch& s, int64_t b0, int64_t b1) {
     if (!s.winograd) s.winograd = std::make_unique<internal::WinogradWorkspace>();
     s.dkernel.Resize(Shape{winograd_->kernel_size()});
     s.dkernel.SetZero();
-    s.dbias.Resize(Shape{g_.oc});
-    s.dbias.SetZero();
     float* dx = nullptr;
     if (din) {
-      dx = din->data() + begin * in_size;
-      std::memset(dx, 0, sizeof(float) * static_cast<size_t>((end - begin) * in_size));
+      dx = din->data() + b0 * in_size;
+      std::memset(dx, 0, sizeof(float) * static_cast<size_t>((b1 - b0) * in_size));
     }
-    const float* x = in.data() + begin * in_size;
-    const int64_t out_offset = begin * g_.out_pixels() * g_.oc;
-    const int64_t tiles = (end - begin) * tpe;
+    const float* x = in.data() + b0 * in_size;
+    const int64_t out_offset = b0 * g_.out_pixels() * g_.oc;
+    const int64_t tiles = (b1 - b0) * tpe;
     for (int64_t t0 = 0; t0 < tiles; t0 += per_block) {
       winograd_->Backward(x, out.data() + out_offset, dout.data() + out_offset, t0,
                           std::min(tiles, t0 + per_block), winograd_kernel_t_.data(), relu,
                           s.dkernel.data(), s.dbias.data(), dx, *s.winograd);
     }
+    // The block's kernel gradient, back from the transformed domain.
+    winograd_->KernelGradient(s.dkernel.data(), s.kpart.data());
   });
-  // Reduce the per-chunk partial gradients in chunk order (reproducible for a thread count).
-  for (int c = 1; c < chunks; ++c) {
-    scratch_[0].dkernel.vector() += scratch_[static_cast<size_t>(c)].dkernel.vector();
-    scratch_[0].dbias.vector() += scratch_[static_cast<size_t>(c)].dbias.vector();
+}
+
+template <typename BlockFn>
+void Conv2dLayer::SumBlocks(const Tensor& in, const Tensor& out, const Tensor& dout,
+                            GradientBlocks& blocks, BlockFn&& block_fn) {
+  // The grids (gradient_blocks.h): a block's kernel partial is a sum of at most largest() *
+  // out_pixels products x * dy, its bias partial of as many dy.
+  const bool relu = spec_.activation == Activation::kRelu;
+  float maxima[2] = {internal::MaxAbs(in.data(), in.size()),
+                     internal::MaxAbsGrad(out.data(), dout.data(), dout.size(), relu)};
+  blocks.AgreeMax(maxima);
+  const double dy_bound =
+      static_cast<double>(blocks.largest()) * static_cast<double>(g_.out_pixels()) * maxima[1];
+  kernel_.sum_exponent = FixedPointExponent(dy_bound * maxima[0]);
+  bias_.sum_exponent = FixedPointExponent(dy_bound);
+  // Chunks own whole blocks: each chunk sums its blocks' partials into its own integer sums,
+  // which are then added up (exactly, so in any order).
+  const int chunks = NumChunks(blocks.size(), 2);
+  scratch_.resize(static_cast<size_t>(std::max(chunks, 1)));
+  ParallelChunks(blocks.size(), 2, [&](int chunk, int64_t k0, int64_t k1) {
+    Scratch& s = scratch_[static_cast<size_t>(chunk)];
+    s.kpart.Resize(kernel_.value.shape());
+    s.dbias.Resize(Shape{g_.oc});
+    s.ksum.assign(static_cast<size_t>(kernel_.value.size()), 0);
+    s.bsum.assign(static_cast<size_t>(g_.oc), 0);
+    for (int64_t k = k0; k < k1; ++k) {
+      s.dbias.SetZero();
+      block_fn(s, blocks.begin(static_cast<int>(k)), blocks.end(static_cast<int>(k)));
+      internal::AddFixed(s.kpart.data(), s.kpart.size(), kernel_.sum_exponent, s.ksum.data());
+      internal::AddFixed(s.dbias.data(), g_.oc, bias_.sum_exponent, s.bsum.data());
+    }
+  });
+  std::fill(kernel_.sum.begin(), kernel_.sum.end(), 0);
+  std::fill(bias_.sum.begin(), bias_.sum.end(), 0);
+  for (int c = 0; c < std::min<int>(chunks, blocks.size()); ++c) {
+    const Scratch& s = scratch_[static_cast<size_t>(c)];
+    for (size_t i = 0; i < kernel_.sum.size(); ++i) kernel_.sum[i] += s.ksum[i];
+    for (size_t i = 0; i < bias_.sum.size(); ++i) bias_.sum[i] += s.bsum[i];
   }
-  winograd_->KernelGradient(scratch_[0].dkernel.data(), kernel_.grad.data());
-  bias_.grad.vector() = scratch_[0].dbias.vector();
 }
 
 void Conv2dLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
@@ -260,33 +300,26 @@ void Conv2dLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
       for (int64_t e = 0; e < ne; ++e)
         Im2Col(in.data() + (e0 + e) * in_size, col.data() + e * pix * P);
       float* y = out.data() + e0 * pix * g_.oc;
-      internal::Gemm(false, false, ne * pix, g_.oc, P, 1.0f, col.data(), P, w, g_.oc, 0.0f, y,
-                     g_.oc);
+      internal::GemmRows(false, ne * pix, g_.oc, P, col.data(), P, w, g_.oc, y, g_.oc);
       internal::AddBiasActivation(y, ne * pix, g_.oc, b, relu);
     }
   });
 }
 
-void Conv2dLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) {
-  if (winograd_) return WinogradBackward(in, out, dout, din);
-  const int64_t batch = in.shape()[0];
+void Conv2dLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
+                           GradientBlocks& blocks) {
+  if (winograd_) return WinogradBackward(in, out, dout, din, blocks);
   const int64_t in_size = g_.h * g_.w * g_.c, pix = g_.out_pixels(), P = g_.patch(), oc = g_.oc;
   const int64_t per_block = ExamplesPerBlock();
-  const int chunks = NumChunks(batch, 2);
-  scratch_.resize(static_cast<size_t>(chunks));
   if (din) din->Resize(in.shape());
   const float* w = kernel_.value.data();
   const bool relu = spec_.activation == Activation::kRelu;
-  ParallelChunks(batch, 2, [&](int chunk, int64_t begin, int64_t end) {
-    Scratch& s = scratch_[static_cast<size_t>(chunk)];
+  SumBlocks(in, out, dout, blocks, [&](Scratch& s, int64_t b0, int64_t b1) {
     s.col.Resize(Shape{per_block * pix, P});
-    s.dkernel.Resize(kernel_.value.shape());
-    s.dkernel.SetZero();
-    s.dbias.Resize(Shape{oc});
-    s.dbias.SetZero();
+    s.kpart.SetZero();
     if (relu) s.dy.Resize(Shape{per_block * pix, oc});
-    for (int64_t e0 = begin; e0 < end; e0 += per_block) {
-      const int64_t ne = std::min(per_block, end - e0), rows = ne * pix;
+    for (int64_t e0 = b0; e0 < b1; e0 += per_block) {
+      const int64_t ne = std::min(per_block, b1 - e0), rows = ne * pix;
       const float* g = dout.data() + e0 * pix * oc;
       if (relu) {
         internal::ReluGrad(out.data() + e0 * pix * oc, g, s.dy.data(), rows * oc);
@@ -296,24 +329,17 @@ void Conv2dLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& do
       for (int64_t e = 0; e < ne; ++e)
         Im2Col(in.data() + (e0 + e) * in_size, s.col.data() + e * pix * P);
       // dK += patches^T * dY
-      internal::Gemm(true, false, P, oc, rows, 1.0f, s.col.data(), P, g, oc, 1.0f, s.dkernel.data(),
+      internal::Gemm(true, false, P, oc, rows, 1.0f, s.col.data(), P, g, oc, 1.0f, s.kpart.data(),
                      oc);
       if (din) {
         // dPatches = dY * K^T, then scatter back onto the input positions.
-        internal::Gemm(false, true, rows, P, oc, 1.0f, g, oc, w, oc, 0.0f, s.col.data(), P);
+        internal::GemmRows(true, rows, P, oc, g, oc, w, oc, s.col.data(), P);
         float* dx = din->data() + e0 * in_size;
         std::memset(dx, 0, sizeof(float) * ne * in_size);
         for (int64_t e = 0; e < ne; ++e) Col2ImAdd(s.col.data() + e * pix * P, dx + e * in_size);
       }
     }
   });
-  // Reduce the per-chunk partial gradients in chunk order (reproducible for a thread count).
-  kernel_.grad.vector() = scratch_[0].dkernel.vector();
-  bias_.grad.vector() = scratch_[0].dbias.vector();
-  for (int c = 1; c < chunks; ++c) {
-    kernel_.grad.vector() += scratch_[static_cast<size_t>(c)].dkernel.vector();
-    bias_.grad.vector() += scratch_[static_cast<size_t>(c)].dbias.vector();
-  }
 }
 
 }  // namespace trainingd::engine

@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include "nn/activation_kernels.h"
+#include "nn/fixed_point.h"
 #include "nn/gemm.h"
 #include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/nn/gradient_blocks.h"
 #include "trainingd/engine/nn/initializers.h"
 
 namespace trainingd::engine {
@@ -34,17 +36,25 @@ void DenseLayer::InitializeParameters(Rng& init_rng) {
                     kernel_, bias_);
 }
 
-int64_t DenseLayer::ScratchBytes(int64_t batch, Mode mode, int /*threads*/) const {
-  // Backward's ReLU-masked output gradient.
+int64_t DenseLayer::RowsPerTile() const {
+  return std::clamp<int64_t>(kTileElements / spec_.units, 1, in_);
+}
+
+int64_t DenseLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
+  if (mode != Mode::kTrain) return 0;
+  // Backward's ReLU-masked output gradient, one block's bias partial, and per chunk one tile of
+  // kernel partials.
   const bool relu = spec_.activation == Activation::kRelu;
-  return mode == Mode::kTrain && relu ? 4 * batch * spec_.units : 0;
+  const int64_t tiles = (in_ + RowsPerTile() - 1) / RowsPerTile();
+  return 4 * ((relu ? batch * spec_.units : 0) + spec_.units +
+              NumChunks(tiles, 2, threads) * RowsPerTile() * spec_.units);
 }
 
 void DenseLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
   const int64_t batch = in.shape()[0], units = spec_.units;
   out.Resize(Shape{batch, units});
-  internal::Gemm(false, false, batch, units, in_, 1.0f, in.data(), in_, kernel_.value.data(), units,
-                 0.0f, out.data(), units);
+  internal::GemmRows(false, batch, units, in_, in.data(), in_, kernel_.value.data(), units,
+                     out.data(), units);
   const float* b = bias_.value.data();
   const bool relu = spec_.activation == Activation::kRelu;
   ParallelFor(batch, 64, [&](int64_t begin, int64_t end) {
@@ -52,7 +62,8 @@ void DenseLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
   });
 }
 
-void DenseLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) {
+void DenseLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
+                          GradientBlocks& blocks) {
   const int64_t batch = in.shape()[0], units = spec_.units;
   const float* g = dout.data();
   if (spec_.activation == Activation::kRelu) {
@@ -60,16 +71,50 @@ void DenseLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dou
     internal::ReluGrad(out.data(), g, dy_.data(), dout.size());
     g = dy_.data();
   }
-  // dW = x^T * dY; db = column sums of dY; dx = dY * W^T
-  internal::Gemm(true, false, in_, units, batch, 1.0f, in.data(), in_, g, units, 0.0f,
-                 kernel_.grad.data(), units);
-  float* db = bias_.grad.data();
-  std::fill(db, db + units, 0.0f);
-  internal::AddColumnSums(g, batch, units, db);
+  // The grids (gradient_blocks.h): a block's partial of dW is a sum of at most largest()
+  // products x * dy, and of db a sum of as many dy.
+  float maxima[2] = {internal::MaxAbs(in.data(), in.size()), internal::MaxAbs(g, batch * units)};
+  blocks.AgreeMax(maxima);
+  const double dy_bound = static_cast<double>(blocks.largest()) * maxima[1];
+  kernel_.sum_exponent = FixedPointExponent(dy_bound * maxima[0]);
+  bias_.sum_exponent = FixedPointExponent(dy_bound);
+
+  // dW = sum over blocks of x_block^T * dY_block, by tiles of kernel rows: each tile's block
+  // partials come from one small GEMM per block and are added to the tile's sums while both are
+  // in cache.
+  const int64_t rows_per_tile = RowsPerTile();
+  const int64_t tiles = (in_ + rows_per_tile - 1) / rows_per_tile;
+  parts_.resize(static_cast<size_t>(NumChunks(tiles, 2)));
+  int64_t* kernel_sum = kernel_.sum.data();
+  ParallelChunks(tiles, 2, [&](int chunk, int64_t t0, int64_t t1) {
+    Tensor& part = parts_[static_cast<size_t>(chunk)];
+    part.Resize(Shape{rows_per_tile, units});
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t r0 = t * rows_per_tile, rows = std::min(rows_per_tile, in_ - r0);
+      int64_t* sum = kernel_sum + r0 * units;
+      std::fill(sum, sum + rows * units, 0);
+      for (int k = 0; k < blocks.size(); ++k) {
+        const int64_t b0 = blocks.begin(k), n = blocks.end(k) - b0;
+        internal::Gemm(true, false, rows, units, n, 1.0f, in.data() + b0 * in_ + r0, in_,
+                       g + b0 * units, units, 0.0f, part.data(), units);
+        internal::AddFixed(part.data(), rows * units, kernel_.sum_exponent, sum);
+      }
+    }
+  });
+  // db = sum over blocks of the column sums of dY_block.
+  std::fill(bias_.sum.begin(), bias_.sum.end(), 0);
+  dbias_part_.Resize(Shape{units});
+  for (int k = 0; k < blocks.size(); ++k) {
+    dbias_part_.SetZero();
+    internal::AddColumnSums(g + blocks.begin(k) * units, blocks.end(k) - blocks.begin(k), units,
+                            dbias_part_.data());
+    internal::AddFixed(dbias_part_.data(), units, bias_.sum_exponent, bias_.sum.data());
+  }
+  // dx = dY * W^T
   if (din) {
     din->Resize(in.shape());
-    internal::Gemm(false, true, batch, in_, units, 1.0f, g, units, kernel_.value.data(), units,
-                   0.0f, din->data(), in_);
+    internal::GemmRows(true, batch, in_, units, g, units, kernel_.value.data(), units, din->data(),
+                       in_);
   }
 }
 

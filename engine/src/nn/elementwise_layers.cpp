@@ -20,7 +20,8 @@ void ReluLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
   for (int64_t i = 0; i < n; ++i) y[i] = std::max(x[i], 0.0f);
 }
 
-void ReluLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& dout, Tensor* din) {
+void ReluLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& dout, Tensor* din,
+                         GradientBlocks& /*blocks*/) {
   if (!din) return;
   din->Resize(in.shape());
   internal::ReluGrad(in.data(), dout.data(), din->data(), in.size());
@@ -72,7 +73,7 @@ void DropoutLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
 }
 
 void DropoutLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& dout,
-                            Tensor* din) {
+                            Tensor* din, GradientBlocks& /*blocks*/) {
   if (!din) return;
   din->Resize(in.shape());
   const int64_t n = in.size();
@@ -96,7 +97,7 @@ void FlattenLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
 }
 
 void FlattenLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& dout,
-                            Tensor* din) {
+                            Tensor* din, GradientBlocks& /*blocks*/) {
   if (!din) return;
   din->Resize(in.shape());
   std::memcpy(din->data(), dout.data(), sizeof(float) * dout.size());

@@ -3,33 +3,106 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <vector>
+
+#include "trainingd/engine/base/parallel.h"
+
 namespace trainingd::engine::internal {
 namespace {
 // Below this many multiply-adds a product runs on the calling thread: waking the pool costs more
 // than it saves (OpenBLAS's own cut-off, 2^18, is tuned for large machines).
 constexpr double kMinThreadedMacs = 4.0 * (1 << 20);
-}  // namespace
+// OpenBLAS's small-matrix kernels take products of up to 100^3 multiply-adds.
+constexpr double kSmallKernelMacs = 100.0 * 100.0 * 100.0;
 
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  auto call = [&] {
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-                static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-                static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-                static_cast<blasint>(ldc));
-  };
+// Runs `call` on the calling thread alone when the product is too small to pay for waking the
+// pool (OpenBLAS sizes its team by the caller's nthreads ICV, which is per thread).
+template <typename Call>
+void RunSized(double macs, Call&& call) {
   const int threads = omp_get_max_threads();
-  if (threads > 1 && !omp_in_parallel() &&
-      static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < kMinThreadedMacs) {
-    // OpenBLAS (OpenMP build) sizes its team by the caller's nthreads ICV, which is per thread.
+  if (threads > 1 && !omp_in_parallel() && macs < kMinThreadedMacs) {
     omp_set_num_threads(1);
     call();
     omp_set_num_threads(threads);
     return;
   }
   call();
+}
+}  // namespace
+
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  RunSized(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k), [&] {
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+                static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+                static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
+                static_cast<blasint>(ldc));
+  });
+}
+
+namespace {
+
+// GemmRows on the calling thread alone.
+void GemmRowsSingle(bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                    const float* b, int64_t ldb, float* c, int64_t ldc) {
+  // Row-major C = A op(B) is column-major C^T = op(B)^T A^T, with the same arrays.
+  const auto product = [&](int64_t rows, const float* pa, int64_t pa_ld, float* pc, int64_t pc_ld) {
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    cblas_sgemm(CblasColMajor, trans_b ? CblasTrans : CblasNoTrans, CblasNoTrans,
+                static_cast<blasint>(n), static_cast<blasint>(rows), static_cast<blasint>(k), 1.0f,
+                b, static_cast<blasint>(ldb), pa, static_cast<blasint>(pa_ld), 0.0f, pc,
+                static_cast<blasint>(pc_ld));
+    omp_set_num_threads(threads);
+  };
+  const double nk = static_cast<double>(n) * static_cast<double>(k);
+  if (static_cast<double>(m) * nk > kSmallKernelMacs || k == 0) {
+    product(m, a, lda, c, ldc);
+    return;
+  }
+  // Small: the rows, then zero rows up to the first count past the small kernel's limit.
+  const int64_t rows = GemmRowsUnpadded(n, k);
+  thread_local std::vector<float> padded_a, padded_c;
+  padded_a.assign(static_cast<size_t>(rows * k), 0.0f);
+  padded_c.resize(static_cast<size_t>(rows * n));
+  for (int64_t r = 0; r < m; ++r) std::copy_n(a + r * lda, k, padded_a.data() + r * k);
+  product(rows, padded_a.data(), k, padded_c.data(), n);
+  for (int64_t r = 0; r < m; ++r) std::copy_n(padded_c.data() + r * n, n, c + r * ldc);
+}
+
+}  // namespace
+
+int64_t GemmRowsUnpadded(int64_t n, int64_t k) {
+  const double nk =
+      static_cast<double>(std::max<int64_t>(n, 1)) * static_cast<double>(std::max<int64_t>(k, 1));
+  return static_cast<int64_t>(kSmallKernelMacs / nk) + 1;
+}
+
+void GemmRows(bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+              const float* b, int64_t ldb, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (omp_in_parallel() || ComputeThreads() <= 1 || macs < kMinThreadedMacs) {
+    GemmRowsSingle(trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+    return;
+  }
+  // Threads take rows or columns of C, each with single-threaded calls: OpenBLAS's threaded
+  // driver blocks k differently from its single-threaded one, so its results would depend on
+  // the thread count.
+  if (m >= n) {
+    ParallelFor(m, 2, [&](int64_t begin, int64_t end) {
+      GemmRowsSingle(trans_b, end - begin, n, k, a + begin * lda, lda, b, ldb, c + begin * ldc,
+                     ldc);
+    });
+  } else {
+    ParallelFor(n, 2, [&](int64_t begin, int64_t end) {
+      GemmRowsSingle(trans_b, m, end - begin, k, a, lda, trans_b ? b + begin * ldb : b + begin, ldb,
+                     c + begin, ldc);
+    });
+  }
 }
 
 }  // namespace trainingd::engine::internal

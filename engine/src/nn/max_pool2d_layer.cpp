@@ -77,7 +77,7 @@ void MaxPool2dLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
 }
 
 void MaxPool2dLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& dout,
-                              Tensor* din) {
+                              Tensor* din, GradientBlocks& /*blocks*/) {
   if (!din) return;
   const int64_t batch = in.shape()[0];
   din->Resize(in.shape());

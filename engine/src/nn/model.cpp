@@ -54,15 +54,19 @@ Result<std::unique_ptr<Model>> Model::Build(const ModelSpec& spec, const Shape& 
     layer->InitializeParameters(init_rng);
     for (Parameter* p : layer->parameters()) (*m)->params_.push_back(p);
   }
-  // The gradients move into one flat buffer, each padded to 16 floats (64 bytes).
+  // The gradients and their exact sums move into one flat buffer each, every parameter's part
+  // padded to 16 elements (64 bytes or more).
   const auto padded = [](int64_t n) { return (n + 15) / 16 * 16; };
   int64_t total = 0;
   for (const Parameter* p : (*m)->params_) total += padded(p->value.size());
   (*m)->flat_grads_.assign(static_cast<size_t>(total), 0.0f);
-  float* next = (*m)->flat_grads_.data();
+  (*m)->flat_sums_.assign(static_cast<size_t>(total), 0);
+  int64_t offset = 0;
   for (Parameter* p : (*m)->params_) {
-    p->grad = Tensor::View(p->value.shape(), next);
-    next += padded(p->value.size());
+    p->grad = Tensor::View(p->value.shape(), (*m)->flat_grads_.data() + offset);
+    p->sum =
+        std::span<int64_t>((*m)->flat_sums_.data() + offset, static_cast<size_t>(p->value.size()));
+    offset += padded(p->value.size());
   }
   return m;
 }
@@ -134,6 +138,14 @@ const Tensor& Model::Forward(const Tensor& input, Mode mode) {
 }
 
 void Model::Backward(const Tensor& dlogits) {
+  GradientBlocks blocks = GradientBlocks::Whole(dlogits.shape()[0]);
+  Backward(dlogits, blocks);
+  FinishGradients();
+}
+
+void Model::FinishGradients() { engine::FinishGradients(params_); }
+
+void Model::Backward(const Tensor& dlogits, GradientBlocks& blocks) {
   const Tensor* dy = &dlogits;
   for (size_t i = layers_.size(); i-- > 0;) {
     if (!needs_input_grad_[i] && layers_[i]->parameters().empty()) break;  // nothing left to do
@@ -142,7 +154,7 @@ void Model::Backward(const Tensor& dlogits) {
     const bool timed = backward_times_ || trace_;
     const auto t0 =
         timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    layers_[i]->Backward(in, acts_[i], *dy, dx);
+    layers_[i]->Backward(in, acts_[i], *dy, dx, blocks);
     if (backward_times_) {
       (*backward_times_)[i] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -182,7 +194,8 @@ std::vector<ModelMemory> Model::LayerMemoryUse(int64_t train_batch, int64_t eval
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = *layers_[i];
     ModelMemory& m = out[i];
-    m.parameters = SatMul(2 * f, l.NumParameters());  // value and gradient
+    // value, gradient and the gradient's exact sum
+    m.parameters = SatMul(2 * f + 8, l.NumParameters());
     m.activations = SatMul(SatMul(f, widest), shapes_[i].num_elements());
     m.scratch = std::max(l.ScratchBytes(train_batch, Mode::kTrain, threads),
                          eval_batch > 0 ? l.ScratchBytes(eval_batch, Mode::kEval, threads) : 0);

@@ -58,7 +58,8 @@ Result<std::unique_ptr<Session>> Session::Create(const SessionConfig& config,
                                  s->datasets_->num_classes,
                                  {.batch_size = config.batch_size,
                                   .seed = config.seed,
-                                  .communicator = config.communicator.get()});
+                                  .communicator = config.communicator.get(),
+                                  .reduction_blocks = config.reduction_blocks});
   if (!trainer.ok()) return trainer.status();
   s->trainer_ = std::move(trainer).value();
   return s;

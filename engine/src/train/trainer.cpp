@@ -44,13 +44,19 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
   t->batch_size_ = options.batch_size;
   t->comm_ =
       options.communicator && options.communicator->size() > 1 ? options.communicator : nullptr;
-  if (t->comm_ && t->comm_->size() > options.batch_size) {
-    return Status::InvalidArgument("batch_size " + std::to_string(options.batch_size) +
-                                   " is smaller than the " + std::to_string(t->comm_->size()) +
-                                   " workers: each needs at least one example of every batch");
+  if (options.reduction_blocks < 1 || options.reduction_blocks > kMaxReductionBlocks) {
+    return Status::InvalidArgument("reduction_blocks must be in [1, " +
+                                   std::to_string(kMaxReductionBlocks) + "], got " +
+                                   std::to_string(options.reduction_blocks));
   }
-  t->shard_ = t->comm_ ? ShardOf(options.batch_size, t->comm_->rank(), t->comm_->size())
-                       : Shard{0, options.batch_size};
+  t->reduction_blocks_ = options.reduction_blocks;
+  if (t->comm_ && t->comm_->size() > t->BlocksOf(options.batch_size)) {
+    return Status::InvalidArgument(
+        "the " + std::to_string(t->comm_->size()) + " workers need at least as many blocks of " +
+        "every batch, but a batch of " + std::to_string(options.batch_size) + " has " +
+        std::to_string(t->BlocksOf(options.batch_size)) +
+        " (min(batch_size, reduction_blocks)); each worker trains on whole blocks");
+  }
   return t;
 }
 
@@ -62,13 +68,13 @@ StepResult Trainer::Step(const StepOptions& options) {
   const Clock::time_point step_start = t0;
   const Tensor* images = &images_;
   const std::vector<int32_t>* labels = &labels_;
-  int64_t global_batch = batch_size_;
-  Shard shard = shard_;
+  const int64_t global_batch = options.batch ? options.batch->images.shape()[0] : batch_size_;
+  GradientBlocks blocks = GradientBlocks::ForRank(
+      global_batch, reduction_blocks_, comm_ ? comm_->rank() : 0, comm_ ? comm_->size() : 1, comm_);
+  const Shard shard{blocks.first_example(), blocks.examples()};
   if (options.batch) {
-    global_batch = options.batch->images.shape()[0];
     if (comm_) {
-      // A fed batch is every rank's: each trains on its slice of it.
-      shard = ShardOf(global_batch, comm_->rank(), comm_->size());
+      // A fed batch is every rank's: each trains on its blocks of it.
       CopyRows(options.batch->images, options.batch->labels, shard, images_, labels_);
     } else {
       images = &options.batch->images;
@@ -86,14 +92,15 @@ StepResult Trainer::Step(const StepOptions& options) {
   LossAndAccuracy la = SoftmaxCrossEntropy(logits, *labels, &dlogits_, global_batch);
   if (profiling_) times_.loss_seconds += Since(t0);
   if (trace) trace->Add("softmax_cross_entropy", "loss", t0);
-  model_->Backward(dlogits_);
+  model_->Backward(dlogits_, blocks);
   model_->set_trace(nullptr);
   StepResult r;
   if (comm_) {
     const Clock::time_point reduce_start = Clock::now();
-    // The gradients, then the step's loss, accuracy and stop votes and each rank's timings (in
-    // its own slots, zero elsewhere), summed over the ranks.
-    r.error = comm_->AllreduceSum(model_->flat_gradients());
+    // The gradients' exact sums, then the step's loss, accuracy and stop votes and each rank's
+    // timings (in its own slots, zero elsewhere), summed over the ranks.
+    r.error = blocks.status();
+    if (r.error.ok()) r.error = comm_->AllreduceSum(model_->flat_gradient_sums());
     const int n = comm_->size(), me = comm_->rank();
     std::vector<double>& sums = step_sums_;
     sums.assign(static_cast<size_t>(3 + 2 * n), 0.0);
@@ -121,6 +128,7 @@ StepResult Trainer::Step(const StepOptions& options) {
     la.accuracy = sums[1] / static_cast<double>(global_batch);
     r.stop_agreed = sums[2] > 0;
   }
+  model_->FinishGradients();
   r.learning_rate = optimizer_->LearningRate(global_step_);
   if (timed) t0 = Clock::now();
   optimizer_->Apply(model_->parameters(), global_step_);
@@ -135,6 +143,10 @@ StepResult Trainer::Step(const StepOptions& options) {
   return r;
 }
 
+int64_t Trainer::BlocksOf(int64_t batch) const {
+  return std::min<int64_t>(batch, reduction_blocks_);
+}
+
 Status Trainer::CheckBatch(const Batch& batch) const {
   const Shape& example = model_->input_shape();
   const Shape& got = batch.images.shape();
@@ -143,8 +155,9 @@ Status Trainer::CheckBatch(const Batch& batch) const {
                                    example.with_batch(-1).ToString() + " (N = any), got " +
                                    got.ToString());
   }
-  if (comm_ && got[0] < comm_->size()) {
-    return Status::InvalidArgument("batch.images: " + std::to_string(got[0]) + " examples for " +
+  if (comm_ && got[0] > 0 && BlocksOf(got[0]) < comm_->size()) {
+    return Status::InvalidArgument("batch.images: " + std::to_string(got[0]) + " examples make " +
+                                   std::to_string(BlocksOf(got[0])) + " blocks for " +
                                    std::to_string(comm_->size()) +
                                    " workers; each needs at least one");
   }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -32,6 +33,10 @@ class Communicator {
   // bit-identical.
   virtual Status AllreduceSum(std::span<float> data) = 0;
   virtual Status AllreduceSum(std::span<double> data) = 0;
+  // Integer sums are exact, so they do not depend on the order in which ranks are added.
+  virtual Status AllreduceSum(std::span<int64_t> data) = 0;
+  // Element-wise maximum over all ranks, in place (exact, like the integer sum).
+  virtual Status AllreduceMax(std::span<float> data) = 0;
   // `root`'s bytes into every rank's `data` (the same size on every rank).
   virtual Status Broadcast(std::span<std::byte> data, int root) = 0;
   virtual Status Barrier() = 0;
@@ -44,6 +49,8 @@ class LocalCommunicator final : public Communicator {
   int size() const override { return 1; }
   Status AllreduceSum(std::span<float>) override { return Status::Ok(); }
   Status AllreduceSum(std::span<double>) override { return Status::Ok(); }
+  Status AllreduceSum(std::span<int64_t>) override { return Status::Ok(); }
+  Status AllreduceMax(std::span<float>) override { return Status::Ok(); }
   Status Broadcast(std::span<std::byte>, int) override { return Status::Ok(); }
   Status Barrier() override { return Status::Ok(); }
 };

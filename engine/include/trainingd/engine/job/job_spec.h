@@ -104,6 +104,10 @@ struct DistributedSpec {
   std::string hostfile;            // an absolute path, instead of hosts
   int max_restarts = 3;            // relaunches from the latest checkpoint after a rank dies
   double stall_timeout_secs = 60;  // no step for this long: the job is restarted
+  // The fixed blocks each batch's gradients are summed in (gradient_blocks.h): results are bit
+  // for bit the same for any number of workers up to min(reduction_blocks, batch_size), and any
+  // thread count. The default, 12, splits evenly over 1, 2, 3, 4, 6 and 12 workers.
+  int reduction_blocks = 12;
 };
 
 struct JobSpec {
@@ -133,10 +137,10 @@ inline constexpr size_t kMaxLayers = 1000;
 Status ValidateJobSpec(const JobSpec& spec);
 
 // What a job must satisfy to run on `workers` > 1 ranks, with errors naming the field: at least
-// one example per worker in every batch, and the hooks that evaluate (collectively, on every rank)
-// triggered by steps, which all ranks count alike, not by seconds, which each rank measures
-// itself. ValidateJobSpec applies it to distributed.workers; a job started by mpirun applies it
-// to the number of ranks it found.
+// one block of examples per worker in every batch, and the hooks that evaluate (collectively, on
+// every rank) triggered by steps, which all ranks count alike, not by seconds, which each rank
+// measures itself. ValidateJobSpec applies it to distributed.workers; a job started by mpirun
+// applies it to the number of ranks it found.
 Status CheckDistributable(const JobSpec& spec, int workers);
 
 // True if `name` is a safe single path component: 1-100 of [A-Za-z0-9._-], not "." or "..".

@@ -51,7 +51,9 @@ class Conv2dLayer final : public Layer {
   int64_t NumParameters() const override { return g_.patch() * g_.oc + g_.oc; }
   int64_t ScratchBytes(int64_t batch, Mode mode, int threads) const override;
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
-  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
+  using Layer::Backward;
+  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
+                GradientBlocks& blocks) override;
   std::vector<Parameter*> parameters() override { return {&kernel_, &bias_}; }
   int64_t ForwardFlopsPerExample() const override;
 
@@ -72,14 +74,24 @@ class Conv2dLayer final : public Layer {
   Geometry g_;
   Parameter kernel_;
   Parameter bias_;
-  // Per-chunk scratch: patch matrix, masked output gradient, partial kernel/bias gradients.
+  // Per-chunk scratch: patch matrix, masked output gradient, one block's kernel and bias
+  // gradients (kpart, dbias; Winograd's transformed kernel gradient in dkernel), and the chunk's
+  // exact sums of them.
   struct Scratch {
-    Tensor col, dy, dkernel, dbias;
+    Tensor col, dy, dkernel, kpart, dbias;
+    std::vector<int64_t> ksum, bsum;
     std::unique_ptr<internal::WinogradWorkspace> winograd;
   };
   std::vector<Scratch> scratch_;
   void WinogradForward(const Tensor& in, Tensor& out);
-  void WinogradBackward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din);
+  void WinogradBackward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
+                        GradientBlocks& blocks);
+  // Agrees the grids, then calls block_fn(scratch, begin, end) for each of the blocks, chunks of
+  // them in parallel; block_fn leaves the block's kernel gradient in scratch.kpart and adds its
+  // bias gradient to scratch.dbias (zeroed). The partials are summed into the parameters' sums.
+  template <typename BlockFn>
+  void SumBlocks(const Tensor& in, const Tensor& out, const Tensor& dout, GradientBlocks& blocks,
+                 BlockFn&& block_fn);
 
   ConvAlgorithm requested_ = ConvAlgorithm::kAuto;
   std::unique_ptr<internal::WinogradConv> winograd_;  // set when Build chose Winograd

@@ -1,5 +1,7 @@
 // DenseLayer: y = x * W + b on [batch, in] inputs (tf.layers.dense), optionally fused with ReLU.
-// Kernel shape [in, units], as in TensorFlow. Products run as one multi-threaded GEMM each.
+// Kernel shape [in, units], as in TensorFlow. Forward and the input gradient run as one
+// multi-threaded GEMM each; the kernel gradient as one small GEMM per batch block and tile of
+// kernel rows, summed exactly (gradient_blocks.h).
 #pragma once
 
 #include "trainingd/engine/nn/layer.h"
@@ -17,7 +19,9 @@ class DenseLayer final : public Layer {
   int64_t NumParameters() const override { return in_ * spec_.units + spec_.units; }
   int64_t ScratchBytes(int64_t batch, Mode mode, int threads) const override;
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
-  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
+  using Layer::Backward;
+  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
+                GradientBlocks& blocks) override;
   std::vector<Parameter*> parameters() override { return {&kernel_, &bias_}; }
   int64_t ForwardFlopsPerExample() const override { return 2 * in_ * spec_.units; }
 
@@ -26,7 +30,13 @@ class DenseLayer final : public Layer {
   int64_t in_ = 0;
   Parameter kernel_;
   Parameter bias_;
-  Tensor dy_;  // output gradient masked by the ReLU
+  // Elements of one tile of kernel-gradient partials: small enough to stay in cache with its sums.
+  static constexpr int64_t kTileElements = 16384;
+  int64_t RowsPerTile() const;
+
+  Tensor dy_;                  // output gradient masked by the ReLU
+  Tensor dbias_part_;          // one block's bias gradient
+  std::vector<Tensor> parts_;  // per chunk: one tile of one block's kernel gradient
 };
 
 }  // namespace trainingd::engine

@@ -14,7 +14,9 @@ class ReluLayer final : public Layer {
   const char* type() const override { return "relu"; }
   Result<Shape> Configure(const Shape& input) override;
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
-  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
+  using Layer::Backward;
+  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
+                GradientBlocks& blocks) override;
 };
 
 // In training, zeroes each unit with probability `rate` and scales the rest by 1 / (1 - rate);
@@ -25,7 +27,9 @@ class DropoutLayer final : public Layer {
   const char* type() const override { return "dropout"; }
   Result<Shape> Configure(const Shape& input) override;
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
-  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
+  using Layer::Backward;
+  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
+                GradientBlocks& blocks) override;
   Rng* rng() override { return &rng_; }
   void set_example_offset(int64_t offset) override { example_offset_ = offset; }
   int64_t ScratchBytes(int64_t batch, Mode mode, int threads) const override;
@@ -48,7 +52,9 @@ class FlattenLayer final : public Layer {
   const char* type() const override { return "flatten"; }
   Result<Shape> Configure(const Shape& input) override;
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
-  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
+  using Layer::Backward;
+  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
+                GradientBlocks& blocks) override;
 };
 
 }  // namespace trainingd::engine

@@ -6,7 +6,9 @@
 // thread-safe; they parallelise internally with ParallelFor.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,8 +22,15 @@ namespace trainingd::engine {
 struct Parameter {
   std::string name;
   Tensor value;
-  Tensor grad;  // same shape as value; overwritten by every Backward
+  Tensor grad;  // same shape as value; FinishGradients writes it after every Backward
+  // Backward's exact sum of the gradient over the batch, in fixed point: grad = sum *
+  // 2^-sum_exponent (GradientBlocks). A view of the model's flat sum buffer, as many elements as
+  // value; a data-parallel step adds up the ranks' sums before FinishGradients.
+  std::span<int64_t> sum;
+  int sum_exponent = 0;
 };
+
+class GradientBlocks;
 
 enum class Mode { kTrain, kEval };
 
@@ -62,10 +71,15 @@ class Layer {
   // out = f(in). Resizes `out` as needed.
   virtual void Forward(const Tensor& in, Tensor& out, Mode mode) = 0;
 
-  // Given in/out of the latest Forward and dout = dLoss/dout, writes every parameter's grad and,
-  // when `din` is not null, dLoss/din. The first layer of a model gets din == nullptr, which lets
-  // it skip the input gradient entirely.
-  virtual void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) = 0;
+  // Given in/out of the latest Forward and dout = dLoss/dout, writes every parameter's exact
+  // gradient sum (Parameter::sum, summed over `blocks`, see gradient_blocks.h) and, when `din` is
+  // not null, dLoss/din. The first layer of a model gets din == nullptr, which lets it skip the
+  // input gradient entirely.
+  virtual void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
+                        GradientBlocks& blocks) = 0;
+  // The same over the whole batch as one block, in one process, then FinishGradients: every
+  // parameter's grad is written (layer tests). Gives parameters without a sum buffer their own.
+  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din);
 
   virtual std::vector<Parameter*> parameters() { return {}; }
 
@@ -83,6 +97,7 @@ class Layer {
 
  private:
   std::string name_;
+  std::vector<std::vector<int64_t>> own_sums_;  // sum buffers of a layer outside a model
 };
 
 }  // namespace trainingd::engine

@@ -17,7 +17,9 @@ class MaxPool2dLayer final : public Layer {
   Result<Shape> Configure(const Shape& input) override;
   int64_t ScratchBytes(int64_t batch, Mode mode, int threads) const override;
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
-  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din) override;
+  using Layer::Backward;
+  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
+                GradientBlocks& blocks) override;
 
  private:
   int64_t pool_, stride_;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "trainingd/engine/nn/gradient_blocks.h"
 #include "trainingd/engine/nn/layer.h"
 #include "trainingd/engine/nn/model_spec.h"
 #include "trainingd/engine/session/step_trace.h"
@@ -52,15 +53,23 @@ class Model {
   // Runs the layers on a batch [B, input_shape...] and returns the logits [B, num_classes]. In
   // kTrain mode the activations are kept for Backward; `input` must outlive the next Backward.
   const Tensor& Forward(const Tensor& input, Mode mode);
-  // Back-propagates dLoss/dlogits through the latest Forward, writing every parameter's grad.
+  // Back-propagates dLoss/dlogits through the latest Forward, writing every parameter's exact
+  // sum over `blocks` (Parameter::sum). A data-parallel step then adds up the ranks' sums
+  // (flat_gradient_sums) and calls FinishGradients.
+  void Backward(const Tensor& dlogits, GradientBlocks& blocks);
+  // Every parameter's grad from its sum.
+  void FinishGradients();
+  // Backward over the batch as one block, then FinishGradients (one process).
   void Backward(const Tensor& dlogits);
 
   // Every trainable parameter, in layer order (kernel before bias).
   const std::vector<Parameter*>& parameters() const { return params_; }
-  // Every parameter's gradient lives in this one buffer (each grad is a view into it, in
-  // parameter order, each starting on a 64-byte boundary; the padding stays zero), so a
-  // data-parallel step reduces all gradients with one call and no copies.
+  // Every parameter's gradient lives in one buffer, and its exact sum in another (each grad and
+  // sum is a view into them, in parameter order, each starting on a 64-byte boundary; the
+  // padding stays zero), so a data-parallel step reduces all gradients with one call and no
+  // copies.
   std::span<float> flat_gradients() { return {flat_grads_.data(), flat_grads_.size()}; }
+  std::span<int64_t> flat_gradient_sums() { return {flat_sums_.data(), flat_sums_.size()}; }
   // The position of this process's examples in the global batch of a data-parallel step (0 in
   // one process): dropout keys its masks by the global example index, so a model split over N
   // processes draws the same masks as one.
@@ -96,6 +105,7 @@ class Model {
   std::vector<Shape> shapes_;
   std::vector<Parameter*> params_;
   std::vector<float, Align64Allocator<float>> flat_grads_;
+  std::vector<int64_t, Align64Allocator<int64_t>> flat_sums_;
   // needs_input_grad_[i]: some layer before i has parameters, so layer i must pass a gradient
   // down. A parameter-free prefix (e.g. the flatten in front of the first dense layer) gets none.
   std::vector<bool> needs_input_grad_;

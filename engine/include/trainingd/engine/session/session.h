@@ -88,6 +88,8 @@ struct SessionConfig {
   // the global batch then, evaluations are sharded and reduced, and the chief's session creator
   // hands its state to the workers'.
   std::shared_ptr<Communicator> communicator;
+  // The blocks each batch's gradients are summed in (TrainerOptions::reduction_blocks).
+  int reduction_blocks = kDefaultReductionBlocks;
 };
 
 class Session {

@@ -2,10 +2,11 @@
 //
 // Step() performs one training step: next batch, forward, softmax cross-entropy, backward, one
 // optimizer update, global_step + 1. Data-parallel (a Communicator of N ranks): every rank walks
-// the same global batch sequence and trains on its contiguous slice of each global batch; its
-// gradients are its examples' sum divided by the global batch, the ranks' gradients are summed
-// (one allreduce of the model's flat gradient buffer) and every rank applies the same update. So
-// N ranks compute what one process computes, up to the order of float additions. Evaluate() runs a
+// the same global batch sequence and trains on its run of whole blocks of each global batch
+// (gradient_blocks.h); its gradients are exact fixed-point sums over its examples, divided by the
+// global batch, the ranks' sums are added up (one allreduce of the model's flat sum buffer) and
+// every rank applies the same update. So N ranks compute what one process computes, to the last
+// bit, whatever N and the thread counts. Evaluate() runs a
 // whole split in inference mode. This is the numerical core that the monitored session drives; it
 // owns no files and no threads of its own. Not thread-safe: one thread drives a Trainer.
 #pragma once
@@ -30,6 +31,9 @@ struct TrainerOptions {
   // The ranks of a data-parallel job (docs/distributed.md); null = one process. Must outlive
   // the Trainer.
   Communicator* communicator = nullptr;
+  // The blocks every batch's gradient sums are cut into (gradient_blocks.h): results are the
+  // same for any number of ranks up to min(reduction_blocks, batch_size).
+  int reduction_blocks = kDefaultReductionBlocks;
 };
 
 // One rank's latest step of a data-parallel job: its compute (input, forward, loss, backward)
@@ -120,8 +124,11 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BatchIterator> input_;
-  Communicator* comm_ = nullptr;   // null or size 1: one process
-  Shard shard_;                    // this rank's part of every global batch
+  // The blocks a batch of `batch` examples is cut into.
+  int64_t BlocksOf(int64_t batch) const;
+
+  Communicator* comm_ = nullptr;  // null or size 1: one process
+  int reduction_blocks_ = kDefaultReductionBlocks;
   int64_t batch_size_ = 0;         // global
   std::vector<double> step_sums_;  // the step's small reduction: loss, correct, votes, timings
   std::vector<RankTiming> rank_timings_;

@@ -1,0 +1,51 @@
+// Fixed-point kernels of the exact gradient sums (GradientBlocks; private to engine/src).
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#include "trainingd/engine/nn/gradient_blocks.h"
+
+namespace trainingd::engine::internal {
+
+// acc[i] += round(p[i] * 2^exponent), for |p[i] * 2^exponent| < 2^51: adding 1.5 * 2^52 to a
+// double rounds it to an integer held in the low bits of its mantissa, which vectorises where a
+// float-to-int64 conversion does not (AVX2). Nothing for kNonFiniteExponent.
+inline void AddFixed(const float* p, int64_t n, int exponent, int64_t* acc) {
+  if (exponent == kNonFiniteExponent) return;
+  constexpr double kMagic = 0x1.8p52;
+  constexpr int64_t kMagicBits = std::bit_cast<int64_t>(kMagic);
+  const double scale = std::ldexp(1.0, exponent);
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    acc[i] += std::bit_cast<int64_t>(static_cast<double>(p[i]) * scale + kMagic) - kMagicBits;
+  }
+}
+
+// The largest |x[i]|; +infinity when some x[i] is not finite.
+inline float MaxAbs(const float* x, int64_t n) {
+  float m = 0.0f, nonfinite = 0.0f;
+#pragma omp simd reduction(max : m) reduction(+ : nonfinite)
+  for (int64_t i = 0; i < n; ++i) {
+    m = std::max(m, std::fabs(x[i]));
+    nonfinite += x[i] * 0.0f;  // NaN for an infinite or NaN x[i], 0 otherwise
+  }
+  return nonfinite == 0.0f ? m : INFINITY;
+}
+
+// MaxAbs of g[i] where y[i] > 0 (the gradient through a ReLU whose output is y), or of all g
+// without the ReLU.
+inline float MaxAbsGrad(const float* y, const float* g, int64_t n, bool relu) {
+  if (!relu) return MaxAbs(g, n);
+  float m = 0.0f, nonfinite = 0.0f;
+#pragma omp simd reduction(max : m) reduction(+ : nonfinite)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = y[i] > 0.0f ? g[i] : 0.0f;
+    m = std::max(m, std::fabs(v));
+    nonfinite += v * 0.0f;
+  }
+  return nonfinite == 0.0f ? m : INFINITY;
+}
+
+}  // namespace trainingd::engine::internal

@@ -2,8 +2,10 @@
 //
 //   mpirun -np 2 ... build/bench/allreduce_bench [--model cnn] [--reps 50]
 //
-// Rank 0 prints: the model's flat gradient buffer (what one step reduces), the median and spread
-// of MpiCommunicator::AllreduceSum over it, and the memory-bandwidth bound on one machine: every
+// Rank 0 prints: the model's flat buffer of exact gradient sums (what one step reduces: 64-bit
+// integers, gradient_blocks.h), the median and spread of MpiCommunicator::AllreduceSum over it,
+// and the same for the float gradient buffer (half the bytes, what the step reduced before the
+// sums were exact), and the memory-bandwidth bound on one machine: every
 // rank must at least read its own buffer and the others' and write its result, timed here as one
 // memcpy-like pass (read + write) of the buffer per rank, with all ranks copying at once.
 #include <algorithm>
@@ -52,41 +54,58 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto model = eng::Model::Build(*spec, eng::Shape{28, 28, 1}, 10, 1);
+  std::span<int64_t> sums = (*model)->flat_gradient_sums();
   std::span<float> grads = (*model)->flat_gradients();
-  for (size_t i = 0; i < grads.size(); ++i) grads[i] = 1e-3f * static_cast<float>(i % 97);
-  const double mb = static_cast<double>(grads.size_bytes()) / 1e6;
-
-  std::vector<double> reduce, copy;
-  std::vector<float> scratch(grads.size());
-  for (int r = 0; r < reps + 5; ++r) {
-    (void)(*comm)->Barrier();
-    auto t0 = Clock::now();
-    eng::Status st = (*comm)->AllreduceSum(grads);
-    const double t = Seconds(t0);
-    if (!st.ok()) {
-      std::fprintf(stderr, "%s\n", st.ToString().c_str());
-      return 1;
-    }
-    (void)(*comm)->Barrier();
-    t0 = Clock::now();
-    std::memcpy(scratch.data(), grads.data(), grads.size_bytes());
-    const double c = Seconds(t0);
-    if (r >= 5) {  // warm-up excluded
-      reduce.push_back(t);
-      copy.push_back(c);
-    }
+  for (size_t i = 0; i < sums.size(); ++i) {
+    sums[i] = static_cast<int64_t>(i % 97) << 40;
+    grads[i] = 1e-3f * static_cast<float>(i % 97);
   }
-  const Stats s = Summarize(reduce), m = Summarize(copy);
+  // Times `reduce` and one copy of `buffer` (both ranks at once), warm-up excluded.
+  auto measure = [&](auto buffer, auto reduce, std::vector<double>& times,
+                     std::vector<double>& copies) -> bool {
+    std::vector<std::byte> scratch(buffer.size_bytes());
+    for (int r = 0; r < reps + 5; ++r) {
+      (void)(*comm)->Barrier();
+      auto t0 = Clock::now();
+      eng::Status st = reduce();
+      const double t = Seconds(t0);
+      if (!st.ok()) {
+        std::fprintf(stderr, "%s\n", st.ToString().c_str());
+        return false;
+      }
+      (void)(*comm)->Barrier();
+      t0 = Clock::now();
+      std::memcpy(scratch.data(), buffer.data(), buffer.size_bytes());
+      const double c = Seconds(t0);
+      if (r >= 5) {
+        times.push_back(t);
+        copies.push_back(c);
+      }
+    }
+    return true;
+  };
+  std::vector<double> sum_times, sum_copies, float_times, float_copies;
+  if (!measure(
+          sums, [&] { return (*comm)->AllreduceSum(sums); }, sum_times, sum_copies) ||
+      !measure(
+          grads, [&] { return (*comm)->AllreduceSum(grads); }, float_times, float_copies)) {
+    return 1;
+  }
   if ((*comm)->is_chief()) {
-    std::printf(
-        "model %s: gradient buffer %.2f MB (%zu floats), %d ranks, %d reps\n"
-        "allreduce: median %.3f ms (min %.3f, max %.3f), %.2f GB/s of buffer per rank\n"
-        "one copy of the buffer (read + write) with every rank copying: median %.3f ms "
-        "(min %.3f, max %.3f)\n"
-        "allreduce / copy: %.2f\n",
-        model_name.c_str(), mb, grads.size(), (*comm)->size(), reps, s.median * 1e3, s.min * 1e3,
-        s.max * 1e3, mb / 1e3 / s.median, m.median * 1e3, m.min * 1e3, m.max * 1e3,
-        s.median / m.median);
+    std::printf("model %s: %zu parameters (with padding), %d ranks, %d reps\n", model_name.c_str(),
+                sums.size(), (*comm)->size(), reps);
+    const auto report = [](const char* what, size_t bytes, const std::vector<double>& t,
+                           const std::vector<double>& c) {
+      const Stats s = Summarize(t), m = Summarize(c);
+      const double mb = static_cast<double>(bytes) / 1e6;
+      std::printf(
+          "%s, %.2f MB: allreduce median %.3f ms (min %.3f, max %.3f); one copy median %.3f ms "
+          "(min %.3f, max %.3f); allreduce / copy %.2f\n",
+          what, mb, s.median * 1e3, s.min * 1e3, s.max * 1e3, m.median * 1e3, m.min * 1e3,
+          m.max * 1e3, s.median / m.median);
+    };
+    report("exact sums (int64, the step's reduction)", sums.size_bytes(), sum_times, sum_copies);
+    report("float gradients", grads.size_bytes(), float_times, float_copies);
   }
   return 0;
 }

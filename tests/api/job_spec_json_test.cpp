@@ -604,7 +604,7 @@ TEST(JobSpecJsonTest, TheDistributedSectionIsCheckedFieldByField) {
   EXPECT_EQ(s.distributed.workers, 4);
   EXPECT_EQ(s.distributed.max_restarts, 3);
   EXPECT_EQ(s.distributed.stall_timeout_secs, 60);
-  EXPECT_EQ(s.distributed.reduction_blocks, 12);
+  EXPECT_EQ(s.distributed.reduction_blocks, 4);
   MustFail(Spec(R"("distributed": {"worker": 2})"),
            "distributed.worker: unknown field; known: workers, hosts, hostfile, max_restarts, "
            "stall_timeout_secs, reduction_blocks");
@@ -634,7 +634,7 @@ TEST(JobSpecJsonTest, TheDistributedSectionIsCheckedFieldByField) {
   MustFail(Spec(R"("distributed": {"reduction_blocks": 4097})"),
            "distributed.reduction_blocks: must be in [1, 4096], got 4097");
   MustFail(Spec(R"("batch_size": 100, "distributed": {"workers": 16})"),
-           "distributed.reduction_blocks: 12 is less than the 16 workers: each trains on whole "
+           "distributed.reduction_blocks: 4 is less than the 16 workers: each trains on whole "
            "blocks of every batch, so it needs at least one; a multiple of the worker counts you "
            "use keeps their shares even");
   EXPECT_EQ(MustParse(Spec(R"("batch_size": 100,

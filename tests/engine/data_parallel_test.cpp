@@ -174,10 +174,12 @@ void ExpectIdentical(const Outcome& a, const Outcome& b) {
 }
 
 TEST(DataParallelTest, RanksAndThreadsComputeBitForBitWhatOneProcessComputes) {
-  for (int64_t batch : {10, 30}) {  // one example per block; 12 blocks of 2 and 3
-    SCOPED_TRACE("batch " + std::to_string(batch));
+  // Blocks of one example; 4 blocks of 7 and 8 (the default); 12 blocks of 2 and 3.
+  for (auto [batch, blocks] : {std::pair{10, 12}, {30, 4}, {30, 12}}) {
+    SCOPED_TRACE("batch " + std::to_string(batch) + ", " + std::to_string(blocks) + " blocks");
     JobSpec spec = SmallCnnJob(12);
     spec.batch_size = batch;
+    spec.distributed.reduction_blocks = blocks;
     ScopedDir d1("dp1");
     const Outcome one = RunOnRanks(spec, 1, d1.path());
     ASSERT_EQ(one.global_step, 12);

@@ -30,8 +30,9 @@ class Communicator;
 // The most blocks a batch may be cut into: 2^12 block partials of at most 2^48 grid steps each
 // add up to less than 2^62, so the integer sums cannot overflow.
 inline constexpr int kMaxReductionBlocks = 4096;
-// The default: whole blocks for 1, 2, 3, 4, 6 and 12 ranks alike.
-inline constexpr int kDefaultReductionBlocks = 12;
+// The default: whole blocks for 1, 2 and 4 ranks alike, and blocks large enough to cost little
+// (docs/distributed.md#how-exact-bit-for-bit-for-any-number-of-workers-and-threads).
+inline constexpr int kDefaultReductionBlocks = 4;
 
 class GradientBlocks {
  public:

@@ -263,7 +263,9 @@ bool IsHostEntry(const std::string& entry) {
          std::stoi(slots) > 0;
 }
 
-static_assert(DistributedSpec{}.reduction_blocks == kDefaultReductionBlocks);
+// DistributedSpec::reduction_blocks' default is GradientBlocks' (the struct holds strings, so it
+// cannot be checked as a constant expression).
+static_assert(kDefaultReductionBlocks == 4, "change DistributedSpec::reduction_blocks with it");
 
 Status CheckDistributed(const JobSpec& spec) {
   const DistributedSpec& d = spec.distributed;

@@ -2,10 +2,11 @@
 //
 //   mpirun -np 2 ... build/bench/allreduce_bench [--model cnn] [--reps 50]
 //
-// Rank 0 prints: the model's flat buffer of exact gradient sums (what one step reduces: 64-bit
-// integers, gradient_blocks.h), the median and spread of MpiCommunicator::AllreduceSum over it,
-// and the same for the float gradient buffer (half the bytes, what the step reduced before the
-// sums were exact), and the memory-bandwidth bound on one machine: every
+// Rank 0 prints, for the model's flat buffer of exact gradient sums (64-bit integers,
+// gradient_blocks.h), the median and spread of the step's reduction (ReduceScatterSum, then
+// AllgatherParts of the float gradients) and of a plain int64 AllreduceSum; the same for an
+// allreduce of the float gradient buffer (what the step did before the sums were exact); and
+// the memory-bandwidth bound on one machine: every
 // rank must at least read its own buffer and the others' and write its result, timed here as one
 // memcpy-like pass (read + write) of the buffer per rank, with all ranks copying at once.
 #include <algorithm>
@@ -84,11 +85,20 @@ int main(int argc, char** argv) {
     }
     return true;
   };
-  std::vector<double> sum_times, sum_copies, float_times, float_copies;
-  if (!measure(
-          sums, [&] { return (*comm)->AllreduceSum(sums); }, sum_times, sum_copies) ||
-      !measure(
-          grads, [&] { return (*comm)->AllreduceSum(grads); }, float_times, float_copies)) {
+  // The step's reduction: a ring reduce-scatter of the sums, then an allgather of float parts.
+  const eng::Shard part =
+      eng::ShardOf(static_cast<int64_t>(sums.size()), (*comm)->rank(), (*comm)->size());
+  std::vector<int64_t> part_sums(static_cast<size_t>(part.count));
+  const auto step_reduction = [&] {
+    eng::Status st = (*comm)->ReduceScatterSum(sums, part_sums);
+    return st.ok() ? (*comm)->AllgatherParts(grads) : st;
+  };
+  const auto int64_allreduce = [&] { return (*comm)->AllreduceSum(sums); };
+  const auto float_allreduce = [&] { return (*comm)->AllreduceSum(grads); };
+  std::vector<double> step_times, step_copies, sum_times, sum_copies, float_times, float_copies;
+  if (!measure(sums, step_reduction, step_times, step_copies) ||
+      !measure(sums, int64_allreduce, sum_times, sum_copies) ||
+      !measure(grads, float_allreduce, float_times, float_copies)) {
     return 1;
   }
   if ((*comm)->is_chief()) {
@@ -104,7 +114,9 @@ int main(int argc, char** argv) {
           what, mb, s.median * 1e3, s.min * 1e3, s.max * 1e3, m.median * 1e3, m.min * 1e3,
           m.max * 1e3, s.median / m.median);
     };
-    report("exact sums (int64, the step's reduction)", sums.size_bytes(), sum_times, sum_copies);
+    report("the step's: reduce-scatter of the int64 sums + allgather of float parts",
+           sums.size_bytes(), step_times, step_copies);
+    report("allreduce of the int64 sums", sums.size_bytes(), sum_times, sum_copies);
     report("float gradients", grads.size_bytes(), float_times, float_copies);
   }
   return 0;

@@ -32,6 +32,17 @@ class ThreadGroup {
     barrier_.arrive_and_wait();  // everyone has read every rank's data
     std::copy(sum.begin(), sum.end(), data.begin());
   }
+  // Every rank's part (ShardOf) of its own `data` into every rank's `data`.
+  void AllgatherParts(int rank, std::span<float> data) {
+    slots_[rank] = data.data();
+    barrier_.arrive_and_wait();
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank) continue;
+      const Shard s = ShardOf(static_cast<int64_t>(data.size()), r, size_);
+      std::copy_n(static_cast<const float*>(slots_[r]) + s.begin, s.count, data.data() + s.begin);
+    }
+    barrier_.arrive_and_wait();
+  }
   void Broadcast(int rank, std::span<std::byte> data, int root) {
     if (rank == root) slots_[root] = data.data();
     barrier_.arrive_and_wait();
@@ -62,6 +73,17 @@ class ThreadCommunicator final : public Communicator {
   }
   Status AllreduceSum(std::span<int64_t> data) override {
     group_->Allreduce(rank_, data);
+    return Status::Ok();
+  }
+  Status ReduceScatterSum(std::span<const int64_t> in, std::span<int64_t> out) override {
+    std::vector<int64_t> all(in.begin(), in.end());
+    group_->Allreduce(rank_, std::span<int64_t>(all));
+    const Shard s = ShardOf(static_cast<int64_t>(in.size()), rank_, size());
+    std::copy_n(all.begin() + s.begin, s.count, out.begin());
+    return Status::Ok();
+  }
+  Status AllgatherParts(std::span<float> data) override {
+    group_->AllgatherParts(rank_, data);
     return Status::Ok();
   }
   Status AllreduceMax(std::span<float> data) override {

@@ -39,20 +39,23 @@ int FixedPointExponent(double bound) {
   return 48 - k;
 }
 
+void SumsToGradient(const int64_t* sums, int64_t n, int exponent, float* grad) {
+  if (exponent == kNonFiniteExponent) {
+    std::fill(grad, grad + n, NAN);
+    return;
+  }
+  const double scale = std::ldexp(1.0, -exponent);
+  ParallelFor(n, 1 << 16, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) {
+      grad[i] = static_cast<float>(static_cast<double>(sums[i]) * scale);
+    }
+  });
+}
+
 void FinishGradients(std::span<Parameter* const> params) {
   for (Parameter* p : params) {
-    float* g = p->grad.data();
-    const int64_t* s = p->sum.data();
-    if (p->sum_exponent == kNonFiniteExponent) {
-      std::fill(g, g + p->grad.size(), NAN);
-      continue;
-    }
-    const double scale = std::ldexp(1.0, -p->sum_exponent);
-    ParallelFor(p->grad.size(), 1 << 16, [&](int64_t begin, int64_t end) {
-#pragma omp simd
-      for (int64_t i = begin; i < end; ++i)
-        g[i] = static_cast<float>(static_cast<double>(s[i]) * scale);
-    });
+    SumsToGradient(p->sum.data(), p->grad.size(), p->sum_exponent, p->grad.data());
   }
 }
 

@@ -66,6 +66,7 @@ Result<std::unique_ptr<Model>> Model::Build(const ModelSpec& spec, const Shape& 
     p->grad = Tensor::View(p->value.shape(), (*m)->flat_grads_.data() + offset);
     p->sum =
         std::span<int64_t>((*m)->flat_sums_.data() + offset, static_cast<size_t>(p->value.size()));
+    (*m)->flat_offsets_.push_back(offset);
     offset += padded(p->value.size());
   }
   return m;
@@ -144,6 +145,18 @@ void Model::Backward(const Tensor& dlogits) {
 }
 
 void Model::FinishGradients() { engine::FinishGradients(params_); }
+
+void Model::FinishGradients(std::span<const int64_t> sums, int64_t first) {
+  const int64_t last = first + static_cast<int64_t>(sums.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Parameter& p = *params_[i];
+    const int64_t begin = std::max(first, flat_offsets_[i]);
+    const int64_t end = std::min(last, flat_offsets_[i] + p.grad.size());
+    if (begin >= end) continue;
+    SumsToGradient(sums.data() + (begin - first), end - begin, p.sum_exponent,
+                   flat_grads_.data() + begin);
+  }
+}
 
 void Model::Backward(const Tensor& dlogits, GradientBlocks& blocks) {
   const Tensor* dy = &dlogits;

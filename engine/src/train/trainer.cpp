@@ -99,8 +99,19 @@ StepResult Trainer::Step(const StepOptions& options) {
     const Clock::time_point reduce_start = Clock::now();
     // The gradients' exact sums, then the step's loss, accuracy and stop votes and each rank's
     // timings (in its own slots, zero elsewhere), summed over the ranks.
+    // The sums are reduced in parts: each rank receives the total of its part of the flat buffer
+    // only, converts that part to float gradients, and the ranks then exchange their parts: 12
+    // bytes per parameter on the wire instead of an int64 allreduce's 16.
     r.error = blocks.status();
-    if (r.error.ok()) r.error = comm_->AllreduceSum(model_->flat_gradient_sums());
+    const std::span<int64_t> grad_sums = model_->flat_gradient_sums();
+    const Shard part =
+        ShardOf(static_cast<int64_t>(grad_sums.size()), comm_->rank(), comm_->size());
+    part_sums_.resize(static_cast<size_t>(part.count));
+    if (r.error.ok()) r.error = comm_->ReduceScatterSum(grad_sums, part_sums_);
+    if (r.error.ok()) {
+      model_->FinishGradients(part_sums_, part.begin);
+      r.error = comm_->AllgatherParts(model_->flat_gradients());
+    }
     const int n = comm_->size(), me = comm_->rank();
     std::vector<double>& sums = step_sums_;
     sums.assign(static_cast<size_t>(3 + 2 * n), 0.0);
@@ -128,7 +139,7 @@ StepResult Trainer::Step(const StepOptions& options) {
     la.accuracy = sums[1] / static_cast<double>(global_batch);
     r.stop_agreed = sums[2] > 0;
   }
-  model_->FinishGradients();
+  if (!comm_) model_->FinishGradients();
   r.learning_rate = optimizer_->LearningRate(global_step_);
   if (timed) t0 = Clock::now();
   optimizer_->Apply(model_->parameters(), global_step_);

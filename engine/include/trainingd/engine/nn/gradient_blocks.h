@@ -75,5 +75,7 @@ int FixedPointExponent(double bound);
 
 // Each parameter's gradient from its fixed-point sum: grad = sum * 2^-sum_exponent.
 void FinishGradients(std::span<Parameter* const> params);
+// The same for `n` sums of one parameter whose exponent is `exponent`.
+void SumsToGradient(const int64_t* sums, int64_t n, int exponent, float* grad);
 
 }  // namespace trainingd::engine

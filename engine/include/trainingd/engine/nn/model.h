@@ -59,6 +59,10 @@ class Model {
   void Backward(const Tensor& dlogits, GradientBlocks& blocks);
   // Every parameter's grad from its sum.
   void FinishGradients();
+  // The gradients of the flat elements [first, first + sums.size()) from `sums`, the ranks' total
+  // of those elements of flat_gradient_sums (Communicator::ReduceScatterSum); the other
+  // gradients are left as they are.
+  void FinishGradients(std::span<const int64_t> sums, int64_t first);
   // Backward over the batch as one block, then FinishGradients (one process).
   void Backward(const Tensor& dlogits);
 
@@ -106,6 +110,7 @@ class Model {
   std::vector<Parameter*> params_;
   std::vector<float, Align64Allocator<float>> flat_grads_;
   std::vector<int64_t, Align64Allocator<int64_t>> flat_sums_;
+  std::vector<int64_t> flat_offsets_;  // where each parameter starts in the flat buffers
   // needs_input_grad_[i]: some layer before i has parameters, so layer i must pass a gradient
   // down. A parameter-free prefix (e.g. the flatten in front of the first dense layer) gets none.
   std::vector<bool> needs_input_grad_;

@@ -4,11 +4,12 @@
 // optimizer update, global_step + 1. Data-parallel (a Communicator of N ranks): every rank walks
 // the same global batch sequence and trains on its run of whole blocks of each global batch
 // (gradient_blocks.h); its gradients are exact fixed-point sums over its examples, divided by the
-// global batch, the ranks' sums are added up (one allreduce of the model's flat sum buffer) and
-// every rank applies the same update. So N ranks compute what one process computes, to the last
-// bit, whatever N and the thread counts. Evaluate() runs a
-// whole split in inference mode. This is the numerical core that the monitored session drives; it
-// owns no files and no threads of its own. Not thread-safe: one thread drives a Trainer.
+// global batch, the ranks' sums are added up (a reduce-scatter of the model's flat sum buffer, each
+// rank converting its part, then an allgather of the float parts) and every rank applies the same
+// update. So N ranks compute what one process computes, to the last bit, whatever N and the thread
+// counts. Evaluate() runs a whole split in inference mode. This is the numerical core that the
+// monitored session drives; it owns no files and no threads of its own. Not thread-safe: one thread
+// drives a Trainer.
 #pragma once
 
 #include <chrono>
@@ -129,8 +130,9 @@ class Trainer {
 
   Communicator* comm_ = nullptr;  // null or size 1: one process
   int reduction_blocks_ = kDefaultReductionBlocks;
-  int64_t batch_size_ = 0;         // global
-  std::vector<double> step_sums_;  // the step's small reduction: loss, correct, votes, timings
+  int64_t batch_size_ = 0;          // global
+  std::vector<double> step_sums_;   // the step's small reduction: loss, correct, votes, timings
+  std::vector<int64_t> part_sums_;  // this rank's part of the ranks' total gradient sums
   std::vector<RankTiming> rank_timings_;
   double last_allreduce_seconds_ = 0;
   int64_t global_step_ = 0;

@@ -1,5 +1,6 @@
 // GemmRows' promise (engine/src/nn/gemm.h): each row of a product comes out bit for bit the same
-// however many rows the call has, where the row sits, and how many threads run it. A plain
+// however many rows the call has, where the row sits, and how many threads run it; and
+// GemmSerial's: the same result whatever the thread count. A plain
 // cblas_sgemm breaks it for small products on AVX-512 machines (the first test shows where,
 // when it does), and data-parallel training depends on it (data_parallel_test.cpp).
 #include "nn/gemm.h"
@@ -78,6 +79,19 @@ TEST(GemmRowsTest, ALargeProductDoesNotDependOnTheThreads) {
     SetComputeThreads(1);
     EXPECT_EQ(std::memcmp(one.data(), two.data(), 4 * one.size()), 0);
   }
+}
+
+// The sums over a block of examples (a kernel gradient: patches^T * dY, k = the block's rows).
+TEST(GemmSerialTest, ASumOverManyRowsDoesNotDependOnTheThreads) {
+  const int64_t m = 392, n = 32, k = 2000;
+  const std::vector<float> a = Random(k * m, 7), b = Random(k * n, 8);
+  std::vector<float> one(static_cast<size_t>(m * n)), two(one.size());
+  SetComputeThreads(1);
+  GemmSerial(true, false, m, n, k, 1.0f, a.data(), m, b.data(), n, 0.0f, one.data(), n);
+  SetComputeThreads(2);
+  GemmSerial(true, false, m, n, k, 1.0f, a.data(), m, b.data(), n, 0.0f, two.data(), n);
+  SetComputeThreads(1);
+  EXPECT_EQ(std::memcmp(one.data(), two.data(), 4 * one.size()), 0);
 }
 
 TEST(GemmRowsTest, ComputesTheProduct) {

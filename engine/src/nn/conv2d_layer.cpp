@@ -329,8 +329,8 @@ void Conv2dLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& do
       for (int64_t e = 0; e < ne; ++e)
         Im2Col(in.data() + (e0 + e) * in_size, s.col.data() + e * pix * P);
       // dK += patches^T * dY
-      internal::Gemm(true, false, P, oc, rows, 1.0f, s.col.data(), P, g, oc, 1.0f, s.kpart.data(),
-                     oc);
+      internal::GemmSerial(true, false, P, oc, rows, 1.0f, s.col.data(), P, g, oc, 1.0f,
+                           s.kpart.data(), oc);
       if (din) {
         // dPatches = dY * K^T, then scatter back onto the input positions.
         internal::GemmRows(true, rows, P, oc, g, oc, w, oc, s.col.data(), P);

@@ -95,8 +95,8 @@ void DenseLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dou
       std::fill(sum, sum + rows * units, 0);
       for (int k = 0; k < blocks.size(); ++k) {
         const int64_t b0 = blocks.begin(k), n = blocks.end(k) - b0;
-        internal::Gemm(true, false, rows, units, n, 1.0f, in.data() + b0 * in_ + r0, in_,
-                       g + b0 * units, units, 0.0f, part.data(), units);
+        internal::GemmSerial(true, false, rows, units, n, 1.0f, in.data() + b0 * in_ + r0, in_,
+                             g + b0 * units, units, 0.0f, part.data(), units);
         internal::AddFixed(part.data(), rows * units, kernel_.sum_exponent, sum);
       }
     }

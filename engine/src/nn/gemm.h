@@ -12,6 +12,13 @@ namespace trainingd::engine::internal {
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// Gemm on the calling thread alone, whatever the thread count: for the products that sum over a
+// block of examples (GradientBlocks), whose results must not depend on the threads (OpenBLAS's
+// threaded driver cuts k into other blocks than its single-threaded one; see GemmRows).
+void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                int64_t ldc);
+
 // C = A * op(B) for products whose rows are independent (one example, or one output pixel, per
 // row), such that each row of C comes out bit for bit the same however many rows there are and
 // whichever row it is: a data-parallel rank computes some of the rows of one process's product,

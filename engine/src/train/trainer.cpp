@@ -97,11 +97,11 @@ StepResult Trainer::Step(const StepOptions& options) {
   StepResult r;
   if (comm_) {
     const Clock::time_point reduce_start = Clock::now();
-    // The gradients' exact sums, then the step's loss, accuracy and stop votes and each rank's
-    // timings (in its own slots, zero elsewhere), summed over the ranks.
-    // The sums are reduced in parts: each rank receives the total of its part of the flat buffer
-    // only, converts that part to float gradients, and the ranks then exchange their parts: 12
-    // bytes per parameter on the wire instead of an int64 allreduce's 16.
+    // The gradients' exact sums are reduced in parts: each rank receives the total of its part
+    // of the flat buffer only, converts that part to float gradients, and the ranks then
+    // exchange their parts (12 bytes per parameter on the wire instead of an int64 allreduce's
+    // 16). Then the step's loss, accuracy and stop votes and each rank's timings (in its own
+    // slots, zero elsewhere) are summed over the ranks.
     r.error = blocks.status();
     const std::span<int64_t> grad_sums = model_->flat_gradient_sums();
     const Shard part =

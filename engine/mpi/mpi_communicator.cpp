@@ -106,7 +106,8 @@ Status MpiCommunicator::ReduceScatterSum(std::span<const int64_t> in, std::span<
     return Status::Ok();
   }
   const int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
-  std::vector<int64_t> sending, receiving;
+  std::vector<int64_t>& sending = ring_[0];
+  std::vector<int64_t>& receiving = ring_[1];
   const int64_t* send = in.data() + part(rank_ - 1).begin;  // step 0 sends its own elements
   for (int k = 0; k < size_ - 1; ++k) {
     const Shard s = part(rank_ - k - 1), r = part(rank_ - k - 2);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/dist/communicator.h"
@@ -45,6 +46,8 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   int local_size_ = 1;
+  // ReduceScatterSum's running totals in flight (with 3 or more ranks), kept from step to step.
+  std::vector<int64_t> ring_[2];
 };
 
 }  // namespace trainingd::engine

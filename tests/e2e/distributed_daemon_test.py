@@ -75,8 +75,10 @@ def kill_and_time_next_step(d, job_id, pid):
             if len(attempts) >= 2:
                 from_step = attempts[-1]["from_step"]
         else:
+            # (The job's global_step comes from its summaries, so the checkpoint the attempt
+            # starts from may be past it.)
             status, body = d.call("GET", "/api/v1/jobs/%s/scalars?tag=loss&from_step=%d&to_step=%d"
-                                  % (job_id, from_step + 1, reached))
+                                  % (job_id, from_step + 1, max(reached, from_step + 1)))
             expect(status == 200, (status, body))
             if body["points"]:
                 return time.time() - killed_at

@@ -7,6 +7,7 @@ set -euo pipefail
 
 build_pkgs=(cmake ninja-build make g++ pkg-config clang-format libeigen3-dev zlib1g-dev libgtest-dev libopenblas-openmp-dev nlohmann-json3-dev libsqlite3-dev libboost-dev
             openmpi-bin libopenmpi-dev iproute2 procps
+            slurm-wlm munge
             systemd
             dataset-fashion-mnist python3-protobuf
             chromium)

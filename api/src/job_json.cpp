@@ -28,7 +28,7 @@ json JobToJson(const JobInfo& job, bool detail) {
       {"latest_scalars", json::object()},
   };
   for (const auto& [tag, value] : job.latest_scalars) out["latest_scalars"][tag] = value;
-  if (job.workers > 1) {
+  if (job.workers > 1 || !job.attempts.empty()) {
     json attempts = json::array();
     for (const AttemptInfo& a : job.attempts) {
       attempts.push_back({{"attempt", a.attempt},
@@ -46,6 +46,16 @@ json JobToJson(const JobInfo& job, bool detail) {
     }
     out["distributed"] = {
         {"workers", job.workers}, {"attempts", std::move(attempts)}, {"ranks", std::move(ranks)}};
+  }
+  out["executor"] = job.executor;
+  if (job.executor == "slurm") {
+    const SlurmInfo& s = job.slurm;
+    out["slurm"] = s.job_id == 0 ? json(nullptr)
+                                 : json{{"job_id", s.job_id},
+                                        {"state", s.state},
+                                        {"reason", s.reason},
+                                        {"nodes", s.nodes},
+                                        {"restarts", s.restarts}};
   }
   if (detail) {
     // The service stores the canonical spec as text; a spec that does not parse (it always should)

@@ -87,6 +87,10 @@ json EventValue(const eng::RunEvent& event) {
             {"wall_time", e->wall_time}};
   }
   if (const auto* e = std::get_if<eng::RankTimings>(&event)) return ProgressValue(*e);
+  if (const auto* e = std::get_if<eng::SchedulerStatus>(&event)) {
+    return {{"event", "scheduler"}, {"job_id", e->job_id}, {"state", e->state},
+            {"reason", e->reason},  {"nodes", e->nodes},   {"restarts", e->restarts}};
+  }
   const auto& end = std::get<eng::RunEnded>(event);
   if (!end.result.ok()) return {{"event", "end"}, {"error", StatusValue(end.result.status())}};
   const eng::JobResult& r = *end.result;
@@ -187,6 +191,17 @@ std::optional<eng::RunEvent> EventFrom(const json& o) {
       }
     }
     return t;
+  }
+  if (kind == "scheduler") {
+    eng::SchedulerStatus e;
+    int64_t restarts = 0;
+    if (!Get(o, "job_id", &e.job_id) || !Get(o, "state", &e.state) ||
+        !Get(o, "reason", &e.reason) || !Get(o, "nodes", &e.nodes) ||
+        !Get(o, "restarts", &restarts) || restarts < 0 || restarts > 1 << 30) {
+      return std::nullopt;
+    }
+    e.restarts = static_cast<int>(restarts);
+    return e;
   }
   if (kind != "end") return std::nullopt;
   if (const auto it = o.find("error"); it != o.end()) {

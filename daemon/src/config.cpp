@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <tuple>
 #include <type_traits>
 
 #include "trainingd/api/browser_policy.h"
@@ -67,16 +68,76 @@ eng::Status StringList(const json& value, const std::string& field, std::vector<
   return eng::Status::Ok();
 }
 
+// The "slurm" section over `o`; errors "slurm.<key>: <what>".
+eng::Status ApplySlurm(const json& v, SlurmOptions& o) {
+  constexpr const char* kPath = "slurm";
+  TRAININGD_RETURN_IF_ERROR(sj::CheckObject(
+      v, kPath,
+      {"partition", "account", "job_root", "sbatch_options", "trainingd_path", "data_root",
+       "poll_secs", "max_jobs", "time_limit_minutes", "cpus_per_task", "stop_grace_secs"},
+      "key"));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, kPath, "partition", &o.partition));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, kPath, "account", &o.account));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, kPath, "job_root", &o.job_root));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, kPath, "sbatch_options", &o.sbatch_options));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, kPath, "trainingd_path", &o.trainingd_path));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, kPath, "data_root", &o.data_root));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, kPath, "poll_secs", &o.poll_secs));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, kPath, "stop_grace_secs", &o.stop_grace_secs));
+  for (const auto& [key, lo, hi, out] :
+       {std::tuple{"max_jobs", 1, kMaxConcurrentJobs, &o.max_jobs},
+        std::tuple{"time_limit_minutes", 0, 1000000, &o.time_limit_minutes},
+        std::tuple{"cpus_per_task", 1, 256, &o.cpus_per_task}}) {
+    if (const auto it = v.find(key); it != v.end()) {
+      TRAININGD_RETURN_IF_ERROR(sj::ReadInt(*it, sj::Child(kPath, key), lo, hi, out));
+    }
+  }
+  if (!(o.poll_secs >= 0.05 && o.poll_secs <= 3600)) {
+    return sj::Bad("slurm.poll_secs", "must be in [0.05, 3600]");
+  }
+  if (!(o.stop_grace_secs >= 0 && o.stop_grace_secs <= 86400)) {
+    return sj::Bad("slurm.stop_grace_secs", "must be in [0, 86400]");
+  }
+  for (const auto& [key, value] :
+       {std::pair{"job_root", &o.job_root}, std::pair{"trainingd_path", &o.trainingd_path},
+        std::pair{"data_root", &o.data_root}}) {
+    if (!value->empty() && value->front() != '/') {
+      return sj::Bad(sj::Child(kPath, key), "must be an absolute path (the nodes use it)");
+    }
+  }
+  for (size_t i = 0; i < o.sbatch_options.size(); ++i) {
+    if (o.sbatch_options[i].rfind("-", 0) != 0) {
+      return sj::Bad(sj::Index("slurm.sbatch_options", i),
+                     "must be an option (start with -), got " + sj::Quote(o.sbatch_options[i]));
+    }
+  }
+  return eng::Status::Ok();
+}
+
 // The config document's keys over `c`; errors "<key>: <what>".
 eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
-  TRAININGD_RETURN_IF_ERROR(sj::CheckObject(
-      doc, "",
-      {"listen", "data_dir", "data_root", "web_dir", "token_file", "max_concurrent_jobs",
-       "threads_per_job", "http_threads", "http_handler_threads", "allowed_hosts",
-       "allowed_origins", "max_connections", "max_job_memory_bytes", "max_job_disk_bytes",
-       "max_checkpoints_per_job", "max_profiler_traces_per_job", "max_log_bytes_per_job",
-       "max_crash_restarts"},
-      "key"));
+  TRAININGD_RETURN_IF_ERROR(sj::CheckObject(doc, "",
+                                            {"listen",
+                                             "data_dir",
+                                             "data_root",
+                                             "web_dir",
+                                             "token_file",
+                                             "max_concurrent_jobs",
+                                             "threads_per_job",
+                                             "http_threads",
+                                             "http_handler_threads",
+                                             "allowed_hosts",
+                                             "allowed_origins",
+                                             "max_connections",
+                                             "max_job_memory_bytes",
+                                             "max_job_disk_bytes",
+                                             "max_checkpoints_per_job",
+                                             "max_profiler_traces_per_job",
+                                             "max_log_bytes_per_job",
+                                             "max_crash_restarts",
+                                             "executor",
+                                             "slurm"},
+                                            "key"));
   // An integer key in [lo, hi], when present.
   const auto integer = [&doc](const char* key, int64_t lo, int64_t hi, auto* out) {
     const auto it = doc.find(key);
@@ -124,7 +185,20 @@ eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
       integer("max_profiler_traces_per_job", 1, 100000, &c.limits.max_profiler_traces_per_job));
   TRAININGD_RETURN_IF_ERROR(
       integer("max_log_bytes_per_job", 4096, kBytes, &c.limits.max_log_bytes_per_job));
-  return integer("max_crash_restarts", 0, 1000, &c.limits.max_crash_restarts);
+  TRAININGD_RETURN_IF_ERROR(integer("max_crash_restarts", 0, 1000, &c.limits.max_crash_restarts));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(doc, "", "executor", &c.executor));
+  if (c.executor != "local" && c.executor != "slurm") {
+    return sj::Bad("executor", "must be \"local\" or \"slurm\", got " + sj::Quote(c.executor));
+  }
+  if (const auto it = doc.find("slurm"); it != doc.end()) {
+    TRAININGD_RETURN_IF_ERROR(ApplySlurm(*it, c.slurm));
+  }
+  if (c.executor == "slurm" && c.slurm.job_root.empty()) {
+    return sj::Bad("slurm.job_root",
+                   "is required with executor \"slurm\": a directory the daemon and the "
+                   "nodes share");
+  }
+  return eng::Status::Ok();
 }
 
 }  // namespace

@@ -106,7 +106,9 @@ struct JobFiles::Log {
 JobFiles::JobFiles(JobFilesOptions options) : options_(std::move(options)) {}
 JobFiles::~JobFiles() = default;
 
-std::string JobFiles::Dir(const std::string& id) const { return options_.data_dir + "/jobs/" + id; }
+std::string JobFiles::Dir(const std::string& id) const {
+  return (options_.jobs_dir.empty() ? options_.data_dir + "/jobs" : options_.jobs_dir) + "/" + id;
+}
 
 Status JobFiles::CreateDir(const std::string& id) {
   std::error_code ec;

@@ -28,6 +28,10 @@ struct JobManager::Job {
   // The first log line of this run the disk had no room for (the line was still published).
   eng::Status log_failure;
   bool suspect = false;  // this run is of a job that crashed the daemon before
+  // The executor holds a run of it (from its Start to its RunEnded). A job whose run waits in a
+  // cluster's queue is queued and has a run.
+  bool has_run = false;
+  api::SlurmInfo slurm;  // a run on Slurm: what Slurm says of it
   // A data-parallel job's attempts (also in the store) and its ranks' latest step (this run's).
   std::vector<api::AttemptInfo> attempts;
   std::vector<api::RankInfo> ranks;
@@ -57,7 +61,12 @@ JobManager::JobManager(Store& store, EventBus& bus, std::unique_ptr<Executor> ex
       executor_(std::move(executor)),
       options_(std::move(options)),
       env_(options_.env ? options_.env : eng::Env::Default()),
-      files_(JobFilesOptions{options_.data_dir, options_.limits.max_log_bytes_per_job}) {}
+      files_(JobFilesOptions{options_.data_dir, options_.jobs_dir,
+                             options_.limits.max_log_bytes_per_job}) {}
+
+std::string JobManager::JobsDir() const {
+  return options_.jobs_dir.empty() ? options_.data_dir + "/jobs" : options_.jobs_dir;
+}
 
 eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventBus& bus,
                                                             std::unique_ptr<Executor> executor,
@@ -75,9 +84,9 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
   std::unique_ptr<JobManager> m(
       new JobManager(store, bus, std::move(executor), std::move(options)));
   std::error_code ec;
-  fs::create_directories(m->options_.data_dir + "/jobs", ec);
+  fs::create_directories(m->JobsDir(), ec);
   if (ec) {
-    return eng::Status::IoError(m->options_.data_dir + "/jobs: cannot create: " + ec.message());
+    return eng::Status::IoError(m->JobsDir() + ": cannot create: " + ec.message());
   }
   // Load every job; the oldest unfinished ones go back in the queue first.
   std::vector<JobRecord> all;
@@ -101,7 +110,14 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
     } else {
       job->spec = std::move(spec).value();
     }
-    if (r.state == JobState::kRunning) {
+    job->slurm.job_id = r.slurm_job_id;
+    if (r.state == JobState::kRunning && m->executor_->RunsOutliveDaemon()) {
+      // Its run goes on without the daemon (a cluster job): not a suspect; its new Start
+      // reattaches to it.
+      r.state = JobState::kQueued;
+      r.reason = "the daemon restarted while it ran; following its run again";
+      m->queue_.push_back(r.id);
+    } else if (r.state == JobState::kRunning) {
       // Marked running before it trained and not ended: the daemon died under it.
       ++r.crash_count;
       if (r.crash_count > m->options_.limits.max_crash_restarts) {
@@ -133,7 +149,8 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
     if (latest.ok()) job->latest = *latest;
     job->attempts = std::move((*attempts)[r.id]);
     for (api::AttemptInfo& a : job->attempts) {
-      if (a.ended_at == 0) {  // it was running when the daemon died
+      // It was running when the daemon died (a cluster job's goes on).
+      if (a.ended_at == 0 && !m->executor_->RunsOutliveDaemon()) {
         a.ended_at = m->env_->NowSeconds();
         a.end = "the daemon died";
         store.PutAttempt(r.id, a);
@@ -252,6 +269,8 @@ api::JobInfo JobManager::InfoLocked(const Job& job, bool with_spec) const {
   i.workers = job.spec.distributed.workers;
   i.attempts = job.attempts;
   if (r.state == JobState::kRunning) i.ranks = job.ranks;
+  i.executor = executor_->Name(job.spec);
+  i.slurm = job.slurm;
   return i;
 }
 
@@ -342,6 +361,11 @@ eng::Result<api::JobInfo> JobManager::Stop(const std::string& id) {
   if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
   switch (job->rec.state) {
     case JobState::kQueued:
+      if (job->has_run) {  // waiting in a cluster's queue: its executor cancels it
+        executor_->RequestStop(id);
+        SetStateLocked(*job, JobState::kStopping);
+        break;
+      }
       queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
       job->rec.reason = "stopped before it started";
       SetStateLocked(*job, JobState::kStopped);
@@ -404,7 +428,7 @@ eng::Status JobManager::Delete(const std::string& id) {
     auto job = FindLocked(id);
     if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
     const JobState s = job->rec.state;
-    if (s == JobState::kRunning || s == JobState::kStopping) {
+    if (s == JobState::kRunning || s == JobState::kStopping || job->has_run) {
       return eng::Status::FailedPrecondition("job '" + id + "' is " + api::JobStateName(s) +
                                              ": stop it before deleting it");
     }
@@ -536,7 +560,7 @@ api::ServiceHealth JobManager::Health() {
 std::vector<std::string> JobManager::DiskProblems() const {
   std::vector<std::string> out;
   int64_t seen = -1;
-  for (const std::string& dir : {options_.data_dir, options_.data_dir + "/jobs"}) {
+  for (const std::string& dir : {options_.data_dir, JobsDir()}) {
     const int64_t fs = FileSystemOf(dir);
     if (fs == seen) continue;
     seen = fs;
@@ -612,8 +636,16 @@ void JobManager::ScheduleLoop() {
       job->log_failure = eng::Status::Ok();
       job->rec.error.clear();
       job->rec.reason.clear();
-      SetStateLocked(*job, JobState::kRunning);
+      // A run on a cluster is queued until the cluster runs it (its executor says when).
+      SetStateLocked(*job, executor_->RunsOutliveDaemon() ? JobState::kQueued : JobState::kRunning);
+      job->has_run = true;
       request = RunRequest{job->rec.id, job->spec, files_.Dir(job->rec.id), RunLimits()};
+    }
+    // What a cluster's scheduler is asked to reserve (a short read of the dataset's headers).
+    if (auto data = eng::ProbeJobDataset(request.spec.dataset, options_.data_root); data.ok()) {
+      if (auto plan = eng::PlanJob(request.spec, *data, request.limits); plan.ok()) {
+        request.memory_bytes = plan->memory();
+      }
     }
     // Durably running before it trains: if the process dies from here on, the next start
     // counts it (crash containment). Bounded, as the database may be failing.
@@ -708,12 +740,32 @@ void JobManager::OnRunEvent(const std::string& job_id, RunEvent event) {
         job->ranks.push_back({t.compute_seconds * 1e3, t.allreduce_seconds * 1e3});
       }
     }
+  } else if (auto* status = std::get_if<eng::SchedulerStatus>(&event)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto job = FindLocked(job_id);
+    if (!job) return;
+    if (job->slurm.job_id != status->job_id) store_.UpdateJobSlurmId(job_id, status->job_id);
+    job->slurm = {status->job_id, status->state, status->reason, status->nodes, status->restarts};
+    job->rec.slurm_job_id = status->job_id;
+    // Waiting in the cluster's queue is queued; running there is running. (A stop under way
+    // stays stopping.)
+    const JobState s = job->rec.state;
+    if (status->state == "PENDING" && s == JobState::kRunning) {
+      SetStateLocked(*job, JobState::kQueued);
+    } else if (status->state == "RUNNING" && s == JobState::kQueued) {
+      SetStateLocked(*job, JobState::kRunning);
+    } else {
+      // The state event carries no Slurm details: a change of reason or nodes is published as
+      // the same state again, so watchers read the job anew.
+      bus_.Publish(job_id, api::EventKind::kState, StateEvent(job->rec));
+    }
   } else if (auto* ended = std::get_if<RunEnded>(&event)) {
     files_.CloseLog(job_id);
     {
       std::lock_guard<std::mutex> lock(mu_);
       --running_;
       if (auto job = FindLocked(job_id)) {
+        job->has_run = false;
         if (job->suspect) running_suspect_ = false;
         FinishLocked(*job, ended->result);
         // A finished job keeps no replay history: its last event (the final state) only.
@@ -764,10 +816,14 @@ void JobManager::FinishLocked(Job& job, const eng::Result<eng::JobResult>& resul
           job.rec.error = eng::Status(job.stop_code, job.rec.reason).ToString();
           SetStateLocked(job, JobState::kFailed);
         }
-      } else if (shutting_down_ && job.rec.state == JobState::kRunning) {
-        // The daemon is going down, not the user: leave it queued so the next start resumes it.
-        // A job the user was stopping (kStopping) ends stopped: that stop was accepted.
-        job.rec.reason = "daemon shut down; resumes on the next start";
+      } else if (shutting_down_ &&
+                 (job.rec.state == JobState::kRunning || job.rec.state == JobState::kQueued)) {
+        // The daemon is going down, not the user: leave it queued so the next start resumes it
+        // (or follows its cluster job again). A job the user was stopping (kStopping) ends
+        // stopped: that stop was accepted.
+        job.rec.reason = executor_->RunsOutliveDaemon()
+                             ? result->reason
+                             : "daemon shut down; resumes on the next start";
         SetStateLocked(job, JobState::kQueued);
       } else {
         SetStateLocked(job, JobState::kStopped);

@@ -1,8 +1,6 @@
 #include "trainingd/daemon/mpi_executor.h"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +11,7 @@
 #include <thread>
 
 #include "mpirun.h"
+#include "subprocess.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/api/run_report.h"
 #include "trainingd/engine/io/checkpoint.h"
@@ -38,95 +37,6 @@ std::string Format(double secs) {
   return buf;
 }
 
-// A started attempt: mpirun in its own process group, its stdin (which mpirun forwards to rank 0)
-// and its stdout and stderr pipes.
-struct Attempt {
-  pid_t pid = 0;
-  int in = -1, out = -1, err = -1;
-};
-
-// fork + exec of argv with stdout/stderr into pipes. The child: its own process group (so the
-// whole launch can be signalled), SIGKILL when the daemon's thread that started it exits (the
-// daemon dies), default signal dispositions. Only async-signal-safe calls after fork.
-eng::Result<Attempt> Spawn(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  int in[2], out[2], err[2];
-  if (::pipe2(in, O_CLOEXEC) != 0) {
-    return eng::Status::IoError("pipe: " + std::string(strerror(errno)));
-  }
-  if (::pipe2(out, O_CLOEXEC) != 0) {
-    for (int fd : {in[0], in[1]}) ::close(fd);
-    return eng::Status::IoError("pipe: " + std::string(strerror(errno)));
-  }
-  if (::pipe2(err, O_CLOEXEC) != 0) {
-    for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
-    return eng::Status::IoError("pipe: " + std::string(strerror(errno)));
-  }
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) ::close(fd);
-    return eng::Status::IoError("fork: " + std::string(strerror(errno)));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP}) ::signal(sig, SIG_DFL);
-    ::dup2(in[0], STDIN_FILENO);
-    ::dup2(out[1], STDOUT_FILENO);
-    ::dup2(err[1], STDERR_FILENO);
-    ::execvp(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);  // also from here, so a signal right after fork finds the group
-  ::close(in[0]);
-  ::close(out[1]);
-  ::close(err[1]);
-  return Attempt{pid, in[1], out[0], err[0]};
-}
-
-// Splits what a pipe delivers into lines.
-class LineReader {
- public:
-  explicit LineReader(int fd) : fd_(fd) {}
-  // Reads what is there; false at end of file or error (the fd is closed then).
-  bool Read(std::vector<std::string>& lines) {
-    char buf[65536];
-    const ssize_t n = ::read(fd_, buf, sizeof buf);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
-    if (n <= 0) {
-      if (!partial_.empty()) lines.push_back(std::move(partial_));
-      partial_.clear();
-      ::close(fd_);
-      fd_ = -1;
-      return false;
-    }
-    partial_.append(buf, static_cast<size_t>(n));
-    size_t start = 0;
-    for (size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
-      lines.push_back(partial_.substr(start, nl - start));
-    }
-    partial_.erase(0, start);
-    // A line longer than 1 MiB is cut: no output can make the daemon hold unbounded memory.
-    if (partial_.size() > (1 << 20)) {
-      lines.push_back(std::move(partial_));
-      partial_.clear();
-    }
-    return true;
-  }
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-  std::string partial_;
-};
-
 // "WARNING:trainingd:rank 1: ..." as a log line of its severity; other text as it is.
 eng::LogWritten ConsoleLine(const std::string& line) {
   for (auto sev : {eng::LogSeverity::kInfo, eng::LogSeverity::kWarning, eng::LogSeverity::kError}) {
@@ -134,12 +44,6 @@ eng::LogWritten ConsoleLine(const std::string& line) {
     if (line.rfind(prefix, 0) == 0) return {sev, line.substr(prefix.size())};
   }
   return {eng::LogSeverity::kInfo, line};
-}
-
-// The global step of the latest checkpoint in `dir`, 0 if none.
-int64_t LatestCheckpointStep(const std::string& dir) {
-  auto kept = eng::ListCheckpoints(dir);
-  return kept.ok() && !kept->empty() ? kept->back().global_step : 0;
 }
 
 std::string DescribeExit(int status) {
@@ -198,7 +102,7 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
   const auto stopped = [&](const std::string& why) {
     eng::JobResult r;
     r.outcome = eng::JobResult::Outcome::kStopped;
-    r.global_step = LatestCheckpointStep(request.job_dir);
+    r.global_step = eng::LatestCheckpointStep(request.job_dir);
     r.reason = "stop requested" + (why.empty() ? "" : "; " + why);
     return r;
   };
@@ -221,9 +125,10 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
     log(eng::LogSeverity::kInfo,
         "attempt " + std::to_string(attempt) + " of " + std::to_string(attempts) + ": " +
             std::to_string(d.workers) + " ranks from global step " +
-            std::to_string(LatestCheckpointStep(request.job_dir)) + ": " + shown);
-    listener.OnRunEvent(id, eng::AttemptStarted{attempt, attempts, d.workers,
-                                                LatestCheckpointStep(request.job_dir), WallTime()});
+            std::to_string(eng::LatestCheckpointStep(request.job_dir)) + ": " + shown);
+    listener.OnRunEvent(
+        id, eng::AttemptStarted{attempt, attempts, d.workers,
+                                eng::LatestCheckpointStep(request.job_dir), WallTime()});
     auto spawned = Spawn(cmd);
     if (!spawned.ok()) {
       listener.OnRunEvent(id, eng::AttemptEnded{attempt, spawned.status().message(), WallTime()});
@@ -336,7 +241,7 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
   }
   eng::JobResult r;
   r.outcome = eng::JobResult::Outcome::kFailed;
-  r.global_step = LatestCheckpointStep(request.job_dir);
+  r.global_step = eng::LatestCheckpointStep(request.job_dir);
   r.reason = "failed after " + std::to_string(attempts) + " attempt" + (attempts > 1 ? "s" : "") +
              " (distributed.max_restarts " + std::to_string(d.max_restarts) +
              "); the last: " + last_failure;
@@ -358,8 +263,14 @@ RoutingExecutor::RoutingExecutor(std::unique_ptr<Executor> local,
                                  std::unique_ptr<Executor> distributed)
     : local_(std::move(local)), distributed_(std::move(distributed)) {}
 
+Executor& RoutingExecutor::For(const eng::JobSpec& spec) const {
+  return spec.distributed.workers > 1 ? *distributed_ : *local_;
+}
+
+std::string RoutingExecutor::Name(const eng::JobSpec& spec) const { return For(spec).Name(spec); }
+
 eng::Status RoutingExecutor::Start(RunRequest request, RunListener& listener) {
-  Executor& to = request.spec.distributed.workers > 1 ? *distributed_ : *local_;
+  Executor& to = For(request.spec);
   return to.Start(std::move(request), listener);
 }
 

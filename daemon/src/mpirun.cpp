@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 namespace trainingd::daemon {
@@ -11,6 +12,15 @@ std::string RankProgramPath() {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   return (self.parent_path() / "trainingd-mpi").string();
 }
+
+namespace {
+
+bool InMultiNodeSlurmAllocation() {
+  const char* nodes = std::getenv("SLURM_JOB_NUM_NODES");
+  return nodes != nullptr && std::atoi(nodes) > 1;
+}
+
+}  // namespace
 
 std::vector<std::string> MpirunCommand(const engine::DistributedSpec& d, int workers,
                                        const std::string& rank_program,
@@ -28,7 +38,9 @@ std::vector<std::string> MpirunCommand(const engine::DistributedSpec& d, int wor
   } else if (!d.hostfile.empty()) {
     cmd.emplace_back("--hostfile");
     cmd.push_back(d.hostfile);
-  } else {
+  } else if (!InMultiNodeSlurmAllocation()) {
+    // On one machine: loopback only. (Inside a Slurm allocation of several nodes mpirun finds
+    // the nodes itself and needs their networks.)
     for (const char* a :
          {"--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"}) {
       cmd.emplace_back(a);

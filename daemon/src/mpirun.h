@@ -13,7 +13,8 @@ namespace trainingd::daemon {
 std::string RankProgramPath();
 
 // mpirun [--allow-run-as-root as root] --oversubscribe --bind-to none --mca btl self,vader,tcp
-//        (--host a,b | --hostfile F | loopback only: btl/oob_tcp_if_include lo)
+//        (--host a,b | --hostfile F | loopback only: btl/oob_tcp_if_include lo, except in a
+//        Slurm allocation of several nodes, whose nodes mpirun finds itself)
 //        -np WORKERS RANK_PROGRAM run RANK_ARGS...
 // No binding: the ranks share a machine's cores through their compute threads.
 std::vector<std::string> MpirunCommand(const engine::DistributedSpec& distributed, int workers,

@@ -51,8 +51,9 @@ struct RunArgs {
   std::string checkpoint_dir;
   std::string data_root = "/usr/share/datasets";
   int threads = 0;
-  int workers = 0;     // 0 = the spec's distributed.workers
-  std::string report;  // "stdout": the run's events as JSON lines (api/run_report.h)
+  int workers = 0;  // 0 = the spec's distributed.workers
+  // "stdout" or a file to append to: the run's events as JSON lines (api/run_report.h)
+  std::string report;
 };
 
 // The flags of `trainingd run` (and, without the run-only ones, `validate`).
@@ -74,10 +75,11 @@ Flags RunFlags(bool run, RunArgs& ra) {
           256, &ra.threads);
     f.Int("--workers", "data-parallel ranks, started with mpirun (the spec's distributed.workers)",
           1, eng::kMaxWorkers, &ra.workers);
-    f.Add("--report", "stdout",
-          "the run's events as JSON lines on stdout instead of the console (for the daemon)",
+    f.Add("--report", "stdout|FILE",
+          "the run's events as JSON lines on stdout, or appended to FILE, instead of the console "
+          "(for the daemon)",
           [&ra](const std::string& v) -> std::optional<std::string> {
-            if (v != "stdout") return "the only report destination is 'stdout'";
+            if (v.empty()) return "give 'stdout' or a file";
             ra.report = v;
             return std::nullopt;
           });
@@ -152,15 +154,25 @@ class WorkerLogger final : public eng::Logger {
   std::shared_ptr<eng::Logger> out_;
 };
 
-// `--report stdout`: the chief's events as run report lines (api/run_report.h), one write and
-// flush per line, from whichever thread logs.
+// `--report stdout|FILE`: the chief's events as run report lines (api/run_report.h), one write
+// and flush per line, from whichever thread logs. A file is appended to (a Slurm job's runs
+// after a requeue add to what the earlier ones wrote).
 class Reporter final : public eng::Logger, public eng::SummarySink {
  public:
+  // Null with errno set when the file cannot be opened.
+  static std::shared_ptr<Reporter> Open(const std::string& to) {
+    if (to == "stdout") return std::shared_ptr<Reporter>(new Reporter(stdout));
+    std::FILE* f = std::fopen(to.c_str(), "ae");
+    return f ? std::shared_ptr<Reporter>(new Reporter(f)) : nullptr;
+  }
+  ~Reporter() override {
+    if (out_ != stdout) std::fclose(out_);
+  }
   void Emit(const eng::RunEvent& event) {
     const std::string line = api::FormatRunReport(event);
     std::lock_guard<std::mutex> lock(mu_);
-    std::fwrite(line.data(), 1, line.size(), stdout);
-    std::fflush(stdout);
+    std::fwrite(line.data(), 1, line.size(), out_);
+    std::fflush(out_);
   }
   void Log(eng::LogSeverity severity, std::string_view message) override {
     Emit(eng::LogWritten{severity, std::string(message)});
@@ -172,7 +184,9 @@ class Reporter final : public eng::Logger, public eng::SummarySink {
   }
 
  private:
+  explicit Reporter(std::FILE* out) : out_(out) {}
   std::mutex mu_;
+  std::FILE* const out_;
 };
 
 // Reports the global step at most once a second, for the supervisor's stall watchdog.
@@ -233,6 +247,10 @@ int LaunchRanks(const RunArgs& ra, const eng::JobSpec& spec, int workers) {
   if (ra.threads > 0) {
     rank_args.emplace_back("--threads");
     rank_args.push_back(std::to_string(ra.threads));
+  }
+  if (!ra.report.empty()) {
+    rank_args.emplace_back("--report");
+    rank_args.push_back(ra.report == "stdout" ? ra.report : fs::absolute(ra.report).string());
   }
   std::vector<std::string> cmd =
       MpirunCommand(spec.distributed, workers, RankProgramPath(), rank_args);
@@ -303,7 +321,14 @@ int Run(RunArgs& ra, const RankRuntime* rank) {
 
   const bool chief = !rank || rank->communicator->is_chief();
   std::shared_ptr<Reporter> reporter;
-  if (chief && !ra.report.empty()) reporter = std::make_shared<Reporter>();
+  if (chief && !ra.report.empty()) {
+    reporter = Reporter::Open(ra.report);
+    if (!reporter) {
+      std::fprintf(stderr, "trainingd run: --report: %s: %s\n", ra.report.c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
+  }
   std::shared_ptr<eng::Logger> logger = eng::Logger::Stderr();
   if (reporter) logger = reporter;
   if (!chief) logger = std::make_shared<WorkerLogger>(rank->communicator->rank(), logger);

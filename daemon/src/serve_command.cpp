@@ -24,6 +24,7 @@
 #include "trainingd/daemon/job_manager.h"
 #include "trainingd/daemon/local_executor.h"
 #include "trainingd/daemon/mpi_executor.h"
+#include "trainingd/daemon/slurm_executor.h"
 #include "trainingd/daemon/store.h"
 #include "trainingd/daemon/systemd_notify.h"
 
@@ -190,17 +191,31 @@ int ServeCommand(const std::vector<std::string>& args) {
     Say("TRAININGD_TEST_ABORT_JOB is set: job '" + jm.abort_job_name +
         "' will abort the process (a test)");
   }
-  LocalExecutorOptions lo;
-  lo.slots = config.max_concurrent_jobs;
-  lo.threads_per_job = threads_per_job;
-  lo.data_root = config.data_root;
-  // Data-parallel jobs run as mpirun with ranks of trainingd-mpi (docs/distributed.md); the
-  // others on threads of this process.
-  MpiExecutorOptions mo;
-  mo.slots = config.max_concurrent_jobs;
-  mo.data_root = config.data_root;
-  auto executor = std::make_unique<RoutingExecutor>(std::make_unique<LocalExecutor>(std::move(lo)),
-                                                    std::make_unique<MpiExecutor>(mo));
+  std::unique_ptr<Executor> executor;
+  if (config.executor == "slurm") {
+    // Every job is a Slurm batch job (docs/slurm.md), its directory under job_root.
+    SlurmOptions so = config.slurm;
+    if (so.data_root.empty()) so.data_root = config.data_root;
+    if (engine::Status st = SlurmExecutor::Check(so); !st.ok()) {
+      Say("slurm: " + st.message());
+      return 1;
+    }
+    jm.jobs_dir = so.job_root;
+    jm.threads_per_job = so.cpus_per_task;
+    executor = std::make_unique<SlurmExecutor>(std::move(so));
+  } else {
+    LocalExecutorOptions lo;
+    lo.slots = config.max_concurrent_jobs;
+    lo.threads_per_job = threads_per_job;
+    lo.data_root = config.data_root;
+    // Data-parallel jobs run as mpirun with ranks of trainingd-mpi (docs/distributed.md); the
+    // others on threads of this process.
+    MpiExecutorOptions mo;
+    mo.slots = config.max_concurrent_jobs;
+    mo.data_root = config.data_root;
+    executor = std::make_unique<RoutingExecutor>(std::make_unique<LocalExecutor>(std::move(lo)),
+                                                 std::make_unique<MpiExecutor>(mo));
+  }
   auto manager = JobManager::Create(**store, bus, std::move(executor), jm);
   if (!manager.ok()) {
     Say(manager.status().message());
@@ -247,6 +262,11 @@ int ServeCommand(const std::vector<std::string>& args) {
       std::to_string(max_connections) + " connections (descriptor limit " +
       std::to_string(*descriptor_limit) + ")");
   Say(AllowedHostsLine(config, server.port()));
+  if (config.executor == "slurm") {
+    Say("jobs run as Slurm batch jobs (at most " + std::to_string(config.slurm.max_jobs) +
+        " at once), their directories under " + config.slurm.job_root +
+        (config.slurm.partition.empty() ? "" : ", partition " + config.slurm.partition));
+  }
   {
     const engine::JobBudget budget = (*manager)->Budget();
     Say("per-job budgets: memory " +

@@ -24,26 +24,26 @@ using engine::Status;
 
 constexpr char kGetJob[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir, crash_count
+       error, reason, checkpoint_dir, crash_count, slurm_job_id
 FROM jobs WHERE id = ?1)sql";
 
 // Job listings, newest first: all, in a state (?2), after a job (?3), or both.
 constexpr char kListJobs[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir, crash_count
+       error, reason, checkpoint_dir, crash_count, slurm_job_id
 FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsInState[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir, crash_count
+       error, reason, checkpoint_dir, crash_count, slurm_job_id
 FROM jobs WHERE state = ?2 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsAfter[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir, crash_count
+       error, reason, checkpoint_dir, crash_count, slurm_job_id
 FROM jobs WHERE (created_at, id) < (SELECT created_at, id FROM jobs WHERE id = ?3)
 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsInStateAfter[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir, crash_count
+       error, reason, checkpoint_dir, crash_count, slurm_job_id
 FROM jobs WHERE state = ?2 AND (created_at, id) < (SELECT created_at, id FROM jobs WHERE id = ?3)
 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 
@@ -68,6 +68,7 @@ engine::Result<JobRecord> ReadJob(const sqlite::Db& db, const sqlite::Stmt& s) {
   r.reason = s.Text(10);
   r.checkpoint_dir = s.Text(11);
   r.crash_count = s.Int(12);
+  r.slurm_job_id = s.Int(13);
   return r;
 }
 
@@ -337,7 +338,11 @@ void Store::PutAttempt(const std::string& job_id, const api::AttemptInfo& attemp
 }
 
 void Store::UpdateJobCrashCount(const std::string& id, int64_t crash_count) {
-  impl_->Enqueue(UpdateJobCrashCountOp{id, crash_count});
+  impl_->Enqueue(UpdateJobCounterOp{id, UpdateJobCounterOp::Column::kCrashCount, crash_count});
+}
+
+void Store::UpdateJobSlurmId(const std::string& id, int64_t slurm_job_id) {
+  impl_->Enqueue(UpdateJobCounterOp{id, UpdateJobCounterOp::Column::kSlurmJobId, slurm_job_id});
 }
 void Store::AddScalars(std::vector<ScalarRecord> scalars) {
   if (scalars.empty()) return;

@@ -124,6 +124,10 @@ CREATE TABLE attempts (
   PRIMARY KEY (job_id, attempt)
 ) WITHOUT ROWID;
 )sql",
+    // 5: the Slurm job id of a job's latest run on a cluster (docs/slurm.md).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN slurm_job_id INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 constexpr int kVersion = static_cast<int>(std::size(kMigrations));

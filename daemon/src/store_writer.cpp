@@ -15,14 +15,15 @@ using engine::Status;
 
 constexpr char kPutJob[] = R"sql(
 INSERT INTO jobs (id, name, spec_json, state, created_at, started_at, finished_at, global_step,
-                  max_steps, error, reason, checkpoint_dir, crash_count)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                  max_steps, error, reason, checkpoint_dir, crash_count, slurm_job_id)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
 ON CONFLICT (id) DO UPDATE SET
   name = excluded.name, spec_json = excluded.spec_json, state = excluded.state,
   created_at = excluded.created_at, started_at = excluded.started_at,
   finished_at = excluded.finished_at, global_step = excluded.global_step,
   max_steps = excluded.max_steps, error = excluded.error, reason = excluded.reason,
-  checkpoint_dir = excluded.checkpoint_dir, crash_count = excluded.crash_count)sql";
+  checkpoint_dir = excluded.checkpoint_dir, crash_count = excluded.crash_count,
+  slurm_job_id = excluded.slurm_job_id)sql";
 // (An upsert, not INSERT OR REPLACE: replacing deletes the old row first.)
 
 constexpr char kUpdateJobState[] = R"sql(
@@ -32,6 +33,7 @@ WHERE id = ?1)sql";
 constexpr char kUpdateJobStep[] = "UPDATE jobs SET global_step = ?2 WHERE id = ?1";
 
 constexpr char kUpdateJobCrashCount[] = "UPDATE jobs SET crash_count = ?2 WHERE id = ?1";
+constexpr char kUpdateJobSlurmId[] = "UPDATE jobs SET slurm_job_id = ?2 WHERE id = ?1";
 
 constexpr char kJobExists[] = "SELECT 1 FROM jobs WHERE id = ?1";
 
@@ -237,6 +239,7 @@ Status StoreWriter::Do(PutJobOp& op) {
   s.Bind(11, j.reason);
   s.Bind(12, j.checkpoint_dir);
   s.Bind(13, j.crash_count);
+  s.Bind(14, j.slurm_job_id);
   const int rc = Run(s);
   if (rc != SQLITE_DONE) return Fail(rc, "storing job '" + j.id + "'", true);
   known_jobs_.insert(j.id);
@@ -269,14 +272,20 @@ Status StoreWriter::Do(UpdateJobStepOp& op) {
   return Status::Ok();
 }
 
-Status StoreWriter::Do(UpdateJobCrashCountOp& op) {
-  auto stmt = db_->Prepare(kUpdateJobCrashCount);
+Status StoreWriter::Do(UpdateJobCounterOp& op) {
+  const bool crashes = op.column == UpdateJobCounterOp::Column::kCrashCount;
+  auto stmt = db_->Prepare(crashes ? kUpdateJobCrashCount : kUpdateJobSlurmId);
   if (!stmt.ok()) return Lost(stmt.status());
   sqlite::Stmt& s = **stmt;
   s.Bind(1, op.id);
-  s.Bind(2, op.crash_count);
+  s.Bind(2, op.value);
   const int rc = Run(s);
-  if (rc != SQLITE_DONE) return Fail(rc, "updating the crash count of job '" + op.id + "'", true);
+  if (rc != SQLITE_DONE) {
+    return Fail(rc,
+                std::string("updating the ") + (crashes ? "crash count" : "Slurm job id") +
+                    " of job '" + op.id + "'",
+                true);
+  }
   return Status::Ok();
 }
 

@@ -40,9 +40,12 @@ struct UpdateJobStepOp {
   std::string id;
   int64_t global_step;
 };
-struct UpdateJobCrashCountOp {
+// One integer column of a job's row: crash_count or slurm_job_id.
+struct UpdateJobCounterOp {
+  enum class Column { kCrashCount, kSlurmJobId };
   std::string id;
-  int64_t crash_count;
+  Column column;
+  int64_t value;
 };
 struct AddScalarsOp {
   std::vector<ScalarRecord> scalars;
@@ -58,7 +61,7 @@ struct PutAttemptOp {
   std::string job_id;
   api::AttemptInfo attempt;
 };
-using WriteOp = std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, UpdateJobCrashCountOp,
+using WriteOp = std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, UpdateJobCounterOp,
                              AddScalarsOp, DropScalarsAfterOp, DeleteJobOp, PutAttemptOp>;
 
 // The number of scalars `op` writes (0 unless it is an AddScalarsOp).
@@ -115,7 +118,7 @@ class StoreWriter {
   engine::Status Do(PutJobOp& op);
   engine::Status Do(UpdateJobStateOp& op);
   engine::Status Do(UpdateJobStepOp& op);
-  engine::Status Do(UpdateJobCrashCountOp& op);
+  engine::Status Do(UpdateJobCounterOp& op);
   engine::Status Do(PutAttemptOp& op);
   engine::Status Do(AddScalarsOp& op);
   engine::Status Do(DropScalarsAfterOp& op);

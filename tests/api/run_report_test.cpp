@@ -107,5 +107,18 @@ TEST(RunReportTest, ProgressAndAttemptsRoundTrip) {
   EXPECT_FALSE(ParseRunReport("{\"event\":\"progress\",\"global_step\":5,\"ranks\":[1]}"));
 }
 
+TEST(RunReportTest, SchedulerStatusRoundTrips) {
+  auto s = std::get<eng::SchedulerStatus>(
+      RoundTrip(eng::SchedulerStatus{42, "PENDING", "Priority", "", 1}));
+  EXPECT_EQ(s.job_id, 42);
+  EXPECT_EQ(s.state, "PENDING");
+  EXPECT_EQ(s.reason, "Priority");
+  EXPECT_EQ(s.nodes, "");
+  EXPECT_EQ(s.restarts, 1);
+  EXPECT_FALSE(ParseRunReport("{\"event\":\"scheduler\",\"job_id\":1,\"state\":\"RUNNING\","
+                              "\"reason\":\"None\",\"nodes\":\"n1\",\"restarts\":-1}")
+                   .has_value());
+}
+
 }  // namespace
 }  // namespace trainingd::api

@@ -48,6 +48,37 @@ TEST_F(ConfigTest, ParseConfigTextIsTheFilesParse) {
   EXPECT_EQ(st.message(), "mem.json: must be a JSON object");
 }
 
+TEST_F(ConfigTest, TheSlurmExecutorIsConfiguredAndChecked) {
+  ServeConfig c;
+  ASSERT_TRUE(ParseConfigText(R"({"executor": "slurm", "slurm": {"job_root": "/shared/jobs",
+      "partition": "p", "account": "a", "sbatch_options": ["--qos=high"], "poll_secs": 0.5,
+      "max_jobs": 8, "time_limit_minutes": 60, "cpus_per_task": 4}})",
+                              "mem.json", c)
+                  .ok());
+  EXPECT_EQ(c.executor, "slurm");
+  EXPECT_EQ(c.slurm.job_root, "/shared/jobs");
+  EXPECT_EQ(c.slurm.partition, "p");
+  EXPECT_EQ(c.slurm.account, "a");
+  EXPECT_EQ(c.slurm.sbatch_options, std::vector<std::string>{"--qos=high"});
+  EXPECT_EQ(c.slurm.poll_secs, 0.5);
+  EXPECT_EQ(c.slurm.max_jobs, 8);
+  EXPECT_EQ(c.slurm.time_limit_minutes, 60);
+  EXPECT_EQ(c.slurm.cpus_per_task, 4);
+  for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"executor": "k8s"})", "executor: must be"},
+           {R"({"executor": "slurm"})", "slurm.job_root: is required"},
+           {R"({"slurm": {"job_root": "relative"}})", "slurm.job_root: must be an absolute"},
+           {R"({"slurm": {"poll_secs": 0}})", "slurm.poll_secs: must be in"},
+           {R"({"slurm": {"max_jobs": 0}})", "slurm.max_jobs"},
+           {R"({"slurm": {"sbatch_options": ["qos"]}})", "slurm.sbatch_options[0]: must be"},
+           {R"({"slurm": {"partitions": "p"}})", "slurm.partitions"}}) {
+    ServeConfig d;
+    const engine::Status st = ParseConfigText(text, "mem.json", d);
+    EXPECT_EQ(st.code(), engine::StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(st.message().find(field), std::string::npos) << text << " -> " << st.message();
+  }
+}
+
 TEST_F(ConfigTest, ThreadCountsAreReadAndBounded) {
   ServeConfig c;
   ASSERT_TRUE(

@@ -27,7 +27,7 @@ class JobFilesTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   JobFiles Make(int64_t max_log_bytes = 1 << 20) {
-    return JobFiles(JobFilesOptions{dir_, max_log_bytes});
+    return JobFiles(JobFilesOptions{dir_, "", max_log_bytes});
   }
   static std::string Line(int64_t n) { return "INFO:trainingd:line " + std::to_string(n); }
 

@@ -335,7 +335,7 @@ TEST_F(StoreMigrationTest, Version1PointsAndRollupsAnswerAlikeAfterMigrating) {
   auto fresh = FreshStore(points);
   {
     Sqlite db(old_path_);
-    EXPECT_EQ(db.Text("PRAGMA user_version"), "4");
+    EXPECT_EQ(db.Text("PRAGMA user_version"), "5");
     EXPECT_EQ(db.Text("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
                       "WHERE type = 'table' ORDER BY name)"),
               "attempts,jobs,scalar_rollups,scalars,series");
@@ -375,7 +375,7 @@ TEST_F(StoreMigrationTest, EmptyVersion1DatabaseMigrates) {
     ASSERT_TRUE(store->Flush().ok());
     EXPECT_EQ(*store->LatestScalars("a"), (std::map<std::string, double>{{"loss", 2.0}}));
   }
-  EXPECT_EQ(Sqlite(old_path_).Text("PRAGMA user_version"), "4");
+  EXPECT_EQ(Sqlite(old_path_).Text("PRAGMA user_version"), "5");
 }
 
 }  // namespace

@@ -369,4 +369,9 @@ Result<std::vector<CheckpointFileInfo>> ListCheckpoints(const std::string& direc
   return out;
 }
 
+int64_t LatestCheckpointStep(const std::string& directory) {
+  auto kept = ListCheckpoints(directory);
+  return kept.ok() && !kept->empty() ? kept->back().global_step : 0;
+}
+
 }  // namespace trainingd::engine

@@ -52,6 +52,15 @@ struct RankInfo {
   double allreduce_ms = 0;
 };
 
+// A job that runs on a Slurm cluster: its Slurm job id and what Slurm says of it.
+struct SlurmInfo {
+  int64_t job_id = 0;  // 0 = not submitted yet
+  std::string state;   // Slurm's: PENDING, RUNNING, ...
+  std::string reason;  // why it waits: Priority, Resources, BeginTime; None
+  std::string nodes;   // its node list; "" while pending
+  int restarts = 0;    // how often Slurm requeued it
+};
+
 struct JobInfo {
   std::string id;  // opaque, URL-safe
   std::string name;
@@ -69,6 +78,8 @@ struct JobInfo {
   int workers = 1;                               // distributed.workers
   std::vector<AttemptInfo> attempts;             // workers > 1: every attempt so far
   std::vector<RankInfo> ranks;                   // workers > 1, running: in rank order
+  std::string executor = "local";                // what runs it: "local", "mpi" or "slurm"
+  SlurmInfo slurm;                               // executor "slurm"
 };
 
 struct JobPage {

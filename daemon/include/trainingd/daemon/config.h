@@ -26,8 +26,22 @@
 //   "max_checkpoints_per_job": 50,      checkpoints on disk at once (max_to_keep must fit)
 //   "max_profiler_traces_per_job": 20,  profiler timelines kept per job
 //   "max_log_bytes_per_job": 16777216,  a job's log rotates at this size (one old file kept)
-//   "max_crash_restarts": 2             a job running when the daemon died is queued again at
+//   "max_crash_restarts": 2,            a job running when the daemon died is queued again at
 //                                       most this many times in a row, then failed
+//   "executor": "local",                "local": jobs run here (threads, or mpirun for
+//                                       distributed.workers > 1); "slurm": as Slurm batch jobs
+//   "slurm": {                          with executor "slurm" (docs/slurm.md):
+//     "job_root": "",                   required: the jobs' directories, shared with the nodes
+//     "partition": "", "account": "",   sbatch --partition / --account ("" = the defaults)
+//     "sbatch_options": [],             more sbatch options, e.g. ["--qos=high"]
+//     "trainingd_path": "",             trainingd on the nodes ("" = this program's path)
+//     "data_root": "",                  datasets on the nodes ("" = data_root)
+//     "poll_secs": 1,                   squeue --json at most this often
+//     "max_jobs": 64,                   jobs in Slurm at once (the rest wait here, queued)
+//     "time_limit_minutes": 0,          sbatch --time (0 = the partition's)
+//     "cpus_per_task": 1,               compute threads of each rank
+//     "stop_grace_secs": 60             after a stop's SIGTERM, scancel
+//   }
 // }
 // Unknown keys and wrong types are errors naming the key; the token may also come from the
 // environment variable TRAININGD_TOKEN.
@@ -40,6 +54,7 @@
 
 #include "trainingd/daemon/flags.h"
 #include "trainingd/daemon/job_limits.h"
+#include "trainingd/daemon/slurm_executor.h"
 #include "trainingd/engine/base/status.h"
 
 namespace trainingd::daemon {
@@ -59,7 +74,9 @@ struct ServeConfig {
   std::vector<std::string> allowed_hosts;    // checked with api::ParseHostAndPort
   std::vector<std::string> allowed_origins;  // checked with api::NormalizeOrigin
   int max_connections = 1024;
-  JobLimits limits;  // the max_job_* and max_*_per_job keys, max_crash_restarts
+  JobLimits limits;                // the max_job_* and max_*_per_job keys, max_crash_restarts
+  std::string executor = "local";  // or "slurm"
+  SlurmOptions slurm;              // its data_root "" = data_root
 };
 
 // "ADDR:PORT" (or "[v6]:PORT"); InvalidArgument naming `field`.

@@ -35,6 +35,9 @@ struct RunRequest {
   std::string job_dir;
   // Caps on what the run keeps on disk (checkpoints, profiler timelines), as admission assumed.
   engine::JobRunLimits limits;
+  // Admission's estimate of the run's peak memory (each rank's); 0 = unknown. What a cluster
+  // executor asks its scheduler for.
+  int64_t memory_bytes = 0;
 };
 
 // The run's events (engine/job/run_events.h): the same for a run on threads of this process, in
@@ -59,6 +62,14 @@ class Executor {
 
   // How many runs it holds at once; the manager never starts more.
   virtual int slots() const = 0;
+
+  // What runs a job with this spec, as the job's JSON shows it: "local", "mpi" or "slurm".
+  virtual std::string Name(const engine::JobSpec&) const { return "local"; }
+
+  // True when runs live on without this process (jobs on a cluster): a run found running when
+  // the daemon starts did not take it down, and Start reattaches to it instead of starting anew.
+  // Shutdown then leaves the runs going and only stops following them (their RunEnded says so).
+  virtual bool RunsOutliveDaemon() const { return false; }
 
   // Starts the run and returns at once; its events go to `listener`, which must outlive the
   // run's RunEnded. The job must not be running already (FailedPrecondition); no slot free is

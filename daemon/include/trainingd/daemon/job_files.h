@@ -27,6 +27,7 @@ namespace trainingd::daemon {
 
 struct JobFilesOptions {
   std::string data_dir = "var";               // jobs/<id>/ under it
+  std::string jobs_dir;                       // <id>/ under it instead: "" = <data_dir>/jobs
   int64_t max_log_bytes = int64_t{16} << 20;  // per file; > 0
 };
 
@@ -37,7 +38,7 @@ class JobFiles {
   JobFiles(const JobFiles&) = delete;
   JobFiles& operator=(const JobFiles&) = delete;
 
-  // <data_dir>/jobs/<id>
+  // <data_dir>/jobs/<id> (<jobs_dir>/<id>)
   std::string Dir(const std::string& id) const;
   // Creates the job's directory (and jobs/) if missing. IoError naming it.
   engine::Status CreateDir(const std::string& id);

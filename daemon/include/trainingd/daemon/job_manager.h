@@ -64,7 +64,10 @@ inline constexpr int kMaxConcurrentJobs = 64;
 inline constexpr int64_t kMinFreeDiskBytes = int64_t{1} << 20;
 
 struct JobManagerOptions {
-  std::string data_dir = "var";                   // jobs/<id>/ under it
+  std::string data_dir = "var";  // jobs/<id>/ under it
+  // The jobs' directories instead: "" = <data_dir>/jobs. A Slurm executor's job_root, which the
+  // cluster's nodes share.
+  std::string jobs_dir;
   std::string data_root = "/usr/share/datasets";  // datasets by name (admission reads them)
   // Compute threads each run uses (the executor's), for admission's memory estimate.
   int threads_per_job = 1;
@@ -132,6 +135,8 @@ class JobManager final : public api::JobService, private RunListener {
   engine::JobRunLimits RunLimits() const;
   // The store's writes started or stopped failing (its writer thread).
   void OnStoreHealth(const StoreHealth& health);
+  // <data_dir>/jobs, or options_.jobs_dir.
+  std::string JobsDir() const;
   // Disks under the data directory with less than kMinFreeDiskBytes free, as problems.
   std::vector<std::string> DiskProblems() const;
   // Sets the state, writes the row's state columns and publishes the change. Needs mu_.

@@ -48,6 +48,7 @@ class MpiExecutor final : public Executor {
   ~MpiExecutor() override;  // Shutdown()
 
   int slots() const override { return options_.slots; }
+  std::string Name(const engine::JobSpec&) const override { return "mpi"; }
   engine::Status Start(RunRequest request, RunListener& listener) override;
   void RequestStop(const std::string& job_id) override;
   void Shutdown() override;
@@ -75,11 +76,13 @@ class RoutingExecutor final : public Executor {
  public:
   RoutingExecutor(std::unique_ptr<Executor> local, std::unique_ptr<Executor> distributed);
   int slots() const override { return local_->slots(); }
+  std::string Name(const engine::JobSpec& spec) const override;
   engine::Status Start(RunRequest request, RunListener& listener) override;
   void RequestStop(const std::string& job_id) override;
   void Shutdown() override;
 
  private:
+  Executor& For(const engine::JobSpec& spec) const;
   std::unique_ptr<Executor> local_, distributed_;
 };
 

@@ -41,6 +41,8 @@ struct JobRecord {
   std::string checkpoint_dir;
   // Times in a row the daemon died while the job ran (docs/operations.md#crash-containment).
   int64_t crash_count = 0;
+  // Its latest run's Slurm job id (the SlurmExecutor's); 0 = none.
+  int64_t slurm_job_id = 0;
 };
 
 struct ScalarRecord {
@@ -116,6 +118,7 @@ class Store {
                       double finished_at, const std::string& error, const std::string& reason);
   void UpdateJobStep(const std::string& id, int64_t global_step);        // unknown id: nothing
   void UpdateJobCrashCount(const std::string& id, int64_t crash_count);  // unknown id: nothing
+  void UpdateJobSlurmId(const std::string& id, int64_t slurm_job_id);    // unknown id: nothing
   // Replaces (job, tag, step) duplicates (the last one queued wins). The job must exist (NotFound).
   // Waits while the queue holds max_queued_scalars (backpressure); while writes fail, scalars
   // beyond that are dropped and counted (StoreStats::dropped_scalars) rather than waiting.

@@ -108,4 +108,8 @@ struct CheckpointFileInfo {
 Result<std::vector<CheckpointFileInfo>> ListCheckpoints(const std::string& directory,
                                                         const std::string& basename = "model.ckpt");
 
+// The global step of the latest checkpoint ListCheckpoints finds in `directory`; 0 if none (or
+// the directory cannot be read).
+int64_t LatestCheckpointStep(const std::string& directory);
+
 }  // namespace trainingd::engine

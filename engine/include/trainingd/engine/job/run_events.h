@@ -65,7 +65,17 @@ struct RankTimings {
   std::vector<RankTiming> ranks;  // in rank order
 };
 
+// Runs on a cluster scheduler (the daemon's SlurmExecutor): the scheduler's view of the run,
+// reported when it changes.
+struct SchedulerStatus {
+  int64_t job_id = 0;  // the scheduler's id of the run (Slurm's job id)
+  std::string state;   // the scheduler's word: PENDING, RUNNING, COMPLETED, ...
+  std::string reason;  // why it waits ("Priority", "Resources"), or "None"
+  std::string nodes;   // where it runs ("node[1-2]"); "" while pending
+  int restarts = 0;    // how often the scheduler requeued it
+};
+
 using RunEvent = std::variant<SessionCreated, ScalarRecorded, LogWritten, RunEnded, AttemptStarted,
-                              AttemptEnded, RankTimings>;
+                              AttemptEnded, RankTimings, SchedulerStatus>;
 
 }  // namespace trainingd::engine

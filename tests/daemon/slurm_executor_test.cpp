@@ -1,0 +1,396 @@
+// SlurmExecutor with a fake Slurm: sbatch, squeue and scancel are shell scripts over files in a
+// directory, and the test plays the job's rank 0 by appending run report lines to its progress
+// file. So submission, tracking, the mapping of Slurm's states, a stop, a requeue, an outage of
+// the controller and reattaching after a restart are tested in seconds, without Slurm. The real
+// thing, over HTTP: tests/e2e/slurm_test.py.
+#include "trainingd/daemon/slurm_executor.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "job_manager_fixture.h"  // SmallJob
+#include "run_recorder.h"
+#include "trainingd/api/run_report.h"
+
+namespace trainingd::daemon {
+namespace {
+namespace fs = std::filesystem;
+namespace eng = trainingd::engine;
+using engine::JobResult;
+
+TEST(SqueueJsonTest, ReadsTheJobsAndTheirStates) {
+  auto jobs = ParseSqueueJson(R"({"meta": {}, "errors": [], "jobs": [
+    {"job_id": 10, "name": "trainingd-a", "job_state": "PENDING", "state_reason": "Priority",
+     "nodes": "", "restart_cnt": 0, "tasks": 2, "exit_code": 0, "cpus_per_task": null},
+    {"job_id": 9, "name": "x", "job_state": "FAILED", "state_reason": "NonZeroExitCode",
+     "nodes": "n[1-2]", "restart_cnt": 1, "tasks": 1, "exit_code": 768}]})");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].job_id, 10);
+  EXPECT_EQ((*jobs)[0].name, "trainingd-a");
+  EXPECT_EQ((*jobs)[0].state, "PENDING");
+  EXPECT_EQ((*jobs)[0].reason, "Priority");
+  EXPECT_EQ((*jobs)[0].tasks, 2);
+  EXPECT_EQ((*jobs)[1].nodes, "n[1-2]");
+  EXPECT_EQ((*jobs)[1].restarts, 1);
+  EXPECT_EQ((*jobs)[1].exit_code, 768);
+}
+
+TEST(SqueueJsonTest, AnErrorIsUnavailableNotAnEmptyQueue) {
+  // What squeue --json prints, with exit code 0, while the controller is down.
+  auto down = ParseSqueueJson(R"({"errors": [{"description": "Failed while looking for jobs",
+    "error_number": -1, "error": "Unspecified error", "source": "slurm_load_jobs"}], "jobs": []})");
+  EXPECT_EQ(down.status().code(), eng::StatusCode::kUnavailable);
+  EXPECT_NE(down.status().message().find("slurm_load_jobs"), std::string::npos);
+  EXPECT_EQ(ParseSqueueJson("squeue: error: ...").status().code(),
+            eng::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseSqueueJson("{}").status().code(), eng::StatusCode::kInvalidArgument);
+}
+
+TEST(SqueueJsonTest, FinalStates) {
+  for (const char* s : {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+                        "PREEMPTED", "BOOT_FAIL", "DEADLINE"}) {
+    EXPECT_TRUE(IsFinalSlurmState(s)) << s;
+  }
+  for (const char* s : {"PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED"}) {
+    EXPECT_FALSE(IsFinalSlurmState(s)) << s;
+  }
+}
+
+class SlurmExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::path(::testing::TempDir()) /
+            ("sx_" + std::to_string(getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ + "/slurm");
+    // sbatch: the next id, the job directory kept by id, RUNNING unless $S/hold exists.
+    Script("sbatch",
+           "N=$(( $(cat \"$S/last\" 2>/dev/null || echo 0) + 1 )); echo $N > \"$S/last\"\n"
+           "for a; do SCRIPT=$a; done\n"
+           "echo \"$*\" >> \"$S/sbatch.log\"\n"
+           "dirname \"$SCRIPT\" > \"$S/dir.$N\"\n"
+           "if [ -e \"$S/hold\" ]; then echo PENDING > \"$S/state.$N\"; "
+           "else echo RUNNING > \"$S/state.$N\"; fi\n"
+           "echo $N\n");
+    // squeue --json: every job from its files (state, and optionally restarts and exit).
+    Script("squeue",
+           "if [ -e \"$S/down\" ]; then echo '{\"errors\": [{\"description\": \"Failed while "
+           "looking for jobs\", \"source\": \"slurm_load_jobs\"}], \"jobs\": []}'; exit 0; fi\n"
+           "printf '{\"errors\": [], \"jobs\": ['\n"
+           "sep=\n"
+           "for f in \"$S\"/state.*; do\n"
+           "  [ -e \"$f\" ] || continue\n"
+           "  N=${f##*.}\n"
+           "  printf '%s{\"job_id\": %s, \"name\": \"trainingd-x\", \"job_state\": \"%s\", "
+           "\"state_reason\": \"None\", \"nodes\": \"n1\", \"restart_cnt\": %s, \"tasks\": 1, "
+           "\"exit_code\": %s}' \"$sep\" $N $(cat \"$f\") $(cat \"$S/restarts.$N\" 2>/dev/null "
+           "|| echo 0) $(cat \"$S/exit.$N\" 2>/dev/null || echo 0)\n"
+           "  sep=,\n"
+           "done\n"
+           "echo ']}'\n");
+    // scancel: logged. A TERM makes the job stop as trainingd run would: a final report line,
+    // then exit 143 (FAILED); a plain scancel cancels it.
+    Script("scancel",
+           "echo \"$*\" >> \"$S/scancel.log\"\n"
+           "for a; do N=$a; done\n"
+           "case \"$*\" in\n"
+           "  *--signal=TERM*) echo '" +
+               api::FormatRunReport(eng::RunEnded{Stopped(7)})
+                   .substr(0, api::FormatRunReport(eng::RunEnded{Stopped(7)}).size() - 1) +
+               "' >> \"$(cat \"$S/dir.$N\")/progress.jsonl\"\n"
+               "    echo 36608 > \"$S/exit.$N\"; echo FAILED > \"$S/state.$N\" ;;\n"
+               "  *) echo CANCELLED > \"$S/state.$N\" ;;\n"
+               "esac\n");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static JobResult Stopped(int64_t step) {
+    JobResult r;
+    r.outcome = JobResult::Outcome::kStopped;
+    r.global_step = step;
+    r.reason = "stop requested";
+    return r;
+  }
+  void Script(const std::string& name, const std::string& body) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << "#!/bin/sh\nS=" << dir_ << "/slurm\n" << body;
+    chmod(path.c_str(), 0755);
+  }
+  SlurmOptions Options() {
+    SlurmOptions o;
+    o.job_root = dir_ + "/jobs";
+    o.sbatch = dir_ + "/sbatch";
+    o.squeue = dir_ + "/squeue";
+    o.scancel = dir_ + "/scancel";
+    o.trainingd_path = "/opt/trainingd/bin/trainingd";
+    o.data_root = "/data";
+    o.poll_secs = 0.05;
+    o.stop_grace_secs = 30;
+    return o;
+  }
+  RunRequest Request(const std::string& id) {
+    RunRequest r{id, SmallJob(id, 100), dir_ + "/jobs/" + id, {}};
+    r.memory_bytes = int64_t{300} << 20;
+    fs::create_directories(r.job_dir);
+    return r;
+  }
+  // Slurm's side of job `n`.
+  void SetState(int n, const std::string& state, int restarts = 0) {
+    std::ofstream(dir_ + "/slurm/restarts." + std::to_string(n)) << restarts << "\n";
+    std::ofstream(dir_ + "/slurm/state." + std::to_string(n)) << state << "\n";
+  }
+  // Rank 0's side: a report line appended to the job's progress file.
+  void Report(const RunRequest& r, const eng::RunEvent& event) {
+    std::ofstream(r.job_dir + "/progress.jsonl", std::ios::app) << api::FormatRunReport(event);
+  }
+  std::string Read(const std::string& name) {
+    std::ifstream in(dir_ + "/slurm/" + name);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  int Lines(const std::string& name) {
+    const std::string text = Read(name);
+    return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  }
+  template <typename T>
+  std::vector<T> All(const std::string& id) {
+    std::vector<T> out;
+    for (const RunEvent& e : recorder_.Events(id)) {
+      if (const T* t = std::get_if<T>(&e)) out.push_back(*t);
+    }
+    return out;
+  }
+  bool WaitForState(const std::string& id, const std::string& state) {
+    return recorder_.WaitFor(id, [&](const RunEvent& e) {
+      const auto* s = std::get_if<eng::SchedulerStatus>(&e);
+      return s && s->state == state;
+    });
+  }
+  bool WaitForScalar(const std::string& id, int64_t step) {
+    return recorder_.WaitFor(id, [&](const RunEvent& e) {
+      const auto* s = std::get_if<eng::ScalarRecorded>(&e);
+      return s && s->step == step;
+    });
+  }
+  std::string dir_;
+  Recorder recorder_;
+};
+
+TEST_F(SlurmExecutorTest, TheBatchScriptRunsTheJobWithItsResources) {
+  SlurmOptions o = Options();
+  o.partition = "gpu";
+  o.account = "ml";
+  o.time_limit_minutes = 90;
+  o.cpus_per_task = 2;
+  o.trainingd_path = "/opt/it's/trainingd";
+  SlurmExecutor executor(o);
+  RunRequest r = Request("j1");
+  r.spec.distributed.workers = 3;
+  const std::string script = executor.BatchScript(r);
+  for (const std::string& line : std::vector<std::string>{
+           "#SBATCH --job-name=trainingd-j1\n", "#SBATCH --ntasks=3\n",
+           "#SBATCH --cpus-per-task=2\n", "#SBATCH --mem-per-cpu=150M\n", "#SBATCH --time=90\n",
+           "#SBATCH --partition=gpu\n", "#SBATCH --account=ml\n", "#SBATCH --requeue\n",
+           "#SBATCH --chdir=" + r.job_dir + "\n", "unset TRAININGD_TOKEN\n",
+           "exec '/opt/it'\\''s/trainingd' run '" + r.job_dir + "/spec.json' --checkpoint-dir '" +
+               r.job_dir + "' --data-root '/data' --threads 2 --report '" + r.job_dir +
+               "/progress.jsonl' --workers 3\n"}) {
+    EXPECT_NE(script.find(line), std::string::npos) << line << "\nnot in\n" << script;
+  }
+}
+
+TEST_F(SlurmExecutorTest, ARunIsSubmittedFollowedAndEndsAsItsReportSays) {
+  SlurmExecutor executor(Options());
+  RunRequest r = Request("a");
+  std::ofstream(dir_ + "/slurm/hold");
+  ASSERT_TRUE(executor.Start(r, recorder_).ok());
+  ASSERT_TRUE(WaitForState("a", "PENDING"));
+  EXPECT_EQ(Lines("sbatch.log"), 1);
+  EXPECT_NE(Read("sbatch.log").find("--parsable " + r.job_dir + "/slurm.sh"), std::string::npos);
+  EXPECT_TRUE(fs::exists(r.job_dir + "/spec.json"));
+  EXPECT_TRUE(All<eng::AttemptStarted>("a").empty());  // not running yet
+
+  SetState(1, "RUNNING");
+  Report(r, eng::SessionCreated{0});
+  Report(r, eng::ScalarRecorded{"loss", 1, 2.5, 100});
+  Report(r, eng::LogWritten{eng::LogSeverity::kInfo, "global_step = 1"});
+  ASSERT_TRUE(WaitForScalar("a", 1));
+  ASSERT_TRUE(WaitForState("a", "RUNNING"));
+  ASSERT_EQ(All<eng::AttemptStarted>("a").size(), 1u);
+
+  Report(r, eng::ScalarRecorded{"loss", 100, 0.5, 101});
+  JobResult done;
+  done.global_step = 100;
+  done.reason = "reached max_steps 100";
+  Report(r, eng::RunEnded{done});
+  SetState(1, "COMPLETED");
+  ASSERT_TRUE(recorder_.WaitForEnd("a"));
+  const RunEnded& end = recorder_.End("a");
+  ASSERT_TRUE(end.result.ok()) << end.result.status().message();
+  EXPECT_EQ(end.result->outcome, JobResult::Outcome::kCompleted);
+  EXPECT_EQ(end.result->reason, "reached max_steps 100");
+  EXPECT_EQ(All<eng::ScalarRecorded>("a").size(), 2u);
+  EXPECT_EQ(All<eng::AttemptEnded>("a").size(), 1u);
+}
+
+TEST_F(SlurmExecutorTest, AStopSendsTermThenTheRunEndsStopped) {
+  SlurmExecutor executor(Options());
+  RunRequest r = Request("s");
+  ASSERT_TRUE(executor.Start(r, recorder_).ok());
+  ASSERT_TRUE(WaitForState("s", "RUNNING"));
+  executor.RequestStop("s");
+  ASSERT_TRUE(recorder_.WaitForEnd("s"));
+  EXPECT_EQ(Read("scancel.log"), "--batch --signal=TERM 1\n");
+  const RunEnded& end = recorder_.End("s");
+  ASSERT_TRUE(end.result.ok()) << end.result.status().message();
+  EXPECT_EQ(end.result->outcome, JobResult::Outcome::kStopped);
+  EXPECT_EQ(end.result->global_step, 7);
+}
+
+TEST_F(SlurmExecutorTest, AStopCancelsAPendingJob) {
+  SlurmExecutor executor(Options());
+  RunRequest r = Request("p");
+  std::ofstream(dir_ + "/slurm/hold");
+  ASSERT_TRUE(executor.Start(r, recorder_).ok());
+  ASSERT_TRUE(WaitForState("p", "PENDING"));
+  executor.RequestStop("p");
+  ASSERT_TRUE(recorder_.WaitForEnd("p"));
+  EXPECT_EQ(Read("scancel.log"), "1\n");
+  const RunEnded& end = recorder_.End("p");
+  ASSERT_TRUE(end.result.ok()) << end.result.status().message();
+  EXPECT_EQ(end.result->outcome, JobResult::Outcome::kStopped);
+  EXPECT_EQ(end.result->reason, "stop requested");
+}
+
+TEST_F(SlurmExecutorTest, WithoutAReportSlurmsStateSaysHowItEnded) {
+  SlurmExecutor executor(Options());
+  RunRequest c = Request("c"), t = Request("t");
+  ASSERT_TRUE(executor.Start(c, recorder_).ok());
+  ASSERT_TRUE(WaitForState("c", "RUNNING"));
+  ASSERT_TRUE(executor.Start(t, recorder_).ok());
+  ASSERT_TRUE(WaitForState("t", "RUNNING"));
+  SetState(1, "CANCELLED");  // scancel by hand
+  SetState(2, "TIMEOUT");
+  ASSERT_TRUE(recorder_.WaitForEnd("c"));
+  ASSERT_TRUE(recorder_.WaitForEnd("t"));
+  ASSERT_TRUE(recorder_.End("c").result.ok());
+  EXPECT_EQ(recorder_.End("c").result->outcome, JobResult::Outcome::kStopped);
+  EXPECT_NE(recorder_.End("c").result->reason.find("cancelled in Slurm"), std::string::npos);
+  ASSERT_TRUE(recorder_.End("t").result.ok());
+  EXPECT_EQ(recorder_.End("t").result->outcome, JobResult::Outcome::kFailed);
+  EXPECT_NE(recorder_.End("t").result->reason.find("Slurm job 2 ended TIMEOUT"), std::string::npos)
+      << recorder_.End("t").result->reason;
+}
+
+TEST_F(SlurmExecutorTest, ARequeueStartsANewAttemptAndTheJobGoesOn) {
+  SlurmExecutor executor(Options());
+  RunRequest r = Request("q");
+  ASSERT_TRUE(executor.Start(r, recorder_).ok());
+  ASSERT_TRUE(WaitForState("q", "RUNNING"));
+  Report(r, eng::SessionCreated{0});
+  Report(r, eng::ScalarRecorded{"loss", 1, 2.5, 100});
+  ASSERT_TRUE(WaitForScalar("q", 1));
+  // A node fails: Slurm TERMs the script, whose run stops with a final checkpoint, and requeues.
+  Report(r, eng::RunEnded{Stopped(40)});
+  SetState(1, "PENDING", 1);
+  ASSERT_TRUE(recorder_.WaitFor(
+      "q", [](const RunEvent& e) { return std::holds_alternative<eng::AttemptEnded>(e); }));
+  EXPECT_EQ(All<eng::AttemptEnded>("q")[0].reason, "requeued by Slurm");
+  SetState(1, "RUNNING", 1);
+  ASSERT_TRUE(recorder_.WaitFor("q", [](const RunEvent& e) {
+    const auto* s = std::get_if<eng::SchedulerStatus>(&e);
+    return s && s->state == "RUNNING" && s->restarts == 1;
+  }));
+  Report(r, eng::SessionCreated{40});
+  Report(r, eng::ScalarRecorded{"loss", 41, 1.5, 200});
+  ASSERT_TRUE(WaitForScalar("q", 41));
+  JobResult done;
+  done.global_step = 100;
+  done.reason = "reached max_steps 100";
+  Report(r, eng::RunEnded{done});
+  SetState(1, "COMPLETED", 1);
+  ASSERT_TRUE(recorder_.WaitForEnd("q"));
+  ASSERT_TRUE(recorder_.End("q").result.ok());
+  EXPECT_EQ(recorder_.End("q").result->outcome, JobResult::Outcome::kCompleted);
+  EXPECT_EQ(All<eng::AttemptStarted>("q").size(), 2u);
+  EXPECT_EQ(Lines("sbatch.log"), 1);
+}
+
+TEST_F(SlurmExecutorTest, AfterARestartTheSameSlurmJobIsFollowedFromWhereItWasLeft) {
+  RunRequest r = Request("r");
+  {
+    SlurmExecutor executor(Options());
+    ASSERT_TRUE(executor.Start(r, recorder_).ok());
+    ASSERT_TRUE(WaitForState("r", "RUNNING"));
+    Report(r, eng::SessionCreated{0});
+    Report(r, eng::ScalarRecorded{"loss", 1, 2.5, 100});
+    ASSERT_TRUE(WaitForScalar("r", 1));
+    executor.Shutdown();  // the daemon goes down; the Slurm job does not
+  }
+  const RunEnded& detached = recorder_.End("r");
+  ASSERT_TRUE(detached.result.ok());
+  EXPECT_EQ(detached.result->outcome, JobResult::Outcome::kStopped);
+  EXPECT_NE(detached.result->reason.find("goes on"), std::string::npos);
+  // What the run writes while the daemon is down is picked up; nothing is reported twice.
+  Report(r, eng::ScalarRecorded{"loss", 51, 1.5, 150});
+  Recorder second;
+  SlurmExecutor executor(Options());
+  ASSERT_TRUE(executor.Start(r, second).ok());
+  ASSERT_TRUE(second.WaitFor("r", [](const RunEvent& e) {
+    const auto* s = std::get_if<eng::ScalarRecorded>(&e);
+    return s && s->step == 51;
+  }));
+  JobResult done;
+  done.global_step = 100;
+  Report(r, eng::RunEnded{done});
+  SetState(1, "COMPLETED");
+  ASSERT_TRUE(second.WaitForEnd("r"));
+  EXPECT_EQ(Lines("sbatch.log"), 1);  // never submitted twice
+  int scalars = 0;
+  for (const RunEvent& e : second.Events("r"))
+    scalars += std::holds_alternative<eng::ScalarRecorded>(e);
+  EXPECT_EQ(scalars, 1);
+  ASSERT_TRUE(second.End("r").result.ok());
+  EXPECT_EQ(second.End("r").result->outcome, JobResult::Outcome::kCompleted);
+}
+
+TEST_F(SlurmExecutorTest, WhileTheControllerIsDownTheRunWaits) {
+  SlurmExecutor executor(Options());
+  RunRequest r = Request("d");
+  ASSERT_TRUE(executor.Start(r, recorder_).ok());
+  ASSERT_TRUE(WaitForState("d", "RUNNING"));
+  std::ofstream(dir_ + "/slurm/down");
+  ASSERT_TRUE(recorder_.WaitFor("d", [](const RunEvent& e) {
+    const auto* l = std::get_if<eng::LogWritten>(&e);
+    return l && l->text.find("Slurm does not answer") != std::string::npos;
+  }));
+  EXPECT_TRUE(All<RunEnded>("d").empty());  // an empty answer is not "the job is gone"
+  fs::remove(dir_ + "/slurm/down");
+  SetState(1, "CANCELLED");
+  ASSERT_TRUE(recorder_.WaitForEnd("d"));
+  EXPECT_EQ(recorder_.End("d").result->outcome, JobResult::Outcome::kStopped);
+}
+
+TEST_F(SlurmExecutorTest, CheckSaysWhatIsWrong) {
+  EXPECT_TRUE(SlurmExecutor::Check(Options()).ok());
+  std::ofstream(dir_ + "/slurm/down");
+  const eng::Status down = SlurmExecutor::Check(Options());
+  EXPECT_FALSE(down.ok());
+  EXPECT_NE(down.message().find("does not answer"), std::string::npos) << down.message();
+  SlurmOptions missing = Options();
+  missing.squeue = dir_ + "/no-such-squeue";
+  const eng::Status none = SlurmExecutor::Check(missing);
+  EXPECT_NE(none.message().find("install slurm-client"), std::string::npos) << none.message();
+}
+
+}  // namespace
+}  // namespace trainingd::daemon

@@ -1,0 +1,458 @@
+#!/usr/bin/python3
+"""Jobs under `trainingd serve` with the Slurm executor, over real HTTP, against a real single-node
+Slurm cluster (tests/support/slurm_cluster.sh; docs/slurm-notes.md for what Slurm does).
+
+- a daemon whose Slurm does not answer refuses to start, with a message naming slurm: once with a
+  SLURM_CONF that does not exist, once with the cluster stopped;
+- a job on a drained node is `queued` while Slurm says PENDING (with its reason), then `running`
+  on the node, sent as `trainingd-<id>` (squeue --json), its scalars live on the event stream
+  while it runs; completed, with its batch script and Slurm output in <job_root>/<id>/;
+- a stop over HTTP: stopped after a final checkpoint at its last step; a resume is a new sbatch
+  submission (a new Slurm job id) that continues from that checkpoint and completes;
+- `scancel` of the Slurm job by hand: stopped;
+- `kill -9` of the daemon while the Slurm job runs: the Slurm job keeps running, the restarted
+  daemon reattaches to it (the same Slurm job id, one submission in all) and the job completes
+  with every loss summary of the run, in order;
+- `distributed.workers` 2: one Slurm job of 2 tasks (mpirun inside the allocation), completed;
+- the node set DOWN under a running job: Slurm requeues it, it runs again and completes at
+  max_steps, its loss series strictly increasing without a gap.
+
+All on one cluster, started once with a short credential lifetime and a 1 s backfill period so a
+requeued job runs again after ~13 s instead of ~141 s. Needs root and slurm-wlm + munge: exits 77
+(skipped) otherwise.
+
+    slurm_test.py TRAININGD [SCENARIO...]     (default: all of them, in this order:
+    queued stop-resume scancel kill9 workers node-down refused)
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trainingd_e2e import Daemon, expect, monotonic_series, small_spec  # noqa: E402
+
+TRAININGD = sys.argv[1]
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support",
+                       "slurm_cluster.sh")
+PERIOD = 10  # the specs' summary period: a loss every 10 steps, at 1, 11, 21, ...
+NODE = "localhost"
+
+
+# ---------------------------------------------------------------------------
+# The cluster
+# ---------------------------------------------------------------------------
+
+def start_cluster(fixture_dir):
+    """Starts the fixture in `fixture_dir`; returns its SLURM_CONF. Exits 77 when it skips."""
+    # A repeated key in slurm.conf: the later line wins (docs/slurm-notes.md).
+    extra = ("AuthInfo=socket=%s/munge.socket,cred_expire=10\n"
+             "SchedulerParameters=bf_interval=1" % fixture_dir)
+    r = subprocess.run([FIXTURE, "start", fixture_dir], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=300,
+                       env=dict(os.environ, SLURM_FIXTURE_EXTRA_CONF=extra))
+    if r.returncode == 77:
+        print("skipped: %s" % r.stderr.strip(), flush=True)
+        sys.exit(77)
+    expect(r.returncode == 0, "the Slurm fixture did not start (%d):\n%s" %
+           (r.returncode, r.stderr))
+    m = re.search(r"^export SLURM_CONF=(\S+)$", r.stdout, re.M)
+    expect(m, "no SLURM_CONF from the fixture: %r" % r.stdout)
+    return m.group(1)
+
+
+def stop_cluster(fixture_dir):
+    r = subprocess.run([FIXTURE, "stop", fixture_dir], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=300)
+    if r.returncode != 0:
+        print("the fixture's stop failed (%d):\n%s" % (r.returncode, r.stdout), flush=True)
+    return r.returncode
+
+
+def slurm(conf, *args, check=True):
+    """Runs a Slurm command against the cluster of `conf`; returns its stdout."""
+    r = subprocess.run(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       env=dict(os.environ, SLURM_CONF=conf), timeout=60)
+    expect(not check or r.returncode == 0, "%s: exit %d: %s" % (" ".join(args), r.returncode,
+                                                                r.stderr))
+    return r.stdout
+
+
+def squeue(conf):
+    """Every job the controller knows (squeue --json ignores filters, and exits 0 with `errors`
+    when the controller does not answer)."""
+    body = json.loads(slurm(conf, "squeue", "--json"))
+    expect(not body.get("errors"), "squeue --json: %s" % body.get("errors"))
+    return body["jobs"]
+
+
+def slurm_job(conf, slurm_id):
+    for j in squeue(conf):
+        if j["job_id"] == slurm_id:
+            return j
+    return None
+
+
+def submissions(conf, job_id):
+    """The Slurm jobs sent for our job `job_id`, by their name."""
+    return [j for j in squeue(conf) if j["name"] == "trainingd-" + job_id]
+
+
+def node_state(conf):
+    return slurm(conf, "sinfo", "-h", "-N", "-n", NODE, "-o", "%T", check=False).strip()
+
+
+def wait_node_idle(conf, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if node_state(conf) == "idle":
+            return
+        time.sleep(0.2)
+    raise AssertionError("node %s not idle after %d s: %s" % (NODE, timeout, node_state(conf)))
+
+
+# ---------------------------------------------------------------------------
+# Jobs
+# ---------------------------------------------------------------------------
+
+def spec(name, max_steps, **overrides):
+    """The MLP at batch 500 (a few hundred steps per second here), a checkpoint every 300 steps,
+    a loss every PERIOD steps."""
+    s = small_spec(name, max_steps, checkpoint_every=300, batch_size=500, **overrides)
+    s["hooks"]["summary"] = {"every_steps": PERIOD}
+    return s
+
+
+def submit(d, s):
+    status, body = d.call("POST", "/api/v1/jobs", s)
+    expect(status == 201, (status, body))
+    return body["id"]
+
+
+def wait_slurm(d, job_id, timeout=60):
+    """The job once it has a Slurm job id."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        job = d.job(job_id)
+        if job.get("slurm") and job["slurm"].get("job_id"):
+            return job
+        expect(job["state"] in ("queued", "running"), "job ended before sbatch: %s" % job)
+        time.sleep(0.1)
+    raise AssertionError("job %s has no Slurm job id after %d s: %s" % (job_id, timeout, job))
+
+
+def wait_step(d, job_id, step, timeout=180):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        job = d.job(job_id)
+        if job["global_step"] >= step:
+            expect(job["state"] == "running", "at step %d but %s" % (step, job["state"]))
+            return job
+        expect(job["state"] in ("queued", "running"), "job ended early: %s" % job)
+        time.sleep(0.1)
+    raise AssertionError("job %s did not reach step %d in %d s: %s" %
+                         (job_id, step, timeout, d.job(job_id)))
+
+
+def ended(d, job_id, timeout=240):
+    return d.wait_state(job_id, {"completed", "failed", "stopped"}, timeout=timeout)
+
+
+def attempts(job):
+    return (job.get("distributed") or {}).get("attempts") or []
+
+
+def every_summary(max_steps):
+    """The loss steps of one uninterrupted run from step 0: 1, 1 + PERIOD, ..."""
+    return list(range(1, max_steps + 1, PERIOD))
+
+
+def without_gaps(steps, max_steps):
+    """True if the steps start at 1, end within the last period and are never more than a period
+    apart: every summary is there, whatever checkpoint a rerun started from."""
+    return (steps and steps[0] == 1 and steps[-1] > max_steps - PERIOD and
+            all(b - a <= PERIOD for a, b in zip(steps, steps[1:])))
+
+
+def config(job_root):
+    return {"executor": "slurm",
+            "slurm": {"job_root": job_root, "poll_secs": 0.5, "partition": "", "account": "",
+                      "sbatch_options": [], "trainingd_path": "", "max_jobs": 64,
+                      "time_limit_minutes": 0}}
+
+
+def serve_args(data_dir, cfg):
+    """`trainingd serve` as Daemon() starts it, with `cfg` written next to the data directory."""
+    path = data_dir.rstrip("/") + ".json"
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    return [TRAININGD, "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir,
+            "--config", path]
+
+
+def start_refused(data_dir, cfg, slurm_conf):
+    """Starts a daemon that should refuse to start; returns (Popen, start time)."""
+    return subprocess.Popen(serve_args(data_dir, cfg), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, SLURM_CONF=slurm_conf)), time.time()
+
+
+def check_refused(proc, started, timeout, what):
+    """The daemon of start_refused() exits non-zero within `timeout` s of its start, never
+    listening, with a `trainingd serve: slurm: ...` line on stderr (or `trainingd: slurm: ...`)."""
+    try:
+        out, err = proc.communicate(timeout=max(1, started + timeout - time.time()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError("%s: the daemon still runs %d s after its start:\n%s%s" %
+                             (what, timeout, out, err))
+    took = time.time() - started
+    expect(proc.returncode != 0, "%s: exit code 0:\n%s%s" % (what, out, err))
+    expect("listening on" not in out, "%s: the daemon listened: %r" % (what, out))
+    lines = [l for l in err.splitlines() if re.match(r"trainingd( serve)?: slurm: ", l)]
+    expect(lines, "%s: no 'trainingd serve: slurm: ...' line on stderr:\n%s" % (what, err))
+    print("%s: refused to start in %.1f s (exit %d): %s" % (what, took, proc.returncode,
+                                                            lines[0]), flush=True)
+
+
+# ---------------------------------------------------------------------------
+# Scenarios
+# ---------------------------------------------------------------------------
+
+def queued_running_completed(d, conf, job_root):
+    """Drained node: queued/PENDING; resumed node: running, live scalars; completed."""
+    slurm(conf, "scontrol", "update", "nodename=" + NODE, "state=drain", "reason=held-by-test")
+    try:
+        max_steps = 3000
+        j = submit(d, spec("basic", max_steps))
+        job = wait_slurm(d, j)
+        deadline = time.time() + 30
+        while job["slurm"]["state"] != "PENDING" or job["slurm"]["reason"] in (None, "", "None"):
+            expect(time.time() < deadline, "no PENDING with a reason: %s" % job)
+            time.sleep(0.1)
+            job = d.job(j)
+        expect(job["state"] == "queued" and job["executor"] == "slurm", job)
+        sid = job["slurm"]["job_id"]
+        expect(isinstance(sid, int) and sid > 0, job["slurm"])
+        sj = slurm_job(conf, sid)
+        expect(sj and sj["name"] == "trainingd-" + j and sj["job_state"] == "PENDING",
+               "squeue --json for %d: %s" % (sid, sj))
+        print("drained node: queued, Slurm job %d PENDING (%s), named %s" %
+              (sid, job["slurm"]["reason"], sj["name"]), flush=True)
+    finally:
+        slurm(conf, "scontrol", "update", "nodename=" + NODE, "state=resume")
+
+    # The job's stream, from before it runs: every scalar on it is live.
+    evs = d.events("/api/v1/jobs/%s/events" % j, timeout=120,
+                   until=lambda e: e.get("event") == "scalar" and e["data"]["step"] > 1)
+    received = time.time()
+    job = d.job(j)
+    scalars = [e for e in evs if e.get("event") == "scalar"]
+    expect(scalars, "no scalar event: %r" % evs[-5:])
+    last = scalars[-1]["data"]
+    expect(set(last) >= {"tag", "step", "value", "wall_time"}, last)
+    expect(job["state"] == "running" and job["global_step"] < max_steps,
+           "a scalar while the job runs: %s at %d" % (job["state"], job["global_step"]))
+    expect(job["slurm"]["state"] == "RUNNING" and job["slurm"]["nodes"] == NODE and
+           job["slurm"]["job_id"] == sid, job["slurm"])
+    delay = received - last["wall_time"]
+    expect(delay < 10, "scalar of step %d arrived %.1f s after it was written" %
+           (last["step"], delay))
+    states = [e["data"]["state"] for e in evs if e.get("event") == "state"]
+    print("running on %s; a scalar (%s at step %d) on the event stream %.2f s after the trainer "
+          "wrote it; state events %s" % (job["slurm"]["nodes"], last["tag"], last["step"], delay,
+                                         states), flush=True)
+
+    job = ended(d, j)
+    expect(job["state"] == "completed" and job["global_step"] == max_steps, job)
+    expect(job["slurm"]["job_id"] == sid and job["slurm"]["restarts"] == 0, job["slurm"])
+    expect("test/accuracy" in job["latest_scalars"], job["latest_scalars"])
+    expect(monotonic_series(d, j, "loss") == every_summary(max_steps), "every loss summary")
+    files = os.listdir(os.path.join(job_root, j))
+    expect("slurm.sh" in files and "slurm-%d.out" % sid in files and
+           "model.ckpt-%d" % max_steps in files, "the job's files: %s" % sorted(files))
+    expect(len(submissions(conf, j)) == 1, "one submission")
+    print("completed at %d; %s in %s" % (max_steps, ", ".join(sorted(
+        f for f in files if f.startswith("slurm"))), os.path.join(job_root, j)), flush=True)
+
+
+def stop_and_resume(d, conf, job_root):
+    j = submit(d, spec("stop-resume", 100000))
+    sid = wait_slurm(d, j)["slurm"]["job_id"]
+    wait_step(d, j, 600)
+    status, body = d.call("POST", "/api/v1/jobs/%s/stop" % j, {})
+    expect(status == 202, (status, body))
+    job = d.job(j)
+    expect(job["state"] in ("stopping", "stopped"), "after the stop: %s" % job["state"])
+    job = ended(d, j, timeout=120)
+    expect(job["state"] == "stopped", job)
+    stopped_at = job["global_step"]
+    status, ck = d.call("GET", "/api/v1/jobs/%s/checkpoints" % j)
+    expect(status == 200 and ck["checkpoints"] and
+           ck["checkpoints"][-1]["global_step"] == stopped_at,
+           "a final checkpoint at the stop's step %d: %s" % (stopped_at, ck))
+    expect(os.path.exists(os.path.join(job_root, j, "model.ckpt-%d" % stopped_at)), stopped_at)
+    sj = slurm_job(conf, sid)
+    expect(sj and sj["job_state"] not in ("PENDING", "RUNNING"), "Slurm job after the stop: %s"
+           % (sj and sj["job_state"]))
+    print("stop over HTTP: stopped at step %d with a final checkpoint (Slurm job %d %s, "
+          "reason %r)" % (stopped_at, sid, sj["job_state"], job["reason"]), flush=True)
+
+    max_steps = stopped_at + 600
+    status, body = d.call("POST", "/api/v1/jobs/%s/resume" % j, {"max_steps": max_steps})
+    expect(status == 202, (status, body))
+    job = ended(d, j)
+    expect(job["state"] == "completed" and job["global_step"] == max_steps, job)
+    sid2 = job["slurm"]["job_id"]
+    expect(sid2 != sid, "the resume's Slurm job id %d, the stopped one %d" % (sid2, sid))
+    expect(sorted(s["job_id"] for s in submissions(conf, j)) == [sid, sid2], "two submissions")
+    steps = monotonic_series(d, j, "loss")
+    # The resumed run's first summary is at its first step: it restored the stop's checkpoint.
+    expect(stopped_at + 1 in steps and steps[-1] > max_steps - PERIOD, (stopped_at, steps[-5:]))
+    print("resumed as Slurm job %d from step %d; completed at %d" % (sid2, stopped_at, max_steps),
+          flush=True)
+
+
+def scancel_by_hand(d, conf):
+    j = submit(d, spec("scancel", 100000))
+    sid = wait_slurm(d, j)["slurm"]["job_id"]
+    wait_step(d, j, 100)
+    slurm(conf, "scancel", str(sid))
+    job = ended(d, j, timeout=120)
+    expect(job["state"] == "stopped", "after scancel %d: %s" % (sid, job))
+    print("scancel %d by hand: stopped at step %d (reason %r)" %
+          (sid, job["global_step"], job["reason"]), flush=True)
+
+
+def kill9_daemon(daemons, conf, data, cfg):
+    """kill -9 of daemons[-1]; appends the restarted daemon."""
+    d = daemons[-1]
+    max_steps = 6000
+    j = submit(d, spec("daemon-crash", max_steps))
+    sid = wait_slurm(d, j)["slurm"]["job_id"]
+    wait_step(d, j, 600)
+    d.kill()
+    sj = slurm_job(conf, sid)
+    expect(sj and sj["job_state"] == "RUNNING", "Slurm job %d after kill -9 of the daemon: %s" %
+           (sid, sj and sj["job_state"]))
+    time.sleep(1)  # steps the daemon does not see happen
+    print("kill -9 of the daemon: Slurm job %d still RUNNING" % sid, flush=True)
+    d = Daemon(TRAININGD, data, config=cfg, env={"SLURM_CONF": conf})
+    daemons.append(d)
+    job = d.job(j)
+    still = slurm_job(conf, sid)["job_state"]
+    expect(job["slurm"] and job["slurm"]["job_id"] == sid, "reattached: %s" % job)
+    job = ended(d, j)
+    expect(job["state"] == "completed" and job["global_step"] == max_steps, job)
+    expect(job["slurm"]["job_id"] == sid, job["slurm"])
+    subs = submissions(conf, j)
+    expect(len(subs) == 1, "one submission: %s" % [(s["job_id"], s["job_state"]) for s in subs])
+    steps = monotonic_series(d, j, "loss")
+    expect(steps == every_summary(max_steps),
+           "every loss summary of the run: %d of %d, first missing %r" %
+           (len(steps), len(every_summary(max_steps)),
+            next((s for s in every_summary(max_steps) if s not in set(steps)), None)))
+    print("restarted daemon reattached to Slurm job %d (%s at the restart); completed at %d "
+          "with all %d loss summaries" % (sid, still, max_steps, len(steps)), flush=True)
+
+
+def two_workers(d, conf):
+    max_steps = 2000
+    s = spec("two-workers", max_steps)
+    s["distributed"] = {"workers": 2}
+    j = submit(d, s)
+    sid = wait_slurm(d, j)["slurm"]["job_id"]
+    sj = slurm_job(conf, sid)
+    expect(sj and sj["tasks"] == 2, "tasks of Slurm job %d: %s" % (sid, sj and sj["tasks"]))
+    job = ended(d, j)
+    expect(job["state"] == "completed" and job["global_step"] == max_steps, job)
+    monotonic_series(d, j, "loss")
+    print("2 workers: Slurm job %d of %d tasks, completed at %d" % (sid, sj["tasks"], max_steps),
+          flush=True)
+
+
+def node_down(d, conf):
+    max_steps = 6000
+    j = submit(d, spec("node-down", max_steps))
+    sid = wait_slurm(d, j)["slurm"]["job_id"]
+    wait_step(d, j, 1000)
+    downed = time.time()
+    slurm(conf, "scontrol", "update", "nodename=" + NODE, "state=down", "reason=test")
+    job = ended(d, j, timeout=240)
+    took = time.time() - downed
+    expect(job["state"] == "completed" and job["global_step"] == max_steps,
+           "after the node went down: %s" % job)
+    n = len(attempts(job))
+    expect(n >= 2 or job["slurm"]["restarts"] >= 1,
+           "no rerun seen: %d attempts, slurm %s" % (n, job["slurm"]))
+    steps = monotonic_series(d, j, "loss")
+    expect(without_gaps(steps, max_steps), "loss steps with a gap: %s" %
+           [(a, b) for a, b in zip(steps, steps[1:]) if b - a > PERIOD][:10])
+    print("node DOWN at step >= 1000: Slurm job %d requeued (restarts %d, attempts ending %s), "
+          "completed at %d %.1f s later; loss series strictly increasing, no gap" %
+          (sid, job["slurm"]["restarts"], [a.get("end") for a in attempts(job)], max_steps, took),
+          flush=True)
+
+
+SCENARIOS = ["queued", "stop-resume", "scancel", "kill9", "workers", "node-down", "refused"]
+
+
+def main():
+    only = set(sys.argv[2:]) or set(SCENARIOS)
+    expect(only <= set(SCENARIOS), "scenarios: %s" % " ".join(SCENARIOS))
+    work = tempfile.mkdtemp(prefix="trainingd-slurm-")
+    # Short: Slurm puts Unix sockets under it (the fixture refuses more than 64 characters).
+    fixture_dir = os.path.realpath(tempfile.mkdtemp(prefix="slx", dir="/tmp"))
+    job_root = os.path.join(work, "slurm-jobs")
+    os.makedirs(job_root)
+    cfg = config(job_root)
+    data = os.path.join(work, "data")
+    daemons = []
+    missing = None
+    if "refused" in only:
+        # No cluster behind a SLURM_CONF that does not exist. squeue itself retries reading a
+        # missing slurm.conf for 60 s, so this daemon gets 90 s; meanwhile the rest runs.
+        missing, missing_started = start_refused(os.path.join(work, "missing"), cfg,
+                                                 os.path.join(work, "no-such-dir", "slurm.conf"))
+    try:
+        conf = start_cluster(fixture_dir)
+        print("Slurm cluster up: SLURM_CONF=%s" % conf, flush=True)
+        daemons.append(Daemon(TRAININGD, data, config=cfg, env={"SLURM_CONF": conf}))
+
+        for name, run in [("queued", lambda: queued_running_completed(daemons[-1], conf, job_root)),
+                          ("stop-resume", lambda: stop_and_resume(daemons[-1], conf, job_root)),
+                          ("scancel", lambda: scancel_by_hand(daemons[-1], conf)),
+                          ("kill9", lambda: kill9_daemon(daemons, conf, data, cfg)),
+                          ("workers", lambda: two_workers(daemons[-1], conf)),
+                          ("node-down", lambda: node_down(daemons[-1], conf))]:
+            if name in only:
+                wait_node_idle(conf)  # the previous job's allocation released
+                run()
+
+        code, log = daemons[-1].stop()
+        expect(code == 0, "clean exit on SIGTERM: %d\n%s" % (code, log[-3000:]))
+        if "refused" in only:
+            check_refused(missing, missing_started, 90, "SLURM_CONF does not exist")
+            expect(stop_cluster(fixture_dir) == 0, "the fixture stopped")
+            p, started = start_refused(os.path.join(work, "stopped"), cfg, conf)
+            check_refused(p, started, 30, "the cluster stopped")
+        print("ok", flush=True)
+    finally:
+        for d in daemons:
+            if d.proc.poll() is None:
+                d.kill()
+        if missing is not None and missing.poll() is None:
+            missing.kill()
+            missing.wait()
+        stop_cluster(fixture_dir)
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(fixture_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

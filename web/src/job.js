@@ -68,6 +68,7 @@ export function mountJob(root, id) {
     els.badge = h('span', {});
     els.actions = h('div', { class: 'actions' });
     els.reason = h('p', { class: 'job-reason', hidden: true });
+    els.slurm = h('p', { class: 'job-reason job-slurm muted', hidden: true });
     els.bar = h('div', { class: 'progress-bar' });
     els.progressText = h('span', { class: 'stat-value' });
     els.percent = h('span', { class: 'stat-sub' });
@@ -108,6 +109,7 @@ export function mountJob(root, id) {
         h('div', { class: 'title-row' }, els.title, els.badge),
         els.actions),
       els.reason,
+      els.slurm,
       els.stats,
       els.charts,
       els.otherWrap,
@@ -169,6 +171,7 @@ export function mountJob(root, id) {
     setText(els.reason, reason ? (job.error ? `Error: ${job.error}` : reason) : '');
     renderProgress();
     renderActions();
+    renderSlurm();
     renderWorkers();
     if (job.spec) {
       const text = JSON.stringify(job.spec, null, 2);
@@ -181,13 +184,26 @@ export function mountJob(root, id) {
     }
   }
 
+  // A job on Slurm: its Slurm job id, what Slurm says of it (why it waits) and where it runs.
+  function renderSlurm() {
+    const s = job.executor === 'slurm' ? job.slurm : null;
+    els.slurm.hidden = !s;
+    if (!s) return;
+    const why = s.reason && s.reason !== 'None' ? ` (${s.reason})` : '';
+    const where = s.nodes ? ` on ${s.nodes}` : '';
+    const requeued = s.restarts ? `, requeued ${s.restarts}×` : '';
+    setText(els.slurm, `Slurm job ${s.job_id}: ${s.state}${why}${where}${requeued}`);
+  }
+
   // A data-parallel job: every rank's latest step while it runs, and its attempts (the daemon
   // relaunches it from its latest checkpoint when a rank dies or stalls).
   function renderWorkers() {
     const d = job.distributed;
     els.workers.hidden = !d;
     if (!d) return;
-    setText(els.workersTitle, `Workers: ${d.workers} ranks`);
+    // (One process on a cluster has attempts too: a requeue starts another.)
+    setText(els.workersTitle, d.workers > 1 ? `Workers: ${d.workers} ranks` : 'Attempts');
+    els.ranks.hidden = d.workers <= 1;
     els.ranks.replaceChildren(d.ranks.length
       ? h('table', { class: 'table-compact' },
         h('thead', {}, h('tr', {}, ['Rank', 'Compute (ms/step)', 'Allreduce (ms/step)'].map((t) => h('th', { scope: 'col' }, t)))),
@@ -403,6 +419,8 @@ export function mountJob(root, id) {
     job = { ...job, state: d.state, global_step: Math.max(d.global_step, job.global_step), max_steps: d.max_steps, error: d.error || null, reason: d.reason || null };
     if (d.state !== 'running') sps = 0;
     renderJob();
+    // Slurm's state, reason or nodes changed: the job says which.
+    if (d.state === was && job.executor === 'slurm') later('job', 300, loadJob);
     if (d.state !== was) {
       // Timestamps, latest values and checkpoints change with the state; a job that runs again
       // may have gone back to a checkpoint, so its series are reloaded too.

@@ -31,6 +31,9 @@ struct JobManager::Job {
   // The executor holds a run of it (from its Start to its RunEnded). A job whose run waits in a
   // cluster's queue is queued and has a run.
   bool has_run = false;
+  // Its run outlives the daemon and was being stopped when the daemon died: the new Start
+  // follows it again and asks it to stop once more.
+  bool stop_on_start = false;
   api::SlurmInfo slurm;  // a run on Slurm: what Slurm says of it
   // A data-parallel job's attempts (also in the store) and its ranks' latest step (this run's).
   std::vector<api::AttemptInfo> attempts;
@@ -111,9 +114,11 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
       job->spec = std::move(spec).value();
     }
     job->slurm.job_id = r.slurm_job_id;
-    if (r.state == JobState::kRunning && m->executor_->RunsOutliveDaemon()) {
+    if ((r.state == JobState::kRunning || r.state == JobState::kStopping) &&
+        m->executor_->RunsOutliveDaemon()) {
       // Its run goes on without the daemon (a cluster job): not a suspect; its new Start
-      // reattaches to it.
+      // reattaches to it (and a stop under way is asked for again).
+      job->stop_on_start = r.state == JobState::kStopping;
       r.state = JobState::kQueued;
       r.reason = "the daemon restarted while it ran; following its run again";
       m->queue_.push_back(r.id);
@@ -663,6 +668,10 @@ void JobManager::ScheduleLoop() {
     }
     // A stop that came between the state change and the start found no run to stop.
     std::lock_guard<std::mutex> lock(mu_);
+    if (job->stop_on_start && job->rec.state != JobState::kStopping && job->has_run) {
+      job->stop_on_start = false;
+      SetStateLocked(*job, JobState::kStopping);
+    }
     if (job->rec.state == JobState::kStopping) executor_->RequestStop(request.job_id);
   }
 }

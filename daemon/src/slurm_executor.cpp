@@ -1,6 +1,7 @@
 #include "trainingd/daemon/slurm_executor.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -99,7 +100,12 @@ std::vector<std::string> ReadNewLines(const std::string& path, int64_t* offset) 
   std::vector<std::string> lines;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return lines;
-  std::string buf(kMaxReadBytes, '\0');
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || st.st_size <= *offset) {
+    ::close(fd);
+    return lines;
+  }
+  std::string buf(std::min<size_t>(kMaxReadBytes, static_cast<size_t>(st.st_size - *offset)), '\0');
   const ssize_t n = ::pread(fd, buf.data(), buf.size(), *offset);
   ::close(fd);
   if (n <= 0) return lines;
@@ -391,7 +397,9 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
       stop = run.stop;
       detach = run.detach;
     }
-    if (detach) {
+    // A run asked to stop is followed to its end even then: a later resume must not find it
+    // still running.
+    if (detach && !stop) {
       save(true);
       return finish(Ended(eng::JobResult::Outcome::kStopped, eng::LatestCheckpointStep(dir),
                           "the daemon shut down; Slurm job " + std::to_string(st.slurm_job_id) +
@@ -410,7 +418,8 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
       unreachable = false;
       const auto it = queue->find(st.slurm_job_id);
       SlurmJobStatus now;
-      if (it != queue->end()) {
+      // (A job of that id by another name is not ours: the cluster's ids started again.)
+      if (it != queue->end() && it->second.name == name) {
         now = it->second;
       } else {
         // Slurm forgets a job MinJobAge after its end: it ended, as its report says.
@@ -510,7 +519,7 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
     }
     std::unique_lock<std::mutex> lock(run.mu);
     run.cv.wait_for(lock, std::chrono::duration<double>(kFollowPeriodSecs),
-                    [&] { return run.detach || (run.stop && !stop_sent); });
+                    [&] { return (run.detach && !run.stop) || (run.stop && !stop_sent); });
   }
 }
 

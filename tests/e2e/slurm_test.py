@@ -13,6 +13,9 @@ Slurm cluster (tests/support/slurm_cluster.sh; docs/slurm-notes.md for what Slur
 - `kill -9` of the daemon while the Slurm job runs: the Slurm job keeps running, the restarted
   daemon reattaches to it (the same Slurm job id, one submission in all) and the job completes
   with every loss summary of the run, in order;
+- SIGTERM of the daemon leaves its Slurm job running and the next daemon follows it; a stop
+  followed at once by `kill -9` of the daemon: the next one follows the job to `stopped`, and a
+  resume is a new submission;
 - `distributed.workers` 2: one Slurm job of 2 tasks (mpirun inside the allocation), completed;
 - the node set DOWN under a running job: Slurm requeues it, it runs again and completes at
   max_steps, its loss series strictly increasing without a gap.
@@ -22,7 +25,7 @@ requeued job runs again after ~13 s instead of ~141 s. Needs root and slurm-wlm 
 (skipped) otherwise.
 
     slurm_test.py TRAININGD [SCENARIO...]     (default: all of them, in this order:
-    queued stop-resume scancel kill9 workers node-down refused)
+    queued stop-resume scancel kill9 shutdown workers node-down refused)
 """
 import json
 import os
@@ -361,6 +364,46 @@ def kill9_daemon(daemons, conf, data, cfg):
           "with all %d loss summaries" % (sid, still, max_steps, len(steps)), flush=True)
 
 
+def shutdown_then_stop(daemons, conf, data, cfg):
+    """SIGTERM of daemons[-1] leaves its Slurm job running, and the next daemon follows it again;
+    then a stop and, at once, kill -9 of that daemon: the one after it follows the stopping job
+    to its end (stopped), and a resume is a new submission that completes. Appends the
+    restarted daemons."""
+    d = daemons[-1]
+    j = submit(d, spec("shutdown", 100000))
+    sid = wait_slurm(d, j)["slurm"]["job_id"]
+    wait_step(d, j, 300)
+    code, _ = d.stop()
+    expect(code == 0, "clean exit on SIGTERM: %d" % code)
+    sj = slurm_job(conf, sid)
+    expect(sj and sj["job_state"] == "RUNNING", "Slurm job %d after the daemon's SIGTERM: %s" %
+           (sid, sj and sj["job_state"]))
+    d = Daemon(TRAININGD, data, config=cfg, env={"SLURM_CONF": conf})
+    daemons.append(d)
+    before = d.job(j)["global_step"]
+    wait_step(d, j, before + 300)
+    print("SIGTERM of the daemon: Slurm job %d ran on; the next daemon follows it (step %d)" %
+          (sid, d.job(j)["global_step"]), flush=True)
+
+    status, body = d.call("POST", "/api/v1/jobs/%s/stop" % j, {})
+    expect(status == 202, (status, body))
+    d.kill()
+    d = Daemon(TRAININGD, data, config=cfg, env={"SLURM_CONF": conf})
+    daemons.append(d)
+    job = ended(d, j, timeout=120)
+    expect(job["state"] == "stopped", "stopped, then kill -9 of the daemon: %s" % job)
+    stopped_at = job["global_step"]
+    status, body = d.call("POST", "/api/v1/jobs/%s/resume" % j, {"max_steps": stopped_at + 300})
+    expect(status == 202, (status, body))
+    job = ended(d, j)
+    expect(job["state"] == "completed" and job["global_step"] == stopped_at + 300, job)
+    expect(job["slurm"]["job_id"] != sid, "the resume is a new submission: %s" % job["slurm"])
+    expect(len(submissions(conf, j)) == 2, "two submissions in all")
+    monotonic_series(d, j, "loss")
+    print("stop, then kill -9 of the daemon: stopped at %d; resumed as Slurm job %d to %d" %
+          (stopped_at, job["slurm"]["job_id"], stopped_at + 300), flush=True)
+
+
 def two_workers(d, conf):
     max_steps = 2000
     s = spec("two-workers", max_steps)
@@ -399,7 +442,8 @@ def node_down(d, conf):
           flush=True)
 
 
-SCENARIOS = ["queued", "stop-resume", "scancel", "kill9", "workers", "node-down", "refused"]
+SCENARIOS = ["queued", "stop-resume", "scancel", "kill9", "shutdown", "workers", "node-down",
+             "refused"]
 
 
 def main():
@@ -415,8 +459,8 @@ def main():
     daemons = []
     missing = None
     if "refused" in only:
-        # No cluster behind a SLURM_CONF that does not exist. squeue itself retries reading a
-        # missing slurm.conf for 60 s, so this daemon gets 90 s; meanwhile the rest runs.
+        # No cluster behind a SLURM_CONF that does not exist (squeue itself would retry reading
+        # it for 60 s; the daemon looks for the file first). Meanwhile the rest runs.
         missing, missing_started = start_refused(os.path.join(work, "missing"), cfg,
                                                  os.path.join(work, "no-such-dir", "slurm.conf"))
     try:
@@ -428,6 +472,7 @@ def main():
                           ("stop-resume", lambda: stop_and_resume(daemons[-1], conf, job_root)),
                           ("scancel", lambda: scancel_by_hand(daemons[-1], conf)),
                           ("kill9", lambda: kill9_daemon(daemons, conf, data, cfg)),
+                          ("shutdown", lambda: shutdown_then_stop(daemons, conf, data, cfg)),
                           ("workers", lambda: two_workers(daemons[-1], conf)),
                           ("node-down", lambda: node_down(daemons[-1], conf))]:
             if name in only:

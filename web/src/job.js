@@ -206,7 +206,7 @@ export function mountJob(root, id) {
     els.ranks.hidden = d.workers <= 1;
     els.ranks.replaceChildren(d.ranks.length
       ? h('table', { class: 'table-compact' },
-        h('thead', {}, h('tr', {}, ['Rank', 'Compute (ms/step)', 'Allreduce (ms/step)'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('thead', {}, h('tr', {}, ['Rank', 'Compute (ms/step)', 'Allreduce (ms/step)'].map((t) => h('th', { scope: 'col', class: 'num' }, t)))),
         h('tbody', {}, d.ranks.map((r) => h('tr', {},
           h('td', { class: 'num' }, r.rank === 0 ? '0 (chief)' : String(r.rank)),
           h('td', { class: 'num' }, r.compute_ms.toFixed(2)),
@@ -214,7 +214,7 @@ export function mountJob(root, id) {
       : h('p', { class: 'muted' }, job.state === 'running' ? 'Starting the ranks…' : 'Not running.'));
     els.attempts.replaceChildren(d.attempts.length
       ? h('table', { class: 'table-compact' },
-        h('thead', {}, h('tr', {}, ['Attempt', 'From step', 'Started', 'Ended', 'How it ended'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('thead', {}, h('tr', {}, ['Attempt', 'From step', 'Started', 'Ended', 'How it ended'].map((t, i) => h('th', { scope: 'col', class: i < 2 ? 'num' : null }, t)))),
         h('tbody', {}, d.attempts.slice().reverse().map((a) => h('tr', { dataset: { attempt: String(a.attempt) } },
           h('td', { class: 'num' }, String(a.attempt)),
           h('td', { class: 'num' }, fmt.int(a.from_step)),

@@ -135,6 +135,7 @@ eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
                                              "max_profiler_traces_per_job",
                                              "max_log_bytes_per_job",
                                              "max_crash_restarts",
+                                             "mpi",
                                              "executor",
                                              "slurm"},
                                             "key"));
@@ -186,6 +187,14 @@ eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
   TRAININGD_RETURN_IF_ERROR(
       integer("max_log_bytes_per_job", 4096, kBytes, &c.limits.max_log_bytes_per_job));
   TRAININGD_RETURN_IF_ERROR(integer("max_crash_restarts", 0, 1000, &c.limits.max_crash_restarts));
+  if (const auto it = doc.find("mpi"); it != doc.end()) {
+    TRAININGD_RETURN_IF_ERROR(sj::CheckObject(*it, "mpi", {"hostfile", "mpirun_options"}, "key"));
+    TRAININGD_RETURN_IF_ERROR(sj::Field(*it, "mpi", "hostfile", &c.mpi_hostfile));
+    TRAININGD_RETURN_IF_ERROR(sj::Field(*it, "mpi", "mpirun_options", &c.mpirun_options));
+    if (!c.mpi_hostfile.empty() && c.mpi_hostfile.front() != '/') {
+      return sj::Bad("mpi.hostfile", "must be an absolute path");
+    }
+  }
   TRAININGD_RETURN_IF_ERROR(sj::Field(doc, "", "executor", &c.executor));
   if (c.executor != "local" && c.executor != "slurm") {
     return sj::Bad("executor", "must be \"local\" or \"slurm\", got " + sj::Quote(c.executor));

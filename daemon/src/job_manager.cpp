@@ -221,16 +221,17 @@ eng::Result<eng::JobResources> JobManager::Admit(const eng::JobSpec& spec) const
   }
   const eng::DistributedSpec& d = spec.distributed;
   // A job cannot make the daemon start processes on other machines (mpirun would reach them
-  // with ssh as the daemon's user): its ranks run here.
+  // with ssh as the daemon's user): its ranks run where the daemon's config says (mpi.hostfile;
+  // this machine by default).
   if (!d.hosts.empty()) {
     return eng::Status::InvalidArgument(
-        "distributed.hosts: the daemon runs a job's ranks on this machine; a job cannot name "
-        "hosts (trainingd run can)");
+        "distributed.hosts: the daemon's config says where a job's ranks run (mpi.hostfile); a "
+        "job cannot name hosts (trainingd run can)");
   }
   if (!d.hostfile.empty()) {
     return eng::Status::InvalidArgument(
-        "distributed.hostfile: the daemon runs a job's ranks on this machine; a job cannot name "
-        "a hostfile (trainingd run can)");
+        "distributed.hostfile: the daemon's config says where a job's ranks run "
+        "(mpi.hostfile); a job cannot name a hostfile (trainingd run can)");
   }
   auto data = eng::ProbeJobDataset(spec.dataset, options_.data_root);
   if (!data.ok()) return data.status();

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -75,9 +76,15 @@ std::vector<std::string> MpiExecutor::CommandLine(const RunRequest& request) con
     rank_args.emplace_back("--threads");
     rank_args.push_back(std::to_string(options_.threads_per_rank));
   }
-  std::vector<std::string> cmd = MpirunCommand(
-      request.spec.distributed, request.spec.distributed.workers, options_.rank_program, rank_args);
+  // The daemon's hosts, never the spec's (admission refuses those).
+  eng::DistributedSpec where = request.spec.distributed;
+  where.hosts.clear();
+  where.hostfile = options_.hostfile;
+  std::vector<std::string> cmd =
+      MpirunCommand(where, where.workers, options_.rank_program, rank_args);
   cmd[0] = options_.mpirun;
+  const auto np = std::find(cmd.begin(), cmd.end(), "-np");
+  cmd.insert(np, options_.mpirun_options.begin(), options_.mpirun_options.end());
   return cmd;
 }
 

@@ -213,6 +213,8 @@ int ServeCommand(const std::vector<std::string>& args) {
     MpiExecutorOptions mo;
     mo.slots = config.max_concurrent_jobs;
     mo.data_root = config.data_root;
+    mo.hostfile = config.mpi_hostfile;
+    mo.mpirun_options = config.mpirun_options;
     executor = std::make_unique<RoutingExecutor>(std::make_unique<LocalExecutor>(std::move(lo)),
                                                  std::make_unique<MpiExecutor>(mo));
   }

@@ -64,8 +64,16 @@ TEST_F(ConfigTest, TheSlurmExecutorIsConfiguredAndChecked) {
   EXPECT_EQ(c.slurm.max_jobs, 8);
   EXPECT_EQ(c.slurm.time_limit_minutes, 60);
   EXPECT_EQ(c.slurm.cpus_per_task, 4);
+  ASSERT_TRUE(ParseConfigText(R"({"mpi": {"hostfile": "/etc/trainingd/hosts",
+      "mpirun_options": ["--mca", "btl_tcp_if_include", "eth0"]}})",
+                              "mem.json", c)
+                  .ok());
+  EXPECT_EQ(c.mpi_hostfile, "/etc/trainingd/hosts");
+  EXPECT_EQ(c.mpirun_options, (std::vector<std::string>{"--mca", "btl_tcp_if_include", "eth0"}));
   for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
            {R"({"executor": "k8s"})", "executor: must be"},
+           {R"({"mpi": {"hostfile": "hosts"}})", "mpi.hostfile: must be an absolute path"},
+           {R"({"mpi": {"mpirun_options": "-x"}})", "mpi.mpirun_options"},
            {R"({"executor": "slurm"})", "slurm.job_root: is required"},
            {R"({"slurm": {"job_root": "relative"}})", "slurm.job_root: must be an absolute"},
            {R"({"slurm": {"poll_secs": 0}})", "slurm.poll_secs: must be in"},

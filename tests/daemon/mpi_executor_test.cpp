@@ -75,7 +75,7 @@ class MpiExecutorTest : public ::testing::Test {
   Recorder recorder_;
 };
 
-TEST_F(MpiExecutorTest, TheCommandLineIsLoopbackUnlessHostsAreGiven) {
+TEST_F(MpiExecutorTest, TheCommandLineIsLoopbackUnlessTheDaemonHasAHostfile) {
   MpiExecutor executor(Options("mpirun"));
   RunRequest r = Request("a");
   r.spec.distributed.workers = 3;
@@ -90,9 +90,19 @@ TEST_F(MpiExecutorTest, TheCommandLineIsLoopbackUnlessHostsAreGiven) {
   EXPECT_TRUE(has(local, {"-np", "3", "/opt/trainingd/bin/trainingd-mpi", "run",
                           r.job_dir + "/spec.json", "--checkpoint-dir", r.job_dir}));
   EXPECT_TRUE(has(local, {"--report", "stdout"}));
+  // A spec's hosts are not the daemon's to use (admission refuses them): still loopback.
   r.spec.distributed.hosts = {"node1:2", "node2"};
-  const std::vector<std::string> hosts = executor.CommandLine(r);
-  EXPECT_TRUE(has(hosts, {"--host", "node1:2,node2"}));
+  const std::vector<std::string> spec_hosts = executor.CommandLine(r);
+  EXPECT_FALSE(has(spec_hosts, {"--host"}));
+  EXPECT_TRUE(has(spec_hosts, {"--mca", "btl_tcp_if_include", "lo"}));
+  // The daemon's hostfile and mpirun options: its hosts, not loopback.
+  MpiExecutorOptions o = Options("mpirun");
+  o.hostfile = "/etc/trainingd/hosts";
+  o.mpirun_options = {"--mca", "plm_rsh_agent", "/usr/local/bin/agent"};
+  MpiExecutor on_hosts(o);
+  const std::vector<std::string> hosts = on_hosts.CommandLine(r);
+  EXPECT_TRUE(has(hosts, {"--hostfile", "/etc/trainingd/hosts"}));
+  EXPECT_TRUE(has(hosts, {"--mca", "plm_rsh_agent", "/usr/local/bin/agent", "-np", "3"}));
   EXPECT_FALSE(has(hosts, {"btl_tcp_if_include", "lo"}));
 }
 

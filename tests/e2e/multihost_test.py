@@ -5,17 +5,26 @@ namespace through mpirun's launch agent (`plm_rsh_agent`, here `ip netns exec` i
 the ranks talking over TCP only (docs/distributed.md#real-hosts). The result must be
 bit-identical to the same job's 2 ranks on one host over shared memory.
 
+Then the same through the daemon: `trainingd serve` in the first namespace with a hostfile of the
+two hosts and the launch agent in its config (`mpi.hostfile`, `mpi.mpirun_options`); a 2-worker
+job submitted over HTTP completes with its second rank started in the other namespace, and ends
+bit-identical too.
+
 Needs root (ip netns, ip link); without it the test exits 77, which CTest reports as skipped.
 Traffic goes only to the namespaces the test creates, which it deletes afterwards.
 
     multihost_test.py TRAININGD CHECKPOINT_COMPARE
 """
+import ctypes
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trainingd_e2e import Daemon  # noqa: E402
 
 TRAININGD, COMPARE = sys.argv[1], sys.argv[2]
 TAG = "td%d" % (os.getpid() % 100000)
@@ -44,6 +53,63 @@ def make_hosts():
         sh("ip", "-n", NS[i], "addr", "add", ADDR[i] + "/24", "dev", dev)
         sh("ip", "-n", NS[i], "link", "set", dev, "up")
         sh("ip", "-n", NS[i], "link", "set", "lo", "up")
+
+
+def enter_netns(path):
+    """Moves this thread (its new sockets and the processes it starts) into the network namespace
+    at `path` (/run/netns/NAME, or /proc/self/ns/net to come back)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+            raise OSError(ctypes.get_errno(), "setns " + path)
+    finally:
+        os.close(fd)
+
+
+def daemon_on_two_hosts(work, agent, agent_log, one_dir):
+    """trainingd serve in the first namespace, its mpi.hostfile naming both hosts."""
+    hostfile = os.path.join(work, "hostfile")
+    with open(hostfile, "w") as f:
+        f.write("%s slots=1\n%s slots=1\n" % (ADDR[0], ADDR[1]))
+    open(agent_log, "w").close()
+    cfg = {"max_job_memory_bytes": -1,
+           "mpi": {"hostfile": hostfile,
+                   "mpirun_options": ["--mca", "plm_rsh_agent", agent,
+                                      "--mca", "btl_tcp_if_include", NET + ".0/24",
+                                      "--mca", "oob_tcp_if_include", NET + ".0/24"]}}
+    root_ns = os.open("/proc/self/ns/net", os.O_RDONLY)
+    enter_netns("/run/netns/" + NS[0])
+    try:
+        d = Daemon(TRAININGD, os.path.join(work, "daemon"), config=cfg)
+        try:
+            status, job = d.call("POST", "/api/v1/jobs", dict(SPEC, distributed={"workers": 2}))
+            expect(status == 201, (status, job))
+            job = d.wait_state(job["id"], ("completed", "failed", "stopped"), timeout=300)
+            expect(job["state"] == "completed", job)
+            ckpt = os.path.join(work, "daemon", "jobs", job["id"], "model.ckpt-10")
+        finally:
+            code, log = d.stop()
+        expect(code == 0, "the daemon's exit: %d\n%s" % (code, log[-2000:]))
+    finally:
+        enter_netns("/proc/self/fd/%d" % root_ns)
+        os.close(root_ns)
+    with open(agent_log) as f:
+        launched = f.read().split()
+    expect(launched == [ADDR[1], NS[1]],
+           "the daemon's second rank was not started through the agent: %r" % launched)
+    c = subprocess.run([COMPARE, ckpt, os.path.join(one_dir, "model.ckpt-10")],
+                       stdout=subprocess.PIPE, text=True)
+    result = json.loads(c.stdout)
+    expect(result["identical"], "the daemon's 2 hosts against 1 host: %s" % result)
+    print("the daemon with mpi.hostfile: a 2-worker job over HTTP completed, rank 1 started "
+          "through the launch agent in %s; bit-identical" % NS[1], flush=True)
+
+
+SPEC = {"name": "cnn-hosts", "model": "cnn", "batch_size": 50, "max_steps": 10, "seed": 7,
+        "dataset": {"name": "fashion-mnist", "validation_size": 1000,
+                    "max_train_examples": 11000, "max_test_examples": 1000},
+        "hooks": {"checkpoint": {"every_steps": 10}, "logging": {"every_n_iter": 5}}}
 
 
 def remove_hosts():
@@ -87,9 +153,7 @@ def main():
         os.chmod(agent, 0o755)
         spec = os.path.join(work, "cnn.json")
         with open(spec, "w") as f:
-            json.dump({"name": "cnn-hosts", "model": "cnn", "batch_size": 50, "max_steps": 10,
-                       "seed": 7, "hooks": {"checkpoint": {"every_steps": 10},
-                                            "logging": {"every_n_iter": 5}}}, f)
+            json.dump(SPEC, f)
         # Across the two hosts, TCP only, launched as Horovod users launch.
         hosts_dir = os.path.join(work, "hosts")
         p = subprocess.run(
@@ -119,6 +183,7 @@ def main():
         result = json.loads(c.stdout)
         expect(result["identical"], "2 hosts over TCP against 1 host: %s" % result)
         print("bit-identical to 2 ranks on one host over shared memory", flush=True)
+        daemon_on_two_hosts(work, agent, agent_log, one_dir)
         print("ok", flush=True)
     finally:
         remove_hosts()

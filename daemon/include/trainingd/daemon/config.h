@@ -28,6 +28,11 @@
 //   "max_log_bytes_per_job": 16777216,  a job's log rotates at this size (one old file kept)
 //   "max_crash_restarts": 2,            a job running when the daemon died is queued again at
 //                                       most this many times in a row, then failed
+//   "mpi": {                            data-parallel jobs (distributed.workers > 1) with the
+//     "hostfile": "",                   local executor: an Open MPI hostfile of the hosts their
+//                                       ranks run on ("" = this machine, loopback only)
+//     "mpirun_options": []              more mpirun arguments, e.g. ["--mca", "plm_rsh_agent",
+//   },                                  "/usr/local/bin/my-ssh"]
 //   "executor": "local",                "local": jobs run here (threads, or mpirun for
 //                                       distributed.workers > 1); "slurm": as Slurm batch jobs
 //   "slurm": {                          with executor "slurm" (docs/slurm.md):
@@ -74,9 +79,11 @@ struct ServeConfig {
   std::vector<std::string> allowed_hosts;    // checked with api::ParseHostAndPort
   std::vector<std::string> allowed_origins;  // checked with api::NormalizeOrigin
   int max_connections = 1024;
-  JobLimits limits;                // the max_job_* and max_*_per_job keys, max_crash_restarts
-  std::string executor = "local";  // or "slurm"
-  SlurmOptions slurm;              // its data_root "" = data_root
+  JobLimits limits;          // the max_job_* and max_*_per_job keys, max_crash_restarts
+  std::string mpi_hostfile;  // "mpi": {"hostfile"}
+  std::vector<std::string> mpirun_options;  // "mpi": {"mpirun_options"}
+  std::string executor = "local";           // or "slurm"
+  SlurmOptions slurm;                       // its data_root "" = data_root
 };
 
 // "ADDR:PORT" (or "[v6]:PORT"); InvalidArgument naming `field`.

@@ -38,6 +38,11 @@ struct MpiExecutorOptions {
   std::string data_root = "/usr/share/datasets";
   // Compute threads per rank; 0 = the machine's cores shared by its ranks.
   int threads_per_rank = 0;
+  // An Open MPI hostfile: the ranks run on its hosts (started through mpirun's launch agent,
+  // ssh unless mpirun_options say otherwise), over TCP. "" = this machine, loopback only.
+  std::string hostfile;
+  // More mpirun arguments, before -np (e.g. "--mca", "btl_tcp_if_include", "10.0.0.0/24").
+  std::vector<std::string> mpirun_options;
   double initial_backoff_secs = 1;
   double max_backoff_secs = 30;
 };

@@ -3,9 +3,11 @@
 //   mpirun -np 2 ... build/bench/allreduce_bench [--model cnn] [--reps 50]
 //
 // Rank 0 prints, for the model's flat buffer of exact gradient sums (64-bit integers,
-// gradient_blocks.h), the median and spread of the step's reduction (ReduceScatterSum, then
-// AllgatherParts of the float gradients) and of a plain int64 AllreduceSum; the same for an
-// allreduce of the float gradient buffer (what the step did before the sums were exact); and
+// gradient_blocks.h), the median and spread of the step's collectives at batch 50
+// (Trainer::ReduceGradients without its arithmetic: for each large dense layer an allgather of
+// its inputs and output gradients and one of its float kernel gradient, and an int64 allreduce
+// of the other parameters' sums) and of a plain int64 AllreduceSum of every sum; the same for
+// an allreduce of the float gradient buffer (what the step did before the sums were exact); and
 // the memory-bandwidth bound on one machine: every
 // rank must at least read its own buffer and the others' and write its result, timed here as one
 // memcpy-like pass (read + write) of the buffer per rank, with all ranks copying at once.
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "trainingd/engine/mpi/mpi_communicator.h"
+#include "trainingd/engine/nn/dense_layer.h"
 #include "trainingd/engine/nn/model.h"
 #include "trainingd/engine/nn/model_spec.h"
 
@@ -85,13 +88,36 @@ int main(int argc, char** argv) {
     }
     return true;
   };
-  // The step's reduction: a ring reduce-scatter of the sums, then an allgather of float parts.
-  const eng::Shard part =
-      eng::ShardOf(static_cast<int64_t>(sums.size()), (*comm)->rank(), (*comm)->size());
-  std::vector<int64_t> part_sums(static_cast<size_t>(part.count));
+  // The step's collectives (Trainer::ReduceGradients).
+  constexpr int64_t kBatch = 50;
+  const std::vector<eng::DenseLayer*> gathered = (*model)->GatherLargeDenseLayers(kBatch);
+  int64_t reduced = static_cast<int64_t>(sums.size());
+  for (eng::DenseLayer* layer : gathered) reduced -= layer->in() * layer->units() + layer->units();
+  std::vector<int64_t> reduced_sums(static_cast<size_t>(reduced), int64_t{1} << 40);
+  std::vector<float> rows;
+  // Every rank's ShardOf part of `data` to every rank.
+  const auto allgather = [&](std::span<float> data) {
+    std::vector<int64_t> bounds;
+    for (int r = 0; r < (*comm)->size(); ++r) {
+      bounds.push_back(eng::ShardOf(static_cast<int64_t>(data.size()), r, (*comm)->size()).begin);
+    }
+    bounds.push_back(static_cast<int64_t>(data.size()));
+    return (*comm)->AllgatherParts(data, bounds);
+  };
   const auto step_reduction = [&] {
-    eng::Status st = (*comm)->ReduceScatterSum(sums, part_sums);
-    return st.ok() ? (*comm)->AllgatherParts(grads) : st;
+    for (eng::DenseLayer* layer : gathered) {
+      for (int64_t width : {layer->in(), layer->units()}) {
+        rows.assign(static_cast<size_t>(kBatch * width), 1.0f);
+        TRAININGD_RETURN_IF_ERROR(allgather(rows));
+      }
+    }
+    TRAININGD_RETURN_IF_ERROR((*comm)->AllreduceSum(std::span<int64_t>(reduced_sums)));
+    for (eng::DenseLayer* layer : gathered) {
+      eng::Tensor& grad = layer->parameters()[0]->grad;
+      TRAININGD_RETURN_IF_ERROR(
+          allgather(std::span<float>(grad.data(), static_cast<size_t>(grad.size()))));
+    }
+    return eng::Status::Ok();
   };
   const auto int64_allreduce = [&] { return (*comm)->AllreduceSum(sums); };
   const auto float_allreduce = [&] { return (*comm)->AllreduceSum(grads); };
@@ -114,7 +140,7 @@ int main(int argc, char** argv) {
           what, mb, s.median * 1e3, s.min * 1e3, s.max * 1e3, m.median * 1e3, m.min * 1e3,
           m.max * 1e3, s.median / m.median);
     };
-    report("the step's: reduce-scatter of the int64 sums + allgather of float parts",
+    report("the step's: gathered dense inputs, allreduce of the other sums, allgather of kernels",
            sums.size_bytes(), step_times, step_copies);
     report("allreduce of the int64 sums", sums.size_bytes(), sum_times, sum_copies);
     report("float gradients", grads.size_bytes(), float_times, float_copies);

@@ -198,6 +198,27 @@ TEST(DataParallelTest, RanksAndThreadsComputeBitForBitWhatOneProcessComputes) {
   }
 }
 
+// The ranks form the kernel gradients of large dense layers from their gathered inputs, each
+// its share of the kernel's row tiles (Model::GatherLargeDenseLayers): here 784 x 200 in 10 tiles
+// and 200 x 100 in 2, so 3 and 4 ranks get uneven shares and some get none; a plain ReLU-free
+// gathered layer too, and the 100 x 10 output layer reduced as sums.
+TEST(DataParallelTest, GatheredDenseLayersAreBitIdenticalToOneProcess) {
+  JobSpec spec = SmallCnnJob(8);
+  spec.model.layers = {LayerSpec::Flatten(), LayerSpec::Dense(200, Activation::kRelu),
+                       LayerSpec::Dense(100, Activation::kNone),
+                       LayerSpec::Dense(10, Activation::kNone)};
+  spec.batch_size = 30;
+  spec.distributed.reduction_blocks = 12;
+  ScopedDir d1("dpg1");
+  const Outcome one = RunOnRanks(spec, 1, d1.path());
+  ASSERT_EQ(one.global_step, 8);
+  for (int ranks : {2, 3, 4}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    ScopedDir dn("dpgn" + std::to_string(ranks));
+    ExpectIdentical(one, RunOnRanks(spec, ranks, dn.path()));
+  }
+}
+
 TEST(DataParallelTest, TheSameNumberOfRanksIsBitIdentical) {
   const JobSpec spec = SmallCnnJob(6);
   ScopedDir a("dpa"), b("dpb");

@@ -32,14 +32,15 @@ class ThreadGroup {
     barrier_.arrive_and_wait();  // everyone has read every rank's data
     std::copy(sum.begin(), sum.end(), data.begin());
   }
-  // Every rank's part (ShardOf) of its own `data` into every rank's `data`.
-  void AllgatherParts(int rank, std::span<float> data) {
+  // Every rank's part [bounds[r], bounds[r + 1]) of its own `data` into every rank's `data`.
+  void AllgatherParts(int rank, std::span<float> data, std::span<const int64_t> bounds) {
     slots_[rank] = data.data();
     barrier_.arrive_and_wait();
     for (int r = 0; r < size_; ++r) {
       if (r == rank) continue;
-      const Shard s = ShardOf(static_cast<int64_t>(data.size()), r, size_);
-      std::copy_n(static_cast<const float*>(slots_[r]) + s.begin, s.count, data.data() + s.begin);
+      const int64_t begin = bounds[static_cast<size_t>(r)];
+      const int64_t end = bounds[static_cast<size_t>(r) + 1];
+      std::copy_n(static_cast<const float*>(slots_[r]) + begin, end - begin, data.data() + begin);
     }
     barrier_.arrive_and_wait();
   }
@@ -75,15 +76,8 @@ class ThreadCommunicator final : public Communicator {
     group_->Allreduce(rank_, data);
     return Status::Ok();
   }
-  Status ReduceScatterSum(std::span<const int64_t> in, std::span<int64_t> out) override {
-    std::vector<int64_t> all(in.begin(), in.end());
-    group_->Allreduce(rank_, std::span<int64_t>(all));
-    const Shard s = ShardOf(static_cast<int64_t>(in.size()), rank_, size());
-    std::copy_n(all.begin() + s.begin, s.count, out.begin());
-    return Status::Ok();
-  }
-  Status AllgatherParts(std::span<float> data) override {
-    group_->AllgatherParts(rank_, data);
+  Status AllgatherParts(std::span<float> data, std::span<const int64_t> bounds) override {
+    group_->AllgatherParts(rank_, data, bounds);
     return Status::Ok();
   }
   Status AllreduceMax(std::span<float> data) override {

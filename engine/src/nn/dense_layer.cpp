@@ -42,12 +42,13 @@ int64_t DenseLayer::RowsPerTile() const {
 
 int64_t DenseLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
   if (mode != Mode::kTrain) return 0;
-  // Backward's ReLU-masked output gradient, one block's bias partial, and per chunk one tile of
-  // kernel partials.
-  const bool relu = spec_.activation == Activation::kRelu;
-  const int64_t tiles = (in_ + RowsPerTile() - 1) / RowsPerTile();
-  return 4 * ((relu ? batch * spec_.units : 0) + spec_.units +
-              NumChunks(tiles, 2, threads) * RowsPerTile() * spec_.units);
+  // Backward's masked output gradient, one block's bias partial, and per chunk one tile of
+  // kernel partials; in a data-parallel step where the layer is gathered
+  // (Model::GatherLargeDenseLayers), the gathered inputs and output gradients.
+  const int64_t units = spec_.units;
+  const int64_t gathered = 2 * in_ * units > batch * (in_ + units) ? batch * (in_ + units) : 0;
+  return 4 * (batch * units + units + NumChunks(NumTiles(), 2, threads) * RowsPerTile() * units +
+              gathered);
 }
 
 void DenseLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
@@ -70,10 +71,34 @@ void DenseLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dou
     dy_.Resize(dout.shape());
     internal::ReluGrad(out.data(), g, dy_.data(), dout.size());
     g = dy_.data();
+  } else if (gathered_) {
+    dy_ = dout;  // dout is the model's buffer, which the layers below reuse
+    g = dy_.data();
   }
+  if (gathered_) {
+    gathered_in_ = &in;
+  } else {
+    SumGradients(in.data(), g, batch, blocks, 0, NumTiles());
+  }
+  // dx = dY * W^T
+  if (din) {
+    din->Resize(in.shape());
+    internal::GemmRows(true, batch, in_, units, g, units, kernel_.value.data(), units, din->data(),
+                       in_);
+  }
+}
+
+void DenseLayer::GatheredGradients(const float* x, const float* dy, GradientBlocks& blocks,
+                                   int64_t t0, int64_t t1) {
+  SumGradients(x, dy, blocks.examples(), blocks, t0, t1);
+}
+
+void DenseLayer::SumGradients(const float* x, const float* g, int64_t batch, GradientBlocks& blocks,
+                              int64_t t0, int64_t t1) {
+  const int64_t units = spec_.units;
   // The grids (gradient_blocks.h): a block's partial of dW is a sum of at most largest()
   // products x * dy, and of db a sum of as many dy.
-  float maxima[2] = {internal::MaxAbs(in.data(), in.size()), internal::MaxAbs(g, batch * units)};
+  float maxima[2] = {internal::MaxAbs(x, batch * in_), internal::MaxAbs(g, batch * units)};
   blocks.AgreeMax(maxima);
   const double dy_bound = static_cast<double>(blocks.largest()) * maxima[1];
   kernel_.sum_exponent = FixedPointExponent(dy_bound * maxima[0]);
@@ -83,19 +108,18 @@ void DenseLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dou
   // partials come from one small GEMM per block and are added to the tile's sums while both are
   // in cache.
   const int64_t rows_per_tile = RowsPerTile();
-  const int64_t tiles = (in_ + rows_per_tile - 1) / rows_per_tile;
-  parts_.resize(static_cast<size_t>(NumChunks(tiles, 2)));
+  parts_.resize(static_cast<size_t>(NumChunks(t1 - t0, 2)));
   int64_t* kernel_sum = kernel_.sum.data();
-  ParallelChunks(tiles, 2, [&](int chunk, int64_t t0, int64_t t1) {
+  ParallelChunks(t1 - t0, 2, [&](int chunk, int64_t c0, int64_t c1) {
     Tensor& part = parts_[static_cast<size_t>(chunk)];
     part.Resize(Shape{rows_per_tile, units});
-    for (int64_t t = t0; t < t1; ++t) {
+    for (int64_t t = t0 + c0; t < t0 + c1; ++t) {
       const int64_t r0 = t * rows_per_tile, rows = std::min(rows_per_tile, in_ - r0);
       int64_t* sum = kernel_sum + r0 * units;
       std::fill(sum, sum + rows * units, 0);
       for (int k = 0; k < blocks.size(); ++k) {
         const int64_t b0 = blocks.begin(k), n = blocks.end(k) - b0;
-        internal::GemmSerial(true, false, rows, units, n, 1.0f, in.data() + b0 * in_ + r0, in_,
+        internal::GemmSerial(true, false, rows, units, n, 1.0f, x + b0 * in_ + r0, in_,
                              g + b0 * units, units, 0.0f, part.data(), units);
         internal::AddFixed(part.data(), rows * units, kernel_.sum_exponent, sum);
       }
@@ -109,12 +133,6 @@ void DenseLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dou
     internal::AddColumnSums(g + blocks.begin(k) * units, blocks.end(k) - blocks.begin(k), units,
                             dbias_part_.data());
     internal::AddFixed(dbias_part_.data(), units, bias_.sum_exponent, bias_.sum.data());
-  }
-  // dx = dY * W^T
-  if (din) {
-    din->Resize(in.shape());
-    internal::GemmRows(true, batch, in_, units, g, units, kernel_.value.data(), units, din->data(),
-                       in_);
   }
 }
 

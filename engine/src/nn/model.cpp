@@ -66,7 +66,6 @@ Result<std::unique_ptr<Model>> Model::Build(const ModelSpec& spec, const Shape& 
     p->grad = Tensor::View(p->value.shape(), (*m)->flat_grads_.data() + offset);
     p->sum =
         std::span<int64_t>((*m)->flat_sums_.data() + offset, static_cast<size_t>(p->value.size()));
-    (*m)->flat_offsets_.push_back(offset);
     offset += padded(p->value.size());
   }
   return m;
@@ -146,18 +145,6 @@ void Model::Backward(const Tensor& dlogits) {
 
 void Model::FinishGradients() { engine::FinishGradients(params_); }
 
-void Model::FinishGradients(std::span<const int64_t> sums, int64_t first) {
-  const int64_t last = first + static_cast<int64_t>(sums.size());
-  for (size_t i = 0; i < params_.size(); ++i) {
-    Parameter& p = *params_[i];
-    const int64_t begin = std::max(first, flat_offsets_[i]);
-    const int64_t end = std::min(last, flat_offsets_[i] + p.grad.size());
-    if (begin >= end) continue;
-    SumsToGradient(sums.data() + (begin - first), end - begin, p.sum_exponent,
-                   flat_grads_.data() + begin);
-  }
-}
-
 void Model::Backward(const Tensor& dlogits, GradientBlocks& blocks) {
   const Tensor* dy = &dlogits;
   for (size_t i = layers_.size(); i-- > 0;) {
@@ -175,6 +162,18 @@ void Model::Backward(const Tensor& dlogits, GradientBlocks& blocks) {
     if (trace_) trace_->Add(layers_[i]->name(), "backward", t0);
     dy = dx;
   }
+}
+
+std::vector<DenseLayer*> Model::GatherLargeDenseLayers(int64_t global_batch) {
+  std::vector<DenseLayer*> gathered;
+  for (const auto& layer : layers_) {
+    auto* dense = dynamic_cast<DenseLayer*>(layer.get());
+    if (!dense) continue;
+    const int64_t in = dense->in(), units = dense->units();
+    dense->set_gathered(2 * in * units > global_batch * (in + units));
+    if (dense->gathered()) gathered.push_back(dense);
+  }
+  return gathered;
 }
 
 int64_t Model::num_parameters() const {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "trainingd/engine/nn/dense_layer.h"
+#include "trainingd/engine/nn/gradient_blocks.h"
+
 namespace trainingd::engine {
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -15,6 +18,11 @@ void CopyRows(const Tensor& images, const std::vector<int32_t>& labels, Shard sh
   out.Resize(images.shape().drop_front().with_batch(shard.count));
   std::copy_n(images.data() + shard.begin * per_example, shard.count * per_example, out.data());
   out_labels.assign(labels.begin() + shard.begin, labels.begin() + shard.begin + shard.count);
+}
+// Where the kernel-gradient rows of `layer`'s tile `t` start, in elements (its number of tiles:
+// the end).
+int64_t FirstElementOfTile(const DenseLayer& layer, int64_t t) {
+  return std::min(t * layer.RowsPerTile(), layer.in()) * layer.units();
 }
 }  // namespace
 
@@ -50,6 +58,16 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
                                    std::to_string(options.reduction_blocks));
   }
   t->reduction_blocks_ = options.reduction_blocks;
+  if (t->comm_) {
+    t->gathered_ = t->model_->GatherLargeDenseLayers(options.batch_size);
+    for (Parameter* p : t->model_->parameters()) {
+      bool gathered = false;
+      for (DenseLayer* layer : t->gathered_) {
+        for (Parameter* q : layer->parameters()) gathered = gathered || q == p;
+      }
+      if (!gathered) t->reduced_.push_back(p);
+    }
+  }
   if (t->comm_ && t->comm_->size() > t->BlocksOf(options.batch_size)) {
     return Status::InvalidArgument(
         "the " + std::to_string(t->comm_->size()) + " workers need at least as many blocks of " +
@@ -97,21 +115,11 @@ StepResult Trainer::Step(const StepOptions& options) {
   StepResult r;
   if (comm_) {
     const Clock::time_point reduce_start = Clock::now();
-    // The gradients' exact sums are reduced in parts: each rank receives the total of its part
-    // of the flat buffer only, converts that part to float gradients, and the ranks then
-    // exchange their parts (12 bytes per parameter on the wire instead of an int64 allreduce's
-    // 16). Then the step's loss, accuracy and stop votes and each rank's timings (in its own
-    // slots, zero elsewhere) are summed over the ranks.
+    // The exact gradient sums become every rank's float gradients (ReduceGradients). Then
+    // the step's loss, accuracy and stop votes and each rank's timings (in its own slots, zero
+    // elsewhere) are summed over the ranks.
     r.error = blocks.status();
-    const std::span<int64_t> grad_sums = model_->flat_gradient_sums();
-    const Shard part =
-        ShardOf(static_cast<int64_t>(grad_sums.size()), comm_->rank(), comm_->size());
-    part_sums_.resize(static_cast<size_t>(part.count));
-    if (r.error.ok()) r.error = comm_->ReduceScatterSum(grad_sums, part_sums_);
-    if (r.error.ok()) {
-      model_->FinishGradients(part_sums_, part.begin);
-      r.error = comm_->AllgatherParts(model_->flat_gradients());
-    }
+    if (r.error.ok()) r.error = ReduceGradients(global_batch);
     const int n = comm_->size(), me = comm_->rank();
     std::vector<double>& sums = step_sums_;
     sums.assign(static_cast<size_t>(3 + 2 * n), 0.0);
@@ -152,6 +160,66 @@ StepResult Trainer::Step(const StepOptions& options) {
   r.loss = la.loss;
   r.accuracy = la.accuracy;
   return r;
+}
+
+// The large dense layers' kernels (most of a model's parameters) are not reduced at all: the
+// ranks gather each one's inputs and output gradients over the global batch (a few hundred KB),
+// each rank forms the exact sums of its share of the kernel's row tiles from all blocks, and the
+// ranks exchange those rows as float gradients (4 bytes per parameter). The other parameters'
+// sums are small: one int64 allreduce. Every block partial is formed as in one process, so the
+// gradients are the same bits.
+Status Trainer::ReduceGradients(int64_t global_batch) {
+  const int n = comm_->size(), me = comm_->rank();
+  std::vector<int64_t> first(static_cast<size_t>(n) + 1, global_batch);  // each rank's examples
+  for (int k = 0; k < n; ++k) {
+    first[static_cast<size_t>(k)] =
+        GradientBlocks::ForRank(global_batch, reduction_blocks_, k, n, nullptr).first_example();
+  }
+  GradientBlocks all = GradientBlocks::ForRank(global_batch, reduction_blocks_, 0, 1, nullptr);
+  std::vector<int64_t> bounds(static_cast<size_t>(n) + 1);
+  // Every rank's rows of width `width`, from its `local` ones.
+  const auto gather = [&](const Tensor& local, int64_t width, std::vector<float>& out) {
+    out.resize(static_cast<size_t>(global_batch * width));
+    std::copy_n(local.data(), local.size(), out.data() + first[static_cast<size_t>(me)] * width);
+    for (size_t k = 0; k < bounds.size(); ++k) bounds[k] = first[k] * width;
+    return comm_->AllgatherParts(out, bounds);
+  };
+  for (DenseLayer* layer : gathered_) {
+    TRAININGD_RETURN_IF_ERROR(gather(layer->gathered_input(), layer->in(), gathered_x_));
+    TRAININGD_RETURN_IF_ERROR(gather(layer->gathered_dy(), layer->units(), gathered_dy_));
+    const Shard tiles = ShardOf(layer->NumTiles(), me, n);
+    layer->GatheredGradients(gathered_x_.data(), gathered_dy_.data(), all, tiles.begin,
+                             tiles.begin + tiles.count);
+    Parameter& kernel = *layer->parameters()[0];
+    Parameter& bias = *layer->parameters()[1];
+    const int64_t begin = FirstElementOfTile(*layer, tiles.begin);
+    const int64_t end = FirstElementOfTile(*layer, tiles.begin + tiles.count);
+    SumsToGradient(kernel.sum.data() + begin, end - begin, kernel.sum_exponent,
+                   kernel.grad.data() + begin);
+    SumsToGradient(bias.sum.data(), static_cast<int64_t>(bias.sum.size()), bias.sum_exponent,
+                   bias.grad.data());
+  }
+  reduced_sums_.clear();
+  for (const Parameter* p : reduced_)
+    reduced_sums_.insert(reduced_sums_.end(), p->sum.begin(), p->sum.end());
+  TRAININGD_RETURN_IF_ERROR(comm_->AllreduceSum(std::span<int64_t>(reduced_sums_)));
+  size_t at = 0;
+  for (Parameter* p : reduced_) {
+    std::copy_n(reduced_sums_.begin() + static_cast<std::ptrdiff_t>(at), p->sum.size(),
+                p->sum.begin());
+    at += p->sum.size();
+  }
+  FinishGradients(reduced_);
+  for (DenseLayer* layer : gathered_) {
+    Parameter& kernel = *layer->parameters()[0];
+    for (int k = 0; k <= n; ++k) {
+      const int64_t t = k == n ? layer->NumTiles() : ShardOf(layer->NumTiles(), k, n).begin;
+      bounds[static_cast<size_t>(k)] = FirstElementOfTile(*layer, t);
+    }
+    TRAININGD_RETURN_IF_ERROR(comm_->AllgatherParts(
+        std::span<float>(kernel.grad.data(), static_cast<size_t>(kernel.grad.size())), bounds));
+  }
+  return Status::Ok();
 }
 
 int64_t Trainer::BlocksOf(int64_t batch) const {

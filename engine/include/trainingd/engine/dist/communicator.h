@@ -38,13 +38,9 @@ class Communicator {
   virtual Status AllreduceSum(std::span<int64_t> data) = 0;
   // Element-wise maximum over all ranks, in place (exact, like the integer sum).
   virtual Status AllreduceMax(std::span<float> data) = 0;
-  // The element-wise sum over all ranks of `in`, of this rank's part only: the elements
-  // ShardOf(in.size(), rank(), size()). `out` holds that part's count of elements and must not
-  // overlap `in`. With AllgatherParts, an allreduce in which each rank works on its part between
-  // the two halves.
-  virtual Status ReduceScatterSum(std::span<const int64_t> in, std::span<int64_t> out) = 0;
-  // Every rank's part of `data` (ShardOf(data.size(), rank, size), in place) to every rank.
-  virtual Status AllgatherParts(std::span<float> data) = 0;
+  // Every rank's part of `data` to every rank, in place: rank r's part is the elements
+  // [bounds[r], bounds[r + 1]); `bounds` has size() + 1 entries, from 0 up to data.size().
+  virtual Status AllgatherParts(std::span<float> data, std::span<const int64_t> bounds) = 0;
   // `root`'s bytes into every rank's `data` (the same size on every rank).
   virtual Status Broadcast(std::span<std::byte> data, int root) = 0;
   virtual Status Barrier() = 0;
@@ -59,11 +55,9 @@ class LocalCommunicator final : public Communicator {
   Status AllreduceSum(std::span<double>) override { return Status::Ok(); }
   Status AllreduceSum(std::span<int64_t>) override { return Status::Ok(); }
   Status AllreduceMax(std::span<float>) override { return Status::Ok(); }
-  Status ReduceScatterSum(std::span<const int64_t> in, std::span<int64_t> out) override {
-    std::copy(in.begin(), in.end(), out.begin());
+  Status AllgatherParts(std::span<float>, std::span<const int64_t>) override {
     return Status::Ok();
   }
-  Status AllgatherParts(std::span<float>) override { return Status::Ok(); }
   Status Broadcast(std::span<std::byte>, int) override { return Status::Ok(); }
   Status Barrier() override { return Status::Ok(); }
 };

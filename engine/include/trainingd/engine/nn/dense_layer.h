@@ -25,16 +25,41 @@ class DenseLayer final : public Layer {
   std::vector<Parameter*> parameters() override { return {&kernel_, &bias_}; }
   int64_t ForwardFlopsPerExample() const override { return 2 * in_ * spec_.units; }
 
+  // Data parallelism with gathered inputs: when set, Backward forms only the input gradient and
+  // keeps its input and masked output gradient (gathered_input, gathered_dy, valid until the next
+  // Forward). The ranks then gather those over the global batch, and each forms with
+  // GatheredGradients the exact sums of its tiles of the kernel and of the whole bias. Each block
+  // partial is formed as Backward forms it, so the sums are bit for bit the same.
+  void set_gathered(bool gathered) { gathered_ = gathered; }
+  bool gathered() const { return gathered_; }
+  const Tensor& gathered_input() const { return *gathered_in_; }
+  const Tensor& gathered_dy() const { return dy_; }
+  // `x` [B, in] and `dy` [B, units]: the global batch's, cut into `blocks` (of one process).
+  // Sets both exponents and the sums of the bias and of the kernel rows of tiles [t0, t1).
+  void GatheredGradients(const float* x, const float* dy, GradientBlocks& blocks, int64_t t0,
+                         int64_t t1);
+  int64_t in() const { return in_; }
+  int64_t units() const { return spec_.units; }
+  // The kernel's gradient is summed by tiles of whole rows.
+  int64_t RowsPerTile() const;
+  int64_t NumTiles() const { return (in_ + RowsPerTile() - 1) / RowsPerTile(); }
+
  private:
+  // The exponents and the exact sums over `blocks` of `batch` examples of the bias and of the
+  // kernel rows of tiles [t0, t1).
+  void SumGradients(const float* x, const float* g, int64_t batch, GradientBlocks& blocks,
+                    int64_t t0, int64_t t1);
+
   LayerSpec spec_;
   int64_t in_ = 0;
   Parameter kernel_;
   Parameter bias_;
   // Elements of one tile of kernel-gradient partials: small enough to stay in cache with its sums.
   static constexpr int64_t kTileElements = 16384;
-  int64_t RowsPerTile() const;
+  bool gathered_ = false;
+  const Tensor* gathered_in_ = nullptr;
 
-  Tensor dy_;                  // output gradient masked by the ReLU
+  Tensor dy_;                  // output gradient masked by the ReLU (gathered: a copy without it)
   Tensor dbias_part_;          // one block's bias gradient
   std::vector<Tensor> parts_;  // per chunk: one tile of one block's kernel gradient
 };

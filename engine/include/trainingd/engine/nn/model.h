@@ -29,6 +29,8 @@ struct ModelMemory {
   int64_t total() const { return parameters + activations + gradients + scratch; }
 };
 
+class DenseLayer;
+
 class Model {
  public:
   // Builds `spec` for per-example inputs of `input_shape` (e.g. [28,28,1]) and checks that the
@@ -54,15 +56,12 @@ class Model {
   // kTrain mode the activations are kept for Backward; `input` must outlive the next Backward.
   const Tensor& Forward(const Tensor& input, Mode mode);
   // Back-propagates dLoss/dlogits through the latest Forward, writing every parameter's exact
-  // sum over `blocks` (Parameter::sum). A data-parallel step then adds up the ranks' sums
-  // (flat_gradient_sums) and calls FinishGradients.
+  // sum over `blocks` (Parameter::sum), except the kernel and bias of gathered dense layers
+  // (GatherLargeDenseLayers). A data-parallel step then adds up the ranks' sums and makes them
+  // gradients (Trainer::ReduceGradients).
   void Backward(const Tensor& dlogits, GradientBlocks& blocks);
   // Every parameter's grad from its sum.
   void FinishGradients();
-  // The gradients of the flat elements [first, first + sums.size()) from `sums`, the ranks' total
-  // of those elements of flat_gradient_sums (Communicator::ReduceScatterSum); the other
-  // gradients are left as they are.
-  void FinishGradients(std::span<const int64_t> sums, int64_t first);
   // Backward over the batch as one block, then FinishGradients (one process).
   void Backward(const Tensor& dlogits);
 
@@ -79,6 +78,11 @@ class Model {
   // processes draws the same masks as one.
   void set_example_offset(int64_t offset);
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  // For data-parallel steps of `global_batch` examples: marks the dense layers whose kernel
+  // gradient is cheaper to form from the ranks' gathered inputs and output gradients than to
+  // reduce as sums, 2 * in * units > global_batch * (in + units) (DenseLayer::set_gathered),
+  // unmarks the others, and returns the marked ones. The sums are the same bits either way.
+  std::vector<DenseLayer*> GatherLargeDenseLayers(int64_t global_batch);
   // Per-example output shape of each layer.
   const std::vector<Shape>& output_shapes() const { return shapes_; }
   const Shape& input_shape() const { return input_shape_; }
@@ -110,7 +114,6 @@ class Model {
   std::vector<Parameter*> params_;
   std::vector<float, Align64Allocator<float>> flat_grads_;
   std::vector<int64_t, Align64Allocator<int64_t>> flat_sums_;
-  std::vector<int64_t> flat_offsets_;  // where each parameter starts in the flat buffers
   // needs_input_grad_[i]: some layer before i has parameters, so layer i must pass a gradient
   // down. A parameter-free prefix (e.g. the flatten in front of the first dense layer) gets none.
   std::vector<bool> needs_input_grad_;

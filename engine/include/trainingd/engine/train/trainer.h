@@ -4,12 +4,12 @@
 // optimizer update, global_step + 1. Data-parallel (a Communicator of N ranks): every rank walks
 // the same global batch sequence and trains on its run of whole blocks of each global batch
 // (gradient_blocks.h); its gradients are exact fixed-point sums over its examples, divided by the
-// global batch, the ranks' sums are added up (a reduce-scatter of the model's flat sum buffer, each
-// rank converting its part, then an allgather of the float parts) and every rank applies the same
-// update. So N ranks compute what one process computes, to the last bit, whatever N and the thread
-// counts. Evaluate() runs a whole split in inference mode. This is the numerical core that the
-// monitored session drives; it owns no files and no threads of its own. Not thread-safe: one thread
-// drives a Trainer.
+// global batch, the ranks' sums are added up (ReduceGradients: the large dense kernels from
+// gathered inputs, each rank forming its share of rows, then an allgather of those rows; an int64
+// allreduce of the other sums) and every rank applies the same update. So N ranks compute what one
+// process computes, to the last bit, whatever N and the thread counts. Evaluate() runs a whole
+// split in inference mode. This is the numerical core that the monitored session drives; it owns no
+// files and no threads of its own. Not thread-safe: one thread drives a Trainer.
 #pragma once
 
 #include <chrono>
@@ -127,12 +127,20 @@ class Trainer {
   std::unique_ptr<BatchIterator> input_;
   // The blocks a batch of `batch` examples is cut into.
   int64_t BlocksOf(int64_t batch) const;
+  // A data-parallel step's exact gradient sums, made every rank's float gradients
+  // (docs/distributed.md#the-step).
+  Status ReduceGradients(int64_t global_batch);
 
   Communicator* comm_ = nullptr;  // null or size 1: one process
   int reduction_blocks_ = kDefaultReductionBlocks;
-  int64_t batch_size_ = 0;          // global
-  std::vector<double> step_sums_;   // the step's small reduction: loss, correct, votes, timings
-  std::vector<int64_t> part_sums_;  // this rank's part of the ranks' total gradient sums
+  int64_t batch_size_ = 0;         // global
+  std::vector<double> step_sums_;  // the step's small reduction: loss, correct, votes, timings
+  // Data parallelism: the dense layers formed from gathered inputs, the other parameters (their
+  // sums are reduced), and buffers of the reduction.
+  std::vector<DenseLayer*> gathered_;
+  std::vector<Parameter*> reduced_;
+  std::vector<int64_t> reduced_sums_;
+  std::vector<float> gathered_x_, gathered_dy_;
   std::vector<RankTiming> rank_timings_;
   double last_allreduce_seconds_ = 0;
   int64_t global_step_ = 0;

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <memory>
-#include <vector>
 
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/dist/communicator.h"
@@ -32,8 +31,7 @@ class MpiCommunicator final : public Communicator {
   Status AllreduceSum(std::span<double> data) override;
   Status AllreduceSum(std::span<int64_t> data) override;
   Status AllreduceMax(std::span<float> data) override;
-  Status ReduceScatterSum(std::span<const int64_t> in, std::span<int64_t> out) override;
-  Status AllgatherParts(std::span<float> data) override;
+  Status AllgatherParts(std::span<float> data, std::span<const int64_t> bounds) override;
   Status Broadcast(std::span<std::byte> data, int root) override;
   Status Barrier() override;
 
@@ -46,8 +44,6 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   int local_size_ = 1;
-  // ReduceScatterSum's running totals in flight (with 3 or more ranks), kept from step to step.
-  std::vector<int64_t> ring_[2];
 };
 
 }  // namespace trainingd::engine

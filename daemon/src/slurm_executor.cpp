@@ -61,9 +61,10 @@ std::string StatePath(const std::string& job_dir) { return job_dir + "/slurm.jso
 struct FollowState {
   int64_t slurm_job_id = 0;  // 0 with submitting: sbatch was called, its answer not kept
   bool submitting = false;
-  int64_t offset = 0;         // bytes of the progress file already reported
-  bool ended = false;         // the run's end was reported: a new Start submits anew
-  int attempt_restarts = -1;  // the restart count whose attempt was last reported; -1 none
+  int64_t offset = 0;           // bytes of the progress file already reported
+  bool ended = false;           // the run's end was reported: a new Start submits anew
+  int attempt_restarts = -1;    // the restart count whose attempt was last reported; -1 none
+  int64_t previous_job_id = 0;  // submitting: the job's earlier Slurm job, which is not this one
 };
 
 std::optional<FollowState> LoadState(const std::string& job_dir) {
@@ -77,6 +78,7 @@ std::optional<FollowState> LoadState(const std::string& job_dir) {
   s.offset = j.value("offset", int64_t{0});
   s.ended = j.value("ended", true);
   s.attempt_restarts = j.value("attempt_restarts", -1);
+  s.previous_job_id = j.value("previous_job_id", int64_t{0});
   return s;
 }
 
@@ -85,7 +87,8 @@ eng::Status SaveState(const std::string& job_dir, const FollowState& s) {
                   {"submitting", s.submitting},
                   {"offset", s.offset},
                   {"ended", s.ended},
-                  {"attempt_restarts", s.attempt_restarts}};
+                  {"attempt_restarts", s.attempt_restarts},
+                  {"previous_job_id", s.previous_job_id}};
   return eng::WriteFileAtomically(StatePath(job_dir), j.dump() + "\n");
 }
 
@@ -303,7 +306,9 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
     auto queue = Queue(Now());
     if (!queue.ok()) return finish(queue.status());
     for (const auto& [slurm_id, job] : *queue) {
-      if (job.name == name) st.slurm_job_id = std::max(st.slurm_job_id, slurm_id);
+      if (job.name == name && slurm_id > st.previous_job_id) {
+        st.slurm_job_id = std::max(st.slurm_job_id, slurm_id);
+      }
     }
   }
   bool submitted = false;
@@ -320,8 +325,10 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
     if (auto w = eng::WriteFileAtomically(dir + "/slurm.sh", BatchScript(request)); !w.ok()) {
       return finish(w);
     }
+    const int64_t previous = std::max(st.slurm_job_id, st.previous_job_id);
     st = FollowState{};
     st.submitting = true;
+    st.previous_job_id = previous;
     st.offset = FileSize(ProgressPath(dir));  // what earlier runs wrote is reported already
     if (auto w = SaveState(dir, st); !w.ok()) return finish(w);
     std::vector<std::string> argv = {options_.sbatch, "--parsable"};
@@ -475,7 +482,6 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
       if (IsFinalSlurmState(now.state)) {
         drain();  // what the run wrote before it ended
         st.ended = true;
-        save(true);
         static_cast<void>(SaveState(dir, st));
         if (st.attempt_restarts >= 0) {
           std::string how = now.state == "GONE" ? "ended" : now.state;

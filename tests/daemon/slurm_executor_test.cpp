@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "job_manager_fixture.h"  // SmallJob
 #include "run_recorder.h"
@@ -363,6 +364,46 @@ TEST_F(SlurmExecutorTest, AfterARestartTheSameSlurmJobIsFollowedFromWhereItWasLe
   EXPECT_EQ(scalars, 1);
   ASSERT_TRUE(second.End("r").result.ok());
   EXPECT_EQ(second.End("r").result->outcome, JobResult::Outcome::kCompleted);
+}
+
+TEST_F(SlurmExecutorTest, ADaemonThatDiedRightAfterSbatchFindsItsJobByName) {
+  RunRequest r = Request("n");
+  // Slurm knows the job's earlier run (1, completed) and the submission the daemon did not
+  // live to record (2); another job of that name is not the job's (3 is someone else's).
+  for (const auto& [id, name, state] :
+       {std::tuple{1, "trainingd-n", "COMPLETED"}, std::tuple{2, "trainingd-n", "RUNNING"},
+        std::tuple{3, "other", "RUNNING"}}) {
+    std::ofstream(dir_ + "/slurm/name." + std::to_string(id)) << name << "\n";
+    std::ofstream(dir_ + "/slurm/dir." + std::to_string(id)) << r.job_dir << "\n";
+    SetState(id, state);
+  }
+  std::ofstream(dir_ + "/slurm/last") << "3\n";
+  std::ofstream(r.job_dir + "/slurm.json")
+      << R"({"slurm_job_id": 0, "submitting": true, "offset": 0, "ended": false,)"
+      << R"( "attempt_restarts": -1, "previous_job_id": 1})";
+  SlurmExecutor executor(Options());
+  ASSERT_TRUE(executor.Start(r, recorder_).ok());
+  ASSERT_TRUE(recorder_.WaitFor("n", [](const RunEvent& e) {
+    const auto* s = std::get_if<eng::SchedulerStatus>(&e);
+    return s && s->job_id == 2 && s->state == "RUNNING";
+  }));
+  SetState(2, "CANCELLED");
+  ASSERT_TRUE(recorder_.WaitForEnd("n"));
+  EXPECT_EQ(Lines("sbatch.log"), 0);  // not submitted again
+
+  // Died before sbatch: only the earlier run has the name, and it is not followed again.
+  std::ofstream(r.job_dir + "/slurm.json")
+      << R"({"slurm_job_id": 0, "submitting": true, "offset": 0, "ended": false,)"
+      << R"( "attempt_restarts": -1, "previous_job_id": 2})";
+  Recorder second;
+  ASSERT_TRUE(executor.Start(r, second).ok());
+  ASSERT_TRUE(second.WaitFor("n", [](const RunEvent& e) {
+    const auto* s = std::get_if<eng::SchedulerStatus>(&e);
+    return s && s->job_id == 4;
+  }));
+  EXPECT_EQ(Lines("sbatch.log"), 1);
+  SetState(4, "CANCELLED");
+  ASSERT_TRUE(second.WaitForEnd("n"));
 }
 
 TEST_F(SlurmExecutorTest, WhileTheControllerIsDownTheRunWaits) {

@@ -14,9 +14,12 @@ namespace trainingd::daemon {
 
 class FakeExecutor final : public Executor {
  public:
-  explicit FakeExecutor(int slots = 1) : slots_(slots) {}
+  // `cluster`: its runs outlive the daemon, as a Slurm executor's do.
+  explicit FakeExecutor(int slots = 1, bool cluster = false) : slots_(slots), cluster_(cluster) {}
 
   int slots() const override { return slots_; }
+  std::string Name(const engine::JobSpec&) const override { return cluster_ ? "slurm" : "local"; }
+  bool RunsOutliveDaemon() const override { return cluster_; }
 
   engine::Status Start(RunRequest request, RunListener& listener) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -102,6 +105,7 @@ class FakeExecutor final : public Executor {
 
  private:
   const int slots_;
+  const bool cluster_;
   mutable std::mutex mu_;
   bool shut_down_ = false;
   engine::Status start_error_;

@@ -19,10 +19,10 @@ class JobManagerExecutorTest : public JobManagerTest {
     JobManagerTest::SetUp();
     Reopen(/*slots=*/1);
   }
-  void Reopen(int slots, JobManagerOptions o = {}) {
+  void Reopen(int slots, JobManagerOptions o = {}, bool cluster = false) {
     manager_.reset();
     store_.reset();
-    auto fake = std::make_unique<FakeExecutor>(slots);
+    auto fake = std::make_unique<FakeExecutor>(slots, cluster);
     fake_ = fake.get();
     OpenAll(slots, o, std::move(fake));
   }
@@ -153,6 +153,51 @@ TEST_F(JobManagerExecutorTest, ShutdownLeavesStoppedRunsQueuedForTheNextStart) {
   EXPECT_EQ(fake_->started()[0].job_id, running->id);
 
   // (A daemon that died under a run: AJobRunningWhenTheDaemonDiedIs... in job_manager_test.)
+}
+
+// An executor whose runs outlive the daemon (Slurm): queued until the cluster runs the job, its
+// status in the job, and after the daemon's death the same runs followed again, not counted as
+// crashes; a stop under way is asked for again.
+TEST_F(JobManagerExecutorTest, AClustersRunsAreQueuedUntilTheyRunAndFollowedAgainAfterACrash) {
+  Reopen(/*slots=*/4, {}, /*cluster=*/true);
+  auto pending = Submit(SmallJob("pending", 100));
+  auto stopping = Submit(SmallJob("stopping", 100));
+  WaitForStarts(2);
+  EXPECT_EQ(manager_->Get(pending->id)->state, JobState::kQueued);
+  fake_->Emit(pending->id, SchedulerStatus{7, "PENDING", "Priority", "", 0});
+  fake_->Emit(stopping->id, SchedulerStatus{8, "RUNNING", "None", "node1", 0});
+  api::JobInfo info = *manager_->Get(pending->id);
+  EXPECT_EQ(info.state, JobState::kQueued);
+  EXPECT_EQ(info.executor, "slurm");
+  EXPECT_EQ(info.slurm.job_id, 7);
+  EXPECT_EQ(info.slurm.reason, "Priority");
+  EXPECT_EQ(manager_->Get(stopping->id)->state, JobState::kRunning);
+  EXPECT_EQ(manager_->Get(stopping->id)->slurm.nodes, "node1");
+  // A queued job with a run is stopped through its executor, not dropped from the queue.
+  ASSERT_EQ(manager_->Stop(stopping->id)->state, JobState::kStopping);
+  EXPECT_EQ(fake_->stop_requests(), std::vector<std::string>{stopping->id});
+  ASSERT_TRUE(store_->Flush().ok());
+
+  // The daemon dies: the database as it was then (the shutdown below would end the runs).
+  JobRecord p = store_->GetJob(pending->id).value().value();
+  JobRecord s = store_->GetJob(stopping->id).value().value();
+  EXPECT_EQ(p.slurm_job_id, 7);
+  EXPECT_EQ(s.state, JobState::kStopping);
+  p.state = JobState::kRunning;  // as if it had been running
+  manager_.reset();
+  store_->PutJob(p);
+  store_->PutJob(s);
+  ASSERT_TRUE(store_->Flush().ok());
+  store_.reset();
+  Reopen(/*slots=*/4, {}, /*cluster=*/true);
+  WaitForStarts(2);
+  ASSERT_TRUE(store_->Flush().ok());
+  EXPECT_EQ(store_->GetJob(pending->id).value()->crash_count, 0);  // not a suspect
+  EXPECT_EQ(manager_->Get(pending->id)->slurm.job_id, 7);
+  EXPECT_EQ(WaitFor(stopping->id, {JobState::kStopping}).state, JobState::kStopping);
+  EXPECT_EQ(fake_->stop_requests(), std::vector<std::string>{stopping->id});
+  fake_->End(stopping->id, FakeExecutor::Stopped(50));
+  EXPECT_EQ(manager_->Get(stopping->id)->state, JobState::kStopped);
 }
 
 }  // namespace

@@ -14,158 +14,40 @@
 // Content-Security-Policy violation (the daemon serves the page with a strict policy, which the
 // test checks is there), and any request to a host other than 127.0.0.1. Screenshots go to
 // SCREENSHOT_DIR (default: ./dashboard-screenshots).
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const webDir = path.resolve(here, '../../web');
-const require = createRequire(path.join(webDir, 'package.json'));
-const { chromium } = require('playwright-core');
+import {
+  CHROMIUM, Daemon, check, cspViolations, expecting, log, mlpSpec, newContext, reportProblems, waitAttr, waitState,
+  watchedPage,
+} from './browser_support.mjs';
 
 const TRAININGD = process.argv[2];
 const SHOTS = path.resolve(process.argv[3] || 'dashboard-screenshots');
-const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'web-test-token-0123456789abcdef';
 if (!TRAININGD || !fs.existsSync(TRAININGD)) throw new Error(`usage: dashboard_test.mjs TRAININGD [DIR]; no ${TRAININGD}`);
 if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (tools/install-deps.sh build)`);
 fs.mkdirSync(SHOTS, { recursive: true });
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trainingd-web-'));
-const t0 = Date.now();
 
-function log(...a) {
-  console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s]`, ...a);
-}
+// The daemon on tmp/data. One compute thread per job: two OpenMP threads on a 2-core machine
+// shared with a browser (and other tests) crawl, and the test needs jobs that finish in seconds.
+const startDaemon = (options = {}) =>
+  Daemon.start(TRAININGD, path.join(tmp, 'data'), { config: { threads_per_job: 1 }, ...options });
 
-function check(cond, what) {
-  if (!cond) throw new Error(`check failed: ${what}`);
-}
-
-// --- the daemon ---------------------------------------------------------------------------
-class Daemon {
-  static async start(dataDir, { port = 0, env = {} } = {}) {
-    const d = new Daemon();
-    // One compute thread per job: two OpenMP threads on a 2-core machine shared with a browser
-    // (and other tests) crawl, and the test needs jobs that finish in seconds.
-    const config = path.join(tmp, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({ threads_per_job: 1 }));
-    d.proc = spawn(TRAININGD, ['serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--config', config],
-      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    d.stderr = '';
-    d.proc.stderr.on('data', (b) => { d.stderr += b; });
-    d.exited = new Promise((resolve) => d.proc.on('exit', (code, sig) => resolve({ code, sig })));
-    const line = await new Promise((resolve, reject) => {
-      const rl = readline.createInterface({ input: d.proc.stdout });
-      rl.once('line', resolve);
-      d.exited.then(() => reject(new Error(`trainingd exited: ${d.stderr}`)));
-    });
-    const m = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(line);
-    if (!m) throw new Error(`no listening line: ${line}`);
-    d.port = Number(m[1]);
-    d.url = `http://127.0.0.1:${d.port}`;
-    return d;
-  }
-
-  async api(method, p, body, token) {
-    const headers = { 'Content-Type': 'application/json' };
-    if (token) headers.Authorization = `Bearer ${token}`;
-    const r = await fetch(`${this.url}/api/v1${p}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
-    return { status: r.status, body: r.status === 204 ? null : await r.json() };
-  }
-
-  async stop() {
-    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
-    this.proc.kill('SIGTERM');
-    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 60000);
-    await this.exited;
-    clearTimeout(timer);
-  }
-}
-
-// Small jobs on the real data: a few thousand MLP steps on 5,000 examples (about 1,000 steps/s),
-// a summary every 20.
+// Small jobs: a few thousand steps, a summary every 20.
 function spec(name, maxSteps, extra = {}) {
-  return {
-    name,
-    dataset: { name: 'fashion-mnist', validation_size: 1000, max_train_examples: 5000, max_test_examples: 1000 },
-    model: 'mlp',
-    optimizer: { type: 'adam', learning_rate: 0.001 },
-    batch_size: 50,
-    max_steps: maxSteps,
-    seed: 7,
-    hooks: {
-      checkpoint: { every_steps: 500 },
-      summary: { every_steps: 20 },
-      step_counter: { every_steps: 20 },
-      logging: { every_n_iter: 100 },
-      evaluation: { every_steps: 250 },
-      final_eval: { split: 'test' },
-    },
-    ...extra,
+  const hooks = {
+    checkpoint: { every_steps: 500 },
+    summary: { every_steps: 20 },
+    step_counter: { every_steps: 20 },
+    logging: { every_n_iter: 100 },
+    evaluation: { every_steps: 250 },
   };
+  return { ...mlpSpec(name, maxSteps, hooks), ...extra };
 }
 
 // --- the browser ----------------------------------------------------------------------------
-const problems = []; // console errors, page errors, foreign requests
-const cspViolations = []; // reported by the pages; problems unless a step provoked them
-let allowed = []; // console errors the current step expects: [RegExp]
-async function newContext(profile, viewport = { width: 1280, height: 900 }) {
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport,
-    colorScheme: 'light',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  // Every CSP violation in any page of the context, reported to the test as it happens.
-  await context.exposeBinding('__trainingdCspViolation', (_source, v) => {
-    cspViolations.push(`CSP violation: ${v.directive} blocked ${v.blocked} (${v.source}:${v.line})`);
-  });
-  await context.addInitScript(() => {
-    document.addEventListener('securitypolicyviolation', (e) => {
-      window.__trainingdCspViolation({
-        directive: e.effectiveDirective, blocked: e.blockedURI, source: e.sourceFile, line: e.lineNumber,
-      });
-    });
-  });
-  await context.route('**/*', (route) => {
-    const url = new URL(route.request().url());
-    if (url.hostname !== '127.0.0.1') {
-      problems.push(`request left 127.0.0.1: ${route.request().url()}`);
-      return route.abort();
-    }
-    return route.continue();
-  });
-  return context;
-}
-
-function watch(page) {
-  page.on('console', (m) => {
-    if (m.type() !== 'error') return;
-    const text = `${m.text()} (${m.location().url || ''})`;
-    if (allowed.some((re) => re.test(text))) return;
-    problems.push(`console error: ${text}`);
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}\n${e.stack}`));
-  page.on('response', (r) => {
-    if (r.status() >= 500) problems.push(`HTTP ${r.status()} for ${r.url()}`);
-  });
-}
-
-async function expecting(patterns, fn) {
-  allowed = patterns;
-  try {
-    return await fn();
-  } finally {
-    allowed = [];
-  }
-}
-
 async function until(fn, what, timeout = 10000) {
   const deadline = Date.now() + timeout;
   while (Date.now() < deadline) {
@@ -178,20 +60,7 @@ async function until(fn, what, timeout = 10000) {
 const attr = (page, sel, name) => page.locator(sel).first().getAttribute(name);
 const num = async (page, sel, name) => Number(await attr(page, sel, name));
 
-async function waitAttr(page, sel, name, pred, what, timeout = 60000) {
-  const deadline = Date.now() + timeout;
-  let last;
-  while (Date.now() < deadline) {
-    last = await page.locator(sel).first().getAttribute(name).catch(() => null);
-    if (last !== null && pred(last)) return last;
-    await page.waitForTimeout(100);
-  }
-  throw new Error(`timed out waiting for ${what} (${sel} ${name} = ${last})`);
-}
-
 const jobState = (page) => attr(page, '.job-page', 'data-state');
-const waitState = (page, states, timeout) =>
-  waitAttr(page, '.job-page', 'data-state', (s) => states.includes(s), `state ${states}`, timeout);
 
 async function fillSpec(page, text) {
   await page.locator('#spec-editor').fill(text);
@@ -249,10 +118,9 @@ let context;
 
 async function main() {
   log(`trainingd ${TRAININGD}, data in ${tmp}`);
-  daemon = await Daemon.start(path.join(tmp, 'data'));
+  daemon = await startDaemon();
   context = await newContext(path.join(tmp, 'profile'));
-  const page = context.pages()[0] || (await context.newPage());
-  watch(page);
+  const page = await watchedPage(context);
   const scalarRequests = [];
   page.on('request', (r) => { if (r.url().includes('/scalars?')) scalarRequests.push(r.url()); });
 
@@ -398,7 +266,7 @@ async function main() {
     await page.locator('#banner').waitFor({ state: 'visible', timeout: 15000 });
     log(`daemon stopped: banner "${(await page.locator('#banner').textContent()).trim()}"`);
     const before = await num(page, '[data-chart="loss"]', 'data-points');
-    daemon = await Daemon.start(path.join(tmp, 'data'), { port });
+    daemon = await startDaemon({ port });
     await page.locator('#banner').waitFor({ state: 'hidden', timeout: 30000 });
     log('daemon back: banner gone');
     await waitState(page, ['completed'], 120000);
@@ -427,10 +295,9 @@ async function main() {
   await daemon.stop();
 
   // 9. With an API token: the page asks for it, keeps it in sessionStorage, sends it.
-  daemon = await Daemon.start(path.join(tmp, 'data'), { env: { TRAININGD_TOKEN: TOKEN } });
+  daemon = await startDaemon({ env: { TRAININGD_TOKEN: TOKEN } });
   context = await newContext(path.join(tmp, 'profile-token'));
-  const tp = context.pages()[0] || (await context.newPage());
-  watch(tp);
+  const tp = await watchedPage(context);
   const streams = [];
   tp.on('response', (r) => { if (r.url().includes('/api/v1/events')) streams.push({ url: r.url(), status: r.status() }); });
   await expecting([/status of 401/], async () => {
@@ -469,11 +336,7 @@ try {
   if (context) await context.close().catch(() => {});
   if (daemon) await daemon.stop().catch(() => {});
 }
-problems.push(...cspViolations);
-if (problems.length) {
-  failed = true;
-  console.error(`FAIL: ${problems.length} problem(s) in the page:\n  ${problems.join('\n  ')}`);
-}
+if (reportProblems()) failed = true;
 if (!failed) fs.rmSync(tmp, { recursive: true, force: true });
 log(failed ? 'FAILED' : `PASSED; screenshots in ${SHOTS}`);
 process.exit(failed ? 1 : 0);

@@ -12,35 +12,23 @@
 // It fails on any console error, page error, Content-Security-Policy violation and any request to
 // a host other than 127.0.0.1. Needs root, slurm-wlm and munge: exits 77 (skipped) otherwise.
 // Screenshots go to SCREENSHOT_DIR (default: ./slurm-dashboard-screenshots).
-import { spawn, spawnSync } from 'node:child_process';
-import { createRequire } from 'node:module';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import {
+  CHROMIUM, Daemon, check, log, mlpSpec, newContext, reportProblems, waitAttr, waitState, watchedPage,
+} from './browser_support.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const webDir = path.resolve(here, '../../web');
 const FIXTURE = path.resolve(here, '../support/slurm_cluster.sh');
-const require = createRequire(path.join(webDir, 'package.json'));
-const { chromium } = require('playwright-core');
 
 const TRAININGD = process.argv[2] && path.resolve(process.argv[2]);
 const SHOTS = path.resolve(process.argv[3] || 'slurm-dashboard-screenshots');
-const CHROMIUM = '/usr/bin/chromium';
 const NODE = 'localhost';
 if (!TRAININGD || !fs.existsSync(TRAININGD)) throw new Error(`usage: slurm_dashboard_test.mjs TRAININGD [DIR]; no ${TRAININGD}`);
 if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (tools/install-deps.sh build)`);
-const t0 = Date.now();
-
-function log(...a) {
-  console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s]`, ...a);
-}
-
-function check(cond, what) {
-  if (!cond) throw new Error(`check failed: ${what}`);
-}
 
 // --- the cluster ------------------------------------------------------------------------------
 // The fixture's socket paths must stay short: a directory of its own directly under /tmp.
@@ -66,123 +54,18 @@ function scontrol(...args) {
   return r.stdout;
 }
 
-// --- the daemon ---------------------------------------------------------------------------
-class Daemon {
-  static async start(dataDir, config, env) {
-    const d = new Daemon();
-    const configPath = `${dataDir}.json`;
-    fs.writeFileSync(configPath, JSON.stringify(config));
-    d.proc = spawn(TRAININGD, ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--config', configPath],
-      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    d.stderr = '';
-    d.proc.stderr.on('data', (b) => { d.stderr += b; });
-    d.exited = new Promise((resolve) => d.proc.on('exit', (code, sig) => resolve({ code, sig })));
-    const line = await new Promise((resolve, reject) => {
-      const rl = readline.createInterface({ input: d.proc.stdout });
-      rl.once('line', resolve);
-      d.exited.then(() => reject(new Error(`trainingd exited: ${d.stderr}`)));
-    });
-    const m = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(line);
-    if (!m) throw new Error(`no listening line: ${line}`);
-    d.port = Number(m[1]);
-    d.url = `http://127.0.0.1:${d.port}`;
-    return d;
-  }
-
-  async api(method, p, body) {
-    const r = await fetch(`${this.url}/api/v1${p}`, {
-      method, headers: { 'Content-Type': 'application/json' }, body: body ? JSON.stringify(body) : undefined,
-    });
-    return { status: r.status, body: r.status === 204 ? null : await r.json() };
-  }
-
-  async stop() {
-    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
-    this.proc.kill('SIGTERM');
-    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 60000);
-    await this.exited;
-    clearTimeout(timer);
-  }
-}
-
-// A small MLP on 5,000 Fashion-MNIST examples (about 1,000 steps/s on one thread): 20,000 steps
-// run well beyond the test's stop; a summary every 100 steps.
+// 20,000 steps run well beyond the test's stop; a summary every 100 steps.
 function spec(name, maxSteps) {
-  return {
-    name,
-    dataset: { name: 'fashion-mnist', validation_size: 1000, max_train_examples: 5000, max_test_examples: 1000 },
-    model: 'mlp',
-    optimizer: { type: 'adam', learning_rate: 0.001 },
-    batch_size: 50,
-    max_steps: maxSteps,
-    seed: 7,
-    hooks: {
-      checkpoint: { every_steps: 2000 },
-      summary: { every_steps: 100 },
-      step_counter: { every_steps: 100 },
-      logging: { every_n_iter: 500 },
-      evaluation: { every_steps: 5000 },
-      final_eval: { split: 'test' },
-    },
-  };
+  return mlpSpec(name, maxSteps, {
+    checkpoint: { every_steps: 2000 },
+    summary: { every_steps: 100 },
+    step_counter: { every_steps: 100 },
+    logging: { every_n_iter: 500 },
+    evaluation: { every_steps: 5000 },
+  });
 }
 
 // --- the browser ----------------------------------------------------------------------------
-const problems = []; // console errors, page errors, foreign requests, CSP violations
-async function newContext(profile) {
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-    colorScheme: 'light',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  await context.exposeBinding('__trainingdCspViolation', (_source, v) => {
-    problems.push(`CSP violation: ${v.directive} blocked ${v.blocked} (${v.source}:${v.line})`);
-  });
-  await context.addInitScript(() => {
-    document.addEventListener('securitypolicyviolation', (e) => {
-      window.__trainingdCspViolation({
-        directive: e.effectiveDirective, blocked: e.blockedURI, source: e.sourceFile, line: e.lineNumber,
-      });
-    });
-  });
-  await context.route('**/*', (route) => {
-    const url = new URL(route.request().url());
-    if (url.hostname !== '127.0.0.1') {
-      problems.push(`request left 127.0.0.1: ${route.request().url()}`);
-      return route.abort();
-    }
-    return route.continue();
-  });
-  return context;
-}
-
-function watch(page) {
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`console error: ${m.text()} (${m.location().url || ''})`);
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}\n${e.stack}`));
-  page.on('response', (r) => {
-    if (r.status() >= 500) problems.push(`HTTP ${r.status()} for ${r.url()}`);
-  });
-}
-
-async function waitAttr(page, sel, name, pred, what, timeout = 60000) {
-  const deadline = Date.now() + timeout;
-  let last;
-  while (Date.now() < deadline) {
-    last = await page.locator(sel).first().getAttribute(name).catch(() => null);
-    if (last !== null && pred(last)) return last;
-    await page.waitForTimeout(100);
-  }
-  throw new Error(`timed out waiting for ${what} (${sel} ${name} = ${last})`);
-}
-
-const waitState = (page, states, timeout) =>
-  waitAttr(page, '.job-page', 'data-state', (s) => states.includes(s), `state ${states}`, timeout);
-
 // The Slurm line's text once it is visible and pred(text) holds.
 async function waitSlurmLine(page, pred, what, timeout = 30000) {
   const line = page.locator('.job-page p.job-slurm');
@@ -219,9 +102,10 @@ async function main() {
 
   // 1. The node drained: whatever is submitted stays PENDING in Slurm.
   scontrol('update', `nodename=${NODE}`, 'state=drain', 'reason=webtest');
-  daemon = await Daemon.start(path.join(tmp, 'data'),
-    { threads_per_job: 1, executor: 'slurm', slurm: { job_root: path.join(tmp, 'jobs'), poll_secs: 0.3 } },
-    { SLURM_CONF: slurmConf });
+  daemon = await Daemon.start(TRAININGD, path.join(tmp, 'data'), {
+    config: { threads_per_job: 1, executor: 'slurm', slurm: { job_root: path.join(tmp, 'jobs'), poll_secs: 0.3 } },
+    env: { SLURM_CONF: slurmConf },
+  });
   log(`trainingd on ${daemon.url}, data in ${tmp}`);
   const made = await daemon.api('POST', '/jobs', spec('web-slurm', 20000));
   check(made.status === 201, `submit: ${made.status} ${JSON.stringify(made.body)}`);
@@ -230,8 +114,7 @@ async function main() {
   log(`submitted ${id}`);
 
   context = await newContext(path.join(tmp, 'profile'));
-  const page = context.pages()[0] || (await context.newPage());
-  watch(page);
+  const page = await watchedPage(context);
   await page.goto(`${daemon.url}/#/jobs/${id}`);
   await page.locator('.job-page .title-row h1').filter({ hasText: 'web-slurm' }).waitFor({ timeout: 15000 });
 
@@ -307,10 +190,7 @@ if (skip !== null) {
   console.log(`skipped: ${skip}`);
   process.exit(77);
 }
-if (problems.length) {
-  failed = true;
-  console.error(`FAIL: ${problems.length} problem(s) in the page:\n  ${problems.join('\n  ')}`);
-}
+if (reportProblems()) failed = true;
 // The cluster's directory goes either way, after the tails of its logs when the test failed; the
 // daemon's data stays for a post-mortem when the test failed.
 if (failed) {

@@ -46,6 +46,7 @@ using engine::LogWritten;
 using engine::RunEnded;
 using engine::RunEvent;
 using engine::ScalarRecorded;
+using engine::SchedulerStatus;
 using engine::SessionCreated;
 
 class RunListener {

@@ -648,9 +648,11 @@ void JobManager::ScheduleLoop() {
       request = RunRequest{job->rec.id, job->spec, files_.Dir(job->rec.id), RunLimits()};
     }
     // What a cluster's scheduler is asked to reserve (a short read of the dataset's headers).
-    if (auto data = eng::ProbeJobDataset(request.spec.dataset, options_.data_root); data.ok()) {
-      if (auto plan = eng::PlanJob(request.spec, *data, request.limits); plan.ok()) {
-        request.memory_bytes = plan->memory();
+    if (executor_->RunsOutliveDaemon()) {
+      if (auto data = eng::ProbeJobDataset(request.spec.dataset, options_.data_root); data.ok()) {
+        if (auto plan = eng::PlanJob(request.spec, *data, request.limits); plan.ok()) {
+          request.memory_bytes = plan->memory();
+        }
       }
     }
     // Durably running before it trains: if the process dies from here on, the next start
@@ -686,6 +688,10 @@ void JobManager::OnRunEvent(const std::string& job_id, RunEvent event) {
     if (auto job = FindLocked(job_id)) {
       job->rec.global_step = created->global_step;
       store_.UpdateJobStep(job_id, created->global_step);
+      // A cluster's run has a session: it runs, whether or not its scheduler said so yet.
+      if (job->rec.state == JobState::kQueued && job->has_run) {
+        SetStateLocked(*job, JobState::kRunning);
+      }
     }
   } else if (auto* scalar = std::get_if<ScalarRecorded>(&event)) {
     std::string name;

@@ -173,6 +173,13 @@ TEST_F(JobManagerExecutorTest, AClustersRunsAreQueuedUntilTheyRunAndFollowedAgai
   EXPECT_EQ(info.slurm.reason, "Priority");
   EXPECT_EQ(manager_->Get(stopping->id)->state, JobState::kRunning);
   EXPECT_EQ(manager_->Get(stopping->id)->slurm.nodes, "node1");
+  // A session before the scheduler's word: running.
+  auto early = Submit(SmallJob("early", 100));
+  WaitForStarts(3);
+  EXPECT_EQ(manager_->Get(early->id)->state, JobState::kQueued);
+  fake_->Emit(early->id, SessionCreated{0});
+  EXPECT_EQ(manager_->Get(early->id)->state, JobState::kRunning);
+  fake_->End(early->id, FakeExecutor::Completed(100));
   // A queued job with a run is stopped through its executor, not dropped from the queue.
   ASSERT_EQ(manager_->Stop(stopping->id)->state, JobState::kStopping);
   EXPECT_EQ(fake_->stop_requests(), std::vector<std::string>{stopping->id});

@@ -35,8 +35,8 @@ struct RunRequest {
   std::string job_dir;
   // Caps on what the run keeps on disk (checkpoints, profiler timelines), as admission assumed.
   engine::JobRunLimits limits;
-  // Admission's estimate of the run's peak memory (each rank's); 0 = unknown. What a cluster
-  // executor asks its scheduler for.
+  // Admission's estimate of the run's peak memory (each rank's), for executors whose runs
+  // outlive the daemon (what a cluster's scheduler is asked for); 0 = unknown.
   int64_t memory_bytes = 0;
 };
 

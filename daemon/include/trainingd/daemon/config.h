@@ -59,7 +59,7 @@
 
 #include "trainingd/daemon/flags.h"
 #include "trainingd/daemon/job_limits.h"
-#include "trainingd/daemon/slurm_executor.h"
+#include "trainingd/daemon/slurm_options.h"
 #include "trainingd/engine/base/status.h"
 
 namespace trainingd::daemon {

@@ -440,8 +440,10 @@ TEST_F(JobManagerFullDiskTest, RunningJobsFailWhenNoFinalCheckpointFitsAndNothin
   EXPECT_EQ(failed.reason.rfind("disk full (", 0), 0u) << failed.reason;
   EXPECT_TRUE(Has(failed.reason, "no final checkpoint fitted")) << failed.reason;
   EXPECT_TRUE(Has(failed.error, "ResourceExhausted")) << failed.error;
-  // Degraded: the disk is full, and the database fails too once the failed state is written.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  // Degraded: the disk is full. The database fails too once a write needs a page the disk has
+  // no room for; the failed state's may still fit in the WAL's room (seen under ctest -j2), so
+  // that second problem is waited for but not required.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   api::ServiceHealth health;
   while (std::chrono::steady_clock::now() < deadline) {
     health = manager_->Health();
@@ -449,11 +451,14 @@ TEST_F(JobManagerFullDiskTest, RunningJobsFailWhenNoFinalCheckpointFitsAndNothin
     std::this_thread::sleep_for(milliseconds(10));
   }
   EXPECT_TRUE(health.degraded);
-  ASSERT_EQ(health.problems.size(), 2u);
-  EXPECT_TRUE(Has(health.problems[0], "the database cannot be written: ResourceExhausted"))
-      << health.problems[0];
-  EXPECT_EQ(health.problems[1].rfind("the disk holding " + dir_ + " is full (", 0), 0u)
-      << health.problems[1];
+  ASSERT_GE(health.problems.size(), 1u);
+  ASSERT_LE(health.problems.size(), 2u);
+  if (health.problems.size() == 2) {
+    EXPECT_TRUE(Has(health.problems[0], "the database cannot be written: ResourceExhausted"))
+        << health.problems[0];
+  }
+  EXPECT_EQ(health.problems.back().rfind("the disk holding " + dir_ + " is full (", 0), 0u)
+      << health.problems.back();
   auto waiting = Submit(SmallJob("waiting", 20));
   ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
   std::this_thread::sleep_for(milliseconds(500));

@@ -261,6 +261,11 @@ def queued_running_completed(d, conf, job_root):
     expect(set(last) >= {"tag", "step", "value", "wall_time"}, last)
     expect(job["state"] == "running" and job["global_step"] < max_steps,
            "a scalar while the job runs: %s at %d" % (job["state"], job["global_step"]))
+    # The run's session makes the job running; squeue's word may come a poll later.
+    deadline = time.time() + 10
+    while job["slurm"]["state"] != "RUNNING" and time.time() < deadline:
+        time.sleep(0.1)
+        job = d.job(j)
     expect(job["slurm"]["state"] == "RUNNING" and job["slurm"]["nodes"] == NODE and
            job["slurm"]["job_id"] == sid, job["slurm"])
     delay = received - last["wall_time"]

@@ -193,8 +193,10 @@ engine::JobBudget JobManager::Budget() const {
   }
   b.disk_bytes = options_.limits.max_job_disk_bytes;
   if (b.disk_bytes == 0) {
-    const int64_t free = FreeDiskBytes(options_.data_dir);
-    b.disk_bytes = free > 0 ? free / 2 : -1;
+    // Half of what is free where the job's files go. A disk that is full now (the queue holds
+    // until there is room) says nothing about whether the job fits: it is not checked then.
+    const int64_t free = FreeDiskBytes(JobsDir());
+    b.disk_bytes = free >= kMinFreeDiskBytes ? free / 2 : -1;
   }
   b.memory_bytes = std::max<int64_t>(b.memory_bytes, 0);  // negative: unlimited (0)
   b.disk_bytes = std::max<int64_t>(b.disk_bytes, 0);

@@ -435,10 +435,8 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
       }
       if (now.state != last.state || now.reason != last.reason || now.nodes != last.nodes ||
           now.restarts != last.restarts) {
-        if (now.state != "GONE") {
-          listener.OnRunEvent(id, eng::SchedulerStatus{st.slurm_job_id, now.state, now.reason,
-                                                       now.nodes, now.restarts});
-        }
+        // The attempts first, then Slurm's state: whoever reads the job on that state's event
+        // finds the attempt it runs.
         if (now.restarts > last.restarts && st.attempt_restarts >= 0) {
           listener.OnRunEvent(id, eng::AttemptEnded{st.attempt_restarts + 1,
                                                     "requeued by Slurm" +
@@ -455,6 +453,10 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
           listener.OnRunEvent(id, eng::AttemptStarted{now.restarts + 1, 0,
                                                       std::max(1, request.spec.distributed.workers),
                                                       eng::LatestCheckpointStep(dir), Now()});
+        }
+        if (now.state != "GONE") {
+          listener.OnRunEvent(id, eng::SchedulerStatus{st.slurm_job_id, now.state, now.reason,
+                                                       now.nodes, now.restarts});
         }
         last = now;
       }

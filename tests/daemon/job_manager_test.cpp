@@ -381,7 +381,9 @@ TEST_F(JobManagerFaultTest, AFullJobsDiskHoldsTheQueueWhileTheDatabaseWorks) {
   auto jobs = test_support::SmallFileSystem::Mount(dir_ + "/jobs", 8 << 20, &why);
   if (!jobs) GTEST_SKIP() << why;
   OpenAll();
-  ASSERT_TRUE(jobs->Fill(0));
+  // Less room than the queue needs to start a job, and less than the job's estimated disk use:
+  // while the disk is full the job is not refused as too big, it waits.
+  ASSERT_TRUE(jobs->Fill(64 << 10));
   auto waiting = Submit(SmallJob("waiting", 20));
   ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
   std::this_thread::sleep_for(milliseconds(1500));  // the free space is looked at every second
@@ -389,9 +391,10 @@ TEST_F(JobManagerFaultTest, AFullJobsDiskHoldsTheQueueWhileTheDatabaseWorks) {
   const api::ServiceHealth health = manager_->Health();
   EXPECT_TRUE(health.degraded);
   ASSERT_EQ(health.problems.size(), 1u);
-  EXPECT_EQ(health.problems[0], "the disk holding " + dir_ +
-                                    "/jobs is full (0 B free); no queued job starts until "
-                                    "there is room");
+  EXPECT_EQ(health.problems[0].rfind("the disk holding " + dir_ + "/jobs is full (", 0), 0u)
+      << health.problems[0];
+  EXPECT_TRUE(Has(health.problems[0], " KiB free); no queued job starts until there is room"))
+      << health.problems[0];
   EXPECT_FALSE(store_->health().degraded);
 
   jobs->Unfill();

@@ -44,9 +44,12 @@ int64_t DenseLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
   if (mode != Mode::kTrain) return 0;
   // Backward's masked output gradient, one block's bias partial, and per chunk one tile of
   // kernel partials; in a data-parallel step where the layer is gathered
-  // (Model::GatherLargeDenseLayers), the gathered inputs and output gradients.
+  // (Model::GatherLargeDenseLayers), the gathered inputs and output gradients and the ranks'
+  // column parts of the wider of its output and its input gradient.
   const int64_t units = spec_.units;
-  const int64_t gathered = 2 * in_ * units > batch * (in_ + units) ? batch * (in_ + units) : 0;
+  const int64_t gathered = 2 * in_ * units > batch * (in_ + units)
+                               ? batch * (in_ + units) + batch * std::max(in_, units)
+                               : 0;
   return 4 * (batch * units + units + NumChunks(NumTiles(), 2, threads) * RowsPerTile() * units +
               gathered);
 }
@@ -54,10 +57,24 @@ int64_t DenseLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
 void DenseLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
   const int64_t batch = in.shape()[0], units = spec_.units;
   out.Resize(Shape{batch, units});
+  const bool relu = spec_.activation == Activation::kRelu;
+  if (step_) {
+    // This rank's columns of the output, for the whole batch, then every rank's columns of its
+    // own examples.
+    step_->GatherRows(in.data(), in_, all_x_);
+    const Shard c = step_->ColumnsOf(units, step_->rank());
+    const int64_t all = step_->global();
+    parts_by_rank_.resize(static_cast<size_t>(all * units));
+    float* part = parts_by_rank_.data() + all * c.begin;
+    internal::GemmRows(false, all, c.count, in_, all_x_.data(), in_, kernel_.value.data() + c.begin,
+                       units, part, c.count);
+    internal::AddBiasActivation(part, all, c.count, bias_.value.data() + c.begin, relu);
+    step_->ShareColumns(parts_by_rank_, units, out.data());
+    return;
+  }
   internal::GemmRows(false, batch, units, in_, in.data(), in_, kernel_.value.data(), units,
                      out.data(), units);
   const float* b = bias_.value.data();
-  const bool relu = spec_.activation == Activation::kRelu;
   ParallelFor(batch, 64, [&](int64_t begin, int64_t end) {
     internal::AddBiasActivation(out.data() + begin * units, end - begin, units, b, relu);
   });
@@ -71,26 +88,33 @@ void DenseLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dou
     dy_.Resize(dout.shape());
     internal::ReluGrad(out.data(), g, dy_.data(), dout.size());
     g = dy_.data();
-  } else if (gathered_) {
-    dy_ = dout;  // dout is the model's buffer, which the layers below reuse
-    g = dy_.data();
   }
-  if (gathered_) {
-    gathered_in_ = &in;
-  } else {
-    SumGradients(in.data(), g, batch, blocks, 0, NumTiles());
+  if (din) din->Resize(in.shape());
+  if (step_) {
+    // The output gradients of the whole batch (kept for GatheredGradients), then this rank's
+    // columns of the input gradient dx = dY * W^T for the whole batch, then every rank's
+    // columns of its own examples.
+    step_->GatherRows(g, units, all_dy_);
+    if (!din) return;
+    const Shard c = step_->ColumnsOf(in_, step_->rank());
+    const int64_t all = step_->global();
+    parts_by_rank_.resize(static_cast<size_t>(all * in_));
+    float* part = parts_by_rank_.data() + all * c.begin;
+    internal::GemmRows(true, all, c.count, units, all_dy_.data(), units,
+                       kernel_.value.data() + c.begin * units, units, part, c.count);
+    step_->ShareColumns(parts_by_rank_, in_, din->data());
+    return;
   }
+  SumGradients(in.data(), g, batch, blocks, 0, NumTiles());
   // dx = dY * W^T
   if (din) {
-    din->Resize(in.shape());
     internal::GemmRows(true, batch, in_, units, g, units, kernel_.value.data(), units, din->data(),
                        in_);
   }
 }
 
-void DenseLayer::GatheredGradients(const float* x, const float* dy, GradientBlocks& blocks,
-                                   int64_t t0, int64_t t1) {
-  SumGradients(x, dy, blocks.examples(), blocks, t0, t1);
+void DenseLayer::GatheredGradients(GradientBlocks& all, int64_t t0, int64_t t1) {
+  SumGradients(all_x_.data(), all_dy_.data(), all.examples(), all, t0, t1);
 }
 
 void DenseLayer::SumGradients(const float* x, const float* g, int64_t batch, GradientBlocks& blocks,

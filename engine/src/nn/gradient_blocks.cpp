@@ -12,6 +12,7 @@ GradientBlocks GradientBlocks::Whole(int64_t batch) {
   GradientBlocks b;
   b.bounds_ = {0, batch};
   b.largest_ = batch;
+  b.global_ = batch;
   return b;
 }
 
@@ -24,7 +25,48 @@ GradientBlocks GradientBlocks::ForRank(int64_t global, int blocks, int rank, int
     b.bounds_.push_back(bound(j));
   b.largest_ = (global + nb - 1) / nb;  // floor division's blocks differ by at most one example
   b.comm_ = comm;
+  b.global_ = global;
+  b.nb_ = nb;
+  b.rank_ = rank;
+  b.ranks_ = size;
   return b;
+}
+
+int64_t GradientBlocks::FirstExampleOf(int rank) const {
+  return global_ * (nb_ * rank / ranks_) / nb_;
+}
+
+void GradientBlocks::GatherRows(const float* local, int64_t width, std::vector<float>& all) {
+  all.resize(static_cast<size_t>(global_ * width));
+  std::copy_n(local, examples() * width, all.data() + first_example() * width);
+  part_bounds_.resize(static_cast<size_t>(ranks_) + 1);
+  for (int k = 0; k <= ranks_; ++k)
+    part_bounds_[static_cast<size_t>(k)] = FirstExampleOf(k) * width;
+  if (comm_ && status_.ok()) status_ = comm_->AllgatherParts(all, part_bounds_);
+}
+
+Shard GradientBlocks::ColumnsOf(int64_t width, int rank) const {
+  const auto begin = [&](int k) {
+    return k >= ranks_ ? width : std::min(width, width * k / ranks_ / 16 * 16);
+  };
+  return {begin(rank), begin(rank + 1) - begin(rank)};
+}
+
+void GradientBlocks::ShareColumns(std::vector<float>& parts, int64_t width, float* out) {
+  part_bounds_.resize(static_cast<size_t>(ranks_) + 1);
+  for (int k = 0; k <= ranks_; ++k) {
+    part_bounds_[static_cast<size_t>(k)] =
+        global_ * (k == ranks_ ? width : ColumnsOf(width, k).begin);
+  }
+  if (comm_ && status_.ok()) status_ = comm_->AllgatherParts(parts, part_bounds_);
+  const int64_t first = first_example(), rows = examples();
+  for (int k = 0; k < ranks_; ++k) {
+    const Shard c = ColumnsOf(width, k);
+    const float* part = parts.data() + global_ * c.begin;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy_n(part + (first + r) * c.count, c.count, out + r * width + c.begin);
+    }
+  }
 }
 
 void GradientBlocks::AgreeMax(std::span<float> values) {

@@ -105,6 +105,7 @@ StepResult Trainer::Step(const StepOptions& options) {
   if (trace) trace->Add("input", "input", t0);
   model_->set_trace(trace);
   model_->set_example_offset(shard.begin);
+  for (DenseLayer* layer : gathered_) layer->set_step(&blocks);
   const Tensor& logits = model_->Forward(*images, Mode::kTrain);
   if (timed) t0 = Clock::now();
   LossAndAccuracy la = SoftmaxCrossEntropy(logits, *labels, &dlogits_, global_batch);
@@ -112,6 +113,7 @@ StepResult Trainer::Step(const StepOptions& options) {
   if (trace) trace->Add("softmax_cross_entropy", "loss", t0);
   model_->Backward(dlogits_, blocks);
   model_->set_trace(nullptr);
+  for (DenseLayer* layer : gathered_) layer->set_step(nullptr);
   StepResult r;
   if (comm_) {
     const Clock::time_point reduce_start = Clock::now();
@@ -162,34 +164,19 @@ StepResult Trainer::Step(const StepOptions& options) {
   return r;
 }
 
-// The large dense layers' kernels (most of a model's parameters) are not reduced at all: the
-// ranks gather each one's inputs and output gradients over the global batch (a few hundred KB),
-// each rank forms the exact sums of its share of the kernel's row tiles from all blocks, and the
-// ranks exchange those rows as float gradients (4 bytes per parameter). The other parameters'
-// sums are small: one int64 allreduce. Every block partial is formed as in one process, so the
-// gradients are the same bits.
+// The large dense layers' kernels (most of a model's parameters) are not reduced at all: their
+// Forward and Backward gathered the inputs and output gradients of the global batch (a few hundred
+// KB), each rank forms the exact sums of its share of the kernel's row tiles from all blocks, and
+// the ranks exchange those rows as float gradients (4 bytes per parameter). The other
+// parameters' sums are small: one int64 allreduce. Every block partial is formed as in one
+// process, so the gradients are the same bits.
 Status Trainer::ReduceGradients(int64_t global_batch) {
   const int n = comm_->size(), me = comm_->rank();
-  std::vector<int64_t> first(static_cast<size_t>(n) + 1, global_batch);  // each rank's examples
-  for (int k = 0; k < n; ++k) {
-    first[static_cast<size_t>(k)] =
-        GradientBlocks::ForRank(global_batch, reduction_blocks_, k, n, nullptr).first_example();
-  }
   GradientBlocks all = GradientBlocks::ForRank(global_batch, reduction_blocks_, 0, 1, nullptr);
   std::vector<int64_t> bounds(static_cast<size_t>(n) + 1);
-  // Every rank's rows of width `width`, from its `local` ones.
-  const auto gather = [&](const Tensor& local, int64_t width, std::vector<float>& out) {
-    out.resize(static_cast<size_t>(global_batch * width));
-    std::copy_n(local.data(), local.size(), out.data() + first[static_cast<size_t>(me)] * width);
-    for (size_t k = 0; k < bounds.size(); ++k) bounds[k] = first[k] * width;
-    return comm_->AllgatherParts(out, bounds);
-  };
   for (DenseLayer* layer : gathered_) {
-    TRAININGD_RETURN_IF_ERROR(gather(layer->gathered_input(), layer->in(), gathered_x_));
-    TRAININGD_RETURN_IF_ERROR(gather(layer->gathered_dy(), layer->units(), gathered_dy_));
     const Shard tiles = ShardOf(layer->NumTiles(), me, n);
-    layer->GatheredGradients(gathered_x_.data(), gathered_dy_.data(), all, tiles.begin,
-                             tiles.begin + tiles.count);
+    layer->GatheredGradients(all, tiles.begin, tiles.begin + tiles.count);
     Parameter& kernel = *layer->parameters()[0];
     Parameter& bias = *layer->parameters()[1];
     const int64_t begin = FirstElementOfTile(*layer, tiles.begin);

@@ -25,19 +25,21 @@ class DenseLayer final : public Layer {
   std::vector<Parameter*> parameters() override { return {&kernel_, &bias_}; }
   int64_t ForwardFlopsPerExample() const override { return 2 * in_ * spec_.units; }
 
-  // Data parallelism with gathered inputs: when set, Backward forms only the input gradient and
-  // keeps its input and masked output gradient (gathered_input, gathered_dy, valid until the next
-  // Forward). The ranks then gather those over the global batch, and each forms with
-  // GatheredGradients the exact sums of its tiles of the kernel and of the whole bias. Each block
-  // partial is formed as Backward forms it, so the sums are bit for bit the same.
+  // Data parallelism for a wide layer (Model::GatherLargeDenseLayers): the ranks split its work
+  // by columns, as the threads of one process do, rather than by examples, so each reads a
+  // share of the kernel instead of all of it. During a training step (set_step, null otherwise)
+  // Forward gathers the inputs of the global batch, forms its share of the output columns for
+  // every example and shares them (GradientBlocks::ShareColumns); Backward gathers the output
+  // gradients and forms its share of the input gradient's columns the same way. No gradient
+  // sums are formed there: GatheredGradients then forms those of any tiles of kernel rows, from
+  // the gathered inputs and output gradients. Every element, and every block partial, is formed
+  // as one process forms it, so the results are the same bits.
   void set_gathered(bool gathered) { gathered_ = gathered; }
   bool gathered() const { return gathered_; }
-  const Tensor& gathered_input() const { return *gathered_in_; }
-  const Tensor& gathered_dy() const { return dy_; }
-  // `x` [B, in] and `dy` [B, units]: the global batch's, cut into `blocks` (of one process).
-  // Sets both exponents and the sums of the bias and of the kernel rows of tiles [t0, t1).
-  void GatheredGradients(const float* x, const float* dy, GradientBlocks& blocks, int64_t t0,
-                         int64_t t1);
+  void set_step(GradientBlocks* step) { step_ = step; }
+  // The exponents and the exact sums of the bias and of the kernel rows of tiles [t0, t1) over
+  // the global batch, cut into `all` (the blocks of one process), after a step's Backward.
+  void GatheredGradients(GradientBlocks& all, int64_t t0, int64_t t1);
   int64_t in() const { return in_; }
   int64_t units() const { return spec_.units; }
   // The kernel's gradient is summed by tiles of whole rows.
@@ -57,9 +59,11 @@ class DenseLayer final : public Layer {
   // Elements of one tile of kernel-gradient partials: small enough to stay in cache with its sums.
   static constexpr int64_t kTileElements = 16384;
   bool gathered_ = false;
-  const Tensor* gathered_in_ = nullptr;
+  GradientBlocks* step_ = nullptr;
+  // Gathered: the global batch's inputs and output gradients, and the ranks' column parts.
+  std::vector<float> all_x_, all_dy_, parts_by_rank_;
 
-  Tensor dy_;                  // output gradient masked by the ReLU (gathered: a copy without it)
+  Tensor dy_;                  // output gradient masked by the ReLU
   Tensor dbias_part_;          // one block's bias gradient
   std::vector<Tensor> parts_;  // per chunk: one tile of one block's kernel gradient
 };

@@ -21,11 +21,10 @@
 #include <vector>
 
 #include "trainingd/engine/base/status.h"
+#include "trainingd/engine/dist/communicator.h"
 #include "trainingd/engine/nn/layer.h"
 
 namespace trainingd::engine {
-
-class Communicator;
 
 // The most blocks a batch may be cut into: 2^12 block partials of at most 2^48 grid steps each
 // add up to less than 2^62, so the integer sums cannot overflow.
@@ -58,9 +57,31 @@ class GradientBlocks {
   void AgreeMax(std::span<float> values);
   const Status& status() const { return status_; }
 
+  // The ranks, for layers that split their work over them by columns rather than by examples
+  // (DenseLayer::set_step). Like AgreeMax, every rank makes the same calls in the same order; a
+  // failed exchange is kept in status() and leaves the outputs sized but unset.
+  int rank() const { return rank_; }
+  int ranks() const { return ranks_; }
+  int64_t global() const { return global_; }
+  // `rank`'s first example in the global batch; ranks() gives global().
+  int64_t FirstExampleOf(int rank) const;
+  // The whole batch's rows, [global(), width], from every rank's [examples(), width] `local`.
+  void GatherRows(const float* local, int64_t width, std::vector<float>& all);
+  // `rank`'s share of `width` columns: begins on multiples of 16 (a cache line of floats).
+  Shard ColumnsOf(int64_t width, int rank) const;
+  // A [global(), width] result formed by columns: `parts` holds, from global() * c.begin for each
+  // rank's share c, that rank's columns of every row as a [global(), c.count] matrix, and this
+  // rank has formed its own. `out` [examples(), width] receives this rank's rows, every column.
+  void ShareColumns(std::vector<float>& parts, int64_t width, float* out);
+
  private:
   std::vector<int64_t> bounds_;  // global example indices: block k is [bounds_[k], bounds_[k+1])
   int64_t largest_ = 0;
+  int64_t global_ = 0;
+  int64_t nb_ = 1;  // blocks of the global batch
+  int rank_ = 0;
+  int ranks_ = 1;
+  std::vector<int64_t> part_bounds_;  // GatherRows' and ShareColumns' parts, element offsets
   Communicator* comm_ = nullptr;
   Status status_;
 };

@@ -140,7 +140,6 @@ class Trainer {
   std::vector<DenseLayer*> gathered_;
   std::vector<Parameter*> reduced_;
   std::vector<int64_t> reduced_sums_;
-  std::vector<float> gathered_x_, gathered_dy_;
   std::vector<RankTiming> rank_timings_;
   double last_allreduce_seconds_ = 0;
   int64_t global_step_ = 0;

@@ -4,12 +4,13 @@
 //
 // Rank 0 prints, for the model's flat buffer of exact gradient sums (64-bit integers,
 // gradient_blocks.h), the median and spread of the step's collectives at batch 50
-// (Trainer::ReduceGradients without its arithmetic: for each large dense layer an allgather of
-// its inputs and output gradients and one of its float kernel gradient, and an int64 allreduce
-// of the other parameters' sums) and of a plain int64 AllreduceSum of every sum; the same for
-// an allreduce of the float gradient buffer (what the step did before the sums were exact); and
-// the memory-bandwidth bound on one machine: every
-// rank must at least read its own buffer and the others' and write its result, timed here as one
+// (without their arithmetic: for each large dense layer an allgather of its inputs and of its
+// output's columns in the forward pass, of its output gradients and of its input gradient's
+// columns in the backward pass, and one of its float kernel gradient in
+// Trainer::ReduceGradients, and an int64 allreduce of the other parameters' sums) and of a plain
+// int64 AllreduceSum of every sum; the same for an allreduce of the float gradient buffer (what the
+// step did before the sums were exact); and the memory-bandwidth bound on one machine: every rank
+// must at least read its own buffer and the others' and write its result, timed here as one
 // memcpy-like pass (read + write) of the buffer per rank, with all ranks copying at once.
 #include <algorithm>
 #include <chrono>
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
     }
     return true;
   };
-  // The step's collectives (Trainer::ReduceGradients).
+  // The step's collectives (DenseLayer's Forward and Backward, Trainer::ReduceGradients).
   constexpr int64_t kBatch = 50;
   const std::vector<eng::DenseLayer*> gathered = (*model)->GatherLargeDenseLayers(kBatch);
   int64_t reduced = static_cast<int64_t>(sums.size());
@@ -106,7 +107,9 @@ int main(int argc, char** argv) {
   };
   const auto step_reduction = [&] {
     for (eng::DenseLayer* layer : gathered) {
-      for (int64_t width : {layer->in(), layer->units()}) {
+      // Forward: the inputs' rows, the output's columns; backward: the output gradients' rows,
+      // the input gradient's columns.
+      for (int64_t width : {layer->in(), layer->units(), layer->units(), layer->in()}) {
         rows.assign(static_cast<size_t>(kBatch * width), 1.0f);
         TRAININGD_RETURN_IF_ERROR(allgather(rows));
       }
@@ -140,7 +143,7 @@ int main(int argc, char** argv) {
           what, mb, s.median * 1e3, s.min * 1e3, s.max * 1e3, m.median * 1e3, m.min * 1e3,
           m.max * 1e3, s.median / m.median);
     };
-    report("the step's: gathered dense inputs, allreduce of the other sums, allgather of kernels",
+    report("the step's: dense rows and columns, allreduce of the other sums, allgather of kernels",
            sums.size_bytes(), step_times, step_copies);
     report("allreduce of the int64 sums", sums.size_bytes(), sum_times, sum_copies);
     report("float gradients", grads.size_bytes(), float_times, float_copies);

@@ -80,8 +80,9 @@ class Model {
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   // For data-parallel steps of `global_batch` examples: marks the dense layers whose kernel
   // gradient is cheaper to form from the ranks' gathered inputs and output gradients than to
-  // reduce as sums, 2 * in * units > global_batch * (in + units) (DenseLayer::set_gathered),
-  // unmarks the others, and returns the marked ones. The sums are the same bits either way.
+  // reduce as sums, 2 * in * units > global_batch * (in + units) (DenseLayer::set_gathered: the
+  // ranks then also split their forward and input gradient by columns), unmarks the others, and
+  // returns the marked ones. The results are the same bits either way.
   std::vector<DenseLayer*> GatherLargeDenseLayers(int64_t global_batch);
   // Per-example output shape of each layer.
   const std::vector<Shape>& output_shapes() const { return shapes_; }

@@ -4,9 +4,10 @@
 // optimizer update, global_step + 1. Data-parallel (a Communicator of N ranks): every rank walks
 // the same global batch sequence and trains on its run of whole blocks of each global batch
 // (gradient_blocks.h); its gradients are exact fixed-point sums over its examples, divided by the
-// global batch, the ranks' sums are added up (ReduceGradients: the large dense kernels from
-// gathered inputs, each rank forming its share of rows, then an allgather of those rows; an int64
-// allreduce of the other sums) and every rank applies the same update. So N ranks compute what one
+// global batch, the ranks' sums are added up (ReduceGradients: the large dense kernels from the
+// inputs and output gradients their layers gathered (DenseLayer::set_step), each rank forming its
+// share of rows, then an allgather of those rows; an int64 allreduce of the other sums) and every
+// rank applies the same update. So N ranks compute what one
 // process computes, to the last bit, whatever N and the thread counts. Evaluate() runs a whole
 // split in inference mode. This is the numerical core that the monitored session drives; it owns no
 // files and no threads of its own. Not thread-safe: one thread drives a Trainer.

@@ -404,11 +404,18 @@ Status ReadDistributed(const json& v, engine::DistributedSpec* d) {
   return Field(v, kPath, "reduction_blocks", &d->reduction_blocks);
 }
 
+Status ReadResources(const json& v, engine::ResourcesSpec* r) {
+  constexpr const char* kPath = "resources";
+  TRAININGD_RETURN_IF_ERROR(CheckObject(v, kPath, {"cpus_per_worker", "time_limit_secs"}));
+  TRAININGD_RETURN_IF_ERROR(Field(v, kPath, "cpus_per_worker", &r->cpus_per_worker));
+  return Field(v, kPath, "time_limit_secs", &r->time_limit_secs);
+}
+
 Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
   TRAININGD_RETURN_IF_ERROR(
       CheckObject(root, "",
                   {"name", "dataset", "model", "optimizer", "batch_size", "max_steps", "num_epochs",
-                   "seed", "hooks", "distributed"}));
+                   "seed", "hooks", "distributed", "resources"}));
   TRAININGD_RETURN_IF_ERROR(Require(root, "", "name"));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "name", &spec->name));
   if (const auto it = root.find("dataset"); it != root.end()) {
@@ -427,6 +434,9 @@ Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
   }
   if (const auto it = root.find("distributed"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(ReadDistributed(*it, &spec->distributed));
+  }
+  if (const auto it = root.find("resources"); it != root.end()) {
+    TRAININGD_RETURN_IF_ERROR(ReadResources(*it, &spec->resources));
   }
   return Status::Ok();
 }
@@ -619,7 +629,10 @@ json JobSpecToJsonValue(const engine::JobSpec& spec) {
             {"hostfile", spec.distributed.hostfile},
             {"max_restarts", spec.distributed.max_restarts},
             {"stall_timeout_secs", spec.distributed.stall_timeout_secs},
-            {"reduction_blocks", spec.distributed.reduction_blocks}}}};
+            {"reduction_blocks", spec.distributed.reduction_blocks}}},
+          {"resources",
+           {{"cpus_per_worker", spec.resources.cpus_per_worker},
+            {"time_limit_secs", spec.resources.time_limit_secs}}}};
 }
 
 std::string JobSpecToJson(const engine::JobSpec& spec, int indent) {

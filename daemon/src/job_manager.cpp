@@ -235,9 +235,24 @@ eng::Result<eng::JobResources> JobManager::Admit(const eng::JobSpec& spec) const
         "distributed.hostfile: the daemon's config says where a job's ranks run "
         "(mpi.hostfile); a job cannot name a hostfile (trainingd run can)");
   }
+  // On this machine a job's workers share its compute threads: asking for more would
+  // oversubscribe the cores. (A cluster's scheduler grants the CPUs of its nodes itself.)
+  const int cpus = spec.resources.cpus_per_worker;
+  const int workers = std::max(1, d.workers);
+  if (cpus > 0 && !executor_->RunsOutliveDaemon() &&
+      int64_t{cpus} * workers > options_.threads_per_job) {
+    return eng::Status::InvalidArgument(
+        "resources.cpus_per_worker: " + std::to_string(cpus) + " for each of " +
+        std::to_string(workers) + " worker(s) is more than the " +
+        std::to_string(options_.threads_per_job) +
+        " compute thread(s) this daemon gives a job, so that jobs never oversubscribe its cores "
+        "(threads_per_job in its config)");
+  }
+  eng::JobRunLimits limits = RunLimits();
+  if (cpus > 0) limits.compute_threads = cpus;
   auto data = eng::ProbeJobDataset(spec.dataset, options_.data_root);
   if (!data.ok()) return data.status();
-  auto plan = eng::PlanJob(spec, *data, RunLimits());
+  auto plan = eng::PlanJob(spec, *data, limits);
   if (!plan.ok()) return plan.status();
   // The ranks of a data-parallel job run side by side here, each with the dataset, the model and
   // its optimizer: each must fit in its share of the job's budget.

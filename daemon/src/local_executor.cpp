@@ -61,7 +61,8 @@ eng::Status LocalExecutor::Start(RunRequest request, RunListener& listener) {
 }
 
 void LocalExecutor::Body(const RunRequest& request, RunListener& listener, Run& run) {
-  eng::SetComputeThreads(options_.threads_per_job);
+  const int cpus = request.spec.resources.cpus_per_worker;
+  eng::SetComputeThreads(cpus > 0 ? cpus : options_.threads_per_job);
   eng::Result<eng::JobResult> result = eng::Status::Internal("not run");
   // The run's exception boundary: whatever it throws ends the run, never the process.
   try {

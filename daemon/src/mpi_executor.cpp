@@ -72,9 +72,10 @@ std::vector<std::string> MpiExecutor::CommandLine(const RunRequest& request) con
                                         options_.data_root,
                                         "--report",
                                         "stdout"};
-  if (options_.threads_per_rank > 0) {
+  const int cpus = request.spec.resources.cpus_per_worker;
+  if (cpus > 0 || options_.threads_per_rank > 0) {
     rank_args.emplace_back("--threads");
-    rank_args.push_back(std::to_string(options_.threads_per_rank));
+    rank_args.push_back(std::to_string(cpus > 0 ? cpus : options_.threads_per_rank));
   }
   // The daemon's hosts, never the spec's (admission refuses those).
   eng::DistributedSpec where = request.spec.distributed;

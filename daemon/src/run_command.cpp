@@ -33,6 +33,9 @@ namespace trainingd::daemon {
 namespace eng = trainingd::engine;
 namespace {
 
+// The exit code of a run stopped by its time limit (resources.time_limit_secs), as timeout(1)'s.
+constexpr int kOutOfTimeExit = 124;
+
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_signal{0};
 
@@ -298,6 +301,8 @@ std::string FormatValues(const std::map<std::string, double>& values) {
 int Run(RunArgs& ra, const RankRuntime* rank) {
   auto spec = LoadSpec(ra.specs[0]);
   if (!spec) return 2;
+  // --threads, else the spec's resources.cpus_per_worker, else a share of the cores.
+  if (ra.threads == 0) ra.threads = spec->resources.cpus_per_worker;
   const int ranks = rank ? rank->communicator->size() : 1;
   const int workers = ra.workers > 0 ? ra.workers : spec->distributed.workers;
   if (!rank && workers > 1) return LaunchRanks(ra, *spec, workers);
@@ -386,6 +391,7 @@ int Run(RunArgs& ra, const RankRuntime* rank) {
       return 0;
     case eng::JobResult::Outcome::kStopped:
       logger->Info(line + ". Run the same command again to resume.");
+      if (result->out_of_time) return kOutOfTimeExit;
       return 128 + (g_signal.load() ? g_signal.load() : SIGINT);
     case eng::JobResult::Outcome::kFailed:
       logger->Error(line);

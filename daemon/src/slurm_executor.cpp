@@ -32,6 +32,10 @@ constexpr double kCommandTimeoutSecs = 60;  // sbatch, squeue, scancel
 constexpr double kFollowPeriodSecs = 0.2;   // the progress file is read this often
 constexpr size_t kMaxReadBytes = 4 << 20;   // of the progress file at once
 constexpr size_t kMaxLineBytes = 1 << 20;   // longer report lines are skipped
+// Slurm's time limit for a job with resources.time_limit_secs: this much later than its own, so
+// that the run stops itself first (a final checkpoint) and Slurm's TIMEOUT only ends one that
+// did not.
+constexpr double kSlurmTimeMarginSecs = 120;
 
 double Now() { return eng::Env::Default()->NowSeconds(); }
 
@@ -228,7 +232,9 @@ eng::Status SlurmExecutor::Check(const SlurmOptions& options) {
 
 std::string SlurmExecutor::BatchScript(const RunRequest& request) const {
   const int workers = std::max(1, request.spec.distributed.workers);
-  const int cpus = std::max(1, options_.cpus_per_task);
+  const int cpus = std::max(1, request.spec.resources.cpus_per_worker > 0
+                                   ? request.spec.resources.cpus_per_worker
+                                   : options_.cpus_per_task);
   std::string s = "#!/bin/sh\n";
   s += "# trainingd job " + request.job_id + " (" + request.spec.name +
        "), written and submitted by trainingd serve.\n";
@@ -245,9 +251,13 @@ std::string SlurmExecutor::BatchScript(const RunRequest& request) const {
     const int64_t mib = (request.memory_bytes + (int64_t{1} << 20) - 1) >> 20;
     s += "#SBATCH --mem-per-cpu=" + std::to_string((mib + cpus - 1) / cpus) + "M\n";
   }
-  if (options_.time_limit_minutes > 0) {
-    s += "#SBATCH --time=" + std::to_string(options_.time_limit_minutes) + "\n";
-  }
+  // The job's own time limit stops its run gracefully (a final checkpoint, then `stopped`);
+  // Slurm's comes kSlurmTimeMarginSecs later, for a run that did not stop by then.
+  const double limit = request.spec.resources.time_limit_secs;
+  const int64_t minutes = limit > 0
+                              ? static_cast<int64_t>(std::ceil((limit + kSlurmTimeMarginSecs) / 60))
+                              : options_.time_limit_minutes;
+  if (minutes > 0) s += "#SBATCH --time=" + std::to_string(minutes) + "\n";
   if (!options_.partition.empty()) s += "#SBATCH --partition=" + options_.partition + "\n";
   if (!options_.account.empty()) s += "#SBATCH --account=" + options_.account + "\n";
   s += "unset TRAININGD_TOKEN\n";  // the daemon's API token stays with the daemon
@@ -503,7 +513,9 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
             return finish(Ended(eng::JobResult::Outcome::kFailed, result->global_step,
                                 DescribeSlurmEnd(now) + "; " + result->reason));
           }
-          if (result.ok() && result->outcome == eng::JobResult::Outcome::kStopped && !stop) {
+          // (A run that stopped itself, at its time limit or on a full disk, says why.)
+          if (result.ok() && result->outcome == eng::JobResult::Outcome::kStopped && !stop &&
+              result->reason == "stop requested") {
             result->reason = "cancelled in Slurm (" + DescribeSlurmEnd(now) +
                              "); stopped at global step " + std::to_string(result->global_step);
           }

@@ -78,6 +78,9 @@ auto Fields(const engine::DistributedSpec& d) {
   return std::tie(d.workers, d.hosts, d.hostfile, d.max_restarts, d.stall_timeout_secs,
                   d.reduction_blocks);
 }
+auto Fields(const engine::ResourcesSpec& r) {
+  return std::tie(r.cpus_per_worker, r.time_limit_secs);
+}
 auto Fields(const JobSpec& s) {
   return std::tie(s.name, s.model_preset, s.batch_size, s.max_steps, s.num_epochs, s.seed);
 }
@@ -93,6 +96,7 @@ void ExpectSameSpec(const JobSpec& a, const JobSpec& b) {
   EXPECT_EQ(Fields(a.optimizer.learning_rate), Fields(b.optimizer.learning_rate));
   EXPECT_EQ(Fields(a.hooks), Fields(b.hooks));
   EXPECT_EQ(Fields(a.distributed), Fields(b.distributed));
+  EXPECT_EQ(Fields(a.resources), Fields(b.resources));
   EXPECT_EQ(Fields(a.hooks.checkpoint.trigger), Fields(b.hooks.checkpoint.trigger));
   EXPECT_EQ(Fields(a.hooks.summary.trigger), Fields(b.hooks.summary.trigger));
   EXPECT_EQ(Fields(a.hooks.evaluation.trigger), Fields(b.hooks.evaluation.trigger));
@@ -235,7 +239,7 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
   EXPECT_EQ(e.field, "hooks.checkpoint.every_step");
   e = MustFail(Spec(R"("batchsize": 7)"),
                "batchsize: unknown field; known: name, dataset, model, optimizer, batch_size, "
-               "max_steps, num_epochs, seed, hooks, distributed");
+               "max_steps, num_epochs, seed, hooks, distributed, resources");
   EXPECT_EQ(e.field, "batchsize");
   e = MustFail(Spec(R"("hooks": {"tensorboard": true})"),
                "hooks.tensorboard: unknown field; known: checkpoint, summary, step_counter, "
@@ -487,6 +491,7 @@ TEST(JobSpecJsonTest, CanonicalJsonRoundTrips) {
                               "max_restarts": 0, "stall_timeout_secs": 12.5,
                               "reduction_blocks": 24})"),
       Spec(R"("distributed": {"workers": 2, "hostfile": "/etc/trainingd/hosts"})"),
+      Spec(R"("resources": {"cpus_per_worker": 4, "time_limit_secs": 5400.5})"),
   };
   for (const std::string& input : inputs) {
     const JobSpec first = MustParse(input);
@@ -646,6 +651,28 @@ TEST(JobSpecJsonTest, TheDistributedSectionIsCheckedFieldByField) {
            "hooks.evaluation.every_secs: with 2 workers this hook evaluates on every rank "
            "together, so it must be triggered by steps, which all ranks count alike; use "
            "every_steps");
+}
+
+TEST(JobSpecJsonTest, TheResourcesSectionIsCheckedFieldByField) {
+  const JobSpec none = MustParse(Spec(""));
+  EXPECT_EQ(none.resources.cpus_per_worker, 0);
+  EXPECT_EQ(none.resources.time_limit_secs, 0);
+  const JobSpec s =
+      MustParse(Spec(R"("resources": {"cpus_per_worker": 2, "time_limit_secs": 3600})"));
+  EXPECT_EQ(s.resources.cpus_per_worker, 2);
+  EXPECT_EQ(s.resources.time_limit_secs, 3600);
+  MustFail(Spec(R"("resources": {"cpus": 2})"),
+           "resources.cpus: unknown field; known: cpus_per_worker, time_limit_secs");
+  MustFail(Spec(R"("resources": {"cpus_per_worker": -1})"),
+           "resources.cpus_per_worker: must be in [0, 1024] (0: the daemon's default), got -1");
+  MustFail(Spec(R"("resources": {"cpus_per_worker": 1025})"),
+           "resources.cpus_per_worker: must be in [0, 1024] (0: the daemon's default), got 1025");
+  MustFail(Spec(R"("resources": {"time_limit_secs": -5})"),
+           "resources.time_limit_secs: must be in [0, 31536000] seconds (a year; 0: no limit)");
+  MustFail(Spec(R"("resources": {"time_limit_secs": 1e300})"),
+           "resources.time_limit_secs: must be in [0, 31536000] seconds (a year; 0: no limit)");
+  MustFail(Spec(R"("resources": {"time_limit_secs": "1h"})"),
+           "resources.time_limit_secs: must be a number, got string");
 }
 
 }  // namespace

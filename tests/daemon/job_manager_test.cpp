@@ -100,6 +100,27 @@ TEST_F(JobManagerTest, StoppingAQueuedJobAndStoppingARunningOne) {
   EXPECT_EQ(checkpoints->back().global_step, s.global_step);  // the final checkpoint
 }
 
+// resources.time_limit_secs ends a run as a stop does, and a resume goes on from there with a
+// time of its own.
+TEST_F(JobManagerTest, ATimeLimitStopsTheRunAfterAFinalCheckpointAndAResumeGoesOn) {
+  engine::JobSpec spec = SmallJob("timed", 100000);
+  spec.resources.time_limit_secs = 1;
+  auto job = Submit(spec);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  const api::JobInfo first = WaitFor(job->id, {JobState::kStopped, JobState::kFailed});
+  ASSERT_EQ(first.state, JobState::kStopped) << first.reason;
+  EXPECT_EQ(first.reason, "time limit of 1 s reached (resources.time_limit_secs) at global step " +
+                              std::to_string(first.global_step));
+  auto checkpoints = manager_->Checkpoints(job->id);
+  ASSERT_TRUE(checkpoints.ok());
+  EXPECT_EQ(checkpoints->back().global_step, first.global_step);  // the final checkpoint
+  ASSERT_TRUE(manager_->Resume(job->id, std::nullopt).ok());
+  const api::JobInfo second = WaitFor(job->id, {JobState::kStopped, JobState::kFailed});
+  EXPECT_EQ(second.state, JobState::kStopped) << second.reason;
+  // (Under a sanitizer a second may pass before the first step.)
+  EXPECT_GE(second.global_step, first.global_step);
+}
+
 TEST_F(JobManagerTest, ARestartRequeuesUnfinishedJobsAndTheyResume) {
   auto job = Submit(SmallJob("survivor", 100000));
   ASSERT_TRUE(job.ok());
@@ -154,6 +175,17 @@ TEST_F(JobManagerTest, SubmitChecksTheSpecAgainstItsDataAndTheBudgets) {
   EXPECT_EQ(r.status().message().rfind("model.layers[1]: the job needs an estimated", 0), 0u)
       << r.status().message();
   EXPECT_TRUE(manager_->List(std::nullopt, 100, "")->jobs.empty());  // nothing was accepted
+
+  // The fixture's daemon gives a job 1 compute thread.
+  engine::JobSpec threads = SmallJob("threads", 10);
+  threads.resources.cpus_per_worker = 2;
+  EXPECT_EQ(Submit(threads).status().message(),
+            "resources.cpus_per_worker: 2 for each of 1 worker(s) is more than the 1 compute "
+            "thread(s) this daemon gives a job, so that jobs never oversubscribe its cores "
+            "(threads_per_job in its config)");
+  threads.resources.cpus_per_worker = 1;
+  threads.resources.time_limit_secs = 3600;
+  EXPECT_TRUE(Submit(threads).ok());
 
   // Resume with a larger max_steps is admitted again: here over the disk budget.
   manager_.reset();

@@ -8,10 +8,13 @@
   every CRC, every tag at the steps the hooks must write them).
 - An MLP job is stopped with SIGINT: it exits 130 after a final checkpoint; the same command
   resumes from that checkpoint and completes.
+- A softmax job with resources.time_limit_secs 2 stops after a final checkpoint and exits 124;
+  the same command goes on from there, with 2 seconds of its own.
 - `validate` accepts every example and names the bad field of a broken spec.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -140,6 +143,31 @@ def stop_and_resume(tmp):
     print("stop at %d and resume: ok" % stopped_at)
 
 
+def time_limit(tmp):
+    with open(os.path.join(EXAMPLES, "softmax.json")) as f:
+        spec = json.load(f)
+    spec["max_steps"] = 10 ** 9
+    spec["resources"] = {"time_limit_secs": 2}
+    path = write_spec(tmp, "timed", spec)
+    ckpt = os.path.join(tmp, "timed-ckpt")
+    steps = []
+    for attempt in (1, 2):
+        r = run(["run", path, "--checkpoint-dir", ckpt])
+        out = r.stdout + r.stderr
+        expect(r.returncode == 124, "time limit exit %d" % r.returncode, out)
+        m = re.search(r"stopped at global step (\d+): time limit of 2 s reached "
+                      r"\(resources.time_limit_secs\)", out)
+        expect(m is not None, "time limit line", out)
+        if steps:  # the time counts from the start, data loading included: progress may be 0
+            expect("Restoring parameters from %s/model.ckpt-%d" % (ckpt, steps[-1]) in out,
+                   "the second run goes on from the first's final checkpoint", out)
+        steps.append(int(m.group(1)))
+        expect(os.path.exists(os.path.join(ckpt, "model.ckpt-%d" % steps[-1])), "final checkpoint",
+               out)
+    expect(steps[1] >= steps[0], "no step lost (%s)" % steps, "")
+    print("time limit: stopped at %d, then at %d" % tuple(steps))
+
+
 def validate(tmp):
     for name in sorted(os.listdir(EXAMPLES)):
         r = run(["validate", os.path.join(EXAMPLES, name)])
@@ -168,6 +196,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         completed_job(tmp)
         stop_and_resume(tmp)
+        time_limit(tmp)
         validate(tmp)
     return 0
 

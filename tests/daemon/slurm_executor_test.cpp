@@ -209,6 +209,16 @@ TEST_F(SlurmExecutorTest, TheBatchScriptRunsTheJobWithItsResources) {
                "/progress.jsonl' --workers 3\n"}) {
     EXPECT_NE(script.find(line), std::string::npos) << line << "\nnot in\n" << script;
   }
+  // The spec's resources come first: its CPUs, and its own time limit with Slurm's margin of
+  // 2 minutes (the run stops itself at 3000 s; Slurm would end it at 52 minutes).
+  r.spec.resources.cpus_per_worker = 4;
+  r.spec.resources.time_limit_secs = 3000;
+  const std::string own = executor.BatchScript(r);
+  for (const std::string& line :
+       std::vector<std::string>{"#SBATCH --cpus-per-task=4\n", "#SBATCH --mem-per-cpu=75M\n",
+                                "#SBATCH --time=52\n", " --threads 4 "}) {
+    EXPECT_NE(own.find(line), std::string::npos) << line << "\nnot in\n" << own;
+  }
 }
 
 TEST_F(SlurmExecutorTest, ARunIsSubmittedFollowedAndEndsAsItsReportSays) {

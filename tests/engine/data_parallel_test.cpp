@@ -74,13 +74,28 @@ struct Outcome {
   std::map<std::string, double> final_values;
   JobResult::Outcome outcome = JobResult::Outcome::kFailed;
   int64_t global_step = 0;
+  std::string reason;
   CheckpointData checkpoint;
 };
 
+// Time that moves 10 s per step, after each step.
+class TenSecondStepsHook final : public SessionRunHook {
+ public:
+  explicit TenSecondStepsHook(testing::FakeEnv* env) : env_(env) {}
+  Status AfterRun(RunContext&, const RunValues&) override {
+    env_->Advance(10);
+    return Status::Ok();
+  }
+
+ private:
+  testing::FakeEnv* env_;
+};
+
 // Runs `spec` on `ranks` threads with checkpoint_dir `dir`; `stop_rank` >= 0 raises that rank's
-// stop flag once its session exists.
+// stop flag once its session exists; `ten_second_steps` gives each rank a clock that moves 10 s
+// per step.
 Outcome RunOnRanks(const JobSpec& spec, int ranks, const std::string& dir, int stop_rank = -1,
-                   int threads = 1) {
+                   int threads = 1, bool ten_second_steps = false) {
   auto sink = std::make_shared<LossSink>();
   std::mutex mu;
   std::vector<Result<JobResult>> results(ranks, Status::Internal("not run"));
@@ -93,6 +108,11 @@ Outcome RunOnRanks(const JobSpec& spec, int ranks, const std::string& dir, int s
     o.logger = std::make_shared<QuietLogger>();
     o.communicator = comm;
     o.stop = &stop;
+    testing::FakeEnv env;
+    if (ten_second_steps) {
+      o.env = &env;
+      o.extra_hooks = {std::make_shared<TenSecondStepsHook>(&env)};
+    }
     if (comm->is_chief()) o.summary_sinks = {sink};
     if (comm->rank() == stop_rank) {
       o.on_session_created = [&stop](MonitoredSession&) { stop = true; };
@@ -110,6 +130,7 @@ Outcome RunOnRanks(const JobSpec& spec, int ranks, const std::string& dir, int s
   }
   out.losses = sink->losses;
   out.final_values = results[0]->final_values;
+  out.reason = results[0]->reason;
   out.outcome = results[0]->outcome;
   out.global_step = results[0]->global_step;
   auto manager = CheckpointManager::Create(dir);
@@ -250,6 +271,25 @@ TEST(DataParallelTest, AStopFromAnyRankEndsAllRanksAtTheSameStep) {
     EXPECT_EQ(o.outcome, JobResult::Outcome::kStopped);
     EXPECT_EQ(o.global_step, 1);             // the vote rode on the first step
     EXPECT_EQ(o.checkpoint.global_step, 1);  // the chief's final checkpoint
+  }
+}
+
+// resources.time_limit_secs: each rank's clock says when; the ranks stop together, after a final
+// checkpoint, as on a stop vote. Time here moves 10 s per step, and the limit is 35 s.
+TEST(DataParallelTest, ATimeLimitStopsEveryRankAfterTheSameStep) {
+  JobSpec spec = SmallCnnJob(1000);
+  spec.resources.time_limit_secs = 35;
+  for (int ranks : {1, 3}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    ScopedDir dir("dp_time" + std::to_string(ranks));
+    const Outcome o = RunOnRanks(spec, ranks, dir.path(), -1, 1, /*ten_second_steps=*/true);
+    EXPECT_EQ(o.outcome, JobResult::Outcome::kStopped);
+    // 40 s after step 4: one process stops there; ranks vote, and the vote rides on step 5.
+    const int64_t step = ranks == 1 ? 4 : 5;
+    EXPECT_EQ(o.global_step, step);
+    EXPECT_EQ(o.checkpoint.global_step, step);
+    EXPECT_EQ(o.reason, "time limit of 35 s reached (resources.time_limit_secs) at global step " +
+                            std::to_string(step));
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "session/hooks/hook_util.h"
 #include "trainingd/engine/io/checkpoint_manager.h"
 #include "trainingd/engine/session/hooks/early_stopping_hook.h"
 #include "trainingd/engine/session/hooks/evaluation_hook.h"
@@ -220,6 +221,10 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
     return Status::InvalidArgument("checkpoint_dir: required to run a job");
   }
   Env* env = options.env ? options.env : Env::Default();
+  // resources.time_limit_secs counts from here: loading the data and restoring are the run's.
+  const double limit = spec.resources.time_limit_secs;
+  const double run_start = env->NowMonotonic();
+  const auto out_of_time = [&] { return limit > 0 && env->NowMonotonic() - run_start >= limit; };
   std::shared_ptr<Logger> logger = options.logger ? options.logger : Logger::Stderr();
   std::shared_ptr<const Datasets> datasets = options.datasets;
   if (!datasets) {
@@ -263,14 +268,24 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   JobResult result;
   Status run_status;
   bool stopped_by_flag;
+  // Out of time, the run stops as a stop request stops it: after the current step, with a final
+  // checkpoint (in a data-parallel job a vote, so that every rank stops after the same step).
+  bool time_up = false;
   while (!ms.ShouldStop()) {
+    if (!time_up && out_of_time()) {
+      time_up = true;
+      ms.RequestStop();
+      continue;
+    }
     run_status = ms.Run({});
     if (!run_status.ok()) break;
   }
   // A stop that arrives during the step that reaches max_steps still counts as completed.
   const bool reached_max = spec.max_steps > 0 && ms.global_step() >= spec.max_steps;
-  stopped_by_flag =
-      !reached_max && (distributed ? ms.stop_agreed() : options.stop && options.stop->load());
+  const bool asked = options.stop && options.stop->load();
+  stopped_by_flag = !reached_max && (distributed ? ms.stop_agreed() : asked || time_up);
+  // Another rank's vote may be its clock's: the time limit, unless this rank was asked to stop.
+  time_up = stopped_by_flag && !asked && (time_up || out_of_time());
   result.global_step = ms.global_step();
   Status close_status = ms.Close();
 
@@ -295,7 +310,11 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
     result.reason = run_status.ToString();
   } else if (stopped_by_flag) {
     result.outcome = JobResult::Outcome::kStopped;
-    result.reason = "stop requested";
+    result.out_of_time = time_up;
+    result.reason = time_up ? "time limit of " + internal::FormatValue(limit) +
+                                  " s reached (resources.time_limit_secs) at global step " +
+                                  std::to_string(result.global_step)
+                            : "stop requested";
   } else {
     result.outcome = JobResult::Outcome::kCompleted;
     if (run_status.code() == StatusCode::kOutOfRange) {

@@ -345,6 +345,16 @@ Status ValidateJobSpec(const JobSpec& spec) {
   }
   TRAININGD_RETURN_IF_ERROR(CheckHooks(spec.hooks));
   if (d.validation_size == 0) TRAININGD_RETURN_IF_ERROR(CheckNoValidationUse(spec.hooks));
+  const ResourcesSpec& r = spec.resources;
+  if (r.cpus_per_worker < 0 || r.cpus_per_worker > kMaxCpusPerWorker) {
+    return Bad("resources.cpus_per_worker", "must be in [0, " + std::to_string(kMaxCpusPerWorker) +
+                                                "] (0: the daemon's default), got " +
+                                                std::to_string(r.cpus_per_worker));
+  }
+  if (!(r.time_limit_secs >= 0 && r.time_limit_secs <= kMaxTimeLimitSecs)) {
+    return Bad("resources.time_limit_secs",
+               "must be in [0, 31536000] seconds (a year; 0: no limit)");
+  }
   return CheckDistributed(spec);
 }
 

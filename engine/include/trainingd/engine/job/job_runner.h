@@ -60,13 +60,15 @@ struct JobRunOptions {
 struct JobResult {
   enum class Outcome {
     kCompleted,  // max_steps or num_epochs reached, or early stopping / a hook ended it
-    kStopped,    // the stop flag was set, or the disk filled up after a final checkpoint
+    kStopped,    // the stop flag was set, the run's time limit came (out_of_time), or the disk
+                 // filled up after a final checkpoint
     kFailed,     // a run failed (error holds why)
   };
   Outcome outcome = Outcome::kCompleted;
-  Status error;             // kFailed: the run's error; also a failed close after a good run
-  std::string reason;       // one line: why the job ended
-  int64_t global_step = 0;  // at the end
+  Status error;              // kFailed: the run's error; also a failed close after a good run
+  std::string reason;        // one line: why the job ended
+  int64_t global_step = 0;   // at the end
+  bool out_of_time = false;  // kStopped by resources.time_limit_secs
   // The final evaluation (e.g. "test/accuracy") and the last periodic one, if configured.
   std::map<std::string, double> final_values;
 };

@@ -111,6 +111,20 @@ struct DistributedSpec {
   int reduction_blocks = 4;
 };
 
+// What each run of the job may use, whichever executor runs it (docs/job-spec.md#resources).
+struct ResourcesSpec {
+  // Compute threads of each worker (a Slurm task's CPUs); 0 = the daemon's default. The results
+  // do not depend on it.
+  int cpus_per_worker = 0;
+  // Each run (a start or a resume) stops after this long, with a final checkpoint, and can be
+  // resumed; under Slurm also the batch job's time limit, with a margin. 0 = none.
+  double time_limit_secs = 0;
+};
+
+inline constexpr int kMaxCpusPerWorker = 1024;
+// A year: longer is a mistake, and far beyond what a Slurm time limit holds.
+inline constexpr double kMaxTimeLimitSecs = 365.0 * 86400;
+
 struct JobSpec {
   std::string name;  // [A-Za-z0-9._-], 1-100 characters
   DatasetSpec dataset;
@@ -126,6 +140,7 @@ struct JobSpec {
   uint64_t seed = 0;
   HooksSpec hooks;
   DistributedSpec distributed;
+  ResourcesSpec resources;
 };
 
 inline constexpr int kMaxWorkers = 1024;

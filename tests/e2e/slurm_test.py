@@ -17,6 +17,8 @@ Slurm cluster (tests/support/slurm_cluster.sh; docs/slurm-notes.md for what Slur
   followed at once by `kill -9` of the daemon: the next one follows the job to `stopped`, and a
   resume is a new submission;
 - `distributed.workers` 2: one Slurm job of 2 tasks (mpirun inside the allocation), completed;
+- the spec's `resources`: 2 CPUs and a 6 s limit make a Slurm job of 2 CPUs and 3 minutes; the run
+  stops itself at 6 s after a final checkpoint, and the job is `stopped` with that reason;
 - the node set DOWN under a running job: Slurm requeues it, it runs again and completes at
   max_steps, its loss series strictly increasing without a gap.
 
@@ -25,7 +27,7 @@ requeued job runs again after ~13 s instead of ~141 s. Needs root and slurm-wlm 
 (skipped) otherwise.
 
     slurm_test.py TRAININGD [SCENARIO...]     (default: all of them, in this order:
-    queued stop-resume scancel kill9 shutdown workers node-down refused)
+    queued stop-resume scancel kill9 shutdown workers resources node-down refused)
 """
 import json
 import os
@@ -424,6 +426,31 @@ def two_workers(d, conf):
           flush=True)
 
 
+def own_resources(d, conf):
+    """The spec's resources: its CPUs and its time limit (plus 2 minutes) in the Slurm job; the
+    run stops itself at its limit, after a final checkpoint, and the job is `stopped` with the
+    limit as its reason, not Slurm's TIMEOUT or a cancel."""
+    cpus = min(2, os.cpu_count())  # what the fixture's node has
+    s = spec("timed", 10 ** 7)
+    s["resources"] = {"cpus_per_worker": cpus, "time_limit_secs": 6}
+    j = submit(d, s)
+    sid = wait_slurm(d, j)["slurm"]["job_id"]
+    sj = slurm_job(conf, sid)
+    expect(sj and sj["cpus"] == cpus and sj["time_limit"] == 3,
+           "Slurm job %d: cpus %s, time_limit %s" % (sid, sj and sj["cpus"],
+                                                     sj and sj["time_limit"]))
+    job = ended(d, j, timeout=120)
+    reason = "time limit of 6 s reached (resources.time_limit_secs) at global step %d" % (
+        job["global_step"])
+    expect(job["state"] == "stopped" and job["reason"] == reason, "out of time: %s" % job)
+    status, ckpts = d.call("GET", "/api/v1/jobs/%s/checkpoints" % j)
+    expect(status == 200 and ckpts["checkpoints"][-1]["global_step"] == job["global_step"],
+           "the final checkpoint: %s" % ckpts)
+    print("resources: Slurm job %d with %d CPUs and a 3-minute limit; stopped by its own 6 s "
+          "limit at step %d, after a final checkpoint" % (sid, cpus, job["global_step"]),
+          flush=True)
+
+
 def node_down(d, conf):
     max_steps = 6000
     j = submit(d, spec("node-down", max_steps))
@@ -447,8 +474,8 @@ def node_down(d, conf):
           flush=True)
 
 
-SCENARIOS = ["queued", "stop-resume", "scancel", "kill9", "shutdown", "workers", "node-down",
-             "refused"]
+SCENARIOS = ["queued", "stop-resume", "scancel", "kill9", "shutdown", "workers", "resources",
+             "node-down", "refused"]
 
 
 def main():
@@ -479,6 +506,7 @@ def main():
                           ("kill9", lambda: kill9_daemon(daemons, conf, data, cfg)),
                           ("shutdown", lambda: shutdown_then_stop(daemons, conf, data, cfg)),
                           ("workers", lambda: two_workers(daemons[-1], conf)),
+                          ("resources", lambda: own_resources(daemons[-1], conf)),
                           ("node-down", lambda: node_down(daemons[-1], conf))]:
             if name in only:
                 wait_node_idle(conf)  # the previous job's allocation released

@@ -203,9 +203,10 @@ engine::JobBudget JobManager::Budget() const {
   return b;
 }
 
-eng::JobRunLimits JobManager::RunLimits() const {
+eng::JobRunLimits JobManager::RunLimits(const eng::JobSpec& spec) const {
   eng::JobRunLimits l;
-  l.compute_threads = options_.threads_per_job;
+  const int cpus = spec.resources.cpus_per_worker;
+  l.compute_threads = cpus > 0 ? cpus : options_.threads_per_job;
   l.max_checkpoints = options_.limits.max_checkpoints_per_job;
   l.max_profiler_traces = options_.limits.max_profiler_traces_per_job;
   l.max_log_bytes = options_.limits.max_log_bytes_per_job;
@@ -248,11 +249,9 @@ eng::Result<eng::JobResources> JobManager::Admit(const eng::JobSpec& spec) const
         " compute thread(s) this daemon gives a job, so that jobs never oversubscribe its cores "
         "(threads_per_job in its config)");
   }
-  eng::JobRunLimits limits = RunLimits();
-  if (cpus > 0) limits.compute_threads = cpus;
   auto data = eng::ProbeJobDataset(spec.dataset, options_.data_root);
   if (!data.ok()) return data.status();
-  auto plan = eng::PlanJob(spec, *data, limits);
+  auto plan = eng::PlanJob(spec, *data, RunLimits(spec));
   if (!plan.ok()) return plan.status();
   // The ranks of a data-parallel job run side by side here, each with the dataset, the model and
   // its optimizer: each must fit in its share of the job's budget.
@@ -662,7 +661,7 @@ void JobManager::ScheduleLoop() {
       // A run on a cluster is queued until the cluster runs it (its executor says when).
       SetStateLocked(*job, executor_->RunsOutliveDaemon() ? JobState::kQueued : JobState::kRunning);
       job->has_run = true;
-      request = RunRequest{job->rec.id, job->spec, files_.Dir(job->rec.id), RunLimits()};
+      request = RunRequest{job->rec.id, job->spec, files_.Dir(job->rec.id), RunLimits(job->spec)};
     }
     // What a cluster's scheduler is asked to reserve (a short read of the dataset's headers).
     if (executor_->RunsOutliveDaemon()) {

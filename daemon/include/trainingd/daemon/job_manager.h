@@ -132,7 +132,8 @@ class JobManager final : public api::JobService, private RunListener {
   void FinishLocked(Job& job, const engine::Result<engine::JobResult>& result);
   // Admission: the spec checked against its dataset, estimated and held to the budgets.
   engine::Result<engine::JobResources> Admit(const engine::JobSpec& spec) const;
-  engine::JobRunLimits RunLimits() const;
+  // What a run of `spec` may use: the daemon's caps, and the spec's threads or the daemon's.
+  engine::JobRunLimits RunLimits(const engine::JobSpec& spec) const;
   // The store's writes started or stopped failing (its writer thread).
   void OnStoreHealth(const StoreHealth& health);
   // <data_dir>/jobs, or options_.jobs_dir.

@@ -6,8 +6,8 @@
 // gradient_blocks.h), the median and spread of the step's collectives at batch 50
 // (without their arithmetic: for each large dense layer an allgather of its inputs and of its
 // output's columns in the forward pass, of its output gradients and of its input gradient's
-// columns in the backward pass, and one of its float kernel gradient in
-// Trainer::ReduceGradients, and an int64 allreduce of the other parameters' sums) and of a plain
+// columns in the backward pass, and after the update one of its float kernel's rows in
+// Trainer::ShareUpdatedRows, and an int64 allreduce of the other parameters' sums) and of a plain
 // int64 AllreduceSum of every sum; the same for an allreduce of the float gradient buffer (what the
 // step did before the sums were exact); and the memory-bandwidth bound on one machine: every rank
 // must at least read its own buffer and the others' and write its result, timed here as one
@@ -115,10 +115,10 @@ int main(int argc, char** argv) {
       }
     }
     TRAININGD_RETURN_IF_ERROR((*comm)->AllreduceSum(std::span<int64_t>(reduced_sums)));
-    for (eng::DenseLayer* layer : gathered) {
-      eng::Tensor& grad = layer->parameters()[0]->grad;
+    for (eng::DenseLayer* layer : gathered) {  // after the update: the kernels' new rows
+      eng::Tensor& kernel = layer->parameters()[0]->value;
       TRAININGD_RETURN_IF_ERROR(
-          allgather(std::span<float>(grad.data(), static_cast<size_t>(grad.size()))));
+          allgather(std::span<float>(kernel.data(), static_cast<size_t>(kernel.size()))));
     }
     return eng::Status::Ok();
   };

@@ -15,8 +15,10 @@
 #include "test_util.h"
 #include "thread_communicator.h"
 #include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/io/checkpoint.h"
 #include "trainingd/engine/io/checkpoint_manager.h"
 #include "trainingd/engine/job/job_runner.h"
+#include "trainingd/engine/train/trainer_checkpoint.h"
 
 namespace trainingd::engine {
 namespace {
@@ -78,24 +80,32 @@ struct Outcome {
   CheckpointData checkpoint;
 };
 
-// Time that moves 10 s per step, after each step.
+// Time that moves 10 s per step: after each step (kAfterSteps: the other hooks' BeforeRun and
+// AfterRun of a step see the same time) or as a step begins (kDuringSteps: their AfterRun sees
+// 10 s more than their BeforeRun).
+enum class Clock { kReal, kAfterSteps, kDuringSteps };
 class TenSecondStepsHook final : public SessionRunHook {
  public:
-  explicit TenSecondStepsHook(testing::FakeEnv* env) : env_(env) {}
+  TenSecondStepsHook(testing::FakeEnv* env, Clock clock) : env_(env), clock_(clock) {}
+  Status BeforeRun(RunContext&, RunArgs&) override {
+    if (clock_ == Clock::kDuringSteps) env_->Advance(10);
+    return Status::Ok();
+  }
   Status AfterRun(RunContext&, const RunValues&) override {
-    env_->Advance(10);
+    if (clock_ == Clock::kAfterSteps) env_->Advance(10);
     return Status::Ok();
   }
 
  private:
   testing::FakeEnv* env_;
+  Clock clock_;
 };
 
 // Runs `spec` on `ranks` threads with checkpoint_dir `dir`; `stop_rank` >= 0 raises that rank's
-// stop flag once its session exists; `ten_second_steps` gives each rank a clock that moves 10 s
-// per step.
+// stop flag once its session exists; `clock` other than kReal gives each rank a clock that moves
+// 10 s per step.
 Outcome RunOnRanks(const JobSpec& spec, int ranks, const std::string& dir, int stop_rank = -1,
-                   int threads = 1, bool ten_second_steps = false) {
+                   int threads = 1, Clock clock = Clock::kReal) {
   auto sink = std::make_shared<LossSink>();
   std::mutex mu;
   std::vector<Result<JobResult>> results(ranks, Status::Internal("not run"));
@@ -109,9 +119,9 @@ Outcome RunOnRanks(const JobSpec& spec, int ranks, const std::string& dir, int s
     o.communicator = comm;
     o.stop = &stop;
     testing::FakeEnv env;
-    if (ten_second_steps) {
+    if (clock != Clock::kReal) {
       o.env = &env;
-      o.extra_hooks = {std::make_shared<TenSecondStepsHook>(&env)};
+      o.extra_hooks = {std::make_shared<TenSecondStepsHook>(&env, clock)};
     }
     if (comm->is_chief()) o.summary_sinks = {sink};
     if (comm->rank() == stop_rank) {
@@ -223,13 +233,18 @@ TEST(DataParallelTest, RanksAndThreadsComputeBitForBitWhatOneProcessComputes) {
 // its share of the kernel's row tiles (Model::GatherLargeDenseLayers): here 784 x 200 in 10 tiles
 // and 200 x 100 in 2, so 3 and 4 ranks get uneven shares and some get none; a plain ReLU-free
 // gathered layer too, and the 100 x 10 output layer reduced as sums.
-TEST(DataParallelTest, GatheredDenseLayersAreBitIdenticalToOneProcess) {
-  JobSpec spec = SmallCnnJob(8);
+JobSpec GatheredDenseJob(int64_t max_steps) {
+  JobSpec spec = SmallCnnJob(max_steps);
   spec.model.layers = {LayerSpec::Flatten(), LayerSpec::Dense(200, Activation::kRelu),
                        LayerSpec::Dense(100, Activation::kNone),
                        LayerSpec::Dense(10, Activation::kNone)};
   spec.batch_size = 30;
   spec.distributed.reduction_blocks = 12;
+  return spec;
+}
+
+TEST(DataParallelTest, GatheredDenseLayersAreBitIdenticalToOneProcess) {
+  const JobSpec spec = GatheredDenseJob(8);
   ScopedDir d1("dpg1");
   const Outcome one = RunOnRanks(spec, 1, d1.path());
   ASSERT_EQ(one.global_step, 8);
@@ -237,6 +252,118 @@ TEST(DataParallelTest, GatheredDenseLayersAreBitIdenticalToOneProcess) {
     SCOPED_TRACE(std::to_string(ranks) + " ranks");
     ScopedDir dn("dpgn" + std::to_string(ranks));
     ExpectIdentical(one, RunOnRanks(spec, ranks, dn.path()));
+  }
+}
+
+// Each rank updates only its own rows of a gathered kernel and of that kernel's Adam slots; the
+// kernel's rows are exchanged every step, the slots' only when a checkpoint needs them. Until
+// then a rank refuses to capture one; after a step with a whole-state vote (from any rank) or
+// MakeStateWhole on every rank, its capture is one process's, bit for bit.
+TEST(DataParallelTest, ARankCapturesACheckpointOnlyOnceTheStateIsWhole) {
+  const JobSpec spec = GatheredDenseJob(3);
+  const Datasets& data = testing::SmallFashionMnist();
+  const auto make_trainer = [&](Communicator* comm) {
+    return Trainer::Create(spec.model, spec.optimizer, data.train, data.num_classes,
+                           {.batch_size = spec.batch_size,
+                            .seed = spec.seed,
+                            .communicator = comm,
+                            .reduction_blocks = spec.distributed.reduction_blocks});
+  };
+  auto one = make_trainer(nullptr);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  std::vector<CheckpointData> want;
+  for (int step = 1; step <= 3; ++step) {
+    ASSERT_TRUE((*one)->Step().error.ok());
+    want.push_back(*CaptureTrainer(**one));
+  }
+  for (int ranks : {2, 3}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    std::mutex mu;
+    std::vector<std::string> failures;
+    const auto expect = [&](bool ok, const std::string& what) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!ok) failures.push_back(what);
+    };
+    RunRanks(ranks, [&](std::shared_ptr<Communicator> comm) {
+      auto t = make_trainer(comm.get());
+      expect(t.ok(), "create");
+      if (!t.ok()) return;
+      const std::string rank = "rank " + std::to_string(comm->rank()) + ": ";
+      Trainer& trainer = **t;
+      expect(trainer.state_whole(), rank + "whole before the first step");
+      expect(trainer.Step().error.ok(), rank + "step 1");
+      expect(!trainer.state_whole(), rank + "not whole after step 1");
+      const auto partial = CaptureTrainer(trainer);
+      expect(partial.status().code() == StatusCode::kFailedPrecondition,
+             rank + "capture refused: " + partial.status().ToString());
+      // Only the last rank votes.
+      const StepResult r = trainer.Step({.whole_state_vote = comm->rank() == ranks - 1});
+      expect(r.error.ok() && trainer.state_whole(), rank + "whole after the voted step 2");
+      auto at2 = CaptureTrainer(trainer);
+      expect(at2.ok() && BitIdentical(*at2, want[1]), rank + "step 2 is one process's");
+      expect(trainer.Step().error.ok() && !trainer.state_whole(), rank + "step 3");
+      expect(trainer.MakeStateWhole().ok() && trainer.state_whole(), rank + "made whole");
+      auto at3 = CaptureTrainer(trainer);
+      expect(at3.ok() && BitIdentical(*at3, want[2]), rank + "step 3 is one process's");
+    });
+    EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+  }
+}
+
+// Every checkpoint of `dir`, by step.
+std::map<int64_t, CheckpointData> AllCheckpoints(const std::string& dir) {
+  std::map<int64_t, CheckpointData> out;
+  auto list = ListCheckpoints(dir);
+  EXPECT_TRUE(list.ok()) << list.status().ToString();
+  if (!list.ok()) return out;
+  for (const CheckpointFileInfo& f : *list) {
+    auto data = ReadCheckpointFile(f.path);
+    EXPECT_TRUE(data.ok()) << f.path << ": " << data.status().ToString();
+    if (data.ok()) out.emplace(f.global_step, std::move(data).value());
+  }
+  return out;
+}
+
+// The chief's checkpoints during training, by steps and by seconds, hold the whole state: the
+// step before each save carries its whole-state vote. Each is one process's at its step.
+TEST(DataParallelTest, CheckpointsDuringTrainingAreOneProcesssBitForBit) {
+  JobSpec by_steps = GatheredDenseJob(8);
+  by_steps.hooks.checkpoint.trigger.every_steps = 3;
+  by_steps.hooks.checkpoint.max_to_keep = 10;
+  JobSpec by_secs = by_steps;
+  by_secs.hooks.checkpoint.trigger = {.every_secs = 25};
+  ScopedDir d1("dpc1");
+  JobSpec every_step = by_steps;
+  every_step.hooks.checkpoint.trigger.every_steps = 1;
+  RunOnRanks(every_step, 1, d1.path());
+  const std::map<int64_t, CheckpointData> want = AllCheckpoints(d1.path());
+  ASSERT_EQ(want.size(), 9u);  // steps 0 to 8
+  struct Case {
+    const char* name;
+    const JobSpec& spec;
+    Clock clock;
+    std::vector<int64_t> steps;
+  };
+  for (const Case& c : {
+           Case{"every 3 steps", by_steps, Clock::kReal, {0, 3, 6, 8}},
+           // Steps 4 and 7 begin 30 s after the last save: the saver votes before them.
+           Case{"every 25 s, time moving after steps", by_secs, Clock::kAfterSteps, {0, 4, 7, 8}},
+           // 30 s pass during step 3 (and 30 s after the save at 4, during step 7): one process
+           // would save after it, but its state is not whole, so the save follows step 4 (and 8),
+           // whose vote the saver gave once the deadline had passed.
+           Case{"every 25 s, time moving during steps", by_secs, Clock::kDuringSteps, {0, 4, 8}},
+       }) {
+    SCOPED_TRACE(c.name);
+    ScopedDir d2("dpc2");
+    const Outcome o = RunOnRanks(c.spec, 2, d2.path(), -1, 1, c.clock);
+    EXPECT_EQ(o.global_step, 8);
+    const std::map<int64_t, CheckpointData> got = AllCheckpoints(d2.path());
+    std::vector<int64_t> steps;
+    for (const auto& [step, data] : got) {
+      steps.push_back(step);
+      EXPECT_TRUE(BitIdentical(data, want.at(step))) << "step " << step;
+    }
+    EXPECT_EQ(steps, c.steps);
   }
 }
 
@@ -282,7 +409,7 @@ TEST(DataParallelTest, ATimeLimitStopsEveryRankAfterTheSameStep) {
   for (int ranks : {1, 3}) {
     SCOPED_TRACE(std::to_string(ranks) + " ranks");
     ScopedDir dir("dp_time" + std::to_string(ranks));
-    const Outcome o = RunOnRanks(spec, ranks, dir.path(), -1, 1, /*ten_second_steps=*/true);
+    const Outcome o = RunOnRanks(spec, ranks, dir.path(), -1, 1, Clock::kAfterSteps);
     EXPECT_EQ(o.outcome, JobResult::Outcome::kStopped);
     // 40 s after step 4: one process stops there; ranks vote, and the vote rides on step 5.
     const int64_t step = ranks == 1 ? 4 : 5;

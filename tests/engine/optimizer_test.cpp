@@ -553,5 +553,56 @@ TEST(AdamOptimizerTest, LargeParamMatchesTheDoubleReference) {
   ExpectValues(w.value, ref.p, 1e-6, "p");
 }
 
+// A data-parallel rank updates its own part of a large kernel (ParameterPart). Parts that cover
+// a parameter between them, applied by different optimizers, give the whole update's bits, and
+// each leaves the elements outside its part, value and slots, as they were. The parts end
+// anywhere (here inside a vector of 16 floats, the last one in the scalar tail) but begin on
+// multiples of 16.
+TEST(OptimizerTest, PartsOfAParameterAreUpdatedAsTheWholeIs) {
+  constexpr int64_t kN = 100003;  // parallel chunks, and a scalar tail
+  Rng rng(7);
+  std::vector<float> p0(kN), g(kN);
+  for (int64_t i = 0; i < kN; ++i) {
+    p0[static_cast<size_t>(i)] = rng.Normal();
+    g[static_cast<size_t>(i)] = rng.Normal();
+  }
+  for (Type type : {Type::kSgd, Type::kMomentum, Type::kAdam}) {
+    SCOPED_TRACE(static_cast<int>(type));
+    const OptimizerOptions options = Options(type, LearningRateSchedule::Constant(0.01f));
+    auto whole = Make(options);
+    Parameter w = MakeParam("w", p0);
+    SetGrad(w, g);
+    for (int64_t step = 0; step < 3; ++step) whole->Apply(std::vector<Parameter*>{&w}, step);
+    // Two "ranks", each with its own copy of the parameter and its own optimizer.
+    const int64_t cut = 50000 / 16 * 16;
+    const std::pair<int64_t, int64_t> parts[] = {{0, cut}, {cut, kN}};
+    Tensor merged(w.value.shape());
+    std::vector<Tensor> merged_slots(static_cast<size_t>(whole->slots_per_parameter()),
+                                     Tensor(w.value.shape()));
+    for (const auto& [begin, end] : parts) {
+      auto part = Make(options);
+      Parameter mine = MakeParam("w", p0);
+      SetGrad(mine, g);
+      const ParameterPart update{&mine, begin, end};
+      for (int64_t step = 0; step < 3; ++step) part->ApplyParts({&update, 1}, step);
+      std::span<Tensor> slots = part->SlotsOf(mine);
+      for (int64_t i = 0; i < kN; ++i) {
+        const bool in = i >= begin && i < end;
+        if (!in) {
+          ASSERT_EQ(mine.value[i], p0[static_cast<size_t>(i)]) << "value " << i;
+          for (const Tensor& slot : slots) ASSERT_EQ(slot[i], 0.0f) << "slot " << i;
+          continue;
+        }
+        merged[i] = mine.value[i];
+        for (size_t k = 0; k < slots.size(); ++k) merged_slots[k][i] = slots[k][i];
+      }
+    }
+    EXPECT_EQ(std::memcmp(merged.data(), w.value.data(), 4 * kN), 0);
+    std::span<Tensor> want = whole->SlotsOf(w);
+    for (size_t k = 0; k < want.size(); ++k)
+      EXPECT_EQ(std::memcmp(merged_slots[k].data(), want[k].data(), 4 * kN), 0) << "slot " << k;
+  }
+}
+
 }  // namespace
 }  // namespace trainingd::engine

@@ -1,6 +1,7 @@
 #include "trainingd/engine/nn/dense_layer.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "nn/activation_kernels.h"
 #include "nn/fixed_point.h"
@@ -37,7 +38,11 @@ void DenseLayer::InitializeParameters(Rng& init_rng) {
 }
 
 int64_t DenseLayer::RowsPerTile() const {
-  return std::clamp<int64_t>(kTileElements / spec_.units, 1, in_);
+  // A whole number of 16-float lines per tile, so that a data-parallel rank's share of tiles
+  // begins where an optimizer's chunk may (ParameterPart).
+  const int64_t units = spec_.units, lines = 16 / std::gcd<int64_t>(units, 16);
+  const int64_t rows = std::max<int64_t>(kTileElements / units, 1);
+  return std::clamp<int64_t>((rows + lines - 1) / lines * lines, 1, in_);
 }
 
 int64_t DenseLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {

@@ -73,7 +73,7 @@ void AdamUpdate(float* __restrict p, const float* __restrict g, float* __restric
 AdamOptimizer::AdamOptimizer(const OptimizerOptions& options)
     : Optimizer(options, {"Adam", "Adam_1"}) {}
 
-void AdamOptimizer::Apply(std::span<Parameter* const> params, int64_t global_step) {
+void AdamOptimizer::ApplyParts(std::span<const ParameterPart> parts, int64_t global_step) {
   const int64_t step = std::max<int64_t>(global_step, 0);
   const double t = static_cast<double>(step) + 1.0;
   const double beta1 = options().beta1;
@@ -85,14 +85,15 @@ void AdamOptimizer::Apply(std::span<Parameter* const> params, int64_t global_ste
   s.one_minus_beta1 = 1.0f - options().beta1;
   s.one_minus_beta2 = 1.0f - options().beta2;
   s.epsilon = options().epsilon;
-  for (Parameter* param : params) {
+  for (const ParameterPart& part : parts) {
+    Parameter* param = part.param;
     assert(param->grad.shape() == param->value.shape());
     float* p = param->value.data();
     const float* g = param->grad.data();
     Tensor* slots = SlotsFor(*param);
     float* m = slots[0].data();
     float* v = slots[1].data();
-    ParallelUpdate(param->value.size(), [=](int64_t begin, int64_t end) {
+    ParallelUpdate(part, [=](int64_t begin, int64_t end) {
       AdamUpdate(p + begin, g + begin, m + begin, v + begin, end - begin, s);
     });
   }

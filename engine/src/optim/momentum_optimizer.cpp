@@ -32,16 +32,17 @@ void NesterovMomentumUpdate(float* __restrict p, const float* __restrict g, floa
 MomentumOptimizer::MomentumOptimizer(const OptimizerOptions& options)
     : Optimizer(options, {"Momentum"}) {}
 
-void MomentumOptimizer::Apply(std::span<Parameter* const> params, int64_t global_step) {
+void MomentumOptimizer::ApplyParts(std::span<const ParameterPart> parts, int64_t global_step) {
   const float lr = LearningRate(global_step);
   const float momentum = options().momentum;
   const bool nesterov = options().use_nesterov;
-  for (Parameter* param : params) {
+  for (const ParameterPart& part : parts) {
+    Parameter* param = part.param;
     assert(param->grad.shape() == param->value.shape());
     float* p = param->value.data();
     const float* g = param->grad.data();
     float* accum = SlotsFor(*param)[0].data();
-    ParallelUpdate(param->value.size(), [=](int64_t begin, int64_t end) {
+    ParallelUpdate(part, [=](int64_t begin, int64_t end) {
       if (nesterov) {
         NesterovMomentumUpdate(p + begin, g + begin, accum + begin, end - begin, lr, momentum);
       } else {

@@ -52,6 +52,13 @@ Status OptimizerOptions::Validate() const {
 Optimizer::Optimizer(const OptimizerOptions& options, std::vector<std::string> slot_kinds)
     : options_(options), slot_kinds_(std::move(slot_kinds)) {}
 
+void Optimizer::Apply(std::span<Parameter* const> params, int64_t global_step) {
+  std::vector<ParameterPart> parts;
+  parts.reserve(params.size());
+  for (Parameter* p : params) parts.push_back({p, 0, p->value.size()});
+  ApplyParts(parts, global_step);
+}
+
 Tensor* Optimizer::SlotsFor(const Parameter& param) {
   auto it = slots_.find(param.name);
   if (it == slots_.end()) {

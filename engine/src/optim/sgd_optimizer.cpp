@@ -15,13 +15,14 @@ void GradientDescentUpdate(float* __restrict p, const float* __restrict g, int64
 
 SgdOptimizer::SgdOptimizer(const OptimizerOptions& options) : Optimizer(options, {}) {}
 
-void SgdOptimizer::Apply(std::span<Parameter* const> params, int64_t global_step) {
+void SgdOptimizer::ApplyParts(std::span<const ParameterPart> parts, int64_t global_step) {
   const float lr = LearningRate(global_step);
-  for (Parameter* param : params) {
+  for (const ParameterPart& part : parts) {
+    Parameter* param = part.param;
     assert(param->grad.shape() == param->value.shape());
     float* p = param->value.data();
     const float* g = param->grad.data();
-    ParallelUpdate(param->value.size(), [=](int64_t begin, int64_t end) {
+    ParallelUpdate(part, [=](int64_t begin, int64_t end) {
       GradientDescentUpdate(p + begin, g + begin, end - begin, lr);
     });
   }

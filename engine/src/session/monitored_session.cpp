@@ -136,6 +136,7 @@ Status MonitoredSession::RunOnce(const RunArgs& args, RunValues* values) {
       merged.feeds.emplace(name, value);
     }
     merged.options.trace = merged.options.trace || requests[i].options.trace;
+    merged.options.whole_state = merged.options.whole_state || requests[i].options.whole_state;
   }
   merged.options.stop_vote = stop_vote_ || (options_.stop_flag && options_.stop_flag->load());
   RunValues all;
@@ -194,6 +195,13 @@ Status MonitoredSession::Close() {
         std::to_string(session_->last_step() ? session_->last_step()->loss : 0.0) +
         "), so no final checkpoint replaces the last good one.");
   } else if (session_) {
+    // Data-parallel ranks that ended together (a stop vote, the same last step) make the whole
+    // state every rank's, so the chief's final checkpoint can capture it. After a failure the
+    // others may not be here: no collective, and no checkpoint from a partial state.
+    if (distributed_ && failure_.ok()) {
+      result = session_->MakeStateWhole();
+      if (!result.ok()) options_.logger->Error("making the state whole: " + result.ToString());
+    }
     for (auto& hook : hooks_) {
       Status st = hook->End(*session_);
       if (!st.ok()) {

@@ -116,8 +116,10 @@ Status Session::Run(const RunArgs& args, RunValues* values) {
   std::shared_ptr<StepTrace> trace;
   if (args.options.trace) trace = std::make_shared<StepTrace>();
   trainer_->optimizer().set_learning_rate_override(rate);
-  last_step_ =
-      trainer_->Step({.batch = batch, .trace = trace.get(), .stop_vote = args.options.stop_vote});
+  last_step_ = trainer_->Step({.batch = batch,
+                               .trace = trace.get(),
+                               .stop_vote = args.options.stop_vote,
+                               .whole_state_vote = args.options.whole_state});
   trainer_->optimizer().set_learning_rate_override(std::nullopt);
   if (!last_step_->error.ok()) return last_step_->error;
   diverged_ = !std::isfinite(last_step_->loss);

@@ -19,6 +19,7 @@ void CopyRows(const Tensor& images, const std::vector<int32_t>& labels, Shard sh
   std::copy_n(images.data() + shard.begin * per_example, shard.count * per_example, out.data());
   out_labels.assign(labels.begin() + shard.begin, labels.begin() + shard.begin + shard.count);
 }
+std::span<float> AllOf(Tensor& t) { return {t.data(), static_cast<size_t>(t.size())}; }
 // Where the kernel-gradient rows of `layer`'s tile `t` start, in elements (its number of tiles:
 // the end).
 int64_t FirstElementOfTile(const DenseLayer& layer, int64_t t) {
@@ -59,13 +60,26 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
   }
   t->reduction_blocks_ = options.reduction_blocks;
   if (t->comm_) {
+    const int n = t->comm_->size(), me = t->comm_->rank();
     t->gathered_ = t->model_->GatherLargeDenseLayers(options.batch_size);
-    for (Parameter* p : t->model_->parameters()) {
-      bool gathered = false;
-      for (DenseLayer* layer : t->gathered_) {
-        for (Parameter* q : layer->parameters()) gathered = gathered || q == p;
+    for (DenseLayer* layer : t->gathered_) {
+      std::vector<int64_t>& bounds = t->kernel_bounds_.emplace_back(static_cast<size_t>(n) + 1);
+      for (int k = 0; k <= n; ++k) {
+        const int64_t tile = k == n ? layer->NumTiles() : ShardOf(layer->NumTiles(), k, n).begin;
+        bounds[static_cast<size_t>(k)] = FirstElementOfTile(*layer, tile);
       }
-      if (!gathered) t->reduced_.push_back(p);
+      Parameter* kernel = layer->parameters()[0];
+      t->update_parts_.push_back(
+          {kernel, bounds[static_cast<size_t>(me)], bounds[static_cast<size_t>(me) + 1]});
+    }
+    for (Parameter* p : t->model_->parameters()) {
+      bool kernel = false, bias = false;
+      for (DenseLayer* layer : t->gathered_) {
+        kernel = kernel || layer->parameters()[0] == p;
+        bias = bias || layer->parameters()[1] == p;
+      }
+      if (!kernel && !bias) t->reduced_.push_back(p);
+      if (!kernel) t->update_parts_.push_back({p, 0, p->value.size()});
     }
   }
   if (t->comm_ && t->comm_->size() > t->BlocksOf(options.batch_size)) {
@@ -124,20 +138,21 @@ StepResult Trainer::Step(const StepOptions& options) {
     if (r.error.ok()) r.error = ReduceGradients(global_batch);
     const int n = comm_->size(), me = comm_->rank();
     std::vector<double>& sums = step_sums_;
-    sums.assign(static_cast<size_t>(3 + 2 * n), 0.0);
+    constexpr int kTimings = 4;  // loss, correct, stop votes, whole-state votes, then timings
+    sums.assign(static_cast<size_t>(kTimings + 2 * n), 0.0);
     sums[0] = la.loss_sum;
     sums[1] = static_cast<double>(la.correct);
     sums[2] = options.stop_vote ? 1.0 : 0.0;
-    sums[static_cast<size_t>(3 + 2 * me)] =
+    sums[3] = options.whole_state_vote ? 1.0 : 0.0;
+    sums[static_cast<size_t>(kTimings + 2 * me)] =
         std::chrono::duration<double>(reduce_start - step_start).count();
-    sums[static_cast<size_t>(4 + 2 * me)] = last_allreduce_seconds_;
+    sums[static_cast<size_t>(kTimings + 1 + 2 * me)] = last_allreduce_seconds_;
     if (r.error.ok()) r.error = comm_->AllreduceSum(std::span<double>(sums));
     r.allreduce_seconds = Since(reduce_start);
-    last_allreduce_seconds_ = r.allreduce_seconds;
     rank_timings_.resize(static_cast<size_t>(n));
     for (int k = 0; k < n; ++k) {
-      rank_timings_[static_cast<size_t>(k)] = {sums[static_cast<size_t>(3 + 2 * k)],
-                                               sums[static_cast<size_t>(4 + 2 * k)]};
+      rank_timings_[static_cast<size_t>(k)] = {sums[static_cast<size_t>(kTimings + 2 * k)],
+                                               sums[static_cast<size_t>(kTimings + 1 + 2 * k)]};
     }
     if (trace) trace->Add("allreduce", "allreduce", reduce_start);
     if (!r.error.ok()) {
@@ -152,11 +167,29 @@ StepResult Trainer::Step(const StepOptions& options) {
   if (!comm_) model_->FinishGradients();
   r.learning_rate = optimizer_->LearningRate(global_step_);
   if (timed) t0 = Clock::now();
-  optimizer_->Apply(model_->parameters(), global_step_);
+  if (comm_) {
+    optimizer_->ApplyParts(update_parts_, global_step_);
+  } else {
+    optimizer_->Apply(model_->parameters(), global_step_);
+  }
   if (trace) trace->Add(optimizer_->name(), "optimizer", t0);
   if (profiling_) {
     times_.optimizer_seconds += Since(t0);
     ++times_.steps;
+  }
+  if (comm_) {
+    // The ranks' new kernel rows, and on a whole-state or stop vote (a checkpoint follows) the
+    // optimizer slots' rows as well.
+    const Clock::time_point share_start = Clock::now();
+    r.error = ShareUpdatedRows(r.stop_agreed || step_sums_[3] > 0);
+    r.allreduce_seconds += Since(share_start);
+    if (trace) trace->Add("allgather", "allreduce", share_start);
+    last_allreduce_seconds_ = r.allreduce_seconds;
+    if (!r.error.ok()) {
+      state_whole_ = false;  // a part of the update is missing: nothing is saved from it
+      r.global_step = global_step_;
+      return r;
+    }
   }
   r.global_step = ++global_step_;
   r.loss = la.loss;
@@ -173,14 +206,14 @@ StepResult Trainer::Step(const StepOptions& options) {
 Status Trainer::ReduceGradients(int64_t global_batch) {
   const int n = comm_->size(), me = comm_->rank();
   GradientBlocks all = GradientBlocks::ForRank(global_batch, reduction_blocks_, 0, 1, nullptr);
-  std::vector<int64_t> bounds(static_cast<size_t>(n) + 1);
-  for (DenseLayer* layer : gathered_) {
+  for (size_t i = 0; i < gathered_.size(); ++i) {
+    DenseLayer* layer = gathered_[i];
     const Shard tiles = ShardOf(layer->NumTiles(), me, n);
     layer->GatheredGradients(all, tiles.begin, tiles.begin + tiles.count);
     Parameter& kernel = *layer->parameters()[0];
     Parameter& bias = *layer->parameters()[1];
-    const int64_t begin = FirstElementOfTile(*layer, tiles.begin);
-    const int64_t end = FirstElementOfTile(*layer, tiles.begin + tiles.count);
+    const int64_t begin = kernel_bounds_[i][static_cast<size_t>(me)];
+    const int64_t end = kernel_bounds_[i][static_cast<size_t>(me) + 1];
     SumsToGradient(kernel.sum.data() + begin, end - begin, kernel.sum_exponent,
                    kernel.grad.data() + begin);
     SumsToGradient(bias.sum.data(), static_cast<int64_t>(bias.sum.size()), bias.sum_exponent,
@@ -197,15 +230,26 @@ Status Trainer::ReduceGradients(int64_t global_batch) {
     at += p->sum.size();
   }
   FinishGradients(reduced_);
-  for (DenseLayer* layer : gathered_) {
-    Parameter& kernel = *layer->parameters()[0];
-    for (int k = 0; k <= n; ++k) {
-      const int64_t t = k == n ? layer->NumTiles() : ShardOf(layer->NumTiles(), k, n).begin;
-      bounds[static_cast<size_t>(k)] = FirstElementOfTile(*layer, t);
-    }
-    TRAININGD_RETURN_IF_ERROR(comm_->AllgatherParts(
-        std::span<float>(kernel.grad.data(), static_cast<size_t>(kernel.grad.size())), bounds));
+  return Status::Ok();
+}
+
+Status Trainer::ShareUpdatedRows(bool with_slots) {
+  for (size_t i = 0; i < gathered_.size(); ++i) {
+    Parameter& kernel = *gathered_[i]->parameters()[0];
+    TRAININGD_RETURN_IF_ERROR(comm_->AllgatherParts(AllOf(kernel.value), kernel_bounds_[i]));
   }
+  state_whole_ = gathered_.empty() || optimizer_->slots_per_parameter() == 0;
+  return with_slots ? MakeStateWhole() : Status::Ok();
+}
+
+Status Trainer::MakeStateWhole() {
+  if (state_whole_ || !comm_) return Status::Ok();
+  for (size_t i = 0; i < gathered_.size(); ++i) {
+    for (Tensor& slot : optimizer_->SlotsOf(*gathered_[i]->parameters()[0])) {
+      TRAININGD_RETURN_IF_ERROR(comm_->AllgatherParts(AllOf(slot), kernel_bounds_[i]));
+    }
+  }
+  state_whole_ = true;
   return Status::Ok();
 }
 

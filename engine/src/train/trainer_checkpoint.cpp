@@ -14,6 +14,12 @@ std::string RngStateName(const Layer& layer) { return layer.name() + "/rng"; }
 }  // namespace
 
 Result<CheckpointData> CaptureTrainer(Trainer& trainer) {
+  if (!trainer.state_whole()) {
+    return Status::FailedPrecondition(
+        "this rank holds only its own rows of the optimizer slots of the large dense kernels; a "
+        "checkpoint needs a step with a whole-state vote (RunOptions::whole_state) or "
+        "MakeStateWhole() on every rank first");
+  }
   Model& model = trainer.model();
   TRAININGD_RETURN_IF_ERROR(trainer.optimizer().CreateSlots(model.parameters()));
   CheckpointData data;
@@ -156,6 +162,7 @@ Status RestoreTrainer(Trainer& trainer, const CheckpointData& data) {
     rng->set_state(s);
   }
   trainer.set_global_step(data.global_step);
+  trainer.StateRestored();
   return Status::Ok();
 }
 

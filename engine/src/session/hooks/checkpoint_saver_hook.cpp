@@ -44,9 +44,21 @@ Status CheckpointSaverHook::AfterCreateSession(Session& session, Coordinator& co
   return Status::Ok();
 }
 
+Status CheckpointSaverHook::BeforeRun(RunContext& ctx, RunArgs& request) {
+  // A data-parallel step leaves each rank with its own rows of some optimizer slots; the step
+  // before a save makes them whole on every rank.
+  if (timer_.ShouldTriggerForStep(ctx.session().global_step() + 1)) {
+    request.options.whole_state = true;
+  }
+  return Status::Ok();
+}
+
 Status CheckpointSaverHook::AfterRun(RunContext& ctx, const RunValues&) {
   const int64_t step = ctx.session().global_step();
   if (!timer_.ShouldTriggerForStep(step)) return Status::Ok();
+  // Data-parallel, when the save_secs deadline passed during the step: its state is not whole,
+  // so the next step asks for it (BeforeRun) and the save follows that one.
+  if (!ctx.session().state_whole()) return Status::Ok();
   timer_.UpdateLastTriggeredStep(step);
   bool stop = false;
   TRAININGD_RETURN_IF_ERROR(Save(ctx.session(), &stop));

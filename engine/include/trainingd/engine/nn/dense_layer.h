@@ -42,7 +42,8 @@ class DenseLayer final : public Layer {
   void GatheredGradients(GradientBlocks& all, int64_t t0, int64_t t1);
   int64_t in() const { return in_; }
   int64_t units() const { return spec_.units; }
-  // The kernel's gradient is summed by tiles of whole rows.
+  // The kernel's gradient is summed by tiles of whole rows; every tile but the last is a
+  // multiple of 16 elements.
   int64_t RowsPerTile() const;
   int64_t NumTiles() const { return (in_ + RowsPerTile() - 1) / RowsPerTile(); }
 

@@ -21,7 +21,7 @@ class AdamOptimizer final : public Optimizer {
   explicit AdamOptimizer(const OptimizerOptions& options);
 
   const char* name() const override { return "Adam"; }
-  void Apply(std::span<Parameter* const> params, int64_t global_step) override;
+  void ApplyParts(std::span<const ParameterPart> parts, int64_t global_step) override;
 };
 
 }  // namespace trainingd::engine

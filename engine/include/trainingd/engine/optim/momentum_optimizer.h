@@ -17,7 +17,7 @@ class MomentumOptimizer final : public Optimizer {
   explicit MomentumOptimizer(const OptimizerOptions& options);
 
   const char* name() const override { return "Momentum"; }
-  void Apply(std::span<Parameter* const> params, int64_t global_step) override;
+  void ApplyParts(std::span<const ParameterPart> parts, int64_t global_step) override;
 };
 
 }  // namespace trainingd::engine

@@ -64,6 +64,16 @@ struct OptimizerOptions {
   Status Validate() const;
 };
 
+// Elements [begin, end) of a parameter's value: the part of it one update touches. A
+// data-parallel rank updates only its own part of the large dense kernels (Trainer). `begin`
+// must be a multiple of 16, as ParallelUpdate's chunks are, so that every element is computed
+// exactly as in an update of the whole parameter.
+struct ParameterPart {
+  Parameter* param = nullptr;
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -79,7 +89,10 @@ class Optimizer {
   // LearningRate(global_step), and for Adam the bias correction; a negative step counts as 0.
   // Creates the slots of a param not seen before as zeros. Params must have distinct names; the
   // same name in a later call means the same variable, whatever its address.
-  virtual void Apply(std::span<Parameter* const> params, int64_t global_step) = 0;
+  void Apply(std::span<Parameter* const> params, int64_t global_step);
+  // The same update, of each part's elements only (its grad there must be set); the slots of
+  // the other elements do not change.
+  virtual void ApplyParts(std::span<const ParameterPart> parts, int64_t global_step) = 0;
 
   // The learning rate the update at `global_step` uses: the override when one is set, otherwise
   // the schedule's rate.
@@ -109,6 +122,12 @@ class Optimizer {
   // the param's slots already exist with another shape.
   Status RestoreSlot(const std::string& slot_name, const Tensor& value);
 
+  // `param`'s slots, in slot-kind order (m then v for Adam), created as zeros on first sight;
+  // valid until the next non-const call. A data-parallel rank exchanges the parts it updated.
+  std::span<Tensor> SlotsOf(const Parameter& param) {
+    return {SlotsFor(param), slot_kinds_.size()};
+  }
+
   // How many slots each parameter gets (Adam 2, Momentum 1, SGD 0), each of its shape.
   int slots_per_parameter() const { return static_cast<int>(slot_kinds_.size()); }
 
@@ -126,16 +145,19 @@ class Optimizer {
   // Params with at least this many elements are split across threads; smaller ones run inline.
   static constexpr int64_t kMinParallelElements = int64_t{1} << 15;
 
-  // Calls kernel(begin, end) over chunks covering [0, n), in parallel when n is large. Every chunk
-  // starts on a multiple of 16 elements (one 64-byte cache line) and all but the last end on one:
-  // no two threads write the same line, and whether an element falls in a kernel's vector body or
-  // its scalar tail depends only on its index, which keeps results independent of the thread count.
+  // Calls kernel(begin, end) over chunks covering the part's elements, in parallel when they are
+  // many. Every chunk starts on a multiple of 16 elements (one 64-byte cache line; the part's
+  // begin is one) and all but the last end on one: no two threads write the same line, and
+  // whether an element falls in a kernel's vector body or its scalar tail depends only on its
+  // index, which keeps results independent of the thread count and of the parts.
   template <typename Kernel>
-  static void ParallelUpdate(int64_t n, Kernel&& kernel) {
+  static void ParallelUpdate(const ParameterPart& part, Kernel&& kernel) {
     constexpr int64_t kLine = 16;
-    ParallelFor(
-        (n + kLine - 1) / kLine, kMinParallelElements / kLine,
-        [&](int64_t begin, int64_t end) { kernel(begin * kLine, std::min(end * kLine, n)); });
+    const int64_t n = part.end - part.begin;
+    ParallelFor((n + kLine - 1) / kLine, kMinParallelElements / kLine,
+                [&](int64_t begin, int64_t end) {
+                  kernel(part.begin + begin * kLine, part.begin + std::min(end * kLine, n));
+                });
   }
 
  private:

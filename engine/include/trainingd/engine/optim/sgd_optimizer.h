@@ -15,7 +15,7 @@ class SgdOptimizer final : public Optimizer {
   explicit SgdOptimizer(const OptimizerOptions& options);
 
   const char* name() const override { return "GradientDescent"; }
-  void Apply(std::span<Parameter* const> params, int64_t global_step) override;
+  void ApplyParts(std::span<const ParameterPart> parts, int64_t global_step) override;
 };
 
 }  // namespace trainingd::engine

@@ -56,6 +56,9 @@ struct RunOptions {
   bool trace = false;  // record a StepTrace of the step (TF's FULL_TRACE)
   // Data-parallel: this rank votes to stop all ranks after this step (StepOptions::stop_vote).
   bool stop_vote = false;
+  // Data-parallel: every rank must hold the whole state after this step, because a checkpoint
+  // may follow it (Trainer::state_whole); a vote too. CheckpointSaverHook asks for it.
+  bool whole_state = false;
 };
 
 // What a caller or a hook asks of one run (TF's SessionRunArgs).
@@ -127,6 +130,10 @@ class Session {
   // everything first and names the variable and both shapes on a mismatch.
   Result<CheckpointData> Capture();
   Status Restore(const CheckpointData& data);
+  // Data-parallel: whether Capture() can succeed on this rank, and the collective that makes it
+  // so (Trainer::state_whole, Trainer::MakeStateWhole).
+  bool state_whole() const { return trainer_->state_whole(); }
+  Status MakeStateWhole() { return trainer_->MakeStateWhole(); }
 
   const SessionConfig& config() const { return config_; }
   const Datasets& datasets() const { return *datasets_; }

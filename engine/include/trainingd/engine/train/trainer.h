@@ -6,9 +6,10 @@
 // (gradient_blocks.h); its gradients are exact fixed-point sums over its examples, divided by the
 // global batch, the ranks' sums are added up (ReduceGradients: the large dense kernels from the
 // inputs and output gradients their layers gathered (DenseLayer::set_step), each rank forming its
-// share of rows, then an allgather of those rows; an int64 allreduce of the other sums) and every
-// rank applies the same update. So N ranks compute what one
-// process computes, to the last bit, whatever N and the thread counts. Evaluate() runs a whole
+// share of rows; an int64 allreduce of the other sums). Every rank applies the same update to
+// the other parameters and to its own rows of those kernels, whose new values the ranks then
+// exchange (ShareUpdatedRows). So N ranks compute what one process computes, to the last bit,
+// whatever N and the thread counts. Evaluate() runs a whole
 // split in inference mode. This is the numerical core that the monitored session drives; it owns no
 // files and no threads of its own. Not thread-safe: one thread drives a Trainer.
 #pragma once
@@ -74,6 +75,9 @@ struct StepOptions {
   StepTrace* trace = nullptr;
   // Data-parallel: this rank asks all ranks to stop after this step (StepResult::stop_agreed).
   bool stop_vote = false;
+  // Data-parallel: this rank asks that every rank hold the whole state after this step, as a
+  // checkpoint needs (Trainer::state_whole). A stop vote implies it.
+  bool whole_state_vote = false;
 };
 
 // Accumulated wall time per layer, filled while profiling is on.
@@ -112,6 +116,19 @@ class Trainer {
   Optimizer& optimizer() { return *optimizer_; }
   BatchIterator& input() { return *input_; }
 
+  // Whether this rank holds the whole state, as a checkpoint captures it. A data-parallel step
+  // updates only this rank's own rows of the large dense kernels (and their optimizer slots),
+  // then the ranks exchange the new kernel rows; the slots' other rows stay behind until a step
+  // with a whole-state vote, or MakeStateWhole, exchanges them too. Always true in one process,
+  // for an optimizer without slots, and after a restore.
+  bool state_whole() const { return state_whole_; }
+  // Data-parallel, collective: every rank calls it at the same point (the session's end).
+  // Exchanges the optimizer slots' rows, so that every rank holds the whole state; nothing when
+  // it already does.
+  Status MakeStateWhole();
+  // RestoreTrainer: every rank that restored the same state holds all of it.
+  void StateRestored() { state_whole_ = true; }
+
   // Data-parallel: every rank's latest step, in rank order (each step's small reduction carries
   // them, so every rank has all of them); empty in one process.
   const std::vector<RankTiming>& rank_timings() const { return rank_timings_; }
@@ -131,6 +148,9 @@ class Trainer {
   // A data-parallel step's exact gradient sums, made every rank's float gradients
   // (docs/distributed.md#the-step).
   Status ReduceGradients(int64_t global_batch);
+  // After the update: the ranks exchange their rows of the large dense kernels, and of their
+  // optimizer slots when `with_slots`.
+  Status ShareUpdatedRows(bool with_slots);
 
   Communicator* comm_ = nullptr;  // null or size 1: one process
   int reduction_blocks_ = kDefaultReductionBlocks;
@@ -139,6 +159,11 @@ class Trainer {
   // Data parallelism: the dense layers formed from gathered inputs, the other parameters (their
   // sums are reduced), and buffers of the reduction.
   std::vector<DenseLayer*> gathered_;
+  // Per gathered layer, where each rank's rows of its kernel begin (in elements; the last entry
+  // is the kernel's size): rank k forms and updates [bounds[k], bounds[k + 1]).
+  std::vector<std::vector<int64_t>> kernel_bounds_;
+  std::vector<ParameterPart> update_parts_;  // what this rank's optimizer updates
+  bool state_whole_ = true;
   std::vector<Parameter*> reduced_;
   std::vector<int64_t> reduced_sums_;
   std::vector<RankTiming> rank_timings_;

@@ -20,7 +20,9 @@ inline constexpr const char* kInputPipelineStateName = "input_pipeline";
 
 // Copies `trainer`'s state. Creates the optimizer's slots first (as zeros when no step ran yet), so
 // every checkpoint lists every slot; this is why the trainer is not const and why this can fail:
-// InvalidArgument from Optimizer::CreateSlots when a slot does not match its parameter's shape.
+// InvalidArgument from Optimizer::CreateSlots when a slot does not match its parameter's shape;
+// FailedPrecondition on a data-parallel rank that does not hold the whole state
+// (Trainer::state_whole).
 Result<CheckpointData> CaptureTrainer(Trainer& trainer);
 
 // Puts `data` into `trainer`. Everything is checked before anything changes, so on error the

@@ -54,6 +54,7 @@ class CheckpointSaverHook final : public SessionRunHook {
   // Opens the directory (creating it) and reads its state, so numbering and retention continue.
   Status Begin() override;
   Status AfterCreateSession(Session& session, Coordinator& coordinator) override;
+  Status BeforeRun(RunContext& ctx, RunArgs& request) override;
   Status AfterRun(RunContext& ctx, const RunValues& values) override;
   Status End(Session& session) override;
 

@@ -17,6 +17,9 @@ constexpr eng::LogSeverity kSeverities[] = {eng::LogSeverity::kInfo, eng::LogSev
 constexpr eng::JobResult::Outcome kOutcomes[] = {eng::JobResult::Outcome::kCompleted,
                                                  eng::JobResult::Outcome::kStopped,
                                                  eng::JobResult::Outcome::kFailed};
+constexpr eng::JobResult::StopCause kStopCauses[] = {eng::JobResult::StopCause::kRequest,
+                                                     eng::JobResult::StopCause::kTimeLimit,
+                                                     eng::JobResult::StopCause::kDiskFull};
 
 // JSON has no NaN or infinity; a diverged loss is still a value to report.
 json Number(double v) {
@@ -99,6 +102,8 @@ json EventValue(const eng::RunEvent& event) {
             {"global_step", r.global_step},
             {"reason", r.reason},
             {"final_values", json::object()}};
+  if (r.stop_cause != eng::JobResult::StopCause::kNone)
+    o["stop_cause"] = eng::StopCauseName(r.stop_cause);
   for (const auto& [k, v] : r.final_values) o["final_values"][k] = Number(v);
   if (!r.error.ok()) o["run_error"] = StatusValue(r.error);
   return o;
@@ -223,6 +228,17 @@ std::optional<eng::RunEvent> EventFrom(const json& o) {
     }
   }
   if (!known) return std::nullopt;
+  if (const auto it = o.find("stop_cause"); it != o.end()) {
+    if (!it->is_string() || r.outcome != eng::JobResult::Outcome::kStopped) return std::nullopt;
+    known = false;
+    for (auto cause : kStopCauses) {
+      if (it->get<std::string>() == eng::StopCauseName(cause)) {
+        r.stop_cause = cause;
+        known = true;
+      }
+    }
+    if (!known) return std::nullopt;
+  }
   if (const auto it = o.find("final_values"); it != o.end()) {
     if (!it->is_object()) return std::nullopt;
     for (const auto& [k, v] : it->items()) {

@@ -110,6 +110,7 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
   const auto stopped = [&](const std::string& why) {
     eng::JobResult r;
     r.outcome = eng::JobResult::Outcome::kStopped;
+    r.stop_cause = eng::JobResult::StopCause::kRequest;
     r.global_step = eng::LatestCheckpointStep(request.job_dir);
     r.reason = "stop requested" + (why.empty() ? "" : "; " + why);
     return r;

@@ -391,7 +391,7 @@ int Run(RunArgs& ra, const RankRuntime* rank) {
       return 0;
     case eng::JobResult::Outcome::kStopped:
       logger->Info(line + ". Run the same command again to resume.");
-      if (result->out_of_time) return kOutOfTimeExit;
+      if (result->stop_cause == eng::JobResult::StopCause::kTimeLimit) return kOutOfTimeExit;
       return 128 + (g_signal.load() ? g_signal.load() : SIGINT);
     case eng::JobResult::Outcome::kFailed:
       logger->Error(line);

@@ -514,8 +514,7 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
                                 DescribeSlurmEnd(now) + "; " + result->reason));
           }
           // (A run that stopped itself, at its time limit or on a full disk, says why.)
-          if (result.ok() && result->outcome == eng::JobResult::Outcome::kStopped && !stop &&
-              result->reason == "stop requested") {
+          if (result.ok() && result->stop_cause == eng::JobResult::StopCause::kRequest && !stop) {
             result->reason = "cancelled in Slurm (" + DescribeSlurmEnd(now) +
                              "); stopped at global step " + std::to_string(result->global_step);
           }

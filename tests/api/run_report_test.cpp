@@ -41,6 +41,7 @@ TEST(RunReportTest, EveryEventRoundTrips) {
 
   eng::JobResult r;
   r.outcome = eng::JobResult::Outcome::kStopped;
+  r.stop_cause = eng::JobResult::StopCause::kTimeLimit;
   r.global_step = 71;
   r.reason = "stop requested";
   r.final_values = {{"test/accuracy", 0.83}, {"test/loss", NAN}};
@@ -48,12 +49,22 @@ TEST(RunReportTest, EveryEventRoundTrips) {
   auto e = std::get<eng::RunEnded>(RoundTrip(eng::RunEnded{r}));
   ASSERT_TRUE(e.result.ok());
   EXPECT_EQ(e.result->outcome, eng::JobResult::Outcome::kStopped);
+  EXPECT_EQ(e.result->stop_cause, eng::JobResult::StopCause::kTimeLimit);
   EXPECT_EQ(e.result->global_step, 71);
   EXPECT_EQ(e.result->reason, "stop requested");
   EXPECT_EQ(e.result->final_values.at("test/accuracy"), 0.83);
   EXPECT_TRUE(std::isnan(e.result->final_values.at("test/loss")));
   EXPECT_EQ(e.result->error.code(), eng::StatusCode::kResourceExhausted);
   EXPECT_EQ(e.result->error.message(), "disk full");
+
+  for (auto cause : {eng::JobResult::StopCause::kRequest, eng::JobResult::StopCause::kDiskFull}) {
+    r.stop_cause = cause;
+    EXPECT_EQ(std::get<eng::RunEnded>(RoundTrip(eng::RunEnded{r})).result->stop_cause, cause);
+  }
+  r.outcome = eng::JobResult::Outcome::kCompleted;
+  r.stop_cause = eng::JobResult::StopCause::kNone;
+  const std::string completed = FormatRunReport(eng::RunEnded{r});
+  EXPECT_EQ(completed.find("stop_cause"), std::string::npos) << completed;
 
   auto failed = std::get<eng::RunEnded>(
       RoundTrip(eng::RunEnded{eng::Status::InvalidArgument("dataset.name: no dataset 'x'")}));
@@ -77,6 +88,10 @@ TEST(RunReportTest, LinesThatAreNotReportsAreSkipped) {
         "{\"event\": \"nope\"}", "[1, 2]",
         "{\"event\": \"log\", \"severity\": \"LOUD\", \"text\": \"x\"}",
         "{\"event\": \"end\", \"outcome\": \"exploded\", \"global_step\": 1, \"reason\": \"\"}",
+        "{\"event\": \"end\", \"outcome\": \"stopped\", \"global_step\": 1, \"reason\": \"\", "
+        "\"stop_cause\": \"boredom\"}",
+        "{\"event\": \"end\", \"outcome\": \"completed\", \"global_step\": 1, \"reason\": \"\", "
+        "\"stop_cause\": \"request\"}",
         "{\"event\": \"end\", \"error\": {\"code\": \"OK\", \"message\": \"\"}}",
         "{\"event\": \"session\", \"global_step\": 1.5}"}) {
     EXPECT_FALSE(ParseRunReport(line).has_value()) << line;

@@ -118,6 +118,7 @@ class SlurmExecutorTest : public ::testing::Test {
   static JobResult Stopped(int64_t step) {
     JobResult r;
     r.outcome = JobResult::Outcome::kStopped;
+    r.stop_cause = JobResult::StopCause::kRequest;
     r.global_step = step;
     r.reason = "stop requested";
     return r;
@@ -302,6 +303,37 @@ TEST_F(SlurmExecutorTest, WithoutAReportSlurmsStateSaysHowItEnded) {
   EXPECT_EQ(recorder_.End("t").result->outcome, JobResult::Outcome::kFailed);
   EXPECT_NE(recorder_.End("t").result->reason.find("Slurm job 2 ended TIMEOUT"), std::string::npos)
       << recorder_.End("t").result->reason;
+}
+
+// A run whose stop flag Slurm raised (scancel --signal=TERM by hand) reports "stop requested";
+// the daemon did not ask, so the job says it was cancelled in Slurm. A run that stopped itself
+// at its time limit keeps its own reason.
+TEST_F(SlurmExecutorTest, AStopTheDaemonDidNotAskForIsSlurmsAndATimeLimitKeepsItsReason) {
+  SlurmExecutor executor(Options());
+  RunRequest c = Request("c"), t = Request("t");
+  ASSERT_TRUE(executor.Start(c, recorder_).ok());
+  ASSERT_TRUE(WaitForState("c", "RUNNING"));
+  ASSERT_TRUE(executor.Start(t, recorder_).ok());
+  ASSERT_TRUE(WaitForState("t", "RUNNING"));
+  Report(c, eng::RunEnded{Stopped(12)});
+  JobResult out_of_time = Stopped(30);
+  out_of_time.stop_cause = JobResult::StopCause::kTimeLimit;
+  out_of_time.reason = "time limit of 60 s reached (resources.time_limit_secs) at global step 30";
+  Report(t, eng::RunEnded{out_of_time});
+  SetState(1, "CANCELLED");
+  SetState(2, "COMPLETED");
+  ASSERT_TRUE(recorder_.WaitForEnd("c"));
+  ASSERT_TRUE(recorder_.WaitForEnd("t"));
+  const auto& cancelled = recorder_.End("c").result;
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->outcome, JobResult::Outcome::kStopped);
+  EXPECT_EQ(cancelled->reason.rfind("cancelled in Slurm (", 0), 0u) << cancelled->reason;
+  EXPECT_NE(cancelled->reason.find("stopped at global step 12"), std::string::npos)
+      << cancelled->reason;
+  const auto& timed_out = recorder_.End("t").result;
+  ASSERT_TRUE(timed_out.ok());
+  EXPECT_EQ(timed_out->outcome, JobResult::Outcome::kStopped);
+  EXPECT_EQ(timed_out->reason, out_of_time.reason);
 }
 
 TEST_F(SlurmExecutorTest, ARequeueStartsANewAttemptAndTheJobGoesOn) {

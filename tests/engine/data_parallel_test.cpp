@@ -75,6 +75,7 @@ struct Outcome {
   std::map<int64_t, double> losses;
   std::map<std::string, double> final_values;
   JobResult::Outcome outcome = JobResult::Outcome::kFailed;
+  JobResult::StopCause stop_cause = JobResult::StopCause::kNone;
   int64_t global_step = 0;
   std::string reason;
   CheckpointData checkpoint;
@@ -142,6 +143,7 @@ Outcome RunOnRanks(const JobSpec& spec, int ranks, const std::string& dir, int s
   out.final_values = results[0]->final_values;
   out.reason = results[0]->reason;
   out.outcome = results[0]->outcome;
+  out.stop_cause = results[0]->stop_cause;
   out.global_step = results[0]->global_step;
   auto manager = CheckpointManager::Create(dir);
   EXPECT_TRUE(manager.ok());
@@ -396,6 +398,7 @@ TEST(DataParallelTest, AStopFromAnyRankEndsAllRanksAtTheSameStep) {
     ScopedDir dir("dp_stop" + std::to_string(stop_rank));
     const Outcome o = RunOnRanks(SmallCnnJob(1000), 3, dir.path(), stop_rank);
     EXPECT_EQ(o.outcome, JobResult::Outcome::kStopped);
+    EXPECT_EQ(o.stop_cause, JobResult::StopCause::kRequest);
     EXPECT_EQ(o.global_step, 1);             // the vote rode on the first step
     EXPECT_EQ(o.checkpoint.global_step, 1);  // the chief's final checkpoint
   }
@@ -415,6 +418,7 @@ TEST(DataParallelTest, ATimeLimitStopsEveryRankAfterTheSameStep) {
     const int64_t step = ranks == 1 ? 4 : 5;
     EXPECT_EQ(o.global_step, step);
     EXPECT_EQ(o.checkpoint.global_step, step);
+    EXPECT_EQ(o.stop_cause, JobResult::StopCause::kTimeLimit);
     EXPECT_EQ(o.reason, "time limit of 35 s reached (resources.time_limit_secs) at global step " +
                             std::to_string(step));
   }

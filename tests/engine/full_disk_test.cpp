@@ -268,6 +268,7 @@ TEST_F(FullDiskJobTest, AJobStoppedWhenItsFinalCheckpointFitsButItsSummariesDoNo
   ASSERT_TRUE(filled);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->outcome, JobResult::Outcome::kStopped) << result->reason;
+  EXPECT_EQ(result->stop_cause, JobResult::StopCause::kDiskFull);
   EXPECT_EQ(result->reason.rfind("disk full (", 0), 0u) << result->reason;
   EXPECT_NE(result->reason.find("stopped after a final checkpoint at global step " +
                                 std::to_string(result->global_step)),

@@ -153,6 +153,20 @@ const char* JobOutcomeName(JobResult::Outcome outcome) {
   return "failed";
 }
 
+const char* StopCauseName(JobResult::StopCause cause) {
+  switch (cause) {
+    case JobResult::StopCause::kNone:
+      return "";
+    case JobResult::StopCause::kRequest:
+      return "request";
+    case JobResult::StopCause::kTimeLimit:
+      return "time_limit";
+    case JobResult::StopCause::kDiskFull:
+      return "disk_full";
+  }
+  return "";
+}
+
 // The spec's dataset as a directory and loading options; InvalidArgument for a name that is not
 // a plain directory name (a job never names a path).
 Result<std::pair<std::string, DatasetOptions>> DatasetLocation(const DatasetSpec& dataset,
@@ -296,6 +310,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   if (disk_full.code() == StatusCode::kResourceExhausted) {
     if (HasCheckpointAt(options.checkpoint_dir, result.global_step)) {
       result.outcome = JobResult::Outcome::kStopped;
+      result.stop_cause = JobResult::StopCause::kDiskFull;
       result.reason = "disk full (" + disk_full.message() +
                       "); stopped after a final checkpoint at global step " +
                       std::to_string(result.global_step);
@@ -310,7 +325,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
     result.reason = run_status.ToString();
   } else if (stopped_by_flag) {
     result.outcome = JobResult::Outcome::kStopped;
-    result.out_of_time = time_up;
+    result.stop_cause = time_up ? JobResult::StopCause::kTimeLimit : JobResult::StopCause::kRequest;
     result.reason = time_up ? "time limit of " + internal::FormatValue(limit) +
                                   " s reached (resources.time_limit_secs) at global step " +
                                   std::to_string(result.global_step)

@@ -19,21 +19,20 @@ GradientBlocks GradientBlocks::Whole(int64_t batch) {
 GradientBlocks GradientBlocks::ForRank(int64_t global, int blocks, int rank, int size,
                                        Communicator* comm) {
   const int64_t nb = std::clamp<int64_t>(blocks, 1, std::max<int64_t>(global, 1));
-  const auto bound = [&](int64_t j) { return global * j / nb; };
   GradientBlocks b;
-  for (int64_t j = nb * rank / size; j <= nb * (rank + 1) / size; ++j)
-    b.bounds_.push_back(bound(j));
   b.largest_ = (global + nb - 1) / nb;  // floor division's blocks differ by at most one example
   b.comm_ = comm;
   b.global_ = global;
   b.nb_ = nb;
   b.rank_ = rank;
   b.ranks_ = size;
+  for (int64_t j = b.FirstBlockOf(rank); j <= b.FirstBlockOf(rank + 1); ++j)
+    b.bounds_.push_back(b.FirstExampleOfBlock(j));
   return b;
 }
 
 int64_t GradientBlocks::FirstExampleOf(int rank) const {
-  return global_ * (nb_ * rank / ranks_) / nb_;
+  return FirstExampleOfBlock(FirstBlockOf(rank));
 }
 
 void GradientBlocks::GatherRows(const float* local, int64_t width, std::vector<float>& all) {

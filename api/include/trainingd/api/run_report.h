@@ -7,6 +7,8 @@
 //   {"event":"log","severity":"INFO","text":"global_step = 10, loss = 0.31 ..."}
 //   {"event":"end","outcome":"completed","global_step":100,"reason":"reached max_steps 100",
 //    "final_values":{"test/accuracy":0.83}}
+//   {"event":"end","outcome":"stopped","global_step":40,"reason":"stop requested",
+//    "final_values":{},"stop_cause":"request"}    (or "time_limit", "disk_full")
 //   {"event":"end","error":{"code":"InvalidArgument","message":"..."}}      (could not start)
 //
 // and, at most once a second while steps run, every rank's latest step (engine::RankTimings),

@@ -60,20 +60,28 @@ struct JobRunOptions {
 struct JobResult {
   enum class Outcome {
     kCompleted,  // max_steps or num_epochs reached, or early stopping / a hook ended it
-    kStopped,    // the stop flag was set, the run's time limit came (out_of_time), or the disk
-                 // filled up after a final checkpoint
+    kStopped,    // the stop flag was set, the run's time limit came, or the disk filled up
+                 // after a final checkpoint (stop_cause says which)
     kFailed,     // a run failed (error holds why)
   };
+  enum class StopCause {
+    kNone,       // not kStopped
+    kRequest,    // the stop flag: a user, the daemon, a signal
+    kTimeLimit,  // resources.time_limit_secs
+    kDiskFull,   // a final checkpoint, then the disk was full
+  };
   Outcome outcome = Outcome::kCompleted;
-  Status error;              // kFailed: the run's error; also a failed close after a good run
-  std::string reason;        // one line: why the job ended
-  int64_t global_step = 0;   // at the end
-  bool out_of_time = false;  // kStopped by resources.time_limit_secs
+  Status error;             // kFailed: the run's error; also a failed close after a good run
+  std::string reason;       // one line: why the job ended
+  int64_t global_step = 0;  // at the end
   // The final evaluation (e.g. "test/accuracy") and the last periodic one, if configured.
   std::map<std::string, double> final_values;
+  StopCause stop_cause = StopCause::kNone;
 };
 
 const char* JobOutcomeName(JobResult::Outcome outcome);
+// "request", "time_limit", "disk_full"; "" for kNone.
+const char* StopCauseName(JobResult::StopCause cause);
 
 // Loads `spec.dataset` from `data_root` ("<data_root>/<name>").
 Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& dataset,

@@ -75,6 +75,11 @@ class GradientBlocks {
   void ShareColumns(std::vector<float>& parts, int64_t width, float* out);
 
  private:
+  // Rank r trains on blocks [FirstBlockOf(r), FirstBlockOf(r + 1)); block j holds the examples
+  // from FirstExampleOfBlock(j) on.
+  int64_t FirstBlockOf(int rank) const { return nb_ * rank / ranks_; }
+  int64_t FirstExampleOfBlock(int64_t j) const { return global_ * j / nb_; }
+
   std::vector<int64_t> bounds_;  // global example indices: block k is [bounds_[k], bounds_[k+1])
   int64_t largest_ = 0;
   int64_t global_ = 0;

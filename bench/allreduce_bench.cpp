@@ -7,7 +7,8 @@
 // (without their arithmetic: for each large dense layer an allgather of its inputs and of its
 // output's columns in the forward pass, of its output gradients and of its input gradient's
 // columns in the backward pass, and after the update one of its float kernel's rows in
-// Trainer::ShareUpdatedRows, and an int64 allreduce of the other parameters' sums) and of a plain
+// Trainer::ShareUpdatedRows; an int64 reduce-scatter of the other parameters' sums and an
+// allgather of their float values) and of a plain
 // int64 AllreduceSum of every sum; the same for an allreduce of the float gradient buffer (what the
 // step did before the sums were exact); and the memory-bandwidth bound on one machine: every rank
 // must at least read its own buffer and the others' and write its result, timed here as one
@@ -95,15 +96,19 @@ int main(int argc, char** argv) {
   int64_t reduced = static_cast<int64_t>(sums.size());
   for (eng::DenseLayer* layer : gathered) reduced -= layer->in() * layer->units() + layer->units();
   std::vector<int64_t> reduced_sums(static_cast<size_t>(reduced), int64_t{1} << 40);
+  std::vector<float> reduced_values(static_cast<size_t>(reduced), 1.0f);
   std::vector<float> rows;
-  // Every rank's ShardOf part of `data` to every rank.
-  const auto allgather = [&](std::span<float> data) {
+  // The ranks' ShardOf parts of `n` elements.
+  const auto parts = [&](size_t n) {
     std::vector<int64_t> bounds;
-    for (int r = 0; r < (*comm)->size(); ++r) {
-      bounds.push_back(eng::ShardOf(static_cast<int64_t>(data.size()), r, (*comm)->size()).begin);
-    }
-    bounds.push_back(static_cast<int64_t>(data.size()));
-    return (*comm)->AllgatherParts(data, bounds);
+    for (int r = 0; r < (*comm)->size(); ++r)
+      bounds.push_back(eng::ShardOf(static_cast<int64_t>(n), r, (*comm)->size()).begin);
+    bounds.push_back(static_cast<int64_t>(n));
+    return bounds;
+  };
+  // Every rank's part of `data` to every rank.
+  const auto allgather = [&](std::span<float> data) {
+    return (*comm)->AllgatherParts(data, parts(data.size()));
   };
   const auto step_reduction = [&] {
     for (eng::DenseLayer* layer : gathered) {
@@ -114,8 +119,11 @@ int main(int argc, char** argv) {
         TRAININGD_RETURN_IF_ERROR(allgather(rows));
       }
     }
-    TRAININGD_RETURN_IF_ERROR((*comm)->AllreduceSum(std::span<int64_t>(reduced_sums)));
-    for (eng::DenseLayer* layer : gathered) {  // after the update: the kernels' new rows
+    TRAININGD_RETURN_IF_ERROR(
+        (*comm)->ReduceScatterSum(std::span<int64_t>(reduced_sums), parts(reduced_sums.size())));
+    // After the update: each rank's part of the other parameters, and the kernels' new rows.
+    TRAININGD_RETURN_IF_ERROR(allgather(reduced_values));
+    for (eng::DenseLayer* layer : gathered) {
       eng::Tensor& kernel = layer->parameters()[0]->value;
       TRAININGD_RETURN_IF_ERROR(
           allgather(std::span<float>(kernel.data(), static_cast<size_t>(kernel.size()))));
@@ -143,7 +151,7 @@ int main(int argc, char** argv) {
           what, mb, s.median * 1e3, s.min * 1e3, s.max * 1e3, m.median * 1e3, m.min * 1e3,
           m.max * 1e3, s.median / m.median);
     };
-    report("the step's: dense rows and columns, allreduce of the other sums, allgather of kernels",
+    report("the step's: dense rows and columns, the other parameters, allgather of kernels",
            sums.size_bytes(), step_times, step_copies);
     report("allreduce of the int64 sums", sums.size_bytes(), sum_times, sum_copies);
     report("float gradients", grads.size_bytes(), float_times, float_copies);

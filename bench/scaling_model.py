@@ -19,7 +19,9 @@ examples/s relative to one machine = N x efficiency. Two exchanges are modelled:
    floats), of its output columns (B x units), of its output gradients (B x units) and of its
    input gradient's columns (B x in), then after the update of its kernel's rows (in x units);
    each machine receives (N-1)/N of each, in N-1 messages. Every other parameter's exact sum is
-   an int64 in one ring allreduce (8 bytes each). The step's small allreduce is left out.
+   an int64 in one ring reduce-scatter (8 bytes each), and after each machine updated its part,
+   its float value in one ring allgather (4 bytes): each machine receives (N-1)/N of 12 bytes
+   per parameter, in 2 (N-1) messages. The step's small allreduce is left out.
 
 The defaults are the tutorial CNN's: its two dense layers, and its convolutions' 52,096
 parameters.
@@ -46,7 +48,8 @@ def trainingd_exchange_s(dense, other_params, global_batch, n, bytes_per_s, late
             t += ring_allgather_s(4 * fan_in * units, n, bytes_per_s, latency_s)
         else:
             reduced += fan_in * units + units  # a split layer's bias: formed whole on each rank
-    t += ring_allreduce_s(8 * reduced, n, bytes_per_s, latency_s)
+    t += ring_allgather_s(8 * reduced, n, bytes_per_s, latency_s)  # a reduce-scatter's bytes
+    t += ring_allgather_s(4 * reduced, n, bytes_per_s, latency_s)
     return t, split
 
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,24 @@ Status MpiCommunicator::AllreduceSum(std::span<int64_t> data) {
 
 Status MpiCommunicator::AllreduceMax(std::span<float> data) {
   return Allreduce(data, MPI_FLOAT, MPI_MAX);
+}
+
+Status MpiCommunicator::ReduceScatterSum(std::span<int64_t> data, std::span<const int64_t> bounds) {
+  // Too large for one call's int counts: the whole sum, in chunks, is every part's too.
+  if (static_cast<int64_t>(data.size()) > INT_MAX) return AllreduceSum(data);
+  std::vector<int> counts;
+  for (int r = 0; r < size_; ++r) {
+    counts.push_back(
+        static_cast<int>(bounds[static_cast<size_t>(r) + 1] - bounds[static_cast<size_t>(r)]));
+  }
+  // In place, MPI puts this rank's part at the start of the buffer.
+  TRAININGD_RETURN_IF_ERROR(Check(MPI_Reduce_scatter(MPI_IN_PLACE, data.data(), counts.data(),
+                                                     MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD),
+                                  "MPI_Reduce_scatter"));
+  const size_t mine = static_cast<size_t>(bounds[static_cast<size_t>(rank_)]);
+  std::memmove(data.data() + mine, data.data(),
+               sizeof(int64_t) * static_cast<size_t>(counts[static_cast<size_t>(rank_)]));
+  return Status::Ok();
 }
 
 Status MpiCommunicator::AllgatherParts(std::span<float> data, std::span<const int64_t> bounds) {

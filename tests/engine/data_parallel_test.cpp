@@ -257,58 +257,69 @@ TEST(DataParallelTest, GatheredDenseLayersAreBitIdenticalToOneProcess) {
   }
 }
 
-// Each rank updates only its own rows of a gathered kernel and of that kernel's Adam slots; the
-// kernel's rows are exchanged every step, the slots' only when a checkpoint needs them. Until
-// then a rank refuses to capture one; after a step with a whole-state vote (from any rank) or
-// MakeStateWhole on every rank, its capture is one process's, bit for bit.
+// Each rank updates only its own part of every parameter (a gathered kernel's rows, a share of
+// the others) and of the optimizer's slots; the parameters' parts are exchanged every step, the
+// slots' only when a checkpoint needs them. Until then a rank refuses to capture one; after a
+// step with a whole-state vote (from any rank) or MakeStateWhole on every rank, its capture is
+// one process's, bit for bit. Without slots (gradient descent) the state is always whole.
 TEST(DataParallelTest, ARankCapturesACheckpointOnlyOnceTheStateIsWhole) {
-  const JobSpec spec = GatheredDenseJob(3);
-  const Datasets& data = testing::SmallFashionMnist();
-  const auto make_trainer = [&](Communicator* comm) {
-    return Trainer::Create(spec.model, spec.optimizer, data.train, data.num_classes,
-                           {.batch_size = spec.batch_size,
-                            .seed = spec.seed,
-                            .communicator = comm,
-                            .reduction_blocks = spec.distributed.reduction_blocks});
-  };
-  auto one = make_trainer(nullptr);
-  ASSERT_TRUE(one.ok()) << one.status().ToString();
-  std::vector<CheckpointData> want;
-  for (int step = 1; step <= 3; ++step) {
-    ASSERT_TRUE((*one)->Step().error.ok());
-    want.push_back(*CaptureTrainer(**one));
-  }
-  for (int ranks : {2, 3}) {
-    SCOPED_TRACE(std::to_string(ranks) + " ranks");
-    std::mutex mu;
-    std::vector<std::string> failures;
-    const auto expect = [&](bool ok, const std::string& what) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!ok) failures.push_back(what);
+  for (auto type : {OptimizerOptions::Type::kAdam, OptimizerOptions::Type::kMomentum,
+                    OptimizerOptions::Type::kSgd}) {
+    SCOPED_TRACE("optimizer " + std::to_string(static_cast<int>(type)));
+    JobSpec spec = GatheredDenseJob(3);
+    spec.optimizer.type = type;
+    const bool slots = type != OptimizerOptions::Type::kSgd;
+    const Datasets& data = testing::SmallFashionMnist();
+    const auto make_trainer = [&](Communicator* comm) {
+      return Trainer::Create(spec.model, spec.optimizer, data.train, data.num_classes,
+                             {.batch_size = spec.batch_size,
+                              .seed = spec.seed,
+                              .communicator = comm,
+                              .reduction_blocks = spec.distributed.reduction_blocks});
     };
-    RunRanks(ranks, [&](std::shared_ptr<Communicator> comm) {
-      auto t = make_trainer(comm.get());
-      expect(t.ok(), "create");
-      if (!t.ok()) return;
-      const std::string rank = "rank " + std::to_string(comm->rank()) + ": ";
-      Trainer& trainer = **t;
-      expect(trainer.state_whole(), rank + "whole before the first step");
-      expect(trainer.Step().error.ok(), rank + "step 1");
-      expect(!trainer.state_whole(), rank + "not whole after step 1");
-      const auto partial = CaptureTrainer(trainer);
-      expect(partial.status().code() == StatusCode::kFailedPrecondition,
-             rank + "capture refused: " + partial.status().ToString());
-      // Only the last rank votes.
-      const StepResult r = trainer.Step({.whole_state_vote = comm->rank() == ranks - 1});
-      expect(r.error.ok() && trainer.state_whole(), rank + "whole after the voted step 2");
-      auto at2 = CaptureTrainer(trainer);
-      expect(at2.ok() && BitIdentical(*at2, want[1]), rank + "step 2 is one process's");
-      expect(trainer.Step().error.ok() && !trainer.state_whole(), rank + "step 3");
-      expect(trainer.MakeStateWhole().ok() && trainer.state_whole(), rank + "made whole");
-      auto at3 = CaptureTrainer(trainer);
-      expect(at3.ok() && BitIdentical(*at3, want[2]), rank + "step 3 is one process's");
-    });
-    EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+    auto one = make_trainer(nullptr);
+    ASSERT_TRUE(one.ok()) << one.status().ToString();
+    std::vector<CheckpointData> want;
+    for (int step = 1; step <= 3; ++step) {
+      ASSERT_TRUE((*one)->Step().error.ok());
+      want.push_back(*CaptureTrainer(**one));
+    }
+    for (int ranks : {2, 3}) {
+      SCOPED_TRACE(std::to_string(ranks) + " ranks");
+      std::mutex mu;
+      std::vector<std::string> failures;
+      const auto expect = [&](bool ok, const std::string& what) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!ok) failures.push_back(what);
+      };
+      RunRanks(ranks, [&](std::shared_ptr<Communicator> comm) {
+        auto t = make_trainer(comm.get());
+        expect(t.ok(), "create");
+        if (!t.ok()) return;
+        const std::string rank = "rank " + std::to_string(comm->rank()) + ": ";
+        Trainer& trainer = **t;
+        expect(trainer.state_whole(), rank + "whole before the first step");
+        expect(trainer.Step().error.ok(), rank + "step 1");
+        expect(trainer.state_whole() == !slots, rank + "whole after step 1 only without slots");
+        const auto at1 = CaptureTrainer(trainer);
+        if (slots) {
+          expect(at1.status().code() == StatusCode::kFailedPrecondition,
+                 rank + "capture refused: " + at1.status().ToString());
+        } else {
+          expect(at1.ok() && BitIdentical(*at1, want[0]), rank + "step 1 is one process's");
+        }
+        // Only the last rank votes.
+        const StepResult r = trainer.Step({.whole_state_vote = comm->rank() == ranks - 1});
+        expect(r.error.ok() && trainer.state_whole(), rank + "whole after the voted step 2");
+        auto at2 = CaptureTrainer(trainer);
+        expect(at2.ok() && BitIdentical(*at2, want[1]), rank + "step 2 is one process's");
+        expect(trainer.Step().error.ok() && trainer.state_whole() == !slots, rank + "step 3");
+        expect(trainer.MakeStateWhole().ok() && trainer.state_whole(), rank + "made whole");
+        auto at3 = CaptureTrainer(trainer);
+        expect(at3.ok() && BitIdentical(*at3, want[2]), rank + "step 3 is one process's");
+      });
+      EXPECT_TRUE(failures.empty()) << ::testing::PrintToString(failures);
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <barrier>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -32,6 +33,15 @@ class ThreadGroup {
     barrier_.arrive_and_wait();  // everyone has read every rank's data
     std::copy(sum.begin(), sum.end(), data.begin());
   }
+  // The sum of every rank's `data` in this rank's part [bounds[rank], bounds[rank + 1]); the
+  // rest is overwritten with a value no sum here reaches, so a reader of it shows.
+  void ReduceScatterSum(int rank, std::span<int64_t> data, std::span<const int64_t> bounds) {
+    Allreduce(rank, data);
+    const auto mine = data.begin() + bounds[static_cast<size_t>(rank)];
+    std::fill(data.begin(), mine, kNotMine);
+    std::fill(data.begin() + bounds[static_cast<size_t>(rank) + 1], data.end(), kNotMine);
+  }
+  static constexpr int64_t kNotMine = INT64_MIN / 3;
   // Every rank's part [bounds[r], bounds[r + 1]) of its own `data` into every rank's `data`.
   void AllgatherParts(int rank, std::span<float> data, std::span<const int64_t> bounds) {
     slots_[rank] = data.data();
@@ -74,6 +84,10 @@ class ThreadCommunicator final : public Communicator {
   }
   Status AllreduceSum(std::span<int64_t> data) override {
     group_->Allreduce(rank_, data);
+    return Status::Ok();
+  }
+  Status ReduceScatterSum(std::span<int64_t> data, std::span<const int64_t> bounds) override {
+    group_->ReduceScatterSum(rank_, data, bounds);
     return Status::Ok();
   }
   Status AllgatherParts(std::span<float> data, std::span<const int64_t> bounds) override {

@@ -1,6 +1,7 @@
 #include "trainingd/engine/train/trainer.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "trainingd/engine/nn/dense_layer.h"
 #include "trainingd/engine/nn/gradient_blocks.h"
@@ -78,8 +79,28 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
         kernel = kernel || layer->parameters()[0] == p;
         bias = bias || layer->parameters()[1] == p;
       }
+      if (bias) t->update_parts_.push_back({p, 0, p->value.size()});
       if (!kernel && !bias) t->reduced_.push_back(p);
-      if (!kernel) t->update_parts_.push_back({p, 0, p->value.size()});
+    }
+    // The other parameters' sums, one after the other in one buffer, cut into the ranks' parts;
+    // a cut inside a parameter falls on a 16-float line of it (ParameterPart).
+    t->reduced_offsets_ = {0};
+    for (const Parameter* p : t->reduced_)
+      t->reduced_offsets_.push_back(t->reduced_offsets_.back() + p->value.size());
+    const int64_t total = t->reduced_offsets_.back();
+    t->reduced_bounds_.assign(static_cast<size_t>(n) + 1, total);
+    t->reduced_bounds_[0] = 0;
+    for (int k = 1; k < n; ++k) {
+      const int64_t target = total * k / n;
+      const auto next = std::upper_bound(t->reduced_offsets_.begin(), t->reduced_offsets_.end(),
+                                         target);  // the start of the parameter after target's
+      const int64_t start = *(next - 1);
+      t->reduced_bounds_[static_cast<size_t>(k)] = std::max(
+          t->reduced_bounds_[static_cast<size_t>(k) - 1], start + (target - start) / 16 * 16);
+    }
+    for (size_t j = 0; j < t->reduced_.size(); ++j) {
+      const Shard own = t->OwnPartOfReduced(j);
+      t->update_parts_.push_back({t->reduced_[j], own.begin, own.begin + own.count});
     }
   }
   if (t->comm_ && t->comm_->size() > t->BlocksOf(options.batch_size)) {
@@ -199,10 +220,9 @@ StepResult Trainer::Step(const StepOptions& options) {
 
 // The large dense layers' kernels (most of a model's parameters) are not reduced at all: their
 // Forward and Backward gathered the inputs and output gradients of the global batch (a few hundred
-// KB), each rank forms the exact sums of its share of the kernel's row tiles from all blocks, and
-// the ranks exchange those rows as float gradients (4 bytes per parameter). The other
-// parameters' sums are small: one int64 allreduce. Every block partial is formed as in one
-// process, so the gradients are the same bits.
+// KB), and each rank forms the exact sums of its share of the kernel's row tiles from all blocks.
+// The other parameters' sums go through one int64 reduce-scatter. Every block partial is formed
+// as in one process, so each rank's part of the gradients is the same bits.
 Status Trainer::ReduceGradients(int64_t global_batch) {
   const int n = comm_->size(), me = comm_->rank();
   GradientBlocks all = GradientBlocks::ForRank(global_batch, reduction_blocks_, 0, 1, nullptr);
@@ -219,35 +239,62 @@ Status Trainer::ReduceGradients(int64_t global_batch) {
     SumsToGradient(bias.sum.data(), static_cast<int64_t>(bias.sum.size()), bias.sum_exponent,
                    bias.grad.data());
   }
+  // The other parameters' sums: each rank gets the total of its part and forms the gradient
+  // there, which is all it updates.
   reduced_sums_.clear();
   for (const Parameter* p : reduced_)
     reduced_sums_.insert(reduced_sums_.end(), p->sum.begin(), p->sum.end());
-  TRAININGD_RETURN_IF_ERROR(comm_->AllreduceSum(std::span<int64_t>(reduced_sums_)));
-  size_t at = 0;
-  for (Parameter* p : reduced_) {
-    std::copy_n(reduced_sums_.begin() + static_cast<std::ptrdiff_t>(at), p->sum.size(),
-                p->sum.begin());
-    at += p->sum.size();
+  TRAININGD_RETURN_IF_ERROR(
+      comm_->ReduceScatterSum(std::span<int64_t>(reduced_sums_), reduced_bounds_));
+  for (size_t j = 0; j < reduced_.size(); ++j) {
+    Parameter& p = *reduced_[j];
+    const Shard own = OwnPartOfReduced(j);
+    SumsToGradient(reduced_sums_.data() + reduced_offsets_[j] + own.begin, own.count,
+                   p.sum_exponent, p.grad.data() + own.begin);
   }
-  FinishGradients(reduced_);
+  return Status::Ok();
+}
+
+Shard Trainer::OwnPartOfReduced(size_t j) const {
+  const int me = comm_->rank();
+  const int64_t offset = reduced_offsets_[j], size = reduced_offsets_[j + 1] - offset;
+  const auto clamp = [&](int64_t bound) { return std::clamp<int64_t>(bound - offset, 0, size); };
+  const int64_t begin = clamp(reduced_bounds_[static_cast<size_t>(me)]);
+  return {begin, clamp(reduced_bounds_[static_cast<size_t>(me) + 1]) - begin};
+}
+
+Status Trainer::ShareParts(const std::function<Tensor&(Parameter&)>& tensor_of) {
+  for (size_t i = 0; i < gathered_.size(); ++i) {
+    Tensor& t = tensor_of(*gathered_[i]->parameters()[0]);
+    TRAININGD_RETURN_IF_ERROR(comm_->AllgatherParts(AllOf(t), kernel_bounds_[i]));
+  }
+  if (reduced_.empty()) return Status::Ok();
+  // The other parameters, packed into one buffer as their sums were.
+  reduced_floats_.resize(static_cast<size_t>(reduced_offsets_.back()));
+  for (size_t j = 0; j < reduced_.size(); ++j) {
+    const Shard own = OwnPartOfReduced(j);
+    std::copy_n(tensor_of(*reduced_[j]).data() + own.begin, own.count,
+                reduced_floats_.data() + reduced_offsets_[j] + own.begin);
+  }
+  TRAININGD_RETURN_IF_ERROR(comm_->AllgatherParts(reduced_floats_, reduced_bounds_));
+  for (size_t j = 0; j < reduced_.size(); ++j) {
+    Tensor& t = tensor_of(*reduced_[j]);
+    std::copy_n(reduced_floats_.data() + reduced_offsets_[j], t.size(), t.data());
+  }
   return Status::Ok();
 }
 
 Status Trainer::ShareUpdatedRows(bool with_slots) {
-  for (size_t i = 0; i < gathered_.size(); ++i) {
-    Parameter& kernel = *gathered_[i]->parameters()[0];
-    TRAININGD_RETURN_IF_ERROR(comm_->AllgatherParts(AllOf(kernel.value), kernel_bounds_[i]));
-  }
-  state_whole_ = gathered_.empty() || optimizer_->slots_per_parameter() == 0;
+  TRAININGD_RETURN_IF_ERROR(ShareParts([](Parameter& p) -> Tensor& { return p.value; }));
+  state_whole_ = optimizer_->slots_per_parameter() == 0;
   return with_slots ? MakeStateWhole() : Status::Ok();
 }
 
 Status Trainer::MakeStateWhole() {
   if (state_whole_ || !comm_) return Status::Ok();
-  for (size_t i = 0; i < gathered_.size(); ++i) {
-    for (Tensor& slot : optimizer_->SlotsOf(*gathered_[i]->parameters()[0])) {
-      TRAININGD_RETURN_IF_ERROR(comm_->AllgatherParts(AllOf(slot), kernel_bounds_[i]));
-    }
+  for (int k = 0; k < optimizer_->slots_per_parameter(); ++k) {
+    TRAININGD_RETURN_IF_ERROR(ShareParts(
+        [&](Parameter& p) -> Tensor& { return optimizer_->SlotsOf(p)[static_cast<size_t>(k)]; }));
   }
   state_whole_ = true;
   return Status::Ok();

@@ -38,6 +38,10 @@ class Communicator {
   virtual Status AllreduceSum(std::span<int64_t> data) = 0;
   // Element-wise maximum over all ranks, in place (exact, like the integer sum).
   virtual Status AllreduceMax(std::span<float> data) = 0;
+  // Each rank's part of `data` becomes that part's sum over all ranks, in place: rank r's part is
+  // the elements [bounds[r], bounds[r + 1]); `bounds` has size() + 1 entries, from 0 up to
+  // data.size(). The other elements are left unspecified. Exact, like AllreduceSum of integers.
+  virtual Status ReduceScatterSum(std::span<int64_t> data, std::span<const int64_t> bounds) = 0;
   // Every rank's part of `data` to every rank, in place: rank r's part is the elements
   // [bounds[r], bounds[r + 1]); `bounds` has size() + 1 entries, from 0 up to data.size().
   virtual Status AllgatherParts(std::span<float> data, std::span<const int64_t> bounds) = 0;
@@ -55,6 +59,9 @@ class LocalCommunicator final : public Communicator {
   Status AllreduceSum(std::span<double>) override { return Status::Ok(); }
   Status AllreduceSum(std::span<int64_t>) override { return Status::Ok(); }
   Status AllreduceMax(std::span<float>) override { return Status::Ok(); }
+  Status ReduceScatterSum(std::span<int64_t>, std::span<const int64_t>) override {
+    return Status::Ok();
+  }
   Status AllgatherParts(std::span<float>, std::span<const int64_t>) override {
     return Status::Ok();
   }

@@ -4,18 +4,18 @@
 // optimizer update, global_step + 1. Data-parallel (a Communicator of N ranks): every rank walks
 // the same global batch sequence and trains on its run of whole blocks of each global batch
 // (gradient_blocks.h); its gradients are exact fixed-point sums over its examples, divided by the
-// global batch, the ranks' sums are added up (ReduceGradients: the large dense kernels from the
-// inputs and output gradients their layers gathered (DenseLayer::set_step), each rank forming its
-// share of rows; an int64 allreduce of the other sums). Every rank applies the same update to
-// the other parameters and to its own rows of those kernels, whose new values the ranks then
-// exchange (ShareUpdatedRows). So N ranks compute what one process computes, to the last bit,
-// whatever N and the thread counts. Evaluate() runs a whole
-// split in inference mode. This is the numerical core that the monitored session drives; it owns no
-// files and no threads of its own. Not thread-safe: one thread drives a Trainer.
+// global batch, and each rank forms the total of its own part of every parameter's gradient
+// (ReduceGradients: the large dense kernels' rows from the inputs and output gradients their
+// layers gathered (DenseLayer::set_step); an int64 reduce-scatter of the other sums). Each rank
+// updates its part, and the ranks exchange the new values (ShareUpdatedRows). So N ranks compute
+// what one process computes, to the last bit, whatever N and the thread counts. Evaluate() runs a
+// whole split in inference mode. This is the numerical core that the monitored session drives; it
+// owns no files and no threads of its own. Not thread-safe: one thread drives a Trainer.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -117,13 +117,13 @@ class Trainer {
   BatchIterator& input() { return *input_; }
 
   // Whether this rank holds the whole state, as a checkpoint captures it. A data-parallel step
-  // updates only this rank's own rows of the large dense kernels (and their optimizer slots),
-  // then the ranks exchange the new kernel rows; the slots' other rows stay behind until a step
-  // with a whole-state vote, or MakeStateWhole, exchanges them too. Always true in one process,
-  // for an optimizer without slots, and after a restore.
+  // updates only this rank's own part of the parameters and of their optimizer slots, then the
+  // ranks exchange the parameters' parts; the slots' other parts stay behind until a step with
+  // a whole-state vote, or MakeStateWhole, exchanges them too. Always true in one process, for
+  // an optimizer without slots, and after a restore.
   bool state_whole() const { return state_whole_; }
   // Data-parallel, collective: every rank calls it at the same point (the session's end).
-  // Exchanges the optimizer slots' rows, so that every rank holds the whole state; nothing when
+  // Exchanges the optimizer slots' parts, so that every rank holds the whole state; nothing when
   // it already does.
   Status MakeStateWhole();
   // RestoreTrainer: every rank that restored the same state holds all of it.
@@ -148,9 +148,13 @@ class Trainer {
   // A data-parallel step's exact gradient sums, made every rank's float gradients
   // (docs/distributed.md#the-step).
   Status ReduceGradients(int64_t global_batch);
-  // After the update: the ranks exchange their rows of the large dense kernels, and of their
-  // optimizer slots when `with_slots`.
+  // After the update: the ranks exchange their parts of the parameters, and of the optimizer
+  // slots when `with_slots`.
   Status ShareUpdatedRows(bool with_slots);
+  // Every rank's part of tensor_of(p) for every parameter p a rank updates in part.
+  Status ShareParts(const std::function<Tensor&(Parameter&)>& tensor_of);
+  // This rank's part of reduced_[j]'s elements.
+  Shard OwnPartOfReduced(size_t j) const;
 
   Communicator* comm_ = nullptr;  // null or size 1: one process
   int reduction_blocks_ = kDefaultReductionBlocks;
@@ -164,8 +168,13 @@ class Trainer {
   std::vector<std::vector<int64_t>> kernel_bounds_;
   std::vector<ParameterPart> update_parts_;  // what this rank's optimizer updates
   bool state_whole_ = true;
+  // The other parameters: their sums are reduced, laid out one after the other from
+  // reduced_offsets_[j] (the last entry: their total), and rank k forms and updates the elements
+  // [reduced_bounds_[k], reduced_bounds_[k + 1]) of that layout.
   std::vector<Parameter*> reduced_;
+  std::vector<int64_t> reduced_offsets_, reduced_bounds_;
   std::vector<int64_t> reduced_sums_;
+  std::vector<float> reduced_floats_;
   std::vector<RankTiming> rank_timings_;
   double last_allreduce_seconds_ = 0;
   int64_t global_step_ = 0;

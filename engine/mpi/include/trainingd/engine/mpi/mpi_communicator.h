@@ -31,6 +31,7 @@ class MpiCommunicator final : public Communicator {
   Status AllreduceSum(std::span<double> data) override;
   Status AllreduceSum(std::span<int64_t> data) override;
   Status AllreduceMax(std::span<float> data) override;
+  Status ReduceScatterSum(std::span<int64_t> data, std::span<const int64_t> bounds) override;
   Status AllgatherParts(std::span<float> data, std::span<const int64_t> bounds) override;
   Status Broadcast(std::span<std::byte> data, int root) override;
   Status Barrier() override;

@@ -7,7 +7,7 @@
 // (without their arithmetic: for each large dense layer an allgather of its inputs and of its
 // output's columns in the forward pass, of its output gradients and of its input gradient's
 // columns in the backward pass, and after the update one of its float kernel's rows in
-// Trainer::ShareUpdatedRows; an int64 reduce-scatter of the other parameters' sums and an
+// Trainer::ShareUpdatedParts; an int64 reduce-scatter of the other parameters' sums and an
 // allgather of their float values) and of a plain
 // int64 AllreduceSum of every sum; the same for an allreduce of the float gradient buffer (what the
 // step did before the sums were exact); and the memory-bandwidth bound on one machine: every rank

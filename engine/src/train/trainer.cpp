@@ -21,6 +21,22 @@ void CopyRows(const Tensor& images, const std::vector<int32_t>& labels, Shard sh
   out_labels.assign(labels.begin() + shard.begin, labels.begin() + shard.begin + shard.count);
 }
 std::span<float> AllOf(Tensor& t) { return {t.data(), static_cast<size_t>(t.size())}; }
+// The bounds of `n` parts of a buffer that holds parameters one after the other, the j-th from
+// offsets[j] (the last entry: the total): about even, and a cut inside a parameter moved back to
+// a 16-float line of it, where an optimizer's part may begin (ParameterPart).
+std::vector<int64_t> CutOnLines(const std::vector<int64_t>& offsets, int n) {
+  const int64_t total = offsets.back();
+  std::vector<int64_t> bounds(static_cast<size_t>(n) + 1, total);
+  bounds[0] = 0;
+  for (int k = 1; k < n; ++k) {
+    const int64_t target = total * k / n;
+    // The start of the parameter that holds `target`.
+    const int64_t start = *(std::upper_bound(offsets.begin(), offsets.end(), target) - 1);
+    bounds[static_cast<size_t>(k)] =
+        std::max(bounds[static_cast<size_t>(k) - 1], start + (target - start) / 16 * 16);
+  }
+  return bounds;
+}
 // Where the kernel-gradient rows of `layer`'s tile `t` start, in elements (its number of tiles:
 // the end).
 int64_t FirstElementOfTile(const DenseLayer& layer, int64_t t) {
@@ -82,22 +98,10 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
       if (bias) t->update_parts_.push_back({p, 0, p->value.size()});
       if (!kernel && !bias) t->reduced_.push_back(p);
     }
-    // The other parameters' sums, one after the other in one buffer, cut into the ranks' parts;
-    // a cut inside a parameter falls on a 16-float line of it (ParameterPart).
     t->reduced_offsets_ = {0};
     for (const Parameter* p : t->reduced_)
       t->reduced_offsets_.push_back(t->reduced_offsets_.back() + p->value.size());
-    const int64_t total = t->reduced_offsets_.back();
-    t->reduced_bounds_.assign(static_cast<size_t>(n) + 1, total);
-    t->reduced_bounds_[0] = 0;
-    for (int k = 1; k < n; ++k) {
-      const int64_t target = total * k / n;
-      const auto next = std::upper_bound(t->reduced_offsets_.begin(), t->reduced_offsets_.end(),
-                                         target);  // the start of the parameter after target's
-      const int64_t start = *(next - 1);
-      t->reduced_bounds_[static_cast<size_t>(k)] = std::max(
-          t->reduced_bounds_[static_cast<size_t>(k) - 1], start + (target - start) / 16 * 16);
-    }
+    t->reduced_bounds_ = CutOnLines(t->reduced_offsets_, n);
     for (size_t j = 0; j < t->reduced_.size(); ++j) {
       const Shard own = t->OwnPartOfReduced(j);
       t->update_parts_.push_back({t->reduced_[j], own.begin, own.begin + own.count});
@@ -199,10 +203,10 @@ StepResult Trainer::Step(const StepOptions& options) {
     ++times_.steps;
   }
   if (comm_) {
-    // The ranks' new kernel rows, and on a whole-state or stop vote (a checkpoint follows) the
-    // optimizer slots' rows as well.
+    // The ranks' new parts of the parameters, and on a whole-state or stop vote (a checkpoint
+    // follows) their parts of the optimizer slots as well.
     const Clock::time_point share_start = Clock::now();
-    r.error = ShareUpdatedRows(r.stop_agreed || step_sums_[3] > 0);
+    r.error = ShareUpdatedParts(r.stop_agreed || step_sums_[3] > 0);
     r.allreduce_seconds += Since(share_start);
     if (trace) trace->Add("allgather", "allreduce", share_start);
     last_allreduce_seconds_ = r.allreduce_seconds;
@@ -284,7 +288,7 @@ Status Trainer::ShareParts(const std::function<Tensor&(Parameter&)>& tensor_of) 
   return Status::Ok();
 }
 
-Status Trainer::ShareUpdatedRows(bool with_slots) {
+Status Trainer::ShareUpdatedParts(bool with_slots) {
   TRAININGD_RETURN_IF_ERROR(ShareParts([](Parameter& p) -> Tensor& { return p.value; }));
   state_whole_ = optimizer_->slots_per_parameter() == 0;
   return with_slots ? MakeStateWhole() : Status::Ok();

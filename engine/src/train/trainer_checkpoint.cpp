@@ -16,8 +16,8 @@ std::string RngStateName(const Layer& layer) { return layer.name() + "/rng"; }
 Result<CheckpointData> CaptureTrainer(Trainer& trainer) {
   if (!trainer.state_whole()) {
     return Status::FailedPrecondition(
-        "this rank holds only its own rows of the optimizer slots of the large dense kernels; a "
-        "checkpoint needs a step with a whole-state vote (RunOptions::whole_state) or "
+        "this rank holds only its own part of the optimizer slots (a data-parallel step updates "
+        "no more); a checkpoint needs a step with a whole-state vote (RunOptions::whole_state) or "
         "MakeStateWhole() on every rank first");
   }
   Model& model = trainer.model();

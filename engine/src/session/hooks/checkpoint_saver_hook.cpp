@@ -45,7 +45,7 @@ Status CheckpointSaverHook::AfterCreateSession(Session& session, Coordinator& co
 }
 
 Status CheckpointSaverHook::BeforeRun(RunContext& ctx, RunArgs& request) {
-  // A data-parallel step leaves each rank with its own rows of some optimizer slots; the step
+  // A data-parallel step leaves each rank with only its own part of the optimizer slots; the step
   // before a save makes them whole on every rank.
   if (timer_.ShouldTriggerForStep(ctx.session().global_step() + 1)) {
     request.options.whole_state = true;

@@ -7,7 +7,7 @@
 // global batch, and each rank forms the total of its own part of every parameter's gradient
 // (ReduceGradients: the large dense kernels' rows from the inputs and output gradients their
 // layers gathered (DenseLayer::set_step); an int64 reduce-scatter of the other sums). Each rank
-// updates its part, and the ranks exchange the new values (ShareUpdatedRows). So N ranks compute
+// updates its part, and the ranks exchange the new values (ShareUpdatedParts). So N ranks compute
 // what one process computes, to the last bit, whatever N and the thread counts. Evaluate() runs a
 // whole split in inference mode. This is the numerical core that the monitored session drives; it
 // owns no files and no threads of its own. Not thread-safe: one thread drives a Trainer.
@@ -150,7 +150,7 @@ class Trainer {
   Status ReduceGradients(int64_t global_batch);
   // After the update: the ranks exchange their parts of the parameters, and of the optimizer
   // slots when `with_slots`.
-  Status ShareUpdatedRows(bool with_slots);
+  Status ShareUpdatedParts(bool with_slots);
   // Every rank's part of tensor_of(p) for every parameter p a rank updates in part.
   Status ShareParts(const std::function<Tensor&(Parameter&)>& tensor_of);
   // This rank's part of reduced_[j]'s elements.

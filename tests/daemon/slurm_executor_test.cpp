@@ -173,6 +173,10 @@ class SlurmExecutorTest : public ::testing::Test {
     }
     return out;
   }
+  // Submits `r` and waits until Slurm runs it.
+  bool StartRunning(SlurmExecutor& executor, const RunRequest& r) {
+    return executor.Start(r, recorder_).ok() && WaitForState(r.job_id, "RUNNING");
+  }
   bool WaitForState(const std::string& id, const std::string& state) {
     return recorder_.WaitFor(id, [&](const RunEvent& e) {
       const auto* s = std::get_if<eng::SchedulerStatus>(&e);
@@ -288,10 +292,8 @@ TEST_F(SlurmExecutorTest, AStopCancelsAPendingJob) {
 TEST_F(SlurmExecutorTest, WithoutAReportSlurmsStateSaysHowItEnded) {
   SlurmExecutor executor(Options());
   RunRequest c = Request("c"), t = Request("t");
-  ASSERT_TRUE(executor.Start(c, recorder_).ok());
-  ASSERT_TRUE(WaitForState("c", "RUNNING"));
-  ASSERT_TRUE(executor.Start(t, recorder_).ok());
-  ASSERT_TRUE(WaitForState("t", "RUNNING"));
+  ASSERT_TRUE(StartRunning(executor, c));
+  ASSERT_TRUE(StartRunning(executor, t));
   SetState(1, "CANCELLED");  // scancel by hand
   SetState(2, "TIMEOUT");
   ASSERT_TRUE(recorder_.WaitForEnd("c"));
@@ -311,10 +313,8 @@ TEST_F(SlurmExecutorTest, WithoutAReportSlurmsStateSaysHowItEnded) {
 TEST_F(SlurmExecutorTest, AStopTheDaemonDidNotAskForIsSlurmsAndATimeLimitKeepsItsReason) {
   SlurmExecutor executor(Options());
   RunRequest c = Request("c"), t = Request("t");
-  ASSERT_TRUE(executor.Start(c, recorder_).ok());
-  ASSERT_TRUE(WaitForState("c", "RUNNING"));
-  ASSERT_TRUE(executor.Start(t, recorder_).ok());
-  ASSERT_TRUE(WaitForState("t", "RUNNING"));
+  ASSERT_TRUE(StartRunning(executor, c));
+  ASSERT_TRUE(StartRunning(executor, t));
   Report(c, eng::RunEnded{Stopped(12)});
   JobResult out_of_time = Stopped(30);
   out_of_time.stop_cause = JobResult::StopCause::kTimeLimit;

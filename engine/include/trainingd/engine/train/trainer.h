@@ -57,7 +57,7 @@ struct StepResult {
   // Data-parallel: the step's reductions failed (a rank is gone); no update was applied and the
   // job cannot go on.
   Status error;
-  double allreduce_seconds = 0;  // time in the step's reductions, waiting for other ranks included
+  double allreduce_seconds = 0;  // time in the step's collectives, waiting for other ranks included
 };
 
 // A minibatch given from outside the input pipeline (a "batch" feed).

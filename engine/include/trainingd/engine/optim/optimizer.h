@@ -65,7 +65,7 @@ struct OptimizerOptions {
 };
 
 // Elements [begin, end) of a parameter's value: the part of it one update touches. A
-// data-parallel rank updates only its own part of the large dense kernels (Trainer). `begin`
+// data-parallel rank updates only its own part of each parameter (Trainer). `begin`
 // must be a multiple of 16, as ParallelUpdate's chunks are, so that every element is computed
 // exactly as in an update of the whole parameter.
 struct ParameterPart {

@@ -54,8 +54,8 @@ struct StepResult {
   // Data-parallel: some rank voted to stop at this step (StepOptions::stop_vote), so every rank
   // stops after it.
   bool stop_agreed = false;
-  // Data-parallel: the step's reductions failed (a rank is gone); no update was applied and the
-  // job cannot go on.
+  // Data-parallel: the step's collectives failed (a rank is gone); no update was applied, or
+  // only this rank's part of it, and the job cannot go on (nothing is saved: state_whole()).
   Status error;
   double allreduce_seconds = 0;  // time in the step's collectives, waiting for other ranks included
 };

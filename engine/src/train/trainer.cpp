@@ -154,6 +154,7 @@ StepResult Trainer::Step(const StepOptions& options) {
   model_->set_trace(nullptr);
   for (DenseLayer* layer : gathered_) layer->set_step(nullptr);
   StepResult r;
+  bool whole_state_agreed = false;  // data-parallel: a stop or whole-state vote on this step
   if (comm_) {
     const Clock::time_point reduce_start = Clock::now();
     // The exact gradient sums become every rank's float gradients (ReduceGradients). Then
@@ -188,6 +189,7 @@ StepResult Trainer::Step(const StepOptions& options) {
     la.correct = static_cast<int64_t>(sums[1]);
     la.accuracy = sums[1] / static_cast<double>(global_batch);
     r.stop_agreed = sums[2] > 0;
+    whole_state_agreed = r.stop_agreed || sums[3] > 0;
   }
   if (!comm_) model_->FinishGradients();
   r.learning_rate = optimizer_->LearningRate(global_step_);
@@ -206,7 +208,7 @@ StepResult Trainer::Step(const StepOptions& options) {
     // The ranks' new parts of the parameters, and on a whole-state or stop vote (a checkpoint
     // follows) their parts of the optimizer slots as well.
     const Clock::time_point share_start = Clock::now();
-    r.error = ShareUpdatedParts(r.stop_agreed || step_sums_[3] > 0);
+    r.error = ShareUpdatedParts(whole_state_agreed);
     r.allreduce_seconds += Since(share_start);
     if (trace) trace->Add("allgather", "allreduce", share_start);
     last_allreduce_seconds_ = r.allreduce_seconds;

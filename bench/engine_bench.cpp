@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/gemm.h"
 #include "trainingd/engine/base/parallel.h"
 #include "trainingd/engine/data/dataset.h"
 #include "trainingd/engine/nn/conv2d_layer.h"
@@ -163,6 +164,7 @@ void SetConvAlgorithm(const eng::Model& model, eng::ConvAlgorithm algorithm, boo
 int main(int argc, char** argv) {
   const Args args = Parse(argc, argv);
   eng::SetComputeThreads(args.threads);
+  std::fprintf(stderr, "openblas: %s kernels\n", eng::internal::BlasCore());
   auto data = eng::LoadMnistDirectory(args.data, {});
   if (!data.ok()) {
     std::fprintf(stderr, "engine_bench: %s\n", data.status().ToString().c_str());

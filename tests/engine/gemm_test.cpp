@@ -115,5 +115,14 @@ TEST(GemmRowsTest, ComputesTheProduct) {
   }
 }
 
+// OpenBLAS 0.3.21 runs its SSE3 kernels ("Prescott") on a CPU newer than its model table; the
+// engine has it choose by the CPU's features instead (gemm.cpp).
+TEST(BlasCoreTest, OpenBlasRunsKernelsForThisCpusVectorUnits) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx")) GTEST_SKIP() << "a CPU without AVX";
+  EXPECT_STRNE(BlasCore(), "Prescott");
+  EXPECT_STRNE(BlasCore(), "unknown");
+}
+
 }  // namespace
 }  // namespace trainingd::engine::internal

@@ -4,12 +4,53 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "trainingd/engine/base/parallel.h"
 
+// OpenBLAS's run-time kernel choice (a DYNAMIC_ARCH build, as Debian's). Weak: a build without it
+// leaves them null and keeps its kernels.
+extern "C" {
+[[gnu::weak]] char* gotoblas_corename(void);
+[[gnu::weak]] void gotoblas_dynamic_init(void);
+[[gnu::weak]] void gotoblas_dynamic_quit(void);
+}
+
 namespace trainingd::engine::internal {
 namespace {
+
+// OpenBLAS 0.3.21 (Debian 12) picks its kernels from a table of CPU models; a model newer than
+// the table (Intel's Emerald Rapids, family 6 model 207, for one) gets its last resort, the SSE3
+// kernels it calls Prescott: half the CNN's speed, and products whose rows depend on the row count
+// (GemmRows' promise, which the exact data-parallel sums need). Newer OpenBLAS releases fall back
+// by the CPU's features instead; this does the same, once, before the first product: it names the
+// kernels in OPENBLAS_CORETYPE (which child processes, the ranks among them, then read too) and
+// has OpenBLAS choose again. A user's own OPENBLAS_CORETYPE is left alone.
+const char* CoreForThisCpu() {
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  if (avx512) return __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  if (__builtin_cpu_supports("avx")) return "Sandybridge";
+  return nullptr;
+}
+
+[[maybe_unused]] const bool kBlasCoreChosen = [] {
+  if (!gotoblas_corename || !gotoblas_dynamic_init || !gotoblas_dynamic_quit) return false;
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return false;
+  if (std::strcmp(gotoblas_corename(), "Prescott") != 0) return false;
+  const char* core = CoreForThisCpu();
+  if (core == nullptr) return false;
+  // Static initialisation: no other thread runs yet, and OpenBLAS has computed nothing.
+  setenv("OPENBLAS_CORETYPE", core, 0);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  return true;
+}();
+
 // Below this many multiply-adds a product runs on the calling thread: waking the pool costs more
 // than it saves (OpenBLAS's own cut-off, 2^18, is tuned for large machines).
 constexpr double kMinThreadedMacs = 4.0 * (1 << 20);
@@ -30,6 +71,8 @@ void RunSized(double macs, Call&& call) {
   call();
 }
 }  // namespace
+
+const char* BlasCore() { return gotoblas_corename ? gotoblas_corename() : "unknown"; }
 
 namespace {
 void RowMajorSgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,

@@ -37,4 +37,8 @@ void GemmRows(bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int
 // The fewest rows for which GemmRows runs an n x k product without padding it.
 int64_t GemmRowsUnpadded(int64_t n, int64_t k);
 
+// The name of the kernels OpenBLAS runs on this CPU ("SkylakeX", "Haswell", ...): benchmarks
+// print it beside their numbers.
+const char* BlasCore();
+
 }  // namespace trainingd::engine::internal

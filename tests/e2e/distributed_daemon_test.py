@@ -92,7 +92,12 @@ def log_text(d, job_id):
     return "\n".join(l["text"] if isinstance(l, dict) else str(l) for l in body["lines"])
 
 
-def spec(name, max_steps=20000, **distributed):
+# Long enough that a kill, a SIGSTOP or a stop lands mid-run (the jobs reach step 300 or 500
+# first, then go on at about 1,300 steps a second on two idle cores), short enough to finish fast.
+MAX_STEPS = 5000
+
+
+def spec(name, max_steps=MAX_STEPS, **distributed):
     s = small_spec(name, max_steps, checkpoint_every=200)
     s["hooks"]["summary"] = {"every_steps": 20}
     s["distributed"] = dict({"workers": 2, "max_restarts": 2, "stall_timeout_secs": 5},
@@ -159,20 +164,21 @@ def main():
             expect(pid, "no rank %d found" % rank)
             recovery = kill_and_time_next_step(d, j, pid)
             job = d.wait_state(j, {"completed", "failed"}, timeout=600)
-            expect(job["state"] == "completed" and job["global_step"] == 20000,
+            expect(job["state"] == "completed" and job["global_step"] == MAX_STEPS,
                    "after kill -9 of rank %d: %s" % (rank, job))
             text = log_text(d, j)
             expect("attempt 2 of 3" in text, "no second attempt:\n" + text[-3000:])
             steps = monotonic_series(d, j, "loss")
-            expect(steps[-1] > 20000 - 20, steps[-5:])  # a summary every 20 steps
+            expect(steps[-1] > MAX_STEPS - 20, steps[-5:])  # a summary every 20 steps
             attempts = job["distributed"]["attempts"]
             expect(len(attempts) == 2 and attempts[0]["end"].startswith("mpirun") and
                    attempts[1]["end"] == "completed" and attempts[1]["from_step"] > 0 and
                    attempts[0]["ended_at"] <= attempts[1]["started_at"],
                    "attempts: %s" % attempts)
             expect(job["distributed"]["ranks"] == [], "ranks of an ended job: %s" % job)
-            print("kill -9 of rank %d: training again %.2f s after the kill; completed at 20000 "
-                  "on attempt 2, loss series strictly increasing" % (rank, recovery), flush=True)
+            print("kill -9 of rank %d: training again %.2f s after the kill; completed at %d "
+                  "on attempt 2, loss series strictly increasing" % (rank, recovery, MAX_STEPS),
+                  flush=True)
 
         # SIGSTOP of a worker: the watchdog (5 s) restarts the job.
         j = submit(d, spec("sigstop"))
@@ -224,10 +230,10 @@ def main():
         status, body = d.call("POST", "/api/v1/jobs/%s/resume" % j, {})
         expect(status == 202, (status, body))
         job = d.wait_state(j, {"completed", "failed"}, timeout=600)
-        expect(job["state"] == "completed" and job["global_step"] == 20000, job)
+        expect(job["state"] == "completed" and job["global_step"] == MAX_STEPS, job)
         monotonic_series(d, j, "loss")
-        print("stop over HTTP at step %d with a final checkpoint; resumed to 20000" % stopped_at,
-              flush=True)
+        print("stop over HTTP at step %d with a final checkpoint; resumed to %d" %
+              (stopped_at, MAX_STEPS), flush=True)
 
         # kill -9 of the daemon during an MPI job.
         j = submit(d, spec("daemon-crash"))
@@ -242,11 +248,11 @@ def main():
         print("kill -9 of the daemon: no rank survived", flush=True)
         d = Daemon(TRAININGD, data)
         job = d.wait_state(j, {"completed", "failed"}, timeout=600)
-        expect(job["state"] == "completed" and job["global_step"] == 20000, job)
+        expect(job["state"] == "completed" and job["global_step"] == MAX_STEPS, job)
         monotonic_series(d, j, "loss")
         ends = [a["end"] for a in job["distributed"]["attempts"]]
         expect(ends == ["the daemon died", "completed"], "attempts across the restart: %s" % ends)
-        print("after the restart: completed at 20000; attempts %s" % ends, flush=True)
+        print("after the restart: completed at %d; attempts %s" % (MAX_STEPS, ends), flush=True)
         d.stop()
         expect(not subprocess.run(["pgrep", "-f", "trainingd-mpi run %s" % data],
                                   stdout=subprocess.PIPE).stdout, "ranks left at the end")

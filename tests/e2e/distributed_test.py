@@ -6,8 +6,8 @@ The tutorial CNN with dropout (Adam, 1e-4) at batch 50 on Fashion-MNIST, 100 ste
   every variable and Adam slot, the global step, input position and dropout streams, and every
   logged loss (issue 13 asks for 1e-5; the exact gradient sums of gradient_blocks.h give 0);
 - so does one process with 1 compute thread instead of 2;
-- two runs with the same N are bit-identical, and so is `mpirun -np 2 trainingd run` (the
-  Horovod-style launch, handed over to trainingd-mpi);
+- so does `mpirun -np 2 trainingd run` (the Horovod-style launch, handed over to
+  trainingd-mpi), a second run of 2 ranks: two runs with the same N are bit-identical;
 - 2 ranks to step 50, then 3 ranks to step 100 from that checkpoint, match one process at 100;
 - more workers than a batch has blocks is refused before any rank starts, naming the field.
 
@@ -28,7 +28,7 @@ TRAININGD, COMPARE = sys.argv[1], sys.argv[2]
 STEPS = 100
 MPIRUN_LOOPBACK = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
                    "--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "lo",
-                   "--mca", "oob_tcp_if_include", "lo"]
+                   "--mca", "oob_tcp_if_include", "lo", "--mca", "mpi_yield_when_idle", "1"]
 
 
 def expect(cond, what):
@@ -37,8 +37,10 @@ def expect(cond, what):
 
 
 def write_spec(path, max_steps):
+    # A checkpoint mid-run (step 50 of 100: every rank makes the state whole for the chief's
+    # saver) and at the end; each costs as much as ten steps, so no more of them.
     spec = {"name": "cnn-dp", "model": "cnn", "batch_size": 50, "max_steps": max_steps, "seed": 7,
-            "hooks": {"summary": {"every_steps": 1}, "checkpoint": {"every_steps": 5},
+            "hooks": {"summary": {"every_steps": 1}, "checkpoint": {"every_steps": 50},
                       "logging": {"every_n_iter": 5}}}
     with open(path, "w") as f:
         json.dump(spec, f)
@@ -110,12 +112,9 @@ def main():
         expect_identical(ckpt(one), ckpt(threads1), "one process with 1 thread")
         print("one process, 1 thread against 2: bit-identical", flush=True)
 
-        again = train("n2-again", 2)
-        expect_identical(ckpt(os.path.join(work, "n2")), ckpt(again), "2 ranks, again")
-        print("2 ranks twice: bit-identical", flush=True)
-
         # The launch Horovod users know: mpirun starts `trainingd run`, which hands over to
-        # trainingd-mpi.
+        # trainingd-mpi. A second run of 2 ranks, so also the repeat: bit-identical to one process
+        # as the first was.
         launched = os.path.join(work, "mpirun")
         out = run(MPIRUN_LOOPBACK + ["-np", "2", TRAININGD, "run", spec, "--checkpoint-dir",
                                      launched], "mpirun -np 2 trainingd run")

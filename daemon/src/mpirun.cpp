@@ -27,7 +27,12 @@ std::vector<std::string> MpirunCommand(const engine::DistributedSpec& d, int wor
                                        const std::vector<std::string>& rank_args) {
   std::vector<std::string> cmd = {"mpirun"};
   if (::geteuid() == 0) cmd.emplace_back("--allow-run-as-root");
-  for (const char* a : {"--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader,tcp"}) {
+  // mpi_yield_when_idle: a rank waiting for another yields its core instead of spinning on it.
+  // Open MPI does so by itself only when one mpirun has more ranks than a host has cores; two
+  // mpiruns sharing a host (two jobs, or a job beside other programs) each see enough cores. It
+  // costs nothing measurable when every rank has its core (docs/benchmarks.md#ranks-that-yield).
+  for (const char* a : {"--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader,tcp",
+                        "--mca", "mpi_yield_when_idle", "1"}) {
     cmd.emplace_back(a);
   }
   if (!d.hosts.empty()) {

@@ -13,6 +13,7 @@ namespace trainingd::daemon {
 std::string RankProgramPath();
 
 // mpirun [--allow-run-as-root as root] --oversubscribe --bind-to none --mca btl self,vader,tcp
+//        --mca mpi_yield_when_idle 1
 //        (--host a,b | --hostfile F | loopback only: btl/oob_tcp_if_include lo, except in a
 //        Slurm allocation of several nodes, whose nodes mpirun finds itself)
 //        -np WORKERS RANK_PROGRAM run RANK_ARGS...

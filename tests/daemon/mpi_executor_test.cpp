@@ -87,6 +87,8 @@ TEST_F(MpiExecutorTest, TheCommandLineIsLoopbackUnlessTheDaemonHasAHostfile) {
   EXPECT_TRUE(has(local, {"--mca", "btl_tcp_if_include", "lo"}));
   EXPECT_TRUE(has(local, {"--mca", "oob_tcp_if_include", "lo"}));
   EXPECT_TRUE(has(local, {"--bind-to", "none"}));
+  // Ranks yield their cores while they wait, whoever else shares the host.
+  EXPECT_TRUE(has(local, {"--mca", "mpi_yield_when_idle", "1"}));
   EXPECT_TRUE(has(local, {"-np", "3", "/opt/trainingd/bin/trainingd-mpi", "run",
                           r.job_dir + "/spec.json", "--checkpoint-dir", r.job_dir}));
   EXPECT_TRUE(has(local, {"--report", "stdout"}));

@@ -158,7 +158,8 @@ def main():
         hosts_dir = os.path.join(work, "hosts")
         p = subprocess.run(
             ["ip", "netns", "exec", NS[0], "mpirun", "--allow-run-as-root", "--oversubscribe",
-             "--bind-to", "none", "--mca", "plm_rsh_agent", agent, "--mca", "btl", "self,tcp",
+             "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1",
+             "--mca", "plm_rsh_agent", agent, "--mca", "btl", "self,tcp",
              "--mca", "btl_tcp_if_include", NET + ".0/24", "--mca", "oob_tcp_if_include",
              NET + ".0/24", "--host", "%s:1,%s:1" % (ADDR[0], ADDR[1]), "-np", "2",
              TRAININGD, "run", spec, "--threads", "1", "--checkpoint-dir", hosts_dir],

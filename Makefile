@@ -2,7 +2,9 @@
 #   make run    installs what is missing, builds, and starts the daemon (trainingd serve) on
 #               127.0.0.1:8080 with its database and jobs under ./var
 #   make test   installs what is missing, builds, and runs every test (Release, ASan+UBSan,
-#               a few seconds of each fuzz target, and ThreadSanitizer)
+#               a few seconds of each fuzz target, and ThreadSanitizer), then prints each
+#               suite's build and test times, the total and the slowest tests
+#               (tools/run-suites.sh)
 #   make test-tsan  only the ThreadSanitizer build (clang, build-tsan/): the daemon's and the
 #               api's unit tests, the command-line and e2e tests against its trainingd, the
 #               stress tests (docs/architecture.md#threadsanitizer)
@@ -17,8 +19,11 @@ FUZZERS    := job_spec http_request checkpoint idx config
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
+# Each suite's tests also write JUnit XML beside its build, for the slowest-tests summary.
+CTEST = ctest --output-on-failure -j $(JOBS) --output-junit ctest-junit.xml --test-dir
+
 .PHONY: all deps build run test test-release test-asan test-fuzz test-tsan tsan-deps fuzz \
-	fuzz-build fuzz-deps bench bench-deps format clean
+	asan-build tsan-build fuzz-build fuzz-deps bench bench-deps format clean
 
 all: build
 
@@ -34,25 +39,31 @@ build: deps $(BUILD)/CMakeCache.txt
 run: build
 	$(BUILD)/daemon/trainingd serve --listen 127.0.0.1:8080 --data-dir var
 
-test: test-release test-asan test-fuzz test-tsan
+# The suites one after the other, each built and then tested; stops at the first that fails.
+test:
+	@MAKE="$(MAKE)" BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) FUZZ_BUILD=$(FUZZ_BUILD) \
+	  TSAN_BUILD=$(TSAN_BUILD) tools/run-suites.sh release asan fuzz tsan
 
 test-release: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	$(CTEST) $(BUILD)
 
-test-asan: deps
+asan-build: deps
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DTRAININGD_SANITIZE=address \
 	  -DTRAININGD_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
+test-asan: asan-build
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(CTEST) $(ASAN_BUILD)
 
 # clang-14 with libomp, whose Archer tells TSan about OpenMP's synchronisation; no engine tests
 # (tests/CMakeLists.txt says why). Options and suppressions: tests/tsan/.
-test-tsan: tsan-deps
+tsan-build: tsan-deps
 	cmake -S . -B $(TSAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DTRAININGD_SANITIZE=thread \
 	  -DTRAININGD_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER=clang++-14
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
-	ctest --test-dir $(TSAN_BUILD) --output-on-failure -j $(JOBS)
+
+test-tsan: tsan-build
+	$(CTEST) $(TSAN_BUILD)
 
 tsan-deps:
 	@tools/install-deps.sh tsan
@@ -68,7 +79,7 @@ fuzz-build: fuzz-deps
 
 # The smoke: seeds and regression inputs replayed, then a few seconds of fuzzing per target.
 test-fuzz: fuzz-build
-	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -j $(JOBS)
+	$(CTEST) $(FUZZ_BUILD)
 
 fuzz: fuzz-build
 	@for t in $(FUZZERS); do \

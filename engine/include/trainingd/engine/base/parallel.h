@@ -1,9 +1,12 @@
-// Compute threads: how many cores the engine's parallel loops and BLAS calls use.
+// Compute threads: how many cores the engine's parallel loops use.
 //
-// The setting is per calling thread (OpenMP's nthreads ICV), so the daemon's worker threads can
-// each run a job with its own share of the cores. The engine and OpenBLAS (its OpenMP build) share
-// one OpenMP runtime, so a BLAS call inside a ParallelFor body runs single-threaded instead of
-// oversubscribing the cores.
+// The setting is per calling thread, so the daemon's worker threads can each run a job with its
+// own share of the cores: each calling thread has a team of ComputeThreads() - 1 threads of its
+// own, started at its first parallel loop. A loop's chunks are handed out one at a time to
+// whichever of the team and the caller asks first, so a caller never waits for a thread the
+// scheduler has not run (on a machine shared with other programs); idle threads spin for at most 50
+// us, yielding the core after 10 us, then sleep. OpenBLAS is called from inside the loops and runs
+// on the calling thread alone.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +14,8 @@
 
 namespace trainingd::engine {
 
-// Sets the number of threads for work started from the calling thread (clamped to >= 1), and
-// makes the calling thread and its pool threads flush denormal floats to zero, as TensorFlow does:
+// Sets the number of threads for work started from the calling thread (clamped to [1, 1024]), and
+// makes the calling thread and its team flush denormal floats to zero, as TensorFlow does:
 // gradients and Adam's second moments decay into the denormal range late in training, where every
 // operation on them costs about a hundred times more.
 void SetComputeThreads(int n);

@@ -164,7 +164,7 @@ void SetConvAlgorithm(const eng::Model& model, eng::ConvAlgorithm algorithm, boo
 int main(int argc, char** argv) {
   const Args args = Parse(argc, argv);
   eng::SetComputeThreads(args.threads);
-  std::fprintf(stderr, "openblas: %s kernels\n", eng::internal::BlasCore());
+  std::fprintf(stderr, "gemm: %s kernels\n", eng::internal::GemmKernels());
   auto data = eng::LoadMnistDirectory(args.data, {});
   if (!data.ok()) {
     std::fprintf(stderr, "engine_bench: %s\n", data.status().ToString().c_str());

@@ -1,13 +1,18 @@
-// gemm_shapes: OpenBLAS SGEMM throughput for the matrix products the tutorial CNN's training step
-// performs, on 1 and 2 threads. Shows how close each layer runs to what the BLAS gives for its
-// shapes (docs/benchmarks.md). Usage: gemm_shapes [seconds per shape, default 0.3]
+// gemm_shapes: the engine's matrix products (engine/src/nn/gemm.h) against OpenBLAS's SGEMM
+// (Debian's OpenMP build, the kernels it picks for this CPU), on the products the tutorial models'
+// training steps perform, at 1 and 2 threads. Each is timed A B A B and the better of two runs
+// kept. Usage: gemm_shapes [seconds per measurement, default 0.3]
 #include <cblas.h>
-#include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <vector>
+
+#include "nn/gemm.h"
+#include "trainingd/engine/base/parallel.h"
 
 namespace {
 
@@ -17,16 +22,14 @@ struct Product {
   int m, n, k;
 };
 
-double Measure(const Product& p, double seconds) {
-  std::vector<float> a(static_cast<size_t>(p.m) * p.k, 0.5f),
-      b(static_cast<size_t>(p.k) * p.n, 0.25f), c(static_cast<size_t>(p.m) * p.n);
+template <typename Fn>
+double GflopsOf(const Product& p, double seconds, Fn&& fn) {
+  fn();
   int reps = 0;
   double elapsed = 0;
   const auto t0 = std::chrono::steady_clock::now();
   do {
-    cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
-                p.trans_b ? CblasTrans : CblasNoTrans, p.m, p.n, p.k, 1.0f, a.data(),
-                p.trans_a ? p.m : p.k, b.data(), p.trans_b ? p.k : p.n, 0.0f, c.data(), p.n);
+    fn();
     ++reps;
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   } while (elapsed < seconds);
@@ -38,22 +41,49 @@ double Measure(const Product& p, double seconds) {
 int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 0.3;
   const Product products[] = {
-      {"conv2d_1 forward block   [392x800]x[800x64]", false, false, 392, 64, 800},
-      {"conv2d_1 kernel grad     [392x800]^Tx[392x64]", true, false, 800, 64, 392},
-      {"conv2d_1 patch grad      [392x64]x[800x64]^T", false, true, 392, 800, 64},
-      {"conv2d forward block     [784x25]x[25x32]", false, false, 784, 32, 25},
-      {"dense forward, batch 50  [50x3136]x[3136x1024]", false, false, 50, 1024, 3136},
-      {"dense kernel grad        [50x3136]^Tx[50x1024]", true, false, 3136, 1024, 50},
-      {"dense input grad         [50x1024]x[3136x1024]^T", false, true, 50, 3136, 1024},
-      {"square 2048", false, false, 2048, 2048, 2048},
+      {"cnn dense forward     [50x3136]x[3136x1024]", false, false, 50, 1024, 3136},
+      {"cnn dense input grad  [50x1024]x[3136x1024]^T", false, true, 50, 3136, 1024},
+      {"cnn dense kernel grad [50x3136]^Tx[50x1024]", true, false, 3136, 1024, 50},
+      {"cnn dense_1 forward   [50x1024]x[1024x10]", false, false, 50, 10, 1024},
+      {"cnn conv2d forward    [784x25]x[25x32]", false, false, 784, 32, 25},
+      {"cnn conv2d kernel grad[784x25]^Tx[784x32]", true, false, 25, 32, 784},
+      {"mlp dense forward     [100x784]x[784x128]", false, false, 100, 128, 784},
+      {"mlp dense input grad  [100x128]x[32x128]^T", false, true, 100, 32, 128},
+      {"softmax forward       [100x784]x[784x10]", false, false, 100, 10, 784},
+      {"softmax kernel grad   [25x784]^Tx[25x10]", true, false, 784, 10, 25},
   };
-  std::printf("%-48s %12s %12s\n", "product", "1 thread", "2 threads");
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  std::printf("engine kernels: %s\n", trainingd::engine::internal::GemmKernels());
+  std::printf("%-46s %21s %21s\n", "product (GFLOP/s)", "1 thread: engine blas",
+              "2 threads: engine blas");
   for (const Product& p : products) {
-    omp_set_num_threads(1);
-    const double one = Measure(p, seconds);
-    omp_set_num_threads(2);
-    const double two = Measure(p, seconds);
-    std::printf("%-48s %7.1f GF/s %7.1f GF/s\n", p.what, one, two);
+    std::vector<float> a(static_cast<size_t>(p.m) * p.k), b(static_cast<size_t>(p.k) * p.n),
+        c(static_cast<size_t>(p.m) * p.n);
+    for (float& x : a) x = normal(rng);
+    for (float& x : b) x = normal(rng);
+    const int lda = p.trans_a ? p.m : p.k, ldb = p.trans_b ? p.k : p.n;
+    const auto engine = [&] {
+      trainingd::engine::internal::Gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, a.data(), lda,
+                                        b.data(), ldb, c.data(), p.n);
+    };
+    const auto blas = [&] {
+      cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
+                  p.trans_b ? CblasTrans : CblasNoTrans, p.m, p.n, p.k, 1.0f, a.data(), lda,
+                  b.data(), ldb, 0.0f, c.data(), p.n);
+    };
+    std::printf("%-46s", p.what);
+    for (int threads : {1, 2}) {
+      trainingd::engine::SetComputeThreads(threads);
+      openblas_set_num_threads(threads);
+      double e = 0, o = 0;
+      for (int round = 0; round < 2; ++round) {
+        e = std::max(e, GflopsOf(p, seconds, engine));
+        o = std::max(o, GflopsOf(p, seconds, blas));
+      }
+      std::printf(" %10.1f %10.1f", e, o);
+    }
+    std::printf("\n");
   }
   return 0;
 }

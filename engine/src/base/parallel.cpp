@@ -1,7 +1,6 @@
 #include "trainingd/engine/base/parallel.h"
 
 #include <linux/futex.h>
-#include <omp.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -24,12 +23,13 @@ namespace trainingd::engine {
 namespace {
 
 // How long an idle thread of a team looks for work before it sleeps, and how long a caller waits
-// for another thread's chunk before it does: a step's loops follow each other within
-// microseconds, and a futex wake-up costs several. Spinning longer would only take the core from
-// whoever else needs it, on a machine that is not ours alone: after kPauseFor the spinning thread
-// yields its core at every check, to a thread of ours that another program displaced, say.
+// for another thread's chunk before it does. A step's loops follow each other within microseconds
+// to a millisecond, and waking a sleeping thread costs tens of microseconds on a virtual machine
+// (a CNN step at 2 threads ran 4% slower when the team slept after 50 us). So: 10 us of pause
+// instructions, then checks that yield the core each time (to whoever else wants it: the spinner
+// does not hold a core from another program, or from a thread of ours it displaced), up to 1 ms.
 constexpr auto kPauseFor = std::chrono::microseconds(10);
-constexpr auto kSpinFor = std::chrono::microseconds(50);
+constexpr auto kSpinFor = std::chrono::microseconds(1000);
 // The most compute threads a thread may ask for (a team's chunk count fits in 16 bits).
 constexpr int kMaxComputeThreads = 1024;
 
@@ -141,7 +141,6 @@ class Team {
 
   void HelperLoop() {
     FlushDenormalsOnThisThread();
-    omp_set_num_threads(1);  // OpenBLAS, called from a chunk, runs on this thread alone
     // The generation the team started with: a helper the scheduler starts late (after Run()s,
     // or after ~Team()) still sees every change since.
     uint32_t seen = 0;
@@ -234,8 +233,6 @@ void FlushDenormalsOnThisThread() {
 void SetComputeThreads(int n) {
   t_threads = std::clamp(n, 1, kMaxComputeThreads);
   FlushDenormalsOnThisThread();
-  // The engine parallelises around OpenBLAS; every product runs on the thread that calls it.
-  omp_set_num_threads(1);
 }
 
 int ComputeThreads() { return t_in_parallel ? 1 : t_threads; }

@@ -16,7 +16,6 @@ namespace {
 // Rows of the patch matrix per GEMM: large enough for an efficient product, small enough that the
 // patch block stays in the core's L2 cache.
 constexpr int64_t kTargetRowsPerBlock = 512;
-constexpr int64_t kMaxRowsPerBlock = 8192;
 // Transformed input and output of one Winograd block: half of a core's L2 cache.
 constexpr int64_t kWinogradBlockBytes = 1 << 20;
 }  // namespace
@@ -134,10 +133,7 @@ int64_t Conv2dLayer::ForwardFlopsPerExample() const {
 }
 
 int64_t Conv2dLayer::ExamplesPerBlock() const {
-  // Enough rows for the products to run unpadded (GemmRows), up to kMaxRowsPerBlock.
-  const int64_t rows =
-      std::max(kTargetRowsPerBlock,
-               std::min(kMaxRowsPerBlock, internal::GemmRowsUnpadded(g_.oc, g_.patch())));
+  const int64_t rows = kTargetRowsPerBlock;
   const int64_t pix = std::max<int64_t>(1, g_.out_pixels());
   return std::max<int64_t>(1, (rows + pix - 1) / pix);
 }
@@ -221,7 +217,7 @@ void Conv2dLayer::WinogradBackward(const Tensor& in, const Tensor& out, const Te
   if (din) din->Resize(in.shape());
   const bool relu = spec_.activation == Activation::kRelu;
   const int64_t in_size = g_.h * g_.w * g_.c;
-  SumBlocks(in, out, dout, blocks, [&](Scratch& s, int64_t b0, int64_t b1) {
+  SumBlocks(in, dout, blocks, [&](Scratch& s, int64_t b0, int64_t b1) {
     if (!s.winograd) s.winograd = std::make_unique<internal::WinogradWorkspace>();
     s.dkernel.Resize(Shape{winograd_->kernel_size()});
     s.dkernel.SetZero();
@@ -244,13 +240,13 @@ void Conv2dLayer::WinogradBackward(const Tensor& in, const Tensor& out, const Te
 }
 
 template <typename BlockFn>
-void Conv2dLayer::SumBlocks(const Tensor& in, const Tensor& out, const Tensor& dout,
-                            GradientBlocks& blocks, BlockFn&& block_fn) {
+void Conv2dLayer::SumBlocks(const Tensor& in, const Tensor& dout, GradientBlocks& blocks,
+                            BlockFn&& block_fn) {
   // The grids (gradient_blocks.h): a block's kernel partial is a sum of at most largest() *
-  // out_pixels products x * dy, its bias partial of as many dy.
-  const bool relu = spec_.activation == Activation::kRelu;
-  float maxima[2] = {internal::MaxAbs(in.data(), in.size()),
-                     internal::MaxAbsGrad(out.data(), dout.data(), dout.size(), relu)};
+  // out_pixels products x * dy, its bias partial of as many dy. (dy through the ReLU is at most
+  // dout, which is the one array to read.)
+  float maxima[2] = {internal::ParallelMaxAbs(in.data(), in.size()),
+                     internal::ParallelMaxAbs(dout.data(), dout.size())};
   blocks.AgreeMax(maxima);
   const double dy_bound =
       static_cast<double>(blocks.largest()) * static_cast<double>(g_.out_pixels()) * maxima[1];
@@ -280,6 +276,7 @@ void Conv2dLayer::SumBlocks(const Tensor& in, const Tensor& out, const Tensor& d
     for (size_t i = 0; i < kernel_.sum.size(); ++i) kernel_.sum[i] += s.ksum[i];
     for (size_t i = 0; i < bias_.sum.size(); ++i) bias_.sum[i] += s.bsum[i];
   }
+  if (blocks.whole()) FinishGradients(parameters());
 }
 
 void Conv2dLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
@@ -300,7 +297,7 @@ void Conv2dLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
       for (int64_t e = 0; e < ne; ++e)
         Im2Col(in.data() + (e0 + e) * in_size, col.data() + e * pix * P);
       float* y = out.data() + e0 * pix * g_.oc;
-      internal::GemmRows(false, ne * pix, g_.oc, P, col.data(), P, w, g_.oc, y, g_.oc);
+      internal::Gemm(false, false, ne * pix, g_.oc, P, col.data(), P, w, g_.oc, y, g_.oc);
       internal::AddBiasActivation(y, ne * pix, g_.oc, b, relu);
     }
   });
@@ -314,7 +311,7 @@ void Conv2dLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& do
   if (din) din->Resize(in.shape());
   const float* w = kernel_.value.data();
   const bool relu = spec_.activation == Activation::kRelu;
-  SumBlocks(in, out, dout, blocks, [&](Scratch& s, int64_t b0, int64_t b1) {
+  SumBlocks(in, dout, blocks, [&](Scratch& s, int64_t b0, int64_t b1) {
     s.col.Resize(Shape{per_block * pix, P});
     s.kpart.SetZero();
     if (relu) s.dy.Resize(Shape{per_block * pix, oc});
@@ -329,11 +326,11 @@ void Conv2dLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& do
       for (int64_t e = 0; e < ne; ++e)
         Im2Col(in.data() + (e0 + e) * in_size, s.col.data() + e * pix * P);
       // dK += patches^T * dY
-      internal::GemmSerial(true, false, P, oc, rows, 1.0f, s.col.data(), P, g, oc, 1.0f,
-                           s.kpart.data(), oc);
+      internal::Gemm(true, false, P, oc, rows, s.col.data(), P, g, oc, s.kpart.data(), oc,
+                     /*accumulate=*/true);
       if (din) {
         // dPatches = dY * K^T, then scatter back onto the input positions.
-        internal::GemmRows(true, rows, P, oc, g, oc, w, oc, s.col.data(), P);
+        internal::Gemm(false, true, rows, P, oc, g, oc, w, oc, s.col.data(), P);
         float* dx = din->data() + e0 * in_size;
         std::memset(dx, 0, sizeof(float) * ne * in_size);
         for (int64_t e = 0; e < ne; ++e) Col2ImAdd(s.col.data() + e * pix * P, dx + e * in_size);

@@ -71,14 +71,14 @@ void DenseLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
     const int64_t all = step_->global();
     parts_by_rank_.resize(static_cast<size_t>(all * units));
     float* part = parts_by_rank_.data() + all * c.begin;
-    internal::GemmRows(false, all, c.count, in_, all_x_.data(), in_, kernel_.value.data() + c.begin,
-                       units, part, c.count);
+    internal::Gemm(false, false, all, c.count, in_, all_x_.data(), in_,
+                   kernel_.value.data() + c.begin, units, part, c.count);
     internal::AddBiasActivation(part, all, c.count, bias_.value.data() + c.begin, relu);
     step_->ShareColumns(parts_by_rank_, units, out.data());
     return;
   }
-  internal::GemmRows(false, batch, units, in_, in.data(), in_, kernel_.value.data(), units,
-                     out.data(), units);
+  internal::Gemm(false, false, batch, units, in_, in.data(), in_, kernel_.value.data(), units,
+                 out.data(), units);
   const float* b = bias_.value.data();
   ParallelFor(batch, 64, [&](int64_t begin, int64_t end) {
     internal::AddBiasActivation(out.data() + begin * units, end - begin, units, b, relu);
@@ -105,21 +105,45 @@ void DenseLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dou
     const int64_t all = step_->global();
     parts_by_rank_.resize(static_cast<size_t>(all * in_));
     float* part = parts_by_rank_.data() + all * c.begin;
-    internal::GemmRows(true, all, c.count, units, all_dy_.data(), units,
-                       kernel_.value.data() + c.begin * units, units, part, c.count);
+    internal::Gemm(false, true, all, c.count, units, all_dy_.data(), units,
+                   kernel_.value.data() + c.begin * units, units, part, c.count);
     step_->ShareColumns(parts_by_rank_, in_, din->data());
     return;
   }
-  SumGradients(in.data(), g, batch, blocks, 0, NumTiles());
+  if (gathered_) {
+    WholeBatchGradients(in.data(), g, batch, 0, in_);
+  } else {
+    SumGradients(in.data(), g, batch, blocks, 0, NumTiles());
+    if (blocks.whole()) FinishGradients(parameters());
+  }
   // dx = dY * W^T
   if (din) {
-    internal::GemmRows(true, batch, in_, units, g, units, kernel_.value.data(), units, din->data(),
-                       in_);
+    internal::Gemm(false, true, batch, in_, units, g, units, kernel_.value.data(), units,
+                   din->data(), in_);
   }
 }
 
-void DenseLayer::GatheredGradients(GradientBlocks& all, int64_t t0, int64_t t1) {
-  SumGradients(all_x_.data(), all_dy_.data(), all.examples(), all, t0, t1);
+void DenseLayer::set_step(GradientBlocks* step) {
+  step_ = step;
+  if (step) step_global_ = step->global();
+}
+
+void DenseLayer::GatheredGradients(int64_t t0, int64_t t1) {
+  WholeBatchGradients(all_x_.data(), all_dy_.data(), step_global_, FirstRowOfTile(t0),
+                      FirstRowOfTile(t1));
+}
+
+int64_t DenseLayer::FirstRowOfTile(int64_t t) const { return std::min(t * RowsPerTile(), in_); }
+
+void DenseLayer::WholeBatchGradients(const float* x, const float* g, int64_t batch, int64_t r0,
+                                     int64_t r1) {
+  const int64_t units = spec_.units;
+  // dW[r0:r1] = x[:, r0:r1]^T * dY, every element a sum over the batch in the examples' order.
+  internal::Gemm(true, false, r1 - r0, units, batch, x + r0, in_, g, units,
+                 kernel_.grad.data() + r0 * units, units);
+  // db = the column sums of dY, in the same order.
+  bias_.grad.SetZero();
+  internal::AddColumnSums(g, batch, units, bias_.grad.data());
 }
 
 void DenseLayer::SumGradients(const float* x, const float* g, int64_t batch, GradientBlocks& blocks,
@@ -127,7 +151,8 @@ void DenseLayer::SumGradients(const float* x, const float* g, int64_t batch, Gra
   const int64_t units = spec_.units;
   // The grids (gradient_blocks.h): a block's partial of dW is a sum of at most largest()
   // products x * dy, and of db a sum of as many dy.
-  float maxima[2] = {internal::MaxAbs(x, batch * in_), internal::MaxAbs(g, batch * units)};
+  float maxima[2] = {internal::ParallelMaxAbs(x, batch * in_),
+                     internal::ParallelMaxAbs(g, batch * units)};
   blocks.AgreeMax(maxima);
   const double dy_bound = static_cast<double>(blocks.largest()) * maxima[1];
   kernel_.sum_exponent = FixedPointExponent(dy_bound * maxima[0]);
@@ -148,8 +173,8 @@ void DenseLayer::SumGradients(const float* x, const float* g, int64_t batch, Gra
       std::fill(sum, sum + rows * units, 0);
       for (int k = 0; k < blocks.size(); ++k) {
         const int64_t b0 = blocks.begin(k), n = blocks.end(k) - b0;
-        internal::GemmSerial(true, false, rows, units, n, 1.0f, x + b0 * in_ + r0, in_,
-                             g + b0 * units, units, 0.0f, part.data(), units);
+        internal::Gemm(true, false, rows, units, n, x + b0 * in_ + r0, in_, g + b0 * units, units,
+                       part.data(), units);
         internal::AddFixed(part.data(), rows * units, kernel_.sum_exponent, sum);
       }
     }

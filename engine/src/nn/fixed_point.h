@@ -1,10 +1,13 @@
 // Fixed-point kernels of the exact gradient sums (GradientBlocks; private to engine/src).
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
+#include "trainingd/engine/base/parallel.h"
 #include "trainingd/engine/nn/gradient_blocks.h"
 
 namespace trainingd::engine::internal {
@@ -34,18 +37,14 @@ inline float MaxAbs(const float* x, int64_t n) {
   return nonfinite == 0.0f ? m : INFINITY;
 }
 
-// MaxAbs of g[i] where y[i] > 0 (the gradient through a ReLU whose output is y), or of all g
-// without the ReLU.
-inline float MaxAbsGrad(const float* y, const float* g, int64_t n, bool relu) {
-  if (!relu) return MaxAbs(g, n);
-  float m = 0.0f, nonfinite = 0.0f;
-#pragma omp simd reduction(max : m) reduction(+ : nonfinite)
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = y[i] > 0.0f ? g[i] : 0.0f;
-    m = std::max(m, std::fabs(v));
-    nonfinite += v * 0.0f;
-  }
-  return nonfinite == 0.0f ? m : INFINITY;
+// MaxAbs split over the compute threads: the grids' bounds read whole layers' inputs and output
+// gradients (megabytes), and a maximum is exact, so the split changes nothing.
+inline float ParallelMaxAbs(const float* x, int64_t n) {
+  std::vector<float> maxima(static_cast<size_t>(NumChunks(n, 1 << 15)), 0.0f);
+  ParallelChunks(n, 1 << 15, [&](int chunk, int64_t begin, int64_t end) {
+    maxima[static_cast<size_t>(chunk)] = MaxAbs(x + begin, end - begin);
+  });
+  return *std::max_element(maxima.begin(), maxima.end());
 }
 
 }  // namespace trainingd::engine::internal

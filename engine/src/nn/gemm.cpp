@@ -1,165 +1,299 @@
 #include "nn/gemm.h"
 
-#include <cblas.h>
-#include <omp.h>
-
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "trainingd/engine/base/parallel.h"
 
-// OpenBLAS's run-time kernel choice (a DYNAMIC_ARCH build, as Debian's). Weak: a build without it
-// leaves them null and keeps its kernels.
-extern "C" {
-[[gnu::weak]] char* gotoblas_corename(void);
-[[gnu::weak]] void gotoblas_dynamic_init(void);
-[[gnu::weak]] void gotoblas_dynamic_quit(void);
-}
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h>
+#endif
 
 namespace trainingd::engine::internal {
 namespace {
 
-// OpenBLAS 0.3.21 (Debian 12) picks its kernels from a table of CPU models; a model newer than
-// the table (Intel's Emerald Rapids, family 6 model 207, for one) gets its last resort, the SSE3
-// kernels it calls Prescott: half the CNN's speed, and products whose rows depend on the row count
-// (GemmRows' promise, which the exact data-parallel sums need). Newer OpenBLAS releases fall back
-// by the CPU's features instead; this does the same, once, before the first product: it names the
-// kernels in OPENBLAS_CORETYPE (which child processes, the ranks among them, then read too) and
-// has OpenBLAS choose again. A user's own OPENBLAS_CORETYPE is left alone.
-const char* CoreForThisCpu() {
-  __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  if (avx512) return __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
-  if (__builtin_cpu_supports("avx")) return "Sandybridge";
-  return nullptr;
+// ---------------------------------------------------------------------------------------------
+// V16: sixteen floats, the kernels' unit. Every operation on it is lane by lane, and Fma is one
+// rounding per lane on every instruction set, so the kernels compute the same bits on each.
+// ---------------------------------------------------------------------------------------------
+#if defined(__AVX512F__)
+constexpr const char* kKernels = "avx512";
+struct V16 {
+  __m512 v;
+};
+// The first n lanes (none for n <= 0, all for n >= 16).
+inline __mmask16 Lanes(int n) {
+  return static_cast<__mmask16>(n >= 16 ? 0xFFFF : n <= 0 ? 0 : (1u << n) - 1);
 }
-
-[[maybe_unused]] const bool kBlasCoreChosen = [] {
-  if (!gotoblas_corename || !gotoblas_dynamic_init || !gotoblas_dynamic_quit) return false;
-  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return false;
-  if (std::strcmp(gotoblas_corename(), "Prescott") != 0) return false;
-  const char* core = CoreForThisCpu();
-  if (core == nullptr) return false;
-  // Static initialisation: no other thread runs yet, and OpenBLAS has computed nothing.
-  setenv("OPENBLAS_CORETYPE", core, 0);
-  gotoblas_dynamic_quit();
-  gotoblas_dynamic_init();
-  return true;
-}();
-
-// Below this many multiply-adds a product runs on the calling thread: waking the pool costs more
-// than it saves (OpenBLAS's own cut-off, 2^18, is tuned for large machines).
-constexpr double kMinThreadedMacs = 4.0 * (1 << 20);
-// OpenBLAS's small-matrix kernels take products of up to 100^3 multiply-adds.
-constexpr double kSmallKernelMacs = 100.0 * 100.0 * 100.0;
-
-// Runs `call` on the calling thread alone when the product is too small to pay for waking the
-// pool (OpenBLAS sizes its team by the caller's nthreads ICV, which is per thread).
-template <typename Call>
-void RunSized(double macs, Call&& call) {
-  const int threads = omp_get_max_threads();
-  if (threads > 1 && !omp_in_parallel() && macs < kMinThreadedMacs) {
-    omp_set_num_threads(1);
-    call();
-    omp_set_num_threads(threads);
+inline V16 Zero() { return {_mm512_setzero_ps()}; }
+inline V16 Broadcast(const float* p) { return {_mm512_set1_ps(*p)}; }
+inline V16 Load(const float* p) { return {_mm512_load_ps(p)}; }  // 64-byte aligned
+inline V16 LoadN(const float* p, int n) { return {_mm512_maskz_loadu_ps(Lanes(n), p)}; }
+inline void Store(float* p, V16 x) { _mm512_store_ps(p, x.v); }  // 64-byte aligned
+inline void StoreN(float* p, V16 x, int n) { _mm512_mask_storeu_ps(p, Lanes(n), x.v); }
+inline V16 Fma(V16 a, V16 b, V16 c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+#elif defined(__AVX2__) && defined(__FMA__)
+constexpr const char* kKernels = "avx2";
+struct V16 {
+  __m256 lo, hi;
+};
+inline __m256i Lanes8(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline V16 Zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+inline V16 Broadcast(const float* p) {
+  const __m256 x = _mm256_broadcast_ss(p);
+  return {x, x};
+}
+inline V16 Load(const float* p) { return {_mm256_load_ps(p), _mm256_load_ps(p + 8)}; }
+inline V16 LoadN(const float* p, int n) {
+  if (n >= 16) return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
+  return {_mm256_maskload_ps(p, Lanes8(n)),
+          n > 8 ? _mm256_maskload_ps(p + 8, Lanes8(n - 8)) : _mm256_setzero_ps()};
+}
+inline void Store(float* p, V16 x) {
+  _mm256_store_ps(p, x.lo);
+  _mm256_store_ps(p + 8, x.hi);
+}
+inline void StoreN(float* p, V16 x, int n) {
+  if (n >= 16) {
+    _mm256_storeu_ps(p, x.lo);
+    _mm256_storeu_ps(p + 8, x.hi);
     return;
   }
-  call();
+  _mm256_maskstore_ps(p, Lanes8(n), x.lo);
+  if (n > 8) _mm256_maskstore_ps(p + 8, Lanes8(n - 8), x.hi);
 }
-}  // namespace
-
-const char* BlasCore() { return gotoblas_corename ? gotoblas_corename() : "unknown"; }
-
-namespace {
-void RowMajorSgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                   const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                   int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b,
-              static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+inline V16 Fma(V16 a, V16 b, V16 c) {
+  return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
 }
-}  // namespace
+#else
+constexpr const char* kKernels = "scalar";
+struct V16 {
+  float x[16];
+};
+inline V16 Zero() { return {}; }
+inline V16 Broadcast(const float* p) {
+  V16 r;
+  std::fill(r.x, r.x + 16, *p);
+  return r;
+}
+inline V16 LoadN(const float* p, int n) {
+  V16 r{};
+  std::copy_n(p, std::clamp(n, 0, 16), r.x);
+  return r;
+}
+inline V16 Load(const float* p) { return LoadN(p, 16); }
+inline void StoreN(float* p, V16 x, int n) { std::copy_n(x.x, std::clamp(n, 0, 16), p); }
+inline void Store(float* p, V16 x) { StoreN(p, x, 16); }
+inline V16 Fma(V16 a, V16 b, V16 c) {
+  V16 r;
+  for (int i = 0; i < 16; ++i) r.x[i] = std::fma(a.x[i], b.x[i], c.x[i]);
+  return r;
+}
+#endif
 
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  RunSized(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
-           [&] { RowMajorSgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); });
+// ---------------------------------------------------------------------------------------------
+// The micro-kernel: a tile of R rows x 16 * NV columns of C, over kc values of k. A is read where
+// it is, element (i, kk) at a[i * ars + kk * aks] (a row-major A or a transposed one alike), B
+// from a panel packed as [kc][16 * NV]. `load`: C's values start the chains (a later pass over k,
+// or accumulate), else zero. Only the tile's first `nr` columns are read and written.
+// ---------------------------------------------------------------------------------------------
+template <int R, int NV>
+void Micro(int kc, const float* a, int64_t ars, int64_t aks, const float* bp, float* c, int64_t ldc,
+           int nr, bool load) {
+  V16 acc[R][NV];
+  for (int i = 0; i < R; ++i) {
+    for (int v = 0; v < NV; ++v) {
+      acc[i][v] = load ? LoadN(c + i * ldc + 16 * v, nr - 16 * v) : Zero();
+    }
+  }
+  for (int kk = 0; kk < kc; ++kk) {
+    V16 b[NV];
+    for (int v = 0; v < NV; ++v) b[v] = Load(bp + (kk * NV + v) * 16);
+    const float* ak = a + kk * aks;
+    for (int i = 0; i < R; ++i) {
+      const V16 x = Broadcast(ak + i * ars);
+      for (int v = 0; v < NV; ++v) acc[i][v] = Fma(x, b[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    for (int v = 0; v < NV; ++v) StoreN(c + i * ldc + 16 * v, acc[i][v], nr - 16 * v);
+  }
 }
 
-void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  RunSized(0,
-           [&] { RowMajorSgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); });
+using MicroFn = void (*)(int, const float*, int64_t, int64_t, const float*, float*, int64_t, int,
+                         bool);
+
+// A kernel shape: NV vectors of columns and up to MR rows, with Micro<1..MR, NV>.
+template <int NV, int MR>
+struct Shape {
+  static constexpr int kVectors = NV;
+  static constexpr int kRows = MR;
+  template <int... R>
+  static constexpr auto Table(std::integer_sequence<int, R...>) {
+    return std::array<MicroFn, MR>{&Micro<R + 1, NV>...};
+  }
+  static constexpr std::array<MicroFn, MR> kMicro = Table(std::make_integer_sequence<int, MR>{});
+};
+
+#if defined(__AVX512F__)
+// 32 registers: 28 accumulators, two of B and a broadcast; or 16 rows of one vector, for C of
+// at most 16 columns.
+using Wide = Shape<2, 14>;
+using Narrow = Shape<1, 16>;
+#elif defined(__AVX2__) && defined(__FMA__)
+// 16 registers: 12 accumulators (6 rows of two halves), B's two halves and a broadcast.
+using Wide = Shape<1, 6>;
+using Narrow = Shape<1, 6>;
+#else
+using Wide = Shape<1, 4>;
+using Narrow = Shape<1, 4>;
+#endif
+
+// Values of k per pass: a B panel of kKc x 32 floats (32 KB) stays in the L1 cache while the
+// rows of A go past it.
+constexpr int kKc = 256;
+
+// GCC 12 warns of the undefined pass-through operand inside its own AVX-512 shuffle intrinsics.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// dst[kk * ldd + r] = src[r * lds + kk] for r < rows (<= 16), kk < cols; lanes [rows, lanes) of
+// each dst row are zero. Writes `lanes` (<= 16) floats per dst row.
+void Transpose(const float* src, int64_t lds, int rows, int cols, float* dst, int ldd, int lanes) {
+#if defined(__AVX512F__)
+  int kk0 = 0;
+  for (; kk0 < cols; kk0 += 16) {
+    const int w = std::min(16, cols - kk0);
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; ++i) {
+      r[i] = i < rows ? _mm512_maskz_loadu_ps(Lanes(w), src + i * lds + kk0) : _mm512_setzero_ps();
+    }
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+      r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+      r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+      r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 16; i += 8) {
+      for (int j = 0; j < 4; ++j) {
+        t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+        t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xDD);
+      }
+    }
+    for (int j = 0; j < 8; ++j) {
+      r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+      r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xDD);
+    }
+    for (int kk = 0; kk < w; ++kk) {
+      _mm512_mask_storeu_ps(dst + static_cast<int64_t>(kk0 + kk) * ldd, Lanes(lanes), r[kk]);
+    }
+  }
+#else
+  for (int kk = 0; kk < cols; ++kk) {
+    float* d = dst + static_cast<int64_t>(kk) * ldd;
+    for (int r = 0; r < lanes; ++r) d[r] = r < rows ? src[r * lds + kk] : 0.0f;
+  }
+#endif
+}
+#pragma GCC diagnostic pop
+
+// Buffers of 64-byte aligned floats, one set per thread.
+float* Aligned(std::vector<float>& buffer, int64_t floats) {
+  buffer.resize(static_cast<size_t>(floats + 16));
+  const auto p = reinterpret_cast<uintptr_t>(buffer.data());
+  return reinterpret_cast<float*>((p + 63) & ~uintptr_t{63});
 }
 
-namespace {
+template <typename Kernel>
+void GemmOnThisThread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+                      int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                      bool accumulate) {
+  constexpr int kNr = 16 * Kernel::kVectors;
+  thread_local std::vector<float> b_buffer;
+  float* bp = Aligned(b_buffer, static_cast<int64_t>(kKc) * kNr);
+  // Rows in tiles of at most kRows, as even as can be (25 rows: 13 and 12, not 14 and 11).
+  const int64_t tiles = (m + Kernel::kRows - 1) / Kernel::kRows;
+  const int64_t ars = trans_a ? 1 : lda, aks = trans_a ? lda : 1;
+  for (int64_t pc = 0; pc < k; pc += kKc) {
+    const int kc = static_cast<int>(std::min<int64_t>(kKc, k - pc));
+    const bool load = accumulate || pc > 0;
+    for (int64_t j0 = 0; j0 < n; j0 += kNr) {
+      const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j0));
+      // B's panel for this pass as [kc][kNr], zero beyond its columns.
+      if (trans_b) {
+        for (int v = 0; v < kNr; v += 16) {
+          Transpose(b + (j0 + v) * ldb + pc, ldb, std::clamp(cols - v, 0, 16), kc, bp + v, kNr, 16);
+        }
+      } else {
+        for (int kk = 0; kk < kc; ++kk) {
+          const float* src = b + (pc + kk) * ldb + j0;
+          for (int v = 0; v < kNr; v += 16) Store(bp + kk * kNr + v, LoadN(src + v, cols - v));
+        }
+      }
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t i0 = m * t / tiles, rows = m * (t + 1) / tiles - i0;
+        Kernel::kMicro[static_cast<size_t>(rows - 1)](kc, a + i0 * ars + pc * aks, ars, aks, bp,
+                                                      c + i0 * ldc + j0, ldc, cols, load);
+      }
+    }
+  }
+}
 
-// GemmRows on the calling thread alone.
-void GemmRowsSingle(bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                    const float* b, int64_t ldb, float* c, int64_t ldc) {
-  // Row-major C = A op(B) is column-major C^T = op(B)^T A^T, with the same arrays.
-  const auto product = [&](int64_t rows, const float* pa, int64_t pa_ld, float* pc, int64_t pc_ld) {
-    const int threads = omp_get_max_threads();
-    omp_set_num_threads(1);
-    cblas_sgemm(CblasColMajor, trans_b ? CblasTrans : CblasNoTrans, CblasNoTrans,
-                static_cast<blasint>(n), static_cast<blasint>(rows), static_cast<blasint>(k), 1.0f,
-                b, static_cast<blasint>(ldb), pa, static_cast<blasint>(pa_ld), 0.0f, pc,
-                static_cast<blasint>(pc_ld));
-    omp_set_num_threads(threads);
-  };
-  const double nk = static_cast<double>(n) * static_cast<double>(k);
-  if (static_cast<double>(m) * nk > kSmallKernelMacs || k == 0) {
-    product(m, a, lda, c, ldc);
+void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+                int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    if (!accumulate) {
+      for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
+    }
     return;
   }
-  // Small: the rows, then zero rows up to the first count past the small kernel's limit.
-  const int64_t rows = GemmRowsUnpadded(n, k);
-  thread_local std::vector<float> padded_a, padded_c;
-  padded_a.assign(static_cast<size_t>(rows * k), 0.0f);
-  padded_c.resize(static_cast<size_t>(rows * n));
-  for (int64_t r = 0; r < m; ++r) std::copy_n(a + r * lda, k, padded_a.data() + r * k);
-  product(rows, padded_a.data(), k, padded_c.data(), n);
-  for (int64_t r = 0; r < m; ++r) std::copy_n(padded_c.data() + r * n, n, c + r * ldc);
+  if (n <= 16) {
+    GemmOnThisThread<Narrow>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  } else {
+    GemmOnThisThread<Wide>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  }
 }
+
+// Below this many multiply-adds a product runs on the calling thread: handing it out costs more
+// than it saves.
+constexpr double kMinThreadedMacs = 1 << 20;
 
 }  // namespace
 
-int64_t GemmRowsUnpadded(int64_t n, int64_t k) {
-  const double nk =
-      static_cast<double>(std::max<int64_t>(n, 1)) * static_cast<double>(std::max<int64_t>(k, 1));
-  return static_cast<int64_t>(kSmallKernelMacs / nk) + 1;
-}
-
-void GemmRows(bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-              const float* b, int64_t ldb, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  if (omp_in_parallel() || ComputeThreads() <= 1 || macs < kMinThreadedMacs) {
-    GemmRowsSingle(trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+  if (ComputeThreads() <= 1 || macs < kMinThreadedMacs) {
+    GemmSerial(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
     return;
   }
-  // Threads take rows or columns of C, each with single-threaded calls: OpenBLAS's threaded
-  // driver blocks k differently from its single-threaded one, so its results would depend on
-  // the thread count.
+  // Threads take rows or columns of C; every element is computed as it would be on one thread.
   if (m >= n) {
     ParallelFor(m, 2, [&](int64_t begin, int64_t end) {
-      GemmRowsSingle(trans_b, end - begin, n, k, a + begin * lda, lda, b, ldb, c + begin * ldc,
-                     ldc);
+      GemmSerial(trans_a, trans_b, end - begin, n, k, trans_a ? a + begin : a + begin * lda, lda, b,
+                 ldb, c + begin * ldc, ldc, accumulate);
     });
   } else {
-    ParallelFor(n, 2, [&](int64_t begin, int64_t end) {
-      GemmRowsSingle(trans_b, m, end - begin, k, a, lda, trans_b ? b + begin * ldb : b + begin, ldb,
-                     c + begin, ldc);
+    // Columns in whole kernel panels, so that a thread's share wastes no lanes but the last.
+    const int64_t panels = (n + 31) / 32;
+    ParallelFor(panels, 2, [&](int64_t begin, int64_t end) {
+      const int64_t j0 = begin * 32, j1 = std::min(n, end * 32);
+      GemmSerial(trans_a, trans_b, m, j1 - j0, k, a, lda, trans_b ? b + j0 * ldb : b + j0, ldb,
+                 c + j0, ldc, accumulate);
     });
   }
 }
+
+const char* GemmKernels() { return kKernels; }
 
 }  // namespace trainingd::engine::internal

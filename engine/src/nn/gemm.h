@@ -1,44 +1,30 @@
-// Gemm: the engine's one entry to matrix products (private to engine/src).
+// Gemm: the engine's matrix products (private to engine/src), on kernels of its own.
 //
-// C = alpha * op(A) * op(B) + beta * C on row-major float matrices with leading dimensions,
-// computed by OpenBLAS (OpenMP build). Called outside a parallel region it uses ComputeThreads()
-// threads; called inside a ParallelFor/ParallelChunks body it runs on the calling thread only.
+// C = op(A) * op(B), or C += op(A) * op(B), on row-major float matrices with leading dimensions.
+// Every element of C is the fused multiply-add chain over k, in order:
+//
+//   c = fma(a[k-1], b[k-1], ... fma(a[1], b[1], fma(a[0], b[0], c0)))    (c0 = 0, or C's value)
+//
+// so an element comes out bit for bit the same whichever rows and columns the call around it has,
+// how many, where it sits among them, how many threads share the product, and whatever the CPU's
+// vector width (AVX-512, AVX2 with FMA, or none: the same bits). Data-parallel training relies on
+// that: a rank forms some of the rows or columns of one process's product and must get them to
+// the last bit (gradient_blocks.h). A BLAS promises nothing of the kind: OpenBLAS 0.3.21 sums
+// differently for different row counts and on different CPUs (tests/engine/gemm_test.cpp).
 #pragma once
 
 #include <cstdint>
 
 namespace trainingd::engine::internal {
 
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// C [m x n] = op(A) * op(B), or += with `accumulate`. op(A) is A [m x k], or A^T for A [k x m]
+// with `trans_a`; op(B) is B [k x n], or B^T for B [n x k] with `trans_b`. Both transposed is not
+// supported. ComputeThreads() threads take rows or columns of C (inside a parallel loop: the
+// calling thread alone).
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate = false);
 
-// Gemm on the calling thread alone, whatever the thread count: for the products that sum over a
-// block of examples (GradientBlocks), whose results must not depend on the threads (OpenBLAS's
-// threaded driver cuts k into other blocks than its single-threaded one; see GemmRows).
-void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                int64_t ldc);
-
-// C = A * op(B) for products whose rows are independent (one example, or one output pixel, per
-// row), such that each row of C comes out bit for bit the same however many rows there are and
-// whichever row it is: a data-parallel rank computes some of the rows of one process's product,
-// and must get them to the last bit (gradient_blocks.h).
-//
-// Gemm does not promise that. OpenBLAS (0.3.21, AVX-512 kernels) picks its kernel by the size of
-// the product: row-major NN products under 28 * 512^2 multiply-adds go to a "direct" kernel, and
-// products under 100^3 to a "small matrix" kernel that sums differently for different numbers of
-// rows; and its threaded driver cuts k into other blocks than its single-threaded one. Its
-// regular packed kernels, single-threaded, sum every element over k in the same order whatever m
-// and n are. So GemmRows calls the column-major interface (the direct kernel is row-major only)
-// on one thread per call, gives threads rows or columns of C, and pads a small product with zero
-// rows until it is past the small kernel's limit (tests/engine/gemm_test.cpp checks the promise).
-void GemmRows(bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-              const float* b, int64_t ldb, float* c, int64_t ldc);
-// The fewest rows for which GemmRows runs an n x k product without padding it.
-int64_t GemmRowsUnpadded(int64_t n, int64_t k);
-
-// The name of the kernels OpenBLAS runs on this CPU ("SkylakeX", "Haswell", ...): benchmarks
-// print it beside their numbers.
-const char* BlasCore();
+// The instruction set the kernels were built for: "avx512", "avx2" or "scalar".
+const char* GemmKernels();
 
 }  // namespace trainingd::engine::internal

@@ -112,7 +112,6 @@ void Layer::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Te
   }
   GradientBlocks blocks = GradientBlocks::Whole(in.shape()[0]);
   Backward(in, out, dout, din, blocks);
-  FinishGradients(params);
 }
 
 }  // namespace trainingd::engine

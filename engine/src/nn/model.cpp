@@ -140,10 +140,7 @@ const Tensor& Model::Forward(const Tensor& input, Mode mode) {
 void Model::Backward(const Tensor& dlogits) {
   GradientBlocks blocks = GradientBlocks::Whole(dlogits.shape()[0]);
   Backward(dlogits, blocks);
-  FinishGradients();
 }
-
-void Model::FinishGradients() { engine::FinishGradients(params_); }
 
 void Model::Backward(const Tensor& dlogits, GradientBlocks& blocks) {
   const Tensor* dy = &dlogits;

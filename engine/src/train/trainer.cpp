@@ -37,11 +37,6 @@ std::vector<int64_t> CutOnLines(const std::vector<int64_t>& offsets, int n) {
   }
   return bounds;
 }
-// Where the kernel-gradient rows of `layer`'s tile `t` start, in elements (its number of tiles:
-// the end).
-int64_t FirstElementOfTile(const DenseLayer& layer, int64_t t) {
-  return std::min(t * layer.RowsPerTile(), layer.in()) * layer.units();
-}
 }  // namespace
 
 Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
@@ -76,14 +71,17 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
                                    std::to_string(options.reduction_blocks));
   }
   t->reduction_blocks_ = options.reduction_blocks;
+  // Which dense layers are wide: decided by the batch alone, so one process sums their gradients
+  // as the ranks of a data-parallel job do.
+  std::vector<DenseLayer*> wide = t->model_->GatherLargeDenseLayers(options.batch_size);
   if (t->comm_) {
     const int n = t->comm_->size(), me = t->comm_->rank();
-    t->gathered_ = t->model_->GatherLargeDenseLayers(options.batch_size);
+    t->gathered_ = std::move(wide);
     for (DenseLayer* layer : t->gathered_) {
       std::vector<int64_t>& bounds = t->kernel_bounds_.emplace_back(static_cast<size_t>(n) + 1);
       for (int k = 0; k <= n; ++k) {
         const int64_t tile = k == n ? layer->NumTiles() : ShardOf(layer->NumTiles(), k, n).begin;
-        bounds[static_cast<size_t>(k)] = FirstElementOfTile(*layer, tile);
+        bounds[static_cast<size_t>(k)] = layer->FirstRowOfTile(tile) * layer->units();
       }
       Parameter* kernel = layer->parameters()[0];
       t->update_parts_.push_back(
@@ -161,7 +159,7 @@ StepResult Trainer::Step(const StepOptions& options) {
     // the step's loss, accuracy and stop votes and each rank's timings (in its own slots, zero
     // elsewhere) are summed over the ranks.
     r.error = blocks.status();
-    if (r.error.ok()) r.error = ReduceGradients(global_batch);
+    if (r.error.ok()) r.error = ReduceGradients();
     const int n = comm_->size(), me = comm_->rank();
     std::vector<double>& sums = step_sums_;
     constexpr int kTimings = 4;  // loss, correct, stop votes, whole-state votes, then timings
@@ -191,7 +189,6 @@ StepResult Trainer::Step(const StepOptions& options) {
     r.stop_agreed = sums[2] > 0;
     whole_state_agreed = r.stop_agreed || sums[3] > 0;
   }
-  if (!comm_) model_->FinishGradients();
   r.learning_rate = optimizer_->LearningRate(global_step_);
   if (timed) t0 = Clock::now();
   if (comm_) {
@@ -226,24 +223,15 @@ StepResult Trainer::Step(const StepOptions& options) {
 
 // The large dense layers' kernels (most of a model's parameters) are not reduced at all: their
 // Forward and Backward gathered the inputs and output gradients of the global batch (a few hundred
-// KB), and each rank forms the exact sums of its share of the kernel's row tiles from all blocks.
-// The other parameters' sums go through one int64 reduce-scatter. Every block partial is formed
-// as in one process, so each rank's part of the gradients is the same bits.
-Status Trainer::ReduceGradients(int64_t global_batch) {
+// KB), and each rank forms the gradient of its share of the kernel's row tiles over the whole
+// batch, as one process does. The other parameters' sums go through one int64 reduce-scatter.
+// Every element and every block partial is formed as in one process, so each rank's part of the
+// gradients is the same bits.
+Status Trainer::ReduceGradients() {
   const int n = comm_->size(), me = comm_->rank();
-  GradientBlocks all = GradientBlocks::ForRank(global_batch, reduction_blocks_, 0, 1, nullptr);
-  for (size_t i = 0; i < gathered_.size(); ++i) {
-    DenseLayer* layer = gathered_[i];
+  for (DenseLayer* layer : gathered_) {
     const Shard tiles = ShardOf(layer->NumTiles(), me, n);
-    layer->GatheredGradients(all, tiles.begin, tiles.begin + tiles.count);
-    Parameter& kernel = *layer->parameters()[0];
-    Parameter& bias = *layer->parameters()[1];
-    const int64_t begin = kernel_bounds_[i][static_cast<size_t>(me)];
-    const int64_t end = kernel_bounds_[i][static_cast<size_t>(me) + 1];
-    SumsToGradient(kernel.sum.data() + begin, end - begin, kernel.sum_exponent,
-                   kernel.grad.data() + begin);
-    SumsToGradient(bias.sum.data(), static_cast<int64_t>(bias.sum.size()), bias.sum_exponent,
-                   bias.grad.data());
+    layer->GatheredGradients(tiles.begin, tiles.begin + tiles.count);
   }
   // The other parameters' sums: each rank gets the total of its part and forms the gradient
   // there, which is all it updates.

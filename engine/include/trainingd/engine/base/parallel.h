@@ -4,9 +4,8 @@
 // own share of the cores: each calling thread has a team of ComputeThreads() - 1 threads of its
 // own, started at its first parallel loop. A loop's chunks are handed out one at a time to
 // whichever of the team and the caller asks first, so a caller never waits for a thread the
-// scheduler has not run (on a machine shared with other programs); idle threads spin for at most 50
-// us, yielding the core after 10 us, then sleep. OpenBLAS is called from inside the loops and runs
-// on the calling thread alone.
+// scheduler has not run (on a machine shared with other programs). Idle threads look for work for
+// up to 1 ms, yielding their core at every look after the first 10 us, then sleep.
 #pragma once
 
 #include <cstdint>

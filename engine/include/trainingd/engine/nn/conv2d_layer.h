@@ -90,8 +90,7 @@ class Conv2dLayer final : public Layer {
   // them in parallel; block_fn leaves the block's kernel gradient in scratch.kpart and adds its
   // bias gradient to scratch.dbias (zeroed). The partials are summed into the parameters' sums.
   template <typename BlockFn>
-  void SumBlocks(const Tensor& in, const Tensor& out, const Tensor& dout, GradientBlocks& blocks,
-                 BlockFn&& block_fn);
+  void SumBlocks(const Tensor& in, const Tensor& dout, GradientBlocks& blocks, BlockFn&& block_fn);
 
   ConvAlgorithm requested_ = ConvAlgorithm::kAuto;
   std::unique_ptr<internal::WinogradConv> winograd_;  // set when Build chose Winograd

@@ -1,7 +1,8 @@
 // DenseLayer: y = x * W + b on [batch, in] inputs (tf.layers.dense), optionally fused with ReLU.
 // Kernel shape [in, units], as in TensorFlow. Forward and the input gradient run as one
-// multi-threaded GEMM each; the kernel gradient as one small GEMM per batch block and tile of
-// kernel rows, summed exactly (gradient_blocks.h).
+// multi-threaded product each (gemm.h). The kernel gradient of a wide layer (set_gathered) is one
+// product over the whole batch; of any other, one product per batch block and tile of kernel
+// rows, summed exactly (gradient_blocks.h).
 #pragma once
 
 #include "trainingd/engine/nn/layer.h"
@@ -25,33 +26,39 @@ class DenseLayer final : public Layer {
   std::vector<Parameter*> parameters() override { return {&kernel_, &bias_}; }
   int64_t ForwardFlopsPerExample() const override { return 2 * in_ * spec_.units; }
 
-  // Data parallelism for a wide layer (Model::GatherLargeDenseLayers): the ranks split its work
-  // by columns, as the threads of one process do, rather than by examples, so each reads a
-  // share of the kernel instead of all of it. During a training step (set_step, null otherwise)
-  // Forward gathers the inputs of the global batch, forms its share of the output columns for
-  // every example and shares them (GradientBlocks::ShareColumns); Backward gathers the output
-  // gradients and forms its share of the input gradient's columns the same way. No gradient
-  // sums are formed there: GatheredGradients then forms those of any tiles of kernel rows, from
-  // the gathered inputs and output gradients. Every element, and every block partial, is formed
-  // as one process forms it, so the results are the same bits.
+  // A wide layer (Model::GatherLargeDenseLayers, 2 * in * units > batch * (in + units): most of
+  // a model's weights): its gradient is summed over the whole batch in float, every element in
+  // the examples' order, in one process and in a data-parallel step alike; so no fixed point and
+  // no blocks. A data-parallel step splits its work over the ranks by columns, as the threads of
+  // one process do, so each reads a share of the kernel instead of all of it: during a step
+  // (set_step, null otherwise) Forward gathers the inputs of the global batch, forms its share of
+  // the output columns for every example and shares them (GradientBlocks::ShareColumns); Backward
+  // gathers the output gradients and forms its share of the input gradient's columns the same
+  // way. GatheredGradients then forms the gradient of any tiles of kernel rows, and the bias's,
+  // from the gathered inputs and output gradients. Every element is formed as one process forms
+  // it (gemm.h), so the results are the same bits.
   void set_gathered(bool gathered) { gathered_ = gathered; }
   bool gathered() const { return gathered_; }
-  void set_step(GradientBlocks* step) { step_ = step; }
-  // The exponents and the exact sums of the bias and of the kernel rows of tiles [t0, t1) over
-  // the global batch, cut into `all` (the blocks of one process), after a step's Backward.
-  void GatheredGradients(GradientBlocks& all, int64_t t0, int64_t t1);
+  void set_step(GradientBlocks* step);
+  // The gradients (Parameter::grad) of the bias and of the kernel rows of tiles [t0, t1), from the
+  // inputs and output gradients the latest step gathered.
+  void GatheredGradients(int64_t t0, int64_t t1);
   int64_t in() const { return in_; }
   int64_t units() const { return spec_.units; }
-  // The kernel's gradient is summed by tiles of whole rows; every tile but the last is a
-  // multiple of 16 elements.
+  // The kernel's gradient is formed by tiles of whole rows; every tile but the last is a multiple
+  // of 16 elements.
   int64_t RowsPerTile() const;
   int64_t NumTiles() const { return (in_ + RowsPerTile() - 1) / RowsPerTile(); }
+  // The first kernel row of tile t (t = NumTiles(): in()).
+  int64_t FirstRowOfTile(int64_t t) const;
 
  private:
   // The exponents and the exact sums over `blocks` of `batch` examples of the bias and of the
   // kernel rows of tiles [t0, t1).
   void SumGradients(const float* x, const float* g, int64_t batch, GradientBlocks& blocks,
                     int64_t t0, int64_t t1);
+  // A wide layer's gradients over `batch` examples: the kernel rows [r0, r1) and the bias.
+  void WholeBatchGradients(const float* x, const float* g, int64_t batch, int64_t r0, int64_t r1);
 
   LayerSpec spec_;
   int64_t in_ = 0;
@@ -61,6 +68,7 @@ class DenseLayer final : public Layer {
   static constexpr int64_t kTileElements = 16384;
   bool gathered_ = false;
   GradientBlocks* step_ = nullptr;
+  int64_t step_global_ = 0;  // the latest step's global batch
   // Gathered: the global batch's inputs and output gradients, and the ranks' column parts.
   std::vector<float> all_x_, all_dy_, parts_by_rank_;
 

@@ -51,6 +51,9 @@ class GradientBlocks {
   int64_t end(int k) const { return bounds_[static_cast<size_t>(k) + 1] - bounds_.front(); }
   // Examples in the largest block of the global batch (the same on every rank).
   int64_t largest() const { return largest_; }
+  // Every block of the batch is here (one process): a layer's sums are final when its Backward
+  // has formed them, and it turns them into its parameters' gradients itself (FinishGradients).
+  bool whole() const { return ranks_ == 1; }
 
   // Replaces every value by its maximum over the ranks. A failed reduction (a rank gone) is kept
   // in status() and leaves the values as they are; the step then fails.

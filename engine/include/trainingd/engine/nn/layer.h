@@ -22,7 +22,7 @@ namespace trainingd::engine {
 struct Parameter {
   std::string name;
   Tensor value;
-  Tensor grad;  // same shape as value; FinishGradients writes it after every Backward
+  Tensor grad;  // same shape as value; written by every step's Backward (Layer::Backward)
   // Backward's exact sum of the gradient over the batch, in fixed point: grad = sum *
   // 2^-sum_exponent (GradientBlocks). A view of the model's flat sum buffer, as many elements as
   // value; a data-parallel step adds up the ranks' sums before FinishGradients.
@@ -71,14 +71,15 @@ class Layer {
   // out = f(in). Resizes `out` as needed.
   virtual void Forward(const Tensor& in, Tensor& out, Mode mode) = 0;
 
-  // Given in/out of the latest Forward and dout = dLoss/dout, writes every parameter's exact
-  // gradient sum (Parameter::sum, summed over `blocks`, see gradient_blocks.h) and, when `din` is
-  // not null, dLoss/din. The first layer of a model gets din == nullptr, which lets it skip the
-  // input gradient entirely.
+  // Given in/out of the latest Forward and dout = dLoss/dout, writes every parameter's gradient
+  // (Parameter::grad) when `blocks` are whole (one process), or else its exact gradient sum
+  // (Parameter::sum, summed over `blocks`, see gradient_blocks.h); and, when `din` is not null,
+  // dLoss/din. The first layer of a model gets din == nullptr, which lets it skip the input
+  // gradient entirely.
   virtual void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
                         GradientBlocks& blocks) = 0;
-  // The same over the whole batch as one block, in one process, then FinishGradients: every
-  // parameter's grad is written (layer tests). Gives parameters without a sum buffer their own.
+  // The same over the whole batch as one block, in one process: every parameter's grad is
+  // written (layer tests). Gives parameters without a sum buffer their own.
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din);
 
   virtual std::vector<Parameter*> parameters() { return {}; }

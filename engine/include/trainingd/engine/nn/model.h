@@ -55,14 +55,13 @@ class Model {
   // Runs the layers on a batch [B, input_shape...] and returns the logits [B, num_classes]. In
   // kTrain mode the activations are kept for Backward; `input` must outlive the next Backward.
   const Tensor& Forward(const Tensor& input, Mode mode);
-  // Back-propagates dLoss/dlogits through the latest Forward, writing every parameter's exact
-  // sum over `blocks` (Parameter::sum), except the kernel and bias of gathered dense layers
-  // (GatherLargeDenseLayers). A data-parallel step then adds up the ranks' sums and makes them
-  // gradients (Trainer::ReduceGradients).
+  // Back-propagates dLoss/dlogits through the latest Forward. In one process (blocks.whole())
+  // every parameter's gradient is written. In a data-parallel step every parameter's exact sum
+  // over `blocks` (Parameter::sum) is, except for the gathered dense layers
+  // (GatherLargeDenseLayers), whose gradients DenseLayer::GatheredGradients forms; the step then
+  // adds up the ranks' sums and makes them gradients (Trainer::ReduceGradients).
   void Backward(const Tensor& dlogits, GradientBlocks& blocks);
-  // Every parameter's grad from its sum.
-  void FinishGradients();
-  // Backward over the batch as one block, then FinishGradients (one process).
+  // Backward over the batch as one block (one process).
   void Backward(const Tensor& dlogits);
 
   // Every trainable parameter, in layer order (kernel before bias).

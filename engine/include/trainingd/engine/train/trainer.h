@@ -147,7 +147,7 @@ class Trainer {
   int64_t BlocksOf(int64_t batch) const;
   // A data-parallel step's exact gradient sums, made every rank's float gradients
   // (docs/distributed.md#the-step).
-  Status ReduceGradients(int64_t global_batch);
+  Status ReduceGradients();
   // After the update: the ranks exchange their parts of the parameters, and of the optimizer
   // slots when `with_slots`.
   Status ShareUpdatedParts(bool with_slots);

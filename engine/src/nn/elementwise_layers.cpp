@@ -91,9 +91,10 @@ void DropoutLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tenso
 Result<Shape> FlattenLayer::Configure(const Shape& input) { return Shape{input.num_elements()}; }
 
 void FlattenLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
+  // The same floats, seen as [batch, features]: the input outlives the output (the model keeps
+  // both until Backward), and the next layer only reads it.
   const int64_t batch = in.shape()[0];
-  out.Resize(Shape{batch, batch ? in.size() / batch : 0});
-  std::memcpy(out.data(), in.data(), sizeof(float) * in.size());
+  out = Tensor::View(Shape{batch, batch ? in.size() / batch : 0}, const_cast<float*>(in.data()));
 }
 
 void FlattenLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& dout,

@@ -26,15 +26,15 @@ inline void AddFixed(const float* p, int64_t n, int exponent, int64_t* acc) {
   }
 }
 
-// The largest |x[i]|; +infinity when some x[i] is not finite.
+// The largest |x[i]|; +infinity when some x[i] is not finite. On the floats' bits without the
+// sign, which order as their magnitudes do, infinity and NaN above every finite value: an integer
+// maximum, whose one-cycle latency lets the loop run at the speed of its loads (a float maximum
+// and a NaN check chained four-cycle instructions from one iteration to the next).
 inline float MaxAbs(const float* x, int64_t n) {
-  float m = 0.0f, nonfinite = 0.0f;
-#pragma omp simd reduction(max : m) reduction(+ : nonfinite)
-  for (int64_t i = 0; i < n; ++i) {
-    m = std::max(m, std::fabs(x[i]));
-    nonfinite += x[i] * 0.0f;  // NaN for an infinite or NaN x[i], 0 otherwise
-  }
-  return nonfinite == 0.0f ? m : INFINITY;
+  uint32_t m = 0;
+#pragma omp simd reduction(max : m)
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::bit_cast<uint32_t>(x[i]) & 0x7FFFFFFFu);
+  return m >= 0x7F800000u ? INFINITY : std::bit_cast<float>(m);
 }
 
 // MaxAbs split over the compute threads: the grids' bounds read whole layers' inputs and output

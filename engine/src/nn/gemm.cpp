@@ -32,6 +32,7 @@ inline __mmask16 Lanes(int n) {
 inline V16 Zero() { return {_mm512_setzero_ps()}; }
 inline V16 Broadcast(const float* p) { return {_mm512_set1_ps(*p)}; }
 inline V16 Load(const float* p) { return {_mm512_load_ps(p)}; }  // 64-byte aligned
+inline V16 LoadU(const float* p) { return {_mm512_loadu_ps(p)}; }
 inline V16 LoadN(const float* p, int n) { return {_mm512_maskz_loadu_ps(Lanes(n), p)}; }
 inline void Store(float* p, V16 x) { _mm512_store_ps(p, x.v); }  // 64-byte aligned
 inline void StoreN(float* p, V16 x, int n) { _mm512_mask_storeu_ps(p, Lanes(n), x.v); }
@@ -50,6 +51,7 @@ inline V16 Broadcast(const float* p) {
   return {x, x};
 }
 inline V16 Load(const float* p) { return {_mm256_load_ps(p), _mm256_load_ps(p + 8)}; }
+inline V16 LoadU(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
 inline V16 LoadN(const float* p, int n) {
   if (n >= 16) return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
   return {_mm256_maskload_ps(p, Lanes8(n)),
@@ -88,6 +90,7 @@ inline V16 LoadN(const float* p, int n) {
   return r;
 }
 inline V16 Load(const float* p) { return LoadN(p, 16); }
+inline V16 LoadU(const float* p) { return LoadN(p, 16); }
 inline void StoreN(float* p, V16 x, int n) { std::copy_n(x.x, std::clamp(n, 0, 16), p); }
 inline void Store(float* p, V16 x) { StoreN(p, x, 16); }
 inline V16 Fma(V16 a, V16 b, V16 c) {
@@ -99,13 +102,18 @@ inline V16 Fma(V16 a, V16 b, V16 c) {
 
 // ---------------------------------------------------------------------------------------------
 // The micro-kernel: a tile of R rows x 16 * NV columns of C, over kc values of k. A is read where
-// it is, element (i, kk) at a[i * ars + kk * aks] (a row-major A or a transposed one alike), B
-// from a panel packed as [kc][16 * NV]. `load`: C's values start the chains (a later pass over k,
-// or accumulate), else zero. Only the tile's first `nr` columns are read and written.
+// it is, element (i, kk) at a[i * ars + kk * aks] (a row-major A or a transposed one alike), B's
+// row kk of the tile's columns at b + kk * bks (a packed panel, or B itself). `load`: C's values
+// start the chains (a later pass over k, or accumulate), else zero. Only the tile's first `nr`
+// columns are read and written.
 // ---------------------------------------------------------------------------------------------
-template <int R, int NV>
-void Micro(int kc, const float* a, int64_t ars, int64_t aks, const float* bp, float* c, int64_t ldc,
-           int nr, bool load) {
+// How the micro-kernel reads a row of B's tile: from a packed panel (aligned, a fixed stride),
+// from B itself with every column there, or from B itself with fewer (masked).
+enum class BRows { kPacked, kWhole, kMasked };
+
+template <int R, int NV, BRows kB>
+void Micro(int kc, const float* a, int64_t ars, int64_t aks, const float* b, int64_t bks, float* c,
+           int64_t ldc, int nr, bool load) {
   V16 acc[R][NV];
   for (int i = 0; i < R; ++i) {
     for (int v = 0; v < NV; ++v) {
@@ -113,12 +121,20 @@ void Micro(int kc, const float* a, int64_t ars, int64_t aks, const float* bp, fl
     }
   }
   for (int kk = 0; kk < kc; ++kk) {
-    V16 b[NV];
-    for (int v = 0; v < NV; ++v) b[v] = Load(bp + (kk * NV + v) * 16);
+    V16 bv[NV];
+    for (int v = 0; v < NV; ++v) {
+      if constexpr (kB == BRows::kPacked) {
+        bv[v] = Load(b + (kk * NV + v) * 16);
+      } else if constexpr (kB == BRows::kWhole) {
+        bv[v] = LoadU(b + kk * bks + 16 * v);
+      } else {
+        bv[v] = LoadN(b + kk * bks + 16 * v, nr - 16 * v);
+      }
+    }
     const float* ak = a + kk * aks;
     for (int i = 0; i < R; ++i) {
       const V16 x = Broadcast(ak + i * ars);
-      for (int v = 0; v < NV; ++v) acc[i][v] = Fma(x, b[v], acc[i][v]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = Fma(x, bv[v], acc[i][v]);
     }
   }
   for (int i = 0; i < R; ++i) {
@@ -126,19 +142,25 @@ void Micro(int kc, const float* a, int64_t ars, int64_t aks, const float* bp, fl
   }
 }
 
-using MicroFn = void (*)(int, const float*, int64_t, int64_t, const float*, float*, int64_t, int,
-                         bool);
+using MicroFn = void (*)(int, const float*, int64_t, int64_t, const float*, int64_t, float*,
+                         int64_t, int, bool);
 
-// A kernel shape: NV vectors of columns and up to MR rows, with Micro<1..MR, NV>.
+// A kernel shape: NV vectors of columns and up to MR rows, with Micro<1..MR, NV> for each way of
+// reading B.
 template <int NV, int MR>
 struct Shape {
   static constexpr int kVectors = NV;
   static constexpr int kRows = MR;
-  template <int... R>
+  template <BRows kB, int... R>
   static constexpr auto Table(std::integer_sequence<int, R...>) {
-    return std::array<MicroFn, MR>{&Micro<R + 1, NV>...};
+    return std::array<MicroFn, MR>{&Micro<R + 1, NV, kB>...};
   }
-  static constexpr std::array<MicroFn, MR> kMicro = Table(std::make_integer_sequence<int, MR>{});
+  static constexpr std::array<MicroFn, MR> kPacked =
+      Table<BRows::kPacked>(std::make_integer_sequence<int, MR>{});
+  static constexpr std::array<MicroFn, MR> kWhole =
+      Table<BRows::kWhole>(std::make_integer_sequence<int, MR>{});
+  static constexpr std::array<MicroFn, MR> kMasked =
+      Table<BRows::kMasked>(std::make_integer_sequence<int, MR>{});
 };
 
 #if defined(__AVX512F__)
@@ -164,7 +186,8 @@ constexpr int kKc = 256;
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 // dst[kk * ldd + r] = src[r * lds + kk] for r < rows (<= 16), kk < cols; lanes [rows, lanes) of
 // each dst row are zero. Writes `lanes` (<= 16) floats per dst row.
-void Transpose(const float* src, int64_t lds, int rows, int cols, float* dst, int ldd, int lanes) {
+void Transpose(const float* src, int64_t lds, int rows, int cols, float* dst, int64_t ldd,
+               int lanes) {
 #if defined(__AVX512F__)
   int kk0 = 0;
   for (; kk0 < cols; kk0 += 16) {
@@ -228,11 +251,19 @@ void GemmOnThisThread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     const bool load = accumulate || pc > 0;
     for (int64_t j0 = 0; j0 < n; j0 += kNr) {
       const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j0));
-      // B's panel for this pass as [kc][kNr], zero beyond its columns.
+      // B's panel for this pass as [kc][kNr], zero beyond its columns; or B itself, when it is
+      // not transposed and too few rows of A go past the panel to pay for the copy.
+      const float* panel = bp;
+      int64_t panel_ld = kNr;
+      const std::array<MicroFn, Kernel::kRows>* kernels = &Kernel::kPacked;
       if (trans_b) {
         for (int v = 0; v < kNr; v += 16) {
           Transpose(b + (j0 + v) * ldb + pc, ldb, std::clamp(cols - v, 0, 16), kc, bp + v, kNr, 16);
         }
+      } else if (tiles <= 2) {
+        panel = b + pc * ldb + j0;
+        panel_ld = ldb;
+        kernels = cols == kNr ? &Kernel::kWhole : &Kernel::kMasked;
       } else {
         for (int kk = 0; kk < kc; ++kk) {
           const float* src = b + (pc + kk) * ldb + j0;
@@ -241,8 +272,8 @@ void GemmOnThisThread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
       }
       for (int64_t t = 0; t < tiles; ++t) {
         const int64_t i0 = m * t / tiles, rows = m * (t + 1) / tiles - i0;
-        Kernel::kMicro[static_cast<size_t>(rows - 1)](kc, a + i0 * ars + pc * aks, ars, aks, bp,
-                                                      c + i0 * ldc + j0, ldc, cols, load);
+        (*kernels)[static_cast<size_t>(rows - 1)](kc, a + i0 * ars + pc * aks, ars, aks, panel,
+                                                  panel_ld, c + i0 * ldc + j0, ldc, cols, load);
       }
     }
   }
@@ -257,7 +288,20 @@ void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
     }
     return;
   }
-  if (n <= 16) {
+  if (trans_a && !trans_b && n <= 16 && m > n) {
+    // A^T B into few columns (a kernel gradient into a few units): as (B^T A)^T, whose rows are
+    // the few, so that every lane of the kernel works. The same chains, from C's values when
+    // accumulating.
+    thread_local std::vector<float> ct;
+    ct.resize(static_cast<size_t>(n * m));
+    const int cols = static_cast<int>(n);
+    for (int64_t i0 = 0; accumulate && i0 < m; i0 += 16) {
+      const int rows = static_cast<int>(std::min<int64_t>(16, m - i0));
+      Transpose(c + i0 * ldc, ldc, rows, cols, ct.data() + i0, m, rows);
+    }
+    GemmOnThisThread<Wide>(true, false, n, m, k, b, ldb, a, lda, ct.data(), m, accumulate);
+    Transpose(ct.data(), m, cols, static_cast<int>(m), c, ldc, cols);
+  } else if (n <= 16) {
     GemmOnThisThread<Narrow>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
   } else {
     GemmOnThisThread<Wide>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);

@@ -205,7 +205,7 @@ std::vector<ModelMemory> Model::LayerMemoryUse(int64_t train_batch, int64_t eval
     ModelMemory& m = out[i];
     // value, gradient and the gradient's exact sum
     m.parameters = SatMul(2 * f + 8, l.NumParameters());
-    m.activations = SatMul(SatMul(f, widest), shapes_[i].num_elements());
+    m.activations = l.OutputViewsInput() ? 0 : SatMul(SatMul(f, widest), shapes_[i].num_elements());
     m.scratch = std::max(l.ScratchBytes(train_batch, Mode::kTrain, threads),
                          eval_batch > 0 ? l.ScratchBytes(eval_batch, Mode::kEval, threads) : 0);
     if (needs_input_grad_[i]) {

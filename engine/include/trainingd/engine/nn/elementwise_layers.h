@@ -46,12 +46,14 @@ class DropoutLayer final : public Layer {
   std::vector<float> mask_;  // 0 or 1 / (1 - rate), per element of the latest training forward
 };
 
+// [batch, ...] -> [batch, features]. Forward's output is a view of its input, not a copy.
 class FlattenLayer final : public Layer {
  public:
   explicit FlattenLayer(std::string name) : Layer(std::move(name)) {}
   const char* type() const override { return "flatten"; }
   Result<Shape> Configure(const Shape& input) override;
   void Forward(const Tensor& in, Tensor& out, Mode mode) override;
+  bool OutputViewsInput() const override { return true; }
   using Layer::Backward;
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
                 GradientBlocks& blocks) override;

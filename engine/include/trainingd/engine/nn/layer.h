@@ -70,6 +70,8 @@ class Layer {
 
   // out = f(in). Resizes `out` as needed.
   virtual void Forward(const Tensor& in, Tensor& out, Mode mode) = 0;
+  // Forward's output is a view of its input (a reshape), which costs no memory of its own.
+  virtual bool OutputViewsInput() const { return false; }
 
   // Given in/out of the latest Forward and dout = dLoss/dout, writes every parameter's gradient
   // (Parameter::grad) when `blocks` are whole (one process), or else its exact gradient sum

@@ -309,6 +309,22 @@ void JobManager::SetStateLocked(Job& job, JobState state) {
 }
 
 eng::Result<api::JobInfo> JobManager::Submit(eng::JobSpec spec, std::string spec_json) {
+  return Recorded(SubmitUnrecorded(std::move(spec), std::move(spec_json)));
+}
+
+eng::Result<api::JobInfo> JobManager::Recorded(eng::Result<api::JobInfo> changed) {
+  if (!changed.ok()) return changed;
+  // Outside mu_: the store's health listener takes it. Bounded, as the database may be failing
+  // (the change is then held in memory and retried; OnStoreHealth holds the queue meanwhile).
+  if (eng::Status st = store_.Flush(kRecordTimeout); !st.ok()) {
+    eng::Logger::Stderr()->Warning(
+        "job " + changed->id +
+        ": the request's change is not yet in the database: " + st.ToString());
+  }
+  return changed;
+}
+
+eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::string spec_json) {
   // Before the lock: the dataset's headers are read and the spec estimated.
   if (auto admitted = Admit(spec); !admitted.ok()) return admitted.status();
   auto job = std::make_shared<Job>();
@@ -378,6 +394,10 @@ eng::Result<api::JobInfo> JobManager::Get(const std::string& id) {
 }
 
 eng::Result<api::JobInfo> JobManager::Stop(const std::string& id) {
+  return Recorded(StopUnrecorded(id));
+}
+
+eng::Result<api::JobInfo> JobManager::StopUnrecorded(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto job = FindLocked(id);
   if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
@@ -408,6 +428,11 @@ eng::Result<api::JobInfo> JobManager::Stop(const std::string& id) {
 
 eng::Result<api::JobInfo> JobManager::Resume(const std::string& id,
                                              std::optional<int64_t> max_steps) {
+  return Recorded(ResumeUnrecorded(id, max_steps));
+}
+
+eng::Result<api::JobInfo> JobManager::ResumeUnrecorded(const std::string& id,
+                                                       std::optional<int64_t> max_steps) {
   std::lock_guard<std::mutex> lock(mu_);
   auto job = FindLocked(id);
   if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
@@ -462,6 +487,12 @@ eng::Status JobManager::Delete(const std::string& id) {
     deleted.deleted = true;
     bus_.Publish("", api::EventKind::kJob, deleted);
     bus_.Forget(id);
+  }
+  // Gone from the database before its files, so a kill -9 between the two leaves no job
+  // without them.
+  if (eng::Status st = store_.Flush(kRecordTimeout); !st.ok()) {
+    eng::Logger::Stderr()->Warning("job " + id +
+                                   ": its deletion is not yet in the database: " + st.ToString());
   }
   return files_.Remove(id);
 }

@@ -207,5 +207,23 @@ TEST_F(JobManagerExecutorTest, AClustersRunsAreQueuedUntilTheyRunAndFollowedAgai
   EXPECT_EQ(manager_->Get(stopping->id)->state, JobState::kStopped);
 }
 
+// A reply means the change is in the database (read on the store's own connection, with no
+// Flush): a kill -9 of the daemon right after a stop's 202 must not let the cluster job run on.
+TEST_F(JobManagerExecutorTest, WhatARequestChangedIsInTheDatabaseWhenItReturns) {
+  Reopen(/*slots=*/1, {}, /*cluster=*/true);
+  auto job = Submit(SmallJob("durable", 100));
+  ASSERT_EQ(store_->GetJob(job->id).value().value().state, JobState::kQueued);
+  WaitForStarts(1);
+  fake_->Emit(job->id, SessionCreated{0});
+  ASSERT_EQ(manager_->Get(job->id)->state, JobState::kRunning);
+  ASSERT_EQ(manager_->Stop(job->id)->state, JobState::kStopping);
+  EXPECT_EQ(store_->GetJob(job->id).value().value().state, JobState::kStopping);
+  fake_->End(job->id, FakeExecutor::Stopped(40));
+  ASSERT_EQ(manager_->Resume(job->id, 200)->state, JobState::kQueued);
+  const JobRecord resumed = store_->GetJob(job->id).value().value();
+  EXPECT_EQ(resumed.state, JobState::kQueued);
+  EXPECT_EQ(resumed.max_steps, 200);
+}
+
 }  // namespace
 }  // namespace trainingd::daemon

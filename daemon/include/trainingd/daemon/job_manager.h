@@ -35,6 +35,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -122,6 +123,15 @@ class JobManager final : public api::JobService, private RunListener {
   struct Job;  // in-memory state of one job
   JobManager(Store& store, EventBus& bus, std::unique_ptr<Executor> executor,
              JobManagerOptions options);
+  // Submit, Stop and Resume change the job, then Recorded waits (at most kRecordTimeout) until
+  // the change is in the database: a kill -9 right after the reply keeps it (a stop that was
+  // acknowledged and then lost would let a cluster job run on).
+  static constexpr std::chrono::seconds kRecordTimeout{5};
+  engine::Result<api::JobInfo> Recorded(engine::Result<api::JobInfo> changed);
+  engine::Result<api::JobInfo> SubmitUnrecorded(engine::JobSpec spec, std::string spec_json);
+  engine::Result<api::JobInfo> StopUnrecorded(const std::string& id);
+  engine::Result<api::JobInfo> ResumeUnrecorded(const std::string& id,
+                                                std::optional<int64_t> max_steps);
   // The scheduler thread: starts queued jobs while the executor has free slots.
   void ScheduleLoop();
   // The next job that may start, removed from the queue; null if none may start now. Needs mu_.

@@ -128,7 +128,11 @@ constexpr int64_t kVec = 8;
 constexpr int kMaxPanel = 2;
 #endif
 static_assert(kLanes % kVec == 0);
-typedef float Vec __attribute__((vector_size(kVec * sizeof(float)), aligned(4), may_alias));
+// Vec is a value: locals and arrays of it have its natural alignment (clang's loads of them
+// assume it, whatever a typedef says). Memory is read and written through VecU, which may sit at
+// any float.
+typedef float Vec __attribute__((vector_size(kVec * sizeof(float))));
+typedef float VecU __attribute__((vector_size(kVec * sizeof(float)), aligned(4), may_alias));
 
 // Rows per block: R x panel accumulators plus the panel's B vectors and a broadcast fit the 32
 // (AVX-512) or 16 (AVX2) vector registers.
@@ -144,10 +148,10 @@ inline void MicroKernel(int64_t k_n, const float* a, int64_t a_rs, int64_t a_ks,
   Vec acc[R][PV];
   for (int r = 0; r < R; ++r)
     for (int p = 0; p < PV; ++p)
-      acc[r][p] = accumulate ? *reinterpret_cast<const Vec*>(c + r * ldc + p * kVec) : Vec{};
+      acc[r][p] = accumulate ? *reinterpret_cast<const VecU*>(c + r * ldc + p * kVec) : Vec{};
   for (int64_t k = 0; k < k_n; ++k) {
     Vec bv[PV];
-    for (int p = 0; p < PV; ++p) bv[p] = *reinterpret_cast<const Vec*>(b + k * ldb + p * kVec);
+    for (int p = 0; p < PV; ++p) bv[p] = *reinterpret_cast<const VecU*>(b + k * ldb + p * kVec);
     const float* ak = a + k * a_ks;
     for (int r = 0; r < R; ++r) {
       const Vec av = Vec{} + ak[r * a_rs];
@@ -155,7 +159,7 @@ inline void MicroKernel(int64_t k_n, const float* a, int64_t a_rs, int64_t a_ks,
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int p = 0; p < PV; ++p) *reinterpret_cast<Vec*>(c + r * ldc + p * kVec) = acc[r][p];
+    for (int p = 0; p < PV; ++p) *reinterpret_cast<VecU*>(c + r * ldc + p * kVec) = acc[r][p];
 }
 
 template <int PV>
@@ -199,8 +203,8 @@ void SmallProduct(int64_t rows, int64_t n, int64_t k_n, const float* a, int64_t 
 
 // ---- Vector helpers for the tile transforms ----------------------------------------------------
 
-inline Vec Load(const float* p) { return *reinterpret_cast<const Vec*>(p); }
-inline void Store(float* p, Vec v) { *reinterpret_cast<Vec*>(p) = v; }
+inline Vec Load(const float* p) { return *reinterpret_cast<const VecU*>(p); }
+inline void Store(float* p, Vec v) { *reinterpret_cast<VecU*>(p) = v; }
 // The first n (< kVec) floats of p, the rest zero.
 inline Vec LoadPartial(const float* p, int64_t n) {
   alignas(64) float buf[kVec] = {};

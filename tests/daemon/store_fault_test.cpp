@@ -124,7 +124,7 @@ TEST_P(StoreFaultTest, WritesDuringTheFaultAreRetriedAndAllThereAfterAReopen) {
     EXPECT_GE(during.failed_writes, 2);  // the batch was retried, with backoff
     EXPECT_GT(FaultVfs::Get().failures(), failures_before);
     const StoreStats stats = store->stats();
-    EXPECT_EQ(stats.failed_writes, during.failed_writes);
+    EXPECT_GE(stats.failed_writes, during.failed_writes);  // the writer retries meanwhile
     EXPECT_GT(stats.queued_writes, 0);  // held, not dropped
     EXPECT_EQ(stats.dropped_scalars, 0);
     // Reads go on meanwhile, and see what was committed before the fault.

@@ -2,9 +2,10 @@
 # Installs the Debian packages a build needs, and only those that are missing; then the
 # dashboard's npm packages (uPlot, and playwright-core for its browser test) into web/node_modules
 # from web/package-lock.json, when they are missing or older than the lock file.
-# Usage: tools/install-deps.sh [build|bench|fuzz|tsan]
+# Usage: tools/install-deps.sh [build|bench|clang]
 set -euo pipefail
 
+# libopenblas-openmp-dev: bench/gemm_shapes compares the engine's products with OpenBLAS's.
 build_pkgs=(cmake ninja-build make g++ pkg-config clang-format libeigen3-dev zlib1g-dev libgtest-dev libopenblas-openmp-dev nlohmann-json3-dev libsqlite3-dev libboost-dev
             openmpi-bin libopenmpi-dev iproute2 procps
             slurm-wlm munge
@@ -12,14 +13,13 @@ build_pkgs=(cmake ninja-build make g++ pkg-config clang-format libeigen3-dev zli
             dataset-fashion-mnist python3-protobuf
             chromium)
 bench_pkgs=(python3-torch python3-numpy libopenblas0-openmp wrk curl)
-# The clang builds, fuzz (make fuzz, make test-fuzz) and ThreadSanitizer (make test-tsan): clang,
-# its runtimes (libFuzzer and the sanitizers are in libclang-rt-14-dev) and clang's OpenMP
-# runtime for the engine's parallel loops (with Archer, which TSan needs).
-clang_pkgs=(clang-14 libclang-rt-14-dev libomp-14-dev)
+# The clang builds (ASan, ThreadSanitizer and fuzz): clang and its runtimes (libFuzzer and the
+# sanitizers are in libclang-rt-14-dev).
+clang_pkgs=(clang-14 libclang-rt-14-dev)
 
 want=("${build_pkgs[@]}")
 [[ ${1:-build} == bench ]] && want+=("${bench_pkgs[@]}")
-[[ ${1:-build} == fuzz || ${1:-build} == tsan ]] && want+=("${clang_pkgs[@]}")
+[[ ${1:-build} == clang ]] && want+=("${clang_pkgs[@]}")
 # Node and npm from Debian only when there are none (a newer Node installed otherwise is fine).
 command -v node >/dev/null || want+=(nodejs)
 command -v npm >/dev/null || want+=(npm)

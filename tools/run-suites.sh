@@ -3,7 +3,7 @@
 # release), then `make test-<suite>` -- and stops at the first that fails. At the end, whether or
 # not they passed, it prints how long each build and each test run took, the total, and the ten
 # slowest tests of each suite that ran (from the JUnit file ctest wrote beside its build).
-# Usage: tools/run-suites.sh release asan fuzz tsan
+# Usage: tools/run-suites.sh release asan tsan   (fuzz: the coverage build's smoke tests)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 make=${MAKE:-make}

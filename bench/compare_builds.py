@@ -16,9 +16,9 @@ timed from start to exit (data loading, evaluations and checkpoints included, as
     cnn-busy      examples/cnn.json, 200 steps, beside one busy process
 
 each at every --threads count. Within a round the two builds run back to back, in alternating
-order from round to round, so a drift of the machine's speed falls on both. Both run OpenBLAS's
-same kernels (OPENBLAS_CORETYPE, by default the ones the engine picks for this CPU: an old build
-may not pick them itself). Prints each run, then per workload the medians [min-max] of the wall
+order from round to round, so a drift of the machine's speed falls on both. A build whose engine
+runs on OpenBLAS gets the kernels OpenBLAS would pick if it knew this CPU (OPENBLAS_CORETYPE;
+0.3.21 falls back to SSE3 ones on CPUs newer than its table). Prints each run, then per workload the medians [min-max] of the wall
 times, new / old, and the per-round ratios.
 """
 import argparse
@@ -42,7 +42,9 @@ WORKLOADS = {
 
 
 def openblas_core():
-    """The kernels engine/src/nn/gemm.cpp picks on a CPU OpenBLAS 0.3.21 does not know."""
+    """The kernels OpenBLAS 0.3.21 would pick if it knew this CPU. On one newer than its table
+    (this machine's Emerald Rapids) it falls back to its SSE3 'Prescott' kernels; builds whose
+    engine ran on OpenBLAS (before a06005a), and PyTorch's dense layers, get these instead."""
     flags = set()
     with open("/proc/cpuinfo") as f:
         for line in f:

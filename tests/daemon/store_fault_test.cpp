@@ -125,7 +125,7 @@ TEST_P(StoreFaultTest, WritesDuringTheFaultAreRetriedAndAllThereAfterAReopen) {
     EXPECT_GT(FaultVfs::Get().failures(), failures_before);
     const StoreStats stats = store->stats();
     EXPECT_GE(stats.failed_writes, during.failed_writes);  // the writer retries meanwhile
-    EXPECT_GT(stats.queued_writes, 0);  // held, not dropped
+    EXPECT_GT(stats.queued_writes, 0);                     // held, not dropped
     EXPECT_EQ(stats.dropped_scalars, 0);
     // Reads go on meanwhile, and see what was committed before the fault.
     auto before = store->GetJob("before");

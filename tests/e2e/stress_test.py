@@ -289,7 +289,10 @@ def main():
             listing = EventReader(d.port, "/api/v1/events")
             expect(d.call("POST", "%s/%s/resume" % (API, jid), {})[0] == 202, "resume")
             d.wait_state(jid, {"running"})
-            calls = storm(d, jid, bystander, True, lambda: False, 30)
+            # Until a delete succeeds: one finds the job between a stop's end and the next
+            # resume. Under TSan beside the other tests that took over 30 s once (a stop and a
+            # resume each run a step, a checkpoint and a restore there), so up to 120.
+            calls = storm(d, jid, bystander, True, lambda: False, 120)
             check_answers(calls)
             check_history(events.states(), calls)
             deletes = [c for thread in calls for c in thread if c[0] == "delete" and c[3] == 204]

@@ -313,15 +313,18 @@ eng::Result<api::JobInfo> JobManager::Submit(eng::JobSpec spec, std::string spec
 }
 
 eng::Result<api::JobInfo> JobManager::Recorded(eng::Result<api::JobInfo> changed) {
-  if (!changed.ok()) return changed;
-  // Outside mu_: the store's health listener takes it. Bounded, as the database may be failing
-  // (the change is then held in memory and retried; OnStoreHealth holds the queue meanwhile).
-  if (eng::Status st = store_.Flush(kRecordTimeout); !st.ok()) {
-    eng::Logger::Stderr()->Warning(
-        "job " + changed->id +
-        ": the request's change is not yet in the database: " + st.ToString());
-  }
+  if (changed.ok()) AwaitStored(changed->id, "the request's change", kRecordTimeout);
   return changed;
+}
+
+void JobManager::AwaitStored(const std::string& job_id, const char* what,
+                             std::chrono::seconds timeout) {
+  // Outside mu_: the store's health listener takes it. Bounded, as the database may be failing
+  // (the writes are then held in memory and retried; OnStoreHealth holds the queue meanwhile).
+  if (eng::Status st = store_.Flush(timeout); !st.ok()) {
+    eng::Logger::Stderr()->Warning("job " + job_id + ": " + what +
+                                   " is not yet in the database: " + st.ToString());
+  }
 }
 
 eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::string spec_json) {
@@ -490,10 +493,7 @@ eng::Status JobManager::Delete(const std::string& id) {
   }
   // Gone from the database before its files, so a kill -9 between the two leaves no job
   // without them.
-  if (eng::Status st = store_.Flush(kRecordTimeout); !st.ok()) {
-    eng::Logger::Stderr()->Warning("job " + id +
-                                   ": its deletion is not yet in the database: " + st.ToString());
-  }
+  AwaitStored(id, "its deletion", kRecordTimeout);
   return files_.Remove(id);
 }
 
@@ -704,11 +704,7 @@ void JobManager::ScheduleLoop() {
     }
     // Durably running before it trains: if the process dies from here on, the next start
     // counts it (crash containment). Bounded, as the database may be failing.
-    if (eng::Status st = store_.Flush(std::chrono::seconds(10)); !st.ok()) {
-      eng::Logger::Stderr()->Warning(
-          "job " + request.job_id +
-          ": its running state is not yet in the database: " + st.ToString());
-    }
+    AwaitStored(request.job_id, "its running state", std::chrono::seconds(10));
     if (ShouldAbort(options_, request.spec.name, 0) && options_.abort_at_step == 0) std::abort();
     eng::Status started = files_.CreateDir(request.job_id);
     if (started.ok()) started = executor_->Start(request, *this);

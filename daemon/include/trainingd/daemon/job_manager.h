@@ -128,6 +128,9 @@ class JobManager final : public api::JobService, private RunListener {
   // acknowledged and then lost would let a cluster job run on).
   static constexpr std::chrono::seconds kRecordTimeout{5};
   engine::Result<api::JobInfo> Recorded(engine::Result<api::JobInfo> changed);
+  // Waits at most `timeout` until every write queued so far is in the database; logs "job
+  // <job_id>: <what> is not yet in the database" if not. Not under mu_.
+  void AwaitStored(const std::string& job_id, const char* what, std::chrono::seconds timeout);
   engine::Result<api::JobInfo> SubmitUnrecorded(engine::JobSpec spec, std::string spec_json);
   engine::Result<api::JobInfo> StopUnrecorded(const std::string& id);
   engine::Result<api::JobInfo> ResumeUnrecorded(const std::string& id,

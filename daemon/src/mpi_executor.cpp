@@ -15,6 +15,7 @@
 #include "subprocess.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/api/run_report.h"
+#include "trainingd/engine/base/format.h"
 #include "trainingd/engine/io/checkpoint.h"
 #include "trainingd/engine/io/checkpoint_manager.h"
 
@@ -30,12 +31,6 @@ double SecondsSince(Clock::time_point t) {
 
 double WallTime() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string Format(double secs) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", secs);
-  return buf;
 }
 
 // "WARNING:trainingd:rank 1: ..." as a log line of its severity; other text as it is.
@@ -211,7 +206,8 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
       if (!stalled && !ended && SecondsSince(last_progress) > d.stall_timeout_secs) {
         stalled = true;
         log(eng::LogSeverity::kWarning,
-            "attempt " + std::to_string(attempt) + ": no step for " + Format(d.stall_timeout_secs) +
+            "attempt " + std::to_string(attempt) + ": no step for " +
+                eng::FormatSeconds(d.stall_timeout_secs) +
                 " s (distributed.stall_timeout_secs): killing its processes");
         ::kill(-spawned->pid, SIGKILL);
       }
@@ -232,7 +228,7 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
       return finish(std::move(ended->result));
     }
     const std::string why =
-        stalled ? "no step for " + Format(d.stall_timeout_secs) + " s"
+        stalled ? "no step for " + eng::FormatSeconds(d.stall_timeout_secs) + " s"
                 : DescribeExit(status) + (last_err.empty() ? "" : " (" + last_err + ")");
     last_failure = why;
     listener.OnRunEvent(id, eng::AttemptEnded{attempt, why, WallTime()});
@@ -243,7 +239,7 @@ void MpiExecutor::Supervise(const RunRequest& request, RunListener& listener, Ru
     if (attempt == attempts) break;
     log(eng::LogSeverity::kWarning, "attempt " + std::to_string(attempt) + " ended: " + why +
                                         "; restarting from the latest checkpoint in " +
-                                        Format(backoff) + " s");
+                                        eng::FormatSeconds(backoff) + " s");
     std::unique_lock<std::mutex> lock(run.mu);
     run.cv.wait_for(lock, std::chrono::duration<double>(backoff), [&] { return run.stop; });
     backoff = std::min(options_.max_backoff_secs, backoff * 2);

@@ -19,6 +19,7 @@
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/api/run_report.h"
 #include "trainingd/engine/base/env.h"
+#include "trainingd/engine/base/format.h"
 #include "trainingd/engine/io/checkpoint.h"
 #include "trainingd/engine/io/checkpoint_manager.h"
 
@@ -38,12 +39,6 @@ constexpr size_t kMaxLineBytes = 1 << 20;   // longer report lines are skipped
 constexpr double kSlurmTimeMarginSecs = 120;
 
 double Now() { return eng::Env::Default()->NowSeconds(); }
-
-std::string Format(double secs) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", secs);
-  return buf;
-}
 
 // A word for /bin/sh: single-quoted.
 std::string ShellQuote(const std::string& s) {
@@ -484,7 +479,7 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
         stop_sent = true;
         stop_sent_at = Now();
       } else if (stop && stop_sent_at > 0 && Now() - stop_sent_at > options_.stop_grace_secs) {
-        log(eng::LogSeverity::kWarning, "no end " + Format(options_.stop_grace_secs) +
+        log(eng::LogSeverity::kWarning, "no end " + eng::FormatSeconds(options_.stop_grace_secs) +
                                             " s after the stop request: cancelling Slurm job " +
                                             std::to_string(st.slurm_job_id));
         static_cast<void>(RunCommandOutput({options_.scancel, std::to_string(st.slurm_job_id)},

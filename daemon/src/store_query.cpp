@@ -11,8 +11,6 @@ namespace {
 
 using engine::Status;
 
-constexpr char kFindSeries[] = "SELECT id FROM series WHERE job_id = ?1 AND tag = ?2";
-
 constexpr char kPointsInRange[] = R"sql(
 SELECT step, wall_time, value FROM scalars
 WHERE series_id = ?1 AND step BETWEEN ?2 AND ?3 ORDER BY step LIMIT ?4)sql";

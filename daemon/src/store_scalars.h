@@ -1,5 +1,5 @@
-// What the store's writer and readers share about scalars (private to daemon/src): the rollup
-// geometry.
+// What the store's writer and readers share about scalars (private to daemon/src): how a series
+// is found, and the rollup geometry.
 //
 // Points are keyed by (series_id, step), series_id naming a (job, tag) in the series table.
 // Rollups: for every series and level l in 1..kRollupLevels, scalar_rollups holds one row per
@@ -12,6 +12,9 @@
 #include <cstdint>
 
 namespace trainingd::daemon {
+
+// A (job, tag)'s series id, if it has one.
+inline constexpr char kFindSeries[] = "SELECT id FROM series WHERE job_id = ?1 AND tag = ?2";
 
 inline constexpr int kRollupLevels = 7;  // block widths 16, 256, ..., 16^7 = 268,435,456 steps
 inline constexpr int RollupShift(int level) { return 4 * level; }

@@ -46,9 +46,8 @@ ON CONFLICT (job_id, attempt) DO UPDATE SET
   ended_at = excluded.ended_at, end_reason = excluded.end_reason)sql";
 constexpr char kDeleteJobAttempts[] = "DELETE FROM attempts WHERE job_id = ?1";
 
-constexpr char kFindSeries[] = "SELECT id FROM series WHERE job_id = ?1 AND tag = ?2";
 constexpr char kCreateSeries[] = "INSERT INTO series (job_id, tag) VALUES (?1, ?2)";
-constexpr char kMaxStep[] = "SELECT max(step) FROM scalars WHERE series_id = ?1";
+constexpr char kLastStepOfSeries[] = "SELECT max(step) FROM scalars WHERE series_id = ?1";
 constexpr char kJobSeries[] = "SELECT id, tag FROM series WHERE job_id = ?1";
 
 // The fast path (docs/storage.md): points known to be new need no conflict handling, and many
@@ -480,7 +479,7 @@ engine::Result<StoreWriter::SeriesState*> StoreWriter::Series(const std::string&
     s.known = true;
   }
   if (!s.max_known) {
-    auto max = db_->Prepare(kMaxStep);
+    auto max = db_->Prepare(kLastStepOfSeries);
     if (!max.ok()) return max.status();
     sqlite::Stmt& m = **max;
     m.Bind(1, s.id);

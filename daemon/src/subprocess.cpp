@@ -11,6 +11,8 @@
 #include <csignal>
 #include <cstring>
 
+#include "trainingd/engine/base/format.h"
+
 namespace trainingd::daemon {
 namespace eng = trainingd::engine;
 
@@ -170,9 +172,8 @@ eng::Result<CommandOutput> RunCommandOutput(const std::vector<std::string>& argv
   while (::waitpid(child->pid, &result.status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out) {
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%g", timeout_secs);
-    return eng::Status::DeadlineExceeded(argv[0] + " did not answer within " + secs + " s");
+    return eng::Status::DeadlineExceeded(argv[0] + " did not answer within " +
+                                         eng::FormatSeconds(timeout_secs) + " s");
   }
   return result;
 }

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "store_test_util.h"
 #include "trainingd/daemon/store.h"
 
 namespace trainingd::daemon {
@@ -24,7 +25,8 @@ namespace fs = std::filesystem;
 using api::ScalarPoint;
 using api::ScalarQuery;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using testing::kNaN;
+using testing::Same;
 
 // Migration 1 as it shipped (daemon/src/store_schema.cpp; a shipped migration never changes).
 constexpr char kSchemaVersion1[] = R"sql(
@@ -133,8 +135,6 @@ double Real(sqlite3_stmt* st, int col) {
   return sqlite3_column_type(st, col) == SQLITE_NULL ? kNaN : sqlite3_column_double(st, col);
 }
 
-bool Same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
-
 // Every rollup row of the file, named by job and tag, in key order.
 using RollupRow =
     std::tuple<std::string, std::string, int64_t, int64_t, double, double, int64_t, double, double>;
@@ -180,7 +180,7 @@ bool SamePoints(const std::vector<ScalarPoint>& a, const std::vector<ScalarPoint
   return true;
 }
 
-JobRecord Job(const std::string& id, double created_at) {
+JobRecord CompletedJob(const std::string& id, double created_at) {
   JobRecord j;
   j.id = id;
   j.name = "name-" + id;
@@ -246,7 +246,7 @@ class StoreMigrationTest : public ::testing::Test {
   // The same points given to a new store through AddScalars.
   std::unique_ptr<Store> FreshStore(const std::vector<Point>& points) {
     auto store = Open(fresh_path_);
-    for (const char* id : {"a", "b", "c"}) store->PutJob(Job(id, id[0] - 'a' + 1.0));
+    for (const char* id : {"a", "b", "c"}) store->PutJob(CompletedJob(id, id[0] - 'a' + 1.0));
     std::vector<ScalarRecord> batch;
     for (const Point& p : points) {
       batch.push_back({p.job_id, p.tag, p.step, p.wall_time, p.value});

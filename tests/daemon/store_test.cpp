@@ -21,6 +21,8 @@
 #include <thread>
 #include <utility>
 
+#include "store_test_util.h"
+
 namespace trainingd::daemon {
 namespace {
 
@@ -30,7 +32,8 @@ using api::ScalarPoint;
 using api::ScalarQuery;
 using engine::StatusCode;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using testing::kNaN;
+using testing::Same;
 
 // ---- helpers ---------------------------------------------------------------------------------
 
@@ -80,8 +83,6 @@ struct RefPoint {
   double value;
 };
 using Series = std::map<int64_t, RefPoint>;
-
-bool Same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
 std::string Show(const ScalarPoint& p) {
   return "{step " + std::to_string(p.step) + ", value " + std::to_string(p.value) + ", min " +

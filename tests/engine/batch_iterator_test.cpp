@@ -13,7 +13,7 @@
 namespace trainingd::engine {
 namespace {
 
-constexpr int64_t kPixels = 2 * 2;
+constexpr int64_t kPixelsPerExample = 2 * 2;
 
 // Pixel p of example i; distinct for every (i, p), so an image identifies its example.
 float PixelOf(int64_t i, int64_t p) { return static_cast<float>(i * 10 + p); }
@@ -23,7 +23,8 @@ Split MakeSplit(int64_t n) {
   Split s;
   s.images.Resize(Shape{n, 2, 2, 1});
   for (int64_t i = 0; i < n; ++i) {
-    for (int64_t p = 0; p < kPixels; ++p) s.images[i * kPixels + p] = PixelOf(i, p);
+    for (int64_t p = 0; p < kPixelsPerExample; ++p)
+      s.images[i * kPixelsPerExample + p] = PixelOf(i, p);
     s.labels.push_back(static_cast<int32_t>(i));
   }
   return s;
@@ -34,8 +35,8 @@ std::vector<int32_t> CheckedLabels(const Tensor& images, const std::vector<int32
   const auto b = static_cast<int64_t>(labels.size());
   EXPECT_EQ(images.shape(), (Shape{b, 2, 2, 1}));
   for (int64_t k = 0; k < b; ++k) {
-    for (int64_t p = 0; p < kPixels; ++p) {
-      EXPECT_EQ(images[k * kPixels + p], PixelOf(labels[static_cast<size_t>(k)], p))
+    for (int64_t p = 0; p < kPixelsPerExample; ++p) {
+      EXPECT_EQ(images[k * kPixelsPerExample + p], PixelOf(labels[static_cast<size_t>(k)], p))
           << "batch slot " << k;
     }
   }

@@ -9,9 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,15 +27,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using test_support::SmallFileSystem;
+using testing::ReadFile;
 
 constexpr int64_t kPage = 4096;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A checkpoint of about `floats` * 4 bytes.
 CheckpointData Checkpoint(int64_t step, int64_t floats) {

@@ -54,13 +54,18 @@ inline const Datasets& SmallFashionMnist() {
   return *data;
 }
 
+// A file's bytes ("" if it cannot be read).
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 // Reads every record of an event file, checking lengths and both CRCs, and returns the payloads.
 // A torn or misframed record fails the test.
 inline std::vector<std::string> ReadRecords(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string data = ss.str();
+  const std::string data = ReadFile(path);
   std::vector<std::string> payloads;
   size_t pos = 0;
   while (pos < data.size()) {

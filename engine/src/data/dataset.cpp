@@ -43,8 +43,6 @@ Result<std::string> FindFile(const fs::path& dir, const FileKind& kind) {
                           ", " + names[1] + ", " + names[2] + ", " + names[3]);
 }
 
-std::string DimsString(const std::vector<int64_t>& dims) { return Shape(dims).ToString(); }
-
 // One images file (rank 3: N, H, W) by its header and its labels file (rank 1: N), read whole:
 // labels are small, and the class count needs them.
 struct FilePair {
@@ -67,14 +65,14 @@ Status ReadPair(const fs::path& dir, const FileKind& images_kind, const FileKind
   if (dims->size() != 3) {
     return Status::InvalidArgument(*ip + ": " + images_kind.what +
                                    " must have rank 3 (count, height, width), got dimensions " +
-                                   DimsString(*dims));
+                                   Shape(*dims).ToString());
   }
   Result<IdxArray> lb = ReadIdxFile(*lp);
   if (!lb.ok()) return lb.status();
   if (lb->dims.size() != 1) {
     return Status::InvalidArgument(*lp + ": " + labels_kind.what +
                                    " must have rank 1 (count), got dimensions " +
-                                   DimsString(lb->dims));
+                                   Shape(lb->dims).ToString());
   }
   if ((*dims)[0] != lb->dims[0]) {
     return Status::InvalidArgument("example counts differ: " + *ip + " has " +
@@ -91,8 +89,8 @@ Result<IdxArray> ReadImages(const FilePair& pair) {
   Result<IdxArray> images = ReadIdxFile(pair.images_path);
   if (images.ok() && images->dims != pair.image_dims) {
     return Status::DataLoss(pair.images_path + ": changed while being read (dimensions " +
-                            DimsString(pair.image_dims) + ", then " + DimsString(images->dims) +
-                            ")");
+                            Shape(pair.image_dims).ToString() + ", then " +
+                            Shape(images->dims).ToString() + ")");
   }
   return images;
 }

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "trainingd/engine/nn/tensor.h"
+
 namespace trainingd::engine {
 namespace {
 
@@ -24,15 +26,6 @@ std::string ErrnoText(int err) { return std::generic_category().message(err); }
 std::string Hex(uint8_t b) {
   static const char kDigits[] = "0123456789abcdef";
   return std::string("0x") + kDigits[b >> 4] + kDigits[b & 15];
-}
-
-std::string DimsString(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (i) s += ",";
-    s += std::to_string(dims[i]);
-  }
-  return s + "]";
 }
 
 const char* IdxTypeName(uint8_t type) {
@@ -263,11 +256,11 @@ Status ReadHeader(ByteStream& in, const std::string& path, std::vector<int64_t>*
     const int64_t d = (*dims)[static_cast<size_t>(i)];
     if (d == 0) {
       return Status::InvalidArgument(path + ": IDX dimension " + std::to_string(i) + " of " +
-                                     DimsString(*dims) + " is 0");
+                                     Shape(*dims).ToString() + " is 0");
     }
     elements *= d;
     if (elements > kMaxIdxElements) {
-      return Status::InvalidArgument(path + ": IDX dimensions " + DimsString(*dims) +
+      return Status::InvalidArgument(path + ": IDX dimensions " + Shape(*dims).ToString() +
                                      " declare more than the supported maximum of " +
                                      std::to_string(kMaxIdxElements) + " elements");
     }
@@ -292,17 +285,18 @@ Result<IdxArray> ReadIdx(ByteStream& in, const std::string& path) {
     const Status st = in.Read(array.data.data() + have, want, &got);
     if (!st.ok()) {
       return Status(st.code(), st.message() + " (the " + std::to_string(header_bytes) +
-                                   "-byte header declares dimensions " + DimsString(array.dims) +
-                                   ", " + std::to_string(expected) + " data bytes)");
+                                   "-byte header declares dimensions " +
+                                   Shape(array.dims).ToString() + ", " + std::to_string(expected) +
+                                   " data bytes)");
     }
     have += got;
     if (got < want) break;
   }
   if (have < expected) {
-    return Status::DataLoss(path + ": truncated IDX data: dimensions " + DimsString(array.dims) +
-                            " need " + std::to_string(expected) + " data bytes after the " +
-                            std::to_string(header_bytes) + "-byte header, " + source +
-                            std::to_string(have));
+    return Status::DataLoss(path + ": truncated IDX data: dimensions " +
+                            Shape(array.dims).ToString() + " need " + std::to_string(expected) +
+                            " data bytes after the " + std::to_string(header_bytes) +
+                            "-byte header, " + source + std::to_string(have));
   }
 
   // Read to the end: a gzip stream is only verified (CRC, length) once it is fully consumed, and
@@ -314,11 +308,11 @@ Result<IdxArray> ReadIdx(ByteStream& in, const std::string& path) {
     extra += got;
   } while (got == scratch.size());
   if (extra > 0) {
-    return Status::DataLoss(path + ": " + std::to_string(extra) +
-                            " unexpected trailing bytes: dimensions " + DimsString(array.dims) +
-                            " need exactly " + std::to_string(expected) + " data bytes after the " +
-                            std::to_string(header_bytes) + "-byte header, " + source +
-                            std::to_string(expected + extra));
+    return Status::DataLoss(
+        path + ": " + std::to_string(extra) + " unexpected trailing bytes: dimensions " +
+        Shape(array.dims).ToString() + " need exactly " + std::to_string(expected) +
+        " data bytes after the " + std::to_string(header_bytes) + "-byte header, " + source +
+        std::to_string(expected + extra));
   }
   return array;
 }

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "trainingd/engine/base/format.h"
+
 namespace trainingd::engine {
 namespace {
 
@@ -89,12 +91,10 @@ Status MonitoredSession::WithRecovery(Body body) {
     if (st.ok() || !IsTransient(st) || attempt >= options_.max_recovery_attempts) return st;
     const double backoff =
         std::min(options_.max_backoff_secs, options_.initial_backoff_secs * std::pow(2.0, attempt));
-    char when[32];
-    std::snprintf(when, sizeof when, "%g", backoff);
-    options_.logger->Warning(st.ToString() + "; recreating the session in " + when +
-                             " s, from the latest checkpoint if there is one (recovery " +
-                             std::to_string(attempt + 1) + " of " +
-                             std::to_string(options_.max_recovery_attempts) + ")");
+    options_.logger->Warning(
+        st.ToString() + "; recreating the session in " + FormatSeconds(backoff) +
+        " s, from the latest checkpoint if there is one (recovery " + std::to_string(attempt + 1) +
+        " of " + std::to_string(options_.max_recovery_attempts) + ")");
     session_.reset();
     options_.env->SleepForSeconds(backoff);
   }

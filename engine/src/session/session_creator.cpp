@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "trainingd/engine/base/format.h"
 #include "trainingd/engine/io/checkpoint.h"
 
 namespace trainingd::engine {
@@ -32,12 +33,6 @@ Status ShareChiefState(Session& session, Communicator& comm) {
   auto data = ParseCheckpoint(bytes, "the chief's state");
   if (!data.ok()) return data.status();
   return session.Restore(*data);
-}
-
-std::string FormatSecs(double secs) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", secs);
-  return buf;
 }
 
 }  // namespace
@@ -120,15 +115,15 @@ Result<std::unique_ptr<Session>> WorkerSessionCreator::CreateSession(
     const double waited = env.NowMonotonic() - start;
     if (waited >= options_.max_wait_secs) {
       return Status::DeadlineExceeded("Session was not ready after waiting " +
-                                      FormatSecs(std::floor(waited)) + " secs.");
+                                      FormatSeconds(std::floor(waited)) + " secs.");
     }
     if (coordinator.ShouldStop()) {
       return Status::Cancelled("stop requested while waiting for the chief");
     }
     if (!logged) {
       source_.logger->Info("Waiting for the chief to initialise the model; checking every " +
-                           FormatSecs(options_.poll_secs) + " s for up to " +
-                           FormatSecs(options_.max_wait_secs) + " s.");
+                           FormatSeconds(options_.poll_secs) + " s for up to " +
+                           FormatSeconds(options_.max_wait_secs) + " s.");
       logged = true;
     }
     env.SleepForSeconds(std::min(options_.poll_secs, options_.max_wait_secs - waited));

@@ -11,7 +11,7 @@ namespace trainingd::engine {
 Result<std::shared_ptr<GlobalStepWaiterHook>> GlobalStepWaiterHook::Create(Options options) {
   if (!(options.poll_secs > 0)) {
     return Status::InvalidArgument("poll_secs must be > 0, got " +
-                                   internal::FormatSeconds(options.poll_secs, "%g"));
+                                   FormatSeconds(options.poll_secs));
   }
   if (!(options.max_wait_secs >= 0)) {
     return Status::InvalidArgument("max_wait_secs must be >= 0");
@@ -75,8 +75,8 @@ Status GlobalStepWaiterHook::BeforeRun(RunContext& ctx, RunArgs&) {
     if (options_.max_wait_secs > 0 && env.NowMonotonic() - start >= options_.max_wait_secs) {
       return Status::DeadlineExceeded("global step " + std::to_string(target) +
                                       " not reached after waiting " +
-                                      internal::FormatSeconds(options_.max_wait_secs, "%g") +
-                                      " secs (latest " + std::to_string(*current) + ")");
+                                      FormatSeconds(options_.max_wait_secs) + " secs (latest " +
+                                      std::to_string(*current) + ")");
     }
     env.SleepForSeconds(options_.poll_secs);
   }

@@ -7,6 +7,7 @@
 
 #include "base/float_format.h"
 #include "trainingd/engine/base/env.h"
+#include "trainingd/engine/base/format.h"
 #include "trainingd/engine/session/second_or_step_timer.h"
 #include "trainingd/engine/session/session.h"
 
@@ -28,12 +29,6 @@ inline std::string FormatValue(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return FloatToString(static_cast<float>(v));
-}
-
-inline std::string FormatSeconds(double secs, const char* format = "%.3f") {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, secs);
-  return buf;
 }
 
 }  // namespace trainingd::engine::internal

@@ -86,7 +86,7 @@ void LoggingTensorHook::LogValues(Logger& logger, const RunValues& values) {
     if (!line.empty()) line += ", ";
     line += tag + " = " + internal::FormatValue(value);
   }
-  if (elapsed) line += " (" + internal::FormatSeconds(elapsed->seconds) + " sec)";
+  if (elapsed) line += " (" + FormatSeconds(elapsed->seconds, "%.3f") + " sec)";
   logger.Info(line);
 }
 

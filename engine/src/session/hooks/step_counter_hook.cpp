@@ -24,8 +24,7 @@ Status StepCounterHook::AfterRun(RunContext& ctx, const RunValues&) {
   const auto elapsed = timer_.UpdateLastTriggeredStep(step);
   if (!elapsed || elapsed->seconds <= 0) return Status::Ok();
   last_rate_ = static_cast<double>(elapsed->steps) / elapsed->seconds;
-  ctx.session().logger().Info(std::string(kStepsPerSecTag) + ": " +
-                              internal::FormatSeconds(last_rate_, "%g"));
+  ctx.session().logger().Info(std::string(kStepsPerSecTag) + ": " + FormatSeconds(last_rate_));
   if (options_.summary_writer) {
     return options_.summary_writer->AddScalar(kStepsPerSecTag, step, last_rate_);
   }

@@ -23,7 +23,7 @@ Slurm cluster (tests/support/slurm_cluster.sh; docs/slurm-notes.md for what Slur
   max_steps, its loss series strictly increasing without a gap.
 
 All on one cluster, started once with a short credential lifetime and a 1 s backfill period so a
-requeued job runs again after ~13 s instead of ~141 s. Needs root and slurm-wlm + munge: exits 77
+requeued job runs again after ~9 s instead of ~141 s. Needs root and slurm-wlm + munge: exits 77
 (skipped) otherwise.
 
     slurm_test.py TRAININGD [SCENARIO...]     (default: all of them, in this order:
@@ -55,7 +55,7 @@ NODE = "localhost"
 def start_cluster(fixture_dir):
     """Starts the fixture in `fixture_dir`; returns its SLURM_CONF. Exits 77 when it skips."""
     # A repeated key in slurm.conf: the later line wins (docs/slurm-notes.md).
-    extra = ("AuthInfo=socket=%s/munge.socket,cred_expire=10\n"
+    extra = ("AuthInfo=socket=%s/munge.socket,cred_expire=5\n"
              "SchedulerParameters=bf_interval=1" % fixture_dir)
     r = subprocess.run([FIXTURE, "start", fixture_dir], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=300,
@@ -342,7 +342,7 @@ def scancel_by_hand(d, conf):
 def kill9_daemon(daemons, conf, data, cfg):
     """kill -9 of daemons[-1]; appends the restarted daemon."""
     d = daemons[-1]
-    max_steps = 6000
+    max_steps = 3000  # about 7 s here: still running when the next daemon is up, 2 s after the kill
     j = submit(d, spec("daemon-crash", max_steps))
     sid = wait_slurm(d, j)["slurm"]["job_id"]
     wait_step(d, j, 600)
@@ -452,7 +452,7 @@ def own_resources(d, conf):
 
 
 def node_down(d, conf):
-    max_steps = 6000
+    max_steps = 3000
     j = submit(d, spec("node-down", max_steps))
     sid = wait_slurm(d, j)["slurm"]["job_id"]
     wait_step(d, j, 1000)

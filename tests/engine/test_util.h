@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sanitized.h"
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/data/dataset.h"
 #include "trainingd/engine/io/event_file_writer.h"
@@ -27,17 +28,10 @@ inline ::testing::AssertionResult FailsNaming(const Status& status, const std::s
   return ::testing::AssertionSuccess();
 }
 
+using test_support::kSanitized;
+
 // Real Fashion-MNIST, cut down for fast tests: 5000 training, 1000 validation and 2000 test
 // examples; loaded once per test binary.
-// A sanitizer build (TRAININGD_SANITIZED) runs the engine about ten times slower: a test whose
-// point is what many steps compute, not how memory is used, takes fewer steps there or leaves
-// it to the Release run, saying which.
-#ifdef TRAININGD_SANITIZED
-inline constexpr bool kSanitized = true;
-#else
-inline constexpr bool kSanitized = false;
-#endif
-
 inline const Datasets& SmallFashionMnist() {
   static const Datasets* data = [] {
     DatasetOptions o;

@@ -47,12 +47,15 @@ struct Product {
 
 // Shapes of the tutorial models' layers (fewer columns for the largest), and shapes
 // around the kernels' tiles: rows and columns below, at and past 12, 16 and 32, k past a pass of
-// 256.
+// 256. The last four have a large C over a short k, for which all of B's panels are packed
+// first and the row tiles go outside them (a dense kernel's gradient): on one thread, in narrow
+// columns, on two threads, and over two passes of k with a last panel of 26 columns.
 const Product kProducts[] = {
-    {50, 100, 3136}, {50, 300, 1024}, {3136, 64, 13}, {50, 10, 1024}, {100, 10, 784},
-    {100, 128, 784}, {100, 784, 128}, {392, 64, 800}, {25, 32, 392},  {1, 1, 1},
-    {7, 13, 5},      {12, 16, 257},   {13, 17, 256},  {16, 33, 300},  {33, 31, 512},
-    {29, 64, 1},     {3, 100, 600},   {0, 5, 5},      {5, 0, 5},      {5, 5, 0},
+    {50, 100, 3136}, {50, 300, 1024}, {3136, 64, 13},  {50, 10, 1024},   {100, 10, 784},
+    {100, 128, 784}, {100, 784, 128}, {392, 64, 800},  {25, 32, 392},    {1, 1, 1},
+    {7, 13, 5},      {12, 16, 257},   {13, 17, 256},   {16, 33, 300},    {33, 31, 512},
+    {29, 64, 1},     {3, 100, 600},   {0, 5, 5},       {5, 0, 5},        {5, 5, 0},
+    {520, 512, 3},   {16400, 16, 2},  {1100, 512, 20}, {2100, 250, 260},
 };
 
 TEST(GemmTest, EveryElementIsTheFusedMultiplyAddChainOverK) {

@@ -236,42 +236,86 @@ float* Aligned(std::vector<float>& buffer, int64_t floats) {
   return reinterpret_cast<float*>((p + 63) & ~uintptr_t{63});
 }
 
+// B's rows pc.. pc + kc - 1 of columns j0.. j0 + cols - 1 (of B^T, with `trans_b`) as a panel
+// [kc][kNr], zero beyond its columns.
+template <int kNr>
+void PackPanel(bool trans_b, const float* b, int64_t ldb, int64_t pc, int kc, int64_t j0, int cols,
+               float* panel) {
+  if (trans_b) {
+    for (int v = 0; v < kNr; v += 16) {
+      Transpose(b + (j0 + v) * ldb + pc, ldb, std::clamp(cols - v, 0, 16), kc, panel + v, kNr, 16);
+    }
+    return;
+  }
+  for (int kk = 0; kk < kc; ++kk) {
+    const float* src = b + (pc + kk) * ldb + j0;
+    for (int v = 0; v < kNr; v += 16) Store(panel + kk * kNr + v, LoadN(src + v, cols - v));
+  }
+}
+
 template <typename Kernel>
 void GemmOnThisThread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
                       int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
                       bool accumulate) {
   constexpr int kNr = 16 * Kernel::kVectors;
-  thread_local std::vector<float> b_buffer;
-  float* bp = Aligned(b_buffer, static_cast<int64_t>(kKc) * kNr);
   // Rows in tiles of at most kRows, as even as can be (25 rows: 13 and 12, not 14 and 11).
   const int64_t tiles = (m + Kernel::kRows - 1) / Kernel::kRows;
+  const int64_t panels = (n + kNr - 1) / kNr;
   const int64_t ars = trans_a ? 1 : lda, aks = trans_a ? lda : 1;
+  thread_local std::vector<float> b_buffer;
+  const auto tile_rows = [&](int64_t t) {
+    const int64_t i0 = m * t / tiles;
+    return std::pair{i0, m * (t + 1) / tiles - i0};
+  };
+  // A large C over a short k (a dense kernel's gradient over a batch: [3136 x 1024] over 50):
+  // all of B's panels for the pass are packed first (at most 256 KB, in the L2 cache), and the
+  // row tiles go outside them, so that C is written a block of whole rows at a time. Panel by
+  // panel, every tile would write a 128-byte piece of each of its rows, rows 4 KB or more apart:
+  // a TLB entry and a cache set per row, for a few hundred multiply-adds. Either way each
+  // element's chain is the same.
+  if (tiles > 2 && m * n >= (int64_t{1} << 18) &&
+      std::min<int64_t>(k, kKc) * panels * kNr <= (int64_t{1} << 16)) {
+    for (int64_t pc = 0; pc < k; pc += kKc) {
+      const int kc = static_cast<int>(std::min<int64_t>(kKc, k - pc));
+      const bool load = accumulate || pc > 0;
+      float* packed = Aligned(b_buffer, panels * kc * kNr);
+      for (int64_t p = 0; p < panels; ++p) {
+        PackPanel<kNr>(trans_b, b, ldb, pc, kc, p * kNr,
+                       static_cast<int>(std::min<int64_t>(kNr, n - p * kNr)),
+                       packed + p * kc * kNr);
+      }
+      for (int64_t t = 0; t < tiles; ++t) {
+        const auto [i0, rows] = tile_rows(t);
+        const MicroFn kernel = Kernel::kPacked[static_cast<size_t>(rows - 1)];
+        for (int64_t p = 0; p < panels; ++p) {
+          kernel(kc, a + i0 * ars + pc * aks, ars, aks, packed + p * kc * kNr, kNr,
+                 c + i0 * ldc + p * kNr, ldc, static_cast<int>(std::min<int64_t>(kNr, n - p * kNr)),
+                 load);
+        }
+      }
+    }
+    return;
+  }
+  float* bp = Aligned(b_buffer, static_cast<int64_t>(kKc) * kNr);
   for (int64_t pc = 0; pc < k; pc += kKc) {
     const int kc = static_cast<int>(std::min<int64_t>(kKc, k - pc));
     const bool load = accumulate || pc > 0;
     for (int64_t j0 = 0; j0 < n; j0 += kNr) {
       const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j0));
-      // B's panel for this pass as [kc][kNr], zero beyond its columns; or B itself, when it is
-      // not transposed and too few rows of A go past the panel to pay for the copy.
+      // B's panel for this pass; or B itself, when it is not transposed and too few rows of A go
+      // past the panel to pay for the copy.
       const float* panel = bp;
       int64_t panel_ld = kNr;
       const std::array<MicroFn, Kernel::kRows>* kernels = &Kernel::kPacked;
-      if (trans_b) {
-        for (int v = 0; v < kNr; v += 16) {
-          Transpose(b + (j0 + v) * ldb + pc, ldb, std::clamp(cols - v, 0, 16), kc, bp + v, kNr, 16);
-        }
-      } else if (tiles <= 2) {
+      if (!trans_b && tiles <= 2) {
         panel = b + pc * ldb + j0;
         panel_ld = ldb;
         kernels = cols == kNr ? &Kernel::kWhole : &Kernel::kMasked;
       } else {
-        for (int kk = 0; kk < kc; ++kk) {
-          const float* src = b + (pc + kk) * ldb + j0;
-          for (int v = 0; v < kNr; v += 16) Store(bp + kk * kNr + v, LoadN(src + v, cols - v));
-        }
+        PackPanel<kNr>(trans_b, b, ldb, pc, kc, j0, cols, bp);
       }
       for (int64_t t = 0; t < tiles; ++t) {
-        const int64_t i0 = m * t / tiles, rows = m * (t + 1) / tiles - i0;
+        const auto [i0, rows] = tile_rows(t);
         (*kernels)[static_cast<size_t>(rows - 1)](kc, a + i0 * ars + pc * aks, ars, aks, panel,
                                                   panel_ld, c + i0 * ldc + j0, ldc, cols, load);
       }

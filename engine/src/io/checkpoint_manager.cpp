@@ -10,26 +10,24 @@
 #include <sstream>
 #include <utility>
 
+#include "base/float_format.h"
+
 namespace trainingd::engine {
 namespace {
 
 namespace fs = std::filesystem;
+using internal::DoubleToString;
 
 constexpr const char* kStateFileName = "checkpoint";
 
-std::string Quote(const std::string& s) {
+// A string in the state file's text format: "...", with " and \ escaped.
+std::string TextFormatQuote(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
     if (ch == '"' || ch == '\\') out += '\\';
     out += ch;
   }
   return out + "\"";
-}
-
-std::string DoubleToString(double v) {
-  char buf[64];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-  return ec == std::errc() ? std::string(buf, end) : std::string("0");
 }
 
 std::string Trim(const std::string& s) {
@@ -224,8 +222,10 @@ void CheckpointManager::LoadState(std::vector<std::string>* warnings) {
 std::string CheckpointManager::FormatState(const std::vector<Entry>& entries,
                                            double last_preserved) const {
   std::ostringstream out;
-  if (!entries.empty()) out << "model_checkpoint_path: " << Quote(entries.back().name) << "\n";
-  for (const Entry& e : entries) out << "all_model_checkpoint_paths: " << Quote(e.name) << "\n";
+  if (!entries.empty())
+    out << "model_checkpoint_path: " << TextFormatQuote(entries.back().name) << "\n";
+  for (const Entry& e : entries)
+    out << "all_model_checkpoint_paths: " << TextFormatQuote(e.name) << "\n";
   for (const Entry& e : entries) {
     out << "all_model_checkpoint_timestamps: " << DoubleToString(e.timestamp) << "\n";
   }

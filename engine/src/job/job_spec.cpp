@@ -14,6 +14,7 @@
 namespace trainingd::engine {
 namespace {
 
+using internal::DoubleToString;
 using internal::FloatToString;
 
 constexpr const char* kSplits[] = {"train", "validation", "test"};
@@ -27,12 +28,6 @@ Status Bad(std::string_view path, const std::string& message) {
 std::string Quote(const std::string& text) {
   constexpr size_t kMax = 64;
   return "'" + (text.size() <= kMax ? text : text.substr(0, kMax) + "...") + "'";
-}
-
-std::string DoubleToString(double value) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
-  return ec == std::errc() ? std::string(buf, end) : std::string("?");
 }
 
 // Re-roots a message of the form "<field> <rest>" (what OptimizerOptions::Validate and

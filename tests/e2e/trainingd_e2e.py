@@ -20,7 +20,7 @@ import threading
 import time
 
 
-# Set by CTest in the ASan and TSan builds (tests/CMakeLists.txt), whose trainingd runs the engine
+# Set by CTest in the ASan and TSan builds (tests/e2e/CMakeLists.txt), whose trainingd runs the engine
 # about ten times slower: small_spec trains the softmax model there, whose steps cost a third of
 # the MLP's. The daemon's code runs the same; the MLP's layers have their own sanitized tests.
 SANITIZED = os.environ.get("TRAININGD_SANITIZED") == "1"
@@ -73,7 +73,8 @@ def monotonic_series(d, job_id, tag):
 def small_spec(name, max_steps, checkpoint_every=500, **overrides):
     """An MLP job (softmax in a sanitizer build) on 11,000 Fashion-MNIST examples: quick to load
     and to train."""
-    spec = {"name": name, "model": "softmax" if SANITIZED else "mlp", "max_steps": max_steps, "batch_size": 50, "seed": 3,
+    spec = {"name": name, "model": "softmax" if SANITIZED else "mlp", "max_steps": max_steps,
+            "batch_size": 50, "seed": 3,
             "dataset": {"name": "fashion-mnist", "validation_size": 1000,
                         "max_train_examples": 11000, "max_test_examples": 1000},
             "optimizer": {"type": "adam", "learning_rate": 0.001},

@@ -22,7 +22,8 @@ import time
 
 # Set by CTest in the ASan and TSan builds (tests/e2e/CMakeLists.txt), whose trainingd runs the
 # engine about ten times slower: small_spec trains the softmax model there, whose steps cost a
-# third of the MLP's. The daemon's code runs the same; the MLP's layers have their own sanitized tests.
+# third of the MLP's. The daemon's code runs the same; the MLP's layers have sanitized tests of
+# their own.
 SANITIZED = os.environ.get("TRAININGD_SANITIZED") == "1"
 
 # What the sanitizers print when they find something (ASan, TSan, LSan, UBSan).

@@ -35,6 +35,8 @@ std::string Shape::ToString() const {
   return s + "]";
 }
 
+Tensor::~Tensor() = default;
+
 Tensor::Tensor(Shape shape, float fill)
     : shape_(std::move(shape)), data_(static_cast<size_t>(shape_.num_elements()), fill) {}
 

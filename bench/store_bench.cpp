@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "trainingd/daemon/store.h"
+#include "trainingd/daemon/store/store.h"
 
 namespace {
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "trainingd/daemon/run_command.h"
-#include "trainingd/daemon/serve_command.h"
-#include "trainingd/daemon/train_command.h"
+#include "trainingd/daemon/commands/run_command.h"
+#include "trainingd/daemon/commands/serve_command.h"
+#include "trainingd/daemon/commands/train_command.h"
 
 namespace {
 void Usage(FILE* f) {

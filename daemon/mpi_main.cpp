@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "trainingd/daemon/run_command.h"
+#include "trainingd/daemon/commands/run_command.h"
 #include "trainingd/engine/mpi/mpi_communicator.h"
 
 int main(int argc, char** argv) {

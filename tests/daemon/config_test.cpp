@@ -1,5 +1,5 @@
 // trainingd serve's configuration: the JSON file, the flags over it, and the token rule.
-#include "trainingd/daemon/config.h"
+#include "trainingd/daemon/service/config.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

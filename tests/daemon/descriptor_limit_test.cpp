@@ -1,6 +1,6 @@
 // The connection cap against the descriptor limit: the reserve, the fit, and the raise of the
 // soft limit (in a child process, so this test's own limit stays as it was).
-#include "trainingd/daemon/descriptor_limit.h"
+#include "trainingd/daemon/service/descriptor_limit.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

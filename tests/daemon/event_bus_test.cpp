@@ -1,5 +1,5 @@
 // EventBus: ids only grow, replay after an id, live delivery in order, bounded history.
-#include "trainingd/daemon/event_bus.h"
+#include "trainingd/daemon/jobs/event_bus.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The subcommands' one flag parser: values, ranges, positionals, and errors that name the flag.
-#include "trainingd/daemon/flags.h"
+#include "trainingd/daemon/service/flags.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // JobFiles: a job's log appended, rotated at its size cap with one old file kept, read from any
 // line through the index, and picked up again by a new JobFiles (a daemon restart); appends on a
 // real full disk (a small tmpfs).
-#include "trainingd/daemon/job_files.h"
+#include "trainingd/daemon/jobs/job_files.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

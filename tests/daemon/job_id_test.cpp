@@ -1,5 +1,5 @@
 // Job ids: from the OS's random source, 80 bits, URL-safe and valid for the API.
-#include "trainingd/daemon/job_id.h"
+#include "trainingd/daemon/jobs/job_id.h"
 
 #include <gtest/gtest.h>
 

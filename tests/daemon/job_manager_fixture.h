@@ -16,10 +16,10 @@
 #include "trainingd/api/job_json.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/api/prometheus.h"
-#include "trainingd/daemon/event_bus.h"
-#include "trainingd/daemon/job_manager.h"
-#include "trainingd/daemon/local_executor.h"
-#include "trainingd/daemon/store.h"
+#include "trainingd/daemon/executors/local_executor.h"
+#include "trainingd/daemon/jobs/event_bus.h"
+#include "trainingd/daemon/jobs/job_manager.h"
+#include "trainingd/daemon/store/store.h"
 #include "trainingd/engine/nn/model_spec.h"
 
 namespace trainingd::api {

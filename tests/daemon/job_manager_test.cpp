@@ -1,6 +1,6 @@
 // JobManager: the job state machine, the queue and restart recovery, on a real Store; storage
 // faults injected under the store (FaultVfs).
-#include "trainingd/daemon/job_manager.h"
+#include "trainingd/daemon/jobs/job_manager.h"
 
 #include <gtest/gtest.h>
 

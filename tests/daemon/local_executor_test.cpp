@@ -1,6 +1,6 @@
 // LocalExecutor through the Executor interface: a real run's events in their order, stops,
 // slots, the exception boundary and shutdown.
-#include "trainingd/daemon/local_executor.h"
+#include "trainingd/daemon/executors/local_executor.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

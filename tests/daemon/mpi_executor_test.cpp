@@ -2,7 +2,7 @@
 // run report on stdout, mpirun's messages on stderr, its exit code), so restarts, the stall
 // watchdog, max_restarts and a stop are tested in a second each, without MPI. The real thing,
 // over HTTP: tests/e2e/distributed_daemon_test.py.
-#include "trainingd/daemon/mpi_executor.h"
+#include "trainingd/daemon/executors/mpi_executor.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

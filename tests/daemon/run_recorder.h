@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "trainingd/daemon/executor.h"
+#include "trainingd/daemon/executors/executor.h"
 
 namespace trainingd::daemon {
 

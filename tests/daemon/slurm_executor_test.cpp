@@ -3,7 +3,7 @@
 // file. So submission, tracking, the mapping of Slurm's states, a stop, a requeue, an outage of
 // the controller and reattaching after a restart are tested in seconds, without Slurm. The real
 // thing, over HTTP: tests/e2e/slurm_test.py.
-#include "trainingd/daemon/slurm_executor.h"
+#include "trainingd/daemon/executors/slurm_executor.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

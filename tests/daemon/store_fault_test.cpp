@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "fault_vfs.h"
-#include "trainingd/daemon/store.h"
+#include "trainingd/daemon/store/store.h"
 
 namespace trainingd::daemon {
 namespace {

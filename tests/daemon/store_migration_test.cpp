@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "store_test_util.h"
-#include "trainingd/daemon/store.h"
+#include "trainingd/daemon/store/store.h"
 
 namespace trainingd::daemon {
 namespace {
@@ -28,7 +28,7 @@ using api::ScalarQuery;
 using testing::kNaN;
 using testing::Same;
 
-// Migration 1 as it shipped (daemon/src/store_schema.cpp; a shipped migration never changes).
+// Migration 1 as it shipped (daemon/src/store/store_schema.cpp; a shipped migration never changes).
 constexpr char kSchemaVersion1[] = R"sql(
 CREATE TABLE jobs (
   id TEXT PRIMARY KEY NOT NULL,

@@ -1,7 +1,7 @@
 // Store: migrations, job rows, scalars and their downsampling, the writer's batching and Flush
 // barrier, concurrent readers, durability across stores and across a crashed process, and bad
 // or locked files. Every test has its own directory.
-#include "trainingd/daemon/store.h"
+#include "trainingd/daemon/store/store.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

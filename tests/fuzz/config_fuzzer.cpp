@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "fuzz_util.h"
-#include "trainingd/daemon/config.h"
+#include "trainingd/daemon/service/config.h"
 
 namespace daemon = trainingd::daemon;
 namespace engine = trainingd::engine;

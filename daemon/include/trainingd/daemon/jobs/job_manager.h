@@ -1,0 +1,181 @@
+// JobManager: the service behind the HTTP API (api::JobService) -- the jobs' state machine, the
+// queue, admission and restart recovery, their rows and scalars in the Store and their live events
+// on the EventBus. It does not run jobs: it hands each to an Executor (executor.h) and learns
+// what the run does from the executor's events (docs/architecture.md).
+//
+// States: queued -> running -> completed | failed | stopped, with stopping while a stop is in
+// progress. Stop asks the executor to stop the run (it stops after its current step, writes a
+// final checkpoint and runs its end hooks) or, for a queued job, stops it at once. Resume puts a
+// stopped, failed or completed job back in the queue, optionally with a new max_steps; its new
+// run restores the latest checkpoint, and scalars stamped after that checkpoint's step are
+// dropped so every series stays monotonic in step. On start (Create), jobs the previous daemon
+// left queued or running are queued again (and so resume from their checkpoints); a job that was
+// stopping is marked stopped.
+//
+// Admission (docs/operations.md#admission): Submit and a Resume with a new max_steps check the
+// spec against its dataset and estimate its memory and disk (engine::PlanJob); a job over the
+// per-job budgets is refused with InvalidArgument naming the field that weighs most.
+//
+// Crash containment: a job is marked running in the database before its run starts; one found
+// running at start-up was running when the daemon died, so its crash count goes up and it is
+// queued again (resuming from its latest checkpoint) up to max_crash_restarts times in a row,
+// then failed. Until it ends normally, such a job runs alone, so a job that kills the daemon
+// cannot take an innocent neighbour's restarts with it. (That a run throws is the executor's to
+// contain: it ends the run with an error.)
+//
+// Storage faults: when the database cannot be written because the disk is full or failing,
+// running jobs are stopped (a final checkpoint if one fits, else failed) and no queued job
+// starts until writes succeed again; a data or jobs/ disk with less than kMinFreeDiskBytes free
+// holds the queue too. Health() says degraded meanwhile.
+//
+// Each job has a directory <data_dir>/jobs/<id>/ (JobFiles) holding its checkpoints, event files,
+// profiler timelines and its rotated log, which the manager writes from the run's log events.
+// HTTP threads call the JobService methods: they never train and never wait for SQLite writes.
+// One scheduler thread starts queued jobs as the executor's slots free up. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trainingd/api/job_service.h"
+#include "trainingd/daemon/executors/executor.h"
+#include "trainingd/daemon/jobs/event_bus.h"
+#include "trainingd/daemon/jobs/job_files.h"
+#include "trainingd/daemon/jobs/job_limits.h"
+#include "trainingd/daemon/store/store.h"
+#include "trainingd/engine/base/env.h"
+#include "trainingd/engine/job/job_resources.h"
+#include "trainingd/engine/job/job_runner.h"
+
+namespace trainingd::daemon {
+
+// The most jobs that may train at once.
+inline constexpr int kMaxConcurrentJobs = 64;
+
+// Below this much free space on the disk of the data directory or of its jobs/, queued jobs
+// wait: a job's first checkpoint would not fit.
+inline constexpr int64_t kMinFreeDiskBytes = int64_t{1} << 20;
+
+struct JobManagerOptions {
+  std::string data_dir = "var";  // jobs/<id>/ under it
+  // The jobs' directories instead: "" = <data_dir>/jobs. A Slurm executor's job_root, which the
+  // cluster's nodes share.
+  std::string jobs_dir;
+  std::string data_root = "/usr/share/datasets";  // datasets by name (admission reads them)
+  // Compute threads each run uses (the executor's), for admission's memory estimate.
+  int threads_per_job = 1;
+  size_t max_queued_jobs = 1000;  // Submit answers Unavailable beyond
+  engine::Env* env = nullptr;     // null = Env::Default()
+
+  JobLimits limits;  // budgets, caps, crash restarts (job_limits.h)
+  // Testing only (TRAININGD_TEST_ABORT_JOB): a job with this name aborts the process once it
+  // reaches global step abort_at_step (0 = as soon as it starts running).
+  std::string abort_job_name;
+  int64_t abort_at_step = 0;
+};
+
+class JobManager final : public api::JobService, private RunListener {
+ public:
+  // Loads the jobs from `store`, re-queues the ones a previous run left unfinished, and starts
+  // scheduling them on `executor`. `store` and `bus` must outlive the manager.
+  static engine::Result<std::unique_ptr<JobManager>> Create(Store& store, EventBus& bus,
+                                                            std::unique_ptr<Executor> executor,
+                                                            JobManagerOptions options);
+  ~JobManager() override;  // Shutdown()
+
+  // Stops every running job gracefully (final checkpoints), waits for their runs to end and
+  // leaves the jobs they stopped queued in the database, so the next start resumes them.
+  // Idempotent.
+  void Shutdown();
+
+  engine::Result<api::JobInfo> Submit(engine::JobSpec spec, std::string spec_json) override;
+  engine::Result<api::JobPage> List(std::optional<api::JobState> state, int64_t limit,
+                                    const std::string& cursor) override;
+  engine::Result<api::JobInfo> Get(const std::string& id) override;
+  engine::Result<api::JobInfo> Stop(const std::string& id) override;
+  engine::Result<api::JobInfo> Resume(const std::string& id,
+                                      std::optional<int64_t> max_steps) override;
+  engine::Status Delete(const std::string& id) override;
+  engine::Result<std::vector<api::ScalarPoint>> Scalars(const std::string& id,
+                                                        const api::ScalarQuery& query) override;
+  engine::Result<std::vector<std::string>> ScalarTags(const std::string& id) override;
+  engine::Result<std::vector<api::CheckpointInfo>> Checkpoints(const std::string& id) override;
+  engine::Result<std::vector<api::LogLine>> Logs(const std::string& id, int64_t from_line,
+                                                 int64_t limit) override;
+  engine::Result<std::unique_ptr<api::Subscription>> Subscribe(
+      const std::string& job_id, int64_t after_id,
+      std::function<void(const api::ServiceEvent&)> deliver) override;
+  std::vector<api::Metric> Metrics() override;
+  api::ServiceHealth Health() override;
+
+  // The per-job budgets in force (the automatic ones resolved; disk: as of now).
+  engine::JobBudget Budget() const;
+
+ private:
+  struct Job;  // in-memory state of one job
+  JobManager(Store& store, EventBus& bus, std::unique_ptr<Executor> executor,
+             JobManagerOptions options);
+  // Submit, Stop and Resume change the job, then Recorded waits (at most kRecordTimeout) until
+  // the change is in the database: a kill -9 right after the reply keeps it (a stop that was
+  // acknowledged and then lost would let a cluster job run on).
+  static constexpr std::chrono::seconds kRecordTimeout{5};
+  engine::Result<api::JobInfo> Recorded(engine::Result<api::JobInfo> changed);
+  // Waits at most `timeout` until every write queued so far is in the database; logs "job
+  // <job_id>: <what> is not yet in the database" if not. Not under mu_.
+  void AwaitStored(const std::string& job_id, const char* what, std::chrono::seconds timeout);
+  engine::Result<api::JobInfo> SubmitUnrecorded(engine::JobSpec spec, std::string spec_json);
+  engine::Result<api::JobInfo> StopUnrecorded(const std::string& id);
+  engine::Result<api::JobInfo> ResumeUnrecorded(const std::string& id,
+                                                std::optional<int64_t> max_steps);
+  // The scheduler thread: starts queued jobs while the executor has free slots.
+  void ScheduleLoop();
+  // The next job that may start, removed from the queue; null if none may start now. Needs mu_.
+  std::shared_ptr<Job> NextRunnableLocked();
+  // RunListener: what a run reports (executor threads).
+  void OnRunEvent(const std::string& job_id, RunEvent event) override;
+  // Sets the job's end state from its run's result. Needs mu_.
+  void FinishLocked(Job& job, const engine::Result<engine::JobResult>& result);
+  // Admission: the spec checked against its dataset, estimated and held to the budgets.
+  engine::Result<engine::JobResources> Admit(const engine::JobSpec& spec) const;
+  // What a run of `spec` may use: the daemon's caps, and the spec's threads or the daemon's.
+  engine::JobRunLimits RunLimits(const engine::JobSpec& spec) const;
+  // The store's writes started or stopped failing (its writer thread).
+  void OnStoreHealth(const StoreHealth& health);
+  // <data_dir>/jobs, or options_.jobs_dir.
+  std::string JobsDir() const;
+  // Disks under the data directory with less than kMinFreeDiskBytes free, as problems.
+  std::vector<std::string> DiskProblems() const;
+  // Sets the state, writes the row's state columns and publishes the change. Needs mu_.
+  void SetStateLocked(Job& job, api::JobState state);
+  // The job as the API shows it; summaries (lists) leave out the spec.
+  api::JobInfo InfoLocked(const Job& job, bool with_spec = true) const;
+  std::shared_ptr<Job> FindLocked(const std::string& id) const;
+
+  Store& store_;
+  EventBus& bus_;
+  const std::unique_ptr<Executor> executor_;
+  JobManagerOptions options_;
+  engine::Env* env_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // the scheduler waits on it
+  std::map<std::string, std::shared_ptr<Job>> jobs_;
+  std::deque<std::string> queue_;  // ids, oldest first
+  bool shutting_down_ = false;
+  int running_ = 0;               // runs started and not ended
+  bool running_suspect_ = false;  // one of them crashed the daemon before: it runs alone
+  std::string store_failure_;     // why the database cannot be written; "" = it can
+  std::thread scheduler_;
+
+  JobFiles files_;
+};
+
+}  // namespace trainingd::daemon

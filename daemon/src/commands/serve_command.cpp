@@ -1,0 +1,327 @@
+#include "trainingd/daemon/commands/serve_command.h"
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+#include <thread>
+
+#include "trainingd/api/http_server.h"
+#include "trainingd/api/router.h"
+#include "trainingd/daemon/executors/local_executor.h"
+#include "trainingd/daemon/executors/mpi_executor.h"
+#include "trainingd/daemon/executors/slurm_executor.h"
+#include "trainingd/daemon/jobs/event_bus.h"
+#include "trainingd/daemon/jobs/job_manager.h"
+#include "trainingd/daemon/service/config.h"
+#include "trainingd/daemon/service/descriptor_limit.h"
+#include "trainingd/daemon/service/systemd_notify.h"
+#include "trainingd/daemon/store/store.h"
+
+namespace trainingd::daemon {
+namespace fs = std::filesystem;
+namespace {
+
+void Say(const std::string& line) {
+  std::string l = "trainingd: " + line + "\n";
+  std::fwrite(l.data(), 1, l.size(), stderr);
+}
+
+// The dashboard: the configured directory, else <exe dir>/../share/trainingd/web: the installed
+// one (<prefix>/share/trainingd/web), or in a build tree build/share/trainingd/web, which the
+// build assembles from web/ and uPlot (the source tree's web/ alone lacks uPlot).
+std::string FindWebDir(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share/trainingd/web";
+    if (fs::is_directory(installed, ec)) return installed.string();
+  }
+  return "";
+}
+
+// Holds an exclusive lock on <data_dir>/trainingd.lock for the life of the process, so two
+// daemons never share a data directory (both would run the same queued jobs into the same
+// checkpoint directories). The lock is the kernel's: it goes away with the process, even on
+// kill -9. Returns the open descriptor, or -1 after printing why.
+int LockDataDir(const std::string& dir) {
+  const std::string path = dir + "/trainingd.lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    Say("cannot open " + path + ": " + std::strerror(errno));
+    return -1;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {0};
+    const ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+    Say("another trainingd (pid " + std::string(pid, n > 0 ? static_cast<size_t>(n) : 0) +
+        ") is using the data directory " + dir);
+    close(fd);
+    return -1;
+  }
+  const std::string mine = std::to_string(getpid());
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, mine.data(), mine.size(), 0) < 0) {
+    Say("cannot write " + path + ": " + std::strerror(errno));
+  }
+  return fd;
+}
+
+// Which Host names requests may carry (api/browser_policy.h), for the start-up log.
+std::string AllowedHostsLine(const ServeConfig& config, uint16_t port) {
+  std::string names = "localhost, 127.0.0.1, [::1]";
+  const bool wildcard = config.listen_address == "0.0.0.0" || config.listen_address == "::";
+  if (!wildcard && config.listen_address != "localhost" && config.listen_address != "127.0.0.1" &&
+      config.listen_address != "::1") {
+    names += config.listen_address.find(':') != std::string::npos
+                 ? ", [" + config.listen_address + "]"
+                 : ", " + config.listen_address;
+  }
+  for (const std::string& host : config.allowed_hosts) names += ", " + host;
+  std::string line = "requests must name this server in Host: " + names + " (port " +
+                     std::to_string(port) + " unless given)";
+  if (!config.allowed_origins.empty()) {
+    line += "; cross-origin POST/DELETE allowed from";
+    for (const std::string& origin : config.allowed_origins) line += " " + origin;
+  }
+  if (wildcard) {
+    line += "; listening on " + config.listen_address +
+            ": this machine's other names and addresses must be listed in allowed_hosts";
+  }
+  return line;
+}
+
+}  // namespace
+
+int ServeCommand(const std::vector<std::string>& args) {
+  ServeConfig config;
+  bool help = false;
+  if (ServeFlags(config).Parse(args, &help).ok() && help) {
+    std::fputs(ServeFlags(config).Usage().c_str(), stdout);
+    return 0;
+  }
+  // Jobs come and go with buffers of many MiB (datasets, activations, checkpoint copies). glibc
+  // maps such a buffer on its own only above a threshold it raises after every free, up to
+  // 32 MiB; from then on a job's 31 MiB training split lands in a malloc arena that keeps the
+  // space once it is freed, and in a soak (bench/soak.py) the daemon's RSS grew by one dataset
+  // every few minutes. A fixed threshold keeps every buffer of 4 MiB or more in its own mapping,
+  // given back to the kernel when freed. Buffers that large are made when a job starts, not
+  // per step.
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  if (engine::Status st = ParseServeArgs(args, config); !st.ok()) {
+    std::fprintf(stderr, "trainingd serve: %s\n%s", st.message().c_str(),
+                 ServeFlags(config).Usage().c_str());
+    return 2;
+  }
+  // Connections must leave descriptors for the daemon's own files (descriptor_limit.h).
+  auto descriptor_limit = RaiseDescriptorLimit();
+  if (!descriptor_limit.ok()) {
+    Say(descriptor_limit.status().message());
+    return 1;
+  }
+  const size_t reserve = DescriptorReserve(config.max_concurrent_jobs, config.http_handler_threads);
+  const size_t max_connections =
+      FitConnectionCap(static_cast<size_t>(config.max_connections), *descriptor_limit, reserve);
+  if (max_connections == 0) {
+    Say("the file descriptor limit (" + std::to_string(*descriptor_limit) +
+        ") leaves no room for HTTP connections after the " + std::to_string(reserve) +
+        " the daemon keeps for its own files; raise it (ulimit -n, LimitNOFILE=)");
+    return 1;
+  }
+  if (max_connections < static_cast<size_t>(config.max_connections)) {
+    Say("warning: max_connections lowered from " + std::to_string(config.max_connections) + " to " +
+        std::to_string(max_connections) + " to fit the file descriptor limit (" +
+        std::to_string(*descriptor_limit) + ", of which " + std::to_string(reserve) +
+        " are kept for the daemon's own files); raise the limit (ulimit -n, LimitNOFILE=) to "
+        "allow more");
+  }
+  // Signals are taken by this thread alone (sigtimedwait below): block them before any thread
+  // starts, so every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::error_code ec;
+  fs::create_directories(config.data_dir, ec);
+  if (ec) {
+    Say("cannot create the data directory " + config.data_dir + ": " + ec.message());
+    return 1;
+  }
+  const int lock_fd = LockDataDir(config.data_dir);
+  if (lock_fd < 0) return 1;  // the lock is held until the process exits
+  // On a full or failing disk the store retries its writes until they commit; at exit the
+  // manager's shutdown has already waited for them, so the store gives them up soon after.
+  StoreOptions store_options;
+  store_options.give_up_after_stop = std::chrono::seconds(1);
+  auto store = Store::Open(config.data_dir + "/trainingd.db", store_options);
+  if (!store.ok()) {
+    Say(store.status().message());
+    return 1;
+  }
+  EventBus bus;
+  // Jobs never oversubscribe the cores: each of the concurrent runs gets its share.
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const int threads_per_job = config.threads_per_job > 0
+                                  ? config.threads_per_job
+                                  : std::max(1, cores / config.max_concurrent_jobs);
+  JobManagerOptions jm;
+  jm.data_dir = config.data_dir;
+  jm.data_root = config.data_root;
+  jm.threads_per_job = threads_per_job;
+  jm.limits = config.limits;
+  // Testing only: "NAME" or "NAME@STEP" makes that job abort the process (crash containment's
+  // test, docs/operations.md#crash-containment).
+  if (const char* abort = std::getenv("TRAININGD_TEST_ABORT_JOB"); abort && *abort) {
+    const std::string spec = abort;
+    const size_t at = spec.rfind('@');
+    jm.abort_job_name = spec.substr(0, at);
+    if (at != std::string::npos) jm.abort_at_step = std::atoll(spec.c_str() + at + 1);
+    Say("TRAININGD_TEST_ABORT_JOB is set: job '" + jm.abort_job_name +
+        "' will abort the process (a test)");
+  }
+  std::unique_ptr<Executor> executor;
+  if (config.executor == "slurm") {
+    // Every job is a Slurm batch job (docs/slurm.md), its directory under job_root.
+    SlurmOptions so = config.slurm;
+    if (so.data_root.empty()) so.data_root = config.data_root;
+    if (engine::Status st = SlurmExecutor::Check(so); !st.ok()) {
+      Say("slurm: " + st.message());
+      return 1;
+    }
+    jm.jobs_dir = so.job_root;
+    jm.threads_per_job = so.cpus_per_task;
+    executor = std::make_unique<SlurmExecutor>(std::move(so));
+  } else {
+    LocalExecutorOptions lo;
+    lo.slots = config.max_concurrent_jobs;
+    lo.threads_per_job = threads_per_job;
+    lo.data_root = config.data_root;
+    // Data-parallel jobs run as mpirun with ranks of trainingd-mpi (docs/distributed.md); the
+    // others on threads of this process.
+    MpiExecutorOptions mo;
+    mo.slots = config.max_concurrent_jobs;
+    mo.data_root = config.data_root;
+    mo.hostfile = config.mpi_hostfile;
+    mo.mpirun_options = config.mpirun_options;
+    executor = std::make_unique<RoutingExecutor>(std::make_unique<LocalExecutor>(std::move(lo)),
+                                                 std::make_unique<MpiExecutor>(mo));
+  }
+  auto manager = JobManager::Create(**store, bus, std::move(executor), jm);
+  if (!manager.ok()) {
+    Say(manager.status().message());
+    return 1;
+  }
+  api::RouterOptions ro;
+  ro.api_token = config.token;
+  ro.web_root = FindWebDir(config.web_dir);
+  ro.listen_address = config.listen_address;
+  ro.allowed_hosts = config.allowed_hosts;
+  ro.allowed_origins = config.allowed_origins;
+  ro.log = [](std::string_view line) {  // the lines name their source ("trainingd http: ")
+    std::string l = std::string(line) + "\n";
+    std::fwrite(l.data(), 1, l.size(), stderr);
+  };
+  api::Router router(**manager, ro);
+  if (engine::Status st = router.CheckOptions(); !st.ok()) {
+    Say(st.message());
+    return 2;
+  }
+  api::HttpServerOptions so;
+  so.address = config.listen_address == "localhost" ? "127.0.0.1" : config.listen_address;
+  so.port = static_cast<uint16_t>(config.listen_port);
+  so.io_threads = config.http_threads;
+  so.handler_threads = config.http_handler_threads;
+  so.max_connections = max_connections;
+  so.log = ro.log;
+  api::HttpServer server(router, so);
+  if (engine::Status st = server.Start(); !st.ok()) {
+    Say(st.message());
+    (*manager)->Shutdown();
+    return 1;
+  }
+  const std::string host =
+      so.address.find(':') != std::string::npos ? "[" + so.address + "]" : so.address;
+  // Tests and scripts read the port from this line.
+  std::printf("trainingd: listening on http://%s:%u/\n", host.c_str(), server.port());
+  std::fflush(stdout);
+  Say("data in " + config.data_dir + ", datasets from " + config.data_root + ", " +
+      std::to_string(config.max_concurrent_jobs) + " concurrent job(s) with " +
+      std::to_string(threads_per_job) + " compute thread(s) each" +
+      (ro.web_root.empty() ? ", no dashboard files found" : ", dashboard from " + ro.web_root) +
+      (config.token.empty() ? "" : ", API token required") + ", at most " +
+      std::to_string(max_connections) + " connections (descriptor limit " +
+      std::to_string(*descriptor_limit) + ")");
+  Say(AllowedHostsLine(config, server.port()));
+  if (config.executor == "slurm") {
+    Say("jobs run as Slurm batch jobs (at most " + std::to_string(config.slurm.max_jobs) +
+        " at once), their directories under " + config.slurm.job_root +
+        (config.slurm.partition.empty() ? "" : ", partition " + config.slurm.partition));
+  }
+  {
+    const engine::JobBudget budget = (*manager)->Budget();
+    Say("per-job budgets: memory " +
+        (budget.memory_bytes > 0 ? engine::FormatBytes(budget.memory_bytes) : "unlimited") +
+        ", disk " +
+        (budget.disk_bytes > 0 ? engine::FormatBytes(budget.disk_bytes) + " now" : "unlimited") +
+        "; at most " + std::to_string(config.limits.max_checkpoints_per_job) + " checkpoints, " +
+        std::to_string(config.limits.max_profiler_traces_per_job) + " profiler traces and " +
+        engine::FormatBytes(2 * config.limits.max_log_bytes_per_job) + " of log per job");
+  }
+  SdNotify("READY=1\nSTATUS=serving on " + host + ":" + std::to_string(server.port()));
+
+  const auto watchdog = WatchdogPingInterval();
+  const double tick = watchdog ? *watchdog : 5.0;
+  int sig = 0;
+  while (sig <= 0) {
+    timespec ts{static_cast<time_t>(tick),
+                static_cast<long>((tick - static_cast<long>(tick)) * 1e9)};
+    sig = sigtimedwait(&signals, nullptr, &ts);
+    if (sig < 0 && watchdog) SdNotify("WATCHDOG=1");
+  }
+  Say(std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+      ": stopping running jobs after their current step (final checkpoints)");
+  SdNotify("STOPPING=1\nSTATUS=stopping jobs");
+  // Keep the watchdog fed while jobs finish their step, evaluation and checkpoint.
+  std::atomic<bool> done{false};
+  std::thread pinger;
+  if (watchdog) {
+    pinger = std::thread([&] {
+      while (!done) {
+        SdNotify("WATCHDOG=1");
+        std::this_thread::sleep_for(std::chrono::duration<double>(*watchdog));
+      }
+    });
+  }
+  server.Stop();
+  (*manager)->Shutdown();
+  // Bounded: writes the disk cannot take (full, failing) would otherwise keep the daemon from
+  // ever exiting. What is not committed by then is lost, and the exit status says so.
+  int code = 0;
+  if (engine::Status st = (*store)->Flush(std::chrono::seconds(2)); !st.ok()) {
+    Say("database: " + st.message());
+    if (st.code() == engine::StatusCode::kDeadlineExceeded) {
+      Say("database: " + std::to_string((*store)->stats().queued_writes) +
+          " writes are not committed and are lost (state changes and scalars since the disk "
+          "failed; docs/operations.md#full-disk-and-storage-faults)");
+      code = 1;
+    }
+  }
+  done = true;
+  if (pinger.joinable()) pinger.join();
+  Say(code == 0 ? "stopped" : "stopped, with writes lost");
+  return code;
+}
+
+}  // namespace trainingd::daemon

@@ -1,0 +1,165 @@
+#include "trainingd/daemon/commands/train_command.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "commands/stop_signal.h"
+#include "trainingd/daemon/service/flags.h"
+#include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/job/job_runner.h"
+
+namespace trainingd::daemon {
+namespace eng = trainingd::engine;
+namespace fs = std::filesystem;
+namespace {
+
+struct Options {
+  std::string model = "cnn";
+  std::string data = "/usr/share/datasets/fashion-mnist";
+  std::optional<int64_t> steps;       // unset: the preset's default
+  std::optional<int64_t> batch_size;  // unset: the preset's default
+  std::string optimizer = "adam";
+  std::optional<double> learning_rate;  // unset: the preset's default
+  int threads = 2;
+  uint64_t seed = 42;
+  int64_t log_every = 100;
+  int64_t eval_every = 1000;
+  int64_t validation_size = 5000;
+  std::string checkpoint_dir;  // "" = a temporary one, removed at the end
+};
+
+// The flags as a job spec: the preset, its optimizer and batch, logging and evaluation every so
+// many steps, the final evaluation on the test split, and no event files.
+eng::Result<eng::JobSpec> SpecFor(const Options& o) {
+  eng::JobSpec s;
+  s.name = "train-" + o.model;
+  auto model = eng::PresetModel(o.model);
+  if (!model.ok()) return eng::Status::InvalidArgument("--model: " + model.status().message());
+  s.model_preset = o.model;
+  s.model = *model;
+  const bool cnn = o.model == "cnn";
+  s.max_steps = o.steps.value_or(cnn ? 20000 : 10000);
+  s.batch_size = o.batch_size.value_or(cnn ? 50 : 100);
+  s.seed = o.seed;
+  if (o.optimizer == "adam") {
+    s.optimizer.type = eng::OptimizerOptions::Type::kAdam;
+  } else if (o.optimizer == "momentum") {
+    s.optimizer.type = eng::OptimizerOptions::Type::kMomentum;
+  } else if (o.optimizer == "sgd") {
+    s.optimizer.type = eng::OptimizerOptions::Type::kSgd;
+  } else {
+    return eng::Status::InvalidArgument("--optimizer: unknown '" + o.optimizer +
+                                        "' (adam, momentum, sgd)");
+  }
+  s.optimizer.learning_rate = eng::LearningRateSchedule::Constant(
+      static_cast<float>(o.learning_rate.value_or(cnn ? 1e-4 : 1e-3)));
+  // The directory's name, for the logs; "data" when it is not a valid dataset name.
+  s.dataset.name = fs::path(o.data).filename().string();
+  if (s.dataset.name.empty() || s.dataset.name.size() > 100 || s.dataset.name == "." ||
+      s.dataset.name == ".." ||
+      s.dataset.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                       "0123456789._-") != std::string::npos) {
+    s.dataset.name = "data";
+  }
+  s.dataset.validation_size = o.validation_size;
+  eng::HooksSpec& h = s.hooks;
+  h.checkpoint.enabled = !o.checkpoint_dir.empty();
+  h.summary.enabled = false;
+  h.logging.every_n_iter = o.log_every;
+  h.evaluation.enabled = o.eval_every > 0;
+  h.evaluation.trigger.every_steps = o.eval_every;
+  h.final_eval.enabled = true;
+  h.final_eval.split = "test";
+  return s;
+}
+
+}  // namespace
+
+int TrainCommand(const std::vector<std::string>& args) {
+  Options o;
+  Flags flags("train", "",
+              "Trains a tutorial model in a monitored training session (like trainingd run).\n"
+              "Defaults per model (steps, batch, learning rate): cnn 20000, 50, 1e-4;\n"
+              "mlp and softmax 10000, 100, 1e-3.\n");
+  flags.String("--model", "NAME", "cnn, mlp or softmax (cnn)", &o.model)
+      .String("--data", "DIR", "a directory of MNIST-format IDX files (Fashion-MNIST)", &o.data)
+      .Int("--steps", "global steps to train", 1, INT64_MAX, &o.steps)
+      .Int("--batch-size", "examples per step", 1, INT64_MAX, &o.batch_size)
+      .String("--optimizer", "NAME", "adam, momentum or sgd (adam)", &o.optimizer)
+      .Positive("--learning-rate", "the learning rate", &o.learning_rate)
+      .Int("--threads", "compute threads (2)", 1, 256, &o.threads)
+      .Uint("--seed", "initialisation, dropout and data order (42)", &o.seed)
+      .Int("--log-every", "log every N steps (100)", 1, INT64_MAX, &o.log_every)
+      .Int("--eval-every", "evaluate on the validation split every N steps; 0 = never (1000)", 0,
+           INT64_MAX, &o.eval_every)
+      .Int("--validation-size", "examples held out of the training file (5000)", 0, INT64_MAX,
+           &o.validation_size)
+      .String("--checkpoint-dir", "DIR", "keep checkpoints there and resume from them (none)",
+              &o.checkpoint_dir);
+  return RunWithFlags(flags, args, [&]() -> int {
+    auto spec = SpecFor(o);
+    if (!spec.ok()) {
+      std::fprintf(stderr, "trainingd train: %s\n", spec.status().message().c_str());
+      return 2;
+    }
+    // Any directory of IDX files, not only one under the data root: loaded here and handed over.
+    eng::DatasetOptions dopt;
+    dopt.validation_size = o.validation_size;
+    auto data = eng::LoadMnistDirectory(o.data, dopt);
+    if (!data.ok()) {
+      std::fprintf(stderr, "trainingd train: %s\n", data.status().ToString().c_str());
+      return 1;
+    }
+    // The session needs a directory for what it writes; without --checkpoint-dir, a temporary
+    // one that nothing is written to (checkpoints and summaries are off).
+    std::string dir = o.checkpoint_dir;
+    if (dir.empty()) {
+      std::string tmpl = (fs::temp_directory_path() / "trainingd-train-XXXXXX").string();
+      if (!mkdtemp(tmpl.data())) {
+        std::perror("trainingd train: cannot create a temporary directory");
+        return 1;
+      }
+      dir = tmpl;
+    }
+    eng::SetComputeThreads(o.threads);
+    InstallStopSignals();
+    eng::JobRunOptions run;
+    run.checkpoint_dir = dir;
+    run.datasets = std::make_shared<const eng::Datasets>(std::move(data).value());
+    run.stop = &StopRequested();
+    auto result = eng::RunJob(*spec, run);
+    RestoreStopSignals();
+    if (o.checkpoint_dir.empty()) {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+    if (!result.ok()) {
+      std::fprintf(stderr, "trainingd train: %s\n", result.status().message().c_str());
+      return 2;
+    }
+    const auto& v = result->final_values;
+    const auto value = [&](const char* k) { return v.count(k) ? v.at(k) : 0.0; };
+    std::printf("final: step = %lld, test/loss = %.4f, test/accuracy = %.4f (%s: %s)\n",
+                static_cast<long long>(result->global_step), value("test/loss"),
+                value("test/accuracy"), eng::JobOutcomeName(result->outcome),
+                result->reason.c_str());
+    switch (result->outcome) {
+      case eng::JobResult::Outcome::kCompleted:
+        return 0;
+      case eng::JobResult::Outcome::kStopped:
+        return 130;
+      case eng::JobResult::Outcome::kFailed:
+        return 1;
+    }
+    return 1;
+  });
+}
+
+}  // namespace trainingd::daemon

@@ -1,0 +1,898 @@
+#include "trainingd/daemon/jobs/job_manager.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <type_traits>
+
+#include "jobs/machine.h"
+#include "trainingd/api/job_spec_json.h"
+#include "trainingd/daemon/jobs/job_id.h"
+#include "trainingd/engine/base/logger.h"
+#include "trainingd/engine/io/checkpoint_manager.h"
+#include "trainingd/engine/session/hooks/step_counter_hook.h"
+
+namespace trainingd::daemon {
+namespace fs = std::filesystem;
+namespace eng = trainingd::engine;
+using api::JobState;
+
+struct JobManager::Job {
+  JobRecord rec;
+  eng::JobSpec spec;
+  double examples_per_sec = 0;
+  std::map<std::string, double> latest;  // guarded by the manager's mu_
+  // Why the daemon (not the user) stopped it, e.g. a full disk; "" = the user. Guarded by mu_.
+  std::string stop_cause;
+  eng::StatusCode stop_code = eng::StatusCode::kOk;  // ResourceExhausted or IoError with a cause
+  // The first log line of this run the disk had no room for (the line was still published).
+  eng::Status log_failure;
+  bool suspect = false;  // this run is of a job that crashed the daemon before
+  // The executor holds a run of it (from its Start to its RunEnded). A job whose run waits in a
+  // cluster's queue is queued and has a run.
+  bool has_run = false;
+  // Its run outlives the daemon and was being stopped when the daemon died: the new Start
+  // follows it again and asks it to stop once more.
+  bool stop_on_start = false;
+  api::SlurmInfo slurm;  // a run on Slurm: what Slurm says of it
+  // A data-parallel job's attempts (also in the store) and its ranks' latest step (this run's).
+  std::vector<api::AttemptInfo> attempts;
+  std::vector<api::RankInfo> ranks;
+};
+
+namespace {
+
+bool IsEnded(JobState s) {
+  return s == JobState::kCompleted || s == JobState::kFailed || s == JobState::kStopped;
+}
+
+api::JobStateEvent StateEvent(const JobRecord& r) {
+  return {r.id, r.name, r.state, r.global_step, r.max_steps, r.error, r.reason, false};
+}
+
+// "name" or "name@step", from TRAININGD_TEST_ABORT_JOB.
+bool ShouldAbort(const JobManagerOptions& o, const std::string& name, int64_t step) {
+  return !o.abort_job_name.empty() && o.abort_job_name == name && step >= o.abort_at_step;
+}
+
+}  // namespace
+
+JobManager::JobManager(Store& store, EventBus& bus, std::unique_ptr<Executor> executor,
+                       JobManagerOptions options)
+    : store_(store),
+      bus_(bus),
+      executor_(std::move(executor)),
+      options_(std::move(options)),
+      env_(options_.env ? options_.env : eng::Env::Default()),
+      files_(JobFilesOptions{options_.data_dir, options_.jobs_dir,
+                             options_.limits.max_log_bytes_per_job}) {}
+
+std::string JobManager::JobsDir() const {
+  return options_.jobs_dir.empty() ? options_.data_dir + "/jobs" : options_.jobs_dir;
+}
+
+eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventBus& bus,
+                                                            std::unique_ptr<Executor> executor,
+                                                            JobManagerOptions options) {
+  if (!executor || executor->slots() < 1) {
+    return eng::Status::InvalidArgument("an executor with at least one slot is needed");
+  }
+  if (options.threads_per_job < 1 || options.limits.max_checkpoints_per_job < 1 ||
+      options.limits.max_profiler_traces_per_job < 1 ||
+      options.limits.max_log_bytes_per_job < 4096 || options.limits.max_crash_restarts < 0) {
+    return eng::Status::InvalidArgument(
+        "threads_per_job, max_checkpoints_per_job and max_profiler_traces_per_job must be >= 1, "
+        "max_log_bytes_per_job >= 4096, max_crash_restarts >= 0");
+  }
+  std::unique_ptr<JobManager> m(
+      new JobManager(store, bus, std::move(executor), std::move(options)));
+  std::error_code ec;
+  fs::create_directories(m->JobsDir(), ec);
+  if (ec) {
+    return eng::Status::IoError(m->JobsDir() + ": cannot create: " + ec.message());
+  }
+  // Load every job; the oldest unfinished ones go back in the queue first.
+  std::vector<JobRecord> all;
+  std::string cursor;
+  for (;;) {
+    auto page = store.ListJobs(std::nullopt, 1000, cursor);
+    if (!page.ok()) return page.status();
+    if (page->empty()) break;
+    all.insert(all.end(), page->begin(), page->end());
+    cursor = page->back().id;
+  }
+  std::reverse(all.begin(), all.end());  // oldest first
+  auto attempts = store.ListAttempts();
+  if (!attempts.ok()) return attempts.status();
+  for (JobRecord& r : all) {
+    auto job = std::make_shared<Job>();
+    auto spec = api::ParseJobSpec(r.spec_json);
+    if (!spec.ok()) {
+      r.state = JobState::kFailed;
+      r.error = "stored spec no longer valid: " + spec.status().message();
+    } else {
+      job->spec = std::move(spec).value();
+    }
+    job->slurm.job_id = r.slurm_job_id;
+    if ((r.state == JobState::kRunning || r.state == JobState::kStopping) &&
+        m->executor_->RunsOutliveDaemon()) {
+      // Its run goes on without the daemon (a cluster job): not a suspect; its new Start
+      // reattaches to it (and a stop under way is asked for again).
+      job->stop_on_start = r.state == JobState::kStopping;
+      r.state = JobState::kQueued;
+      r.reason = "the daemon restarted while it ran; following its run again";
+      m->queue_.push_back(r.id);
+    } else if (r.state == JobState::kRunning) {
+      // Marked running before it trained and not ended: the daemon died under it.
+      ++r.crash_count;
+      if (r.crash_count > m->options_.limits.max_crash_restarts) {
+        r.state = JobState::kFailed;
+        r.error = "Aborted: the daemon died while this job ran, " + std::to_string(r.crash_count) +
+                  " times in a row";
+        r.reason =
+            "crashed the daemon: it was running each of the last " + std::to_string(r.crash_count) +
+            " times the daemon died, so it is not restarted again (max_crash_restarts " +
+            std::to_string(m->options_.limits.max_crash_restarts) + "); resume it to try again";
+        r.finished_at = m->env_->NowSeconds();
+      } else {
+        r.state = JobState::kQueued;
+        r.reason = "the daemon died while it ran; resumes from its latest checkpoint (restart " +
+                   std::to_string(r.crash_count) + " of at most " +
+                   std::to_string(m->options_.limits.max_crash_restarts) + ")";
+        m->queue_.push_back(r.id);
+      }
+      store.UpdateJobCrashCount(r.id, r.crash_count);
+    } else if (r.state == JobState::kQueued) {
+      m->queue_.push_back(r.id);
+    } else if (r.state == JobState::kStopping) {
+      r.state = JobState::kStopped;
+      r.reason = "stop requested";
+    }
+    job->rec = r;
+    store.UpdateJobState(r.id, r.state, r.started_at, r.finished_at, r.error, r.reason);
+    auto latest = store.LatestScalars(r.id);
+    if (latest.ok()) job->latest = *latest;
+    job->attempts = std::move((*attempts)[r.id]);
+    for (api::AttemptInfo& a : job->attempts) {
+      // It was running when the daemon died (a cluster job's goes on).
+      if (a.ended_at == 0 && !m->executor_->RunsOutliveDaemon()) {
+        a.ended_at = m->env_->NowSeconds();
+        a.end = "the daemon died";
+        store.PutAttempt(r.id, a);
+      }
+    }
+    m->jobs_.emplace(r.id, std::move(job));
+  }
+  store.SetHealthListener([p = m.get()](const StoreHealth& h) { p->OnStoreHealth(h); });
+  m->scheduler_ = std::thread([p = m.get()] { p->ScheduleLoop(); });
+  return m;
+}
+
+JobManager::~JobManager() { Shutdown(); }
+
+void JobManager::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_) return;
+    shutting_down_ = true;
+  }
+  cv_.notify_all();
+  scheduler_.join();
+  // Every run stops after its current step; their ends (FinishLocked) leave the jobs queued.
+  executor_->Shutdown();
+  store_.SetHealthListener(nullptr);
+  // Bounded: on a dead disk the store retries until its own give-up time at destruction.
+  static_cast<void>(store_.Flush(std::chrono::seconds(10)));
+}
+
+engine::JobBudget JobManager::Budget() const {
+  engine::JobBudget b;
+  b.memory_bytes = options_.limits.max_job_memory_bytes;
+  if (b.memory_bytes == 0) {
+    b.memory_bytes = PhysicalMemoryBytes() / 4 * 3 / executor_->slots();
+  }
+  b.disk_bytes = options_.limits.max_job_disk_bytes;
+  if (b.disk_bytes == 0) {
+    // Half of what is free where the job's files go. A disk that is full now (the queue holds
+    // until there is room) says nothing about whether the job fits: it is not checked then.
+    const int64_t free = FreeDiskBytes(JobsDir());
+    b.disk_bytes = free >= kMinFreeDiskBytes ? free / 2 : -1;
+  }
+  b.memory_bytes = std::max<int64_t>(b.memory_bytes, 0);  // negative: unlimited (0)
+  b.disk_bytes = std::max<int64_t>(b.disk_bytes, 0);
+  return b;
+}
+
+eng::JobRunLimits JobManager::RunLimits(const eng::JobSpec& spec) const {
+  eng::JobRunLimits l;
+  const int cpus = spec.resources.cpus_per_worker;
+  l.compute_threads = cpus > 0 ? cpus : options_.threads_per_job;
+  l.max_checkpoints = options_.limits.max_checkpoints_per_job;
+  l.max_profiler_traces = options_.limits.max_profiler_traces_per_job;
+  l.max_log_bytes = options_.limits.max_log_bytes_per_job;
+  return l;
+}
+
+eng::Result<eng::JobResources> JobManager::Admit(const eng::JobSpec& spec) const {
+  TRAININGD_RETURN_IF_ERROR(eng::ValidateJobSpec(spec));
+  if (spec.hooks.checkpoint.enabled &&
+      spec.hooks.checkpoint.max_to_keep > options_.limits.max_checkpoints_per_job) {
+    return eng::Status::InvalidArgument(
+        "hooks.checkpoint.max_to_keep: " + std::to_string(spec.hooks.checkpoint.max_to_keep) +
+        " is more than this daemon keeps per job (max_checkpoints_per_job " +
+        std::to_string(options_.limits.max_checkpoints_per_job) + ")");
+  }
+  const eng::DistributedSpec& d = spec.distributed;
+  // A job cannot make the daemon start processes on other machines (mpirun would reach them
+  // with ssh as the daemon's user): its ranks run where the daemon's config says (mpi.hostfile;
+  // this machine by default).
+  if (!d.hosts.empty()) {
+    return eng::Status::InvalidArgument(
+        "distributed.hosts: the daemon's config says where a job's ranks run (mpi.hostfile); a "
+        "job cannot name hosts (trainingd run can)");
+  }
+  if (!d.hostfile.empty()) {
+    return eng::Status::InvalidArgument(
+        "distributed.hostfile: the daemon's config says where a job's ranks run "
+        "(mpi.hostfile); a job cannot name a hostfile (trainingd run can)");
+  }
+  // On this machine a job's workers share its compute threads: asking for more would
+  // oversubscribe the cores. (A cluster's scheduler grants the CPUs of its nodes itself.)
+  const int cpus = spec.resources.cpus_per_worker;
+  const int workers = std::max(1, d.workers);
+  if (cpus > 0 && !executor_->RunsOutliveDaemon() &&
+      int64_t{cpus} * workers > options_.threads_per_job) {
+    return eng::Status::InvalidArgument(
+        "resources.cpus_per_worker: " + std::to_string(cpus) + " for each of " +
+        std::to_string(workers) + " worker(s) is more than the " +
+        std::to_string(options_.threads_per_job) +
+        " compute thread(s) this daemon gives a job, so that jobs never oversubscribe its cores "
+        "(threads_per_job in its config)");
+  }
+  auto data = eng::ProbeJobDataset(spec.dataset, options_.data_root);
+  if (!data.ok()) return data.status();
+  auto plan = eng::PlanJob(spec, *data, RunLimits(spec));
+  if (!plan.ok()) return plan.status();
+  // The ranks of a data-parallel job run side by side here, each with the dataset, the model and
+  // its optimizer: each must fit in its share of the job's budget.
+  eng::JobBudget budget = Budget();
+  if (d.workers > 1 && budget.memory_bytes > 0) budget.memory_bytes /= d.workers;
+  if (eng::Status st = eng::CheckJobBudget(spec, *plan, budget); !st.ok()) {
+    if (d.workers == 1) return st;
+    return eng::Status(st.code(), st.message() + " (each of the " + std::to_string(d.workers) +
+                                      " ranks of this data-parallel job, which run side by side "
+                                      "here, has 1/" +
+                                      std::to_string(d.workers) + " of the per-job budget)");
+  }
+  return plan;
+}
+
+std::shared_ptr<JobManager::Job> JobManager::FindLocked(const std::string& id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
+api::JobInfo JobManager::InfoLocked(const Job& job, bool with_spec) const {
+  api::JobInfo i;
+  const JobRecord& r = job.rec;
+  i.id = r.id;
+  i.name = r.name;
+  i.state = r.state;
+  i.global_step = r.global_step;
+  i.max_steps = r.max_steps;
+  i.created_at = r.created_at;
+  i.started_at = r.started_at;
+  i.finished_at = r.finished_at;
+  i.error = r.error;
+  i.reason = r.reason;
+  i.examples_per_sec = r.state == JobState::kRunning ? job.examples_per_sec : 0;
+  i.latest_scalars = job.latest;
+  if (with_spec) i.spec_json = r.spec_json;
+  i.workers = job.spec.distributed.workers;
+  i.attempts = job.attempts;
+  if (r.state == JobState::kRunning) i.ranks = job.ranks;
+  i.executor = executor_->Name(job.spec);
+  i.slurm = job.slurm;
+  return i;
+}
+
+void JobManager::SetStateLocked(Job& job, JobState state) {
+  JobRecord& r = job.rec;
+  r.state = state;
+  const double now = env_->NowSeconds();
+  if (state == JobState::kRunning) r.started_at = now;
+  if (IsEnded(state)) r.finished_at = now;
+  if (state == JobState::kQueued) r.finished_at = 0;
+  store_.UpdateJobState(r.id, r.state, r.started_at, r.finished_at, r.error, r.reason);
+  bus_.Publish(r.id, api::EventKind::kState, StateEvent(r));
+  bus_.Publish("", api::EventKind::kJob, StateEvent(r));
+}
+
+eng::Result<api::JobInfo> JobManager::Submit(eng::JobSpec spec, std::string spec_json) {
+  return Recorded(SubmitUnrecorded(std::move(spec), std::move(spec_json)));
+}
+
+eng::Result<api::JobInfo> JobManager::Recorded(eng::Result<api::JobInfo> changed) {
+  if (changed.ok()) AwaitStored(changed->id, "the request's change", kRecordTimeout);
+  return changed;
+}
+
+void JobManager::AwaitStored(const std::string& job_id, const char* what,
+                             std::chrono::seconds timeout) {
+  // Outside mu_: the store's health listener takes it. Bounded, as the database may be failing
+  // (the writes are then held in memory and retried; OnStoreHealth holds the queue meanwhile).
+  if (eng::Status st = store_.Flush(timeout); !st.ok()) {
+    eng::Logger::Stderr()->Warning("job " + job_id + ": " + what +
+                                   " is not yet in the database: " + st.ToString());
+  }
+}
+
+eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::string spec_json) {
+  // Before the lock: the dataset's headers are read and the spec estimated.
+  if (auto admitted = Admit(spec); !admitted.ok()) return admitted.status();
+  auto job = std::make_shared<Job>();
+  JobRecord& r = job->rec;
+  r.name = spec.name;
+  r.spec_json = std::move(spec_json);
+  r.created_at = env_->NowSeconds();
+  r.max_steps = spec.max_steps;
+  r.state = JobState::kQueued;
+  job->spec = std::move(spec);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shutting_down_) return eng::Status::Unavailable("the daemon is shutting down");
+  if (queue_.size() >= options_.max_queued_jobs) {
+    return eng::Status::Unavailable("the queue is full (" + std::to_string(queue_.size()) +
+                                    " jobs waiting)");
+  }
+  do {
+    r.id = NewJobId();
+  } while (jobs_.count(r.id));
+  r.checkpoint_dir = files_.Dir(r.id);
+  store_.PutJob(r);
+  jobs_.emplace(r.id, job);
+  queue_.push_back(r.id);
+  bus_.Publish(r.id, api::EventKind::kState, StateEvent(r));
+  bus_.Publish("", api::EventKind::kJob, StateEvent(r));
+  cv_.notify_all();
+  return InfoLocked(*job);
+}
+
+eng::Result<api::JobPage> JobManager::List(std::optional<JobState> state, int64_t limit,
+                                           const std::string& cursor) {
+  if (limit < 1 || limit > api::kMaxListLimit) {
+    return eng::Status::InvalidArgument("limit: must be in [1, " +
+                                        std::to_string(api::kMaxListLimit) + "], got " +
+                                        std::to_string(limit));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<Job>> all;
+  for (const auto& [id, job] : jobs_) {
+    if (!state || job->rec.state == *state) all.push_back(job);
+  }
+  // Newest first; ties by id so the order is total and a cursor (an id) is stable.
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a->rec.created_at != b->rec.created_at ? a->rec.created_at > b->rec.created_at
+                                                  : a->rec.id > b->rec.id;
+  });
+  size_t start = 0;
+  if (!cursor.empty()) {
+    auto it =
+        std::find_if(all.begin(), all.end(), [&](const auto& j) { return j->rec.id == cursor; });
+    if (it == all.end()) return eng::Status::InvalidArgument("cursor: unknown or expired");
+    start = static_cast<size_t>(it - all.begin()) + 1;
+  }
+  api::JobPage page;
+  for (size_t i = start; i < all.size() && page.jobs.size() < static_cast<size_t>(limit); ++i) {
+    page.jobs.push_back(InfoLocked(*all[i], /*with_spec=*/false));
+  }
+  if (start + page.jobs.size() < all.size()) page.next_cursor = page.jobs.back().id;
+  return page;
+}
+
+eng::Result<api::JobInfo> JobManager::Get(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto job = FindLocked(id);
+  if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
+  return InfoLocked(*job);
+}
+
+eng::Result<api::JobInfo> JobManager::Stop(const std::string& id) {
+  return Recorded(StopUnrecorded(id));
+}
+
+eng::Result<api::JobInfo> JobManager::StopUnrecorded(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto job = FindLocked(id);
+  if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
+  switch (job->rec.state) {
+    case JobState::kQueued:
+      if (job->has_run) {  // waiting in a cluster's queue: its executor cancels it
+        executor_->RequestStop(id);
+        SetStateLocked(*job, JobState::kStopping);
+        break;
+      }
+      queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
+      job->rec.reason = "stopped before it started";
+      SetStateLocked(*job, JobState::kStopped);
+      break;
+    case JobState::kRunning:
+      executor_->RequestStop(id);
+      SetStateLocked(*job, JobState::kStopping);
+      break;
+    case JobState::kStopping:
+      break;  // already on its way
+    default:
+      return eng::Status::FailedPrecondition("job '" + id + "' is " +
+                                             api::JobStateName(job->rec.state) +
+                                             ": only a queued or running job can be stopped");
+  }
+  return InfoLocked(*job);
+}
+
+eng::Result<api::JobInfo> JobManager::Resume(const std::string& id,
+                                             std::optional<int64_t> max_steps) {
+  return Recorded(ResumeUnrecorded(id, max_steps));
+}
+
+eng::Result<api::JobInfo> JobManager::ResumeUnrecorded(const std::string& id,
+                                                       std::optional<int64_t> max_steps) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto job = FindLocked(id);
+  if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
+  const JobState s = job->rec.state;
+  if (s != JobState::kStopped && s != JobState::kFailed && s != JobState::kCompleted) {
+    return eng::Status::FailedPrecondition("job '" + id + "' is " + api::JobStateName(s) +
+                                           ": only a stopped, failed or completed job can be "
+                                           "resumed");
+  }
+  if (max_steps) {
+    eng::JobSpec spec = job->spec;
+    spec.max_steps = *max_steps;
+    // A longer run writes more: admitted again (a short read of the dataset's headers).
+    if (auto admitted = Admit(spec); !admitted.ok()) return admitted.status();
+    if (*max_steps > 0 && *max_steps <= job->rec.global_step) {
+      return eng::Status::InvalidArgument("max_steps: " + std::to_string(*max_steps) +
+                                          " is not beyond the job's global step " +
+                                          std::to_string(job->rec.global_step));
+    }
+    job->spec = spec;
+    job->rec.max_steps = *max_steps;
+    job->rec.spec_json = api::JobSpecToJson(spec);
+  } else if (s == JobState::kCompleted) {
+    return eng::Status::FailedPrecondition("job '" + id +
+                                           "' is completed: give a larger max_steps to go on");
+  }
+  job->rec.error.clear();
+  job->rec.reason.clear();
+  job->rec.crash_count = 0;  // the user asks for another try
+  store_.PutJob(job->rec);
+  queue_.push_back(id);
+  SetStateLocked(*job, JobState::kQueued);
+  cv_.notify_all();
+  return InfoLocked(*job);
+}
+
+eng::Status JobManager::Delete(const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto job = FindLocked(id);
+    if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
+    const JobState s = job->rec.state;
+    if (s == JobState::kRunning || s == JobState::kStopping || job->has_run) {
+      return eng::Status::FailedPrecondition("job '" + id + "' is " + api::JobStateName(s) +
+                                             ": stop it before deleting it");
+    }
+    queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
+    jobs_.erase(id);
+    store_.DeleteJob(id);
+    api::JobStateEvent deleted;
+    deleted.id = id;
+    deleted.deleted = true;
+    bus_.Publish("", api::EventKind::kJob, deleted);
+    bus_.Forget(id);
+  }
+  // Gone from the database before its files, so a kill -9 between the two leaves no job
+  // without them.
+  AwaitStored(id, "its deletion", kRecordTimeout);
+  return files_.Remove(id);
+}
+
+eng::Result<std::vector<api::ScalarPoint>> JobManager::Scalars(const std::string& id,
+                                                               const api::ScalarQuery& query) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!FindLocked(id)) return eng::Status::NotFound("job '" + id + "' does not exist");
+  }
+  return store_.QueryScalars(id, query);
+}
+
+eng::Result<std::vector<std::string>> JobManager::ScalarTags(const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!FindLocked(id)) return eng::Status::NotFound("job '" + id + "' does not exist");
+  }
+  return store_.ScalarTags(id);
+}
+
+eng::Result<std::vector<api::CheckpointInfo>> JobManager::Checkpoints(const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!FindLocked(id)) return eng::Status::NotFound("job '" + id + "' does not exist");
+  }
+  // Read-only: the run may be writing the directory right now.
+  auto listed = eng::ListCheckpoints(files_.Dir(id));
+  if (!listed.ok()) return listed.status();
+  std::vector<api::CheckpointInfo> out;
+  for (const eng::CheckpointFileInfo& c : *listed) {
+    out.push_back({c.global_step, fs::path(c.path).filename().string(), c.bytes, c.mtime});
+  }
+  return out;
+}
+
+eng::Result<std::vector<api::LogLine>> JobManager::Logs(const std::string& id, int64_t from_line,
+                                                        int64_t limit) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!FindLocked(id)) return eng::Status::NotFound("job '" + id + "' does not exist");
+  }
+  if (from_line < 1) return eng::Status::InvalidArgument("from: must be >= 1");
+  if (limit < 1 || limit > api::kMaxLogLines) {
+    return eng::Status::InvalidArgument("limit: must be in [1, " +
+                                        std::to_string(api::kMaxLogLines) + "]");
+  }
+  return files_.ReadLog(id, from_line, limit);
+}
+
+eng::Result<std::unique_ptr<api::Subscription>> JobManager::Subscribe(
+    const std::string& job_id, int64_t after_id,
+    std::function<void(const api::ServiceEvent&)> deliver) {
+  if (!job_id.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!FindLocked(job_id)) return eng::Status::NotFound("job '" + job_id + "' does not exist");
+  }
+  return bus_.Subscribe(job_id, after_id, std::move(deliver));
+}
+
+std::vector<api::Metric> JobManager::Metrics() {
+  using api::MetricType;
+  std::map<JobState, int> by_state;
+  int64_t steps = 0;
+  double eps = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, job] : jobs_) {
+      ++by_state[job->rec.state];
+      steps += job->rec.global_step;
+      if (job->rec.state == JobState::kRunning) eps += job->examples_per_sec;
+    }
+  }
+  api::Metric jobs{"trainingd_jobs", "Jobs by state.", MetricType::kGauge, {}};
+  for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kStopping,
+                     JobState::kCompleted, JobState::kFailed, JobState::kStopped}) {
+    jobs.samples.push_back(
+        {"", {{"state", api::JobStateName(s)}}, static_cast<double>(by_state[s])});
+  }
+  const StoreStats st = store_.stats();
+  const auto value = [](auto v) { return static_cast<double>(v); };
+  return {
+      std::move(jobs),
+      api::SingleMetric("trainingd_global_steps", "Sum of every job's global step.",
+                        MetricType::kGauge, value(steps)),
+      api::SingleMetric("trainingd_examples_per_second", "Training speed of the running jobs.",
+                        MetricType::kGauge, eps),
+      api::SingleMetric("trainingd_sqlite_write_queue", "Writes waiting for the SQLite writer.",
+                        MetricType::kGauge, value(st.queued_writes)),
+      api::SingleMetric("trainingd_sqlite_committed_scalars_total", "Scalars committed.",
+                        MetricType::kCounter, value(st.committed_scalars)),
+      api::SingleMetric("trainingd_sqlite_failed_writes_total",
+                        "Transactions the database failed (each retried until it commits).",
+                        MetricType::kCounter, value(st.failed_writes)),
+      api::SingleMetric("trainingd_sqlite_dropped_scalars_total",
+                        "Scalars refused while the write queue was full and the database failing.",
+                        MetricType::kCounter, value(st.dropped_scalars)),
+      api::SingleMetric("trainingd_degraded", "1 while the database cannot be written.",
+                        MetricType::kGauge, store_.health().degraded ? 1 : 0),
+      api::SingleMetric("trainingd_sse_subscribers", "Live event subscriptions.",
+                        MetricType::kGauge, value(bus_.subscriber_count()))};
+}
+
+api::ServiceHealth JobManager::Health() {
+  api::ServiceHealth h;
+  const StoreHealth store = store_.health();
+  if (store.degraded) {
+    h.problems.push_back("the database cannot be written: " + store.error.ToString() +
+                         " (retrying; no queued job starts meanwhile)");
+  }
+  for (const std::string& p : DiskProblems()) {
+    h.problems.push_back(p + "; no queued job starts until there is room");
+  }
+  h.degraded = !h.problems.empty();
+  return h;
+}
+
+std::vector<std::string> JobManager::DiskProblems() const {
+  std::vector<std::string> out;
+  int64_t seen = -1;
+  for (const std::string& dir : {options_.data_dir, JobsDir()}) {
+    const int64_t fs = FileSystemOf(dir);
+    if (fs == seen) continue;
+    seen = fs;
+    const int64_t free = FreeDiskBytes(dir);
+    if (free >= 0 && free < kMinFreeDiskBytes) {
+      out.push_back("the disk holding " + dir + " is full (" + eng::FormatBytes(free) + " free)");
+    }
+  }
+  return out;
+}
+
+void JobManager::OnStoreHealth(const StoreHealth& health) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!health.degraded) {
+    store_failure_.clear();
+    cv_.notify_all();  // queued jobs may start again
+    return;
+  }
+  store_failure_ = health.error.ToString();
+  // A full or failing disk: what the running jobs record is no longer kept, and their
+  // checkpoints may not fit either. Stop them now, while a final checkpoint may still fit.
+  // A lock held by someone else (Unavailable) only holds the queue.
+  const eng::StatusCode code = health.error.code();
+  if (code != eng::StatusCode::kResourceExhausted && code != eng::StatusCode::kIoError) return;
+  const std::string cause =
+      code == eng::StatusCode::kResourceExhausted ? "disk full" : "disk error";
+  for (auto& [id, job] : jobs_) {
+    if (job->rec.state != JobState::kRunning) continue;
+    job->stop_cause = cause + " (the database cannot be written: " + health.error.message() + ")";
+    job->stop_code = code;
+    executor_->RequestStop(id);
+    SetStateLocked(*job, JobState::kStopping);
+  }
+}
+
+std::shared_ptr<JobManager::Job> JobManager::NextRunnableLocked() {
+  // Nothing starts while the database cannot be written (its state would not be kept) or the
+  // disk is full, nor beside a job that was running when the daemon died.
+  if (shutting_down_ || queue_.empty() || !store_failure_.empty() || running_suspect_) {
+    return nullptr;
+  }
+  if (!DiskProblems().empty()) return nullptr;
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    std::shared_ptr<Job> job = FindLocked(*it);
+    if (!job) {
+      queue_.erase(it);
+      return NextRunnableLocked();
+    }
+    // A suspect runs alone: it waits until nothing else runs.
+    if (job->rec.crash_count > 0 && running_ > 0) continue;
+    queue_.erase(it);
+    return job;
+  }
+  return nullptr;
+}
+
+void JobManager::ScheduleLoop() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    RunRequest request;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // Woken by a submit, a run's end or the database's recovery; the disks' free space is
+      // looked at again every second.
+      while (!shutting_down_ && !(running_ < executor_->slots() && (job = NextRunnableLocked()))) {
+        cv_.wait_for(lock, std::chrono::seconds(1));
+      }
+      if (shutting_down_) return;
+      ++running_;
+      job->suspect = job->rec.crash_count > 0;
+      if (job->suspect) running_suspect_ = true;
+      job->stop_cause.clear();
+      job->log_failure = eng::Status::Ok();
+      job->rec.error.clear();
+      job->rec.reason.clear();
+      // A run on a cluster is queued until the cluster runs it (its executor says when).
+      SetStateLocked(*job, executor_->RunsOutliveDaemon() ? JobState::kQueued : JobState::kRunning);
+      job->has_run = true;
+      request = RunRequest{job->rec.id, job->spec, files_.Dir(job->rec.id), RunLimits(job->spec)};
+    }
+    // What a cluster's scheduler is asked to reserve (a short read of the dataset's headers).
+    if (executor_->RunsOutliveDaemon()) {
+      if (auto data = eng::ProbeJobDataset(request.spec.dataset, options_.data_root); data.ok()) {
+        if (auto plan = eng::PlanJob(request.spec, *data, request.limits); plan.ok()) {
+          request.memory_bytes = plan->memory();
+        }
+      }
+    }
+    // Durably running before it trains: if the process dies from here on, the next start
+    // counts it (crash containment). Bounded, as the database may be failing.
+    AwaitStored(request.job_id, "its running state", std::chrono::seconds(10));
+    if (ShouldAbort(options_, request.spec.name, 0) && options_.abort_at_step == 0) std::abort();
+    eng::Status started = files_.CreateDir(request.job_id);
+    if (started.ok()) started = executor_->Start(request, *this);
+    if (!started.ok()) {
+      OnRunEvent(request.job_id, RunEnded{started});
+      continue;
+    }
+    // A stop that came between the state change and the start found no run to stop.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (job->stop_on_start && job->rec.state != JobState::kStopping && job->has_run) {
+      job->stop_on_start = false;
+      SetStateLocked(*job, JobState::kStopping);
+    }
+    if (job->rec.state == JobState::kStopping) executor_->RequestStop(request.job_id);
+  }
+}
+
+void JobManager::OnRunEvent(const std::string& job_id, RunEvent event) {
+  if (auto* created = std::get_if<SessionCreated>(&event)) {
+    // Restored at this step: what was recorded after it is redone, so drop it now (queued
+    // before any new scalar, so the writer applies it first).
+    store_.DropScalarsAfter(job_id, created->global_step);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto job = FindLocked(job_id)) {
+      job->rec.global_step = created->global_step;
+      store_.UpdateJobStep(job_id, created->global_step);
+      // A cluster's run has a session: it runs, whether or not its scheduler said so yet.
+      if (job->rec.state == JobState::kQueued && job->has_run) {
+        SetStateLocked(*job, JobState::kRunning);
+      }
+    }
+  } else if (auto* scalar = std::get_if<ScalarRecorded>(&event)) {
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto job = FindLocked(job_id);
+      if (!job) return;
+      name = job->spec.name;
+      job->latest[scalar->tag] = scalar->value;
+      if (scalar->tag == eng::kStepsPerSecTag) {
+        job->examples_per_sec = scalar->value * static_cast<double>(job->spec.batch_size);
+      }
+      if (scalar->step > job->rec.global_step) {
+        job->rec.global_step = scalar->step;
+        store_.UpdateJobStep(job_id, scalar->step);
+      }
+    }
+    if (ShouldAbort(options_, name, scalar->step) && options_.abort_at_step > 0) std::abort();
+    // Outside the lock: the store may make the run wait for room in its queue.
+    store_.AddScalars(
+        {ScalarRecord{job_id, scalar->tag, scalar->step, scalar->wall_time, scalar->value}});
+    bus_.Publish(job_id, api::EventKind::kScalar,
+                 api::ScalarEvent{scalar->tag, scalar->step, scalar->value, scalar->wall_time});
+  } else if (auto* log = std::get_if<LogWritten>(&event)) {
+    std::string line = std::string(eng::LogSeverityName(log->severity)) + ":trainingd:";
+    line += log->text;
+    // A line the disk has no room for is still published; the first failure is kept, so the
+    // end can say so (the run itself finds out at its next checkpoint or summary write).
+    const eng::Status appended = files_.AppendLog(job_id, line);
+    if (!appended.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto job = FindLocked(job_id);
+      if (job && job->log_failure.ok()) job->log_failure = appended;
+    }
+    bus_.Publish(job_id, api::EventKind::kLog, api::LogEvent{std::move(line)});
+  } else if (auto* started = std::get_if<eng::AttemptStarted>(&event)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto job = FindLocked(job_id)) {
+      api::AttemptInfo a;
+      a.attempt = static_cast<int>(job->attempts.size()) + 1;  // over all of the job's runs
+      a.workers = started->workers;
+      a.from_step = started->from_step;
+      a.started_at = started->wall_time;
+      job->attempts.push_back(a);
+      job->ranks.clear();
+      store_.PutAttempt(job_id, a);
+    }
+  } else if (auto* attempt_ended = std::get_if<eng::AttemptEnded>(&event)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto job = FindLocked(job_id);
+    if (job && !job->attempts.empty() && job->attempts.back().ended_at == 0) {
+      api::AttemptInfo& a = job->attempts.back();
+      a.ended_at = attempt_ended->wall_time;
+      a.end = attempt_ended->reason;
+      store_.PutAttempt(job_id, a);
+    }
+  } else if (auto* timings = std::get_if<eng::RankTimings>(&event)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto job = FindLocked(job_id)) {
+      job->ranks.clear();
+      for (const eng::RankTiming& t : timings->ranks) {
+        job->ranks.push_back({t.compute_seconds * 1e3, t.allreduce_seconds * 1e3});
+      }
+    }
+  } else if (auto* status = std::get_if<eng::SchedulerStatus>(&event)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto job = FindLocked(job_id);
+    if (!job) return;
+    if (job->slurm.job_id != status->job_id) store_.UpdateJobSlurmId(job_id, status->job_id);
+    job->slurm = {status->job_id, status->state, status->reason, status->nodes, status->restarts};
+    job->rec.slurm_job_id = status->job_id;
+    // Waiting in the cluster's queue is queued; running there is running. (A stop under way
+    // stays stopping.)
+    const JobState s = job->rec.state;
+    if (status->state == "PENDING" && s == JobState::kRunning) {
+      SetStateLocked(*job, JobState::kQueued);
+    } else if (status->state == "RUNNING" && s == JobState::kQueued) {
+      SetStateLocked(*job, JobState::kRunning);
+    } else {
+      // The state event carries no Slurm details: a change of reason or nodes is published as
+      // the same state again, so watchers read the job anew.
+      bus_.Publish(job_id, api::EventKind::kState, StateEvent(job->rec));
+    }
+  } else if (auto* ended = std::get_if<RunEnded>(&event)) {
+    files_.CloseLog(job_id);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --running_;
+      if (auto job = FindLocked(job_id)) {
+        job->has_run = false;
+        if (job->suspect) running_suspect_ = false;
+        FinishLocked(*job, ended->result);
+        // A finished job keeps no replay history: its last event (the final state) only.
+        if (job->rec.state != JobState::kQueued) bus_.Retire(job_id);
+      }
+    }
+    cv_.notify_all();
+  }
+}
+
+void JobManager::FinishLocked(Job& job, const eng::Result<eng::JobResult>& result) {
+  const std::string& id = job.rec.id;
+  job.rec.crash_count = 0;  // it ended without taking the daemon down
+  store_.UpdateJobCrashCount(id, 0);
+  if (!result.ok()) {
+    job.rec.error = result.status().ToString();
+    job.rec.reason = result.status().code() == eng::StatusCode::kResourceExhausted ||
+                             result.status().code() == eng::StatusCode::kInternal
+                         ? result.status().message()
+                         : "could not start: " + result.status().message();
+    eng::Logger::Stderr()->Error("job " + id + " failed: " + job.rec.reason);
+    static_cast<void>(files_.AppendLog(id, "ERROR:trainingd:" + job.rec.reason));
+    SetStateLocked(job, JobState::kFailed);
+    return;
+  }
+  job.rec.global_step = result->global_step;
+  store_.UpdateJobStep(id, result->global_step);
+  for (const auto& [k, v] : result->final_values) job.latest[k] = v;
+  job.rec.reason = result->reason;
+  // A log line the disk had no room for, in a run that did not notice a full disk itself.
+  if (result->outcome == eng::JobResult::Outcome::kCompleted &&
+      job.log_failure.code() == eng::StatusCode::kResourceExhausted) {
+    job.rec.reason += "; some log lines were lost (" + job.log_failure.message() + ")";
+  }
+  switch (result->outcome) {
+    case eng::JobResult::Outcome::kCompleted:
+      SetStateLocked(job, JobState::kCompleted);
+      break;
+    case eng::JobResult::Outcome::kStopped:
+      if (!job.stop_cause.empty()) {
+        // The daemon stopped it (a full disk): say so, and whether a final checkpoint made it.
+        if (eng::HasCheckpointAt(files_.Dir(id), result->global_step)) {
+          job.rec.reason = job.stop_cause + "; stopped after a final checkpoint at global step " +
+                           std::to_string(result->global_step);
+          SetStateLocked(job, JobState::kStopped);
+        } else {
+          job.rec.reason = job.stop_cause + "; no final checkpoint was written";
+          job.rec.error = eng::Status(job.stop_code, job.rec.reason).ToString();
+          SetStateLocked(job, JobState::kFailed);
+        }
+      } else if (shutting_down_ &&
+                 (job.rec.state == JobState::kRunning || job.rec.state == JobState::kQueued)) {
+        // The daemon is going down, not the user: leave it queued so the next start resumes it
+        // (or follows its cluster job again). A job the user was stopping (kStopping) ends
+        // stopped: that stop was accepted.
+        job.rec.reason = executor_->RunsOutliveDaemon()
+                             ? result->reason
+                             : "daemon shut down; resumes on the next start";
+        SetStateLocked(job, JobState::kQueued);
+      } else {
+        SetStateLocked(job, JobState::kStopped);
+      }
+      break;
+    case eng::JobResult::Outcome::kFailed:
+      job.rec.error = result->error.ToString();
+      SetStateLocked(job, JobState::kFailed);
+      break;
+  }
+}
+
+}  // namespace trainingd::daemon

@@ -1,0 +1,211 @@
+#include "store/store_schema.h"
+
+#include <iterator>
+#include <string>
+
+namespace trainingd::daemon {
+namespace {
+
+using engine::Status;
+
+// Migration i takes the database from user_version i to i + 1. Never edit one that has shipped:
+// append a new one.
+constexpr const char* kMigrations[] = {
+    // 1: jobs, scalars, and the scalar rollups that make downsampled queries fast.
+    R"sql(
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY NOT NULL,
+  name TEXT NOT NULL DEFAULT '',
+  spec_json TEXT NOT NULL DEFAULT '',
+  state TEXT NOT NULL,
+  created_at REAL NOT NULL DEFAULT 0,
+  started_at REAL NOT NULL DEFAULT 0,
+  finished_at REAL NOT NULL DEFAULT 0,
+  global_step INTEGER NOT NULL DEFAULT 0,
+  max_steps INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT '',
+  reason TEXT NOT NULL DEFAULT '',
+  checkpoint_dir TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX jobs_by_created_at ON jobs (created_at, id);
+CREATE INDEX jobs_by_state ON jobs (state, created_at, id);
+
+CREATE TABLE scalars (
+  job_id TEXT NOT NULL,
+  tag TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  wall_time REAL NOT NULL,
+  value REAL,
+  PRIMARY KEY (job_id, tag, step)
+) WITHOUT ROWID;
+
+CREATE TABLE scalar_rollups (
+  job_id TEXT NOT NULL,
+  tag TEXT NOT NULL,
+  level INTEGER NOT NULL,
+  block INTEGER NOT NULL,
+  min_value REAL,
+  max_value REAL,
+  last_step INTEGER NOT NULL,
+  last_wall_time REAL NOT NULL,
+  last_value REAL,
+  PRIMARY KEY (job_id, tag, level, block)
+) WITHOUT ROWID;
+
+PRAGMA application_id = 1953656420;
+)sql",
+    // 2: a series table gives each (job, tag) an integer id; points and rollups are keyed by it.
+    // Comparing two integers instead of two strings per B-tree step doubles the ingest rate
+    // (docs/storage.md). Series ids are handed out in (job, tag) order and the points copied in
+    // key order, so the copies append.
+    R"sql(
+CREATE TABLE series (
+  id INTEGER PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  tag TEXT NOT NULL,
+  UNIQUE (job_id, tag)
+);
+
+CREATE TABLE scalars_v2 (
+  series_id INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  wall_time REAL NOT NULL,
+  value REAL,
+  PRIMARY KEY (series_id, step)
+) WITHOUT ROWID;
+
+CREATE TABLE scalar_rollups_v2 (
+  series_id INTEGER NOT NULL,
+  level INTEGER NOT NULL,
+  block INTEGER NOT NULL,
+  min_value REAL,
+  max_value REAL,
+  last_step INTEGER NOT NULL,
+  last_wall_time REAL NOT NULL,
+  last_value REAL,
+  PRIMARY KEY (series_id, level, block)
+) WITHOUT ROWID;
+
+INSERT INTO series (job_id, tag) SELECT DISTINCT job_id, tag FROM scalars ORDER BY job_id, tag;
+
+INSERT INTO scalars_v2 (series_id, step, wall_time, value)
+SELECT s.id, p.step, p.wall_time, p.value
+FROM scalars AS p JOIN series AS s ON s.job_id = p.job_id AND s.tag = p.tag
+ORDER BY s.id, p.step;
+
+INSERT INTO scalar_rollups_v2 (series_id, level, block, min_value, max_value, last_step,
+                               last_wall_time, last_value)
+SELECT s.id, r.level, r.block, r.min_value, r.max_value, r.last_step, r.last_wall_time,
+       r.last_value
+FROM scalar_rollups AS r JOIN series AS s ON s.job_id = r.job_id AND s.tag = r.tag
+ORDER BY s.id, r.level, r.block;
+
+DROP TABLE scalars;
+DROP TABLE scalar_rollups;
+ALTER TABLE scalars_v2 RENAME TO scalars;
+ALTER TABLE scalar_rollups_v2 RENAME TO scalar_rollups;
+)sql",
+    // 3: how many times in a row the daemon died while a job ran (crash containment,
+    // docs/operations.md).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN crash_count INTEGER NOT NULL DEFAULT 0;
+)sql",
+    // 4: the attempts of data-parallel jobs (the MpiExecutor relaunches a job whose ranks died
+    // or stalled, docs/distributed.md#supervision), numbered over all of a job's runs.
+    R"sql(
+CREATE TABLE attempts (
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  workers INTEGER NOT NULL,
+  from_step INTEGER NOT NULL,
+  started_at REAL NOT NULL,
+  ended_at REAL NOT NULL DEFAULT 0,
+  end_reason TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (job_id, attempt)
+) WITHOUT ROWID;
+)sql",
+    // 5: the Slurm job id of a job's latest run on a cluster (docs/slurm.md).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN slurm_job_id INTEGER NOT NULL DEFAULT 0;
+)sql",
+};
+
+constexpr int kVersion = static_cast<int>(std::size(kMigrations));
+static_assert(kStoreApplicationId == 1953656420, "the id in migration 1");
+
+Status CheckVersion(sqlite::Db& db, int64_t version, int64_t app_id) {
+  if (app_id != 0 && app_id != kStoreApplicationId) {
+    return Status::FailedPrecondition(db.path() + ": not a trainingd database (application_id " +
+                                      std::to_string(app_id) + ")");
+  }
+  if (version > kVersion) {
+    return Status::FailedPrecondition(
+        db.path() + ": database schema version " + std::to_string(version) +
+        " is newer than this trainingd supports (" + std::to_string(kVersion) +
+        "); use a newer trainingd, or restore a backup");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int StoreSchemaVersion() { return kVersion; }
+
+Status MigrateStore(sqlite::Db& db) {
+  auto version = db.QueryInt("PRAGMA user_version", "reading the schema version");
+  if (!version.ok()) return version.status();
+  auto app_id = db.QueryInt("PRAGMA application_id", "reading the application id");
+  if (!app_id.ok()) return app_id.status();
+  TRAININGD_RETURN_IF_ERROR(CheckVersion(db, *version, *app_id));
+  while (*version < kVersion) {
+    // Read the version again under the write lock: another process may have migrated meanwhile.
+    TRAININGD_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE", "starting a schema migration"));
+    version = db.QueryInt("PRAGMA user_version", "reading the schema version");
+    Status st = version.ok() ? CheckVersion(db, *version, 0) : version.status();
+    if (st.ok() && *version < kVersion) {
+      const int64_t to = *version + 1;
+      st = db.Exec(kMigrations[*version], "migrating to schema version " + std::to_string(to));
+      if (st.ok()) {
+        const std::string bump = "PRAGMA user_version = " + std::to_string(to);
+        st = db.Exec(bump.c_str(), "setting the schema version");
+      }
+    }
+    if (st.ok()) st = db.Exec("COMMIT", "committing a schema migration");
+    if (!st.ok()) {
+      db.RollbackIfOpen();
+      return st;
+    }
+    version = db.QueryInt("PRAGMA user_version", "reading the schema version");
+    if (!version.ok()) return version.status();
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+struct StoredState {
+  api::JobState state;
+  const char* name;
+};
+constexpr StoredState kStoredStates[] = {
+    {api::JobState::kQueued, "queued"},     {api::JobState::kRunning, "running"},
+    {api::JobState::kStopping, "stopping"}, {api::JobState::kCompleted, "completed"},
+    {api::JobState::kFailed, "failed"},     {api::JobState::kStopped, "stopped"}};
+
+}  // namespace
+
+const char* StoredStateName(api::JobState state) {
+  for (const StoredState& s : kStoredStates) {
+    if (s.state == state) return s.name;
+  }
+  return "unknown";
+}
+
+std::optional<api::JobState> ParseStoredState(std::string_view name) {
+  for (const StoredState& s : kStoredStates) {
+    if (s.name == name) return s.state;
+  }
+  return std::nullopt;
+}
+
+}  // namespace trainingd::daemon

@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <system_error>
 
+#include "trainingd/engine/data/csv_dataset.h"
 #include "trainingd/engine/data/idx_file.h"
+#include "trainingd/engine/data/npz_dataset.h"
 
 namespace trainingd::engine {
 namespace {
@@ -129,7 +131,8 @@ struct Directory {
   DatasetInfo info;
 };
 
-Status OpenDirectory(const std::string& dir, const DatasetOptions& options, Directory* d) {
+Status OpenDirectory(const std::string& dir, DatasetOptions options, Directory* d) {
+  if (options.validation_size == kAutoValidationSize) options.validation_size = 5000;
   if (options.validation_size < 0) {
     return Status::InvalidArgument("validation_size must be >= 0, got " +
                                    std::to_string(options.validation_size));
@@ -182,6 +185,30 @@ Status OpenDirectory(const std::string& dir, const DatasetOptions& options, Dire
 
 }  // namespace
 
+const char* PreprocessingName(Preprocessing p) {
+  switch (p) {
+    case Preprocessing::kNone:
+      return "none";
+    case Preprocessing::kScale255:
+      return "scale_255";
+    case Preprocessing::kStandard:
+      return "standard";
+  }
+  return "none";
+}
+
+const char* DatasetFormatName(DatasetSource::Format f) {
+  switch (f) {
+    case DatasetSource::Format::kIdx:
+      return "idx";
+    case DatasetSource::Format::kNpz:
+      return "npz";
+    case DatasetSource::Format::kCsv:
+      return "csv";
+  }
+  return "idx";
+}
+
 int64_t DatasetInfo::LoadedBytes() const {
   const int64_t examples = train_examples + validation_examples + test_examples;
   return examples *
@@ -222,6 +249,33 @@ Result<Datasets> LoadMnistDirectory(const std::string& dir, const DatasetOptions
             &ds.train);
   FillSplit(*test_images, d.test.labels, 0, info.test_examples, &ds.test);
   return ds;
+}
+
+Result<DatasetInfo> ProbeDataset(const DatasetSource& source, const DatasetOptions& options,
+                                 ProbeDepth depth) {
+  switch (source.format) {
+    case DatasetSource::Format::kNpz:
+      return ProbeNpz(source, options, depth);
+    case DatasetSource::Format::kCsv:
+      return ProbeCsv(source, options, depth);
+    case DatasetSource::Format::kIdx:
+      break;
+  }
+  // An IDX directory's probe reads the labels whole, which is all kFull would add a check of:
+  // the images are bytes, every value is valid.
+  return ProbeMnistDirectory(source.path, options);
+}
+
+Result<Datasets> LoadDataset(const DatasetSource& source, const DatasetOptions& options) {
+  switch (source.format) {
+    case DatasetSource::Format::kNpz:
+      return LoadNpz(source, options);
+    case DatasetSource::Format::kCsv:
+      return LoadCsv(source, options);
+    case DatasetSource::Format::kIdx:
+      break;
+  }
+  return LoadMnistDirectory(source.path, options);
 }
 
 }  // namespace trainingd::engine

@@ -1,4 +1,8 @@
-// Datasets: image classification data held in memory, split into train, validation and test.
+// Datasets: classification data held in memory, split into train, validation and test. Examples
+// are images [H, W, C] (C = 1..4) or rows of a table [F]; labels are class ids.
+//
+// Three formats (docs/data.md): MNIST-format IDX directories (below), NumPy .npz files
+// (npz_dataset.h) and CSV tables (csv_dataset.h). ProbeDataset and LoadDataset take any of them.
 //
 // LoadMnistDirectory() reads any directory laid out like MNIST (MNIST, Fashion-MNIST, KMNIST, ...):
 // four IDX files, raw or gzip-compressed. Images become floats in [0, 1] (pixel / 255) in NHWC
@@ -21,13 +25,22 @@ namespace trainingd::engine {
 // The largest number of classes a dataset may have. MNIST-format labels are bytes, so 256.
 inline constexpr int kMaxClasses = 256;
 
+// How a file's values become the floats a model sees. Recorded with the dataset, and later with
+// the model (an exported model applies it inside its graph).
+enum class Preprocessing {
+  kNone,      // float data as is
+  kScale255,  // uint8 images: value / 255, into [0, 1]
+  kStandard,  // tables: (value - mean) / std per feature, both of the train split
+};
+const char* PreprocessingName(Preprocessing p);  // "none", "scale_255", "standard"
+
 // One split of a dataset: N examples, in file order.
 struct Split {
-  Tensor images;                // [N, H, W, 1], NHWC floats in [0, 1]
+  Tensor images;                // [N, H, W, C] NHWC or [N, F], after preprocessing
   std::vector<int32_t> labels;  // N class ids in [0, num_classes)
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
-  // The shape of one example, [H, W, 1]; empty for a default-constructed split.
+  // The shape of one example, [H, W, C] or [F]; empty for a default-constructed split.
   Shape example_shape() const { return images.shape().drop_front(); }
 };
 
@@ -36,11 +49,38 @@ struct Datasets {
   Split validation;  // may be empty (validation_size = 0)
   Split test;
   int num_classes = 0;  // max label over the training and test files, plus one
+  // Names of the classes when the file has them (CSV string labels, sorted); empty = "0".."n-1".
+  std::vector<std::string> class_names;
+  Preprocessing preprocessing = Preprocessing::kScale255;
+  // kStandard: per feature, the train split's mean and standard deviation (a constant feature's
+  // is 1, so it maps to 0). Empty otherwise.
+  std::vector<float> feature_mean, feature_std;
 };
+
+// Where a dataset's files are and how to read them: what the format needs besides the job's
+// DatasetOptions. For IDX, `path` is the directory; for npz the file; for CSV the training file
+// (and `test_path` the test file, or empty to split `test_fraction` off with `split_seed`).
+struct DatasetSource {
+  enum class Format { kIdx, kNpz, kCsv };
+  Format format = Format::kIdx;
+  std::string path;
+  std::string test_path;               // CSV only
+  std::string label_column = "label";  // CSV only
+  double test_fraction = 0.2;          // CSV without a test file: in (0, 1)
+  uint64_t split_seed = 0;             // CSV without a test file
+  bool standardize = false;            // tables ([F] examples) only: Preprocessing::kStandard
+};
+const char* DatasetFormatName(DatasetSource::Format f);  // "idx", "npz", "csv"
+
+// validation_size's "the dataset decides": 5000 for IDX (TensorFlow's tutorials); for npz and
+// CSV, the file's own validation split (x_val, y_val) when it has one, else a tenth of the
+// training examples.
+inline constexpr int64_t kAutoValidationSize = -1;
 
 struct DatasetOptions {
   // Examples taken from the start of the training file for validation; the rest are for training.
-  // Must be in [0, number of training examples). Default 5000, as in TensorFlow's tutorials.
+  // kAutoValidationSize, or in [0, number of training examples). Default 5000, as in
+  // TensorFlow's tutorials. An npz file with x_val accepts only kAutoValidationSize and 0.
   int64_t validation_size = 5000;
   // When > 0, keep only the first this many training examples (applied after the validation
   // split). Default 0: keep all. Meant for fast tests and smoke runs.
@@ -52,9 +92,13 @@ struct DatasetOptions {
 // What a dataset directory holds under some DatasetOptions, known from the IDX headers and the
 // label files without loading an image (ProbeMnistDirectory).
 struct DatasetInfo {
-  Shape example_shape;  // [H, W, 1]
+  Shape example_shape;  // [H, W, C] or [F]
   int num_classes = 0;
-  int64_t train_examples = 0;  // in each split, after the options
+  std::vector<std::string> class_names;  // as Datasets::class_names
+  Preprocessing preprocessing = Preprocessing::kScale255;
+  std::vector<float> feature_mean, feature_std;  // kStandard only; filled by a kFull probe
+  std::string element_type = "uint8";            // the file's element type: "uint8", "float32", ...
+  int64_t train_examples = 0;                    // in each split, after the options
   int64_t validation_examples = 0;
   int64_t test_examples = 0;
   int64_t file_train_examples = 0;  // in the training and test files
@@ -87,5 +131,20 @@ Result<DatasetInfo> ProbeMnistDirectory(const std::string& dir, const DatasetOpt
 //                    counts); train and test images of different sizes.
 //   anything ReadIdxFile() returns for a malformed file (DataLoss, InvalidArgument, IoError).
 Result<Datasets> LoadMnistDirectory(const std::string& dir, const DatasetOptions& options = {});
+
+// How much of a dataset ProbeDataset reads.
+enum class ProbeDepth {
+  // Headers and labels only (what admission needs; a few reads, whatever the data's size).
+  kHeaders,
+  // Every value, checked as LoadDataset would use it (finite features, labels in range, counts
+  // that match), in bounded memory: what an upload is validated with before it is kept.
+  kFull,
+};
+
+// Any format's probe and load; errors name the file and the array or column that is wrong
+// ("y_train: 59999 labels for 60000 images").
+Result<DatasetInfo> ProbeDataset(const DatasetSource& source, const DatasetOptions& options,
+                                 ProbeDepth depth = ProbeDepth::kHeaders);
+Result<Datasets> LoadDataset(const DatasetSource& source, const DatasetOptions& options);
 
 }  // namespace trainingd::engine

@@ -6,11 +6,13 @@
 set -euo pipefail
 
 # libopenblas-openmp-dev: bench/gemm_shapes compares the engine's products with OpenBLAS's.
+# python3-numpy: the dataset tests read files that real NumPy wrote, written at test time.
 build_pkgs=(cmake ninja-build make g++ pkg-config clang-format libeigen3-dev zlib1g-dev libgtest-dev libopenblas-openmp-dev nlohmann-json3-dev libsqlite3-dev libboost-dev
             openmpi-bin libopenmpi-dev iproute2 procps
             slurm-wlm munge
             systemd
             dataset-fashion-mnist python3-protobuf
+            python3-numpy
             chromium)
 bench_pkgs=(python3-torch python3-numpy libopenblas0-openmp wrk curl)
 # The clang builds (ASan, ThreadSanitizer and fuzz): clang and its runtimes (libFuzzer and the

@@ -22,4 +22,15 @@ HttpRequest ToHttpRequest(BeastRequest&& message) {
   return request;
 }
 
+HttpRequest HeaderToHttpRequest(const BeastRequest& message) {
+  HttpRequest request;
+  request.method = std::string(message.method_string());
+  request.target = std::string(message.target());
+  for (const auto& field : message) {
+    request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  }
+  request.body_follows = true;
+  return request;
+}
+
 }  // namespace trainingd::api

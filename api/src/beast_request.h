@@ -23,5 +23,7 @@ void LimitRequestParser(BeastRequestParser& parser, const HttpServerOptions& opt
 // The Router's plain request from a parsed Beast message: method and target as sent, every header
 // in order, the body moved out.
 HttpRequest ToHttpRequest(BeastRequest&& message);
+// The same from a message whose body is still to come (its header only; body_follows set).
+HttpRequest HeaderToHttpRequest(const BeastRequest& message);
 
 }  // namespace trainingd::api

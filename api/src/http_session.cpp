@@ -9,6 +9,8 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/version.hpp>
+#include <cstdint>
+#include <limits>
 
 #include "beast_request.h"
 #include "trainingd/api/router.h"
@@ -25,6 +27,8 @@ namespace {
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 constexpr auto kLingerTime = std::chrono::seconds(1);
 constexpr int kSseRetryMs = 3000;
+// How much of an upload is read before it is written out.
+constexpr size_t kUploadBufferBytes = size_t{1} << 20;
 
 bool IsHttpParseError(const error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_target).category();
@@ -109,6 +113,8 @@ void HttpSession::DoReadHeader() {
   if (closing_ || closed_) return Close();
   parser_.emplace();
   LimitRequestParser(*parser_, shared_.options);
+  // The body's limit depends on the route, known once the header is in (OnReadHeader).
+  parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
   // One deadline for the whole request, header and body: a client trickling bytes cannot keep
   // the connection (slowloris), nor can an idle keep-alive connection.
   stream_.expires_after(shared_.options.read_timeout);
@@ -121,6 +127,14 @@ void HttpSession::DoReadHeader() {
 void HttpSession::OnReadHeader(error_code ec, size_t) {
   if (ec) return OnReadError(ec);
   const auto& message = parser_->get();
+  const auto method = message.method_string();
+  const auto target = message.target();
+  if (Router::StreamsBody({method.data(), method.size()}, {target.data(), target.size()})) {
+    return StartUpload();
+  }
+  const auto length = parser_->content_length();
+  if (length && *length > shared_.options.body_limit) return OnReadError(http::error::body_limit);
+  parser_->body_limit(shared_.options.body_limit);
   if (!parser_->is_done() && beast::iequals(message[http::field::expect], "100-continue")) {
     net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
                      [self = shared_from_this()](error_code write_ec, size_t) {
@@ -136,6 +150,102 @@ void HttpSession::DoReadBody() {
   if (parser_->is_done()) return OnRead({}, 0);
   http::async_read(stream_, buffer_, *parser_,
                    beast::bind_front_handler(&HttpSession::OnRead, shared_from_this()));
+}
+
+void HttpSession::StartUpload() {
+  upload_header_ = HeaderToHttpRequest(parser_->get());
+  // The router checks the header (browser rules, token, name, size) on the handler pool; the
+  // body stays unread until it agrees.
+  net::post(*shared_.handlers, [self = shared_from_this()]() mutable {
+    HttpResponse response = self->shared_.router.Handle(self->upload_header_);
+    auto executor = self->stream_.get_executor();
+    net::post(executor, [self = std::move(self), response = std::move(response)]() mutable {
+      self->OnUploadStarted(std::move(response));
+    });
+  });
+}
+
+void HttpSession::OnUploadStarted(HttpResponse response) {
+  if (closed_) return;
+  if (!response.upload) {
+    // Refused before a byte of the body: answer and close, since the body is still coming.
+    reading_ = false;
+    parser_.reset();
+    return WriteResponse(std::move(response), false);
+  }
+  upload_ = std::move(response.upload);
+  upload_parser_.emplace(std::move(*parser_));
+  parser_.reset();
+  upload_parser_->body_limit(std::numeric_limits<std::uint64_t>::max());  // the upload counts
+  upload_buffer_.resize(kUploadBufferBytes);
+  const auto& message = upload_parser_->get();
+  if (!upload_parser_->is_done() && beast::iequals(message[http::field::expect], "100-continue")) {
+    net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                     [self = shared_from_this()](error_code write_ec, size_t) {
+                       if (write_ec) return self->Close();
+                       self->ReadUploadChunk();
+                     });
+    return;
+  }
+  ReadUploadChunk();
+}
+
+void HttpSession::ReadUploadChunk() {
+  if (closing_ || closed_) return Close();
+  auto& body = upload_parser_->get().body();
+  body.data = upload_buffer_.data();
+  body.size = upload_buffer_.size();
+  // A deadline per buffer, not per request: a large upload may take minutes, but a client that
+  // stops sending is dropped.
+  stream_.expires_after(shared_.options.read_timeout);
+  http::async_read(stream_, buffer_, *upload_parser_,
+                   beast::bind_front_handler(&HttpSession::OnUploadChunk, shared_from_this()));
+}
+
+void HttpSession::OnUploadChunk(error_code ec, size_t) {
+  if (ec == http::error::need_buffer) ec = {};
+  if (ec) {
+    // The client went away or sent a malformed body: the upload is dropped, leaving nothing.
+    reading_ = false;
+    if (IsHttpParseError(ec) && ec != http::error::end_of_stream &&
+        ec != http::error::partial_message) {
+      return FinishUpload(engine::Status::InvalidArgument("body: malformed: " + ec.message()));
+    }
+    upload_.reset();
+    return Close();
+  }
+  const size_t filled = upload_buffer_.size() - upload_parser_->get().body().size;
+  const bool done = upload_parser_->is_done();
+  // The file is written on the handler pool; the next read waits for it (back-pressure).
+  net::post(*shared_.handlers, [self = shared_from_this(), filled, done]() mutable {
+    engine::Status status =
+        self->upload_->Append(std::string_view(self->upload_buffer_.data(), filled));
+    auto executor = self->stream_.get_executor();
+    net::post(executor, [self = std::move(self), status = std::move(status), done]() mutable {
+      if (self->closed_) return;
+      if (!status.ok() || done) return self->FinishUpload(std::move(status));
+      self->ReadUploadChunk();
+    });
+  });
+}
+
+void HttpSession::FinishUpload(engine::Status body_status) {
+  reading_ = false;
+  stream_.expires_never();
+  // A refused body is not read to its end: the connection closes after the answer.
+  const bool keep_alive = body_status.ok() && upload_parser_->get().keep_alive();
+  net::post(*shared_.handlers,
+            [self = shared_from_this(), body_status = std::move(body_status), keep_alive]() {
+              HttpResponse response = self->shared_.router.FinishUpload(
+                  self->upload_header_, *self->upload_, body_status);
+              auto executor = self->stream_.get_executor();
+              net::post(executor, [self, response = std::move(response), keep_alive]() mutable {
+                self->upload_.reset();
+                self->upload_parser_.reset();
+                self->upload_buffer_ = {};
+                self->OnHandled(std::move(response), keep_alive);
+              });
+            });
 }
 
 void HttpSession::OnRead(error_code ec, size_t) {

@@ -8,6 +8,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -78,6 +79,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void DoReadHeader();
   void OnReadHeader(boost::beast::error_code ec, size_t bytes);
   void DoReadBody();
+  // An upload's body (Router::StreamsBody): asked of the router with the header first, then
+  // read a buffer at a time, each appended on the handler pool before the next read.
+  void StartUpload();
+  void OnUploadStarted(HttpResponse response);
+  void ReadUploadChunk();
+  void OnUploadChunk(boost::beast::error_code ec, size_t bytes);
+  void FinishUpload(engine::Status body_status);
   void OnRead(boost::beast::error_code ec, size_t bytes);
   void OnReadError(boost::beast::error_code ec);
   void OnHandled(HttpResponse response, bool keep_alive);
@@ -104,6 +112,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::shared_ptr<boost::beast::http::response<boost::beast::http::string_body>> response_;
+  // While an upload streams: its parser (taken over from parser_ after the header), the
+  // request's header as the router saw it, what the router feeds, and the read buffer.
+  std::optional<boost::beast::http::request_parser<boost::beast::http::buffer_body>> upload_parser_;
+  HttpRequest upload_header_;
+  std::unique_ptr<DatasetUpload> upload_;
+  std::vector<char> upload_buffer_;
   std::array<char, 4096> discard_{};
 
   std::shared_ptr<EventQueue> queue_ = std::make_shared<EventQueue>();

@@ -281,8 +281,17 @@ Status ReadDataset(const json& v, engine::DatasetSpec* d) {
     return Bad("dataset", std::string("must be a name or an object, got ") + TypeName(v));
   }
   TRAININGD_RETURN_IF_ERROR(CheckObject(
-      v, "dataset", {"name", "validation_size", "max_train_examples", "max_test_examples"}));
+      v, "dataset",
+      {"name", "format", "sha256", "label_column", "test_file", "test_fraction", "split_seed",
+       "normalize", "validation_size", "max_train_examples", "max_test_examples"}));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "name", &d->name));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "format", &d->format));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "sha256", &d->sha256));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "label_column", &d->label_column));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "test_file", &d->test_file));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "test_fraction", &d->test_fraction));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "split_seed", &d->split_seed));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "normalize", &d->normalize));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "validation_size", &d->validation_size));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "max_train_examples", &d->max_train_examples));
   return Field(v, "dataset", "max_test_examples", &d->max_test_examples);
@@ -576,6 +585,27 @@ json HooksValue(const engine::HooksSpec& h) {
   return v;
 }
 
+json DatasetValue(const engine::DatasetSpec& d) {
+  json v = {{"name", d.name}, {"format", d.format}};
+  if (d.format != "idx") {
+    v["sha256"] = d.sha256;
+    v["normalize"] = d.normalize;
+  }
+  if (d.format == "csv") {
+    v["label_column"] = d.label_column;
+    v["test_file"] = d.test_file;
+    if (!d.test_file) {
+      v["test_fraction"] = d.test_fraction;
+      v["split_seed"] = d.split_seed;
+    }
+  }
+  // Absent = the dataset decides (engine::kAutoValidationSize).
+  if (d.validation_size != engine::kAutoValidationSize) v["validation_size"] = d.validation_size;
+  v["max_train_examples"] = d.max_train_examples;
+  v["max_test_examples"] = d.max_test_examples;
+  return v;
+}
+
 }  // namespace
 
 engine::Result<engine::JobSpec> ParseJobSpec(std::string_view json_text, FieldError* error) {
@@ -611,11 +641,7 @@ json JobSpecToJsonValue(const engine::JobSpec& spec) {
   model["layers"] = json::array();
   for (const engine::LayerSpec& l : spec.model.layers) model["layers"].push_back(LayerValue(l));
   return {{"name", spec.name},
-          {"dataset",
-           {{"name", spec.dataset.name},
-            {"validation_size", spec.dataset.validation_size},
-            {"max_train_examples", spec.dataset.max_train_examples},
-            {"max_test_examples", spec.dataset.max_test_examples}}},
+          {"dataset", DatasetValue(spec.dataset)},
           {"model", std::move(model)},
           {"optimizer", OptimizerValue(spec.optimizer)},
           {"batch_size", spec.batch_size},

@@ -11,6 +11,7 @@
 #include <random>
 #include <utility>
 
+#include "trainingd/api/dataset_json.h"
 #include "trainingd/api/job_json.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/api/strict_json.h"
@@ -37,6 +38,10 @@ enum class RouteId {
   kLogs,
   kJobEvents,
   kEvents,
+  kUploadDataset,
+  kListDatasets,
+  kGetDataset,
+  kDeleteDataset,
   kHealthz,
   kMetrics,
   kIndex,
@@ -63,6 +68,10 @@ constexpr RouteDef kRoutes[] = {
     {RouteId::kLogs, "GET", "/api/v1/jobs/{id}/logs"},
     {RouteId::kJobEvents, "GET", "/api/v1/jobs/{id}/events"},
     {RouteId::kEvents, "GET", "/api/v1/events"},
+    {RouteId::kUploadDataset, "POST", "/api/v1/datasets"},
+    {RouteId::kListDatasets, "GET", "/api/v1/datasets"},
+    {RouteId::kGetDataset, "GET", "/api/v1/datasets/{name}"},
+    {RouteId::kDeleteDataset, "DELETE", "/api/v1/datasets/{name}"},
     {RouteId::kHealthz, "GET", "/healthz"},
     {RouteId::kMetrics, "GET", "/metrics"},
     {RouteId::kIndex, "GET", "/"},
@@ -70,6 +79,7 @@ constexpr RouteDef kRoutes[] = {
 };
 
 constexpr std::string_view kJson = "application/json";
+constexpr std::string_view kOctetStream = "application/octet-stream";
 
 std::vector<std::string_view> Segments(std::string_view path) {
   std::vector<std::string_view> out;
@@ -82,13 +92,13 @@ std::vector<std::string_view> Segments(std::string_view path) {
   }
 }
 
-// Whether `path` has the shape of template `tmpl`; the "{id}" segment goes to *id.
+// Whether `path` has the shape of template `tmpl`; the "{id}" or "{name}" segment goes to *id.
 bool MatchTemplate(std::string_view tmpl, std::string_view path, std::string* id) {
   auto t = Segments(tmpl);
   auto p = Segments(path);
   if (t.size() != p.size()) return false;
   for (size_t i = 0; i < t.size(); ++i) {
-    if (t[i] == "{id}") {
+    if (t[i] == "{id}" || t[i] == "{name}") {
       if (p[i].empty()) return false;
       *id = std::string(p[i]);
     } else if (t[i] != p[i]) {
@@ -110,11 +120,11 @@ std::string_view MethodLabel(std::string_view method) {
   return "other";
 }
 
-bool IsJsonMediaType(std::string_view content_type) {
+bool IsMediaType(std::string_view content_type, std::string_view want) {
   std::string_view media = content_type.substr(0, content_type.find(';'));
   while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
   while (!media.empty() && (media.front() == ' ' || media.front() == '\t')) media.remove_prefix(1);
-  return EqualsIgnoreCase(media, kJson);
+  return EqualsIgnoreCase(media, want);
 }
 
 bool IsBlank(std::string_view text) {
@@ -227,6 +237,13 @@ HttpResponse StatusResponse(const Status& status) {
   }
 }
 
+HttpResponse DatasetStatusResponse(const Status& status) {
+  if (status.code() == StatusCode::kResourceExhausted) {
+    return ErrorResponse(413, "payload_too_large", status.message());
+  }
+  return StatusResponse(status);
+}
+
 HttpResponse InternalErrorResponse(std::string_view detail) {
   const std::string id = NewErrorId();
   json body = ErrorToJson("internal",
@@ -267,8 +284,11 @@ bool ConstantTimeEquals(std::string_view given, std::string_view secret) {
   return diff == 0;
 }
 
-Router::Router(JobService& service, RouterOptions options)
-    : service_(service), options_(std::move(options)), static_files_(options_.web_root) {
+Router::Router(JobService& service, RouterOptions options, DatasetService* datasets)
+    : service_(service),
+      datasets_(datasets),
+      options_(std::move(options)),
+      static_files_(options_.web_root) {
   SetListenEndpoint(options_.listen_address, options_.listen_port);
 }
 
@@ -306,6 +326,38 @@ HttpResponse Router::Handle(const HttpRequest& request, const EventDeliver& deli
   } catch (...) {
     response = InternalErrorResponse("exception of unknown type");
   }
+  // An upload to feed is not an answer yet: FinishUpload records it.
+  if (response.upload) return response;
+  Finish(request, route_label, start, response);
+  return response;
+}
+
+bool Router::StreamsBody(std::string_view method, std::string_view target) {
+  return method == "POST" && SplitRequestTarget(target).path == "/api/v1/datasets";
+}
+
+HttpResponse Router::FinishUpload(const HttpRequest& header, DatasetUpload& upload,
+                                  const Status& body_status) {
+  auto start = std::chrono::steady_clock::now();
+  HttpResponse response;
+  try {
+    if (!body_status.ok()) {
+      response = DatasetStatusResponse(body_status);
+    } else if (auto record = upload.Commit(); !record.ok()) {
+      response = DatasetStatusResponse(record.status());
+    } else {
+      response = JsonResponse(201, DatasetToJson(*record));
+      response.SetHeader("Location", "/api/v1/datasets/" + record->name);
+    }
+  } catch (const std::exception& e) {
+    response = InternalErrorResponse(std::string("exception: ") + e.what());
+  }
+  Finish(header, "/api/v1/datasets", start, response);
+  return response;
+}
+
+void Router::Finish(const HttpRequest& request, const std::string& route_label,
+                    std::chrono::steady_clock::time_point start, HttpResponse& response) {
   if (!response.log_detail.empty()) {
     std::string line = "trainingd http: " + request.method.substr(0, 16) + " " + route_label +
                        ": " + response.log_detail;
@@ -319,7 +371,6 @@ HttpResponse Router::Handle(const HttpRequest& request, const EventDeliver& deli
   AddSecurityHeaders(response);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   metrics_.RecordRequest(route_label, MethodLabel(request.method), response.status, seconds);
-  return response;
 }
 
 HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& deliver,
@@ -397,9 +448,11 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
   }
   // Only application/json, which a cross-site page cannot send without a CORS preflight (and
   // preflights get no CORS allowance): no form or text/plain post can change state.
-  if (route->method == "POST" && !IsJsonMediaType(request.Header("Content-Type"))) {
-    return ErrorResponse(415, "unsupported_media_type", "Content-Type must be application/json",
-                         "Content-Type");
+  // An upload's body is application/octet-stream, which needs a preflight just the same.
+  const std::string_view media = route->id == RouteId::kUploadDataset ? kOctetStream : kJson;
+  if (route->method == "POST" && !IsMediaType(request.Header("Content-Type"), media)) {
+    return ErrorResponse(415, "unsupported_media_type",
+                         "Content-Type must be " + std::string(media), "Content-Type");
   }
   if (!query) {
     return ErrorResponse(400, "invalid_argument", "query string has a malformed %-escape", "query");
@@ -407,6 +460,19 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
   if (matches.front()->path.find("{id}") != std::string_view::npos && !IsValidJobId(job_id)) {
     return ErrorResponse(400, "invalid_argument",
                          "id: a job id is 1 to 64 of the characters A-Z a-z 0-9 _ -", "id");
+  }
+  if (matches.front()->path.find("{name}") != std::string_view::npos &&
+      !engine::IsSafeName(job_id)) {
+    return ErrorResponse(400, "invalid_argument",
+                         "name: a dataset name is 1 to 100 of the characters A-Z a-z 0-9 . _ -, "
+                         "and not . or ..",
+                         "name");
+  }
+  const bool dataset_route =
+      route->id == RouteId::kUploadDataset || route->id == RouteId::kListDatasets ||
+      route->id == RouteId::kGetDataset || route->id == RouteId::kDeleteDataset;
+  if (dataset_route && datasets_ == nullptr) {
+    return ErrorResponse(404, "not_found", "this server keeps no datasets");
   }
 
   Context c{request, target.path, std::move(*query), job_id, deliver};
@@ -451,6 +517,25 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
       return Events(c, job_id, std::nullopt);
     case RouteId::kEvents:
       return Events(c, "", std::nullopt);
+    case RouteId::kUploadDataset:
+      return UploadDataset(c);
+    case RouteId::kListDatasets: {
+      auto list = datasets_->ListDatasets();
+      if (!list.ok()) return DatasetStatusResponse(list.status());
+      return JsonResponse(200, DatasetListToJson(*list));
+    }
+    case RouteId::kGetDataset: {
+      auto dataset = datasets_->GetDataset(job_id);
+      if (!dataset.ok()) return DatasetStatusResponse(dataset.status());
+      return JsonResponse(200, DatasetToJson(*dataset));
+    }
+    case RouteId::kDeleteDataset: {
+      Status status = datasets_->DeleteDataset(job_id);
+      if (!status.ok()) return DatasetStatusResponse(status);
+      HttpResponse r;
+      r.status = 204;
+      return r;
+    }
     case RouteId::kHealthz: {
       // 200 either way: the daemon serves; "degraded" says what it cannot do now.
       const ServiceHealth health = service_.Health();
@@ -671,6 +756,69 @@ HttpResponse Router::Metrics() {
   std::vector<Metric> all = service_.Metrics();
   for (Metric& m : metrics_.Collect()) all.push_back(std::move(m));
   r.body = WritePrometheus(all);
+  return r;
+}
+
+namespace {
+
+// The query parameters of an upload (docs/data.md); the service checks what they mean.
+Result<DatasetUploadOptions> UploadOptions(const QueryParams& query) {
+  for (const auto& [key, value] : query) {
+    if (key != "name" && key != "format" && key != "label_column" && key != "test_fraction" &&
+        key != "split_seed" && key != "normalize") {
+      return Status::InvalidArgument(key.substr(0, 64) +
+                                     ": unknown parameter; known: name, format, label_column, "
+                                     "test_fraction, split_seed, normalize");
+    }
+  }
+  DatasetUploadOptions o;
+  o.name = QueryValue(query, "name").value_or("");
+  if (o.name.empty()) return Status::InvalidArgument("name: required (?name=NAME)");
+  o.format = QueryValue(query, "format").value_or("");
+  if (o.format.empty()) return Status::InvalidArgument("format: required: npz or csv");
+  o.label_column = QueryValue(query, "label_column").value_or(o.label_column);
+  o.normalize = QueryValue(query, "normalize").value_or(o.normalize);
+  if (auto text = QueryValue(query, "test_fraction")) {
+    double f = 0;
+    const char* end = text->data() + text->size();
+    auto [ptr, ec] = std::from_chars(text->data(), end, f);
+    if (text->empty() || ec != std::errc() || ptr != end || !(f > 0 && f < 1)) {
+      return Status::InvalidArgument("test_fraction: must be a number in (0, 1), got \"" +
+                                     text->substr(0, 64) + "\"");
+    }
+    o.test_fraction = f;
+  }
+  auto seed = IntParam(query, "split_seed", 0, kMaxInt);
+  if (!seed.ok()) return seed.status();
+  o.split_seed = static_cast<uint64_t>(seed->value_or(0));
+  return o;
+}
+
+}  // namespace
+
+HttpResponse Router::UploadDataset(const Context& c) {
+  auto options = UploadOptions(c.query);
+  if (!options.ok()) return StatusResponse(options.status());
+  int64_t declared = -1;  // chunked
+  if (std::string_view length = c.request.Header("Content-Length"); !length.empty()) {
+    std::from_chars(length.data(), length.data() + length.size(), declared);
+  } else if (!c.request.body_follows) {
+    declared = static_cast<int64_t>(c.request.body.size());
+  }
+  auto upload = datasets_->BeginUpload(*options, declared);
+  if (!upload.ok()) return DatasetStatusResponse(upload.status());
+  HttpResponse r;
+  if (c.request.body_follows) {
+    r.upload = std::move(*upload);
+    return r;
+  }
+  // The body is here already (a caller without a socket): the same steps at once.
+  Status appended = (*upload)->Append(c.request.body);
+  if (!appended.ok()) return DatasetStatusResponse(appended);
+  auto record = (*upload)->Commit();
+  if (!record.ok()) return DatasetStatusResponse(record.status());
+  r = JsonResponse(201, DatasetToJson(*record));
+  r.SetHeader("Location", "/api/v1/datasets/" + record->name);
   return r;
 }
 

@@ -170,7 +170,7 @@ TEST(JobSpecJsonTest, TheDesignSketchParsesToWhatItSays) {
   const JobSpec s = MustParse(kDesignSketch);
   EXPECT_EQ(s.name, "cnn-fashion");
   EXPECT_EQ(s.dataset.name, "fashion-mnist");
-  EXPECT_EQ(s.dataset.validation_size, 5000);
+  EXPECT_EQ(s.dataset.validation_size, 5000);  // the sketch gives it
   EXPECT_EQ(s.model_preset, "");
   // The sketch's layers are the CNN preset's.
   const engine::ModelSpec cnn = engine::PresetModel("cnn").value();
@@ -248,8 +248,9 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
                "logging, nan_guard, evaluation, final_eval, early_stopping, profiler");
   // A key that is not an identifier is named in the message; the path stays splittable.
   e = MustFail(Spec(R"("dataset": {"a: b": 1})"),
-               "dataset: unknown field 'a: b'; known: name, validation_size, max_train_examples, "
-               "max_test_examples");
+               "dataset: unknown field 'a: b'; known: name, format, sha256, label_column, "
+               "test_file, test_fraction, split_seed, normalize, validation_size, "
+               "max_train_examples, max_test_examples");
   EXPECT_EQ(e.field, "dataset");
   // A field of another optimizer type is not silently ignored.
   e = MustFail(Spec(R"("optimizer": {"type": "adam", "momentum": 0.9})"),
@@ -377,7 +378,7 @@ TEST(JobSpecJsonTest, BadLayersAreNamedByIndex) {
 TEST(JobSpecJsonTest, DatasetMayBeABareName) {
   const JobSpec s = MustParse(Spec(R"("dataset": "mnist")"));
   EXPECT_EQ(s.dataset.name, "mnist");
-  EXPECT_EQ(s.dataset.validation_size, 5000);
+  EXPECT_EQ(s.dataset.validation_size, engine::kAutoValidationSize);  // the dataset decides
   const JobSpec o = MustParse(
       Spec(R"("dataset": {"name": "mnist", "validation_size": 0, "max_train_examples": 1000})"));
   EXPECT_EQ(o.dataset.validation_size, 0);

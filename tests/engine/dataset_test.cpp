@@ -182,7 +182,8 @@ TEST_F(DatasetTest, GzipAndDottedNamesLoadTheSameData) {
 
 TEST_F(DatasetTest, ValidationSizeOutOfRangeIsInvalidArgument) {
   WriteDataset(/*gzip=*/false);
-  for (int64_t bad : {int64_t{10}, int64_t{11}, int64_t{-1}}) {
+  // -1 is kAutoValidationSize.
+  for (int64_t bad : {int64_t{10}, int64_t{11}, int64_t{-2}}) {
     auto ds = Load(bad);
     ASSERT_FALSE(ds.ok()) << bad;
     EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument);

@@ -77,8 +77,8 @@ TEST(JobSpecTest, NamesMustBeSafe) {
 
 TEST(JobSpecTest, DatasetSizesMustBeNonNegative) {
   JobSpec s = ValidSpec();
-  s.dataset.validation_size = -1;
-  EXPECT_TRUE(FailsWith(ValidateJobSpec(s), "dataset.validation_size: must be >= 0, got -1"));
+  s.dataset.validation_size = -2;  // -1 is kAutoValidationSize
+  EXPECT_TRUE(FailsWith(ValidateJobSpec(s), "dataset.validation_size: must be >= 0, got -2"));
   s = ValidSpec();
   s.dataset.max_train_examples = -5;
   EXPECT_TRUE(FailsNaming(ValidateJobSpec(s), "dataset.max_train_examples: must be >= 0"));

@@ -41,6 +41,7 @@ struct RunArgs {
   std::vector<std::string> specs;  // exactly one
   std::string checkpoint_dir;
   std::string data_root = "/usr/share/datasets";
+  std::string datasets_dir;
   int threads = 0;
   int workers = 0;  // 0 = the spec's distributed.workers
   // "stdout" or a file to append to: the run's events as JSON lines (api/run_report.h)
@@ -61,6 +62,8 @@ Flags RunFlags(bool run, RunArgs& ra) {
   }
   f.String("--data-root", "DIR", "datasets are directories under it (/usr/share/datasets)",
            &ra.data_root);
+  f.String("--datasets-dir", "DIR", "datasets uploaded to a daemon (its <data-dir>/datasets)",
+           &ra.datasets_dir);
   if (run) {
     f.Int("--threads", "compute threads per rank (the machine's cores, shared by its ranks)", 1,
           256, &ra.threads);
@@ -119,7 +122,7 @@ struct Plan {
 // Checks `spec` against its dataset and this machine: a job whose estimated peak memory is more
 // than the machine's physical memory is refused rather than attempted (docs/run.md).
 eng::Result<Plan> PlanForThisMachine(const eng::JobSpec& spec, const RunArgs& ra) {
-  auto data = eng::ProbeJobDataset(spec.dataset, ra.data_root);
+  auto data = eng::ProbeJobDataset(spec.dataset, ra.data_root, ra.datasets_dir);
   if (!data.ok()) return data.status();
   eng::JobRunLimits limits;
   limits.compute_threads = ComputeThreadsFor(ra);
@@ -235,6 +238,10 @@ int LaunchRanks(const RunArgs& ra, const eng::JobSpec& spec, int workers) {
   std::vector<std::string> rank_args = {fs::absolute(ra.specs[0]).string(), "--checkpoint-dir",
                                         fs::absolute(checkpoint_dir).string(), "--data-root",
                                         fs::absolute(ra.data_root).string()};
+  if (!ra.datasets_dir.empty()) {
+    rank_args.emplace_back("--datasets-dir");
+    rank_args.push_back(fs::absolute(ra.datasets_dir).string());
+  }
   if (ra.threads > 0) {
     rank_args.emplace_back("--threads");
     rank_args.push_back(std::to_string(ra.threads));
@@ -332,6 +339,7 @@ int Run(RunArgs& ra, const RankRuntime* rank) {
   eng::JobRunOptions o;
   o.checkpoint_dir = ra.checkpoint_dir;
   o.data_root = ra.data_root;
+  o.datasets_dir = ra.datasets_dir;
   o.stop = &StopRequested();
   o.logger = logger;
   if (rank) o.communicator = rank->communicator;

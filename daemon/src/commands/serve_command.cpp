@@ -18,6 +18,7 @@
 
 #include "trainingd/api/http_server.h"
 #include "trainingd/api/router.h"
+#include "trainingd/daemon/datasets/dataset_store.h"
 #include "trainingd/daemon/executors/local_executor.h"
 #include "trainingd/daemon/executors/mpi_executor.h"
 #include "trainingd/daemon/executors/slurm_executor.h"
@@ -191,11 +192,36 @@ int ServeCommand(const std::vector<std::string>& args) {
     Say("TRAININGD_TEST_ABORT_JOB is set: job '" + jm.abort_job_name +
         "' will abort the process (a test)");
   }
+  // Uploaded datasets: on the shared job root under Slurm, so that the nodes read them there.
+  std::string datasets_dir = config.datasets_dir;
+  if (datasets_dir.empty()) {
+    datasets_dir = config.executor == "slurm" ? config.slurm.job_root + "/datasets"
+                                              : config.data_dir + "/datasets";
+  }
+  DatasetStoreOptions dso;
+  dso.dir = datasets_dir;
+  dso.data_root = config.data_root;
+  dso.max_upload_bytes = config.max_dataset_bytes;
+  JobManager* jobs_for_datasets = nullptr;  // set once the manager exists; read under requests
+  dso.jobs_using = [&jobs_for_datasets](const std::string& name) {
+    return jobs_for_datasets ? jobs_for_datasets->JobsUsingDataset(name)
+                             : std::vector<std::string>();
+  };
+  auto datasets = DatasetStore::Open(std::move(dso));
+  if (!datasets.ok()) {
+    Say("datasets: " + datasets.status().message());
+    return 1;
+  }
+  jm.datasets_dir = datasets_dir;
+  jm.resolve_dataset = [store = datasets->get()](engine::DatasetSpec* d) {
+    return store->ResolveJobDataset(d);
+  };
   std::unique_ptr<Executor> executor;
   if (config.executor == "slurm") {
     // Every job is a Slurm batch job (docs/slurm.md), its directory under job_root.
     SlurmOptions so = config.slurm;
     if (so.data_root.empty()) so.data_root = config.data_root;
+    so.datasets_dir = datasets_dir;
     if (engine::Status st = SlurmExecutor::Check(so); !st.ok()) {
       Say("slurm: " + st.message());
       return 1;
@@ -208,11 +234,13 @@ int ServeCommand(const std::vector<std::string>& args) {
     lo.slots = config.max_concurrent_jobs;
     lo.threads_per_job = threads_per_job;
     lo.data_root = config.data_root;
+    lo.datasets_dir = datasets_dir;
     // Data-parallel jobs run as mpirun with ranks of trainingd-mpi (docs/distributed.md); the
     // others on threads of this process.
     MpiExecutorOptions mo;
     mo.slots = config.max_concurrent_jobs;
     mo.data_root = config.data_root;
+    mo.datasets_dir = datasets_dir;
     mo.hostfile = config.mpi_hostfile;
     mo.mpirun_options = config.mpirun_options;
     executor = std::make_unique<RoutingExecutor>(std::make_unique<LocalExecutor>(std::move(lo)),
@@ -223,6 +251,7 @@ int ServeCommand(const std::vector<std::string>& args) {
     Say(manager.status().message());
     return 1;
   }
+  jobs_for_datasets = manager->get();
   api::RouterOptions ro;
   ro.api_token = config.token;
   ro.web_root = FindWebDir(config.web_dir);
@@ -233,7 +262,7 @@ int ServeCommand(const std::vector<std::string>& args) {
     std::string l = std::string(line) + "\n";
     std::fwrite(l.data(), 1, l.size(), stderr);
   };
-  api::Router router(**manager, ro);
+  api::Router router(**manager, ro, datasets->get());
   if (engine::Status st = router.CheckOptions(); !st.ok()) {
     Say(st.message());
     return 2;
@@ -256,9 +285,9 @@ int ServeCommand(const std::vector<std::string>& args) {
   // Tests and scripts read the port from this line.
   std::printf("trainingd: listening on http://%s:%u/\n", host.c_str(), server.port());
   std::fflush(stdout);
-  Say("data in " + config.data_dir + ", datasets from " + config.data_root + ", " +
-      std::to_string(config.max_concurrent_jobs) + " concurrent job(s) with " +
-      std::to_string(threads_per_job) + " compute thread(s) each" +
+  Say("data in " + config.data_dir + ", datasets from " + config.data_root + " and uploads in " +
+      datasets_dir + ", " + std::to_string(config.max_concurrent_jobs) +
+      " concurrent job(s) with " + std::to_string(threads_per_job) + " compute thread(s) each" +
       (ro.web_root.empty() ? ", no dashboard files found" : ", dashboard from " + ro.web_root) +
       (config.token.empty() ? "" : ", API token required") + ", at most " +
       std::to_string(max_connections) + " connections (descriptor limit " +

@@ -49,7 +49,7 @@ class LogEvents final : public eng::Logger {
 }  // namespace
 
 LocalExecutor::LocalExecutor(LocalExecutorOptions options)
-    : options_(std::move(options)), datasets_(options_.data_root) {}
+    : options_(std::move(options)), datasets_(options_.data_root, options_.datasets_dir) {}
 
 LocalExecutor::~LocalExecutor() { Shutdown(); }
 
@@ -73,6 +73,7 @@ void LocalExecutor::Body(const RunRequest& request, RunListener& listener, Run& 
       eng::JobRunOptions o;
       o.checkpoint_dir = request.job_dir;
       o.data_root = options_.data_root;
+      o.datasets_dir = options_.datasets_dir;
       o.datasets = std::move(data).value();
       o.stop = &run.stop;
       o.summary_sinks = {std::make_shared<ScalarEvents>(listener, request.job_id)};

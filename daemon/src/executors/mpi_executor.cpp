@@ -67,6 +67,10 @@ std::vector<std::string> MpiExecutor::CommandLine(const RunRequest& request) con
                                         options_.data_root,
                                         "--report",
                                         "stdout"};
+  if (!options_.datasets_dir.empty()) {
+    rank_args.emplace_back("--datasets-dir");
+    rank_args.push_back(options_.datasets_dir);
+  }
   const int cpus = request.spec.resources.cpus_per_worker;
   if (cpus > 0 || options_.threads_per_rank > 0) {
     rank_args.emplace_back("--threads");

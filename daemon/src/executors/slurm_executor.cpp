@@ -259,6 +259,8 @@ std::string SlurmExecutor::BatchScript(const RunRequest& request) const {
   s += "exec " + ShellQuote(options_.trainingd_path) + " run " +
        ShellQuote(request.job_dir + "/spec.json") + " --checkpoint-dir " +
        ShellQuote(request.job_dir) + " --data-root " + ShellQuote(options_.data_root) +
+       (options_.datasets_dir.empty() ? ""
+                                      : " --datasets-dir " + ShellQuote(options_.datasets_dir)) +
        " --threads " + std::to_string(cpus) + " --report " +
        ShellQuote(ProgressPath(request.job_dir));
   if (workers > 1) s += " --workers " + std::to_string(workers);

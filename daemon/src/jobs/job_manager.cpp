@@ -249,7 +249,7 @@ eng::Result<eng::JobResources> JobManager::Admit(const eng::JobSpec& spec) const
         " compute thread(s) this daemon gives a job, so that jobs never oversubscribe its cores "
         "(threads_per_job in its config)");
   }
-  auto data = eng::ProbeJobDataset(spec.dataset, options_.data_root);
+  auto data = eng::ProbeJobDataset(spec.dataset, options_.data_root, options_.datasets_dir);
   if (!data.ok()) return data.status();
   auto plan = eng::PlanJob(spec, *data, RunLimits(spec));
   if (!plan.ok()) return plan.status();
@@ -329,6 +329,13 @@ void JobManager::AwaitStored(const std::string& job_id, const char* what,
 
 eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::string spec_json) {
   // Before the lock: the dataset's headers are read and the spec estimated.
+  if (options_.resolve_dataset) {
+    const eng::DatasetSpec given = spec.dataset;
+    TRAININGD_RETURN_IF_ERROR(options_.resolve_dataset(&spec.dataset));
+    if (spec.dataset.sha256 != given.sha256 || spec.dataset.format != given.format) {
+      spec_json = api::JobSpecToJson(spec);  // the canonical spec names the exact data
+    }
+  }
   if (auto admitted = Admit(spec); !admitted.ok()) return admitted.status();
   auto job = std::make_shared<Job>();
   JobRecord& r = job->rec;
@@ -355,6 +362,20 @@ eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::s
   bus_.Publish("", api::EventKind::kJob, StateEvent(r));
   cv_.notify_all();
   return InfoLocked(*job);
+}
+
+std::vector<std::string> JobManager::JobsUsingDataset(const std::string& name) const {
+  std::vector<std::string> ids;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, job] : jobs_) {
+    const JobState s = job->rec.state;
+    const bool active =
+        s == JobState::kQueued || s == JobState::kRunning || s == JobState::kStopping;
+    if (active && job->spec.dataset.format != "idx" && job->spec.dataset.name == name) {
+      ids.push_back(id);
+    }
+  }
+  return ids;
 }
 
 eng::Result<api::JobPage> JobManager::List(std::optional<JobState> state, int64_t limit,
@@ -696,7 +717,9 @@ void JobManager::ScheduleLoop() {
     }
     // What a cluster's scheduler is asked to reserve (a short read of the dataset's headers).
     if (executor_->RunsOutliveDaemon()) {
-      if (auto data = eng::ProbeJobDataset(request.spec.dataset, options_.data_root); data.ok()) {
+      if (auto data =
+              eng::ProbeJobDataset(request.spec.dataset, options_.data_root, options_.datasets_dir);
+          data.ok()) {
         if (auto plan = eng::PlanJob(request.spec, *data, request.limits); plan.ok()) {
           request.memory_bytes = plan->memory();
         }

@@ -120,6 +120,8 @@ eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
                                             {"listen",
                                              "data_dir",
                                              "data_root",
+                                             "datasets_dir",
+                                             "max_dataset_bytes",
                                              "web_dir",
                                              "token_file",
                                              "max_concurrent_jobs",
@@ -156,6 +158,7 @@ eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
   }
   TRAININGD_RETURN_IF_ERROR(sj::Field(doc, "", "data_dir", &c.data_dir));
   TRAININGD_RETURN_IF_ERROR(sj::Field(doc, "", "data_root", &c.data_root));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(doc, "", "datasets_dir", &c.datasets_dir));
   TRAININGD_RETURN_IF_ERROR(sj::Field(doc, "", "web_dir", &c.web_dir));
   TRAININGD_RETURN_IF_ERROR(sj::Field(doc, "", "token_file", &c.token_file));
   TRAININGD_RETURN_IF_ERROR(
@@ -176,6 +179,7 @@ eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
         "an origin http://host[:port] or https://host[:port], without a path"));
   }
   TRAININGD_RETURN_IF_ERROR(integer("max_connections", 1, kMaxConnections, &c.max_connections));
+  TRAININGD_RETURN_IF_ERROR(integer("max_dataset_bytes", 1, kBytes, &c.max_dataset_bytes));
   TRAININGD_RETURN_IF_ERROR(
       integer("max_job_memory_bytes", -1, kBytes, &c.limits.max_job_memory_bytes));
   TRAININGD_RETURN_IF_ERROR(
@@ -273,6 +277,7 @@ Flags ServeFlags(ServeConfig& c) {
       .String("--data-dir", "DIR", "the database and the jobs' files (var)", &c.data_dir)
       .String("--data-root", "DIR", "datasets are directories under it (/usr/share/datasets)",
               &c.data_root)
+      .String("--datasets-dir", "DIR", "uploaded datasets (<data-dir>/datasets)", &c.datasets_dir)
       .String("--web-dir", "DIR", "the dashboard's files (next to the executable)", &c.web_dir)
       .Int("--max-concurrent-jobs", "jobs training at once (1)", 1, kMaxConcurrentJobs,
            &c.max_concurrent_jobs)

@@ -167,26 +167,56 @@ const char* StopCauseName(JobResult::StopCause cause) {
   return "";
 }
 
-// The spec's dataset as a directory and loading options; InvalidArgument for a name that is not
-// a plain directory name (a job never names a path).
-Result<std::pair<std::string, DatasetOptions>> DatasetLocation(const DatasetSpec& dataset,
-                                                               const std::string& data_root) {
-  if (!IsSafeName(dataset.name)) {
-    return Status::InvalidArgument("dataset.name: '" + dataset.name +
-                                   "' is not a plain directory name");
-  }
+DatasetOptions JobDatasetOptions(const DatasetSpec& dataset) {
   DatasetOptions o;
   o.validation_size = dataset.validation_size;
   o.max_train_examples = dataset.max_train_examples;
   o.max_test_examples = dataset.max_test_examples;
-  return std::make_pair(data_root + "/" + dataset.name, o);
+  return o;
+}
+
+std::string UploadedDatasetFile(const std::string& sha256, const std::string& format,
+                                bool test_file) {
+  return sha256 + (test_file ? ".test." : ".") + format;
+}
+
+Result<DatasetSource> JobDatasetSource(const DatasetSpec& dataset, const std::string& data_root,
+                                       const std::string& datasets_dir) {
+  if (!IsSafeName(dataset.name)) {
+    return Status::InvalidArgument("dataset.name: '" + dataset.name +
+                                   "' is not a plain directory name");
+  }
+  DatasetSource source;
+  if (dataset.format == "idx") {
+    source.path = data_root + "/" + dataset.name;
+    return source;
+  }
+  if (datasets_dir.empty()) {
+    return Status::InvalidArgument("dataset.format: " + dataset.format +
+                                   " datasets are uploads, and this run has no datasets "
+                                   "directory (trainingd run --datasets-dir)");
+  }
+  if (!IsSha256(dataset.sha256)) {
+    return Status::InvalidArgument("dataset.sha256: an upload is named by its digest");
+  }
+  const std::string dir = datasets_dir + "/" + dataset.name + "/";
+  source.format =
+      dataset.format == "npz" ? DatasetSource::Format::kNpz : DatasetSource::Format::kCsv;
+  source.path = dir + UploadedDatasetFile(dataset.sha256, dataset.format);
+  if (dataset.test_file) source.test_path = dir + UploadedDatasetFile(dataset.sha256, "csv", true);
+  source.label_column = dataset.label_column;
+  source.test_fraction = dataset.test_fraction;
+  source.split_seed = dataset.split_seed;
+  source.standardize = dataset.normalize == "standard";
+  return source;
 }
 
 Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& dataset,
-                                                        const std::string& data_root) {
-  auto where = DatasetLocation(dataset, data_root);
-  if (!where.ok()) return where.status();
-  auto data = LoadMnistDirectory(where->first, where->second);
+                                                        const std::string& data_root,
+                                                        const std::string& datasets_dir) {
+  auto source = JobDatasetSource(dataset, data_root, datasets_dir);
+  if (!source.ok()) return source.status();
+  auto data = LoadDataset(*source, JobDatasetOptions(dataset));
   if (!data.ok()) {
     return Status(data.status().code(),
                   "dataset '" + dataset.name + "': " + data.status().message());
@@ -199,14 +229,19 @@ bool HasCheckpointAt(const std::string& checkpoint_dir, int64_t step) {
   return kept.ok() && !kept->empty() && kept->back().global_step == step;
 }
 
-Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root) {
-  auto where = DatasetLocation(dataset, data_root);
-  if (!where.ok()) return where.status();
-  auto info = ProbeMnistDirectory(where->first, where->second);
+Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root,
+                                    const std::string& datasets_dir) {
+  auto source = JobDatasetSource(dataset, data_root, datasets_dir);
+  if (!source.ok()) return source.status();
+  auto info = ProbeDataset(*source, JobDatasetOptions(dataset));
   if (info.ok()) return info;
   const std::string& m = info.status().message();
   std::error_code ec;
-  if (info.status().code() == StatusCode::kNotFound &&
+  if (dataset.format != "idx" && info.status().code() == StatusCode::kNotFound) {
+    return Status::InvalidArgument("dataset.sha256: dataset '" + dataset.name + "' with sha256 " +
+                                   dataset.sha256 + " is no longer there (deleted?): " + m);
+  }
+  if (dataset.format == "idx" && info.status().code() == StatusCode::kNotFound &&
       !fs::is_directory(data_root + "/" + dataset.name, ec)) {
     std::string known;
     std::vector<std::string> names;
@@ -242,7 +277,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   std::shared_ptr<Logger> logger = options.logger ? options.logger : Logger::Stderr();
   std::shared_ptr<const Datasets> datasets = options.datasets;
   if (!datasets) {
-    auto loaded = LoadJobDatasets(spec.dataset, options.data_root);
+    auto loaded = LoadJobDatasets(spec.dataset, options.data_root, options.datasets_dir);
     if (!loaded.ok()) return loaded.status();
     datasets = *loaded;
   }

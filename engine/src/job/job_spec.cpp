@@ -313,6 +313,12 @@ bool IsSafeName(const std::string& name) {
   return true;
 }
 
+bool IsSha256(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
 Status ValidateJobSpec(const JobSpec& spec) {
   constexpr const char* kSafeNameRule =
       "must be 1-100 characters of [A-Za-z0-9._-], and not '.' or '..'";
@@ -323,7 +329,28 @@ Status ValidateJobSpec(const JobSpec& spec) {
   if (!IsSafeName(d.name)) {
     return Bad("dataset.name", std::string(kSafeNameRule) + "; got " + Quote(d.name));
   }
-  TRAININGD_RETURN_IF_ERROR(CheckNonNegative("dataset.validation_size", d.validation_size));
+  if (d.format != "idx" && d.format != "npz" && d.format != "csv") {
+    return Bad("dataset.format", "must be one of idx, npz, csv; got " + Quote(d.format));
+  }
+  if (d.format != "idx" && !IsSha256(d.sha256)) {
+    return Bad("dataset.sha256", "an uploaded (" + d.format +
+                                     ") dataset is named by its sha256, 64 lowercase hex digits; "
+                                     "got " +
+                                     Quote(d.sha256));
+  }
+  if (d.format == "idx" && !d.sha256.empty()) {
+    return Bad("dataset.sha256", "only uploaded (npz, csv) datasets have one");
+  }
+  if (d.normalize != "none" && d.normalize != "standard") {
+    return Bad("dataset.normalize", "must be none or standard; got " + Quote(d.normalize));
+  }
+  if (d.format == "csv" && !d.test_file && !(d.test_fraction > 0 && d.test_fraction < 1)) {
+    return Bad("dataset.test_fraction",
+               "must be in (0, 1), got " + std::to_string(d.test_fraction));
+  }
+  if (d.validation_size != kAutoValidationSize) {
+    TRAININGD_RETURN_IF_ERROR(CheckNonNegative("dataset.validation_size", d.validation_size));
+  }
   TRAININGD_RETURN_IF_ERROR(CheckNonNegative("dataset.max_train_examples", d.max_train_examples));
   TRAININGD_RETURN_IF_ERROR(CheckNonNegative("dataset.max_test_examples", d.max_test_examples));
 

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "trainingd/api/dataset_service.h"
 #include "trainingd/api/job_service.h"
 
 namespace trainingd::api {
@@ -26,6 +27,9 @@ struct HttpRequest {
   std::string target;  // origin-form: "/api/v1/jobs?state=running"
   HttpHeaders headers;
   std::string body;
+  // The server streams this request's body instead of reading it into `body` (an upload,
+  // Router::StreamsBody): the route answers with an `upload` to feed, or a refusal.
+  bool body_follows = false;
 
   // The first value of header `name`, or "" when absent.
   std::string_view Header(std::string_view name) const;
@@ -41,6 +45,10 @@ struct HttpResponse {
   // EventDeliver, for as long as it keeps `subscription` alive.
   bool event_stream = false;
   std::unique_ptr<Subscription> subscription;
+
+  // Set by an upload route for a request whose body_follows: instead of answering now, the
+  // server feeds it the body and then asks Router::FinishUpload for the answer.
+  std::unique_ptr<DatasetUpload> upload;
 
   // Never sent: what went wrong behind a 500, for the daemon's log (InternalErrorResponse).
   std::string log_detail;

@@ -19,6 +19,7 @@
 // Thread-safe: Handle may run on many threads at once.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "trainingd/api/browser_policy.h"
+#include "trainingd/api/dataset_service.h"
 #include "trainingd/api/http_message.h"
 #include "trainingd/api/http_metrics.h"
 #include "trainingd/api/job_service.h"
@@ -65,8 +67,9 @@ struct RouteInfo {
 
 class Router {
  public:
-  // `service` must outlive the router.
-  Router(JobService& service, RouterOptions options);
+  // `service` and `datasets` must outlive the router; without `datasets` the dataset routes
+  // answer 404.
+  Router(JobService& service, RouterOptions options, DatasetService* datasets = nullptr);
 
   // OK unless options name a web root that is not an existing directory, or an allowed host or
   // origin that does not parse (fatal at start-up).
@@ -82,6 +85,16 @@ class Router {
   // with the Subscription; the caller writes the events it receives and keeps the
   // Subscription as long as the client is connected. Records each answer in metrics().
   HttpResponse Handle(const HttpRequest& request, const EventDeliver& deliver = nullptr);
+
+  // Whether the server should stream this request's body rather than read it whole (POST
+  // /api/v1/datasets): it then calls Handle with the header only (body_follows), and either
+  // writes the refusal Handle returns or feeds the body to its `upload` and calls FinishUpload.
+  static bool StreamsBody(std::string_view method, std::string_view target);
+  // The answer to an upload whose body has been fed (body_status OK: it commits the dataset,
+  // 201) or failed (body_status: the error, e.g. ResourceExhausted = over the size limit, 413).
+  // Records the answer in metrics() as Handle does.
+  HttpResponse FinishUpload(const HttpRequest& header, DatasetUpload& upload,
+                            const engine::Status& body_status);
 
   // Every route, in a fixed order; docs/openapi.yaml describes exactly these.
   static const std::vector<RouteInfo>& Routes();
@@ -106,8 +119,14 @@ class Router {
                       std::optional<EventKind> only_kind);
   HttpResponse Metrics();
   HttpResponse StaticFile(const Context& c);
+  HttpResponse UploadDataset(const Context& c);
+  // Handle's bookkeeping around an answer: logs a 500's details, adds the security headers,
+  // records the metrics.
+  void Finish(const HttpRequest& request, const std::string& route_label,
+              std::chrono::steady_clock::time_point start, HttpResponse& response);
 
   JobService& service_;
+  DatasetService* datasets_;
   RouterOptions options_;
   BrowserPolicy policy_;
   engine::Status policy_status_;  // why options_ give no policy; OK = they do
@@ -143,6 +162,10 @@ inline constexpr std::string_view kDashboardCsp =
 
 // Job ids in paths: 1 to 64 of [A-Za-z0-9_-].
 bool IsValidJobId(std::string_view id);
+
+// The answer for a failed DatasetService call: StatusResponse's, except ResourceExhausted (an
+// upload over the size limit), which is 413.
+HttpResponse DatasetStatusResponse(const engine::Status& status);
 
 // Whether `given` equals `secret`, in time that depends on the length of `secret` only.
 bool ConstantTimeEquals(std::string_view given, std::string_view secret);

@@ -16,7 +16,8 @@ namespace trainingd::daemon {
 
 class DatasetCache {
  public:
-  explicit DatasetCache(std::string data_root) : data_root_(std::move(data_root)) {}
+  DatasetCache(std::string data_root, std::string datasets_dir)
+      : data_root_(std::move(data_root)), datasets_dir_(std::move(datasets_dir)) {}
 
   // The loaded dataset; one copy per (name, split options) while anyone holds it.
   engine::Result<std::shared_ptr<const engine::Datasets>> Load(const engine::DatasetSpec& dataset);
@@ -25,6 +26,7 @@ class DatasetCache {
 
  private:
   const std::string data_root_;
+  const std::string datasets_dir_;
   std::mutex mu_;
   std::map<std::string, std::weak_ptr<const engine::Datasets>> loaded_;
 };

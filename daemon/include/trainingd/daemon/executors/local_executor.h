@@ -23,6 +23,7 @@ struct LocalExecutorOptions {
   int slots = 1;            // runs at once
   int threads_per_job = 1;  // compute threads of each run
   std::string data_root = "/usr/share/datasets";
+  std::string datasets_dir;    // uploaded datasets
   engine::Env* env = nullptr;  // null = Env::Default()
 };
 

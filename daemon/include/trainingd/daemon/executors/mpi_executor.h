@@ -36,6 +36,7 @@ struct MpiExecutorOptions {
   std::string rank_program;
   std::string mpirun = "mpirun";
   std::string data_root = "/usr/share/datasets";
+  std::string datasets_dir;  // uploaded datasets
   // Compute threads per rank; 0 = the machine's cores shared by its ranks.
   int threads_per_rank = 0;
   // An Open MPI hostfile: the ranks run on its hosts (started through mpirun's launch agent,

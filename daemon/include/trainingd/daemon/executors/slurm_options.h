@@ -15,6 +15,7 @@ struct SlurmOptions {
   std::vector<std::string> sbatch_options;  // more sbatch arguments, e.g. "--qos=high"
   std::string trainingd_path;               // trainingd on the nodes; "" = this program
   std::string data_root;                    // datasets on the nodes
+  std::string datasets_dir;                 // uploaded datasets, on the shared job root
   double poll_secs = 1;                     // squeue --json at most this often
   int max_jobs = 64;                        // jobs in Slurm at once
   int time_limit_minutes = 0;               // sbatch --time; 0 = the partition's

@@ -38,6 +38,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,6 +71,10 @@ struct JobManagerOptions {
   // cluster's nodes share.
   std::string jobs_dir;
   std::string data_root = "/usr/share/datasets";  // datasets by name (admission reads them)
+  std::string datasets_dir;  // uploaded datasets (DatasetStore); admission reads them too
+  // Makes a submitted spec's dataset exact before admission (DatasetStore::ResolveJobDataset:
+  // an upload's digest and options go into the canonical spec). Empty = taken as given.
+  std::function<engine::Status(engine::DatasetSpec*)> resolve_dataset;
   // Compute threads each run uses (the executor's), for admission's memory estimate.
   int threads_per_job = 1;
   size_t max_queued_jobs = 1000;  // Submit answers Unavailable beyond
@@ -97,6 +102,8 @@ class JobManager final : public api::JobService, private RunListener {
   void Shutdown();
 
   engine::Result<api::JobInfo> Submit(engine::JobSpec spec, std::string spec_json) override;
+  // The ids of the queued, running and stopping jobs that read uploaded dataset `name`.
+  std::vector<std::string> JobsUsingDataset(const std::string& name) const;
   engine::Result<api::JobPage> List(std::optional<api::JobState> state, int64_t limit,
                                     const std::string& cursor) override;
   engine::Result<api::JobInfo> Get(const std::string& id) override;

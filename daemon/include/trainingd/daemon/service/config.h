@@ -5,6 +5,9 @@
 //   "listen": "127.0.0.1:8080",         address:port; any non-loopback address needs a token
 //   "data_dir": "var",                  the database (trainingd.db) and jobs/<id>/ directories
 //   "data_root": "/usr/share/datasets", datasets are directories under it, named by jobs
+//   "datasets_dir": "",                 uploaded datasets (docs/data.md); "" = <data_dir>/datasets,
+//                                       or with the Slurm executor <job_root>/datasets (shared)
+//   "max_dataset_bytes": 4294967296,    the largest upload (413 beyond it)
 //   "web_dir": "",                      the dashboard's files; "" = <exe
 //   dir>/../share/trainingd/web
 //                                       (in a build tree: build/share/trainingd/web)
@@ -69,6 +72,8 @@ struct ServeConfig {
   int listen_port = 8080;
   std::string data_dir = "var";
   std::string data_root = "/usr/share/datasets";
+  std::string datasets_dir;  // "" = <data_dir>/datasets (Slurm: <job_root>/datasets)
+  int64_t max_dataset_bytes = int64_t{4} << 30;
   std::string web_dir;
   int max_concurrent_jobs = 1;
   int threads_per_job = 0;

@@ -30,8 +30,10 @@ namespace trainingd::engine {
 struct JobRunOptions {
   // Checkpoints, event files and profiler timelines go here. Required.
   std::string checkpoint_dir;
-  // The spec's dataset.name is a directory under this root.
+  // Where the spec's dataset is (JobDatasetSource): an IDX directory under data_root, or an
+  // upload under datasets_dir.
   std::string data_root = "/usr/share/datasets";
+  std::string datasets_dir;
   // Already loaded data for the spec's dataset (the daemon caches it); null = load it.
   std::shared_ptr<const Datasets> datasets;
   // Set (from any thread) to stop after the current step, with a final checkpoint.
@@ -83,14 +85,29 @@ const char* JobOutcomeName(JobResult::Outcome outcome);
 // "request", "time_limit", "disk_full"; "" for kNone.
 const char* StopCauseName(JobResult::StopCause cause);
 
-// Loads `spec.dataset` from `data_root` ("<data_root>/<name>").
+// Where `dataset` is and how to read it: format idx is the directory "<data_root>/<name>"; an
+// upload is "<datasets_dir>/<name>/<sha256>.npz", or "<sha256>.csv" with "<sha256>.test.csv"
+// (UploadedDatasetFile). InvalidArgument naming the field for a name that is not a plain
+// directory name (a job never names a path), or an upload without a datasets_dir.
+Result<DatasetSource> JobDatasetSource(const DatasetSpec& dataset, const std::string& data_root,
+                                       const std::string& datasets_dir);
+// The file an upload keeps under its dataset's directory: "<sha256>.<format>", or
+// "<sha256>.test.csv" for a CSV's test file.
+std::string UploadedDatasetFile(const std::string& sha256, const std::string& format,
+                                bool test_file = false);
+// The DatasetOptions the spec asks for.
+DatasetOptions JobDatasetOptions(const DatasetSpec& dataset);
+
+// Loads `spec.dataset` (JobDatasetSource).
 Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& dataset,
-                                                        const std::string& data_root);
+                                                        const std::string& data_root,
+                                                        const std::string& datasets_dir);
 
 // What `dataset` holds (ProbeMnistDirectory), with errors naming the spec's field:
 // "dataset.name: no dataset 'x' in /usr/share/datasets (there are: fashion-mnist)",
 // "dataset.validation_size: ...", or "dataset.name: dataset 'x' cannot be read: ...".
-Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root);
+Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root,
+                                    const std::string& datasets_dir);
 
 // Whether the latest checkpoint in `checkpoint_dir` is on disk and is the one of global step
 // `step` (read-only: ListCheckpoints).

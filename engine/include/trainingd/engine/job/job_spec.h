@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trainingd/engine/base/status.h"
+#include "trainingd/engine/data/dataset.h"
 #include "trainingd/engine/nn/model_spec.h"
 #include "trainingd/engine/optim/optimizer.h"
 
@@ -21,10 +22,21 @@ struct TriggerSpec {
 };
 
 struct DatasetSpec {
-  // A directory name under the data root (MNIST-format IDX files). Only [A-Za-z0-9._-], no "..":
-  // a job never names an arbitrary path.
+  // A dataset by name: an MNIST-format IDX directory under the data root, or a dataset uploaded
+  // to the daemon (docs/data.md). Only [A-Za-z0-9._-], no "..": a job never names a path.
   std::string name = "fashion-mnist";
-  int64_t validation_size = 5000;
+  // What an uploaded dataset is, as the daemon records it in the job's canonical spec at submit,
+  // so that the spec names its exact data and a run anywhere reads it the same way:
+  std::string format = "idx";          // "idx" (a directory under the data root), "npz" or "csv"
+  std::string sha256;                  // npz, csv: the digest of the uploaded file(s); required
+  std::string label_column = "label";  // csv
+  bool test_file = false;              // csv: uploaded with a test file
+  double test_fraction = 0.2;          // csv without a test file
+  uint64_t split_seed = 0;             // csv without a test file
+  std::string normalize = "none";      // "none" or "standard" (tables)
+  // kAutoValidationSize: 5000 for IDX (TensorFlow's tutorials); for an upload, its own
+  // validation split (x_val) or a tenth of the training examples. See DatasetOptions.
+  int64_t validation_size = kAutoValidationSize;
   int64_t max_train_examples = 0;  // 0 = all
   int64_t max_test_examples = 0;   // 0 = all
 };
@@ -161,5 +173,8 @@ Status CheckDistributable(const JobSpec& spec, int workers);
 
 // True if `name` is a safe single path component: 1-100 of [A-Za-z0-9._-], not "." or "..".
 bool IsSafeName(const std::string& name);
+
+// True if `s` is a SHA-256 digest as 64 lowercase hex digits.
+bool IsSha256(const std::string& s);
 
 }  // namespace trainingd::engine

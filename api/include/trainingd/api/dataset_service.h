@@ -1,0 +1,78 @@
+// DatasetService: what the HTTP API needs from the daemon's dataset store (docs/data.md). api/
+// states it; daemon/ implements it (DatasetStore), beside the JobService and not inside it.
+// Statuses map to HTTP as the JobService's do (job_service.h), plus AlreadyExists-like conflicts
+// as FailedPrecondition (409) and ResourceExhausted as 413. Every method is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainingd/engine/base/status.h"
+
+namespace trainingd::api {
+
+// How an upload is read: the query parameters of POST /api/v1/datasets.
+struct DatasetUploadOptions {
+  std::string name;
+  std::string format;                  // "npz" or "csv"
+  std::string label_column = "label";  // csv
+  double test_fraction = 0.2;          // csv: the share of rows that become the test split
+  uint64_t split_seed = 0;             // csv: the seed of that split
+  std::string normalize = "none";      // "none" or "standard" (tables)
+};
+
+// One dataset as the API shows it.
+struct DatasetRecord {
+  std::string name;
+  std::string format;  // "idx" (a directory under the data root, read-only), "npz", "csv"
+  bool read_only = false;
+  std::string sha256;  // uploads: of the file's bytes
+  int64_t bytes = 0;   // uploads: of the file
+  std::vector<int64_t> example_shape;
+  int num_classes = 0;
+  std::vector<std::string> class_names;  // empty = "0".."n-1"
+  int64_t train_examples = 0;            // the file's; a job may take validation from them
+  int64_t validation_examples = 0;       // the file's own (x_val), else 0
+  int64_t test_examples = 0;
+  std::string element_type;                      // "uint8", "float32", ...
+  std::string preprocessing;                     // "scale_255", "none", "standard"
+  std::vector<float> feature_mean, feature_std;  // "standard" only
+  DatasetUploadOptions upload;                   // how it was uploaded (uploads only)
+  double created_at = 0;                         // Unix seconds; 0 for an IDX directory
+};
+
+// The body of one upload, fed in order. The store writes it to a temporary file; nothing is
+// kept until Commit succeeds, and an upload destroyed before that (a client that went away, a
+// refusal) leaves nothing on disk. Not thread-safe: one caller at a time.
+class DatasetUpload {
+ public:
+  virtual ~DatasetUpload() = default;
+  // ResourceExhausted once the body passes the size limit; IoError when the disk fails.
+  virtual engine::Status Append(std::string_view bytes) = 0;
+  // Validates the whole file (every array, every label, the counts), then renames it into
+  // place. InvalidArgument naming the array, column or option that is wrong; FailedPrecondition
+  // when the name was taken meanwhile.
+  virtual engine::Result<DatasetRecord> Commit() = 0;
+};
+
+class DatasetService {
+ public:
+  virtual ~DatasetService() = default;
+  // The largest body an upload may have, in bytes.
+  virtual int64_t MaxUploadBytes() const = 0;
+  // Checks the options and that the name is free. `declared_bytes` is the Content-Length, or -1
+  // when the body is chunked: more than MaxUploadBytes is ResourceExhausted.
+  virtual engine::Result<std::unique_ptr<DatasetUpload>> BeginUpload(
+      const DatasetUploadOptions& options, int64_t declared_bytes) = 0;
+  // Uploads and the data root's IDX directories, by name.
+  virtual engine::Result<std::vector<DatasetRecord>> ListDatasets() = 0;
+  virtual engine::Result<DatasetRecord> GetDataset(const std::string& name) = 0;
+  // An upload only (IDX directories are the operator's: FailedPrecondition), and not while a
+  // queued or running job names it (FailedPrecondition naming the jobs).
+  virtual engine::Status DeleteDataset(const std::string& name) = 0;
+};
+
+}  // namespace trainingd::api

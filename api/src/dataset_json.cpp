@@ -1,0 +1,104 @@
+#include "trainingd/api/dataset_json.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "trainingd/api/strict_json.h"
+
+namespace trainingd::api {
+namespace {
+
+using json = nlohmann::json;
+namespace sj = strict_json;
+
+json UploadToJson(const DatasetRecord& d) {
+  json u = {{"normalize", d.upload.normalize}};
+  if (d.format == "csv") {
+    u["label_column"] = d.upload.label_column;
+    u["test_fraction"] = d.upload.test_fraction;
+    u["split_seed"] = d.upload.split_seed;
+  }
+  return u;
+}
+
+}  // namespace
+
+json DatasetToJson(const DatasetRecord& d) {
+  json names = json::array();
+  for (int c = 0; c < d.num_classes; ++c) {
+    names.push_back(c < static_cast<int>(d.class_names.size()) ? d.class_names[c]
+                                                               : std::to_string(c));
+  }
+  json preprocessing = {{"kind", d.preprocessing}};
+  if (d.preprocessing == "standard") {
+    preprocessing["mean"] = d.feature_mean;
+    preprocessing["std"] = d.feature_std;
+  }
+  json v = {{"name", d.name},
+            {"format", d.format},
+            {"read_only", d.read_only},
+            {"sha256", d.sha256.empty() ? json(nullptr) : json(d.sha256)},
+            {"bytes", d.bytes},
+            {"example_shape", d.example_shape},
+            {"num_classes", d.num_classes},
+            {"class_names", std::move(names)},
+            {"splits",
+             {{"train", d.train_examples},
+              {"validation", d.validation_examples},
+              {"test", d.test_examples}}},
+            {"element_type", d.element_type},
+            {"preprocessing", std::move(preprocessing)},
+            {"created_at", d.created_at > 0 ? json(d.created_at) : json(nullptr)}};
+  if (!d.read_only) v["upload"] = UploadToJson(d);
+  return v;
+}
+
+json DatasetListToJson(const std::vector<DatasetRecord>& datasets) {
+  json list = json::array();
+  for (const DatasetRecord& d : datasets) list.push_back(DatasetToJson(d));
+  return {{"datasets", std::move(list)}};
+}
+
+engine::Result<DatasetRecord> DatasetFromJson(std::string_view text) {
+  auto parsed = sj::Parse(text);
+  if (!parsed.ok()) return parsed.status();
+  const json& v = *parsed;
+  DatasetRecord d;
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "name", &d.name));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "format", &d.format));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "read_only", &d.read_only));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "sha256", &d.sha256));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "bytes", &d.bytes));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "num_classes", &d.num_classes));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "element_type", &d.element_type));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "created_at", &d.created_at));
+  try {
+    d.example_shape = v.at("example_shape").get<std::vector<int64_t>>();
+    d.class_names = v.at("class_names").get<std::vector<std::string>>();
+    const json& splits = v.at("splits");
+    d.train_examples = splits.at("train").get<int64_t>();
+    d.validation_examples = splits.at("validation").get<int64_t>();
+    d.test_examples = splits.at("test").get<int64_t>();
+    const json& p = v.at("preprocessing");
+    d.preprocessing = p.at("kind").get<std::string>();
+    if (d.preprocessing == "standard") {
+      d.feature_mean = p.at("mean").get<std::vector<float>>();
+      d.feature_std = p.at("std").get<std::vector<float>>();
+    }
+    if (const auto u = v.find("upload"); u != v.end()) {
+      d.upload.name = d.name;
+      d.upload.format = d.format;
+      d.upload.normalize = u->at("normalize").get<std::string>();
+      if (d.format == "csv") {
+        d.upload.label_column = u->at("label_column").get<std::string>();
+        d.upload.test_fraction = u->at("test_fraction").get<double>();
+        d.upload.split_seed = u->at("split_seed").get<uint64_t>();
+      }
+    }
+  } catch (const json::exception& e) {
+    return engine::Status::InvalidArgument(std::string("dataset record: ") + e.what());
+  }
+  return d;
+}
+
+}  // namespace trainingd::api

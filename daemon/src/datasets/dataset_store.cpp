@@ -1,0 +1,446 @@
+#include "trainingd/daemon/datasets/dataset_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "trainingd/api/dataset_json.h"
+#include "trainingd/api/job_json.h"
+#include "trainingd/daemon/jobs/job_id.h"
+#include "trainingd/engine/base/sha256.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/job/job_runner.h"
+
+namespace trainingd::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+namespace eng = trainingd::engine;
+using engine::Status;
+
+constexpr const char* kRecordFile = "dataset.json";
+constexpr const char* kStagingPrefix = ".upload-";
+constexpr const char* kDeletingPrefix = ".delete-";
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// Writes `text` to `path` and fsyncs it.
+Status WriteFileSynced(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IoError(Errno(path));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status s = Status::IoError(Errno(path));
+      ::close(fd);
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  return synced ? Status::Ok() : Status::IoError(Errno("fsync " + path));
+}
+
+Status SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::IoError(Errno(dir));
+  const bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  return ok ? Status::Ok() : Status::IoError(Errno("fsync " + dir));
+}
+
+// Renames `from` to `to` unless `to` exists (renameat2 RENAME_NOREPLACE): a name is never taken
+// over. FailedPrecondition when it exists.
+Status RenameNoReplace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) {
+    return Status::Ok();
+  }
+  if (errno == EEXIST || errno == ENOTEMPTY) {
+    return Status::FailedPrecondition("a dataset named '" + fs::path(to).filename().string() +
+                                      "' exists; delete it first (datasets are immutable)");
+  }
+  return Status::IoError(Errno("rename " + from + " -> " + to));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+api::DatasetRecord RecordFromInfo(const eng::DatasetInfo& info) {
+  api::DatasetRecord r;
+  r.example_shape = info.example_shape.dims();
+  r.num_classes = info.num_classes;
+  r.class_names = info.class_names;
+  r.train_examples = info.train_examples;
+  r.validation_examples = info.validation_examples;
+  r.test_examples = info.test_examples;
+  r.element_type = info.element_type;
+  r.preprocessing = eng::PreprocessingName(info.preprocessing);
+  r.feature_mean = info.feature_mean;
+  r.feature_std = info.feature_std;
+  return r;
+}
+
+// The job spec's view of an upload: what JobDatasetSource needs to find and read it.
+eng::DatasetSpec SpecOf(const api::DatasetRecord& r) {
+  eng::DatasetSpec d;
+  d.name = r.name;
+  d.format = r.format;
+  d.sha256 = r.sha256;
+  d.normalize = r.upload.normalize;
+  if (r.format == "csv") {
+    d.label_column = r.upload.label_column;
+    d.test_fraction = r.upload.test_fraction;
+    d.split_seed = r.upload.split_seed;
+  }
+  return d;
+}
+
+}  // namespace
+
+// One upload in progress: the body goes to <dir>/.upload-<random>/<upload file>, hashed as it
+// arrives. Destroyed before a successful Commit, it removes its directory.
+class DatasetStore::Upload : public api::DatasetUpload {
+ public:
+  Upload(DatasetStore& store, api::DatasetUploadOptions options, std::string staging, int fd)
+      : store_(store), options_(std::move(options)), staging_(std::move(staging)), fd_(fd) {}
+
+  ~Upload() override {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) {
+      std::error_code ec;
+      fs::remove_all(staging_, ec);
+      store_.Release(options_.name);
+    }
+  }
+
+  Status Append(std::string_view bytes) override {
+    if (fd_ < 0) return Status::FailedPrecondition("the upload is closed");
+    if (bytes_ + static_cast<int64_t>(bytes.size()) > store_.options_.max_upload_bytes) {
+      return Status::ResourceExhausted("the upload is over max_dataset_bytes, " +
+                                       std::to_string(store_.options_.max_upload_bytes) + " bytes");
+    }
+    sha_.Update(bytes);
+    while (!bytes.empty()) {
+      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        return errno == ENOSPC ? Status::IoError("no space left for the upload")
+                               : Status::IoError(Errno("writing the upload"));
+      }
+      bytes.remove_prefix(static_cast<size_t>(n));
+      bytes_ += n;
+    }
+    return Status::Ok();
+  }
+
+  eng::Result<api::DatasetRecord> Commit() override {
+    if (fd_ < 0) return Status::FailedPrecondition("the upload is closed");
+    const bool synced = ::fsync(fd_) == 0;
+    ::close(fd_);
+    fd_ = -1;
+    if (!synced) return Status::IoError(Errno("fsync of the upload"));
+    if (bytes_ == 0) return Status::InvalidArgument("body: empty; send the file as the body");
+
+    api::DatasetRecord record;
+    record.name = options_.name;
+    record.format = options_.format;
+    record.upload = options_;
+    record.sha256 = sha_.HexDigest();
+    record.bytes = bytes_;
+    const std::string file = eng::UploadedDatasetFile(record.sha256, record.format);
+    if (::rename((staging_ + "/upload").c_str(), (staging_ + "/" + file).c_str()) != 0) {
+      return Status::IoError(Errno("naming the upload"));
+    }
+    // Every value is checked, in bounded memory, with the options a job would use by default.
+    eng::DatasetSpec spec = SpecOf(record);
+    auto source = eng::JobDatasetSource(spec, "", fs::path(staging_).parent_path().string());
+    if (!source.ok()) return source.status();
+    source->path = staging_ + "/" + file;
+    auto info = eng::ProbeDataset(*source, eng::JobDatasetOptions(spec), eng::ProbeDepth::kFull);
+    if (!info.ok()) {
+      const Status& s = info.status();
+      // The reader's messages name the file by its staging path: the client knows it by name.
+      std::string message = s.message();
+      if (size_t at = message.find(source->path); at != std::string::npos) {
+        message.replace(at, source->path.size(), options_.name);
+      }
+      return Status::InvalidArgument("body: " + message);
+    }
+    api::DatasetRecord checked = RecordFromInfo(*info);
+    checked.name = record.name;
+    checked.format = record.format;
+    checked.upload = record.upload;
+    checked.sha256 = record.sha256;
+    checked.bytes = record.bytes;
+    eng::Env* env = store_.options_.env ? store_.options_.env : eng::Env::Default();
+    checked.created_at = std::floor(env->NowSeconds() * 1000) / 1000;
+    TRAININGD_RETURN_IF_ERROR(
+        WriteFileSynced(staging_ + "/" + kRecordFile, api::DumpJson(api::DatasetToJson(checked))));
+    TRAININGD_RETURN_IF_ERROR(SyncDirectory(staging_));
+    TRAININGD_RETURN_IF_ERROR(store_.Adopt(staging_, checked));
+    committed_ = true;
+    return checked;
+  }
+
+ private:
+  DatasetStore& store_;
+  const api::DatasetUploadOptions options_;
+  const std::string staging_;
+  int fd_;
+  int64_t bytes_ = 0;
+  eng::Sha256 sha_;
+  bool committed_ = false;
+};
+
+eng::Result<std::unique_ptr<DatasetStore>> DatasetStore::Open(DatasetStoreOptions options) {
+  std::error_code ec;
+  fs::create_directories(options.dir, ec);
+  if (ec) return Status::IoError(options.dir + ": " + ec.message());
+  std::unique_ptr<DatasetStore> store(new DatasetStore(std::move(options)));
+  const std::string& dir = store->options_.dir;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kStagingPrefix, 0) == 0 || name.rfind(kDeletingPrefix, 0) == 0) {
+      fs::remove_all(entry.path(), ec);  // an upload or a delete that did not finish
+      continue;
+    }
+    if (!entry.is_directory(ec) || !eng::IsSafeName(name)) continue;
+    const std::string text = ReadFile(entry.path().string() + "/" + kRecordFile);
+    auto record = api::DatasetFromJson(text);
+    if (!record.ok()) {
+      return Status::IoError(entry.path().string() + "/" + kRecordFile + ": " +
+                             record.status().message());
+    }
+    store->records_[name] = std::move(*record);
+  }
+  if (ec) return Status::IoError(dir + ": " + ec.message());
+  return store;
+}
+
+bool DatasetStore::IsIdxDirectory(const std::string& name) const {
+  std::error_code ec;
+  return !options_.data_root.empty() && fs::is_directory(options_.data_root + "/" + name, ec);
+}
+
+eng::Result<api::DatasetRecord> DatasetStore::IdxRecord(const std::string& name) const {
+  eng::DatasetSpec spec;
+  spec.name = name;
+  auto info = eng::ProbeJobDataset(spec, options_.data_root, "");
+  if (!info.ok()) return info.status();
+  api::DatasetRecord r = RecordFromInfo(*info);
+  r.name = name;
+  r.format = "idx";
+  r.read_only = true;
+  r.element_type = "uint8";
+  return r;
+}
+
+eng::Result<std::unique_ptr<api::DatasetUpload>> DatasetStore::BeginUpload(
+    const api::DatasetUploadOptions& options, int64_t declared_bytes) {
+  if (!eng::IsSafeName(options.name)) {
+    return Status::InvalidArgument(
+        "name: 1 to 100 of the characters A-Z a-z 0-9 . _ -, and not . or ..");
+  }
+  if (options.format != "npz" && options.format != "csv") {
+    return Status::InvalidArgument("format: must be npz or csv, got '" +
+                                   options.format.substr(0, 32) + "'");
+  }
+  if (options.normalize != "none" && options.normalize != "standard") {
+    return Status::InvalidArgument("normalize: must be none or standard, got '" +
+                                   options.normalize.substr(0, 32) + "'");
+  }
+  if (options.format != "csv" &&
+      (options.label_column != "label" ||
+       options.test_fraction != api::DatasetUploadOptions{}.test_fraction ||
+       options.split_seed != 0)) {
+    return Status::InvalidArgument(
+        "label_column: label_column, test_fraction and split_seed are for CSV uploads");
+  }
+  if (options.label_column.empty()) return Status::InvalidArgument("label_column: empty");
+  if (declared_bytes > options_.max_upload_bytes) {
+    return Status::ResourceExhausted("the upload's " + std::to_string(declared_bytes) +
+                                     " bytes are over max_dataset_bytes, " +
+                                     std::to_string(options_.max_upload_bytes));
+  }
+  if (IsIdxDirectory(options.name)) {
+    return Status::FailedPrecondition("'" + options.name + "' is a dataset of the data root (" +
+                                      options_.data_root + "); choose another name");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (records_.count(options.name) || uploading_.count(options.name)) {
+      return Status::FailedPrecondition("a dataset named '" + options.name +
+                                        (records_.count(options.name)
+                                             ? "' exists; delete it first (datasets are immutable)"
+                                             : "' is being uploaded"));
+    }
+    uploading_.insert(options.name);
+  }
+  const std::string staging = options_.dir + "/" + kStagingPrefix + NewJobId();
+  std::error_code ec;
+  int fd = -1;
+  if (fs::create_directory(staging, ec)) {
+    fd = ::open((staging + "/upload").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  }
+  if (fd < 0) {
+    Status s = Status::IoError(ec ? staging + ": " + ec.message() : Errno(staging + "/upload"));
+    fs::remove_all(staging, ec);
+    Release(options.name);
+    return s;
+  }
+  return std::unique_ptr<api::DatasetUpload>(new Upload(*this, options, staging, fd));
+}
+
+Status DatasetStore::Adopt(const std::string& staging_dir, const api::DatasetRecord& record) {
+  TRAININGD_RETURN_IF_ERROR(RenameNoReplace(staging_dir, options_.dir + "/" + record.name));
+  TRAININGD_RETURN_IF_ERROR(SyncDirectory(options_.dir));
+  std::lock_guard<std::mutex> lock(mu_);
+  records_[record.name] = record;
+  uploading_.erase(record.name);
+  return Status::Ok();
+}
+
+void DatasetStore::Release(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uploading_.erase(name);
+}
+
+eng::Result<std::vector<api::DatasetRecord>> DatasetStore::ListDatasets() {
+  std::vector<api::DatasetRecord> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, record] : records_) out.push_back(record);
+  }
+  std::error_code ec;
+  if (!options_.data_root.empty()) {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(options_.data_root, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_directory(ec) && eng::IsSafeName(name)) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    // A directory that is no MNIST-format dataset is not one, and is left out.
+    for (const std::string& name : names) {
+      if (auto r = IdxRecord(name); r.ok()) out.push_back(std::move(*r));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const api::DatasetRecord& a, const api::DatasetRecord& b) {
+    return a.name < b.name;
+  });
+  return out;
+}
+
+eng::Result<api::DatasetRecord> DatasetStore::GetDataset(const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = records_.find(name); it != records_.end()) return it->second;
+  }
+  if (IsIdxDirectory(name)) {
+    auto r = IdxRecord(name);
+    if (r.ok()) return r;
+    return Status::FailedPrecondition("'" + name +
+                                      "' in the data root cannot be read: " + r.status().message());
+  }
+  return Status::NotFound("no dataset '" + name + "'");
+}
+
+Status DatasetStore::DeleteDataset(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!records_.count(name)) {
+    if (IsIdxDirectory(name)) {
+      return Status::FailedPrecondition("'" + name + "' is a dataset of the data root (" +
+                                        options_.data_root + "), which the daemon never deletes");
+    }
+    return Status::NotFound("no dataset '" + name + "'");
+  }
+  if (options_.jobs_using) {
+    const std::vector<std::string> jobs = options_.jobs_using(name);
+    if (!jobs.empty()) {
+      std::string list;
+      for (size_t i = 0; i < jobs.size() && i < 10; ++i) list += (i ? ", " : "") + jobs[i];
+      if (jobs.size() > 10) list += ", ...";
+      return Status::FailedPrecondition("dataset '" + name + "' is used by " +
+                                        std::to_string(jobs.size()) +
+                                        " queued or running job(s): " + list + "; stop them first");
+    }
+  }
+  // Out of its name at once (a rename), then removed: a crash in between leaves a .delete-
+  // directory that Open removes.
+  const std::string doomed = options_.dir + "/" + kDeletingPrefix + NewJobId();
+  if (::rename((options_.dir + "/" + name).c_str(), doomed.c_str()) != 0) {
+    return Status::IoError(Errno("deleting dataset '" + name + "'"));
+  }
+  records_.erase(name);
+  std::error_code ec;
+  fs::remove_all(doomed, ec);
+  return Status::Ok();
+}
+
+Status DatasetStore::ResolveJobDataset(eng::DatasetSpec* d) const {
+  api::DatasetRecord r;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = records_.find(d->name);
+    if (it == records_.end()) {
+      if (d->format != "idx") {
+        return Status::InvalidArgument("dataset.name: no uploaded dataset '" + d->name + "'");
+      }
+      return Status::Ok();
+    }
+    r = it->second;
+  }
+  const eng::DatasetSpec want = SpecOf(r);
+  const eng::DatasetSpec defaults;
+  // A field the spec gives must be the upload's; one it leaves at its default takes it.
+  const auto agree = [&](const char* field, auto given, auto fallback, auto actual,
+                         auto* out) -> Status {
+    if (given != fallback && given != actual) {
+      std::ostringstream m;
+      m << "dataset." << field << ": dataset '" << d->name << "' was uploaded with " << field << " "
+        << actual << ", not " << given;
+      return Status::InvalidArgument(m.str());
+    }
+    *out = actual;
+    return Status::Ok();
+  };
+  if (!d->sha256.empty() && d->sha256 != r.sha256) {
+    return Status::InvalidArgument("dataset.sha256: dataset '" + d->name + "' is " + r.sha256 +
+                                   " now, not " + d->sha256 +
+                                   " (it was deleted and uploaded "
+                                   "again)");
+  }
+  if (d->format != defaults.format && d->format != r.format) {
+    return Status::InvalidArgument("dataset.format: dataset '" + d->name + "' is " + r.format +
+                                   ", not " + d->format);
+  }
+  d->format = r.format;
+  d->sha256 = r.sha256;
+  TRAININGD_RETURN_IF_ERROR(
+      agree("normalize", d->normalize, defaults.normalize, want.normalize, &d->normalize));
+  TRAININGD_RETURN_IF_ERROR(agree("label_column", d->label_column, defaults.label_column,
+                                  want.label_column, &d->label_column));
+  TRAININGD_RETURN_IF_ERROR(agree("test_fraction", d->test_fraction, defaults.test_fraction,
+                                  want.test_fraction, &d->test_fraction));
+  TRAININGD_RETURN_IF_ERROR(
+      agree("split_seed", d->split_seed, defaults.split_seed, want.split_seed, &d->split_seed));
+  return Status::Ok();
+}
+
+}  // namespace trainingd::daemon

@@ -1,4 +1,6 @@
-// SHA-256 (FIPS 180-4), incremental: what names a dataset's exact bytes. Not thread-safe; one
+// SHA-256 (FIPS 180-4), incremental: what names a dataset's exact bytes. Uses the CPU's SHA
+// extensions (x86 SHA-NI: Intel since Ice Lake and Goldmont, AMD since Zen) when it has them,
+// about ten times the speed of the portable code, which is the fallback. Not thread-safe; one
 // object per stream.
 #pragma once
 
@@ -11,7 +13,8 @@ namespace trainingd::engine {
 
 class Sha256 {
  public:
-  Sha256();
+  // `use_cpu_extensions` false: the portable code even where the CPU has SHA-NI (for tests).
+  explicit Sha256(bool use_cpu_extensions = true);
   void Update(std::string_view bytes);
   void Update(const void* data, size_t size);
   // The digest of everything updated so far, as 64 lowercase hex digits. Ends the stream: call
@@ -19,12 +22,15 @@ class Sha256 {
   std::string HexDigest();
 
  private:
-  void Block(const uint8_t* block);
+  // Hashes `blocks` 64-byte blocks at `data` into state_.
+  void Blocks(const uint8_t* data, size_t blocks);
+  void Block(const uint8_t* block);  // the portable code
 
   std::array<uint32_t, 8> state_;
   std::array<uint8_t, 64> buffer_{};
   size_t buffered_ = 0;
   uint64_t total_bytes_ = 0;
+  bool sha_ni_;
 };
 
 }  // namespace trainingd::engine

@@ -29,6 +29,7 @@ constexpr auto kLingerTime = std::chrono::seconds(1);
 constexpr int kSseRetryMs = 3000;
 // How much of an upload is read before it is written out.
 constexpr size_t kUploadBufferBytes = size_t{1} << 20;
+constexpr size_t kUploadReadBytes = size_t{1} << 16;
 
 bool IsHttpParseError(const error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_target).category();
@@ -178,6 +179,9 @@ void HttpSession::OnUploadStarted(HttpResponse response) {
   parser_.reset();
   upload_parser_->body_limit(std::numeric_limits<std::uint64_t>::max());  // the upload counts
   upload_buffer_.resize(kUploadBufferBytes);
+  // Beast reads into buffer_ as much as it has room for (at most 64 KiB): room for that much,
+  // not the few KiB a header left, or the body comes in thousands of small reads.
+  buffer_.reserve(kUploadReadBytes);
   const auto& message = upload_parser_->get();
   if (!upload_parser_->is_done() && beast::iequals(message[http::field::expect], "100-continue")) {
     net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),

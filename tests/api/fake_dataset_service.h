@@ -1,0 +1,109 @@
+// An in-memory DatasetService for the router and server tests: an upload keeps the bytes it is
+// fed, and its Commit "validates" by a rule the tests choose (the body must start with "ok").
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "trainingd/api/dataset_service.h"
+
+namespace trainingd::api {
+
+class FakeDatasetService : public DatasetService {
+ public:
+  int64_t max_bytes = int64_t{64} << 20;
+  std::atomic<int> uploads_alive{0};       // uploads begun and not yet destroyed
+  std::atomic<int64_t> largest_append{0};  // the most bytes one Append got
+
+  int64_t MaxUploadBytes() const override { return max_bytes; }
+
+  engine::Result<std::unique_ptr<DatasetUpload>> BeginUpload(const DatasetUploadOptions& options,
+                                                             int64_t declared_bytes) override {
+    if (options.format != "npz" && options.format != "csv") {
+      return engine::Status::InvalidArgument("format: must be npz or csv");
+    }
+    if (declared_bytes > max_bytes) return engine::Status::ResourceExhausted("over the limit");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kept_.count(options.name)) return engine::Status::FailedPrecondition("name taken");
+    return std::unique_ptr<DatasetUpload>(new Upload(*this, options));
+  }
+
+  engine::Result<std::vector<DatasetRecord>> ListDatasets() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<DatasetRecord> out;
+    for (const auto& [name, kept] : kept_) out.push_back(kept.record);
+    return out;
+  }
+
+  engine::Result<DatasetRecord> GetDataset(const std::string& name) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kept_.find(name);
+    if (it == kept_.end()) return engine::Status::NotFound("no dataset '" + name + "'");
+    return it->second.record;
+  }
+
+  engine::Status DeleteDataset(const std::string& name) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return kept_.erase(name) ? engine::Status::Ok() : engine::Status::NotFound("no dataset");
+  }
+
+  // The bytes a committed upload had.
+  std::string Body(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kept_.find(name);
+    return it == kept_.end() ? "" : it->second.body;
+  }
+
+ private:
+  struct Kept {
+    DatasetRecord record;
+    std::string body;
+  };
+
+  class Upload : public DatasetUpload {
+   public:
+    Upload(FakeDatasetService& s, DatasetUploadOptions o) : service_(s), options_(std::move(o)) {
+      ++service_.uploads_alive;
+    }
+    ~Upload() override { --service_.uploads_alive; }
+    engine::Status Append(std::string_view bytes) override {
+      int64_t n = static_cast<int64_t>(bytes.size());
+      int64_t seen = service_.largest_append.load();
+      while (n > seen && !service_.largest_append.compare_exchange_weak(seen, n)) {
+      }
+      if (static_cast<int64_t>(body_.size()) + n > service_.max_bytes) {
+        return engine::Status::ResourceExhausted("the upload is over the limit");
+      }
+      body_.append(bytes);
+      return engine::Status::Ok();
+    }
+    engine::Result<DatasetRecord> Commit() override {
+      if (body_.rfind("ok", 0) != 0) {
+        return engine::Status::InvalidArgument("y_train: 59999 labels for 60000 images");
+      }
+      DatasetRecord r;
+      r.name = options_.name;
+      r.format = options_.format;
+      r.upload = options_;
+      r.bytes = static_cast<int64_t>(body_.size());
+      std::lock_guard<std::mutex> lock(service_.mu_);
+      service_.kept_[r.name] = Kept{r, std::move(body_)};
+      return r;
+    }
+
+   private:
+    FakeDatasetService& service_;
+    DatasetUploadOptions options_;
+    std::string body_;
+  };
+
+  std::mutex mu_;
+  std::map<std::string, Kept> kept_;
+};
+
+}  // namespace trainingd::api

@@ -167,6 +167,17 @@ const char* StopCauseName(JobResult::StopCause cause) {
   return "";
 }
 
+namespace {
+
+// An upload's file is named by its digest: not finding it means the data the job recorded was
+// deleted (perhaps uploaded again under the same name, with other bytes).
+Status UploadGone(const DatasetSpec& dataset, const std::string& detail) {
+  return Status::InvalidArgument("dataset.sha256: dataset '" + dataset.name + "' with sha256 " +
+                                 dataset.sha256 + " is no longer there (deleted?): " + detail);
+}
+
+}  // namespace
+
 DatasetOptions JobDatasetOptions(const DatasetSpec& dataset) {
   DatasetOptions o;
   o.validation_size = dataset.validation_size;
@@ -217,6 +228,9 @@ Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& datas
   auto source = JobDatasetSource(dataset, data_root, datasets_dir);
   if (!source.ok()) return source.status();
   auto data = LoadDataset(*source, JobDatasetOptions(dataset));
+  if (!data.ok() && dataset.format != "idx" && data.status().code() == StatusCode::kNotFound) {
+    return UploadGone(dataset, data.status().message());
+  }
   if (!data.ok()) {
     return Status(data.status().code(),
                   "dataset '" + dataset.name + "': " + data.status().message());
@@ -238,8 +252,7 @@ Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::strin
   const std::string& m = info.status().message();
   std::error_code ec;
   if (dataset.format != "idx" && info.status().code() == StatusCode::kNotFound) {
-    return Status::InvalidArgument("dataset.sha256: dataset '" + dataset.name + "' with sha256 " +
-                                   dataset.sha256 + " is no longer there (deleted?): " + m);
+    return UploadGone(dataset, m);
   }
   if (dataset.format == "idx" && info.status().code() == StatusCode::kNotFound &&
       !fs::is_directory(data_root + "/" + dataset.name, ec)) {

@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""Dataset uploads into `trainingd serve` on loopback: throughput and the daemon's peak memory.
+
+    /usr/bin/python3 bench/upload_bench.py build/daemon/trainingd [--sizes 50,200] [--rounds 3]
+
+For each size (MB), writes an uncompressed .npz of uint8 images with real NumPy (Debian's
+python3-numpy), starts a fresh daemon (data in a temporary directory), reads its resident memory
+when idle, then uploads the file --rounds times under new names and deletes each again. Each
+upload is timed from the first byte sent to the 201 (streaming, hashing, the full check of every
+value, the rename), the body sent from the file in 1 MiB pieces, never held whole by the client.
+The daemon's peak RSS (VmHWM) is read after the uploads: its rise over idle must not grow with
+the file's size (docs/data.md). Prints each upload, then per size the median [min-max] MB/s and
+the peak over idle.
+"""
+import argparse
+import http.client
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def write_npz(path, megabytes):
+    n = megabytes * 1_000_000 // 784
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
+    y = rng.integers(0, 10, n, dtype=np.uint8)
+    test = max(1, n // 10)
+    np.savez(path, x_train=x[test:], y_train=y[test:], x_test=x[:test], y_test=y[:test])
+
+
+def status_kb(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        m = re.search(r"^%s:\s+(\d+) kB" % field, f.read(), re.M)
+    return int(m.group(1))
+
+
+def upload(port, name, path):
+    size = os.path.getsize(path)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    start = time.perf_counter()
+    conn.putrequest("POST", "/api/v1/datasets?name=%s&format=npz" % name)
+    conn.putheader("Content-Type", "application/octet-stream")
+    conn.putheader("Content-Length", str(size))
+    conn.endheaders()
+    with open(path, "rb") as f:
+        while True:
+            piece = f.read(1 << 20)
+            if not piece:
+                break
+            conn.send(piece)
+    r = conn.getresponse()
+    body = r.read()
+    took = time.perf_counter() - start
+    conn.close()
+    if r.status != 201:
+        raise SystemExit("upload %s: %d %s" % (name, r.status, body[:300]))
+    return size / took / 1e6
+
+
+def delete(port, name):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("DELETE", "/api/v1/datasets/" + name)
+    r = conn.getresponse()
+    r.read()
+    conn.close()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("trainingd")
+    p.add_argument("--sizes", default="50,200")
+    p.add_argument("--rounds", type=int, default=3)
+    a = p.parse_args()
+    with open("/proc/cpuinfo") as f:
+        cpu = re.search(r"^model name\s*:\s*(.*)$", f.read(), re.M).group(1)
+    print("CPU: %s, %d cores" % (cpu, os.cpu_count()))
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for mb in [int(s) for s in a.sizes.split(",")]:
+            path = os.path.join(tmp, "x%d.npz" % mb)
+            write_npz(path, mb)
+            data_dir = os.path.join(tmp, "var%d" % mb)
+            proc = subprocess.Popen(
+                [a.trainingd, "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            port = int(re.search(r":(\d+)/", proc.stdout.readline()).group(1))
+            time.sleep(0.5)
+            idle = status_kb(proc.pid, "VmRSS")
+            speeds = []
+            for r in range(a.rounds):
+                speed = upload(port, "u%d" % r, path)
+                speeds.append(speed)
+                print("%d MB file (%d bytes), upload %d: %.0f MB/s" %
+                      (mb, os.path.getsize(path), r + 1, speed))
+                delete(port, "u%d" % r)
+            peak = status_kb(proc.pid, "VmHWM")
+            proc.terminate()
+            proc.wait()
+            results.append((mb, speeds, idle, peak))
+    print()
+    print("| file | MB/s, median [min-max] | idle RSS | peak RSS | peak over idle |")
+    print("|---:|---:|---:|---:|---:|")
+    for mb, speeds, idle, peak in results:
+        print("| %d MB | %.0f [%.0f-%.0f] | %.1f MB | %.1f MB | %.1f MB |" %
+              (mb, statistics.median(speeds), min(speeds), max(speeds), idle / 1024,
+               peak / 1024, (peak - idle) / 1024))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -66,11 +66,14 @@ export function unfitReason(preset, dataset) {
 
 // A preset's spec for a dataset: its name in the job's name and dataset. An IDX directory keeps
 // the preset's validation_size (5000, TF's default); an upload leaves it out, so the daemon uses
-// the file's own validation split or a tenth of its training data.
+// the file's own validation split or a tenth of its training data. A batch is at most the
+// training split (the daemon refuses a larger one).
 export function specFor(preset, dataset) {
   const spec = structuredClone(PRESETS[preset].spec);
   if (!dataset) return spec;
   spec.name = `${preset}-${dataset.name}`.slice(0, 100);
   spec.dataset = dataset.format === 'idx' ? { ...spec.dataset, name: dataset.name } : { name: dataset.name };
+  const train = dataset.splits && dataset.splits.train;
+  if (train > 0 && train < spec.batch_size) spec.batch_size = train;
   return spec;
 }

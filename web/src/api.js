@@ -103,6 +103,47 @@ export async function api(path, opts = {}) {
 
 export const enc = encodeURIComponent;
 
+// An upload: POST /datasets?<query> with the file as an application/octet-stream body, through
+// XMLHttpRequest (fetch reports no upload progress). onProgress(sent, total) follows the bytes
+// sent; signal aborts. Resolves to the Dataset; rejects with ApiError like api(), and a 401 asks
+// for the token and sends the file again.
+export async function uploadDataset(file, query, { onProgress, signal } = {}) {
+  for (let attempt = 0; ; attempt++) {
+    const t = token();
+    const { status, data } = await new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open('POST', `${BASE}/datasets?${query}`);
+      xhr.setRequestHeader('Accept', 'application/json');
+      // The file's own type (text/csv, ...) is not what the daemon takes.
+      xhr.setRequestHeader('Content-Type', 'application/octet-stream');
+      if (t) xhr.setRequestHeader('Authorization', `Bearer ${t}`);
+      xhr.responseType = 'json';
+      if (onProgress) xhr.upload.onprogress = (e) => onProgress(e.loaded, e.lengthComputable ? e.total : file.size);
+      xhr.onload = () => resolve({ status: xhr.status, data: xhr.response });
+      xhr.onerror = () => resolve({ status: 0, data: null });
+      xhr.onabort = () => reject(new DOMException('The upload was cancelled.', 'AbortError'));
+      if (signal) {
+        if (signal.aborted) return reject(new DOMException('The upload was cancelled.', 'AbortError'));
+        signal.addEventListener('abort', () => xhr.abort(), { once: true });
+      }
+      xhr.send(file);
+    });
+    if (status === 0) {
+      // The daemon may also have answered early and closed before the body was all sent.
+      connectivity.report((await fetch('/healthz', { cache: 'no-store' }).then((r) => r.ok, () => false)) ? 'up' : 'down');
+      throw new ApiError(0, 'unreachable', connectivity.state === 'up'
+        ? 'The connection closed before the daemon answered.' : 'The daemon cannot be reached.');
+    }
+    connectivity.report('up');
+    if (status === 401 && attempt < 5) {
+      if (token() !== t || (await askToken(Boolean(t)))) continue;
+    }
+    if (status >= 200 && status < 300) return data;
+    const e = (data && data.error) || {};
+    throw new ApiError(status, e.code || `http_${status}`, e.message || `HTTP ${status}`, e.field);
+  }
+}
+
 // Every job (following next_cursor), newest first.
 export async function listJobs(signal) {
   const jobs = [];

@@ -1,6 +1,7 @@
 // The dashboard's shell: hash routes to views, the disconnected banner, the nav.
 //
-// Routes: #/jobs, #/jobs/<id>, #/compare?jobs=a,b&tag=t, #/submit?preset=mlp. A view is
+// Routes: #/jobs, #/jobs/<id>, #/compare?jobs=a,b&tag=t, #/datasets,
+// #/submit?preset=mlp&dataset=name. A view is
 // mount(container, params) -> {unmount()}; switching routes unmounts the old one (closing its
 // event stream, timers and charts).
 import { connectivity } from './api.js';
@@ -8,6 +9,7 @@ import { mountJobs } from './jobs.js';
 import { mountJob } from './job.js';
 import { mountCompare } from './compare.js';
 import { mountSubmit } from './submit.js';
+import { mountDatasets } from './datasets.js';
 
 const view = document.getElementById('view');
 const banner = document.getElementById('banner');
@@ -29,6 +31,8 @@ function route() {
     current = mountJob(view, parts[1]);
   } else if (name === 'compare') {
     current = mountCompare(view, params);
+  } else if (name === 'datasets') {
+    current = mountDatasets(view, params);
   } else if (name === 'submit') {
     current = mountSubmit(view, params);
   } else {

@@ -50,3 +50,30 @@ export const PRESETS = {
     },
   },
 };
+
+// Whether a dataset's examples are images ([H, W, C]) rather than table rows ([F]).
+export function isImages(dataset) {
+  return Array.isArray(dataset.example_shape) && dataset.example_shape.length === 3;
+}
+
+// Why a preset cannot train on a dataset ('' when it can). The CNN's convolutions and pooling
+// slide over neighbouring pixels; a table's features have no neighbours, so it takes softmax or
+// mlp. (The presets' last layer is fitted to the dataset's class count by the daemon.)
+export function unfitReason(preset, dataset) {
+  if (preset !== 'cnn' || !dataset || isImages(dataset)) return '';
+  return `cnn needs images ([H, W, C]): its convolutions slide over neighbouring pixels, and ${dataset.name} is a table of ${dataset.example_shape[0]} features with no neighbours. Softmax or mlp fit it.`;
+}
+
+// A preset's spec for a dataset: its name in the job's name and dataset. An IDX directory keeps
+// the preset's validation_size (5000, TF's default); an upload leaves it out, so the daemon uses
+// the file's own validation split or a tenth of its training data. A batch is at most the
+// training split (the daemon refuses a larger one).
+export function specFor(preset, dataset) {
+  const spec = structuredClone(PRESETS[preset].spec);
+  if (!dataset) return spec;
+  spec.name = `${preset}-${dataset.name}`.slice(0, 100);
+  spec.dataset = dataset.format === 'idx' ? { ...spec.dataset, name: dataset.name } : { name: dataset.name };
+  const train = dataset.splits && dataset.splits.train;
+  if (train > 0 && train < spec.batch_size) spec.batch_size = train;
+  return spec;
+}

@@ -1,10 +1,11 @@
-// Submit a job (#/submit?preset=mlp, #/submit?from=<job id>): start from a preset or an existing
-// job's spec, edit the JSON, submit. A server-side validation error names a field (a JSON path);
+// Submit a job (#/submit?preset=mlp&dataset=<name>, #/submit?from=<job id>): pick a dataset (the
+// daemon's list) and a preset that fits its examples, or start from an existing job's spec; edit
+// the JSON, submit. A server-side validation error names a field (a JSON path);
 // the editor marks that field's line and shows the message next to it. The draft survives
 // navigating away (sessionStorage).
 import { api, enc } from './api.js';
 import { h, setText, toast } from './dom.js';
-import { PRESETS } from './presets.js';
+import { PRESETS, isImages, specFor, unfitReason } from './presets.js';
 import { locateField, lineOf } from './jsonpath.js';
 
 const DRAFT_KEY = 'trainingd.draft';
@@ -26,6 +27,16 @@ export function mountSubmit(root, params) {
     h('div', { class: 'editor-main' }, under, textarea, over));
   const formError = h('p', { id: 'spec-error', class: 'form-error', role: 'alert' });
   const submitBtn = h('button', { type: 'submit', class: 'btn btn-primary', id: 'submit-job' }, 'Submit job');
+  // The dataset picker: the daemon's datasets (GET /datasets). Picking one rewrites the spec's
+  // dataset (and the preset's job name); the presets that do not fit its examples are disabled.
+  let datasets = new Map(); // name -> Dataset, once listed
+  let preset = 'mlp';
+  let generated = ''; // the text a preset wrote, to tell whether the editor was edited since
+  const datasetSelect = h('select', {
+    id: 'dataset-select', name: 'dataset', class: 'input', 'aria-describedby': 'dataset-hint',
+    onchange: () => pickDataset(datasetSelect.value),
+  }, h('option', { value: 'fashion-mnist' }, 'fashion-mnist'));
+  const datasetHint = h('p', { id: 'dataset-hint', class: 'muted hint dataset-hint' });
   const presetButtons = Object.entries(PRESETS).map(([name, p]) => h('button', {
     type: 'button', class: 'preset', dataset: { preset: name }, 'aria-pressed': 'false',
     onclick: () => usePreset(name),
@@ -37,7 +48,10 @@ export function mountSubmit(root, params) {
       submitBtn));
   root.append(h('section', { class: 'page submit-page' },
     h('div', { class: 'page-head' }, h('h1', {}, 'New job')),
-    h('p', { class: 'muted' }, 'Start from a preset, edit the JSON spec, submit. Every field and its default: docs/job-spec.md.'),
+    h('p', { class: 'muted' }, 'Pick a dataset, start from a preset, edit the JSON spec, submit. Every field and its default: docs/job-spec.md.'),
+    h('div', { class: 'dataset-pick' }, h('label', { for: 'dataset-select' }, 'Dataset'), datasetSelect,
+      h('a', { href: '#/datasets' }, 'Upload or manage datasets')),
+    datasetHint,
     h('div', { class: 'presets', role: 'group', 'aria-label': 'Start from a preset' }, presetButtons),
     form));
 
@@ -47,8 +61,60 @@ export function mountSubmit(root, params) {
   }
 
   function usePreset(name) {
+    preset = name;
     for (const b of presetButtons) b.setAttribute('aria-pressed', String(b.dataset.preset === name));
-    setText2(JSON.stringify(PRESETS[name].spec, null, 2));
+    generated = JSON.stringify(specFor(name, datasets.get(datasetSelect.value)), null, 2);
+    setText2(generated);
+    clearError();
+  }
+
+  // The picker, the presets' states and the hint for dataset `name` (the text is left alone).
+  function showDataset(name) {
+    if (name && ![...datasetSelect.options].some((o) => o.value === name)) {
+      datasetSelect.append(h('option', { value: name }, `${name} (not on this daemon)`));
+    }
+    if (name) datasetSelect.value = name;
+    const d = datasets.get(datasetSelect.value);
+    const reasons = [];
+    for (const b of presetButtons) {
+      const why = unfitReason(b.dataset.preset, d);
+      b.disabled = Boolean(why);
+      b.title = why;
+      if (why) reasons.push(why);
+    }
+    if (!d) {
+      if (datasets.size) setText(datasetHint, `The daemon has no dataset ${datasetSelect.value}.`);
+      return;
+    }
+    const shape = isImages(d) ? `${d.example_shape.join('×')} images` : `rows of ${d.example_shape[0]} features`;
+    datasetHint.dataset.kind = isImages(d) ? 'images' : 'table';
+    setText(datasetHint, `${d.name}: ${shape}, ${d.num_classes} classes; the preset's last layer gets ${d.num_classes} outputs.` +
+      (reasons.length ? ` ${reasons.join(' ')}` : ''));
+  }
+
+  // Picks dataset `name`: an unedited preset is written again for it (mlp if the preset does not
+  // fit); an edited spec gets the dataset's entry (and, if it still has the preset's name, the
+  // new name); text that is not JSON is left as it is.
+  function pickDataset(name) {
+    const before = datasetSelect.dataset.current || '';
+    showDataset(name);
+    datasetSelect.dataset.current = name;
+    const d = datasets.get(name);
+    if (!textarea.value.trim() || textarea.value === generated) {
+      usePreset(unfitReason(preset, d) ? 'mlp' : preset);
+      return;
+    }
+    let spec;
+    try {
+      spec = JSON.parse(textarea.value);
+    } catch {
+      return;
+    }
+    if (!spec || typeof spec !== 'object' || Array.isArray(spec) || !d) return;
+    const fresh = specFor(typeof spec.model === 'string' && PRESETS[spec.model] ? spec.model : 'mlp', d);
+    if (typeof spec.model === 'string' && spec.name === `${spec.model}-${before}`) spec.name = fresh.name;
+    spec.dataset = fresh.dataset;
+    setText2(JSON.stringify(spec, null, 2));
     clearError();
   }
 
@@ -167,29 +233,69 @@ export function mountSubmit(root, params) {
     }
   });
 
-  // The starting text: ?from=<id> (a copy of that job), ?preset=<name>, the draft, or mlp.
-  (async () => {
+  // The dataset a spec names (a bare string is a name), or ''.
+  function datasetOf(text) {
+    try {
+      const d = JSON.parse(text).dataset;
+      return typeof d === 'string' ? d : (d && typeof d.name === 'string' ? d.name : 'fashion-mnist');
+    } catch {
+      return '';
+    }
+  }
+
+  // The daemon's datasets (`listing`, a request under way) into the picker, once the starting
+  // text is there; then ?dataset=<name> is picked (rewriting the preset's spec for it), else the
+  // picker shows the dataset the text names.
+  async function showDatasets(listing, wanted) {
+    try {
+      const r = await listing;
+      datasets = new Map(r.datasets.map((d) => [d.name, d]));
+      datasetSelect.replaceChildren(...r.datasets.map((d) => h('option', { value: d.name },
+        `${d.name} (${isImages(d) ? d.example_shape.join('×') : `${d.example_shape[0]} features`}, ${d.num_classes} classes)`)));
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      setText(datasetHint, `Could not list the datasets: ${e.message}`);
+    }
+    if (wanted) {
+      pickDataset(wanted);
+    } else {
+      const name = datasetOf(textarea.value) || (datasets.has('fashion-mnist') ? 'fashion-mnist' : datasets.keys().next().value);
+      showDataset(name);
+      datasetSelect.dataset.current = name || '';
+    }
+    root.querySelector('.submit-page').dataset.datasets = String(datasets.size);
+  }
+
+  // The starting text: ?from=<id> (a copy of that job), ?preset=<name>, the draft, or mlp; for
+  // ?dataset=<name>, a preset's spec for that dataset once the datasets are listed.
+  async function start() {
     const from = params.get('from');
-    const preset = params.get('preset');
+    const wanted = params.get('preset');
     if (from) {
       try {
         const job = await api(`/jobs/${enc(from)}`, { signal: abort.signal });
         const spec = { ...job.spec, name: `${job.spec.name}-copy`.slice(0, 100) };
         setText2(JSON.stringify(spec, null, 2));
-        return;
+        return true;
       } catch (e) {
-        if (e.name === 'AbortError') return;
+        if (e.name === 'AbortError') return false;
         setText(formError, `Could not load job ${from}: ${e.message}`);
       }
     }
-    if (preset && PRESETS[preset]) {
-      usePreset(preset);
-      return;
+    if (wanted && PRESETS[wanted]) {
+      usePreset(wanted);
+    } else {
+      const draft = sessionStorage.getItem(DRAFT_KEY);
+      if (draft && !params.get('dataset')) setText2(draft);
+      else usePreset('mlp');
     }
-    const draft = sessionStorage.getItem(DRAFT_KEY);
-    if (draft) setText2(draft);
-    else usePreset('mlp');
-  })();
+    return true;
+  }
+  const listing = api('/datasets', { signal: abort.signal });
+  listing.catch(() => {}); // handled by showDatasets
+  start().then((started) => {
+    if (started) showDatasets(listing, !params.get('from') && params.get('dataset'));
+  });
 
   return { unmount() { abort.abort(); } };
 }

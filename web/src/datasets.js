@@ -1,0 +1,277 @@
+// The datasets (#/datasets): every dataset the daemon has (uploads, and the data root's IDX
+// directories, read-only) with its shape, classes, splits, size and digest; an upload form (the
+// file streamed as the request body, with the bytes sent shown as they go); delete after a
+// confirmation. The daemon's errors are shown as it words them, with the field they name.
+import { api, enc, uploadDataset } from './api.js';
+import { h, setText, toast, confirmDialog } from './dom.js';
+import { isImages } from './presets.js';
+import * as fmt from './format.js';
+
+const NAME_CHARS = /[^A-Za-z0-9._-]+/g;
+const FORMAT_BY_EXTENSION = { npz: 'npz', csv: 'csv' };
+const PREPROCESSING = { scale_255: '÷ 255', standard: 'standardized', none: 'as stored' };
+
+// "28×28×1" and "images", or "4 features" and "table".
+export function shapeText(d) {
+  const s = d.example_shape || [];
+  if (isImages(d)) return [s.join('×'), 'images'];
+  return [s.length === 1 ? `${fmt.int(s[0])} features` : `[${s.join(', ')}]`, 'table'];
+}
+
+// The class names when the data has some (not just the ids 0..n-1 the daemon lists otherwise).
+export function namedClasses(d) {
+  const names = d.class_names || [];
+  return names.some((n, i) => n !== String(i)) ? names : [];
+}
+
+// A name the daemon takes, from a file name: its stem with other characters as '-'.
+function nameFromFile(fileName) {
+  const stem = fileName.replace(/\.[^.]*$/, '') || fileName;
+  return stem.replace(NAME_CHARS, '-').replace(/^[-.]+|[-.]+$/g, '').slice(0, 100);
+}
+
+export function mountDatasets(root) {
+  const abort = new AbortController();
+  let upload = null; // the upload in progress: its AbortController
+  let datasets = [];
+
+  const tbody = h('tbody');
+  const table = h('table', { class: 'datasets-table', hidden: true },
+    h('thead', {}, h('tr', {},
+      ['Name', 'Format', 'Example', 'Classes', 'Train / val / test', 'Size', 'SHA-256', 'Created', '']
+        .map((t) => h('th', { scope: 'col' }, t)))),
+    tbody);
+  const message = h('div', { class: 'empty' }, 'Loading datasets…');
+  const notice = h('p', { id: 'datasets-error', class: 'form-error notice', role: 'alert', hidden: true });
+
+  // The upload form.
+  const fileInput = h('input', { type: 'file', id: 'upload-file', name: 'file', accept: '.npz,.csv', class: 'input', required: true, onchange: onFile });
+  const nameInput = h('input', {
+    type: 'text', id: 'upload-name', name: 'name', class: 'input', autocomplete: 'off', spellcheck: 'false',
+    maxlength: 100, placeholder: 'from the file name', oninput: () => { nameInput.dataset.touched = 'true'; },
+  });
+  const formatSelect = h('select', { id: 'upload-format', name: 'format', class: 'input', onchange: showOptions },
+    h('option', { value: 'npz' }, 'npz (NumPy)'), h('option', { value: 'csv' }, 'csv (table)'));
+  const labelColumn = h('input', { type: 'text', id: 'upload-label-column', name: 'label_column', class: 'input', value: 'label', autocomplete: 'off', spellcheck: 'false' });
+  const testFraction = h('input', { type: 'number', id: 'upload-test-fraction', name: 'test_fraction', class: 'input', value: '0.2', min: '0', max: '1', step: '0.05' });
+  const splitSeed = h('input', { type: 'number', id: 'upload-split-seed', name: 'split_seed', class: 'input', value: '0', min: '0', step: '1' });
+  const normalize = h('select', { id: 'upload-normalize', name: 'normalize', class: 'input' },
+    h('option', { value: 'none' }, 'none'), h('option', { value: 'standard' }, 'standard'));
+  const normalizeHint = h('span', { class: 'muted hint' });
+  const field = (label, input, hint, narrow) => h('label', { class: narrow ? 'field field-narrow' : 'field', dataset: { field: input.name } },
+    h('span', { class: 'field-label' }, label), input, hint || '');
+  const csvOptions = h('div', { class: 'field-row csv-options' },
+    field('Label column', labelColumn),
+    field('Test fraction', testFraction),
+    field('Split seed', splitSeed));
+  const bar = h('div', { class: 'progress-bar' });
+  const progress = h('div', { class: 'progress', role: 'progressbar', 'aria-label': 'Bytes sent', 'aria-valuemin': 0 }, bar);
+  const progressText = h('div', { class: 'progress-text', id: 'upload-progress-text' });
+  const progressBox = h('div', { class: 'upload-progress', id: 'upload-progress', hidden: true }, progress, progressText);
+  const uploadError = h('p', { id: 'upload-error', class: 'form-error', role: 'alert' });
+  const submitBtn = h('button', { type: 'submit', class: 'btn btn-primary', id: 'upload-submit' }, 'Upload');
+  const cancelBtn = h('button', { type: 'button', class: 'btn', id: 'upload-cancel', hidden: true, onclick: () => upload && upload.abort() }, 'Cancel');
+  const inputs = { name: nameInput, format: formatSelect, label_column: labelColumn, test_fraction: testFraction, split_seed: splitSeed, normalize };
+  const form = h('form', { class: 'card upload-form', id: 'upload-form', novalidate: true, onsubmit: (e) => { e.preventDefault(); send(); } },
+    h('div', { class: 'card-head' }, h('h2', {}, 'Upload a dataset'),
+      h('span', { class: 'muted hint' }, 'NumPy .npz (x_train, y_train, x_test, y_test) or a CSV table; the formats: docs/data.md')),
+    h('div', { class: 'field-row' },
+      field('File', fileInput),
+      field('Name', nameInput),
+      field('Format', formatSelect)),
+    csvOptions,
+    h('div', { class: 'field-row' }, field('Normalize', normalize, normalizeHint, true)),
+    progressBox,
+    h('div', { class: 'form-foot' }, uploadError, cancelBtn, submitBtn));
+
+  root.append(h('section', { class: 'page datasets-page' },
+    h('div', { class: 'page-head' }, h('h1', {}, 'Datasets'), h('a', { class: 'btn', href: '#/submit' }, 'New job')),
+    h('p', { class: 'muted' }, 'What jobs train on: uploads, and the data root\'s IDX directories (read-only). A job names one in its spec\'s dataset.'),
+    notice,
+    h('div', { class: 'table-wrap' }, table),
+    message,
+    form));
+  showOptions();
+
+  function onFile() {
+    const file = fileInput.files[0];
+    if (!file) return;
+    const ext = (/\.([^.]+)$/.exec(file.name) || [])[1];
+    if (ext && FORMAT_BY_EXTENSION[ext.toLowerCase()]) formatSelect.value = FORMAT_BY_EXTENSION[ext.toLowerCase()];
+    if (!nameInput.dataset.touched || !nameInput.value) {
+      nameInput.value = nameFromFile(file.name);
+      delete nameInput.dataset.touched;
+    }
+    showOptions();
+    clearError();
+  }
+
+  // The CSV options only for CSV; normalize for both (an npz table can be standardized too).
+  function showOptions() {
+    csvOptions.hidden = formatSelect.value !== 'csv';
+    setText(normalizeHint, formatSelect.value === 'csv'
+      ? 'standard: each feature to (x − mean) / std of the train split'
+      : 'standard: tables only (x of shape [N, F]), each feature to (x − mean) / std of the train split');
+  }
+
+  function clearError() {
+    setText(uploadError, '');
+    delete uploadError.dataset.field;
+    delete uploadError.dataset.status;
+    for (const el of Object.values(inputs).concat(fileInput)) el.removeAttribute('aria-invalid');
+  }
+
+  // The daemon's message as it wrote it; the field it names marked (and named first when the
+  // message does not start with it).
+  function showError(e) {
+    const f = e.field || '';
+    uploadError.replaceChildren(f && !e.message.startsWith(`${f}: `) ? h('code', {}, f) : '', f && !e.message.startsWith(`${f}: `) ? ' ' : '', e.message);
+    uploadError.dataset.field = f;
+    uploadError.dataset.status = String(e.status);
+    const input = inputs[f] || (e.status === 400 || e.status === 413 ? fileInput : null);
+    if (input) input.setAttribute('aria-invalid', 'true');
+  }
+
+  function query() {
+    const q = new URLSearchParams({ name: nameInput.value.trim(), format: formatSelect.value });
+    if (formatSelect.value === 'csv') {
+      for (const [k, el] of [['label_column', labelColumn], ['test_fraction', testFraction], ['split_seed', splitSeed]]) {
+        if (el.value.trim() !== '') q.set(k, el.value.trim());
+      }
+    }
+    if (normalize.value !== 'none') q.set('normalize', normalize.value);
+    return q.toString();
+  }
+
+  function setProgress(sent, total) {
+    const frac = total > 0 ? Math.min(1, sent / total) : 0;
+    bar.style.width = `${(frac * 100).toFixed(1)}%`;
+    progress.setAttribute('aria-valuemax', String(total));
+    progress.setAttribute('aria-valuenow', String(sent));
+    progressBox.dataset.sent = String(sent);
+    setText(progressText, sent >= total
+      ? `${fmt.bytes(total)} sent; the daemon is checking the file…`
+      : `${fmt.bytes(sent)} of ${fmt.bytes(total)} sent (${Math.floor(frac * 100)}%)`);
+  }
+
+  async function send() {
+    clearError();
+    const file = fileInput.files[0];
+    if (!file) {
+      setText(uploadError, 'Choose a file to upload.');
+      fileInput.setAttribute('aria-invalid', 'true');
+      return;
+    }
+    if (!nameInput.value.trim()) nameInput.value = nameFromFile(file.name);
+    upload = new AbortController();
+    submitBtn.disabled = true;
+    cancelBtn.hidden = false;
+    progressBox.hidden = false;
+    progressBox.dataset.state = 'sending';
+    setProgress(0, file.size);
+    try {
+      const d = await uploadDataset(file, query(), { onProgress: setProgress, signal: upload.signal });
+      progressBox.dataset.state = 'done';
+      setText(progressText, `${fmt.bytes(file.size)} sent and kept as ${d.name}.`);
+      toast(`Uploaded ${d.name}`);
+      form.reset();
+      delete nameInput.dataset.touched;
+      showOptions();
+      await refresh();
+    } catch (e) {
+      progressBox.dataset.state = 'failed';
+      if (e.name === 'AbortError') {
+        if (!abort.signal.aborted) setText(progressText, 'Cancelled; the daemon keeps nothing of it.');
+        return;
+      }
+      progressBox.hidden = true;
+      showError(e);
+    } finally {
+      upload = null;
+      submitBtn.disabled = false;
+      cancelBtn.hidden = true;
+    }
+  }
+
+  async function remove(d) {
+    const ok = await confirmDialog(`Delete ${d.name}?`,
+      `This deletes the dataset ${d.name} (${fmt.bytes(d.bytes)}) from the daemon. Jobs that trained on it keep their results. It cannot be undone.`);
+    if (!ok) return;
+    notice.hidden = true;
+    try {
+      await api(`/datasets/${enc(d.name)}`, { method: 'DELETE', signal: abort.signal });
+      toast(`Deleted ${d.name}`);
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      // 409 while a queued or running job uses it: the daemon says which.
+      notice.replaceChildren(`Could not delete ${d.name}: `, e.message);
+      notice.dataset.status = String(e.status);
+      notice.hidden = false;
+    }
+    await refresh();
+  }
+
+  async function copy(d) {
+    try {
+      await navigator.clipboard.writeText(d.sha256);
+      toast(`Copied the SHA-256 of ${d.name}`);
+    } catch {
+      toast(`SHA-256 of ${d.name}: ${d.sha256}`);
+    }
+  }
+
+  function row(d) {
+    const [shape, kind] = shapeText(d);
+    const names = namedClasses(d);
+    const s = d.splits || {};
+    return h('tr', { dataset: { name: d.name, format: d.format, readOnly: String(d.read_only) } },
+      h('td', { class: 'cell-name', 'data-label': 'Name' }, h('strong', { title: d.name }, d.name),
+        d.read_only ? h('div', { class: 'sub' }, 'read-only (data root)') : ''),
+      h('td', { 'data-label': 'Format' }, h('code', {}, d.format)),
+      h('td', { 'data-label': 'Example', class: 'cell-shape' }, shape,
+        h('div', { class: 'sub' }, `${kind}, ${d.element_type || '?'} ${PREPROCESSING[d.preprocessing && d.preprocessing.kind] || ''}`)),
+      h('td', { 'data-label': 'Classes', class: 'cell-classes' }, fmt.int(d.num_classes),
+        names.length ? h('div', { class: 'sub class-names', title: names.join(', ') }, names.join(', ')) : ''),
+      h('td', { 'data-label': 'Train / val / test', class: 'num' }, [s.train, s.validation, s.test].map(fmt.int).join(' / ')),
+      h('td', { 'data-label': 'Size', class: 'num', title: d.bytes > 0 ? `${fmt.int(d.bytes)} bytes` : undefined }, d.bytes > 0 ? fmt.bytes(d.bytes) : fmt.DASH),
+      h('td', { 'data-label': 'SHA-256' }, d.sha256
+        ? h('button', { type: 'button', class: 'sha mono', title: `${d.sha256} (click to copy)`, 'aria-label': `Copy the SHA-256 of ${d.name}`, dataset: { sha256: d.sha256 }, onclick: () => copy(d) }, `${d.sha256.slice(0, 12)}…`)
+        : fmt.DASH),
+      h('td', { 'data-label': 'Created', title: fmt.absolute(d.created_at) }, d.created_at ? fmt.relative(d.created_at) : fmt.DASH),
+      h('td', { class: 'cell-actions' },
+        h('a', { class: 'btn btn-small', href: `#/submit?dataset=${enc(d.name)}`, 'aria-label': `Train a model on ${d.name}` }, 'Train…'),
+        d.read_only ? '' : h('button', {
+          type: 'button', class: 'btn btn-small btn-ghost-danger', dataset: { action: 'delete' }, 'aria-label': `Delete ${d.name}`,
+          onclick: () => remove(d),
+        }, 'Delete')));
+  }
+
+  function render() {
+    tbody.replaceChildren(...datasets.map(row));
+    table.hidden = datasets.length === 0;
+    message.hidden = datasets.length !== 0;
+    if (!datasets.length) message.replaceChildren(h('p', {}, 'No datasets yet: upload one below.'));
+    root.querySelector('.datasets-page').dataset.datasets = String(datasets.length);
+  }
+
+  async function refresh() {
+    try {
+      const r = await api('/datasets', { signal: abort.signal });
+      datasets = r.datasets.slice().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      render();
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      message.hidden = false;
+      message.replaceChildren(h('p', { class: 'error' }, `Could not load the datasets: ${e.message}`),
+        h('button', { type: 'button', class: 'btn', onclick: refresh }, 'Try again'));
+    }
+  }
+
+  refresh();
+  return {
+    unmount() {
+      abort.abort();
+      if (upload) upload.abort();
+    },
+  };
+}

@@ -92,6 +92,12 @@ TEST_F(MpiExecutorTest, TheCommandLineIsLoopbackUnlessTheDaemonHasAHostfile) {
   EXPECT_TRUE(has(local, {"-np", "3", "/opt/trainingd/bin/trainingd-mpi", "run",
                           r.job_dir + "/spec.json", "--checkpoint-dir", r.job_dir}));
   EXPECT_TRUE(has(local, {"--report", "stdout"}));
+  EXPECT_FALSE(has(local, {"--datasets-dir"}));
+  // Uploaded datasets: the ranks read them where the daemon keeps them.
+  MpiExecutorOptions with_uploads = Options("mpirun");
+  with_uploads.datasets_dir = "/var/lib/trainingd/datasets";
+  EXPECT_TRUE(has(MpiExecutor(with_uploads).CommandLine(r),
+                  {"--datasets-dir", "/var/lib/trainingd/datasets"}));
   // A spec's hosts are not the daemon's to use (admission refuses them): still loopback.
   r.spec.distributed.hosts = {"node1:2", "node2"};
   const std::vector<std::string> spec_hosts = executor.CommandLine(r);

@@ -214,6 +214,12 @@ TEST_F(SlurmExecutorTest, TheBatchScriptRunsTheJobWithItsResources) {
                "/progress.jsonl' --workers 3\n"}) {
     EXPECT_NE(script.find(line), std::string::npos) << line << "\nnot in\n" << script;
   }
+  // Uploaded datasets live on the shared job root; the nodes are told where.
+  SlurmOptions shared = o;
+  shared.datasets_dir = "/shared/jobs/datasets";
+  EXPECT_NE(SlurmExecutor(shared).BatchScript(r).find(
+                " --data-root '/data' --datasets-dir '/shared/jobs/datasets' --threads 2 "),
+            std::string::npos);
   // The spec's resources come first: its CPUs, and its own time limit with Slurm's margin of
   // 2 minutes (the run stops itself at 3000 s; Slurm would end it at 52 minutes).
   r.spec.resources.cpus_per_worker = 4;

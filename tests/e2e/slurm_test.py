@@ -7,8 +7,11 @@ Slurm cluster (tests/support/slurm_cluster.sh; docs/slurm-notes.md for what Slur
 - a job on a drained node is `queued` while Slurm says PENDING (with its reason), then `running`
   on the node, sent as `trainingd-<id>` (squeue --json), its scalars live on the event stream
   while it runs; completed, with its batch script and Slurm output in <job_root>/<id>/;
+- a job that the daemon first sees running after several checkpoints (the daemon frozen with
+  SIGSTOP meanwhile): its attempt starts from step 0, as the run itself reports it;
 - a stop over HTTP: stopped after a final checkpoint at its last step; a resume is a new sbatch
-  submission (a new Slurm job id) that continues from that checkpoint and completes;
+  submission (a new Slurm job id) that continues from that checkpoint and completes; the attempts
+  start from 0 and from the stop's step;
 - `scancel` of the Slurm job by hand: stopped;
 - `kill -9` of the daemon while the Slurm job runs: the Slurm job keeps running, the restarted
   daemon reattaches to it (the same Slurm job id, one submission in all) and the job completes
@@ -20,19 +23,21 @@ Slurm cluster (tests/support/slurm_cluster.sh; docs/slurm-notes.md for what Slur
 - the spec's `resources`: 2 CPUs and a 6 s limit make a Slurm job of 2 CPUs and 3 minutes; the run
   stops itself at 6 s after a final checkpoint, and the job is `stopped` with that reason;
 - the node set DOWN under a running job: Slurm requeues it, it runs again and completes at
-  max_steps, its loss series strictly increasing without a gap.
+  max_steps, its loss series strictly increasing without a gap; each attempt names the
+  checkpoint its run restored.
 
 All on one cluster, started once with a short credential lifetime and a 1 s backfill period so a
 requeued job runs again after ~9 s instead of ~141 s. Needs root and slurm-wlm + munge: exits 77
 (skipped) otherwise.
 
     slurm_test.py TRAININGD [SCENARIO...]     (default: all of them, in this order:
-    queued stop-resume scancel kill9 shutdown workers resources node-down refused)
+    queued late-poll stop-resume scancel kill9 shutdown workers resources node-down refused)
 """
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -291,6 +296,36 @@ def queued_running_completed(d, conf, job_root):
         f for f in files if f.startswith("slurm"))), os.path.join(job_root, j)), flush=True)
 
 
+def late_first_poll(d, conf, job_root):
+    """A fast job that the daemon first sees running after several checkpoints: held PENDING on a
+    drained node, the daemon frozen (SIGSTOP), the node resumed; the daemon wakes once the run
+    has written its checkpoint at 900. Its one attempt still starts from step 0, as the run
+    reports it."""
+    max_steps = 3000
+    slurm(conf, "scontrol", "update", "nodename=" + NODE, "state=drain", "reason=held-by-test")
+    try:
+        j = submit(d, spec("late-poll", max_steps))
+        wait_slurm(d, j)
+        os.kill(d.proc.pid, signal.SIGSTOP)
+    finally:
+        slurm(conf, "scontrol", "update", "nodename=" + NODE, "state=resume")
+    try:
+        deadline = time.time() + 60
+        ckpt = os.path.join(job_root, j, "model.ckpt-900")
+        while not os.path.exists(ckpt):
+            expect(time.time() < deadline, "no checkpoint at 900 while the daemon was frozen")
+            time.sleep(0.05)
+    finally:
+        os.kill(d.proc.pid, signal.SIGCONT)
+    job = ended(d, j)
+    expect(job["state"] == "completed" and job["global_step"] == max_steps, job)
+    att = attempts(job)
+    expect(len(att) == 1 and att[0]["from_step"] == 0,
+           "a new job's one attempt starts at step 0: %s" % att)
+    print("first poll after the checkpoint at 900: attempt 1 from_step %d" % att[0]["from_step"],
+          flush=True)
+
+
 def stop_and_resume(d, conf, job_root):
     j = submit(d, spec("stop-resume", 100000))
     sid = wait_slurm(d, j)["slurm"]["job_id"]
@@ -324,6 +359,9 @@ def stop_and_resume(d, conf, job_root):
     steps = monotonic_series(d, j, "loss")
     # The resumed run's first summary is at its first step: it restored the stop's checkpoint.
     expect(stopped_at + 1 in steps and steps[-1] > max_steps - PERIOD, (stopped_at, steps[-5:]))
+    att = attempts(job)
+    expect([a["from_step"] for a in att] == [0, stopped_at],
+           "attempts from step 0, then from the stop's checkpoint %d: %s" % (stopped_at, att))
     print("resumed as Slurm job %d from step %d; completed at %d" % (sid2, stopped_at, max_steps),
           flush=True)
 
@@ -468,13 +506,20 @@ def node_down(d, conf):
     steps = monotonic_series(d, j, "loss")
     expect(without_gaps(steps, max_steps), "loss steps with a gap: %s" %
            [(a, b) for a, b in zip(steps, steps[1:]) if b - a > PERIOD][:10])
+    # Each attempt names the checkpoint it restored: a run's first summary is at its first step.
+    att = attempts(job)
+    expect(att and att[0]["from_step"] == 0, "the first attempt starts at 0: %s" % att)
+    for a in att[1:]:
+        expect(a["from_step"] + 1 in steps,
+               "attempt %d from_step %d is not the checkpoint it restored (loss steps %s)" %
+               (a["attempt"], a["from_step"], [x for x in steps if x > a["from_step"]][:3]))
     print("node DOWN at step >= 1000: Slurm job %d requeued (restarts %d, attempts ending %s), "
           "completed at %d %.1f s later; loss series strictly increasing, no gap" %
           (sid, job["slurm"]["restarts"], [a.get("end") for a in attempts(job)], max_steps, took),
           flush=True)
 
 
-SCENARIOS = ["queued", "stop-resume", "scancel", "kill9", "shutdown", "workers", "resources",
+SCENARIOS = ["queued", "late-poll", "stop-resume", "scancel", "kill9", "shutdown", "workers", "resources",
              "node-down", "refused"]
 
 
@@ -501,6 +546,7 @@ def main():
         daemons.append(Daemon(TRAININGD, data, config=cfg, env={"SLURM_CONF": conf}))
 
         for name, run in [("queued", lambda: queued_running_completed(daemons[-1], conf, job_root)),
+                          ("late-poll", lambda: late_first_poll(daemons[-1], conf, job_root)),
                           ("stop-resume", lambda: stop_and_resume(daemons[-1], conf, job_root)),
                           ("scancel", lambda: scancel_by_hand(daemons[-1], conf)),
                           ("kill9", lambda: kill9_daemon(daemons, conf, data, cfg)),

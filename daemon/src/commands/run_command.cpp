@@ -354,7 +354,21 @@ int Run(RunArgs& ra, const RankRuntime* rank) {
     }).detach();
     o.summary_sinks = {reporter};
     o.extra_hooks = {std::make_shared<ProgressHook>(reporter)};
-    o.on_session_created = [&reporter](eng::MonitoredSession& ms) {
+    // Under Slurm the run says itself which attempt it is (SLURM_RESTART_COUNT: how often Slurm
+    // requeued the job) and the step its session restored: what its executor reports as the
+    // attempt's from_step (docs/slurm.md), never a guess from the directory read later.
+    const char* slurm_job = std::getenv("SLURM_JOB_ID");
+    const char* restarts = std::getenv("SLURM_RESTART_COUNT");
+    const int attempt = slurm_job ? 1 + (restarts ? std::atoi(restarts) : 0) : 0;
+    o.on_session_created = [&reporter, attempt, ranks,
+                            first = true](eng::MonitoredSession& ms) mutable {
+      if (attempt > 0 && first) {
+        const double now =
+            std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        reporter->Emit(eng::AttemptStarted{attempt, 0, ranks, ms.global_step(), now});
+      }
+      first = false;
       reporter->Emit(eng::SessionCreated{ms.global_step()});
     };
   }

@@ -63,6 +63,7 @@ struct FollowState {
   int64_t offset = 0;           // bytes of the progress file already reported
   bool ended = false;           // the run's end was reported: a new Start submits anew
   int attempt_restarts = -1;    // the restart count whose attempt was last reported; -1 none
+  int ended_restarts = -1;      // the restart count whose attempt's end was last reported
   int64_t previous_job_id = 0;  // submitting: the job's earlier Slurm job, which is not this one
 };
 
@@ -77,6 +78,7 @@ std::optional<FollowState> LoadState(const std::string& job_dir) {
   s.offset = j.value("offset", int64_t{0});
   s.ended = j.value("ended", true);
   s.attempt_restarts = j.value("attempt_restarts", -1);
+  s.ended_restarts = j.value("ended_restarts", s.attempt_restarts - 1);
   s.previous_job_id = j.value("previous_job_id", int64_t{0});
   return s;
 }
@@ -87,6 +89,7 @@ eng::Status SaveState(const std::string& job_dir, const FollowState& s) {
                   {"offset", s.offset},
                   {"ended", s.ended},
                   {"attempt_restarts", s.attempt_restarts},
+                  {"ended_restarts", s.ended_restarts},
                   {"previous_job_id", s.previous_job_id}};
   return eng::WriteFileAtomically(StatePath(job_dir), j.dump() + "\n");
 }
@@ -366,6 +369,24 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
     listener.OnRunEvent(id, eng::SchedulerStatus{st.slurm_job_id, "PENDING", "", "", 0});
   }
   std::optional<eng::RunEnded> reported_end;  // rank 0's report of the latest run's end
+  const int workers = std::max(1, request.spec.distributed.workers);
+  // Attempts, one per Slurm run of the job (restarts + 1). The run reports its own start, with
+  // the step its session restored (run_command.cpp); a run that ended before it had a session
+  // restored nothing and wrote nothing, so the directory's latest checkpoint is its from_step.
+  int seen_running = -1;  // the highest restart count squeue showed RUNNING
+  const auto end_attempt = [&](int restarts, const std::string& how) {
+    if (restarts < 0 || restarts <= st.ended_restarts || restarts > st.attempt_restarts) return;
+    st.ended_restarts = restarts;
+    static_cast<void>(SaveState(dir, st));
+    listener.OnRunEvent(id, eng::AttemptEnded{restarts + 1, how, Now()});
+  };
+  const auto start_attempt = [&](int restarts, int64_t from_step, double wall_time) {
+    if (restarts <= st.attempt_restarts) return;
+    end_attempt(st.attempt_restarts, "requeued by Slurm");
+    st.attempt_restarts = restarts;
+    static_cast<void>(SaveState(dir, st));
+    listener.OnRunEvent(id, eng::AttemptStarted{restarts + 1, 0, workers, from_step, wall_time});
+  };
   bool stop_sent = false, unreachable = false;
   double stop_sent_at = 0, saved_at = Now();
   int64_t saved_offset = st.offset;
@@ -385,8 +406,11 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
         }
         // A run after a requeue starts a new session: an end reported before it is not the job's.
         if (std::holds_alternative<eng::SessionCreated>(*event)) reported_end.reset();
-        if (std::holds_alternative<eng::AttemptStarted>(*event) ||
-            std::holds_alternative<eng::AttemptEnded>(*event) ||
+        if (auto* a = std::get_if<eng::AttemptStarted>(&*event)) {
+          start_attempt(a->attempt - 1, a->from_step, a->wall_time);
+          continue;
+        }
+        if (std::holds_alternative<eng::AttemptEnded>(*event) ||
             std::holds_alternative<eng::SchedulerStatus>(*event)) {
           continue;  // this executor's to say
         }
@@ -444,23 +468,18 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
           now.restarts != last.restarts) {
         // The attempts first, then Slurm's state: whoever reads the job on that state's event
         // finds the attempt it runs.
-        if (now.restarts > last.restarts && st.attempt_restarts >= 0) {
-          listener.OnRunEvent(id, eng::AttemptEnded{st.attempt_restarts + 1,
-                                                    "requeued by Slurm" +
-                                                        (now.reason.empty() || now.reason == "None"
-                                                             ? std::string()
-                                                             : " (" + now.reason + ")"),
-                                                    Now()});
+        if (now.restarts > last.restarts) {
+          if (seen_running >= last.restarts) {
+            start_attempt(last.restarts, eng::LatestCheckpointStep(dir), Now());
+          }
+          end_attempt(last.restarts,
+                      "requeued by Slurm" + (now.reason.empty() || now.reason == "None"
+                                                 ? std::string()
+                                                 : " (" + now.reason + ")"));
           log(eng::LogSeverity::kWarning, "Slurm requeued job " + std::to_string(st.slurm_job_id) +
                                               "; its next run resumes from the latest checkpoint");
         }
-        if (now.state == "RUNNING" && now.restarts > st.attempt_restarts) {
-          st.attempt_restarts = now.restarts;
-          static_cast<void>(SaveState(dir, st));
-          listener.OnRunEvent(id, eng::AttemptStarted{now.restarts + 1, 0,
-                                                      std::max(1, request.spec.distributed.workers),
-                                                      eng::LatestCheckpointStep(dir), Now()});
-        }
+        if (now.state == "RUNNING") seen_running = std::max(seen_running, now.restarts);
         if (now.state != "GONE") {
           listener.OnRunEvent(id, eng::SchedulerStatus{st.slurm_job_id, now.state, now.reason,
                                                        now.nodes, now.restarts});
@@ -490,16 +509,17 @@ void SlurmExecutor::Follow(const RunRequest& request, RunListener& listener, Run
       }
       if (IsFinalSlurmState(now.state)) {
         drain();  // what the run wrote before it ended
+        if (seen_running >= now.restarts) {
+          start_attempt(now.restarts, eng::LatestCheckpointStep(dir), Now());
+        }
         st.ended = true;
         static_cast<void>(SaveState(dir, st));
-        if (st.attempt_restarts >= 0) {
-          std::string how = now.state == "GONE" ? "ended" : now.state;
-          if (reported_end) {
-            how = reported_end->result.ok() ? eng::JobOutcomeName(reported_end->result->outcome)
-                                            : "could not start";
-          }
-          listener.OnRunEvent(id, eng::AttemptEnded{st.attempt_restarts + 1, how, Now()});
+        std::string how = now.state == "GONE" ? "ended" : now.state;
+        if (reported_end) {
+          how = reported_end->result.ok() ? eng::JobOutcomeName(reported_end->result->outcome)
+                                          : "could not start";
         }
+        end_attempt(st.attempt_restarts, how);
         const int64_t step = eng::LatestCheckpointStep(dir);
         if (reported_end) {
           eng::Result<eng::JobResult> result = std::move(reported_end->result);

@@ -178,7 +178,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{14, 14, 32, 24, 5, 1, Padding::kSame, Activation::kRelu},
                       // Colour and odd inputs (issue 23): RGB and RGBA first layers, non-square,
                       // a CIFAR-sized image, and the second convolution over their outputs.
-                      ConvCase{32, 32, 3, 8, 5, 1, Padding::kSame, Activation::kRelu},
+                      ConvCase{32, 32, 3, 4, 3, 1, Padding::kSame, Activation::kRelu},
                       ConvCase{5, 7, 2, 4, 3, 1, Padding::kSame, Activation::kNone},
                       ConvCase{7, 5, 4, 6, 5, 1, Padding::kSame, Activation::kRelu},
                       ConvCase{9, 13, 4, 5, 3, 2, Padding::kValid, Activation::kNone},

@@ -175,7 +175,15 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{9, 7, 2, 3, 3, 1, Padding::kValid, Activation::kNone},
                       ConvCase{6, 11, 17, 18, 3, 1, Padding::kSame, Activation::kRelu},
                       ConvCase{11, 10, 5, 33, 5, 1, Padding::kValid, Activation::kNone},
-                      ConvCase{14, 14, 32, 24, 5, 1, Padding::kSame, Activation::kRelu}),
+                      ConvCase{14, 14, 32, 24, 5, 1, Padding::kSame, Activation::kRelu},
+                      // Colour and odd inputs (issue 23): RGB and RGBA first layers, non-square,
+                      // a CIFAR-sized image, and the second convolution over their outputs.
+                      ConvCase{32, 32, 3, 4, 3, 1, Padding::kSame, Activation::kRelu},
+                      ConvCase{5, 7, 2, 4, 3, 1, Padding::kSame, Activation::kNone},
+                      ConvCase{7, 5, 4, 6, 5, 1, Padding::kSame, Activation::kRelu},
+                      ConvCase{9, 13, 4, 5, 3, 2, Padding::kValid, Activation::kNone},
+                      ConvCase{5, 7, 3, 2, 5, 1, Padding::kValid, Activation::kNone},
+                      ConvCase{8, 16, 32, 16, 5, 1, Padding::kSame, Activation::kRelu}),
     [](const ::testing::TestParamInfo<ConvCase>& info) {
       const ConvCase& c = info.param;
       return std::to_string(c.h) + "x" + std::to_string(c.w) + "x" + std::to_string(c.c) + "_k" +
@@ -277,6 +285,30 @@ TEST(MaxPoolTest, GradientsMatchFiniteDifferences) {
     ASSERT_TRUE(pool.Build(Shape{height, 6, 3}, rng).ok());
     // Distinct values spaced well beyond the probe step, so no window has a near-tie.
     Tensor x(Shape{2, height, 6, 3});
+    std::vector<int> perm(size_t(x.size()));
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = int(i);
+    for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.UniformInt(i)]);
+    for (int64_t i = 0; i < x.size(); ++i) x[i] = 0.1f * float(perm[size_t(i)]);
+    CheckGradients(pool, x, true);
+  }
+}
+
+TEST(MaxPoolTest, GradientsMatchFiniteDifferencesOnColourAndOddInputs) {
+  // RGB and RGBA, non-square, odd sizes whose last row and column no window covers.
+  for (auto [pool_size, stride, height, width, channels] :
+       {std::tuple{2, 2, 5, 7, 4}, std::tuple{2, 2, 8, 6, 4}, std::tuple{3, 3, 7, 11, 3},
+        std::tuple{2, 1, 5, 3, 3}, std::tuple{2, 2, 32, 32, 3}}) {
+    SCOPED_TRACE("pool " + std::to_string(pool_size) + "/" + std::to_string(stride) + " on " +
+                 std::to_string(height) + "x" + std::to_string(width) + "x" +
+                 std::to_string(channels));
+    MaxPool2dLayer pool("max_pool2d", LayerSpec::MaxPool2d(pool_size, stride));
+    Rng rng(6);
+    const Shape in{height, width, channels};
+    const auto out = pool.Build(in, rng);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(*out, (Shape{(height - pool_size) / stride + 1, (width - pool_size) / stride + 1,
+                           channels}));
+    Tensor x(in.with_batch(2));
     std::vector<int> perm(size_t(x.size()));
     for (size_t i = 0; i < perm.size(); ++i) perm[i] = int(i);
     for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.UniformInt(i)]);

@@ -106,9 +106,12 @@ int64_t JobResources::memory() const {
 
 int64_t JobResources::disk() const { return Sum(checkpoints, event_files, logs, profiler); }
 
-Result<JobResources> PlanJob(const JobSpec& spec, const DatasetInfo& data,
+Result<JobResources> PlanJob(const JobSpec& given, const DatasetInfo& data,
                              const JobRunLimits& limits) {
-  TRAININGD_RETURN_IF_ERROR(ValidateJobSpec(spec));
+  TRAININGD_RETURN_IF_ERROR(ValidateJobSpec(given));
+  // The job as it runs: a preset has the dataset's classes (RunJob does the same).
+  JobSpec spec = given;
+  TRAININGD_RETURN_IF_ERROR(FitModelToData(&spec, data.example_shape, data.num_classes));
   if (spec.batch_size > data.train_examples) {
     return Status::InvalidArgument("batch_size: " + std::to_string(spec.batch_size) +
                                    " is more than the " + std::to_string(data.train_examples) +

@@ -295,8 +295,13 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
     datasets = *loaded;
   }
 
+  // A preset gets the dataset's classes, as PlanJob admitted it.
+  JobSpec fitted = spec;
+  TRAININGD_RETURN_IF_ERROR(
+      FitModelToData(&fitted, datasets->train.example_shape(), datasets->num_classes));
+
   SessionConfig config;
-  config.model = spec.model;
+  config.model = fitted.model;
   config.optimizer = spec.optimizer;
   config.batch_size = spec.batch_size;
   config.seed = spec.seed;

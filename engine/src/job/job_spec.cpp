@@ -380,6 +380,16 @@ Status ValidateJobSpec(const JobSpec& spec) {
   return CheckDistributed(spec);
 }
 
+Status FitModelToData(JobSpec* spec, const Shape& example_shape, int64_t num_classes) {
+  if (spec->model_preset.empty() || !IsPresetModel(spec->model_preset, spec->model)) {
+    return Status::Ok();
+  }
+  Result<ModelSpec> fitted = PresetModel(spec->model_preset, example_shape, num_classes);
+  if (!fitted.ok()) return fitted.status();
+  spec->model = std::move(fitted).value();
+  return Status::Ok();
+}
+
 Status CheckDistributable(const JobSpec& spec, int workers) {
   if (workers <= 1) return Status::Ok();
   const std::string n = std::to_string(workers);

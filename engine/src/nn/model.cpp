@@ -79,6 +79,12 @@ Result<std::unique_ptr<Model>> Model::Plan(const ModelSpec& spec, const Shape& i
 Result<std::unique_ptr<Model>> Model::Configure(const ModelSpec& spec, const Shape& input_shape,
                                                 int64_t num_classes, uint64_t seed) {
   if (spec.layers.empty()) return Status::InvalidArgument("model.layers: the model has no layers");
+  const LayerType first = spec.layers.front().type;
+  if ((first == LayerType::kConv2d || first == LayerType::kMaxPool2d) && input_shape.rank() != 3) {
+    return LayerError(0, LayerTypeName(first),
+                      "needs [H, W, C] examples; the dataset's are " + input_shape.ToString() +
+                          (input_shape.rank() == 1 ? " (a table)" : ""));
+  }
   std::unique_ptr<Model> m(new Model());
   m->input_shape_ = input_shape;
   std::map<std::string, int> counts;
@@ -99,6 +105,22 @@ Result<std::unique_ptr<Model>> Model::Configure(const ModelSpec& spec, const Sha
     m->layers_.push_back(std::move(layer));
   }
   if (shape != Shape{num_classes}) {
+    // The last dense layer makes the logits when only shape-keeping layers follow it: its units
+    // are what to change.
+    size_t last = spec.layers.size();
+    while (last > 0 && spec.layers[last - 1].type != LayerType::kDense &&
+           spec.layers[last - 1].type != LayerType::kConv2d &&
+           spec.layers[last - 1].type != LayerType::kMaxPool2d) {
+      --last;
+    }
+    if (last > 0 && spec.layers[last - 1].type == LayerType::kDense &&
+        shape == Shape{spec.layers[last - 1].units}) {
+      const int64_t units = spec.layers[last - 1].units;
+      return Status::InvalidArgument(
+          "model.layers[" + std::to_string(last - 1) + "].units: the last dense layer has " +
+          std::to_string(units) + " units but the dataset has " + std::to_string(num_classes) +
+          " classes: it must have " + std::to_string(num_classes) + " units");
+    }
     return LayerError(spec.layers.size() - 1, LayerTypeName(spec.layers.back().type),
                       "outputs " + shape.ToString() + " but the dataset has " +
                           std::to_string(num_classes) +

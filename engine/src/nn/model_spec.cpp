@@ -94,4 +94,42 @@ Result<ModelSpec> PresetModel(std::string_view name) {
   return m;
 }
 
+Result<ModelSpec> PresetModel(std::string_view name, const Shape& example_shape,
+                              int64_t num_classes) {
+  Result<ModelSpec> m = PresetModel(name);
+  if (!m.ok()) return m;
+  if (num_classes < 1) {
+    return Status::InvalidArgument("model: the dataset has " + std::to_string(num_classes) +
+                                   " classes; the " + std::string(name) +
+                                   " preset needs at least 1");
+  }
+  if (example_shape.rank() != 1 && example_shape.rank() != 3) {
+    return Status::InvalidArgument("model: the " + std::string(name) +
+                                   " preset needs examples [H, W, C] or [F]; the dataset's are " +
+                                   example_shape.ToString());
+  }
+  if (name == "cnn") {
+    if (example_shape.rank() != 3) {
+      return Status::InvalidArgument(
+          "model: the cnn preset needs images [H, W, C]; the dataset's examples are " +
+          example_shape.ToString() + " (a table): use mlp or softmax");
+    }
+    if (example_shape[0] < 4 || example_shape[1] < 4) {
+      return Status::InvalidArgument(
+          "model: the cnn preset needs images of at least 4x4 (it pools 2x2 twice); the "
+          "dataset's examples are " +
+          example_shape.ToString());
+    }
+  }
+  m->layers.back().units = num_classes;
+  return m;
+}
+
+bool IsPresetModel(std::string_view name, const ModelSpec& model) {
+  Result<ModelSpec> preset = PresetModel(name);
+  if (!preset.ok() || preset->layers.size() != model.layers.size()) return false;
+  preset->layers.back().units = model.layers.back().units;
+  return *preset == model;
+}
+
 }  // namespace trainingd::engine

@@ -70,10 +70,14 @@ struct JobResources {
   std::vector<int64_t> layer_batch_memory;
 };
 
-// Checks `spec` (ValidateJobSpec, then against `data`) and estimates its needs. InvalidArgument
-// naming the field: "model.layers[3]: dense expects a flat input ...", "batch_size: 70000 is more
-// than the 55000 examples of the training split", "hooks.evaluation.split: the test split is
-// empty ...".
+// Checks `spec` (ValidateJobSpec, then against `data`) and estimates its needs for the model as
+// it runs: a preset fitted to the data's example shape and classes (FitModelToData). The dataset
+// is counted at its real size (DatasetInfo::LoadedBytes, PeakLoadBytes: any shape and element
+// type). InvalidArgument naming the field: "model: the cnn preset needs images [H, W, C]; ...",
+// "model.layers[0]: conv2d needs [H, W, C] examples; the dataset's are [13] (a table)",
+// "model.layers[3].units: the last dense layer has 10 units but the dataset has 3 classes ...",
+// "model.layers[3]: dense expects a flat input ...", "batch_size: 70000 is more than the 55000
+// examples of the training split", "hooks.evaluation.split: the test split is empty ...".
 Result<JobResources> PlanJob(const JobSpec& spec, const DatasetInfo& data,
                              const JobRunLimits& limits);
 

@@ -113,8 +113,10 @@ Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::strin
 // `step` (read-only: ListCheckpoints).
 bool HasCheckpointAt(const std::string& checkpoint_dir, int64_t step);
 
-// Runs the job. Returns an error only when the job could not start (invalid spec, missing data,
-// a checkpoint of another model); everything after that is in JobResult.
+// Runs the job, a preset fitted to the loaded dataset's example shape and classes
+// (FitModelToData). Returns an error only when the job could not start (invalid spec, missing
+// data, a model that does not fit the data, a checkpoint of another model); everything after
+// that is in JobResult.
 Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options);
 
 }  // namespace trainingd::engine

@@ -164,6 +164,15 @@ inline constexpr size_t kMaxLayers = 1000;
 // e.g. "hooks.logging.tensors[1]: unknown fetch 'los'".
 Status ValidateJobSpec(const JobSpec& spec);
 
+// Fits a preset to the dataset: when spec->model_preset is set and spec->model is that preset's
+// layers (IsPresetModel), the model becomes PresetModel(preset, example_shape, num_classes), so
+// the last dense layer has the dataset's classes as its units. Any other model is the user's
+// own and is left as written (Model::Build then checks its last layer's units). InvalidArgument
+// "model: ..." when the preset does not fit the examples (cnn on a table). PlanJob and RunJob
+// apply it; a caller that keeps the spec (the daemon's canonical spec) applies it too, so the
+// spec it keeps is the model that runs.
+Status FitModelToData(JobSpec* spec, const Shape& example_shape, int64_t num_classes);
+
 // What a job must satisfy to run on `workers` > 1 ranks, with errors naming the field: at least
 // one block of examples per worker in every batch, and the hooks that evaluate (collectively, on
 // every rank) triggered by steps, which all ranks count alike, not by seconds, which each rank

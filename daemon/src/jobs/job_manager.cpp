@@ -213,7 +213,8 @@ eng::JobRunLimits JobManager::RunLimits(const eng::JobSpec& spec) const {
   return l;
 }
 
-eng::Result<eng::JobResources> JobManager::Admit(const eng::JobSpec& spec) const {
+eng::Result<eng::JobResources> JobManager::Admit(eng::JobSpec* fitted) const {
+  const eng::JobSpec& spec = *fitted;
   TRAININGD_RETURN_IF_ERROR(eng::ValidateJobSpec(spec));
   if (spec.hooks.checkpoint.enabled &&
       spec.hooks.checkpoint.max_to_keep > options_.limits.max_checkpoints_per_job) {
@@ -251,6 +252,7 @@ eng::Result<eng::JobResources> JobManager::Admit(const eng::JobSpec& spec) const
   }
   auto data = eng::ProbeJobDataset(spec.dataset, options_.data_root, options_.datasets_dir);
   if (!data.ok()) return data.status();
+  TRAININGD_RETURN_IF_ERROR(eng::FitModelToData(fitted, data->example_shape, data->num_classes));
   auto plan = eng::PlanJob(spec, *data, RunLimits(spec));
   if (!plan.ok()) return plan.status();
   // The ranks of a data-parallel job run side by side here, each with the dataset, the model and
@@ -336,7 +338,9 @@ eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::s
       spec_json = api::JobSpecToJson(spec);  // the canonical spec names the exact data
     }
   }
-  if (auto admitted = Admit(spec); !admitted.ok()) return admitted.status();
+  const eng::ModelSpec submitted_model = spec.model;
+  if (auto admitted = Admit(&spec); !admitted.ok()) return admitted.status();
+  if (!(spec.model == submitted_model)) spec_json = api::JobSpecToJson(spec);
   auto job = std::make_shared<Job>();
   JobRecord& r = job->rec;
   r.name = spec.name;
@@ -470,7 +474,7 @@ eng::Result<api::JobInfo> JobManager::ResumeUnrecorded(const std::string& id,
     eng::JobSpec spec = job->spec;
     spec.max_steps = *max_steps;
     // A longer run writes more: admitted again (a short read of the dataset's headers).
-    if (auto admitted = Admit(spec); !admitted.ok()) return admitted.status();
+    if (auto admitted = Admit(&spec); !admitted.ok()) return admitted.status();
     if (*max_steps > 0 && *max_steps <= job->rec.global_step) {
       return eng::Status::InvalidArgument("max_steps: " + std::to_string(*max_steps) +
                                           " is not beyond the job's global step " +

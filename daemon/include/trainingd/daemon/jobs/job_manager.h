@@ -151,7 +151,9 @@ class JobManager final : public api::JobService, private RunListener {
   // Sets the job's end state from its run's result. Needs mu_.
   void FinishLocked(Job& job, const engine::Result<engine::JobResult>& result);
   // Admission: the spec checked against its dataset, estimated and held to the budgets.
-  engine::Result<engine::JobResources> Admit(const engine::JobSpec& spec) const;
+  // Admission; fits a preset's last layer to the dataset's classes in *spec (FitModelToData), so
+  // the spec kept is the model that runs.
+  engine::Result<engine::JobResources> Admit(engine::JobSpec* spec) const;
   // What a run of `spec` may use: the daemon's caps, and the spec's threads or the daemon's.
   engine::JobRunLimits RunLimits(const engine::JobSpec& spec) const;
   // The store's writes started or stopped failing (its writer thread).

@@ -11,14 +11,15 @@
 namespace trainingd::engine {
 namespace {
 
-using Type = LearningRateSchedule::Type;
+// Not `Type`: optimizer_test.cpp has one, and unity builds may put both in one file.
+using ScheduleType = LearningRateSchedule::Type;
 
 using testing::FailsNaming;
 
 TEST(LearningRateScheduleTest, DefaultIsAValidConstantOfAdamsDefaultRate) {
   const LearningRateSchedule s;
   EXPECT_TRUE(s.Validate().ok());
-  EXPECT_EQ(s.type, Type::kConstant);
+  EXPECT_EQ(s.type, ScheduleType::kConstant);
   EXPECT_EQ(s.LearningRateAt(0), 0.001f);
   EXPECT_EQ(s.LearningRateAt(123456789), 0.001f);
 }
@@ -103,7 +104,7 @@ TEST(LearningRateScheduleTest, ValidateNamesTheBadField) {
       FailsNaming(LearningRateSchedule::ExponentialDecay(0.1f, 10, inf).Validate(), "decay_rate"));
   // Exponential decay with only the type set must not pass on the zero defaults.
   LearningRateSchedule unset;
-  unset.type = Type::kExponentialDecay;
+  unset.type = ScheduleType::kExponentialDecay;
   EXPECT_TRUE(FailsNaming(unset.Validate(), "decay_steps"));
 
   EXPECT_TRUE(
@@ -118,7 +119,7 @@ TEST(LearningRateScheduleTest, ValidateNamesTheBadField) {
       FailsNaming(LearningRateSchedule::StepDecay({100}, {1.0f, -0.5f}).Validate(), "values[1]"));
 
   LearningRateSchedule bad_type;
-  bad_type.type = static_cast<Type>(42);
+  bad_type.type = static_cast<ScheduleType>(42);
   EXPECT_TRUE(FailsNaming(bad_type.Validate(), "type"));
 }
 

@@ -216,6 +216,10 @@ int64_t DatasetInfo::LoadedBytes() const {
 }
 
 int64_t DatasetInfo::PeakLoadBytes() const {
+  if (format == DatasetSource::Format::kCsv) {
+    // LoadCsv counts the rows first, then parses each straight into its split.
+    return LoadedBytes() + CsvLoadOverheadBytes(example_shape.num_elements());
+  }
   // LoadMnistDirectory reads the training images, then the test images, then fills the float
   // splits from them. A file's buffer grows with the data that arrives (ReadIdx), so while it is
   // read it may briefly hold its old and new storage: up to twice the file's bytes. Once read,

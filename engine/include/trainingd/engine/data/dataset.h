@@ -92,7 +92,8 @@ struct DatasetOptions {
 // What a dataset directory holds under some DatasetOptions, known from the IDX headers and the
 // label files without loading an image (ProbeMnistDirectory).
 struct DatasetInfo {
-  Shape example_shape;  // [H, W, C] or [F]
+  DatasetSource::Format format = DatasetSource::Format::kIdx;  // how PeakLoadBytes reads
+  Shape example_shape;                                         // [H, W, C] or [F]
   int num_classes = 0;
   std::vector<std::string> class_names;  // as Datasets::class_names
   Preprocessing preprocessing = Preprocessing::kScale255;
@@ -104,9 +105,10 @@ struct DatasetInfo {
   int64_t file_train_examples = 0;  // in the training and test files
   int64_t file_test_examples = 0;
 
-  // The bytes of the Datasets LoadMnistDirectory returns.
+  // The bytes of the Datasets LoadDataset returns.
   int64_t LoadedBytes() const;
-  // The most LoadMnistDirectory holds at once while it loads: the splits and the raw files.
+  // The most LoadDataset holds at once while it loads: for IDX (and npz, for now) the splits and
+  // the raw files; for CSV the splits and the reader's bounded buffers (CsvLoadOverheadBytes).
   int64_t PeakLoadBytes() const;
 };
 

@@ -1,0 +1,90 @@
+#include "data/csv_labels.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
+#include "data/csv_reader.h"
+#include "trainingd/engine/data/dataset.h"
+
+namespace trainingd::engine {
+namespace {
+
+// The value of an integer label (an optional '-' and digits), clamped to int64's range; false
+// for any other text.
+bool ParseInteger(std::string_view s, int64_t* value) {
+  const size_t digits = !s.empty() && s[0] == '-' ? 1 : 0;
+  if (s.size() == digits) return false;
+  for (size_t i = digits; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+  }
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *value);
+  if (ec == std::errc::result_out_of_range) {
+    *value = digits ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+  }
+  return true;
+}
+
+}  // namespace
+
+Status CsvLabels::Add(std::string_view label, std::string_view file, int64_t line,
+                      std::string_view column) {
+  const auto where = [&] {
+    return std::string(file) + ": line " + std::to_string(line) + ": column " + CsvQuote(column) +
+           ": ";
+  };
+  if (label.empty()) return Status::InvalidArgument(where() + "empty label");
+  if (label.size() > kMaxCsvLabelBytes) {
+    return Status::InvalidArgument(where() + "a label of " + std::to_string(label.size()) +
+                                   " bytes (at most " + std::to_string(kMaxCsvLabelBytes) + ")");
+  }
+  int64_t value = 0;
+  if (ParseInteger(label, &value)) {
+    if (value >= 0 && value < kMaxClasses) {
+      max_integer_ = std::max(max_integer_, value);
+    } else if (out_of_range_.empty()) {
+      out_of_range_ = where() + "label " + CsvQuote(label) + " is outside [0, " +
+                      std::to_string(kMaxClasses) +
+                      "): integer labels are class ids (labels with any non-integer are names)";
+    }
+  } else {
+    all_integer_ = false;
+  }
+  if (too_many_.empty() && distinct_.find(label) == distinct_.end()) {
+    if (distinct_.size() < static_cast<size_t>(kMaxClasses)) {
+      distinct_.emplace(label);
+    } else {
+      too_many_ = where() + "more than " + std::to_string(kMaxClasses) +
+                  " distinct labels (at most " + std::to_string(kMaxClasses) + " classes)";
+    }
+  }
+  // Integer labels may have more spellings than classes ("1", "01"); names may not.
+  if (!all_integer_ && !too_many_.empty()) return Status::InvalidArgument(too_many_);
+  return Status::Ok();
+}
+
+Status CsvLabels::Finish() {
+  integers_ = all_integer_;
+  if (integers_) {
+    if (!out_of_range_.empty()) return Status::InvalidArgument(out_of_range_);
+    num_classes_ = static_cast<int>(max_integer_ + 1);
+    names_.clear();
+    return Status::Ok();
+  }
+  names_.assign(distinct_.begin(), distinct_.end());  // std::string compares bytes as unsigned
+  num_classes_ = static_cast<int>(names_.size());
+  return Status::Ok();
+}
+
+int32_t CsvLabels::Id(std::string_view label) const {
+  if (integers_) {
+    int64_t value = 0;
+    if (!ParseInteger(label, &value) || value < 0 || value >= num_classes_) return -1;
+    return static_cast<int32_t>(value);
+  }
+  const auto it = std::lower_bound(names_.begin(), names_.end(), label);
+  if (it == names_.end() || *it != label) return -1;
+  return static_cast<int32_t>(it - names_.begin());
+}
+
+}  // namespace trainingd::engine

@@ -216,6 +216,15 @@ int64_t DatasetInfo::LoadedBytes() const {
 }
 
 int64_t DatasetInfo::PeakLoadBytes() const {
+  if (format == DatasetSource::Format::kNpz) {
+    // LoadNpz allocates the splits, then decodes the file into them a chunk at a time (a few
+    // MiB of buffers and zlib's window); standardizing adds two doubles per feature.
+    constexpr int64_t kNpzBuffers = int64_t{8} << 20;
+    const int64_t stats = preprocessing == Preprocessing::kStandard
+                              ? example_shape.num_elements() * int64_t{2 * sizeof(double)}
+                              : 0;
+    return LoadedBytes() + kNpzBuffers + stats;
+  }
   // LoadMnistDirectory reads the training images, then the test images, then fills the float
   // splits from them. A file's buffer grows with the data that arrives (ReadIdx), so while it is
   // read it may briefly hold its old and new storage: up to twice the file's bytes. Once read,

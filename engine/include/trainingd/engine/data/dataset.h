@@ -103,10 +103,13 @@ struct DatasetInfo {
   int64_t test_examples = 0;
   int64_t file_train_examples = 0;  // in the training and test files
   int64_t file_test_examples = 0;
+  // The format it was probed from: how it loads, for PeakLoadBytes.
+  DatasetSource::Format format = DatasetSource::Format::kIdx;
 
-  // The bytes of the Datasets LoadMnistDirectory returns.
+  // The bytes of the Datasets LoadDataset returns.
   int64_t LoadedBytes() const;
-  // The most LoadMnistDirectory holds at once while it loads: the splits and the raw files.
+  // The most LoadDataset holds at once while it loads. IDX: the splits and the raw files. npz:
+  // the splits, which the file's values stream into, and a few MiB of buffers.
   int64_t PeakLoadBytes() const;
 };
 

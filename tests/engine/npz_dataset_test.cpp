@@ -461,5 +461,17 @@ TEST_F(NpzDatasetTest, ZipBombsAreRefusedWithoutInflatingThem) {
   }
 }
 
+// Fuzz finds (tests/fuzz/regressions/npz, docs/fuzzing.md).
+TEST_F(NpzDatasetTest, FuzzRegressions) {
+  // A shape dimension of 19 digits: the parser multiplied before checking (signed overflow).
+  const std::string overflow =
+      ReadAll(TRAININGD_FUZZ_REGRESSIONS_DIR "/npz/shape-dimension-overflows-int64");
+  ASSERT_FALSE(overflow.empty());
+  auto r = ParseNpz(overflow, "f.npz", Options(), false);
+  ASSERT_FALSE(r.ok());
+  ExpectError(r.status(), StatusCode::kInvalidArgument,
+              {"f.npz: x_train.npy", "dimension too large"});
+}
+
 }  // namespace
 }  // namespace trainingd::engine

@@ -84,8 +84,9 @@ Status DictParser::Shape(std::vector<int64_t>* out) {
     if (at_ >= s_.size() || s_[at_] < '0' || s_[at_] > '9') return Error("expected an integer");
     int64_t v = 0;
     while (at_ < s_.size() && s_[at_] >= '0' && s_[at_] <= '9') {
-      v = v * 10 + (s_[at_++] - '0');
-      if (v >= kMaxDim) return Error("dimension too large");
+      const int digit = s_[at_++] - '0';
+      if (v > (kMaxDim - 1 - digit) / 10) return Error("dimension too large");
+      v = v * 10 + digit;
     }
     if (at_ < s_.size() && s_[at_] == 'L') ++at_;  // Python 2's long
     if (out->size() >= 32) return Error("more than 32 dimensions");

@@ -216,6 +216,15 @@ int64_t DatasetInfo::LoadedBytes() const {
 }
 
 int64_t DatasetInfo::PeakLoadBytes() const {
+  if (format == DatasetSource::Format::kNpz) {
+    // LoadNpz allocates the splits, then decodes the file into them a chunk at a time (a few
+    // MiB of buffers and zlib's window); standardizing adds two doubles per feature.
+    constexpr int64_t kNpzBuffers = int64_t{8} << 20;
+    const int64_t stats = preprocessing == Preprocessing::kStandard
+                              ? example_shape.num_elements() * int64_t{2 * sizeof(double)}
+                              : 0;
+    return LoadedBytes() + kNpzBuffers + stats;
+  }
   if (format == DatasetSource::Format::kCsv) {
     // LoadCsv counts the rows first, then parses each straight into its split.
     return LoadedBytes() + CsvLoadOverheadBytes(example_shape.num_elements());

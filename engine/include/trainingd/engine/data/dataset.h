@@ -89,8 +89,8 @@ struct DatasetOptions {
   int64_t max_test_examples = 0;
 };
 
-// What a dataset directory holds under some DatasetOptions, known from the IDX headers and the
-// label files without loading an image (ProbeMnistDirectory).
+// What a dataset holds under some DatasetOptions (ProbeDataset): for IDX known from the headers
+// and the label files without loading an image.
 struct DatasetInfo {
   DatasetSource::Format format = DatasetSource::Format::kIdx;  // how PeakLoadBytes reads
   Shape example_shape;                                         // [H, W, C] or [F]
@@ -107,8 +107,9 @@ struct DatasetInfo {
 
   // The bytes of the Datasets LoadDataset returns.
   int64_t LoadedBytes() const;
-  // The most LoadDataset holds at once while it loads: for IDX (and npz, for now) the splits and
-  // the raw files; for CSV the splits and the reader's bounded buffers (CsvLoadOverheadBytes).
+  // The most LoadDataset holds at once while it loads. IDX: the splits and the raw files. npz:
+  // the splits, which the file's values stream into, and a few MiB of buffers. CSV: the splits
+  // and the reader's bounded buffers (CsvLoadOverheadBytes).
   int64_t PeakLoadBytes() const;
 };
 

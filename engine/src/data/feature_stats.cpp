@@ -1,0 +1,54 @@
+#include "feature_stats.h"
+
+#include <cmath>
+
+namespace trainingd::engine {
+
+FeatureStats::FeatureStats(int64_t features)
+    : features_(features),
+      mean_(static_cast<size_t>(features), 0.0),
+      m2_(static_cast<size_t>(features), 0.0) {}
+
+void FeatureStats::Add(int64_t first, const float* values, int64_t n) {
+  if (features_ == 0) return;
+  added_ += n;
+  int64_t f = first % features_;
+  double count = static_cast<double>(first / features_ + 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t k = static_cast<size_t>(f);
+    const double v = values[i];
+    const double delta = v - mean_[k];
+    mean_[k] += delta / count;
+    m2_[k] += delta * (v - mean_[k]);
+    if (++f == features_) {
+      f = 0;
+      count += 1;
+    }
+  }
+}
+
+void FeatureStats::Finish(std::vector<float>* mean, std::vector<float>* stddev) const {
+  mean->assign(mean_.begin(), mean_.end());
+  stddev->resize(mean_.size());
+  if (features_ == 0) return;
+  // Only whole rows are added, so every feature has the same count.
+  const double rows = static_cast<double>(added_ / features_);
+  for (size_t k = 0; k < mean_.size(); ++k) {
+    (*stddev)[k] = static_cast<float>(std::sqrt(m2_[k] / rows));
+    if (!((*stddev)[k] > 0)) (*stddev)[k] = 1.0f;
+  }
+}
+
+void StandardizeRows(const std::vector<float>& mean, const std::vector<float>& stddev, float* data,
+                     int64_t rows) {
+  const size_t features = mean.size();
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = data + static_cast<size_t>(r) * features;
+    // In double: a value and the mean may be further apart than a float can say.
+    for (size_t k = 0; k < features; ++k) {
+      row[k] = static_cast<float>((double{row[k]} - mean[k]) / stddev[k]);
+    }
+  }
+}
+
+}  // namespace trainingd::engine

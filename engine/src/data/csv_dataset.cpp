@@ -10,6 +10,7 @@
 
 #include "data/csv_labels.h"
 #include "data/csv_reader.h"
+#include "data/feature_stats.h"
 #include "trainingd/engine/base/random.h"
 
 namespace trainingd::engine {
@@ -180,56 +181,6 @@ Status ReadValues(const Opener& open, const std::string& name, const std::string
   return Status::Ok();
 }
 
-// Per feature mean and population standard deviation, in double, a row at a time in row order
-// (Welford's update, stable for large values).
-class FeatureStats {
- public:
-  explicit FeatureStats(int64_t features)
-      : mean_(static_cast<size_t>(features)), m2_(static_cast<size_t>(features)) {}
-
-  void Add(const float* row) {
-    ++n_;
-    const double n = static_cast<double>(n_);
-    for (size_t j = 0; j < mean_.size(); ++j) {
-      const double x = row[j];
-      const double d = x - mean_[j];
-      mean_[j] += d / n;
-      m2_[j] += d * (x - mean_[j]);
-    }
-  }
-
-  // The mean and std as floats; a std of 0 (a constant feature, or one whose spread is below
-  // float's range) is 1, and one over float's range is its largest value.
-  void Finish(std::vector<float>* mean, std::vector<float>* std) const {
-    mean->resize(mean_.size());
-    std->resize(mean_.size());
-    for (size_t j = 0; j < mean_.size(); ++j) {
-      (*mean)[j] = static_cast<float>(mean_[j]);
-      float s = n_ > 0 ? static_cast<float>(std::sqrt(m2_[j] / static_cast<double>(n_))) : 0.0f;
-      if (!(s > 0.0f)) s = 1.0f;
-      if (std::isinf(s)) s = std::numeric_limits<float>::max();
-      (*std)[j] = s;
-    }
-  }
-
- private:
-  std::vector<double> mean_, m2_;
-  int64_t n_ = 0;
-};
-
-// (x - mean) / std per feature, in double, rounded to float and kept within float's range.
-void Standardize(const std::vector<float>& mean, const std::vector<float>& std, Split* split) {
-  const size_t f = mean.size();
-  float* x = split->images.data();
-  constexpr double kMax = std::numeric_limits<float>::max();
-  for (int64_t i = 0; i < split->size(); ++i, x += f) {
-    for (size_t j = 0; j < f; ++j) {
-      const double z = (static_cast<double>(x[j]) - mean[j]) / std[j];
-      x[j] = static_cast<float>(std::clamp(z, -kMax, kMax));
-    }
-  }
-}
-
 // Picks `pick` of `rows` rows, one row at a time in file order, each subset of that size equally
 // likely (selection sampling, Knuth's algorithm S): the same rows for the same seed and counts
 // on every machine.
@@ -357,7 +308,7 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
       if (ds) Store(v, id, t, &ds->validation);
       return;
     }
-    if (source.standardize) stats.Add(v);
+    if (source.standardize) stats.Add((t - validation) * features, v, features);
     if (ds && t - validation < info->train_examples) Store(v, id, t - validation, &ds->train);
   };
   RowSelector selector(source.split_seed, file_rows, test ? 0 : test_rows);
@@ -382,7 +333,7 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
     ds->feature_std = info->feature_std;
     if (source.standardize) {
       for (Split* split : {&ds->train, &ds->validation, &ds->test}) {
-        Standardize(ds->feature_mean, ds->feature_std, split);
+        StandardizeRows(ds->feature_mean, ds->feature_std, split->images.data(), split->size());
       }
     }
   }
@@ -390,11 +341,7 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
 }
 
 Opener FileOpener(const std::string& path) {
-  return [path]() -> Result<std::unique_ptr<ByteSource>> {
-    auto file = FileByteSource::Open(path);
-    if (!file.ok()) return file.status();
-    return std::unique_ptr<ByteSource>(std::move(file).value());
-  };
+  return [path]() { return OpenFileSource(path); };
 }
 
 }  // namespace
@@ -435,8 +382,8 @@ Result<Datasets> LoadCsv(const DatasetSource& source, const DatasetOptions& opti
 
 Result<Datasets> ParseCsv(std::string_view bytes, const DatasetSource& source,
                           const DatasetOptions& options) {
-  const Opener train = [bytes]() -> Result<std::unique_ptr<ByteSource>> {
-    return std::unique_ptr<ByteSource>(std::make_unique<MemoryByteSource>(bytes));
+  const Opener train = [bytes, &source]() -> Result<std::unique_ptr<ByteSource>> {
+    return MemorySource(bytes, source.path);
   };
   DatasetInfo info;
   Datasets ds;

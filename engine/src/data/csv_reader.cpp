@@ -14,41 +14,6 @@ bool IsBlank(int c) { return c == ' ' || c == '\t'; }
 
 }  // namespace
 
-Result<std::unique_ptr<FileByteSource>> FileByteSource::Open(const std::string& path) {
-  std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
-  if (st.type() == std::filesystem::file_type::not_found) {
-    return Status::NotFound(path + ": no such file");
-  }
-  if (st.type() == std::filesystem::file_type::directory) {
-    return Status::IoError(path + ": is a directory, expected a CSV file");
-  }
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file) {
-    const int err = errno;
-    if (err == ENOENT) return Status::NotFound(path + ": no such file");
-    return Status::IoError(path + ": cannot open: " + std::strerror(err));
-  }
-  return std::unique_ptr<FileByteSource>(new FileByteSource(path, file));
-}
-
-FileByteSource::~FileByteSource() { std::fclose(file_); }
-
-Status FileByteSource::Read(char* dst, size_t n, size_t* got) {
-  *got = std::fread(dst, 1, n, file_);
-  if (*got < n && std::ferror(file_)) {
-    return Status::IoError(path_ + ": read failed: " + std::strerror(errno));
-  }
-  return Status::Ok();
-}
-
-Status MemoryByteSource::Read(char* dst, size_t n, size_t* got) {
-  *got = std::min(n, bytes_.size());
-  if (*got > 0) std::memcpy(dst, bytes_.data(), *got);
-  bytes_.remove_prefix(*got);
-  return Status::Ok();
-}
-
 std::string CsvQuote(std::string_view s) {
   constexpr size_t kMax = 64;
   if (s.size() <= kMax) return "'" + std::string(s) + "'";
@@ -113,9 +78,11 @@ bool CsvReader::Fill() {
     pos_ = 0;
   }
   if (eof_ || len_ == buf_.size()) return len_ > pos_;
-  size_t got = 0;
-  read_status_ = source_->Read(buf_.data() + len_, buf_.size() - len_, &got);
+  const size_t got =
+      static_cast<size_t>(std::min<uint64_t>(buf_.size() - len_, source_->size() - offset_));
+  read_status_ = source_->ReadAt(offset_, got, reinterpret_cast<uint8_t*>(buf_.data() + len_));
   if (!read_status_.ok()) return false;
+  offset_ += got;
   if (got == 0) eof_ = true;
   len_ += got;
   return len_ > pos_;

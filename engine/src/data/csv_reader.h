@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "data/byte_source.h"
 #include "trainingd/engine/base/status.h"
 
 namespace trainingd::engine {
@@ -30,37 +31,6 @@ namespace trainingd::engine {
 inline constexpr size_t kMaxCsvRecordBytes = size_t{1} << 20;  // raw bytes of one record
 inline constexpr size_t kMaxCsvFields = 65536;                 // fields of one record
 inline constexpr size_t kCsvChunkBytes = size_t{1} << 16;      // bytes read at a time
-
-// Where a reader's bytes come from.
-class ByteSource {
- public:
-  virtual ~ByteSource() = default;
-  // Reads up to `n` bytes into `dst`; *got = 0 at the end. IoError on a failed read.
-  virtual Status Read(char* dst, size_t n, size_t* got) = 0;
-};
-
-// A file, read with fread. Open: NotFound when it does not exist, IoError otherwise.
-class FileByteSource : public ByteSource {
- public:
-  static Result<std::unique_ptr<FileByteSource>> Open(const std::string& path);
-  ~FileByteSource() override;
-  Status Read(char* dst, size_t n, size_t* got) override;
-
- private:
-  FileByteSource(std::string path, std::FILE* file) : path_(std::move(path)), file_(file) {}
-  std::string path_;
-  std::FILE* file_;
-};
-
-// Bytes in memory, which must outlive the source.
-class MemoryByteSource : public ByteSource {
- public:
-  explicit MemoryByteSource(std::string_view bytes) : bytes_(bytes) {}
-  Status Read(char* dst, size_t n, size_t* got) override;
-
- private:
-  std::string_view bytes_;
-};
 
 // `s` quoted for a message: 'text', cut to 64 bytes (at a character boundary) and "...".
 std::string CsvQuote(std::string_view s);
@@ -114,6 +84,7 @@ class CsvReader {
   Status Error(const std::string& what) const;
 
   ByteSource* source_;
+  uint64_t offset_ = 0;  // the next byte to read from source_
   std::string name_;
   std::vector<char> buf_;
   size_t pos_ = 0, len_ = 0;

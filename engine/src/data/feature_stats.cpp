@@ -1,6 +1,8 @@
-#include "feature_stats.h"
+#include "data/feature_stats.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace trainingd::engine {
 
@@ -34,19 +36,23 @@ void FeatureStats::Finish(std::vector<float>* mean, std::vector<float>* stddev) 
   // Only whole rows are added, so every feature has the same count.
   const double rows = static_cast<double>(added_ / features_);
   for (size_t k = 0; k < mean_.size(); ++k) {
-    (*stddev)[k] = static_cast<float>(std::sqrt(m2_[k] / rows));
-    if (!((*stddev)[k] > 0)) (*stddev)[k] = 1.0f;
+    float s = static_cast<float>(std::sqrt(m2_[k] / rows));
+    if (!(s > 0)) s = 1.0f;                                    // constant, or below float's range
+    if (std::isinf(s)) s = std::numeric_limits<float>::max();  // beyond it
+    (*stddev)[k] = s;
   }
 }
 
 void StandardizeRows(const std::vector<float>& mean, const std::vector<float>& stddev, float* data,
                      int64_t rows) {
   const size_t features = mean.size();
+  constexpr double kMax = std::numeric_limits<float>::max();
   for (int64_t r = 0; r < rows; ++r) {
     float* row = data + static_cast<size_t>(r) * features;
     // In double: a value and the mean may be further apart than a float can say.
     for (size_t k = 0; k < features; ++k) {
-      row[k] = static_cast<float>((double{row[k]} - mean[k]) / stddev[k]);
+      const double z = (double{row[k]} - mean[k]) / stddev[k];
+      row[k] = static_cast<float>(std::clamp(z, -kMax, kMax));
     }
   }
 }

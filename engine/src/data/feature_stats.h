@@ -18,7 +18,8 @@ class FeatureStats {
   // added. Calls must come in order, without gaps.
   void Add(int64_t first, const float* values, int64_t n);
   // The means and standard deviations as floats; a feature whose deviation is 0 (constant, or
-  // too small for a float) gets 1, so that it maps to 0.
+  // too small for a float) gets 1, so that it maps to 0; one beyond float's range gets its
+  // largest value.
   void Finish(std::vector<float>* mean, std::vector<float>* stddev) const;
 
  private:
@@ -27,7 +28,8 @@ class FeatureStats {
   std::vector<double> mean_, m2_;
 };
 
-// (value - mean) / stddev in place, computed in double, for `rows` rows of mean.size() features.
+// (value - mean) / stddev in place, computed in double and kept within float's range, for `rows`
+// rows of mean.size() features. The npz and CSV readers share both.
 void StandardizeRows(const std::vector<float>& mean, const std::vector<float>& stddev, float* data,
                      int64_t rows);
 

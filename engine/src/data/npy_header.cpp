@@ -1,4 +1,4 @@
-#include "npy_header.h"
+#include "data/npy_header.h"
 
 #include <cstring>
 

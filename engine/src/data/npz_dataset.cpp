@@ -6,11 +6,11 @@
 #include <cstring>
 #include <memory>
 
-#include "byte_source.h"
-#include "feature_stats.h"
-#include "npy_header.h"
+#include "data/byte_source.h"
+#include "data/feature_stats.h"
+#include "data/npy_header.h"
+#include "data/zip_reader.h"
 #include "trainingd/engine/data/idx_file.h"
-#include "zip_reader.h"
 
 namespace trainingd::engine {
 namespace {

@@ -1,4 +1,4 @@
-#include "zip_reader.h"
+#include "data/zip_reader.h"
 
 #include <algorithm>
 #include <cstring>

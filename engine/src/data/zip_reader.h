@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "byte_source.h"
+#include "data/byte_source.h"
 #include "trainingd/engine/base/status.h"
 
 namespace trainingd::engine {

@@ -1,0 +1,226 @@
+// DatasetStore on a real directory: uploads kept only whole and valid, never over another, nothing
+// left by a failure; the records survive a restart; deletes refused while jobs use a dataset;
+// a job's dataset resolved to the exact upload.
+#include "trainingd/daemon/datasets/dataset_store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "trainingd/engine/base/sha256.h"
+
+namespace trainingd::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using engine::StatusCode;
+
+// A small table: two features, three string classes.
+std::string Csv(int rows = 40) {
+  std::string text = "x,y,label\n";
+  const char* names[] = {"cat", "dog", "emu"};
+  for (int i = 0; i < rows; ++i) {
+    text += std::to_string(i) + "," + std::to_string(i % 7) + "," + names[i % 3] + "\n";
+  }
+  return text;
+}
+
+std::string Sha(const std::string& bytes) {
+  engine::Sha256 h;
+  h.Update(bytes);
+  return h.HexDigest();
+}
+
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class DatasetStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/trainingd_dataset_store_XXXXXX";
+    root_ = mkdtemp(tmpl);
+    dir_ = root_ + "/datasets";
+    fs::create_directories(root_ + "/data_root/fashion-mnist");
+    for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+      fs::create_symlink(std::string("/usr/share/datasets/fashion-mnist/") + f,
+                         root_ + "/data_root/fashion-mnist/" + f);
+    }
+    Open();
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(root_);
+  }
+  void Open() {
+    store_.reset();
+    DatasetStoreOptions o;
+    o.dir = dir_;
+    o.data_root = root_ + "/data_root";
+    o.max_upload_bytes = 1 << 20;
+    o.jobs_using = [this](const std::string& name) {
+      return name == busy_ ? std::vector<std::string>{"job-1"} : std::vector<std::string>{};
+    };
+    auto s = DatasetStore::Open(o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+  }
+  engine::Result<api::DatasetRecord> Upload(const std::string& name, const std::string& body,
+                                            const std::string& normalize = "none") {
+    api::DatasetUploadOptions o;
+    o.name = name;
+    o.format = "csv";
+    o.normalize = normalize;
+    auto upload = store_->BeginUpload(o, static_cast<int64_t>(body.size()));
+    if (!upload.ok()) return upload.status();
+    // In pieces, as the server feeds it.
+    for (size_t at = 0; at < body.size(); at += 100) {
+      auto st = (*upload)->Append(std::string_view(body).substr(at, 100));
+      if (!st.ok()) return st;
+    }
+    return (*upload)->Commit();
+  }
+
+  std::string root_, dir_;
+  std::string busy_;
+  std::unique_ptr<DatasetStore> store_;
+};
+
+TEST_F(DatasetStoreTest, AnUploadIsKeptWholeAndSurvivesARestart) {
+  const std::string body = Csv();
+  auto r = Upload("animals", body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->sha256, Sha(body));
+  EXPECT_EQ(r->bytes, static_cast<int64_t>(body.size()));
+  EXPECT_EQ(r->example_shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(r->num_classes, 3);
+  EXPECT_EQ(r->class_names, (std::vector<std::string>{"cat", "dog", "emu"}));
+  EXPECT_GT(r->created_at, 1e9);
+  EXPECT_EQ(Entries(dir_), std::vector<std::string>{"animals"});
+  std::vector<std::string> files = {r->sha256 + ".csv", "dataset.json"};
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(Entries(dir_ + "/animals"), files);
+  Open();  // a restart reads the record back
+  auto again = store_->GetDataset("animals");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->sha256, r->sha256);
+  EXPECT_EQ(again->class_names, r->class_names);
+  EXPECT_EQ(again->train_examples, r->train_examples);
+  auto list = store_->ListDatasets();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);  // and the data root's IDX directory, read-only
+  EXPECT_EQ((*list)[0].name, "animals");
+  EXPECT_EQ((*list)[1].name, "fashion-mnist");
+  EXPECT_TRUE((*list)[1].read_only);
+  EXPECT_EQ((*list)[1].example_shape, (std::vector<int64_t>{28, 28, 1}));
+}
+
+TEST_F(DatasetStoreTest, ANameIsNeverTakenOver) {
+  ASSERT_TRUE(Upload("animals", Csv()).ok());
+  auto again = Upload("animals", Csv(50));
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Upload("fashion-mnist", Csv()).status().code(), StatusCode::kFailedPrecondition);
+  // Two uploads of one name at once: the second is refused while the first goes on.
+  api::DatasetUploadOptions o;
+  o.name = "twice";
+  o.format = "csv";
+  auto first = store_->BeginUpload(o, -1);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(store_->BeginUpload(o, -1).status().code(), StatusCode::kFailedPrecondition);
+  first->reset();  // abandoned: the name is free again, and nothing is left
+  EXPECT_TRUE(store_->BeginUpload(o, -1).ok());
+  EXPECT_EQ(Entries(dir_), std::vector<std::string>{"animals"});
+}
+
+TEST_F(DatasetStoreTest, AFailedUploadLeavesNothing) {
+  auto bad = Upload("ragged", Csv() + "1,2\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message().rfind("body: ragged", 0), 0u) << bad.status().message();
+  auto big = Upload("big", std::string(2 << 20, 'x'));
+  EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted);
+  api::DatasetUploadOptions o;
+  o.name = "chunked";
+  o.format = "csv";
+  auto chunked = store_->BeginUpload(o, -1);  // no Content-Length: counted as it comes
+  ASSERT_TRUE(chunked.ok());
+  EXPECT_TRUE((*chunked)->Append(std::string(1 << 19, 'x')).ok());
+  EXPECT_EQ((*chunked)->Append(std::string(1 << 19, 'x')).code(), StatusCode::kOk);
+  EXPECT_EQ((*chunked)->Append("x").code(), StatusCode::kResourceExhausted);
+  chunked->reset();
+  EXPECT_TRUE(Entries(dir_).empty());
+  EXPECT_EQ(store_->GetDataset("ragged").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(DatasetStoreTest, OpenRemovesWhatInterruptedUploadsAndDeletesLeft) {
+  fs::create_directories(dir_ + "/.upload-abc");
+  std::ofstream(dir_ + "/.upload-abc/upload") << "half";
+  fs::create_directories(dir_ + "/.delete-def");
+  Open();
+  EXPECT_TRUE(Entries(dir_).empty());
+}
+
+TEST_F(DatasetStoreTest, DeleteIsRefusedWhileAJobUsesIt) {
+  ASSERT_TRUE(Upload("animals", Csv()).ok());
+  busy_ = "animals";
+  auto st = store_->DeleteDataset("animals");
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("job-1"), std::string::npos) << st.message();
+  busy_.clear();
+  EXPECT_TRUE(store_->DeleteDataset("animals").ok());
+  EXPECT_TRUE(Entries(dir_).empty());
+  EXPECT_EQ(store_->DeleteDataset("animals").code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->DeleteDataset("fashion-mnist").code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Upload("animals", Csv(50)).ok());  // the name is free again
+}
+
+TEST_F(DatasetStoreTest, AJobsDatasetIsResolvedToTheExactUpload) {
+  auto r = Upload("animals", Csv(), "standard");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  engine::DatasetSpec d;
+  d.name = "animals";
+  ASSERT_TRUE(store_->ResolveJobDataset(&d).ok());
+  EXPECT_EQ(d.format, "csv");
+  EXPECT_EQ(d.sha256, r->sha256);
+  EXPECT_EQ(d.normalize, "standard");
+  EXPECT_EQ(d.label_column, "label");
+
+  engine::DatasetSpec pinned;
+  pinned.name = "animals";
+  pinned.sha256 = std::string(64, 'a');
+  auto st = store_->ResolveJobDataset(&pinned);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message().rfind("dataset.sha256: ", 0), 0u) << st.message();
+
+  engine::DatasetSpec other;
+  other.name = "animals";
+  other.normalize = "none";  // the default: taken from the upload
+  EXPECT_TRUE(store_->ResolveJobDataset(&other).ok());
+  other = engine::DatasetSpec();
+  other.name = "animals";
+  other.label_column = "kind";
+  st = store_->ResolveJobDataset(&other);
+  EXPECT_EQ(st.message().rfind("dataset.label_column: ", 0), 0u) << st.message();
+
+  engine::DatasetSpec idx;  // not an upload: left as it is
+  idx.name = "fashion-mnist";
+  ASSERT_TRUE(store_->ResolveJobDataset(&idx).ok());
+  EXPECT_EQ(idx.format, "idx");
+  EXPECT_TRUE(idx.sha256.empty());
+  engine::DatasetSpec missing;
+  missing.name = "nothing";
+  missing.format = "npz";
+  EXPECT_EQ(store_->ResolveJobDataset(&missing).message().rfind("dataset.name: ", 0), 0u);
+}
+
+}  // namespace
+}  // namespace trainingd::daemon

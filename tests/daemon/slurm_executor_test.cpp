@@ -17,6 +17,7 @@
 #include "job_manager_fixture.h"  // SmallJob
 #include "run_recorder.h"
 #include "trainingd/api/run_report.h"
+#include "trainingd/engine/io/checkpoint_manager.h"
 
 namespace trainingd::daemon {
 namespace {
@@ -244,12 +245,19 @@ TEST_F(SlurmExecutorTest, ARunIsSubmittedFollowedAndEndsAsItsReportSays) {
   EXPECT_TRUE(All<eng::AttemptStarted>("a").empty());  // not running yet
 
   SetState(1, "RUNNING");
+  // A checkpoint in the directory says nothing of where the attempt started: the run's own
+  // report does (trainingd run under Slurm writes its attempt and its session's start).
+  std::ofstream(r.job_dir + "/model.ckpt-700") << "x";
+  std::ofstream(r.job_dir + "/checkpoint") << "?";  // unreadable: rebuilt from the files
+  ASSERT_EQ(eng::LatestCheckpointStep(r.job_dir), 700);
+  Report(r, eng::AttemptStarted{1, 0, 1, 0, 99});
   Report(r, eng::SessionCreated{0});
   Report(r, eng::ScalarRecorded{"loss", 1, 2.5, 100});
   Report(r, eng::LogWritten{eng::LogSeverity::kInfo, "global_step = 1"});
   ASSERT_TRUE(WaitForScalar("a", 1));
   ASSERT_TRUE(WaitForState("a", "RUNNING"));
   ASSERT_EQ(All<eng::AttemptStarted>("a").size(), 1u);
+  EXPECT_EQ(All<eng::AttemptStarted>("a")[0].from_step, 0);
 
   Report(r, eng::ScalarRecorded{"loss", 100, 0.5, 101});
   JobResult done;

@@ -808,6 +808,9 @@ void JobManager::OnRunEvent(const std::string& job_id, RunEvent event) {
       job->attempts.push_back(a);
       job->ranks.clear();
       store_.PutAttempt(job_id, a);
+      // The state again, so watchers read the job anew: a cluster run reports its attempt after
+      // Slurm's RUNNING has made it running.
+      bus_.Publish(job_id, api::EventKind::kState, StateEvent(job->rec));
     }
   } else if (auto* attempt_ended = std::get_if<eng::AttemptEnded>(&event)) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -817,6 +820,7 @@ void JobManager::OnRunEvent(const std::string& job_id, RunEvent event) {
       a.ended_at = attempt_ended->wall_time;
       a.end = attempt_ended->reason;
       store_.PutAttempt(job_id, a);
+      bus_.Publish(job_id, api::EventKind::kState, StateEvent(job->rec));
     }
   } else if (auto* timings = std::get_if<eng::RankTimings>(&event)) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -199,8 +199,9 @@ def main():
             status, err = d.call("POST", "/api/v1/jobs", pinned)
             expect(status == 400 and err["error"]["field"] == "dataset.sha256", (status, err))
             status, err = d.call("POST", "/api/v1/jobs",
-                                 dict(spec, dataset={"name": "animals", "normalize": "none"}))
-            expect(status == 400 and err["error"]["field"] == "dataset.normalize", (status, err))
+                                 dict(spec, dataset={"name": "animals", "label_column": "x"}))
+            expect(status == 400 and err["error"]["field"] == "dataset.label_column",
+                   (status, err))
             status, err = d.call("POST", "/api/v1/jobs", dict(spec, model="cnn",
                                                               dataset="animals"))
             expect(status == 400 and "model" in err["error"].get("field", ""), (status, err))

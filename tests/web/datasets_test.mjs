@@ -12,9 +12,7 @@
 // every preset for fashion-mnist. Then a valid CSV (3 classes of strings): its bytes sent show on
 // the progress bar, it appears in the list with its class names, the submit form offers softmax
 // and mlp but not cnn for it, a delete while a job uses it shows the daemon's 409, and a delete
-// after the job stopped removes it. That last part needs the CSV reader: while the daemon answers
-// a valid CSV with "csv datasets are not readable yet" (before the reader landed) it checks that
-// answer is shown and says the rest was skipped. It fails on console errors the step does not
+// after the job stopped removes it. It fails on console errors the step does not
 // expect, page errors, CSP violations and requests to other hosts, as dashboard_test.mjs does.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -44,7 +42,6 @@ const text = async (page, sel) => (await page.locator(sel).first().textContent()
 
 let daemon;
 let context;
-let readersMissing = false;
 
 // Chooses `file` in the upload form; returns the name and format the page guessed.
 async function chooseFile(page, name, content) {
@@ -171,16 +168,9 @@ async function main() {
     const box = document.getElementById('upload-progress');
     new MutationObserver(() => window.__sent.push(Number(box.dataset.sent))).observe(box, { attributes: true, attributeFilter: ['data-sent'] });
   });
-  const answer = await expecting([/status of 400/], () => upload(page));
+  const answer = await upload(page);
   const sent = await page.evaluate(() => window.__sent);
   check(sent.length >= 2 && sent[0] === 0 && sent[sent.length - 1] === csv.length, `progress from 0 to ${csv.length} bytes: ${sent}`);
-  if (answer.status === 400 && /not readable yet/.test(answer.body.error.message)) {
-    readersMissing = true;
-    await checkRefused(page, answer, 400);
-    log(`valid CSV: ${answer.body.error.message}`);
-    log('SKIPPED until the CSV reader lands: the upload in the list, the picker for a table, delete');
-    return;
-  }
   check(answer.status === 201, `the valid CSV is kept: ${answer.status} ${JSON.stringify(answer.body)}`);
   await page.locator('#upload-progress[data-state="done"]').waitFor({ timeout: 5000 });
   const row = page.locator('tr[data-name="pets"]');
@@ -221,18 +211,9 @@ async function main() {
     }
     throw new Error('the form neither opened a job page nor showed an error');
   });
-  if (!refused) {
-    jobId = decodeURIComponent(new URL(page.url()).hash.split('/').pop());
-  } else {
-    // Until the engine fits a preset's last layer to the dataset's classes (issue 23), the
-    // daemon refuses the preset's 10 outputs for 3 classes; the job is then mlp's layers with 3.
-    check(/must be a dense layer of 3 units/.test(refused), `the form's spec for pets is refused: ${refused}`);
-    log(`SKIPPED until presets fit the class count: submitting the form's mlp on pets ("${refused}")`);
-    const layers = [{ type: 'flatten' }, { type: 'dense', units: 16, activation: 'relu' }, { type: 'dense', units: 3 }];
-    const job = await daemon.api('POST', '/jobs', { ...spec, model: { layers } }, TOKEN);
-    check(job.status === 201, `a job on pets: ${job.status} ${JSON.stringify(job.body)}`);
-    jobId = job.body.id;
-  }
+  // The preset's last layer fits the table's 3 classes: the form's own spec is accepted.
+  check(!refused, `the form's mlp on pets is accepted: ${refused}`);
+  jobId = decodeURIComponent(new URL(page.url()).hash.split('/').pop());
   await page.goto(`${daemon.url}/#/submit?preset=cnn`);
   await page.locator('.submit-page[data-datasets="2"]').waitFor({ timeout: 10000 });
   await page.locator('#dataset-select').selectOption('pets');
@@ -297,5 +278,5 @@ try {
 }
 if (reportProblems()) failed = true;
 if (!failed) fs.rmSync(tmp, { recursive: true, force: true });
-log(failed ? 'FAILED' : `PASSED${readersMissing ? ' (the CSV part skipped: no CSV reader yet)' : ''}; screenshots in ${SHOTS}`);
+log(failed ? 'FAILED' : `PASSED; screenshots in ${SHOTS}`);
 process.exit(failed ? 1 : 0);

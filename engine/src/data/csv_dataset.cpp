@@ -213,18 +213,7 @@ void Allocate(int64_t examples, int64_t features, Split* split) {
 }
 
 Status CheckOptions(const DatasetSource& source, const DatasetOptions& options, bool test_file) {
-  if (options.validation_size < 0 && options.validation_size != kAutoValidationSize) {
-    return Status::InvalidArgument("validation_size must be >= 0, got " +
-                                   std::to_string(options.validation_size));
-  }
-  if (options.max_train_examples < 0) {
-    return Status::InvalidArgument("max_train_examples must be >= 0 (0 = all), got " +
-                                   std::to_string(options.max_train_examples));
-  }
-  if (options.max_test_examples < 0) {
-    return Status::InvalidArgument("max_test_examples must be >= 0 (0 = all), got " +
-                                   std::to_string(options.max_test_examples));
-  }
+  TRAININGD_RETURN_IF_ERROR(CheckDatasetOptions(options));
   if (!test_file && !(source.test_fraction > 0.0 && source.test_fraction < 1.0)) {
     return Status::InvalidArgument("test_fraction must be in (0, 1), got " +
                                    std::to_string(source.test_fraction));

@@ -132,19 +132,8 @@ struct Directory {
 };
 
 Status OpenDirectory(const std::string& dir, DatasetOptions options, Directory* d) {
+  TRAININGD_RETURN_IF_ERROR(CheckDatasetOptions(options));
   if (options.validation_size == kAutoValidationSize) options.validation_size = 5000;
-  if (options.validation_size < 0) {
-    return Status::InvalidArgument("validation_size must be >= 0, got " +
-                                   std::to_string(options.validation_size));
-  }
-  if (options.max_train_examples < 0) {
-    return Status::InvalidArgument("max_train_examples must be >= 0 (0 = all), got " +
-                                   std::to_string(options.max_train_examples));
-  }
-  if (options.max_test_examples < 0) {
-    return Status::InvalidArgument("max_test_examples must be >= 0 (0 = all), got " +
-                                   std::to_string(options.max_test_examples));
-  }
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     return Status::NotFound(dir + ": dataset directory does not exist or is not a directory");
@@ -184,6 +173,22 @@ Status OpenDirectory(const std::string& dir, DatasetOptions options, Directory* 
 }
 
 }  // namespace
+
+Status CheckDatasetOptions(const DatasetOptions& options) {
+  if (options.validation_size < 0 && options.validation_size != kAutoValidationSize) {
+    return Status::InvalidArgument("validation_size must be >= 0, got " +
+                                   std::to_string(options.validation_size));
+  }
+  if (options.max_train_examples < 0) {
+    return Status::InvalidArgument("max_train_examples must be >= 0 (0 = all), got " +
+                                   std::to_string(options.max_train_examples));
+  }
+  if (options.max_test_examples < 0) {
+    return Status::InvalidArgument("max_test_examples must be >= 0 (0 = all), got " +
+                                   std::to_string(options.max_test_examples));
+  }
+  return Status::Ok();
+}
 
 const char* PreprocessingName(Preprocessing p) {
   switch (p) {

@@ -357,6 +357,7 @@ Status OpenArchive(std::unique_ptr<ByteSource> source, const DatasetOptions& opt
   }
 
   // Splits.
+  TRAININGD_RETURN_IF_ERROR(CheckDatasetOptions(options));
   int64_t validation = options.validation_size;
   if (ar->has_val) {
     if (validation != kAutoValidationSize && validation != 0) {
@@ -366,24 +367,12 @@ Status OpenArchive(std::unique_ptr<ByteSource> source, const DatasetOptions& opt
     }
   } else {
     if (validation == kAutoValidationSize) validation = xt.count / 10;
-    if (validation < 0) {
-      return Status::InvalidArgument("validation_size must be >= 0, got " +
-                                     std::to_string(validation));
-    }
     if (validation >= xt.count) {
       return Status::InvalidArgument("validation_size = " + std::to_string(validation) +
                                      " must be less than the " + std::to_string(xt.count) +
                                      " training examples in " + file);
     }
     ar->val_from_train = validation;
-  }
-  if (options.max_train_examples < 0) {
-    return Status::InvalidArgument("max_train_examples must be >= 0 (0 = all), got " +
-                                   std::to_string(options.max_train_examples));
-  }
-  if (options.max_test_examples < 0) {
-    return Status::InvalidArgument("max_test_examples must be >= 0 (0 = all), got " +
-                                   std::to_string(options.max_test_examples));
   }
 
   DatasetInfo& info = ar->info;

@@ -135,6 +135,11 @@ Result<DatasetInfo> ProbeMnistDirectory(const std::string& dir, const DatasetOpt
 //   anything ReadIdxFile() returns for a malformed file (DataLoss, InvalidArgument, IoError).
 Result<Datasets> LoadMnistDirectory(const std::string& dir, const DatasetOptions& options = {});
 
+// InvalidArgument naming the option when `options` are out of range whatever the data:
+// validation_size below 0 (other than kAutoValidationSize), max_*_examples below 0. Every
+// format's reader checks them first.
+Status CheckDatasetOptions(const DatasetOptions& options);
+
 // How much of a dataset ProbeDataset reads.
 enum class ProbeDepth {
   // Headers and labels only (what admission needs; a few reads, whatever the data's size).

@@ -153,7 +153,7 @@ CASES = [
     ("pooling larger than the image",
      base(model=layers({"type": "max_pool2d", "pool": 64}, FLAT, dense(10))),
      refused("model.layers[0]")),
-    ("a last layer of 5 units", base(model=layers(FLAT, dense(5))), refused("model.layers[1]")),
+    ("a last layer of 5 units", base(model=layers(FLAT, dense(5))), refused("model.layers[1].units")),
     ("stride 64 over a 28x28 image", base(model=layers(conv(8, 3, stride=64), FLAT, dense(10))),
      ends("completed")),
     # Documents built to hurt a parser.

@@ -168,9 +168,10 @@ class DatasetStore::Upload : public api::DatasetUpload {
     if (::rename((staging_ + "/upload").c_str(), (staging_ + "/" + file).c_str()) != 0) {
       return Status::IoError(Errno("naming the upload"));
     }
-    // Every value is checked, in bounded memory, with the options a job would use by default.
+    // Every value is checked, in bounded memory, with the options a job would use by default:
+    // read as a job would read it (JobDatasetSource), from where it is now, the staging directory.
     eng::DatasetSpec spec = SpecOf(record);
-    auto source = eng::JobDatasetSource(spec, "", fs::path(staging_).parent_path().string());
+    auto source = eng::JobDatasetSource(spec, "", store_.options_.dir);
     if (!source.ok()) return source.status();
     source->path = staging_ + "/" + file;
     auto info = eng::ProbeDataset(*source, eng::JobDatasetOptions(spec), eng::ProbeDepth::kFull);

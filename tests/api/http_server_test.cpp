@@ -139,7 +139,7 @@ TEST_F(HttpServerTest, UploadsAreStreamedPastTheBodyLimit) {
   StartServer(options);
   const std::string host = "127.0.0.1:" + std::to_string(server_->port());
   std::string body = "ok";
-  for (int i = 0; body.size() < (size_t{5} << 20); ++i) body += std::to_string(i * 7919) + ",";
+  for (int64_t i = 0; body.size() < (size_t{5} << 20); ++i) body += std::to_string(i * 7919) + ",";
   for (const bool chunked : {false, true}) {
     const std::string name = chunked ? "chunked" : "plain";
     TestClient client(server_->port());

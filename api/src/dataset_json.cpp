@@ -15,10 +15,19 @@ json UploadToJson(const DatasetRecord& d) {
   json u = {{"normalize", d.upload.normalize}};
   if (d.format == "csv") {
     u["label_column"] = d.upload.label_column;
-    u["test_fraction"] = d.upload.test_fraction;
-    u["split_seed"] = d.upload.split_seed;
+    u["test_file"] = d.upload.test_file;
+    if (!d.upload.test_file) {
+      u["test_fraction"] = d.upload.test_fraction;
+      u["split_seed"] = d.upload.split_seed;
+    }
   }
   return u;
+}
+
+json FileToJson(const DatasetFileRecord& f) { return {{"sha256", f.sha256}, {"bytes", f.bytes}}; }
+
+DatasetFileRecord FileFromJson(const json& v) {
+  return {v.at("sha256").get<std::string>(), v.at("bytes").get<int64_t>()};
 }
 
 }  // namespace
@@ -49,7 +58,11 @@ json DatasetToJson(const DatasetRecord& d) {
             {"element_type", d.element_type},
             {"preprocessing", std::move(preprocessing)},
             {"created_at", d.created_at > 0 ? json(d.created_at) : json(nullptr)}};
-  if (!d.read_only) v["upload"] = UploadToJson(d);
+  if (!d.read_only) {
+    v["upload"] = UploadToJson(d);
+    v["files"] = {{"train", FileToJson(d.train_file)}};
+    if (!d.test_file.sha256.empty()) v["files"]["test"] = FileToJson(d.test_file);
+  }
   return v;
 }
 
@@ -91,9 +104,19 @@ engine::Result<DatasetRecord> DatasetFromJson(std::string_view text) {
       d.upload.normalize = u->at("normalize").get<std::string>();
       if (d.format == "csv") {
         d.upload.label_column = u->at("label_column").get<std::string>();
-        d.upload.test_fraction = u->at("test_fraction").get<double>();
-        d.upload.split_seed = u->at("split_seed").get<uint64_t>();
+        d.upload.test_file = u->value("test_file", false);
+        if (!d.upload.test_file) {
+          d.upload.test_fraction = u->at("test_fraction").get<double>();
+          d.upload.split_seed = u->at("split_seed").get<uint64_t>();
+        }
       }
+    }
+    // Records written before datasets had two files name only the one.
+    if (const auto f = v.find("files"); f != v.end()) {
+      d.train_file = FileFromJson(f->at("train"));
+      if (f->contains("test")) d.test_file = FileFromJson(f->at("test"));
+    } else if (!d.read_only) {
+      d.train_file = {d.sha256, d.bytes};
     }
   } catch (const json::exception& e) {
     return engine::Status::InvalidArgument(std::string("dataset record: ") + e.what());

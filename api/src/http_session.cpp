@@ -223,7 +223,7 @@ void HttpSession::OnUploadChunk(error_code ec, size_t) {
   // The file is written on the handler pool; the next read waits for it (back-pressure).
   net::post(*shared_.handlers, [self = shared_from_this(), filled, done]() mutable {
     engine::Status status =
-        self->upload_->Append(std::string_view(self->upload_buffer_.data(), filled));
+        self->upload_->Write(std::string_view(self->upload_buffer_.data(), filled));
     auto executor = self->stream_.get_executor();
     net::post(executor, [self = std::move(self), status = std::move(status), done]() mutable {
       if (self->closed_) return;

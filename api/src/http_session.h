@@ -116,7 +116,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // request's header as the router saw it, what the router feeds, and the read buffer.
   std::optional<boost::beast::http::request_parser<boost::beast::http::buffer_body>> upload_parser_;
   HttpRequest upload_header_;
-  std::unique_ptr<DatasetUpload> upload_;
+  std::unique_ptr<UploadBody> upload_;
   std::vector<char> upload_buffer_;
   std::array<char, 4096> discard_{};
 

@@ -336,14 +336,14 @@ bool Router::StreamsBody(std::string_view method, std::string_view target) {
   return method == "POST" && SplitRequestTarget(target).path == "/api/v1/datasets";
 }
 
-HttpResponse Router::FinishUpload(const HttpRequest& header, DatasetUpload& upload,
+HttpResponse Router::FinishUpload(const HttpRequest& header, UploadBody& upload,
                                   const Status& body_status) {
   auto start = std::chrono::steady_clock::now();
   HttpResponse response;
   try {
     if (!body_status.ok()) {
       response = DatasetStatusResponse(body_status);
-    } else if (auto record = upload.Commit(); !record.ok()) {
+    } else if (auto record = upload.Finish(); !record.ok()) {
       response = DatasetStatusResponse(record.status());
     } else {
       response = JsonResponse(201, DatasetToJson(*record));
@@ -448,11 +448,21 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
   }
   // Only application/json, which a cross-site page cannot send without a CORS preflight (and
   // preflights get no CORS allowance): no form or text/plain post can change state.
-  // An upload's body is application/octet-stream, which needs a preflight just the same.
-  const std::string_view media = route->id == RouteId::kUploadDataset ? kOctetStream : kJson;
-  if (route->method == "POST" && !IsMediaType(request.Header("Content-Type"), media)) {
+  // An upload's body is application/octet-stream, which needs a preflight just the same, or
+  // multipart/form-data (a CSV and its test file), which a cross-site form can send: that one
+  // rests on the Origin check above (browsers send Origin with every POST) and on the token.
+  const std::string_view content_type = request.Header("Content-Type");
+  if (route->id == RouteId::kUploadDataset) {
+    if (!IsMediaType(content_type, kOctetStream) &&
+        !IsMediaType(content_type, "multipart/form-data")) {
+      return ErrorResponse(415, "unsupported_media_type",
+                           "Content-Type must be application/octet-stream (the file as the body) "
+                           "or multipart/form-data (parts train and test)",
+                           "Content-Type");
+    }
+  } else if (route->method == "POST" && !IsMediaType(content_type, kJson)) {
     return ErrorResponse(415, "unsupported_media_type",
-                         "Content-Type must be " + std::string(media), "Content-Type");
+                         "Content-Type must be " + std::string(kJson), "Content-Type");
   }
   if (!query) {
     return ErrorResponse(400, "invalid_argument", "query string has a malformed %-escape", "query");
@@ -805,17 +815,20 @@ HttpResponse Router::UploadDataset(const Context& c) {
   } else if (!c.request.body_follows) {
     declared = static_cast<int64_t>(c.request.body.size());
   }
+  auto boundary = UploadBody::BoundaryOf(c.request.Header("Content-Type"));
+  if (!boundary.ok()) return StatusResponse(boundary.status());
   auto upload = datasets_->BeginUpload(*options, declared);
   if (!upload.ok()) return DatasetStatusResponse(upload.status());
+  auto body = std::make_unique<UploadBody>(std::move(*upload), std::move(*boundary));
   HttpResponse r;
   if (c.request.body_follows) {
-    r.upload = std::move(*upload);
+    r.upload = std::move(body);
     return r;
   }
   // The body is here already (a caller without a socket): the same steps at once.
-  Status appended = (*upload)->Append(c.request.body);
-  if (!appended.ok()) return DatasetStatusResponse(appended);
-  auto record = (*upload)->Commit();
+  Status written = body->Write(c.request.body);
+  if (!written.ok()) return DatasetStatusResponse(written);
+  auto record = body->Finish();
   if (!record.ok()) return DatasetStatusResponse(record.status());
   r = JsonResponse(201, DatasetToJson(*record));
   r.SetHeader("Location", "/api/v1/datasets/" + record->name);

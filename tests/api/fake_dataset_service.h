@@ -1,5 +1,6 @@
-// An in-memory DatasetService for the router and server tests: an upload keeps the bytes it is
-// fed, and its Commit "validates" by a rule the tests choose (the body must start with "ok").
+// An in-memory DatasetService for the router and server tests: an upload keeps the bytes of each
+// file it is fed, and its Commit "validates" by a rule the tests choose (the dataset's file must
+// start with "ok"). Like the real store, only a CSV upload may have a test file.
 // Thread-safe.
 #pragma once
 
@@ -56,13 +57,19 @@ class FakeDatasetService : public DatasetService {
   std::string Body(const std::string& name) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kept_.find(name);
-    return it == kept_.end() ? "" : it->second.body;
+    return it == kept_.end() ? "" : it->second.body[0];
+  }
+  // The bytes of a committed upload's test file.
+  std::string TestBody(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kept_.find(name);
+    return it == kept_.end() ? "" : it->second.body[1];
   }
 
  private:
   struct Kept {
     DatasetRecord record;
-    std::string body;
+    std::string body[2];  // the dataset's file, the test file
   };
 
   class Upload : public DatasetUpload {
@@ -71,35 +78,44 @@ class FakeDatasetService : public DatasetService {
       ++service_.uploads_alive;
     }
     ~Upload() override { --service_.uploads_alive; }
+    engine::Status Begin(DatasetFile file) override {
+      if (file == DatasetFile::kTest && options_.format != "csv") {
+        return engine::Status::InvalidArgument("test: only a CSV upload has a test file");
+      }
+      file_ = file == DatasetFile::kTest ? 1 : 0;
+      return engine::Status::Ok();
+    }
     engine::Status Append(std::string_view bytes) override {
       int64_t n = static_cast<int64_t>(bytes.size());
       int64_t seen = service_.largest_append.load();
       while (n > seen && !service_.largest_append.compare_exchange_weak(seen, n)) {
       }
-      if (static_cast<int64_t>(body_.size()) + n > service_.max_bytes) {
+      if (static_cast<int64_t>(body_[0].size() + body_[1].size()) + n > service_.max_bytes) {
         return engine::Status::ResourceExhausted("the upload is over the limit");
       }
-      body_.append(bytes);
+      body_[file_].append(bytes);
       return engine::Status::Ok();
     }
     engine::Result<DatasetRecord> Commit() override {
-      if (body_.rfind("ok", 0) != 0) {
+      if (body_[0].rfind("ok", 0) != 0) {
         return engine::Status::InvalidArgument("y_train: 59999 labels for 60000 images");
       }
       DatasetRecord r;
       r.name = options_.name;
       r.format = options_.format;
       r.upload = options_;
-      r.bytes = static_cast<int64_t>(body_.size());
+      r.upload.test_file = !body_[1].empty();
+      r.bytes = static_cast<int64_t>(body_[0].size() + body_[1].size());
       std::lock_guard<std::mutex> lock(service_.mu_);
-      service_.kept_[r.name] = Kept{r, std::move(body_)};
+      service_.kept_[r.name] = Kept{r, {std::move(body_[0]), std::move(body_[1])}};
       return r;
     }
 
    private:
     FakeDatasetService& service_;
     DatasetUploadOptions options_;
-    std::string body_;
+    std::string body_[2];
+    int file_ = 0;
   };
 
   std::mutex mu_;

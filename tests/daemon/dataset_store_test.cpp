@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "trainingd/engine/base/sha256.h"
+#include "trainingd/engine/job/job_runner.h"
 
 namespace trainingd::daemon {
 namespace {
@@ -122,6 +123,83 @@ TEST_F(DatasetStoreTest, AnUploadIsKeptWholeAndSurvivesARestart) {
   EXPECT_EQ((*list)[1].name, "fashion-mnist");
   EXPECT_TRUE((*list)[1].read_only);
   EXPECT_EQ((*list)[1].example_shape, (std::vector<int64_t>{28, 28, 1}));
+}
+
+// A CSV with its own test file, fed as UploadBody feeds a multipart body (test part first).
+TEST_F(DatasetStoreTest, ACsvKeepsItsOwnTestFile) {
+  const std::string train = Csv(40), test = Csv(10);
+  api::DatasetUploadOptions o;
+  o.name = "animals";
+  o.format = "csv";
+  auto upload = store_->BeginUpload(o, -1);
+  ASSERT_TRUE(upload.ok());
+  ASSERT_TRUE((*upload)->Begin(api::DatasetFile::kTest).ok());
+  ASSERT_TRUE((*upload)->Append(test).ok());
+  ASSERT_TRUE((*upload)->Begin(api::DatasetFile::kMain).ok());
+  ASSERT_TRUE((*upload)->Append(train).ok());
+  auto r = (*upload)->Commit();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->upload.test_file);
+  EXPECT_EQ(r->train_examples + r->validation_examples, 40);  // no test rows split off
+  EXPECT_EQ(r->test_examples, 10);
+  EXPECT_EQ(r->train_file.sha256, Sha(train));
+  EXPECT_EQ(r->test_file.sha256, Sha(test));
+  EXPECT_EQ(r->sha256, Sha(Sha(train) + "\n" + Sha(test) + "\n"));
+  EXPECT_EQ(r->bytes, static_cast<int64_t>(train.size() + test.size()));
+  std::vector<std::string> files = {r->sha256 + ".csv", r->sha256 + ".test.csv", "dataset.json"};
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(Entries(dir_ + "/animals"), files);
+  Open();  // the record keeps both files
+  auto again = store_->GetDataset("animals");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->upload.test_file);
+  EXPECT_EQ(again->test_file.sha256, Sha(test));
+  EXPECT_EQ(again->train_file.sha256, Sha(train));
+
+  engine::DatasetSpec d;  // a job reads both files
+  d.name = "animals";
+  ASSERT_TRUE(store_->ResolveJobDataset(&d).ok());
+  EXPECT_TRUE(d.test_file);
+  auto info = engine::ProbeJobDataset(d, "", dir_);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->test_examples, 10);
+}
+
+TEST_F(DatasetStoreTest, ATestFileIsCheckedAndOnlyForCsv) {
+  api::DatasetUploadOptions o;
+  o.name = "bad";
+  o.format = "csv";
+  {  // a test file whose columns are not the training file's: named as the test file's fault
+    auto upload = store_->BeginUpload(o, -1);
+    ASSERT_TRUE(upload.ok());
+    ASSERT_TRUE((*upload)->Append(Csv()).ok());
+    ASSERT_TRUE((*upload)->Begin(api::DatasetFile::kTest).ok());
+    ASSERT_TRUE((*upload)->Append("x,z,label\n1,2,cat\n").ok());
+    auto r = (*upload)->Commit();
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message().rfind("test: ", 0), 0u) << r.status().message();
+    EXPECT_EQ(r.status().message().find(dir_), std::string::npos) << r.status().message();
+  }
+  {  // an empty test part
+    auto upload = store_->BeginUpload(o, -1);
+    ASSERT_TRUE((*upload)->Append(Csv()).ok());
+    ASSERT_TRUE((*upload)->Begin(api::DatasetFile::kTest).ok());
+    EXPECT_EQ((*upload)->Commit().status().message().rfind("test: ", 0), 0u);
+  }
+  o.test_fraction = 0.3;  // a split asked for, and a test file given
+  {
+    auto upload = store_->BeginUpload(o, -1);
+    EXPECT_EQ((*upload)->Begin(api::DatasetFile::kTest).message().rfind("test_fraction: ", 0),
+              0u);
+  }
+  o = {};
+  o.name = "arrays";
+  o.format = "npz";
+  {
+    auto upload = store_->BeginUpload(o, -1);
+    EXPECT_EQ((*upload)->Begin(api::DatasetFile::kTest).message().rfind("test: ", 0), 0u);
+  }
+  EXPECT_TRUE(Entries(dir_).empty());
 }
 
 TEST_F(DatasetStoreTest, ANameIsNeverTakenOver) {

@@ -50,6 +50,18 @@ def upload(d, name, body, fmt="npz", query="", headers=None):
                   headers=h)
 
 
+def multipart(parts, boundary="trainingd-e2e-7d1f"):
+    """A multipart/form-data body of (name, bytes) parts, as curl -F writes it."""
+    body = b""
+    for name, data in parts:
+        body += (b"--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s.csv\"\r\n"
+                 b"Content-Type: text/csv\r\n\r\n" % (boundary.encode(), name.encode(),
+                                                        name.encode()))
+        body += data + b"\r\n"
+    body += b"--%s--\r\n" % boundary.encode()
+    return body, {"Content-Type": "multipart/form-data; boundary=" + boundary}
+
+
 def leftovers(datasets_dir):
     """What an interrupted or refused upload could have left."""
     return [n for n in os.listdir(datasets_dir) if n.startswith(".")]
@@ -185,6 +197,46 @@ def main():
             expect(table["preprocessing"]["kind"] == "standard" and
                    len(table["preprocessing"]["mean"]) == 2, table)
 
+            # --- a CSV with its own test file (multipart: test part first), and a job on it
+            names = ["cat", "dog", "emu"]
+            train_csv = ("x,y,kind\n" + "".join("%.3f,%.3f,%s\n" % (i / 7, (i % 5) / 3, names[i % 3])
+                                                for i in range(60))).encode()
+            test_csv = ("x,y,kind\n" + "".join("%.3f,%.3f,%s\n" % (i / 5, (i % 5) / 3, names[i % 3])
+                                               for i in range(21))).encode()
+            body, headers = multipart([("test", test_csv), ("train", train_csv)])
+            status, split = upload(d, "animals-split", body, "csv", "&label_column=kind",
+                                   headers=headers)
+            expect(status == 201, (status, split))
+            expect(split["splits"]["test"] == 21 and
+                   split["splits"]["train"] + split["splits"]["validation"] == 60, split)
+            train_sha = hashlib.sha256(train_csv).hexdigest()
+            test_sha = hashlib.sha256(test_csv).hexdigest()
+            expect(split["files"] == {"train": {"sha256": train_sha, "bytes": len(train_csv)},
+                                      "test": {"sha256": test_sha, "bytes": len(test_csv)}}, split)
+            expect(split["sha256"] == hashlib.sha256(
+                ("%s\n%s\n" % (train_sha, test_sha)).encode()).hexdigest(), split)
+            expect(split["upload"]["test_file"] is True and
+                   "test_fraction" not in split["upload"], split)
+            status, job = d.call("POST", "/api/v1/jobs", {
+                "name": "on-split", "dataset": "animals-split", "model": "softmax",
+                "max_steps": 200, "batch_size": 20})
+            expect(status == 201 and job["spec"]["dataset"]["test_file"] is True, (status, job))
+            done = d.wait_state(job["id"], {"completed", "failed"})
+            expect(done["state"] == "completed", done)
+            for what, parts, fmt, query, field in [
+                    ("a test file for an npz", [("train", b"x"), ("test", b"y")], "npz", "",
+                     "test"),
+                    ("no train part", [("test", test_csv)], "csv", "&label_column=kind", "train"),
+                    ("a test file with other columns", [("train", train_csv),
+                                                        ("test", b"x,z,kind\n1,2,cat\n")],
+                     "csv", "&label_column=kind", "test"),
+                    ("a split asked for too", [("train", train_csv), ("test", test_csv)], "csv",
+                     "&label_column=kind&test_fraction=0.3", "test_fraction")]:
+                body, headers = multipart(parts)
+                status, err = upload(d, "bad", body, fmt, query, headers=headers)
+                expect(status == 400 and err["error"].get("field") == field, (what, status, err))
+                expect(leftovers(datasets_dir) == [], (what, leftovers(datasets_dir)))
+
             # --- a job on the upload records its exact data; the dataset cannot go meanwhile
             spec = {"name": "on-colours", "dataset": "colours", "model": "softmax",
                     "max_steps": 3000, "batch_size": 30,
@@ -226,7 +278,8 @@ def main():
             # --- deleted once no job uses it: files gone, name free
             status, _ = d.call("DELETE", "/api/v1/datasets/colours")
             expect(status == 204, status)
-            expect(sorted(os.listdir(datasets_dir)) == ["animals"], os.listdir(datasets_dir))
+            expect(sorted(os.listdir(datasets_dir)) == ["animals", "animals-split"],
+                   os.listdir(datasets_dir))
             expect(d.call("GET", "/api/v1/datasets/colours")[0] == 404, "deleted")
             # Resuming the job now finds its exact data gone, and says so.
             status, err = d.call("POST", "/api/v1/jobs/%s/resume" % job["id"], {"max_steps": 4000})

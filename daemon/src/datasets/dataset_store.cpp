@@ -106,23 +106,31 @@ eng::DatasetSpec SpecOf(const api::DatasetRecord& r) {
   d.normalize = r.upload.normalize;
   if (r.format == "csv") {
     d.label_column = r.upload.label_column;
-    d.test_fraction = r.upload.test_fraction;
-    d.split_seed = r.upload.split_seed;
+    d.test_file = r.upload.test_file;
+    if (!d.test_file) {
+      d.test_fraction = r.upload.test_fraction;
+      d.split_seed = r.upload.split_seed;
+    }
   }
   return d;
 }
 
 }  // namespace
 
-// One upload in progress: the body goes to <dir>/.upload-<random>/<upload file>, hashed as it
-// arrives. Destroyed before a successful Commit, it removes its directory.
+// One upload in progress: its files go to <dir>/.upload-<random>/upload (and upload.test, a
+// CSV's test file), hashed as they arrive. Destroyed before a successful Commit, it removes its
+// directory.
 class DatasetStore::Upload : public api::DatasetUpload {
  public:
   Upload(DatasetStore& store, api::DatasetUploadOptions options, std::string staging, int fd)
-      : store_(store), options_(std::move(options)), staging_(std::move(staging)), fd_(fd) {}
+      : store_(store), options_(std::move(options)), staging_(std::move(staging)) {
+    files_[0].fd = fd;
+  }
 
   ~Upload() override {
-    if (fd_ >= 0) ::close(fd_);
+    for (File& f : files_) {
+      if (f.fd >= 0) ::close(f.fd);
+    }
     if (!committed_) {
       std::error_code ec;
       fs::remove_all(staging_, ec);
@@ -130,59 +138,114 @@ class DatasetStore::Upload : public api::DatasetUpload {
     }
   }
 
+  Status Begin(api::DatasetFile file) override {
+    if (file == api::DatasetFile::kMain) {
+      current_ = &files_[0];
+      return Status::Ok();
+    }
+    if (options_.format != "csv") {
+      return Status::InvalidArgument(
+          "test: only a CSV upload has a test file; an npz holds x_test and y_test itself");
+    }
+    if (options_.test_fraction != api::DatasetUploadOptions{}.test_fraction ||
+        options_.split_seed != 0) {
+      return Status::InvalidArgument(
+          "test_fraction: a CSV with its own test file is not split; leave test_fraction and "
+          "split_seed out");
+    }
+    if (test_begun_ || closed_) return Status::FailedPrecondition("test: begun twice");
+    files_[1].fd = ::open((staging_ + "/upload.test").c_str(),
+                          O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (files_[1].fd < 0) return Status::IoError(Errno(staging_ + "/upload.test"));
+    test_begun_ = true;
+    current_ = &files_[1];
+    return Status::Ok();
+  }
+
   Status Append(std::string_view bytes) override {
-    if (fd_ < 0) return Status::FailedPrecondition("the upload is closed");
-    if (bytes_ + static_cast<int64_t>(bytes.size()) > store_.options_.max_upload_bytes) {
+    if (current_->fd < 0) return Status::FailedPrecondition("the upload is closed");
+    if (files_[0].bytes + files_[1].bytes + static_cast<int64_t>(bytes.size()) >
+        store_.options_.max_upload_bytes) {
       return Status::ResourceExhausted("the upload is over max_dataset_bytes, " +
                                        std::to_string(store_.options_.max_upload_bytes) + " bytes");
     }
-    sha_.Update(bytes);
+    current_->sha.Update(bytes);
     while (!bytes.empty()) {
-      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+      const ssize_t n = ::write(current_->fd, bytes.data(), bytes.size());
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
         return errno == ENOSPC ? Status::IoError("no space left for the upload")
                                : Status::IoError(Errno("writing the upload"));
       }
       bytes.remove_prefix(static_cast<size_t>(n));
-      bytes_ += n;
+      current_->bytes += n;
     }
     return Status::Ok();
   }
 
   eng::Result<api::DatasetRecord> Commit() override {
-    if (fd_ < 0) return Status::FailedPrecondition("the upload is closed");
-    const bool synced = ::fsync(fd_) == 0;
-    ::close(fd_);
-    fd_ = -1;
-    if (!synced) return Status::IoError(Errno("fsync of the upload"));
-    if (bytes_ == 0) return Status::InvalidArgument("body: empty; send the file as the body");
+    if (closed_) return Status::FailedPrecondition("the upload is closed");
+    closed_ = true;
+    for (File& f : files_) {
+      if (f.fd < 0) continue;
+      const bool synced = ::fsync(f.fd) == 0;
+      ::close(f.fd);
+      f.fd = -1;
+      if (!synced) return Status::IoError(Errno("fsync of the upload"));
+    }
+    const bool has_test = test_begun_;
+    if (files_[0].bytes == 0) return Status::InvalidArgument("body: empty; send the file as the body");
+    if (has_test && files_[1].bytes == 0) return Status::InvalidArgument("test: the test file is empty");
 
     api::DatasetRecord record;
     record.name = options_.name;
     record.format = options_.format;
     record.upload = options_;
-    record.sha256 = sha_.HexDigest();
-    record.bytes = bytes_;
-    const std::string file = eng::UploadedDatasetFile(record.sha256, record.format);
-    if (::rename((staging_ + "/upload").c_str(), (staging_ + "/" + file).c_str()) != 0) {
-      return Status::IoError(Errno("naming the upload"));
+    record.upload.test_file = has_test;
+    record.train_file = {files_[0].sha.HexDigest(), files_[0].bytes};
+    record.sha256 = record.train_file.sha256;
+    record.bytes = files_[0].bytes + files_[1].bytes;
+    if (has_test) {
+      record.test_file = {files_[1].sha.HexDigest(), files_[1].bytes};
+      eng::Sha256 both;  // the two files' identity (DatasetRecord::sha256)
+      both.Update(record.train_file.sha256 + "\n" + record.test_file.sha256 + "\n");
+      record.sha256 = both.HexDigest();
     }
-    // Every value is checked, in bounded memory, with the options a job would use by default:
-    // read as a job would read it (JobDatasetSource), from where it is now, the staging directory.
     eng::DatasetSpec spec = SpecOf(record);
     auto source = eng::JobDatasetSource(spec, "", store_.options_.dir);
     if (!source.ok()) return source.status();
-    source->path = staging_ + "/" + file;
+    // The files get the names a job reads them by, in the staging directory; once checked, the
+    // directory becomes the dataset's.
+    source->path = staging_ + "/" + eng::UploadedDatasetFile(record.sha256, record.format);
+    if (::rename((staging_ + "/upload").c_str(), source->path.c_str()) != 0) {
+      return Status::IoError(Errno("naming the upload"));
+    }
+    if (has_test) {
+      source->test_path = staging_ + "/" + eng::UploadedDatasetFile(record.sha256, "csv", true);
+      if (::rename((staging_ + "/upload.test").c_str(), source->test_path.c_str()) != 0) {
+        return Status::IoError(Errno("naming the upload's test file"));
+      }
+    }
+    // Every value is checked, in bounded memory, with the options a job would use by default:
+    // read as a job would read it (JobDatasetSource), from where it is now.
     auto info = eng::ProbeDataset(*source, eng::JobDatasetOptions(spec), eng::ProbeDepth::kFull);
     if (!info.ok()) {
-      const Status& s = info.status();
-      // The reader's messages name the file by its staging path: the client knows it by name.
-      std::string message = s.message();
-      if (size_t at = message.find(source->path); at != std::string::npos) {
-        message.replace(at, source->path.size(), options_.name);
-      }
-      return Status::InvalidArgument("body: " + message);
+      // The reader's messages name the files by their staging paths: the client knows them as
+      // the dataset's name and its test file.
+      std::string message = info.status().message();
+      // The field is the file the reader names: the test file's, or the dataset's.
+      const char* field = !has_test ? "body: "
+                          : message.find(source->test_path) != std::string::npos ? "test: "
+                                                                                  : "train: ";
+      const auto rename_path = [&](const std::string& path, const std::string& as) {
+        if (path.empty()) return;
+        for (size_t at = message.find(path); at != std::string::npos; at = message.find(path)) {
+          message.replace(at, path.size(), as);
+        }
+      };
+      rename_path(source->test_path, "the test file");
+      rename_path(source->path, has_test ? "the training file" : options_.name);
+      return Status::InvalidArgument(field + message);
     }
     api::DatasetRecord checked = RecordFromInfo(*info);
     checked.name = record.name;
@@ -190,6 +253,8 @@ class DatasetStore::Upload : public api::DatasetUpload {
     checked.upload = record.upload;
     checked.sha256 = record.sha256;
     checked.bytes = record.bytes;
+    checked.train_file = record.train_file;
+    checked.test_file = record.test_file;
     eng::Env* env = store_.options_.env ? store_.options_.env : eng::Env::Default();
     checked.created_at = std::floor(env->NowSeconds() * 1000) / 1000;
     TRAININGD_RETURN_IF_ERROR(
@@ -201,12 +266,19 @@ class DatasetStore::Upload : public api::DatasetUpload {
   }
 
  private:
+  struct File {
+    int fd = -1;
+    int64_t bytes = 0;
+    eng::Sha256 sha;
+  };
+
   DatasetStore& store_;
   const api::DatasetUploadOptions options_;
   const std::string staging_;
-  int fd_;
-  int64_t bytes_ = 0;
-  eng::Sha256 sha_;
+  File files_[2];  // the dataset's file, a CSV's test file
+  File* current_ = &files_[0];
+  bool test_begun_ = false;
+  bool closed_ = false;
   bool committed_ = false;
 };
 
@@ -414,8 +486,8 @@ Status DatasetStore::ResolveJobDataset(eng::DatasetSpec* d) const {
                          auto* out) -> Status {
     if (given != fallback && given != actual) {
       std::ostringstream m;
-      m << "dataset." << field << ": dataset '" << d->name << "' was uploaded with " << field << " "
-        << actual << ", not " << given;
+      m << std::boolalpha << "dataset." << field << ": dataset '" << d->name
+        << "' was uploaded with " << field << " " << actual << ", not " << given;
       return Status::InvalidArgument(m.str());
     }
     *out = actual;
@@ -441,6 +513,8 @@ Status DatasetStore::ResolveJobDataset(eng::DatasetSpec* d) const {
                                   want.test_fraction, &d->test_fraction));
   TRAININGD_RETURN_IF_ERROR(
       agree("split_seed", d->split_seed, defaults.split_seed, want.split_seed, &d->split_seed));
+  TRAININGD_RETURN_IF_ERROR(
+      agree("test_file", d->test_file, defaults.test_file, want.test_file, &d->test_file));
   return Status::Ok();
 }
 

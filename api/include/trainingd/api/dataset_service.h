@@ -22,6 +22,21 @@ struct DatasetUploadOptions {
   double test_fraction = 0.2;          // csv: the share of rows that become the test split
   uint64_t split_seed = 0;             // csv: the seed of that split
   std::string normalize = "none";      // "none" or "standard" (tables)
+  // csv: the upload brought its own test file (a multipart part "test"), so test_fraction and
+  // split_seed do not apply. Set by the store when it commits, not by the query.
+  bool test_file = false;
+};
+
+// One file of an upload (docs/data.md#uploading).
+enum class DatasetFile {
+  kMain,  // the dataset's file: the npz, or a CSV's training rows
+  kTest,  // a CSV's own test file
+};
+
+// The size and SHA-256 of one file of a dataset.
+struct DatasetFileRecord {
+  std::string sha256;
+  int64_t bytes = 0;
 };
 
 // One dataset as the API shows it.
@@ -29,8 +44,12 @@ struct DatasetRecord {
   std::string name;
   std::string format;  // "idx" (a directory under the data root, read-only), "npz", "csv"
   bool read_only = false;
-  std::string sha256;  // uploads: of the file's bytes
-  int64_t bytes = 0;   // uploads: of the file
+  // Uploads: the dataset's identity, which a job's spec records. With one file, that file's
+  // SHA-256; with a test file too, the SHA-256 of the text "<train sha256>\n<test sha256>\n".
+  std::string sha256;
+  int64_t bytes = 0;  // uploads: of its files together
+  DatasetFileRecord train_file;  // uploads: the dataset's file
+  DatasetFileRecord test_file;   // a CSV's own test file; empty sha256 = none
   std::vector<int64_t> example_shape;
   int num_classes = 0;
   std::vector<std::string> class_names;  // empty = "0".."n-1"
@@ -44,13 +63,18 @@ struct DatasetRecord {
   double created_at = 0;                         // Unix seconds; 0 for an IDX directory
 };
 
-// The body of one upload, fed in order. The store writes it to a temporary file; nothing is
-// kept until Commit succeeds, and an upload destroyed before that (a client that went away, a
-// refusal) leaves nothing on disk. Not thread-safe: one caller at a time.
+// The files of one upload, fed in order (UploadBody decodes the request's body into them). The
+// store writes them to temporary files; nothing is kept until Commit succeeds, and an upload
+// destroyed before that (a client that went away, a refusal) leaves nothing on disk. Not
+// thread-safe: one caller at a time.
 class DatasetUpload {
  public:
   virtual ~DatasetUpload() = default;
-  // ResourceExhausted once the body passes the size limit; IoError when the disk fails.
+  // The bytes Append takes next are of `file` (until the next Begin); without a Begin they are
+  // the dataset's file (kMain). Each file is begun at most once. InvalidArgument naming `test`
+  // when the upload cannot have a test file (an npz holds x_test and y_test itself).
+  virtual engine::Status Begin(DatasetFile file) = 0;
+  // ResourceExhausted once the files together pass the size limit; IoError when the disk fails.
   virtual engine::Status Append(std::string_view bytes) = 0;
   // Validates the whole file (every array, every label, the counts), then renames it into
   // place. InvalidArgument naming the array, column or option that is wrong; FailedPrecondition

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "trainingd/api/dataset_service.h"
 #include "trainingd/api/job_service.h"
+#include "trainingd/api/upload_body.h"
 
 namespace trainingd::api {
 
@@ -48,7 +48,7 @@ struct HttpResponse {
 
   // Set by an upload route for a request whose body_follows: instead of answering now, the
   // server feeds it the body and then asks Router::FinishUpload for the answer.
-  std::unique_ptr<DatasetUpload> upload;
+  std::unique_ptr<UploadBody> upload;
 
   // Never sent: what went wrong behind a 500, for the daemon's log (InternalErrorResponse).
   std::string log_detail;

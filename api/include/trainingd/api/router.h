@@ -93,7 +93,7 @@ class Router {
   // The answer to an upload whose body has been fed (body_status OK: it commits the dataset,
   // 201) or failed (body_status: the error, e.g. ResourceExhausted = over the size limit, 413).
   // Records the answer in metrics() as Handle does.
-  HttpResponse FinishUpload(const HttpRequest& header, DatasetUpload& upload,
+  HttpResponse FinishUpload(const HttpRequest& header, UploadBody& upload,
                             const engine::Status& body_status);
 
   // Every route, in a fixed order; docs/openapi.yaml describes exactly these.

@@ -246,6 +246,20 @@ async function main() {
   await page.locator('tr[data-name="pets"]').waitFor({ state: 'detached', timeout: 10000 });
   check((await daemon.api('GET', '/datasets/pets', null, TOKEN)).status === 404, 'deleted on the daemon');
   log('delete: 409 while a job used it; after it stopped, cancel keeps it, delete removes it');
+
+  // 5. A CSV with its own test file: no split asked for, both files sent (multipart), the test
+  // split is the test file's rows.
+  await chooseFile(page, 'split.csv', csv);
+  await page.locator('#upload-test-file').setInputFiles({ name: 'split-test.csv', mimeType: 'text/csv', buffer: Buffer.from(BROKEN_CSV.split('\n')[0] + '\n1,2,cat\n3,4,dog\n5,6,bird\n7,8,cat\n') });
+  check(await page.locator('#upload-test-fraction').isDisabled() && await page.locator('#upload-split-seed').isDisabled(),
+    'a test file disables the split options');
+  const withTest = await upload(page);
+  check(withTest.status === 201, `the CSV and its test file are kept: ${withTest.status} ${JSON.stringify(withTest.body)}`);
+  check(withTest.body.splits.test === 4 && withTest.body.upload.test_file === true && withTest.body.files.test.bytes > 0,
+    `the test split is the test file's 4 rows: ${JSON.stringify(withTest.body.splits)} ${JSON.stringify(withTest.body.files)}`);
+  await page.locator('tr[data-name="split"]').waitFor({ timeout: 10000 });
+  check(!(await page.locator('#upload-test-fraction').isDisabled()), 'the form is reset after the upload');
+  log(`CSV with a test file: 201, splits ${JSON.stringify(withTest.body.splits)}`);
 }
 
 // The datasets page at a phone's width, whatever the steps above reached.

@@ -103,22 +103,30 @@ export async function api(path, opts = {}) {
 
 export const enc = encodeURIComponent;
 
-// An upload: POST /datasets?<query> with the file as an application/octet-stream body, through
-// XMLHttpRequest (fetch reports no upload progress). onProgress(sent, total) follows the bytes
-// sent; signal aborts. Resolves to the Dataset; rejects with ApiError like api(), and a 401 asks
-// for the token and sends the file again.
-export async function uploadDataset(file, query, { onProgress, signal } = {}) {
+// An upload: POST /datasets?<query> with the file as an application/octet-stream body, or with a
+// CSV's testFile as a multipart/form-data body of parts train and test, through XMLHttpRequest
+// (fetch reports no upload progress). onProgress(sent, total) follows the bytes sent; signal
+// aborts. Resolves to the Dataset; rejects with ApiError like api(), and a 401 asks for the token
+// and sends the files again.
+export async function uploadDataset(file, query, { testFile, onProgress, signal } = {}) {
+  let body = file;
+  if (testFile) {
+    body = new FormData();
+    body.append('train', file);
+    body.append('test', testFile);
+  }
   for (let attempt = 0; ; attempt++) {
     const t = token();
     const { status, data } = await new Promise((resolve, reject) => {
       const xhr = new XMLHttpRequest();
       xhr.open('POST', `${BASE}/datasets?${query}`);
       xhr.setRequestHeader('Accept', 'application/json');
-      // The file's own type (text/csv, ...) is not what the daemon takes.
-      xhr.setRequestHeader('Content-Type', 'application/octet-stream');
+      // The file's own type (text/csv, ...) is not what the daemon takes. A FormData body sets
+      // its own multipart type, with the boundary.
+      if (!testFile) xhr.setRequestHeader('Content-Type', 'application/octet-stream');
       if (t) xhr.setRequestHeader('Authorization', `Bearer ${t}`);
       xhr.responseType = 'json';
-      if (onProgress) xhr.upload.onprogress = (e) => onProgress(e.loaded, e.lengthComputable ? e.total : file.size);
+      if (onProgress) xhr.upload.onprogress = (e) => onProgress(e.loaded, e.lengthComputable ? e.total : file.size + (testFile ? testFile.size : 0));
       xhr.onload = () => resolve({ status: xhr.status, data: xhr.response });
       xhr.onerror = () => resolve({ status: 0, data: null });
       xhr.onabort = () => reject(new DOMException('The upload was cancelled.', 'AbortError'));
@@ -126,7 +134,7 @@ export async function uploadDataset(file, query, { onProgress, signal } = {}) {
         if (signal.aborted) return reject(new DOMException('The upload was cancelled.', 'AbortError'));
         signal.addEventListener('abort', () => xhr.abort(), { once: true });
       }
-      xhr.send(file);
+      xhr.send(body);
     });
     if (status === 0) {
       // The daemon may also have answered early and closed before the body was all sent.

@@ -55,6 +55,8 @@ export function mountDatasets(root) {
   const labelColumn = h('input', { type: 'text', id: 'upload-label-column', name: 'label_column', class: 'input', value: 'label', autocomplete: 'off', spellcheck: 'false' });
   const testFraction = h('input', { type: 'number', id: 'upload-test-fraction', name: 'test_fraction', class: 'input', value: '0.2', min: '0', max: '1', step: '0.05' });
   const splitSeed = h('input', { type: 'number', id: 'upload-split-seed', name: 'split_seed', class: 'input', value: '0', min: '0', step: '1' });
+  // A CSV's own test file: sent as the multipart part "test", instead of a split.
+  const testFile = h('input', { type: 'file', id: 'upload-test-file', name: 'test', accept: '.csv', class: 'input', onchange: showOptions });
   const normalize = h('select', { id: 'upload-normalize', name: 'normalize', class: 'input' },
     h('option', { value: 'none' }, 'none'), h('option', { value: 'standard' }, 'standard'));
   const normalizeHint = h('span', { class: 'muted hint' });
@@ -62,6 +64,7 @@ export function mountDatasets(root) {
     h('span', { class: 'field-label' }, label), input, hint || '');
   const csvOptions = h('div', { class: 'field-row csv-options' },
     field('Label column', labelColumn),
+    field('Test file (optional)', testFile),
     field('Test fraction', testFraction),
     field('Split seed', splitSeed));
   const bar = h('div', { class: 'progress-bar' });
@@ -71,7 +74,7 @@ export function mountDatasets(root) {
   const uploadError = h('p', { id: 'upload-error', class: 'form-error', role: 'alert' });
   const submitBtn = h('button', { type: 'submit', class: 'btn btn-primary', id: 'upload-submit' }, 'Upload');
   const cancelBtn = h('button', { type: 'button', class: 'btn', id: 'upload-cancel', hidden: true, onclick: () => upload && upload.abort() }, 'Cancel');
-  const inputs = { name: nameInput, format: formatSelect, label_column: labelColumn, test_fraction: testFraction, split_seed: splitSeed, normalize };
+  const inputs = { name: nameInput, format: formatSelect, label_column: labelColumn, test_fraction: testFraction, split_seed: splitSeed, normalize, train: fileInput, test: testFile };
   const form = h('form', { class: 'card upload-form', id: 'upload-form', novalidate: true, onsubmit: (e) => { e.preventDefault(); send(); } },
     h('div', { class: 'card-head' }, h('h2', {}, 'Upload a dataset'),
       h('span', { class: 'muted hint' }, 'NumPy .npz (x_train, y_train, x_test, y_test) or a CSV table; the formats: docs/data.md')),
@@ -109,6 +112,10 @@ export function mountDatasets(root) {
   // The CSV options only for CSV; normalize for both (an npz table can be standardized too).
   function showOptions() {
     csvOptions.hidden = formatSelect.value !== 'csv';
+    // With a test file there is no split to ask for.
+    const split = !testFile.files.length;
+    testFraction.disabled = !split;
+    splitSeed.disabled = !split;
     setText(normalizeHint, formatSelect.value === 'csv'
       ? 'standard: each feature to (x − mean) / std of the train split'
       : 'standard: tables only (x of shape [N, F]), each feature to (x − mean) / std of the train split');
@@ -136,7 +143,7 @@ export function mountDatasets(root) {
     const q = new URLSearchParams({ name: nameInput.value.trim(), format: formatSelect.value });
     if (formatSelect.value === 'csv') {
       for (const [k, el] of [['label_column', labelColumn], ['test_fraction', testFraction], ['split_seed', splitSeed]]) {
-        if (el.value.trim() !== '') q.set(k, el.value.trim());
+        if (!el.disabled && el.value.trim() !== '') q.set(k, el.value.trim());
       }
     }
     if (normalize.value !== 'none') q.set('normalize', normalize.value);
@@ -163,16 +170,18 @@ export function mountDatasets(root) {
       return;
     }
     if (!nameInput.value.trim()) nameInput.value = nameFromFile(file.name);
+    const test = formatSelect.value === 'csv' ? testFile.files[0] : undefined;
+    const total = file.size + (test ? test.size : 0);
     upload = new AbortController();
     submitBtn.disabled = true;
     cancelBtn.hidden = false;
     progressBox.hidden = false;
     progressBox.dataset.state = 'sending';
-    setProgress(0, file.size);
+    setProgress(0, total);
     try {
-      const d = await uploadDataset(file, query(), { onProgress: setProgress, signal: upload.signal });
+      const d = await uploadDataset(file, query(), { testFile: test, onProgress: setProgress, signal: upload.signal });
       progressBox.dataset.state = 'done';
-      setText(progressText, `${fmt.bytes(file.size)} sent and kept as ${d.name}.`);
+      setText(progressText, `${fmt.bytes(total)} sent and kept as ${d.name}.`);
       toast(`Uploaded ${d.name}`);
       form.reset();
       delete nameInput.dataset.touched;

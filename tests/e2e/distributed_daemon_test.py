@@ -3,6 +3,9 @@
 (docs/distributed.md#supervision).
 
 - a 2-rank job runs to completion, its scalars on the REST API and its log;
+- a 2-rank job on an uploaded npz (the ranks read it from the datasets directory the daemon
+  passes them): completed above chance, its spec recording the upload's sha256, the dataset not
+  deletable while the job is queued or running;
 - `kill -9` of a non-chief rank, and separately of the chief, mid-training: the job completes at
   max_steps on attempt 2, and its loss series is strictly increasing in step;
 - SIGSTOP of a rank: the stall watchdog kills the attempt and the job completes on attempt 2;
@@ -14,6 +17,7 @@
 
     distributed_daemon_test.py TRAININGD
 """
+import hashlib
 import os
 import shutil
 import signal
@@ -23,7 +27,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainingd_e2e import Daemon, expect, monotonic_series, small_spec  # noqa: E402
+from trainingd_e2e import (Daemon, colour_npz, expect, monotonic_series,  # noqa: E402
+                          small_spec)
 
 TRAININGD = sys.argv[1]
 
@@ -115,6 +120,40 @@ def job_dir(data_dir, job_id):
     return os.path.join(data_dir, "jobs", job_id)
 
 
+def uploaded_dataset(d, data):
+    """A 2-rank job on an upload: the ranks load it themselves from the datasets directory
+    (`--datasets-dir` on their command line)."""
+    started = time.time()
+    body = colour_npz()
+    status, ds = d.call("POST", "/api/v1/datasets?name=colours&format=npz", body,
+                        headers={"Content-Type": "application/octet-stream"})
+    expect(status == 201 and ds["sha256"] == hashlib.sha256(body).hexdigest() and
+           ds["example_shape"] == [8, 8, 3] and ds["num_classes"] == 3, (status, ds))
+    s = spec("on-upload", max_steps=300)
+    s["dataset"] = "colours"
+    j = submit(d, s)
+    # Queued or running (mpirun takes a second to start its ranks): the dataset is pinned.
+    status, err = d.call("DELETE", "/api/v1/datasets/colours")
+    expect(status == 409 and j in err["error"]["message"], (status, err))
+    job = d.wait_state(j, {"completed", "failed", "stopped"}, timeout=120)
+    expect(job["state"] == "completed" and job["global_step"] == 300, job)
+    recorded = job["spec"]["dataset"]
+    expect(recorded["name"] == "colours" and recorded["sha256"] == ds["sha256"] and
+           recorded["format"] == "npz", recorded)
+    accuracy = job["latest_scalars"].get("test/accuracy", 0)
+    expect(accuracy > 0.6, "test accuracy %s (chance 0.33): %s" % (accuracy,
+                                                                 job["latest_scalars"]))
+    text = log_text(d, j)
+    expect("attempt 1 of 3: 2 ranks" in text, "attempt line missing:\n" + text[:2000])
+    expect(not ranks_of(job_dir(data, j)), "ranks left after the job ended")
+    # Nothing runs on it any more: it can go.
+    status, _ = d.call("DELETE", "/api/v1/datasets/colours")
+    expect(status == 204, status)
+    print("uploaded npz (sha256 %s...): DELETE 409 while the job ran; 2 ranks, completed at 300, "
+          "test accuracy %.3f; deleted after (%.1f s)" % (ds["sha256"][:12], accuracy,
+                                                      time.time() - started), flush=True)
+
+
 def main():
     work = tempfile.mkdtemp(prefix="trainingd-dd-")
     data = os.path.join(work, "data")
@@ -145,6 +184,8 @@ def main():
         expect("attempt 1 of 3: 2 ranks" in text, "attempt line missing:\n" + text[:2000])
         expect(not ranks_of(job_dir(data, a)), "ranks left after the job ended")
         print("2 ranks: completed at 600", flush=True)
+
+        uploaded_dataset(d, data)
 
         # kill -9 of a worker, then of the chief.
         for rank in (1, 0):

@@ -20,6 +20,9 @@ Slurm cluster (tests/support/slurm_cluster.sh; docs/slurm-notes.md for what Slur
   followed at once by `kill -9` of the daemon: the next one follows the job to `stopped`, and a
   resume is a new submission;
 - `distributed.workers` 2: one Slurm job of 2 tasks (mpirun inside the allocation), completed;
+- a job on an uploaded npz: the upload kept in <job_root>/datasets/, the batch script passing that
+  directory to the node (`--datasets-dir`), the dataset not deletable while the job is queued or
+  running; completed above chance, its spec recording the upload's sha256;
 - the spec's `resources`: 2 CPUs and a 6 s limit make a Slurm job of 2 CPUs and 3 minutes; the run
   stops itself at 6 s after a final checkpoint, and the job is `stopped` with that reason;
 - the node set DOWN under a running job: Slurm requeues it, it runs again and completes at
@@ -31,8 +34,10 @@ requeued job runs again after ~9 s instead of ~141 s. Needs root and slurm-wlm +
 (skipped) otherwise.
 
     slurm_test.py TRAININGD [SCENARIO...]     (default: all of them, in this order:
-    queued late-poll stop-resume scancel kill9 shutdown workers resources node-down refused)
+    queued late-poll stop-resume scancel kill9 shutdown workers dataset resources node-down
+    refused)
 """
+import hashlib
 import json
 import os
 import re
@@ -44,7 +49,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainingd_e2e import Daemon, expect, monotonic_series, small_spec  # noqa: E402
+from trainingd_e2e import (Daemon, colour_npz, expect, monotonic_series,  # noqa: E402
+                          small_spec)
 
 TRAININGD = sys.argv[1]
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support",
@@ -464,6 +470,44 @@ def two_workers(d, conf):
           flush=True)
 
 
+def uploaded_dataset(d, job_root):
+    """A job on an uploaded npz: the daemon keeps uploads on the shared job root and its batch
+    script names that directory, where the node's `trainingd run` reads the file."""
+    started = time.time()
+    body = colour_npz()
+    status, ds = d.call("POST", "/api/v1/datasets?name=colours&format=npz", body,
+                        headers={"Content-Type": "application/octet-stream"})
+    expect(status == 201 and ds["sha256"] == hashlib.sha256(body).hexdigest(), (status, ds))
+    datasets_dir = os.path.join(job_root, "datasets")
+    expect(os.listdir(os.path.join(datasets_dir, "colours")),
+           "the upload is not under %s: %s" % (datasets_dir, os.listdir(job_root)))
+    max_steps = 300
+    s = spec("on-upload", max_steps, dataset="colours")
+    s["batch_size"] = 50
+    j = submit(d, s)
+    # Queued or running (sbatch, then the node starts trainingd): the dataset is pinned.
+    status, err = d.call("DELETE", "/api/v1/datasets/colours")
+    expect(status == 409 and j in err["error"]["message"], (status, err))
+    sid = wait_slurm(d, j)["slurm"]["job_id"]
+    job = ended(d, j, timeout=120)
+    expect(job["state"] == "completed" and job["global_step"] == max_steps, job)
+    recorded = job["spec"]["dataset"]
+    expect(recorded["name"] == "colours" and recorded["sha256"] == ds["sha256"] and
+           recorded["format"] == "npz", recorded)
+    accuracy = job["latest_scalars"].get("test/accuracy", 0)
+    expect(accuracy > 0.6, "test accuracy %s (chance 0.33): %s" % (accuracy,
+                                                                 job["latest_scalars"]))
+    with open(os.path.join(job_root, j, "slurm.sh")) as f:
+        script = f.read()
+    expect(" --datasets-dir '%s' " % datasets_dir in script, "the batch script:\n" + script)
+    status, _ = d.call("DELETE", "/api/v1/datasets/colours")
+    expect(status == 204, status)
+    print("uploaded npz in %s (sha256 %s...): DELETE 409 while the job ran; Slurm job %d "
+          "completed at %d, test accuracy %.3f; deleted after (%.1f s)" %
+          (datasets_dir, ds["sha256"][:12], sid, max_steps, accuracy, time.time() - started),
+          flush=True)
+
+
 def own_resources(d, conf):
     """The spec's resources: its CPUs and its time limit (plus 2 minutes) in the Slurm job; the
     run stops itself at its limit, after a final checkpoint, and the job is `stopped` with the
@@ -519,8 +563,8 @@ def node_down(d, conf):
           flush=True)
 
 
-SCENARIOS = ["queued", "late-poll", "stop-resume", "scancel", "kill9", "shutdown", "workers", "resources",
-             "node-down", "refused"]
+SCENARIOS = ["queued", "late-poll", "stop-resume", "scancel", "kill9", "shutdown", "workers",
+             "dataset", "resources", "node-down", "refused"]
 
 
 def main():
@@ -552,6 +596,7 @@ def main():
                           ("kill9", lambda: kill9_daemon(daemons, conf, data, cfg)),
                           ("shutdown", lambda: shutdown_then_stop(daemons, conf, data, cfg)),
                           ("workers", lambda: two_workers(daemons[-1], conf)),
+                          ("dataset", lambda: uploaded_dataset(daemons[-1], job_root)),
                           ("resources", lambda: own_resources(daemons[-1], conf)),
                           ("node-down", lambda: node_down(daemons[-1], conf))]:
             if name in only:

@@ -86,6 +86,28 @@ def small_spec(name, max_steps, checkpoint_every=500, **overrides):
     return spec
 
 
+def colour_npz(seed=5, n_train=600, n_test=150):
+    """A small seeded colour dataset as np.savez_compressed writes it (Debian's python3-numpy):
+    uint8 [N, 8, 8, 3] images whose class (0-2) is the channel that carries the signal. With the
+    default validation split: 540 to train, 60 to validate, 150 to test."""
+    import io
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+
+    def make(n):
+        y = rng.integers(0, 3, n).astype(np.uint8)
+        x = rng.integers(0, 100, (n, 8, 8, 3)).astype(np.uint8)
+        x[np.arange(n), :, :, y] += 100
+        return x, y
+    x_train, y_train = make(n_train)
+    x_test, y_test = make(n_test)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+    return buf.getvalue()
+
+
 class Daemon:
     """`trainingd serve --listen 127.0.0.1:0 --data-dir DATA_DIR [extra...]`, started and read up
     to its listening line. `config` (a dict) is written next to the data directory and passed

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Writes the npz reader's test cases with real NumPy (npz_dataset_test.cpp reads them).
+"""Writes the npz reader's test cases with real NumPy (npz_dataset_test.cpp reads them), and the
+learning tests' colour images (npz) and table (CSV) (model_input_shapes_test.cpp).
 
     /usr/bin/python3 write_npz_files.py OUT_DIR
 
@@ -288,6 +289,41 @@ crafted_zip("bomb_valid_ratio.npz",
             [("x_train.npy", 8, zx_deflated, len(zx_npy), zlib.crc32(zx_npy))] + zrest)
 # (5) The same with a wrong CRC: LoadNpz must find it before allocating 80 MB of floats.
 crafted_zip("bomb_bad_crc.npz", [("x_train.npy", 8, zx_deflated, len(zx_npy), 12345)] + zrest)
+
+# --- the learning tests' data (model_input_shapes_test.cpp), seeded.
+# Colour images whose class only colour tells: class k has more of channel k, while every pixel's
+# grey level (the mean of its channels) is uniform on [0.2, 0.7] whatever the class. uint8
+# [N, 12, 12, 3], values round(255 * v); the rounded channels' sum is symmetric in the channels,
+# so the grey versions of the three classes stay identically distributed.
+r = np.random.default_rng(11)
+
+
+def colour_split(n):
+    y = r.integers(0, 3, n)
+    grey = r.uniform(0.2, 0.7, (n, 12 * 12))
+    tint = r.uniform(-0.05, 0.15, (n, 12 * 12))  # noisy per pixel, positive on average
+    x = np.repeat((grey - tint)[:, :, None], 3, axis=2)
+    x[np.arange(n), :, y] += 3 * tint  # the class's channel: grey + 2 * tint
+    return np.rint(x * 255).astype(np.uint8).reshape(n, 12, 12, 3), y.astype(np.uint8)
+
+
+x_train, y_train = colour_split(1500)
+x_test, y_test = colour_split(600)
+save("learn_colour.npz", {"x_train": x_train, "y_train": y_train, "x_test": x_test,
+                          "y_test": y_test}, True)
+# A table with string labels: three Gaussian blobs in 8 features (unit variance), 3.5 standard
+# deviations apart along their own axes around a random common point (about 98% separable),
+# 3000 rows; the label column "species" holds the class names.
+r = np.random.default_rng(21)
+names = ["setosa", "versicolor", "virginica"]
+centre = r.standard_normal(8) + 3.5 * np.eye(3, 8)
+y = r.integers(0, 3, 3000)
+x = centre[y] + r.standard_normal((3000, 8))
+with open(os.path.join(OUT, "learn_table.csv"), "w") as f:
+    f.write(",".join(["f%d" % i for i in range(8)] + ["species"]) + "\n")
+    for row, label in zip(x, y):
+        f.write(",".join("%.5f" % v for v in row) + "," + names[label] + "\n")
+
 with open(os.path.join(OUT, ".complete"), "w") as f:
     f.write("ok\n")
 print("wrote", len(os.listdir(OUT)), "files to", OUT)

@@ -12,7 +12,7 @@ namespace {
 using engine::Result;
 using engine::Status;
 
-std::string_view Trim(std::string_view s) {
+std::string_view TrimSpaces(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
@@ -23,11 +23,11 @@ std::string_view Trim(std::string_view s) {
 std::optional<std::string> Parameter(std::string_view header, std::string_view key) {
   size_t at = header.find(';');
   while (at != std::string_view::npos) {
-    std::string_view rest = Trim(header.substr(at + 1));
+    std::string_view rest = TrimSpaces(header.substr(at + 1));
     const size_t eq = rest.find('=');
     if (eq == std::string_view::npos) return std::nullopt;
-    const std::string_view name = Trim(rest.substr(0, eq));
-    rest = Trim(rest.substr(eq + 1));
+    const std::string_view name = TrimSpaces(rest.substr(0, eq));
+    rest = TrimSpaces(rest.substr(eq + 1));
     std::string value;
     size_t end = 0;
     if (!rest.empty() && rest.front() == '"') {
@@ -40,7 +40,7 @@ std::optional<std::string> Parameter(std::string_view header, std::string_view k
       ++end;
     } else {
       end = std::min(rest.find(';'), rest.size());
-      value = std::string(Trim(rest.substr(0, end)));
+      value = std::string(TrimSpaces(rest.substr(0, end)));
     }
     if (EqualsIgnoreCase(name, key)) return value;
     const size_t next = rest.find(';', end);
@@ -60,7 +60,7 @@ std::string Printable(std::string_view s) {
 }  // namespace
 
 Result<std::optional<std::string>> UploadBody::BoundaryOf(std::string_view content_type) {
-  std::string_view media = Trim(content_type.substr(0, content_type.find(';')));
+  std::string_view media = TrimSpaces(content_type.substr(0, content_type.find(';')));
   if (!EqualsIgnoreCase(media, "multipart/form-data")) return std::optional<std::string>();
   std::optional<std::string> boundary = Parameter(content_type, "boundary");
   // RFC 2046: 1 to 70 characters, no trailing space; we also refuse control characters.
@@ -181,9 +181,9 @@ Status UploadBody::StartPart(std::string_view header) {
       return Status::InvalidArgument("body: a multipart part's header line has no colon: \"" +
                                      Printable(line) + "\"");
     }
-    if (!EqualsIgnoreCase(Trim(line.substr(0, colon)), "Content-Disposition")) continue;
-    const std::string_view value = Trim(line.substr(colon + 1));
-    if (!EqualsIgnoreCase(Trim(value.substr(0, value.find(';'))), "form-data")) {
+    if (!EqualsIgnoreCase(TrimSpaces(line.substr(0, colon)), "Content-Disposition")) continue;
+    const std::string_view value = TrimSpaces(line.substr(colon + 1));
+    if (!EqualsIgnoreCase(TrimSpaces(value.substr(0, value.find(';'))), "form-data")) {
       return Status::InvalidArgument("body: a multipart part is not form-data: \"" +
                                      Printable(value) + "\"");
     }

@@ -1,6 +1,7 @@
 #include "trainingd/api/model_json.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -24,10 +25,9 @@ struct PreprocessingName {
   const char* name;
   engine::Preprocessing value;
 };
-constexpr PreprocessingName kPreprocessings[] = {
-    {"none", engine::Preprocessing::kNone},
-    {"scale_255", engine::Preprocessing::kScale255},
-    {"standard", engine::Preprocessing::kStandard}};
+constexpr PreprocessingName kPreprocessings[] = {{"none", engine::Preprocessing::kNone},
+                                                 {"scale_255", engine::Preprocessing::kScale255},
+                                                 {"standard", engine::Preprocessing::kStandard}};
 
 json FloatArray(const std::vector<float>& values) {
   json a = json::array();
@@ -35,13 +35,29 @@ json FloatArray(const std::vector<float>& values) {
   return a;
 }
 
+// A float array written by FloatArray. Read as doubles and rounded: the shortest decimal of
+// FLT_MAX (a constant feature's std beyond float range, feature_stats.cpp) is a double just
+// above it, which strict_json's float reader refuses.
+Status ReadFloats(const json& root, const char* key, std::vector<float>* out) {
+  std::vector<double> values;
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", key, &values));
+  out->clear();
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto f = static_cast<float>(values[i]);
+    if (!std::isfinite(f))
+      return Bad(Index(key, i), "must be within float range, got " + Got(root[key][i]));
+    out->push_back(f);
+  }
+  return Status::Ok();
+}
+
 Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
-  TRAININGD_RETURN_IF_ERROR(CheckObject(root, "",
-                                        {"version", "example_shape", "num_classes", "class_names",
-                                         "preprocessing", "feature_mean", "feature_std",
-                                         "dataset", "model"}));
-  for (const char* key : {"version", "example_shape", "num_classes", "class_names",
-                          "preprocessing", "dataset", "model"}) {
+  TRAININGD_RETURN_IF_ERROR(
+      CheckObject(root, "",
+                  {"version", "example_shape", "num_classes", "class_names", "preprocessing",
+                   "feature_mean", "feature_std", "dataset", "model"}));
+  for (const char* key : {"version", "example_shape", "num_classes", "class_names", "preprocessing",
+                          "dataset", "model"}) {
     TRAININGD_RETURN_IF_ERROR(Require(root, "", key));
   }
   int64_t version = 0;
@@ -53,9 +69,8 @@ Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
   std::vector<int64_t> dims;
   TRAININGD_RETURN_IF_ERROR(Read(root["example_shape"], "example_shape", &dims));
   in->example_shape = engine::Shape(std::move(dims));
-  TRAININGD_RETURN_IF_ERROR(
-      ReadInt(root["num_classes"], "num_classes", int64_t{1}, int64_t{engine::kMaxClasses},
-              &in->num_classes));
+  TRAININGD_RETURN_IF_ERROR(ReadInt(root["num_classes"], "num_classes", int64_t{1},
+                                    int64_t{engine::kMaxClasses}, &in->num_classes));
   TRAININGD_RETURN_IF_ERROR(Read(root["class_names"], "class_names", &in->class_names));
   std::string pre;
   TRAININGD_RETURN_IF_ERROR(Read(root["preprocessing"], "preprocessing", &pre));
@@ -69,8 +84,8 @@ Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
   if (!known) {
     return Bad("preprocessing", "must be one of none, scale_255, standard; got " + Quote(pre));
   }
-  TRAININGD_RETURN_IF_ERROR(Field(root, "", "feature_mean", &in->feature_mean));
-  TRAININGD_RETURN_IF_ERROR(Field(root, "", "feature_std", &in->feature_std));
+  TRAININGD_RETURN_IF_ERROR(ReadFloats(root, "feature_mean", &in->feature_mean));
+  TRAININGD_RETURN_IF_ERROR(ReadFloats(root, "feature_std", &in->feature_std));
   const json& dataset = root["dataset"];
   if (!dataset.is_object()) {
     return Bad("dataset", std::string("must be an object, got ") + TypeName(dataset));
@@ -125,8 +140,7 @@ engine::Result<engine::ModelInput> ParseModelInput(std::string_view text, FieldE
     auto doc = Parse(text);
     if (!doc.ok()) return fail(doc.status());
     if (!doc->is_object()) {
-      return fail(Bad("", std::string("model.json must be a JSON object, got ") +
-                              TypeName(*doc)));
+      return fail(Bad("", std::string("model.json must be a JSON object, got ") + TypeName(*doc)));
     }
     engine::ModelInput in;
     if (Status s = ReadModelInputJson(*doc, &in); !s.ok()) return fail(s);

@@ -40,7 +40,8 @@ bool WriteFile(const std::string& path, const void* data, size_t bytes) {
 
 int main(int argc, char** argv) {
   if (argc != 6) {
-    std::fprintf(stderr, "usage: onnx_predict CHECKPOINT_DIR JOB.json DATA_ROOT DATASETS_DIR OUT\n");
+    std::fprintf(stderr,
+                 "usage: onnx_predict CHECKPOINT_DIR JOB.json DATA_ROOT DATASETS_DIR OUT\n");
     return 2;
   }
   const std::string dir = argv[1], out = argv[5];

@@ -19,11 +19,12 @@ int ExportCommand(const std::vector<std::string>& args) {
   std::optional<int64_t> step;
   std::string output;
   std::string job_id;
-  Flags flags("export", "CHECKPOINT_DIR -o model.onnx",
-              "Writes the model of the directory's latest checkpoint, or of step N, as an ONNX\n"
-              "file (IR 7, opset 13): input 'input' in the dataset's raw units, outputs 'logits'\n"
-              "and 'probabilities' (docs/models.md). The directory is a `trainingd run` checkpoint\n"
-              "directory, or a daemon job's <data-dir>/jobs/<id>.\n");
+  Flags flags(
+      "export", "CHECKPOINT_DIR -o model.onnx",
+      "Writes the model of the directory's latest checkpoint, or of step N, as an ONNX\n"
+      "file (IR 7, opset 13): input 'input' in the dataset's raw units, outputs 'logits'\n"
+      "and 'probabilities' (docs/models.md). The directory is a `trainingd run` checkpoint\n"
+      "directory, or a daemon job's <data-dir>/jobs/<id>.\n");
   flags.Positionals("checkpoint directory", 1, &dirs)
       .Int("--step", "the checkpoint of this global step (the latest)", 0, INT64_MAX, &step)
       .String("-o", "FILE", "the ONNX file to write (required; replaced atomically)", &output)

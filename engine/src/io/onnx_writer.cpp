@@ -134,16 +134,14 @@ std::string JsonString(std::string_view s) {
 class GraphBuilder {
  public:
   // A float32 initializer of `dims` from `values` (dims' product of them).
-  void Initializer(const std::string& name, const std::vector<int64_t>& dims,
-                   const float* values) {
+  void Initializer(const std::string& name, const std::vector<int64_t>& dims, const float* values) {
     int64_t count = 1;
     for (int64_t d : dims) count *= d;
     ProtoWriter t;
     for (int64_t d : dims) t.Int(onnx::kTensorDims, d);
     t.Int(onnx::kTensorDataType, onnx::kFloat).Bytes(onnx::kTensorName, name);
-    t.Bytes(onnx::kTensorRawData,
-            std::string_view(reinterpret_cast<const char*>(values),
-                             static_cast<size_t>(count) * sizeof(float)));
+    t.Bytes(onnx::kTensorRawData, std::string_view(reinterpret_cast<const char*>(values),
+                                                   static_cast<size_t>(count) * sizeof(float)));
     initializers_.push_back(t.Take());
   }
 
@@ -346,8 +344,8 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
 
   ProtoWriter m;
   m.Int(onnx::kModelIrVersion, onnx::kIrVersion);
-  m.Bytes(onnx::kModelProducerName, "trainingd").Bytes(onnx::kModelProducerVersion,
-                                                       TrainingdVersion());
+  m.Bytes(onnx::kModelProducerName, "trainingd")
+      .Bytes(onnx::kModelProducerVersion, TrainingdVersion());
   m.Bytes(onnx::kModelDocString,
           "A trainingd model: input in the dataset's raw units, preprocessing inside the graph "
           "(docs/models.md)");

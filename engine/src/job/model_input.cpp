@@ -66,8 +66,8 @@ Status ValidateModelInput(const ModelInput& input) {
       const bool is_std = values == &input.feature_std;
       if (!std::isfinite(v) || (is_std && !(v > 0))) {
         return Status::InvalidArgument(std::string(name) + "[" + std::to_string(k) +
-                                       "]: must be finite" + (is_std ? " and > 0" : "") +
-                                       ", got " + std::to_string(v));
+                                       "]: must be finite" + (is_std ? " and > 0" : "") + ", got " +
+                                       std::to_string(v));
       }
     }
   }

@@ -65,9 +65,9 @@ Result<TrainedModel> LoadTrainedModel(const std::string& checkpoint_dir,
   return TrainedModel(input, data->global_step, std::move(model).value());
 }
 
-Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits,
-                             float* probabilities) {
-  if (batch < 0) return Status::InvalidArgument("batch: must be >= 0, got " + std::to_string(batch));
+Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits, float* probabilities) {
+  if (batch < 0)
+    return Status::InvalidArgument("batch: must be >= 0, got " + std::to_string(batch));
   const int64_t size = example_size();
   const int64_t classes = num_classes();
   for (int64_t i = 0; i < batch * size; ++i) {

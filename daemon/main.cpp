@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "trainingd/daemon/commands/export_command.h"
 #include "trainingd/daemon/commands/run_command.h"
 #include "trainingd/daemon/commands/serve_command.h"
 #include "trainingd/daemon/commands/train_command.h"
@@ -17,7 +18,8 @@ void Usage(FILE* f) {
       "  serve     the daemon: REST API and dashboard (trainingd serve --help)\n"
       "  run       run a job spec in the foreground; again to resume (trainingd run --help)\n"
       "  validate  check a job spec without running it\n"
-      "  train     train a tutorial model in the foreground (trainingd train --help)\n");
+      "  train     train a tutorial model in the foreground (trainingd train --help)\n"
+      "  export    a checkpoint directory's model as an ONNX file (trainingd export --help)\n");
 }
 }  // namespace
 
@@ -32,6 +34,7 @@ int main(int argc, char** argv) {
   if (cmd == "serve") return trainingd::daemon::ServeCommand(args);
   if (cmd == "run") return trainingd::daemon::RunCommand(args);
   if (cmd == "validate") return trainingd::daemon::ValidateCommand(args);
+  if (cmd == "export") return trainingd::daemon::ExportCommand(args);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     Usage(stdout);
     return 0;

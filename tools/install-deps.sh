@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a build needs, and only those that are missing; then the
-# dashboard's npm packages (uPlot, and playwright-core for its browser test) into web/node_modules
-# from web/package-lock.json, when they are missing or older than the lock file.
+# dashboard's npm packages (uPlot; playwright-core for its browser test, onnxruntime-node for the
+# ONNX export test) into web/node_modules from web/package-lock.json, when they are missing or
+# older than the lock file.
 # Usage: tools/install-deps.sh [build|bench|clang]
 set -euo pipefail
 
 # libopenblas-openmp-dev: bench/gemm_shapes compares the engine's products with OpenBLAS's.
 # python3-numpy: the dataset tests read files that real NumPy wrote, written at test time.
+# python3-onnx: the ONNX export test checks every exported file with onnx.checker.
 build_pkgs=(cmake ninja-build make g++ pkg-config clang-format libeigen3-dev zlib1g-dev libgtest-dev libopenblas-openmp-dev nlohmann-json3-dev libsqlite3-dev libboost-dev
             openmpi-bin libopenmpi-dev iproute2 procps
             slurm-wlm munge
             systemd
             dataset-fashion-mnist python3-protobuf
-            python3-numpy
+            python3-numpy python3-onnx
             chromium)
 bench_pkgs=(python3-torch python3-numpy libopenblas0-openmp wrk curl)
 # The clang builds (ASan, ThreadSanitizer and fuzz): clang and its runtimes (libFuzzer and the
@@ -46,5 +48,7 @@ fi
 web="$(cd "$(dirname "${BASH_SOURCE[0]}")/../web" && pwd)"
 if [[ ! -f $web/node_modules/.package-lock.json || $web/package-lock.json -nt $web/node_modules/.package-lock.json ]]; then
   echo "install-deps: npm ci in $web"
-  npm ci --prefix "$web" --no-audit --no-fund
+  # onnxruntime-node (the ONNX export test's runtime) ships its CPU library; without this its
+  # install script would download CUDA binaries.
+  ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefix "$web" --no-audit --no-fund
 fi

@@ -192,12 +192,7 @@ Status ReadModel(const json& root, engine::JobSpec* spec) {
   if (!layers->is_array()) {
     return Bad("model.layers", std::string("must be an array, got ") + TypeName(*layers));
   }
-  spec->model.layers.assign(layers->size(), engine::LayerSpec());
-  for (size_t i = 0; i < layers->size(); ++i) {
-    TRAININGD_RETURN_IF_ERROR(
-        ReadLayer((*layers)[i], Index("model.layers", i), &spec->model.layers[i]));
-  }
-  return Status::Ok();
+  return LayersFromJson(*layers, "model.layers", &spec->model);
 }
 
 // A learning rate: a number (a constant) or a schedule object.
@@ -635,11 +630,30 @@ engine::Result<engine::JobSpec> JobSpecFromJson(const json& doc, FieldError* err
   }
 }
 
+json LayersToJsonValue(const engine::ModelSpec& model) {
+  json layers = json::array();
+  for (const engine::LayerSpec& l : model.layers) layers.push_back(LayerValue(l));
+  return layers;
+}
+
+Status LayersFromJson(const json& layers, const std::string& path, engine::ModelSpec* out) {
+  if (!layers.is_array()) {
+    return Bad(path, std::string("must be an array, got ") + TypeName(layers));
+  }
+  std::vector<engine::LayerSpec> read(layers.size());
+  for (size_t i = 0; i < layers.size(); ++i) {
+    TRAININGD_RETURN_IF_ERROR(ReadLayer(layers[i], Index(path, i), &read[i]));
+  }
+  out->layers = std::move(read);
+  return Status::Ok();
+}
+
+json FloatJsonValue(float f) { return FloatValue(f); }
+
 json JobSpecToJsonValue(const engine::JobSpec& spec) {
   json model;
   if (!spec.model_preset.empty()) model["preset"] = spec.model_preset;
-  model["layers"] = json::array();
-  for (const engine::LayerSpec& l : spec.model.layers) model["layers"].push_back(LayerValue(l));
+  model["layers"] = LayersToJsonValue(spec.model);
   return {{"name", spec.name},
           {"dataset", DatasetValue(spec.dataset)},
           {"model", std::move(model)},

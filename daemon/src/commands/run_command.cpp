@@ -22,6 +22,7 @@
 #include "executors/mpirun.h"
 #include "jobs/machine.h"
 #include "trainingd/api/job_spec_json.h"
+#include "trainingd/api/model_json.h"
 #include "trainingd/api/run_report.h"
 #include "trainingd/daemon/service/flags.h"
 #include "trainingd/engine/base/parallel.h"
@@ -342,6 +343,10 @@ int Run(RunArgs& ra, const RankRuntime* rank) {
   o.datasets_dir = ra.datasets_dir;
   o.stop = &StopRequested();
   o.logger = logger;
+  // What export and serving need besides the weights, beside the checkpoints (docs/models.md).
+  o.on_model_input = [dir = ra.checkpoint_dir](const eng::ModelInput& input) {
+    return api::WriteModelJson(dir, input);
+  };
   if (rank) o.communicator = rank->communicator;
   if (reporter) {
     // The supervisor's requests arrive on stdin (mpirun forwards its stdin to rank 0): "stop"

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "commands/stop_signal.h"
+#include "trainingd/api/model_json.h"
 #include "trainingd/daemon/service/flags.h"
 #include "trainingd/engine/base/parallel.h"
 #include "trainingd/engine/data/dataset.h"
@@ -134,6 +135,11 @@ int TrainCommand(const std::vector<std::string>& args) {
     run.checkpoint_dir = dir;
     run.datasets = std::make_shared<const eng::Datasets>(std::move(data).value());
     run.stop = &StopRequested();
+    if (!o.checkpoint_dir.empty()) {
+      run.on_model_input = [dir](const eng::ModelInput& input) {
+        return api::WriteModelJson(dir, input);
+      };
+    }
     auto result = eng::RunJob(*spec, run);
     RestoreStopSignals();
     if (o.checkpoint_dir.empty()) {

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "trainingd/api/model_json.h"
 #include "trainingd/engine/base/parallel.h"
 
 namespace trainingd::daemon {
@@ -76,6 +77,11 @@ void LocalExecutor::Body(const RunRequest& request, RunListener& listener, Run& 
       o.datasets_dir = options_.datasets_dir;
       o.datasets = std::move(data).value();
       o.stop = &run.stop;
+      // What export and serving need besides the weights, beside the checkpoints
+      // (docs/models.md).
+      o.on_model_input = [dir = request.job_dir](const eng::ModelInput& input) {
+        return api::WriteModelJson(dir, input);
+      };
       o.summary_sinks = {std::make_shared<ScalarEvents>(listener, request.job_id)};
       o.env = options_.env;
       o.logger = std::make_shared<LogEvents>(listener, request.job_id);

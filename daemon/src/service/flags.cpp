@@ -108,7 +108,12 @@ engine::Status Flags::Parse(const std::vector<std::string>& args, bool* help) co
       if (help) *help = true;
       return engine::Status::Ok();
     }
-    if (a.rfind("--", 0) != 0) {
+    const Flag* flag = nullptr;
+    for (const Flag& f : flags_) {
+      if (f.name == a) flag = &f;
+    }
+    // A short flag ("-o") is one only when registered; any other word without "--" is positional.
+    if (!flag && a.rfind("--", 0) != 0) {
       if (!positionals_ || positionals_->size() >= max_positionals_) {
         return engine::Status::InvalidArgument(a + ": unexpected argument" +
                                                (positionals_
@@ -118,10 +123,6 @@ engine::Status Flags::Parse(const std::vector<std::string>& args, bool* help) co
       }
       positionals_->push_back(a);
       continue;
-    }
-    const Flag* flag = nullptr;
-    for (const Flag& f : flags_) {
-      if (f.name == a) flag = &f;
     }
     if (!flag) {
       std::string known;

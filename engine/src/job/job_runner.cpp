@@ -314,6 +314,9 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
     config.communicator = comm;
   }
   const bool is_chief = !distributed || comm->is_chief();
+  if (is_chief && options.on_model_input) {
+    TRAININGD_RETURN_IF_ERROR(options.on_model_input(MakeModelInput(fitted, *datasets)));
+  }
 
   auto writer = std::make_shared<SummaryWriter>(env);
   auto hooks = BuildHooks(spec, options, writer, is_chief);

@@ -11,7 +11,55 @@ namespace {
 
 std::string RngStateName(const Layer& layer) { return layer.name() + "/rng"; }
 
+using TensorsByName = std::map<std::string, const Tensor*, std::less<>>;
+
+// `data`'s tensors by name, each checked to be there once and whole.
+Status IndexTensors(const CheckpointData& data, TensorsByName* tensors) {
+  for (const auto& [name, t] : data.tensors) {
+    if (!tensors->emplace(name, &t).second) {
+      return Status::InvalidArgument(name + ": appears twice in the checkpoint");
+    }
+    if (t.size() != t.shape().num_elements()) {
+      return Status::InvalidArgument(name + ": checkpoint tensor has shape " +
+                                     t.shape().ToString() + " but " + std::to_string(t.size()) +
+                                     " elements");
+    }
+  }
+  return Status::Ok();
+}
+
+// Every model parameter is in `tensors`, with its shape.
+Status CheckModelParameters(const Model& model, const TensorsByName& tensors) {
+  for (const Parameter* p : model.parameters()) {
+    const auto it = tensors.find(p->name);
+    if (it == tensors.end())
+      return Status::InvalidArgument(p->name + ": missing from the checkpoint");
+    if (it->second->shape() != p->value.shape()) {
+      return Status::InvalidArgument(p->name + ": checkpoint has " +
+                                     it->second->shape().ToString() + ", model has " +
+                                     p->value.shape().ToString());
+    }
+  }
+  return Status::Ok();
+}
+
+// After CheckModelParameters.
+void CopyModelParameters(Model& model, const TensorsByName& tensors) {
+  for (Parameter* p : model.parameters()) {
+    const Tensor& t = *tensors.find(p->name)->second;
+    std::copy_n(t.data(), t.size(), p->value.data());
+  }
+}
+
 }  // namespace
+
+Status RestoreModelParameters(Model& model, const CheckpointData& data) {
+  TensorsByName tensors;
+  TRAININGD_RETURN_IF_ERROR(IndexTensors(data, &tensors));
+  TRAININGD_RETURN_IF_ERROR(CheckModelParameters(model, tensors));
+  CopyModelParameters(model, tensors);
+  return Status::Ok();
+}
 
 Result<CheckpointData> CaptureTrainer(Trainer& trainer) {
   if (!trainer.state_whole()) {
@@ -47,31 +95,13 @@ Status RestoreTrainer(Trainer& trainer, const CheckpointData& data) {
     return Status::InvalidArgument("global_step: checkpoint has negative step " +
                                    std::to_string(data.global_step));
   }
-  std::map<std::string, const Tensor*, std::less<>> tensors;
-  for (const auto& [name, t] : data.tensors) {
-    if (!tensors.emplace(name, &t).second) {
-      return Status::InvalidArgument(name + ": appears twice in the checkpoint");
-    }
-    if (t.size() != t.shape().num_elements()) {
-      return Status::InvalidArgument(name + ": checkpoint tensor has shape " +
-                                     t.shape().ToString() + " but " + std::to_string(t.size()) +
-                                     " elements");
-    }
-  }
+  TensorsByName tensors;
+  TRAININGD_RETURN_IF_ERROR(IndexTensors(data, &tensors));
 
   // 1. Every model parameter, with its shape.
+  TRAININGD_RETURN_IF_ERROR(CheckModelParameters(model, tensors));
   std::set<std::string, std::less<>> param_names;
-  for (const Parameter* p : model.parameters()) {
-    param_names.insert(p->name);
-    const auto it = tensors.find(p->name);
-    if (it == tensors.end())
-      return Status::InvalidArgument(p->name + ": missing from the checkpoint");
-    if (it->second->shape() != p->value.shape()) {
-      return Status::InvalidArgument(p->name + ": checkpoint has " +
-                                     it->second->shape().ToString() + ", model has " +
-                                     p->value.shape().ToString());
-    }
-  }
+  for (const Parameter* p : model.parameters()) param_names.insert(p->name);
 
   // 2. Every other tensor must be a slot of this optimizer for one of those parameters. A scratch
   // optimizer of the same kind takes them first, so the real one changes only once all is valid.
@@ -148,10 +178,7 @@ Status RestoreTrainer(Trainer& trainer, const CheckpointData& data) {
   }
 
   // All checked: apply.
-  for (Parameter* p : model.parameters()) {
-    const Tensor& t = *tensors.find(p->name)->second;
-    std::copy_n(t.data(), t.size(), p->value.data());
-  }
+  CopyModelParameters(model, tensors);
   for (const auto& [name, t] : slots) {
     TRAININGD_RETURN_IF_ERROR(trainer.optimizer().RestoreSlot(*name, *t));
   }

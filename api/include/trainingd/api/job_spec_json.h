@@ -47,4 +47,13 @@ nlohmann::json JobSpecToJsonValue(const engine::JobSpec& spec);
 // spaces.
 std::string JobSpecToJson(const engine::JobSpec& spec, int indent = -1);
 
+// A model's layers as the job spec reads and writes them ("model.layers"), for the other files
+// that record a model (model.json, api/model_json.h). LayersFromJson fails with InvalidArgument
+// "<path>[i].<field>: ..." and leaves *out unchanged.
+nlohmann::json LayersToJsonValue(const engine::ModelSpec& model);
+engine::Status LayersFromJson(const nlohmann::json& layers, const std::string& path,
+                              engine::ModelSpec* out);
+// The shortest decimal that reads back as `f` (1e-4f is 0.0001, not 9.999999747378752e-05).
+nlohmann::json FloatJsonValue(float f);
+
 }  // namespace trainingd::api

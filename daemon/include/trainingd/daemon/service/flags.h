@@ -1,7 +1,7 @@
-// Flags: the one command-line parser of trainingd's subcommands -- "--name VALUE" flags and
-// positional arguments, with the usage text built from what is declared. Every error is an
-// InvalidArgument whose message starts with the flag it is about, like the job spec's errors
-// start with their field:
+// Flags: the one command-line parser of trainingd's subcommands -- "--name VALUE" flags (and short
+// ones such as "-o" where declared) and positional arguments, with the usage text built from what
+// is declared. Every error is an InvalidArgument whose message starts with the flag it is about,
+// like the job spec's errors start with their field:
 //
 //   --steps: must be an integer in [1, 9223372036854775807], got 'abc'
 //   --bogus: unknown flag (flags: --model, --steps, ...)

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +24,7 @@
 #include "trainingd/engine/io/summary_writer.h"
 #include "trainingd/engine/job/job_resources.h"
 #include "trainingd/engine/job/job_spec.h"
+#include "trainingd/engine/job/model_input.h"
 #include "trainingd/engine/session/monitored_session.h"
 
 namespace trainingd::engine {
@@ -38,6 +40,11 @@ struct JobRunOptions {
   std::shared_ptr<const Datasets> datasets;
   // Set (from any thread) to stop after the current step, with a final checkpoint.
   const std::atomic<bool>* stop = nullptr;
+  // Called once by the chief with what the trained model needs besides its weights
+  // (model_input.h), after the data is loaded and before the session is created, so before the
+  // first step and on every resume; `trainingd run` and the daemon write it to
+  // <checkpoint_dir>/model.json. An error fails RunJob before anything trains. Optional.
+  std::function<Status(const ModelInput&)> on_model_input;
   // Called once the session exists (e.g. to keep a handle for RequestStop). Optional.
   std::function<void(MonitoredSession&)> on_session_created;
   std::vector<std::shared_ptr<SummarySink>> summary_sinks;

@@ -34,4 +34,10 @@ Result<CheckpointData> CaptureTrainer(Trainer& trainer);
 //   a missing, malformed or unknown state record; an input position out of range; a negative step.
 Status RestoreTrainer(Trainer& trainer, const CheckpointData& data);
 
+// The model's half of RestoreTrainer, for a model that only predicts (TrainedModel): copies
+// `data`'s value of each of `model`'s parameters into it, by name, and ignores the rest of `data`
+// (optimizer slots, state records). Checked first, with RestoreTrainer's errors (a parameter
+// missing from the checkpoint or of another shape, a name twice); on error the model is untouched.
+Status RestoreModelParameters(Model& model, const CheckpointData& data);
+
 }  // namespace trainingd::engine

@@ -1,0 +1,65 @@
+#include "trainingd/daemon/commands/export_command.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "trainingd/api/model_json.h"
+#include "trainingd/daemon/service/flags.h"
+#include "trainingd/engine/io/checkpoint.h"
+#include "trainingd/engine/io/onnx_writer.h"
+#include "trainingd/engine/job/trained_model.h"
+
+namespace trainingd::daemon {
+namespace eng = trainingd::engine;
+
+int ExportCommand(const std::vector<std::string>& args) {
+  std::vector<std::string> dirs;
+  std::optional<int64_t> step;
+  std::string output;
+  std::string job_id;
+  Flags flags(
+      "export", "CHECKPOINT_DIR -o model.onnx",
+      "Writes the model of the directory's latest checkpoint, or of step N, as an ONNX\n"
+      "file (IR 7, opset 13): input 'input' in the dataset's raw units, outputs 'logits'\n"
+      "and 'probabilities' (docs/models.md). The directory is a `trainingd run` checkpoint\n"
+      "directory, or a daemon job's <data-dir>/jobs/<id>.\n");
+  flags.Positionals("checkpoint directory", 1, &dirs)
+      .Int("--step", "the checkpoint of this global step (the latest)", 0, INT64_MAX, &step)
+      .String("-o", "FILE", "the ONNX file to write (required; replaced atomically)", &output)
+      .String("--output", "FILE", "the same as -o", &output)
+      .String("--job-id", "ID", "recorded in the file's metadata as job_id (none)", &job_id);
+  return RunWithFlags(flags, args, [&]() -> int {
+    if (dirs.empty() || output.empty()) {
+      std::fprintf(stderr, "trainingd export: %s\n%s",
+                   dirs.empty() ? "no checkpoint directory given" : "-o: required (the file)",
+                   flags.Usage().c_str());
+      return 2;
+    }
+    auto input = api::ReadModelJson(dirs[0]);
+    if (!input.ok()) {
+      std::fprintf(stderr, "trainingd export: %s\n", input.status().message().c_str());
+      return 1;
+    }
+    auto model = eng::LoadTrainedModel(dirs[0], step, *input);
+    if (!model.ok()) {
+      std::fprintf(stderr, "trainingd export: %s\n", model.status().message().c_str());
+      return 1;
+    }
+    auto bytes = eng::ExportOnnx(*model, {.job_id = job_id});
+    if (!bytes.ok()) {
+      std::fprintf(stderr, "trainingd export: %s\n", bytes.status().message().c_str());
+      return 1;
+    }
+    if (eng::Status st = eng::WriteFileAtomically(output, *bytes); !st.ok()) {
+      std::fprintf(stderr, "trainingd export: %s\n", st.message().c_str());
+      return 1;
+    }
+    std::printf("%s: the model of %s at global step %lld (%zu bytes)\n", output.c_str(),
+                dirs[0].c_str(), static_cast<long long>(model->step()), bytes->size());
+    return 0;
+  });
+}
+
+}  // namespace trainingd::daemon

@@ -1,0 +1,54 @@
+// ModelInput: what a trained model needs besides its weights, recorded when its job starts
+// training, so that exporting or serving it never needs the dataset again: the examples' shape
+// and units, how training scaled them, the classes, the data it was trained on and the model's
+// layers as they ran (a preset fitted to the data).
+//
+// The daemon and `trainingd run` keep it as `<checkpoint_dir>/model.json` (api/model_json.h,
+// docs/models.md); RunJob hands it to JobRunOptions::on_model_input. Plain data, no JSON here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainingd/engine/base/status.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/job/job_spec.h"
+#include "trainingd/engine/nn/model_spec.h"
+#include "trainingd/engine/nn/tensor.h"
+
+namespace trainingd::engine {
+
+struct ModelInput {
+  // One example: [H, W, C] images (NHWC) or [F] table rows.
+  Shape example_shape;
+  int64_t num_classes = 0;
+  // One name per class, in class-id order: the dataset's (CSV string labels), else "0".."n-1".
+  std::vector<std::string> class_names;
+  // How an example in the dataset's raw units (0..255 for uint8 images, the file's values for
+  // tables) becomes what the model saw: value / 255, (value - mean) / std per feature, or as is.
+  Preprocessing preprocessing = Preprocessing::kNone;
+  // kStandard only: per feature, the train split's mean and standard deviation. Empty otherwise.
+  std::vector<float> feature_mean, feature_std;
+  // The job's dataset (DatasetSpec): its name, format ("idx", "npz", "csv") and, for an upload,
+  // the sha256 of its file (empty for an IDX directory).
+  std::string dataset_name;
+  std::string dataset_format;
+  std::string dataset_sha256;
+  // The layers that trained, a preset already fitted to the data (FitModelToData).
+  ModelSpec model;
+
+  friend bool operator==(const ModelInput&, const ModelInput&) = default;
+};
+
+// The ModelInput of a job that trains `fitted` (FitModelToData applied) on `data`.
+ModelInput MakeModelInput(const JobSpec& fitted, const Datasets& data);
+
+// Checks that `input` describes a model that can be built and fed: an example shape of rank 1 or
+// 3 with positive sizes, num_classes in [1, kMaxClasses] with as many class names, feature_mean
+// and feature_std of one finite value per feature (std > 0) exactly when kStandard, and layers
+// that Model::Plan accepts for that shape and those classes. InvalidArgument naming the field as
+// model.json writes it ("feature_std[3]: must be finite and > 0, got 0").
+Status ValidateModelInput(const ModelInput& input);
+
+}  // namespace trainingd::engine

@@ -1,0 +1,79 @@
+#include "trainingd/engine/job/model_input.h"
+
+#include <cmath>
+
+#include "trainingd/engine/nn/model.h"
+
+namespace trainingd::engine {
+
+ModelInput MakeModelInput(const JobSpec& fitted, const Datasets& data) {
+  ModelInput in;
+  in.example_shape = data.train.example_shape();
+  in.num_classes = data.num_classes;
+  in.class_names = data.class_names;
+  if (in.class_names.empty()) {
+    for (int c = 0; c < data.num_classes; ++c) in.class_names.push_back(std::to_string(c));
+  }
+  in.preprocessing = data.preprocessing;
+  if (data.preprocessing == Preprocessing::kStandard) {
+    in.feature_mean = data.feature_mean;
+    in.feature_std = data.feature_std;
+  }
+  in.dataset_name = fitted.dataset.name;
+  in.dataset_format = fitted.dataset.format;
+  in.dataset_sha256 = fitted.dataset.sha256;
+  in.model = fitted.model;
+  return in;
+}
+
+Status ValidateModelInput(const ModelInput& input) {
+  const Shape& shape = input.example_shape;
+  if (shape.rank() != 1 && shape.rank() != 3) {
+    return Status::InvalidArgument("example_shape: must be [H, W, C] or [F], got " +
+                                   shape.ToString());
+  }
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (shape[i] < 1 || shape[i] > (int64_t{1} << 28)) {
+      return Status::InvalidArgument("example_shape[" + std::to_string(i) +
+                                     "]: must be in [1, 2^28], got " + std::to_string(shape[i]));
+    }
+  }
+  if (shape.num_elements() > (int64_t{1} << 28)) {
+    return Status::InvalidArgument("example_shape: " + shape.ToString() +
+                                   " has more than 2^28 values");
+  }
+  if (input.num_classes < 1 || input.num_classes > kMaxClasses) {
+    return Status::InvalidArgument("num_classes: must be in [1, " + std::to_string(kMaxClasses) +
+                                   "], got " + std::to_string(input.num_classes));
+  }
+  if (static_cast<int64_t>(input.class_names.size()) != input.num_classes) {
+    return Status::InvalidArgument("class_names: " + std::to_string(input.class_names.size()) +
+                                   " names for " + std::to_string(input.num_classes) + " classes");
+  }
+  const bool standard = input.preprocessing == Preprocessing::kStandard;
+  const size_t features = standard ? static_cast<size_t>(shape.num_elements()) : 0;
+  for (const auto& [name, values] :
+       {std::pair<const char*, const std::vector<float>*>{"feature_mean", &input.feature_mean},
+        {"feature_std", &input.feature_std}}) {
+    if (values->size() != features) {
+      return Status::InvalidArgument(
+          std::string(name) + ": " + std::to_string(values->size()) + " values; " +
+          (standard ? "preprocessing standard needs one per feature, " + std::to_string(features)
+                    : std::string("only preprocessing standard has them")));
+    }
+    for (size_t k = 0; k < values->size(); ++k) {
+      const float v = (*values)[k];
+      const bool is_std = values == &input.feature_std;
+      if (!std::isfinite(v) || (is_std && !(v > 0))) {
+        return Status::InvalidArgument(std::string(name) + "[" + std::to_string(k) +
+                                       "]: must be finite" + (is_std ? " and > 0" : "") + ", got " +
+                                       std::to_string(v));
+      }
+    }
+  }
+  auto planned = Model::Plan(input.model, shape, input.num_classes, /*seed=*/0);
+  if (!planned.ok()) return planned.status();
+  return Status::Ok();
+}
+
+}  // namespace trainingd::engine

@@ -1,0 +1,126 @@
+#include "trainingd/engine/job/trained_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <utility>
+
+#include "trainingd/engine/io/checkpoint.h"
+#include "trainingd/engine/io/checkpoint_manager.h"
+#include "trainingd/engine/train/trainer_checkpoint.h"
+
+namespace trainingd::engine {
+namespace {
+
+// The path of checkpoint `step` (the latest when nullopt), with the errors of LoadTrainedModel.
+Result<std::string> CheckpointPathFor(const std::string& dir, std::optional<int64_t> step) {
+  auto kept = ListCheckpoints(dir);
+  if (!kept.ok()) return kept.status();
+  if (!step) {
+    if (kept->empty()) {
+      return Status::NotFound(dir + ": no checkpoint (the job has not saved one yet)");
+    }
+    return kept->back().path;
+  }
+  for (const CheckpointFileInfo& c : *kept) {
+    if (c.global_step == *step) return c.path;
+  }
+  // A checkpoint kept for good by keep_checkpoint_every_n_hours is on disk but no longer
+  // tracked by the state file.
+  const std::string preserved = dir + "/model.ckpt-" + std::to_string(*step);
+  std::error_code ec;
+  if (*step >= 0 && std::filesystem::is_regular_file(preserved, ec)) return preserved;
+  std::string steps;
+  for (const CheckpointFileInfo& c : *kept) {
+    steps += (steps.empty() ? "" : ", ") + std::to_string(c.global_step);
+  }
+  return Status::NotFound("step " + std::to_string(*step) + ": no checkpoint of that step in " +
+                          dir + "; there are: " + (steps.empty() ? "none" : steps));
+}
+
+}  // namespace
+
+TrainedModel::TrainedModel(ModelInput input, int64_t step, std::unique_ptr<Model> model)
+    : input_(std::move(input)), step_(step), model_(std::move(model)) {}
+TrainedModel::TrainedModel(TrainedModel&&) noexcept = default;
+TrainedModel& TrainedModel::operator=(TrainedModel&&) noexcept = default;
+TrainedModel::~TrainedModel() = default;
+
+Result<TrainedModel> LoadTrainedModel(const std::string& checkpoint_dir,
+                                      std::optional<int64_t> step, const ModelInput& input) {
+  TRAININGD_RETURN_IF_ERROR(ValidateModelInput(input));
+  std::error_code ec;
+  if (!std::filesystem::is_directory(checkpoint_dir, ec)) {
+    return Status::NotFound(checkpoint_dir + ": no such directory");
+  }
+  auto path = CheckpointPathFor(checkpoint_dir, step);
+  if (!path.ok()) return path.status();
+  auto data = ReadCheckpointFile(*path);
+  if (!data.ok()) return data.status();
+  // The initial values are overwritten by the checkpoint's; the seed does not matter.
+  auto model = Model::Build(input.model, input.example_shape, input.num_classes, /*seed=*/0);
+  if (!model.ok()) return model.status();
+  TRAININGD_RETURN_IF_ERROR(RestoreModelParameters(**model, *data));
+  return TrainedModel(input, data->global_step, std::move(model).value());
+}
+
+Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits, float* probabilities) {
+  if (batch < 0)
+    return Status::InvalidArgument("batch: must be >= 0, got " + std::to_string(batch));
+  const int64_t size = example_size();
+  const int64_t classes = num_classes();
+  for (int64_t i = 0; i < batch * size; ++i) {
+    if (!std::isfinite(raw[i])) {
+      return Status::InvalidArgument("input[" + std::to_string(i) + "]: must be finite, got " +
+                                     std::to_string(raw[i]));
+    }
+  }
+  for (int64_t first = 0; first < batch; first += kPredictSlice) {
+    const int64_t n = std::min(kPredictSlice, batch - first);
+    batch_.Resize(input_.example_shape.with_batch(n));
+    const float* in = raw + first * size;
+    float* x = batch_.data();
+    // Exactly the loaders' arithmetic (dataset.cpp, npz_dataset.cpp, feature_stats.cpp): a uint8
+    // value v became float(v) / 255.0f, a table value (double(v) - mean) / std clamped to floats.
+    switch (input_.preprocessing) {
+      case Preprocessing::kNone:
+        std::copy_n(in, n * size, x);
+        break;
+      case Preprocessing::kScale255:
+        for (int64_t i = 0; i < n * size; ++i) x[i] = in[i] / 255.0f;
+        break;
+      case Preprocessing::kStandard: {
+        constexpr double kMax = std::numeric_limits<float>::max();
+        for (int64_t r = 0; r < n; ++r) {
+          for (int64_t k = 0; k < size; ++k) {
+            const size_t f = static_cast<size_t>(k);
+            const double z =
+                (double{in[r * size + k]} - input_.feature_mean[f]) / input_.feature_std[f];
+            x[r * size + k] = static_cast<float>(std::clamp(z, -kMax, kMax));
+          }
+        }
+        break;
+      }
+    }
+    const Tensor& out = model_->Forward(batch_, Mode::kEval);
+    if (logits) std::copy_n(out.data(), n * classes, logits + first * classes);
+    if (probabilities) SoftmaxRows(out.data(), n, classes, probabilities + first * classes);
+  }
+  return Status::Ok();
+}
+
+void SoftmaxRows(const float* logits, int64_t rows, int64_t classes, float* probabilities) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* z = logits + r * classes;
+    float* p = probabilities + r * classes;
+    const float zmax = *std::max_element(z, z + classes);
+    double sum = 0;
+    for (int64_t c = 0; c < classes; ++c) sum += std::exp(double{z[c]} - zmax);
+    for (int64_t c = 0; c < classes; ++c) {
+      p[c] = static_cast<float>(std::exp(double{z[c]} - zmax) / sum);
+    }
+  }
+}
+
+}  // namespace trainingd::engine

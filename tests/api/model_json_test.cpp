@@ -1,0 +1,130 @@
+// model.json (api/model_json.h): written and read back equal to the float bit, strict reading
+// with errors naming the field, and the file's absence explained.
+#include "trainingd/api/model_json.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace trainingd::api {
+namespace {
+
+namespace eng = trainingd::engine;
+
+eng::ModelInput TableInput() {
+  eng::ModelInput in;
+  in.example_shape = eng::Shape{3};
+  in.num_classes = 2;
+  in.class_names = {"no", "yes \"really\""};
+  in.preprocessing = eng::Preprocessing::kStandard;
+  // Values whose shortest decimal matters: each must come back as the same float.
+  in.feature_mean = {0.1f, -12345.678f, 1e-30f};
+  in.feature_std = {std::nextafter(1.0f, 2.0f), 3.4028235e38f, 7e-5f};
+  in.dataset_name = "table";
+  in.dataset_format = "csv";
+  in.dataset_sha256 = std::string(64, 'c');
+  in.model.layers = {eng::LayerSpec::Flatten(), eng::LayerSpec::Dense(4, eng::Activation::kRelu),
+                     eng::LayerSpec::Dropout(0.25f),
+                     eng::LayerSpec::Dense(2, eng::Activation::kNone)};
+  return in;
+}
+
+eng::ModelInput ImageInput() {
+  eng::ModelInput in;
+  in.example_shape = eng::Shape{28, 28, 1};
+  in.num_classes = 10;
+  for (int c = 0; c < 10; ++c) in.class_names.push_back(std::to_string(c));
+  in.preprocessing = eng::Preprocessing::kScale255;
+  in.dataset_name = "fashion-mnist";
+  in.dataset_format = "idx";
+  in.model = *eng::PresetModel("cnn");
+  return in;
+}
+
+TEST(ModelJsonTest, RoundTripsEveryField) {
+  for (const eng::ModelInput& in : {TableInput(), ImageInput()}) {
+    const std::string text = ModelInputToJson(in);
+    auto back = ParseModelInput(text);
+    ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;
+    EXPECT_EQ(*back, in) << text;
+  }
+}
+
+TEST(ModelJsonTest, ErrorsNameTheField) {
+  const nlohmann::json good = nlohmann::json::parse(ModelInputToJson(TableInput()));
+  struct Case {
+    const char* what;
+    nlohmann::json doc;
+    const char* field;
+  };
+  auto with = [&](const char* key, nlohmann::json value) {
+    nlohmann::json d = good;
+    d[key] = std::move(value);
+    return d;
+  };
+  auto without = [&](const char* key) {
+    nlohmann::json d = good;
+    d.erase(key);
+    return d;
+  };
+  nlohmann::json bad_layer = good;
+  bad_layer["model"]["layers"][1]["units"] = -3;
+  nlohmann::json bad_dataset = good;
+  bad_dataset["dataset"]["digest"] = "x";
+  for (const Case& c : {
+           Case{"an unknown key", with("colour", 1), "colour"},
+           Case{"a later version", with("version", 2), "version"},
+           Case{"no example shape", without("example_shape"), "example_shape"},
+           Case{"a rank-2 example", with("example_shape", {3, 1}), "example_shape"},
+           Case{"too many classes", with("num_classes", 257), "num_classes"},
+           Case{"too few names", with("class_names", {"no"}), "class_names"},
+           Case{"an unknown preprocessing", with("preprocessing", "zscore"), "preprocessing"},
+           Case{"a zero std", with("feature_std", {1, 0, 1}), "feature_std[1]"},
+           Case{"a short mean", with("feature_mean", {1, 2}), "feature_mean"},
+           Case{"a bad layer", bad_layer, "model.layers[1]"},
+           Case{"an unknown dataset key", bad_dataset, "dataset.digest"},
+       }) {
+    FieldError error;
+    auto r = ParseModelInput(c.doc.dump(), &error);
+    ASSERT_FALSE(r.ok()) << c.what;
+    EXPECT_EQ(r.status().code(), eng::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_EQ(error.field.rfind(c.field, 0), 0u) << c.what << ": " << error.message;
+  }
+  EXPECT_FALSE(ParseModelInput("[1, 2]").ok());
+  EXPECT_FALSE(ParseModelInput("{").ok());
+}
+
+TEST(ModelJsonTest, WritesAndReadsTheCheckpointDirectorysFile) {
+  const std::string dir =
+      ::testing::TempDir() + "/model_json_" + std::to_string(::getpid()) + "/a/b";
+  std::filesystem::remove_all(dir);
+  auto missing = ReadModelJson(dir);
+  EXPECT_EQ(missing.status().code(), eng::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("no such directory"), std::string::npos);
+
+  ASSERT_TRUE(WriteModelJson(dir, ImageInput()).ok());  // creates the directory
+  auto read = ReadModelJson(dir);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, ImageInput());
+
+  std::filesystem::remove(dir + "/model.json");
+  auto absent = ReadModelJson(dir);
+  EXPECT_EQ(absent.status().code(), eng::StatusCode::kNotFound);
+  EXPECT_NE(absent.status().message().find("no model.json (a directory trained before"),
+            std::string::npos)
+      << absent.status().message();
+
+  std::ofstream(dir + "/model.json") << "{\"version\": 1}";
+  auto invalid = ReadModelJson(dir);
+  EXPECT_EQ(invalid.status().code(), eng::StatusCode::kInvalidArgument);
+  EXPECT_EQ(invalid.status().message(), dir + "/model.json: example_shape: required");
+  std::filesystem::remove_all(::testing::TempDir() + "/model_json_" + std::to_string(::getpid()));
+}
+
+}  // namespace
+}  // namespace trainingd::api

@@ -1,0 +1,63 @@
+// onnx_equivalence.mjs MODEL.onnx PREFIX: runs an exported model in onnxruntime (npm
+// onnxruntime-node from web/node_modules, CPU only; a runtime we did not write) on the raw
+// examples onnx_predict wrote to PREFIX.input.f32 and compares its probabilities with the
+// engine's (PREFIX.probs.f32). Prints one JSON line: the examples, how many argmaxes agree, the
+// largest |probability difference|, both accuracies, and the graph's input and output names
+// and shapes as the runtime sees them. onnx_export_test.py judges the numbers.
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.resolve(here, '../../web/package.json'));
+const ort = require('onnxruntime-node');
+
+const [model, prefix] = process.argv.slice(2);
+if (!model || !prefix) throw new Error('usage: onnx_equivalence.mjs MODEL.onnx PREFIX');
+const meta = JSON.parse(fs.readFileSync(`${prefix}.json`, 'utf8'));
+const floats = (file) => {
+  const b = fs.readFileSync(file);
+  return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+};
+const input = floats(`${prefix}.input.f32`);
+const engineProbs = floats(`${prefix}.probs.f32`);
+const { n, classes } = meta;
+const exampleSize = meta.example_shape.reduce((a, b) => a * b, 1);
+if (input.length !== n * exampleSize || engineProbs.length !== n * classes) {
+  throw new Error(`${prefix}: ${input.length} inputs and ${engineProbs.length} probabilities for ${n} examples`);
+}
+
+const session = await ort.InferenceSession.create(model, { executionProviders: ['cpu'] });
+const argmax = (p, i) => {
+  let best = 0;
+  for (let c = 1; c < classes; ++c) if (p[i * classes + c] > p[i * classes + best]) best = c;
+  return best;
+};
+// In batches of 1000: the whole split in one run would hold the CNN's activations for all of it.
+let agree = 0, ortCorrect = 0, engineCorrect = 0, maxDiff = 0;
+const batch = 1000;
+for (let first = 0; first < n; first += batch) {
+  const m = Math.min(batch, n - first);
+  const x = input.subarray(first * exampleSize, (first + m) * exampleSize);
+  const out = await session.run({ input: new ort.Tensor('float32', x, [m, ...meta.example_shape]) });
+  const probs = out.probabilities.data;
+  const logits = out.logits.data;
+  if (probs.length !== m * classes || logits.length !== m * classes) throw new Error('output size');
+  for (let i = 0; i < m; ++i) {
+    const j = first + i;
+    const a = argmax(probs, i);
+    const e = argmax(engineProbs.subarray(first * classes), i);
+    if (a === e) ++agree;
+    if (a === meta.labels[j]) ++ortCorrect;
+    if (e === meta.labels[j]) ++engineCorrect;
+    for (let c = 0; c < classes; ++c) {
+      maxDiff = Math.max(maxDiff, Math.abs(probs[i * classes + c] - engineProbs[j * classes + c]));
+    }
+  }
+}
+console.log(JSON.stringify({
+  n, agree, max_prob_diff: maxDiff,
+  ort_accuracy: ortCorrect / n, engine_accuracy: engineCorrect / n,
+  inputs: session.inputNames, outputs: session.outputNames,
+}));

@@ -1,0 +1,254 @@
+"""ONNX export end to end (docs/models.md): tiny runs of the three tutorial presets on
+Fashion-MNIST, a CNN on colour images from a NumPy .npz and an MLP on a CSV table with
+`normalize: standard`, each trained with `trainingd run` and exported with `trainingd export`.
+
+Each file must pass Debian's onnx checker (`onnx.checker.check_model(..., full_check=True)`) and
+have the graph's conventions: input `input` [batch, ...] with the batch symbolic, outputs `logits`
+and `probabilities` [batch, classes], opset 13, IR 7, the metadata. Then the equivalence, checked
+by a runtime we did not write: onnxruntime (npm onnxruntime-node, tests/e2e/onnx_equivalence.mjs)
+on the whole raw test split against the engine's own TrainedModel::Predict (onnx_predict): argmax
+agreement >= 99.9%, largest probability difference <= 1e-4, equal accuracy, and the engine's
+accuracy is the trainer's final test/accuracy. And export's errors: a missing directory, one
+without model.json, an unknown step, no -o.
+
+usage: onnx_export_test.py TRAININGD ONNX_PREDICT NODE
+"""
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+from onnx import helper
+
+TRAININGD, ONNX_PREDICT, NODE = sys.argv[1:4]
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.join(HERE, "..", "..", "examples")
+DATA_ROOT = "/usr/share/datasets"
+
+
+def expect(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def tiny(spec, name, steps):
+    """A spec cut down to `steps` steps, evaluated only at the end (on the test split)."""
+    spec = dict(spec, name=name, max_steps=steps)
+    spec["hooks"] = {"checkpoint": {"every_steps": 10 ** 6, "max_to_keep": 5},
+                     "summary": {"every_steps": 10 ** 6},
+                     "step_counter": {"every_steps": 10 ** 6},
+                     "logging": {"every_n_iter": 10 ** 6},
+                     "evaluation": {"enabled": False},
+                     "final_eval": {"split": "test"}}
+    return spec
+
+
+def upload(datasets_dir, name, fmt, payload):
+    """Lays `payload` out as the daemon keeps an upload (<name>/<sha256>.<fmt>); its digest."""
+    sha = hashlib.sha256(payload).hexdigest()
+    os.makedirs(os.path.join(datasets_dir, name), exist_ok=True)
+    with open(os.path.join(datasets_dir, name, "%s.%s" % (sha, fmt)), "wb") as f:
+        f.write(payload)
+    return sha
+
+
+def colour_npz(path):
+    """16x16 RGB images whose class is the channel that carries the signal."""
+    rng = np.random.default_rng(7)
+
+    def make(n):
+        y = rng.integers(0, 3, n).astype(np.uint8)
+        x = rng.integers(0, 120, (n, 16, 16, 3)).astype(np.uint8)
+        for i, c in enumerate(y):
+            x[i, :, :, c] += rng.integers(40, 130, (16, 16)).astype(np.uint8)
+        return x, y
+    x_train, y_train = make(600)
+    x_test, y_test = make(300)
+    np.savez(path, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+
+
+def table_csv(path):
+    """Five features on very different scales (what standardization is for), string labels."""
+    rng = np.random.default_rng(11)
+    n = 1000
+    x = rng.normal(size=(n, 5)) * np.array([1.0, 100.0, 0.01, 5.0, 1000.0]) + \
+        np.array([0.0, 500.0, -3.0, 10.0, 2e4])
+    score = x[:, 0] + (x[:, 1] - 500) / 100 - (x[:, 4] - 2e4) / 1000
+    names = np.array(["low", "mid", "high"])
+    y = names[np.digitize(score, [-0.8, 0.8])]
+    with open(path, "w") as f:
+        f.write("a,b,c,d,e,label\n")
+        for row, label in zip(x, y):
+            f.write(",".join("%.6g" % v for v in row) + "," + label + "\n")
+
+
+def run(args, expect_code=0):
+    p = subprocess.run([TRAININGD] + args, capture_output=True, text=True, timeout=600)
+    if p.returncode != expect_code:
+        raise AssertionError("trainingd %s: exit %d, wanted %d\nstdout: %s\nstderr: %s" %
+                             (" ".join(args), p.returncode, expect_code, p.stdout, p.stderr[-3000:]))
+    return p
+
+
+def value_info(v):
+    dims = [d.dim_param if d.HasField("dim_param") else d.dim_value
+            for d in v.type.tensor_type.shape.dim]
+    return v.name, v.type.tensor_type.elem_type, dims
+
+
+def check_file(path, case, ckpt_dir, final_step):
+    model = onnx.load(path)
+    onnx.checker.check_model(model, full_check=True)
+    expect(model.ir_version == 7, model.ir_version)
+    expect([(o.domain, o.version) for o in model.opset_import] == [("", 13)], model.opset_import)
+    expect([value_info(v) for v in model.graph.input] ==
+           [("input", 1, ["batch"] + case["shape"])], model.graph.input)
+    expect([value_info(v) for v in model.graph.output] ==
+           [("logits", 1, ["batch", case["classes"]]),
+            ("probabilities", 1, ["batch", case["classes"]])], model.graph.output)
+    ops = [n.op_type for n in model.graph.node]
+    expect(ops[:len(case["first_ops"])] == case["first_ops"], "%s: %s" % (case["name"], ops))
+    softmax = model.graph.node[-1]
+    expect(softmax.op_type == "Softmax" and
+           [(a.name, helper.get_attribute_value(a)) for a in softmax.attribute] == [("axis", 1)],
+           softmax)
+    expect("Dropout" not in ops, ops)
+    convs = [n for n in model.graph.node if n.op_type == "Conv"]
+    for conv in convs:
+        attrs = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
+        expect(attrs["pads"] == [2, 2, 2, 2] and attrs["kernel_shape"] == [5, 5], attrs)
+    if convs:
+        # NHWC back before the flatten, so the first dense layer reads the engine's order.
+        flatten = ops.index("Flatten")
+        transpose = model.graph.node[flatten - 1]
+        expect(transpose.op_type == "Transpose" and
+               helper.get_attribute_value(transpose.attribute[0]) == [0, 2, 3, 1], transpose)
+    meta = {p.key: p.value for p in model.metadata_props}
+    expect(meta["job_id"] == "job-" + case["name"], meta)
+    expect(meta["step"] == str(final_step), meta)
+    expect(meta["dataset"] == case["dataset"], meta)
+    expect(meta.get("dataset_sha256", "") == case.get("sha256", ""), meta)
+    expect(json.loads(meta["class_names"]) == case["class_names"], meta)
+    expect(meta["trainingd_version"] == model.producer_version and
+           re.fullmatch(r"\d+\.\d+\.\d+", model.producer_version), meta)
+    expect(meta["preprocessing"] == case["preprocessing"], meta)
+    with open(os.path.join(ckpt_dir, "model.json")) as f:
+        recorded = json.load(f)
+    expect(recorded["example_shape"] == case["shape"] and
+           recorded["class_names"] == case["class_names"], recorded)
+
+
+def equivalence(case, ckpt_dir, spec_path, datasets_dir, onnx_path, tmp, trainer_accuracy):
+    prefix = os.path.join(tmp, case["name"])
+    p = subprocess.run([ONNX_PREDICT, ckpt_dir, spec_path, DATA_ROOT, datasets_dir, prefix],
+                       capture_output=True, text=True, timeout=600)
+    expect(p.returncode == 0, "onnx_predict: %s" % p.stderr)
+    p = subprocess.run([NODE, os.path.join(HERE, "onnx_equivalence.mjs"), onnx_path, prefix],
+                       capture_output=True, text=True, timeout=600)
+    expect(p.returncode == 0, "onnx_equivalence.mjs: %s" % p.stderr)
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    print("  %s: %d test examples, argmax agrees on %d, max |p diff| %.2e, accuracy %.4f "
+          "(onnxruntime) %.4f (engine) %.4f (trainer)" %
+          (case["name"], r["n"], r["agree"], r["max_prob_diff"], r["ort_accuracy"],
+           r["engine_accuracy"], trainer_accuracy))
+    expect(r["inputs"] == ["input"] and r["outputs"] == ["logits", "probabilities"], r)
+    expect(r["n"] == case["test_examples"], r)
+    expect(r["agree"] >= 0.999 * r["n"], r)
+    expect(r["max_prob_diff"] <= 1e-4, r)
+    expect(r["ort_accuracy"] == r["engine_accuracy"], r)
+    # The trainer's final evaluation (its log line, 4 decimals) on the same checkpoint.
+    expect(abs(r["engine_accuracy"] - trainer_accuracy) < 1e-4 + 1e-9, (r, trainer_accuracy))
+
+
+def export_errors(ckpt_dir, tmp):
+    out = os.path.join(tmp, "x.onnx")
+    p = run(["export", os.path.join(tmp, "nowhere"), "-o", out], 1)
+    expect("no such directory" in p.stderr, p.stderr)
+    bare = os.path.join(tmp, "bare")
+    shutil.copytree(ckpt_dir, bare)
+    os.remove(os.path.join(bare, "model.json"))
+    p = run(["export", bare, "-o", out], 1)
+    expect("no model.json" in p.stderr and "trained before" in p.stderr, p.stderr)
+    p = run(["export", ckpt_dir, "--step", "12345", "-o", out], 1)
+    expect("step 12345" in p.stderr and "there are: 0, " in p.stderr, p.stderr)
+    p = run(["export", ckpt_dir], 2)
+    expect("-o" in p.stderr, p.stderr)
+    expect(not os.path.exists(out), "a failed export left %s" % out)
+    # An earlier step, by --step: the initial checkpoint.
+    run(["export", ckpt_dir, "--step", "0", "-o", out])
+    meta = {p.key: p.value for p in onnx.load(out).metadata_props}
+    expect(meta["step"] == "0" and "job_id" not in meta, meta)
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="trainingd-onnx-")
+    try:
+        datasets_dir = os.path.join(tmp, "datasets")
+        npz = os.path.join(tmp, "rgb.npz")
+        colour_npz(npz)
+        csv = os.path.join(tmp, "table.csv")
+        table_csv(csv)
+        with open(npz, "rb") as f:
+            rgb_sha = upload(datasets_dir, "rgb", "npz", f.read())
+        with open(csv, "rb") as f:
+            table_sha = upload(datasets_dir, "table", "csv", f.read())
+
+        def example(name):
+            with open(os.path.join(EXAMPLES, name + ".json")) as f:
+                return json.load(f)
+        digits = [str(c) for c in range(10)]
+        fmnist = dict(dataset="fashion-mnist", shape=[28, 28, 1], classes=10,
+                      class_names=digits, preprocessing="scale_255", test_examples=10000)
+        cases = [
+            dict(fmnist, name="softmax", spec=tiny(example("softmax"), "softmax", 40),
+                 first_ops=["Div", "Flatten", "Gemm", "Softmax"]),
+            dict(fmnist, name="mlp", spec=tiny(example("mlp"), "mlp", 40),
+                 first_ops=["Div", "Flatten", "Gemm", "Relu", "Gemm", "Relu", "Gemm"]),
+            dict(fmnist, name="cnn", spec=tiny(example("cnn"), "cnn", 20),
+                 first_ops=["Div", "Transpose", "Conv", "Relu", "MaxPool", "Conv", "Relu",
+                            "MaxPool", "Transpose", "Flatten", "Gemm", "Relu", "Gemm"]),
+            dict(name="rgb-cnn", dataset="rgb", sha256=rgb_sha, shape=[16, 16, 3], classes=3,
+                 class_names=["0", "1", "2"], preprocessing="scale_255", test_examples=300,
+                 spec=tiny({"dataset": {"name": "rgb", "format": "npz", "sha256": rgb_sha},
+                            "model": "cnn", "optimizer": {"type": "adam", "learning_rate": 1e-3},
+                            "batch_size": 50, "seed": 3}, "rgb-cnn", 30),
+                 first_ops=["Div", "Transpose", "Conv"]),
+            dict(name="table-mlp", dataset="table", sha256=table_sha, shape=[5], classes=3,
+                 class_names=["high", "low", "mid"], preprocessing="standard", test_examples=200,
+                 spec=tiny({"dataset": {"name": "table", "format": "csv", "sha256": table_sha,
+                                        "normalize": "standard"},
+                            "model": "mlp", "optimizer": {"type": "adam", "learning_rate": 1e-2},
+                            "batch_size": 50, "seed": 5}, "table-mlp", 100),
+                 first_ops=["Sub", "Div", "Gemm", "Relu"]),
+        ]
+        for case in cases:
+            t0 = time.monotonic()
+            spec_path = os.path.join(tmp, case["name"] + ".json")
+            with open(spec_path, "w") as f:
+                json.dump(case["spec"], f)
+            ckpt = os.path.join(tmp, "ckpt-" + case["name"])
+            p = run(["run", spec_path, "--checkpoint-dir", ckpt, "--datasets-dir", datasets_dir])
+            step = case["spec"]["max_steps"]
+            m = re.search(r"completed at global step (\d+).*test/accuracy = ([0-9.]+)", p.stderr)
+            expect(m and int(m.group(1)) == step, p.stderr[-2000:])
+            onnx_path = os.path.join(tmp, case["name"] + ".onnx")
+            p = run(["export", ckpt, "-o", onnx_path, "--job-id", "job-" + case["name"]])
+            expect("at global step %d" % step in p.stdout, p.stdout)
+            check_file(onnx_path, case, ckpt, step)
+            equivalence(case, ckpt, spec_path, datasets_dir, onnx_path, tmp, float(m.group(2)))
+            print("  %s: %.1f s" % (case["name"], time.monotonic() - t0))
+        export_errors(os.path.join(tmp, "ckpt-softmax"), tmp)
+        print("onnx_export_test: OK")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+// onnx_predict CHECKPOINT_DIR JOB.json DATA_ROOT DATASETS_DIR OUT: the engine's side of the ONNX
+// equivalence test (onnx_export_test.py). Loads the directory's model the way `trainingd export`
+// does (model.json, LoadTrainedModel), reads the job's whole test split in the dataset's raw
+// units (the loader without its scaling: uint8 values 0..255, a table's values as in its file),
+// runs TrainedModel::Predict over it and writes
+//   OUT.input.f32  the raw examples, row-major float32 [n, example_shape...]
+//   OUT.probs.f32  the engine's probabilities, float32 [n, classes]
+//   OUT.json       {"n", "example_shape", "classes", "labels", "step", "accuracy"}
+// for onnx_equivalence.mjs to feed the same examples to onnxruntime. Exit 1 on any error.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "trainingd/api/job_spec_json.h"
+#include "trainingd/api/model_json.h"
+#include "trainingd/engine/job/job_runner.h"
+#include "trainingd/engine/job/trained_model.h"
+
+namespace eng = trainingd::engine;
+namespace api = trainingd::api;
+
+namespace {
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "onnx_predict: %s\n", what.c_str());
+  return 1;
+}
+
+bool WriteFile(const std::string& path, const void* data, size_t bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    std::fprintf(stderr,
+                 "usage: onnx_predict CHECKPOINT_DIR JOB.json DATA_ROOT DATASETS_DIR OUT\n");
+    return 2;
+  }
+  const std::string dir = argv[1], out = argv[5];
+  std::ifstream spec_file(argv[2]);
+  std::stringstream spec_text;
+  spec_text << spec_file.rdbuf();
+  auto spec = api::ParseJobSpec(spec_text.str());
+  if (!spec.ok()) return Fail(spec.status().ToString());
+
+  auto input = api::ReadModelJson(dir);
+  if (!input.ok()) return Fail(input.status().ToString());
+  auto model = eng::LoadTrainedModel(dir, std::nullopt, *input);
+  if (!model.ok()) return Fail(model.status().ToString());
+
+  // The raw test split: the job's own source, without standardization; uint8 values come back
+  // from the loader's v / 255 exactly by rounding.
+  auto source = eng::JobDatasetSource(spec->dataset, argv[3], argv[4]);
+  if (!source.ok()) return Fail(source.status().ToString());
+  source->standardize = false;
+  auto data = eng::LoadDataset(*source, eng::JobDatasetOptions(spec->dataset));
+  if (!data.ok()) return Fail(data.status().ToString());
+  eng::Split& test = data->test;
+  if (data->preprocessing == eng::Preprocessing::kScale255) {
+    for (int64_t i = 0; i < test.images.size(); ++i) {
+      test.images.data()[i] = std::round(test.images.data()[i] * 255.0f);
+    }
+  }
+  if (test.example_shape() != input->example_shape) {
+    return Fail("the test split's examples are " + test.example_shape().ToString() +
+                ", model.json says " + input->example_shape.ToString());
+  }
+  const int64_t n = test.size(), classes = model->num_classes();
+  std::vector<float> probs(static_cast<size_t>(n * classes));
+  if (auto st = model->Predict(test.images.data(), n, nullptr, probs.data()); !st.ok()) {
+    return Fail(st.ToString());
+  }
+  int64_t correct = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* p = probs.data() + i * classes;
+    int64_t arg = 0;
+    for (int64_t c = 1; c < classes; ++c) {
+      if (p[c] > p[arg]) arg = c;
+    }
+    if (arg == test.labels[static_cast<size_t>(i)]) ++correct;
+  }
+  if (!WriteFile(out + ".input.f32", test.images.data(),
+                 static_cast<size_t>(test.images.size()) * sizeof(float)) ||
+      !WriteFile(out + ".probs.f32", probs.data(), probs.size() * sizeof(float))) {
+    return Fail("cannot write " + out + ".*");
+  }
+  nlohmann::json meta = {{"n", n},
+                         {"example_shape", test.example_shape().dims()},
+                         {"classes", classes},
+                         {"labels", test.labels},
+                         {"step", model->step()},
+                         {"accuracy", n ? static_cast<double>(correct) / n : 0.0}};
+  std::ofstream(out + ".json") << meta.dump() << "\n";
+  return 0;
+}

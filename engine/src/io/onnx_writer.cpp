@@ -145,7 +145,8 @@ class GraphBuilder {
     initializers_.push_back(t.Take());
   }
 
-  // Adds a node of `op` on `inputs`; returns the name of its output, "<name>" (unique).
+  // Adds a node of `op` on `inputs`, named `name` (unique in the graph), whose one output has
+  // the same name; returns it.
   std::string Node(const std::string& op, const std::string& name,
                    const std::vector<std::string>& inputs,
                    std::vector<ProtoWriter> attributes = {}) {
@@ -156,8 +157,6 @@ class GraphBuilder {
   // Names the last node's output `name` (a graph output). The caller knows there is a node and
   // that its output is the graph's last value.
   void RenameLastOutput(const std::string& name) { nodes_.back().output = name; }
-  bool empty() const { return nodes_.empty(); }
-  const std::string& last_output() const { return nodes_.back().output; }
 
   ProtoWriter Graph(const ProtoWriter& input, const std::vector<ProtoWriter>& outputs) const {
     ProtoWriter g;

@@ -99,9 +99,9 @@ Status UploadBody::Decode() {
         const auto hit = std::search(pending_.begin(), pending_.end(), find_delimiter);
         const bool found = hit != pending_.end();
         // Without a delimiter, all but its length less one byte is data for sure.
-        const size_t data = found ? static_cast<size_t>(hit - pending_.begin())
-                                  : pending_.size() - std::min(pending_.size(),
-                                                               delimiter_.size() - 1);
+        const size_t data =
+            found ? static_cast<size_t>(hit - pending_.begin())
+                  : pending_.size() - std::min(pending_.size(), delimiter_.size() - 1);
         if (state_ == State::kPartData && data > 0) {
           TRAININGD_RETURN_IF_ERROR(upload_->Append(std::string_view(pending_).substr(0, data)));
         }
@@ -214,8 +214,8 @@ Result<DatasetRecord> UploadBody::Finish() {
   if (multipart_) {
     if (state_ != State::kEpilogue) {
       return Status::InvalidArgument(
-          "body: the multipart body ended before its closing delimiter (--" +
-          delimiter_.substr(4) + "--)");
+          "body: the multipart body ended before its closing delimiter (--" + delimiter_.substr(4) +
+          "--)");
     }
     if (!seen_main_) {
       return Status::InvalidArgument(

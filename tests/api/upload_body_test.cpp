@@ -80,8 +80,8 @@ TEST(UploadBodyTest, APlainBodyIsTheDatasetsFile) {
 }
 
 TEST(UploadBodyTest, PartsAreDecodedWhereverTheBuffersSplitThem) {
-  const std::string bytes = "preamble\r\n" + Part("test", kTest) + Part("train", kTrain) + Close() +
-                            "epilogue";
+  const std::string bytes =
+      "preamble\r\n" + Part("test", kTest) + Part("train", kTrain) + Close() + "epilogue";
   for (size_t piece = 1; piece <= bytes.size(); ++piece) {
     RecordingUpload::Seen seen;
     ASSERT_TRUE(Decode(bytes, &seen, piece).ok()) << piece;
@@ -145,10 +145,11 @@ TEST(UploadBodyTest, TheBoundaryComesFromTheContentType) {
   auto quoted = UploadBody::BoundaryOf("Multipart/Form-Data; charset=x; boundary=\"a b;c\"");
   ASSERT_TRUE(quoted.ok());
   EXPECT_EQ(quoted->value(), "a b;c");
-  for (const char* bad : {"multipart/form-data", "multipart/form-data; boundary=",
-                          "multipart/form-data; boundary=\"unclosed",
-                          "multipart/form-data; boundary=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}) {
+  for (const char* bad :
+       {"multipart/form-data",
+        "multipart/form-data; boundary=", "multipart/form-data; boundary=\"unclosed",
+        "multipart/form-data; boundary=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}) {
     auto r = UploadBody::BoundaryOf(bad);
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_EQ(r.status().message().rfind("Content-Type: ", 0), 0u) << bad;

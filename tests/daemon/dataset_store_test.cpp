@@ -189,8 +189,7 @@ TEST_F(DatasetStoreTest, ATestFileIsCheckedAndOnlyForCsv) {
   o.test_fraction = 0.3;  // a split asked for, and a test file given
   {
     auto upload = store_->BeginUpload(o, -1);
-    EXPECT_EQ((*upload)->Begin(api::DatasetFile::kTest).message().rfind("test_fraction: ", 0),
-              0u);
+    EXPECT_EQ((*upload)->Begin(api::DatasetFile::kTest).message().rfind("test_fraction: ", 0), 0u);
   }
   o = {};
   o.name = "arrays";

@@ -79,8 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (st.ok()) {
     Check(files.committed && files.begun_main == 1, "decoded without a train part");
   } else {
-    Check(st.code() == engine::StatusCode::kInvalidArgument, "an undocumented code",
-          st.ToString());
+    Check(st.code() == engine::StatusCode::kInvalidArgument, "an undocumented code", st.ToString());
     const std::string& m = st.message();
     Check(m.rfind("body: ", 0) == 0 || m.rfind("train: ", 0) == 0 || m.rfind("test: ", 0) == 0,
           "a refusal that names no field", m);
@@ -96,10 +95,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const std::string dash = "--" + std::string(kBoundary);
-  const std::string good = dash + "\r\nContent-Disposition: form-data; name=\"test\"\r\n\r\n" +
-                           test + "\r\n" + dash +
-                           "\r\nContent-Disposition: form-data; name=train\r\n\r\n" + train +
-                           "\r\n" + dash + "--\r\n";
+  const std::string good =
+      dash + "\r\nContent-Disposition: form-data; name=\"test\"\r\n\r\n" + test + "\r\n" + dash +
+      "\r\nContent-Disposition: form-data; name=train\r\n\r\n" + train + "\r\n" + dash + "--\r\n";
   Files back;
   st = Decode(good, piece, &back);
   Check(st.ok(), "a well-formed body was refused", st.ToString());

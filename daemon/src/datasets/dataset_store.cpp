@@ -154,8 +154,8 @@ class DatasetStore::Upload : public api::DatasetUpload {
           "split_seed out");
     }
     if (test_begun_ || closed_) return Status::FailedPrecondition("test: begun twice");
-    files_[1].fd = ::open((staging_ + "/upload.test").c_str(),
-                          O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    files_[1].fd =
+        ::open((staging_ + "/upload.test").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (files_[1].fd < 0) return Status::IoError(Errno(staging_ + "/upload.test"));
     test_begun_ = true;
     current_ = &files_[1];
@@ -194,8 +194,10 @@ class DatasetStore::Upload : public api::DatasetUpload {
       if (!synced) return Status::IoError(Errno("fsync of the upload"));
     }
     const bool has_test = test_begun_;
-    if (files_[0].bytes == 0) return Status::InvalidArgument("body: empty; send the file as the body");
-    if (has_test && files_[1].bytes == 0) return Status::InvalidArgument("test: the test file is empty");
+    if (files_[0].bytes == 0)
+      return Status::InvalidArgument("body: empty; send the file as the body");
+    if (has_test && files_[1].bytes == 0)
+      return Status::InvalidArgument("test: the test file is empty");
 
     api::DatasetRecord record;
     record.name = options_.name;
@@ -234,9 +236,9 @@ class DatasetStore::Upload : public api::DatasetUpload {
       // the dataset's name and its test file.
       std::string message = info.status().message();
       // The field is the file the reader names: the test file's, or the dataset's.
-      const char* field = !has_test ? "body: "
+      const char* field = !has_test                                              ? "body: "
                           : message.find(source->test_path) != std::string::npos ? "test: "
-                                                                                  : "train: ";
+                                                                                 : "train: ";
       const auto rename_path = [&](const std::string& path, const std::string& as) {
         if (path.empty()) return;
         for (size_t at = message.find(path); at != std::string::npos; at = message.find(path)) {

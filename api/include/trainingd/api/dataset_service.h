@@ -47,7 +47,7 @@ struct DatasetRecord {
   // Uploads: the dataset's identity, which a job's spec records. With one file, that file's
   // SHA-256; with a test file too, the SHA-256 of the text "<train sha256>\n<test sha256>\n".
   std::string sha256;
-  int64_t bytes = 0;  // uploads: of its files together
+  int64_t bytes = 0;             // uploads: of its files together
   DatasetFileRecord train_file;  // uploads: the dataset's file
   DatasetFileRecord test_file;   // a CSV's own test file; empty sha256 = none
   std::vector<int64_t> example_shape;

@@ -277,6 +277,17 @@ void HttpSession::OnRead(error_code ec, size_t) {
 
 void HttpSession::OnHandled(HttpResponse response, bool keep_alive) {
   if (closed_) return;
+  if (response.answer_later) {
+    // The answer comes on another thread (an inference's batch ran): back to this strand.
+    auto later = std::move(response.answer_later);
+    later([self = shared_from_this(), keep_alive](HttpResponse answer) {
+      auto executor = self->stream_.get_executor();
+      net::post(executor, [self, answer = std::move(answer), keep_alive]() mutable {
+        self->OnHandled(std::move(answer), keep_alive);
+      });
+    });
+    return;
+  }
   if (response.event_stream) {
     if (closing_) return Close();
     return StartEventStream(std::move(response));

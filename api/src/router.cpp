@@ -11,6 +11,7 @@
 #include <random>
 #include <utility>
 
+#include "model_routes.h"
 #include "trainingd/api/dataset_json.h"
 #include "trainingd/api/job_json.h"
 #include "trainingd/api/job_spec_json.h"
@@ -42,6 +43,17 @@ enum class RouteId {
   kListDatasets,
   kGetDataset,
   kDeleteDataset,
+  kExportModel,
+  kServerMetadata,
+  kServerLive,
+  kServerReady,
+  kModelMetadata,
+  kModelVersionMetadata,
+  kModelReady,
+  kModelVersionReady,
+  kInfer,
+  kVersionInfer,
+  kPredict,
   kHealthz,
   kMetrics,
   kIndex,
@@ -72,6 +84,17 @@ constexpr RouteDef kRoutes[] = {
     {RouteId::kListDatasets, "GET", "/api/v1/datasets"},
     {RouteId::kGetDataset, "GET", "/api/v1/datasets/{name}"},
     {RouteId::kDeleteDataset, "DELETE", "/api/v1/datasets/{name}"},
+    {RouteId::kExportModel, "GET", "/api/v1/jobs/{id}/model"},
+    {RouteId::kServerMetadata, "GET", "/v2"},
+    {RouteId::kServerLive, "GET", "/v2/health/live"},
+    {RouteId::kServerReady, "GET", "/v2/health/ready"},
+    {RouteId::kModelMetadata, "GET", "/v2/models/{id}"},
+    {RouteId::kModelVersionMetadata, "GET", "/v2/models/{id}/versions/{version}"},
+    {RouteId::kModelReady, "GET", "/v2/models/{id}/ready"},
+    {RouteId::kModelVersionReady, "GET", "/v2/models/{id}/versions/{version}/ready"},
+    {RouteId::kInfer, "POST", "/v2/models/{id}/infer"},
+    {RouteId::kVersionInfer, "POST", "/v2/models/{id}/versions/{version}/infer"},
+    {RouteId::kPredict, "POST", "/v1/models/{id}:predict"},
     {RouteId::kHealthz, "GET", "/healthz"},
     {RouteId::kMetrics, "GET", "/metrics"},
     {RouteId::kIndex, "GET", "/"},
@@ -92,15 +115,21 @@ std::vector<std::string_view> Segments(std::string_view path) {
   }
 }
 
-// Whether `path` has the shape of template `tmpl`; the "{id}" or "{name}" segment goes to *id.
-bool MatchTemplate(std::string_view tmpl, std::string_view path, std::string* id) {
+// Whether `path` has the shape of template `tmpl`; the "{id}" or "{name}" segment goes to *id
+// ("{id}:predict" matches a segment that ends so), the "{version}" segment to *version.
+bool MatchTemplate(std::string_view tmpl, std::string_view path, std::string* id,
+                   std::string* version) {
   auto t = Segments(tmpl);
   auto p = Segments(path);
   if (t.size() != p.size()) return false;
   for (size_t i = 0; i < t.size(); ++i) {
-    if (t[i] == "{id}" || t[i] == "{name}") {
+    if (t[i] == "{id}" || t[i] == "{name}" || t[i] == "{version}") {
       if (p[i].empty()) return false;
-      *id = std::string(p[i]);
+      *(t[i] == "{version}" ? version : id) = std::string(p[i]);
+    } else if (t[i].starts_with("{id}:")) {
+      const std::string_view suffix = t[i].substr(4);
+      if (p[i].size() <= suffix.size() || !p[i].ends_with(suffix)) return false;
+      *id = std::string(p[i].substr(0, p[i].size() - suffix.size()));
     } else if (t[i] != p[i]) {
       return false;
     }
@@ -108,8 +137,14 @@ bool MatchTemplate(std::string_view tmpl, std::string_view path, std::string* id
   return true;
 }
 
+// The inference protocols' paths: KServe v2's /v2/..., TF Serving's /v1/models/...
+bool IsModelProtocolPath(std::string_view path) {
+  return path == "/v2" || path.starts_with("/v2/") || path.starts_with("/v1/models/");
+}
+
 bool IsApiPath(std::string_view path) {
-  return path == "/api" || path.starts_with("/api/") || path == "/healthz" || path == "/metrics";
+  return path == "/api" || path.starts_with("/api/") || path == "/healthz" || path == "/metrics" ||
+         IsModelProtocolPath(path);
 }
 
 // Methods as metric labels: a fixed set, so clients cannot create unbounded series.
@@ -284,9 +319,11 @@ bool ConstantTimeEquals(std::string_view given, std::string_view secret) {
   return diff == 0;
 }
 
-Router::Router(JobService& service, RouterOptions options, DatasetService* datasets)
+Router::Router(JobService& service, RouterOptions options, DatasetService* datasets,
+               ModelService* models)
     : service_(service),
       datasets_(datasets),
+      models_(models),
       options_(std::move(options)),
       static_files_(options_.web_root) {
   SetListenEndpoint(options_.listen_address, options_.listen_port);
@@ -328,6 +365,20 @@ HttpResponse Router::Handle(const HttpRequest& request, const EventDeliver& deli
   }
   // An upload to feed is not an answer yet: FinishUpload records it.
   if (response.upload) return response;
+  // Nor is an answer to come: recorded when it comes.
+  if (response.answer_later) {
+    response.answer_later = [this, inner = std::move(response.answer_later),
+                             method = request.method, route_label,
+                             start](std::function<void(HttpResponse)> send) {
+      inner([this, send = std::move(send), method, route_label, start](HttpResponse answer) {
+        HttpRequest header;
+        header.method = method;
+        Finish(header, route_label, start, answer);
+        send(std::move(answer));
+      });
+    };
+    return response;
+  }
   Finish(request, route_label, start, response);
   return response;
 }
@@ -383,6 +434,7 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
   // Which routes have this path's shape; then which of them takes this method.
   std::vector<const RouteDef*> matches;
   std::string job_id;
+  std::string version;
   bool api = IsApiPath(target.path);
   for (const RouteDef& def : kRoutes) {
     bool match = false;
@@ -391,7 +443,7 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
     } else if (def.id == RouteId::kStaticFile) {
       match = !api && target.path != "/";
     } else if (api) {
-      match = MatchTemplate(def.path, target.path, &job_id);
+      match = MatchTemplate(def.path, target.path, &job_id, &version);
     }
     if (match) matches.push_back(&def);
   }
@@ -405,7 +457,9 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
   if (auto refused = CheckBrowserHeaders(request)) return std::move(*refused);
 
   std::optional<QueryParams> query = ParseQuery(target.query);
-  bool public_route = !api || target.path == "/healthz";
+  // Health probes reveal nothing about jobs: public, as /healthz is.
+  bool public_route = !api || target.path == "/healthz" || target.path == "/v2" ||
+                      target.path == "/v2/health/live" || target.path == "/v2/health/ready";
   if (!options_.api_token.empty() && !public_route) {
     const bool stream = route != nullptr && IsEventStream(route->id, query);
     std::optional<std::string> query_token;
@@ -484,6 +538,11 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
   if (dataset_route && datasets_ == nullptr) {
     return ErrorResponse(404, "not_found", "this server keeps no datasets");
   }
+  const bool model_route = route->id == RouteId::kExportModel || IsModelProtocolPath(target.path);
+  if (model_route && route->id != RouteId::kServerMetadata && route->id != RouteId::kServerLive &&
+      models_ == nullptr) {
+    return ErrorResponse(404, "not_found", "this server serves no models");
+  }
 
   Context c{request, target.path, std::move(*query), job_id, deliver};
   switch (route->id) {
@@ -539,6 +598,27 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
       if (!dataset.ok()) return DatasetStatusResponse(dataset.status());
       return JsonResponse(200, DatasetToJson(*dataset));
     }
+    case RouteId::kExportModel:
+      return model_routes::ExportModel(*models_, job_id,
+                                       QueryValue(c.query, "format").value_or("onnx"),
+                                       QueryValue(c.query, "step"));
+    case RouteId::kServerMetadata:
+      return model_routes::ServerMetadata();
+    case RouteId::kServerLive:
+      return model_routes::Health(nullptr);
+    case RouteId::kServerReady:
+      return model_routes::Health(models_);
+    case RouteId::kModelMetadata:
+    case RouteId::kModelVersionMetadata:
+      return model_routes::ModelMetadata(*models_, job_id, version);
+    case RouteId::kModelReady:
+    case RouteId::kModelVersionReady:
+      return model_routes::ModelReady(*models_, job_id, version);
+    case RouteId::kInfer:
+    case RouteId::kVersionInfer:
+    case RouteId::kPredict:
+      return model_routes::Infer(*models_, request, job_id, version,
+                                 route->id == RouteId::kPredict);
     case RouteId::kDeleteDataset: {
       Status status = datasets_->DeleteDataset(job_id);
       if (!status.ok()) return DatasetStatusResponse(status);
@@ -764,6 +844,9 @@ HttpResponse Router::Metrics() {
   r.headers = {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"},
                {"Cache-Control", "no-store"}};
   std::vector<Metric> all = service_.Metrics();
+  if (models_ != nullptr) {
+    for (Metric& m : models_->Metrics()) all.push_back(std::move(m));
+  }
   for (Metric& m : metrics_.Collect()) all.push_back(std::move(m));
   r.body = WritePrometheus(all);
   return r;

@@ -19,6 +19,7 @@
 
 #include "fake_dataset_service.h"
 #include "fake_job_service.h"
+#include "fake_model_service.h"
 #include "router_bad_requests.h"
 #include "router_test_util.h"
 #include "test_http_client.h"
@@ -34,7 +35,7 @@ class HttpServerTest : public ::testing::Test {
  protected:
   void StartServer(HttpServerOptions options = {}, RouterOptions router_options = {}) {
     options.port = 0;
-    router_ = std::make_unique<Router>(service_, router_options, &datasets_);
+    router_ = std::make_unique<Router>(service_, router_options, &datasets_, &models_);
     server_ = std::make_unique<HttpServer>(*router_, options);
     ASSERT_TRUE(server_->Start().ok());
     ASSERT_NE(server_->port(), 0);
@@ -55,6 +56,7 @@ class HttpServerTest : public ::testing::Test {
 
   FakeJobService service_;
   FakeDatasetService datasets_;
+  FakeModelService models_;
   std::unique_ptr<Router> router_;
   std::unique_ptr<HttpServer> server_;
 };
@@ -179,7 +181,8 @@ TEST_F(HttpServerTest, MultipartUploadsAreDecodedAsTheyStream) {
   for (int64_t i = 0; test.size() < (size_t{2} << 20); ++i) test += std::to_string(i * 3) + "\n--";
   const std::string boundary = "----boundary7MA4YWxkTrZu0gW";
   const std::string body =
-      "--" + boundary + "\r\nContent-Disposition: form-data; name=\"train\"; filename=\"t.csv\"\r\n" +
+      "--" + boundary +
+      "\r\nContent-Disposition: form-data; name=\"train\"; filename=\"t.csv\"\r\n" +
       "Content-Type: text/csv\r\n\r\n" + train + "\r\n--" + boundary +
       "\r\nContent-Disposition: form-data; name=\"test\"; filename=\"u.csv\"\r\n\r\n" + test +
       "\r\n--" + boundary + "--\r\n";
@@ -200,16 +203,47 @@ TEST_F(HttpServerTest, MultipartUploadsAreDecodedAsTheyStream) {
   const std::string refused = "--" + boundary + "\r\nContent-Disposition: form-data; name=test" +
                               "\r\n\r\nx\r\n--" + boundary + "--\r\n";
   TestClient second(server_->port());
-  ASSERT_TRUE(second.Send("POST /api/v1/datasets?name=arrays&format=npz HTTP/1.1\r\nHost: " +
-                          host + "\r\nContent-Type: multipart/form-data; boundary=" + boundary +
-                          "\r\nContent-Length: " + std::to_string(refused.size()) +
-                          "\r\n\r\n" + refused));
+  ASSERT_TRUE(second.Send("POST /api/v1/datasets?name=arrays&format=npz HTTP/1.1\r\nHost: " + host +
+                          "\r\nContent-Type: multipart/form-data; boundary=" + boundary +
+                          "\r\nContent-Length: " + std::to_string(refused.size()) + "\r\n\r\n" +
+                          refused));
   r = second.ReadResponse();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400) << r->body;
   EXPECT_NE(r->body.find("\"field\":\"test\""), std::string::npos) << r->body;
   EXPECT_TRUE(Eventually([&] { return datasets_.uploads_alive == 0; }));
   EXPECT_EQ(datasets_.GetDataset("arrays").status().code(), engine::StatusCode::kNotFound);
+}
+
+// An inference is answered when its batch has run, on another thread, while the connection
+// waits; the next request on the connection is answered after it, in order.
+TEST_F(HttpServerTest, InferencesAreAnsweredWhenTheirBatchHasRun) {
+  models_.hold = true;
+  StartServer();
+  const std::string host = "127.0.0.1:" + std::to_string(server_->port());
+  const std::string body =
+      R"({"inputs": [{"name": "input", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]})";
+  TestClient client(server_->port());
+  ASSERT_TRUE(client.Send("POST /v2/models/job-1/infer HTTP/1.1\r\nHost: " + host +
+                          "\r\nContent-Type: application/json\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body));
+  std::vector<std::function<void()>> held;
+  ASSERT_TRUE(Eventually([&] {
+    auto more = models_.TakeHeld();
+    held.insert(held.end(), more.begin(), more.end());
+    return !held.empty();
+  }));
+  std::thread batch([&] { held[0](); });  // the model server's thread
+  batch.join();
+  auto r = client.ReadResponse();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_NE(r->body.find("\"model_name\":\"job-1\""), std::string::npos) << r->body;
+  // The connection goes on.
+  ASSERT_TRUE(client.Send(FormatRequest(server_->port(), Req("GET", "/v2/health/ready"))));
+  r = client.ReadResponse();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
 }
 
 // What the header already shows is refused before a byte of the body is read, and the

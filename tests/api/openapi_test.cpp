@@ -34,9 +34,12 @@ RouteSet ReadOpenApiRoutes(const std::string& file) {
       continue;
     }
     if (!in_paths) continue;
-    std::string key = line.substr(indent, line.find(':', indent) - indent);
-    if (key.size() >= 2 && (key.front() == '"' || key.front() == '\'')) {
-      key = key.substr(1, key.size() - 2);
+    // A quoted key may hold a colon ("/v1/models/{id}:predict").
+    std::string key;
+    if (line[indent] == '"' || line[indent] == '\'') {
+      key = line.substr(indent + 1, line.find(line[indent], indent + 1) - indent - 1);
+    } else {
+      key = line.substr(indent, line.find(':', indent) - indent);
     }
     if (indent == 2) {
       path = key;

@@ -352,11 +352,13 @@ TEST(RouterTableTest, RoutesAreUniqueAndCoverTheApi) {
   for (const RouteInfo& route : Router::Routes()) {
     EXPECT_TRUE(seen.insert({route.method, route.path}).second) << route.path;
   }
-  EXPECT_EQ(seen.size(), 20u);
+  EXPECT_EQ(seen.size(), 31u);
   EXPECT_TRUE(seen.count({"POST", "/api/v1/datasets"}));
   EXPECT_TRUE(seen.count({"DELETE", "/api/v1/datasets/{name}"}));
   EXPECT_TRUE(seen.count({"POST", "/api/v1/jobs/{id}/resume"}));
   EXPECT_TRUE(seen.count({"GET", "/api/v1/events"}));
+  EXPECT_TRUE(seen.count({"POST", "/v2/models/{id}/infer"}));
+  EXPECT_TRUE(seen.count({"POST", "/v1/models/{id}:predict"}));
 }
 
 }  // namespace

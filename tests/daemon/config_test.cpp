@@ -99,6 +99,31 @@ TEST_F(ConfigTest, ThreadCountsAreReadAndBounded) {
   EXPECT_NE(st.message().find("http_handler_threads"), std::string::npos) << st.message();
 }
 
+TEST_F(ConfigTest, TheModelServerIsConfiguredAndChecked) {
+  ServeConfig c;
+  ASSERT_TRUE(ParseConfigText(R"({"serving": {"memory_bytes": 2097152, "threads": 2,
+                                  "max_batch": 16, "max_delay_ms": 3, "max_queue": 32}})",
+                              "mem.json", c)
+                  .ok());
+  EXPECT_EQ(c.serving.memory_bytes, 2097152);
+  EXPECT_EQ(c.serving.threads, 2);
+  EXPECT_EQ(c.serving.compute_threads, 0);  // all cores
+  EXPECT_EQ(c.serving.max_batch, 16);
+  EXPECT_EQ(c.serving.max_delay_ms, 3);
+  EXPECT_EQ(c.serving.max_queue, 32);
+  for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"serving": {"max_batch": 0}})", "serving.max_batch"},
+           {R"({"serving": {"max_batch": 64, "max_queue": 8}})", "serving.max_queue"},
+           {R"({"serving": {"max_delay_ms": 5000}})", "serving.max_delay_ms"},
+           {R"({"serving": {"memory_bytes": 10}})", "serving.memory_bytes"},
+           {R"({"serving": {"batch": 1}})", "serving.batch"}}) {
+    ServeConfig fresh;
+    const engine::Status st = ParseConfigText(text, "mem.json", fresh);
+    EXPECT_FALSE(st.ok()) << text;
+    EXPECT_NE(st.message().find(field), std::string::npos) << text << " -> " << st.message();
+  }
+}
+
 TEST_F(ConfigTest, FileThenFlagsWin) {
   const std::string f = Write("c.json", R"({"listen": "127.0.0.1:9000", "data_dir": "/srv/t",
                                           "max_concurrent_jobs": 2, "data_root": "/data"})");

@@ -27,6 +27,7 @@
 #include "trainingd/daemon/service/config.h"
 #include "trainingd/daemon/service/descriptor_limit.h"
 #include "trainingd/daemon/service/systemd_notify.h"
+#include "trainingd/daemon/serving/model_server.h"
 #include "trainingd/daemon/store/store.h"
 
 namespace trainingd::daemon {
@@ -252,6 +253,26 @@ int ServeCommand(const std::vector<std::string>& args) {
     return 1;
   }
   jobs_for_datasets = manager->get();
+  // Models out (docs/models.md): beside the job manager, which only tells it where a job's
+  // checkpoints are.
+  ModelServerOptions mso;
+  mso.checkpoint_dir = [jobs = manager->get()](const std::string& id) {
+    return jobs->CheckpointDir(id);
+  };
+  mso.memory_budget_bytes = config.serving.memory_bytes;
+  mso.threads = config.serving.threads;
+  mso.compute_threads = config.serving.compute_threads > 0
+                            ? config.serving.compute_threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  mso.max_batch = config.serving.max_batch;
+  mso.max_delay = std::chrono::milliseconds(config.serving.max_delay_ms);
+  mso.max_queue_examples = config.serving.max_queue;
+  auto models = ModelServer::Create(std::move(mso));
+  if (!models.ok()) {
+    Say("serving: " + models.status().message());
+    (*manager)->Shutdown();
+    return 1;
+  }
   api::RouterOptions ro;
   ro.api_token = config.token;
   ro.web_root = FindWebDir(config.web_dir);
@@ -262,7 +283,7 @@ int ServeCommand(const std::vector<std::string>& args) {
     std::string l = std::string(line) + "\n";
     std::fwrite(l.data(), 1, l.size(), stderr);
   };
-  api::Router router(**manager, ro, datasets->get());
+  api::Router router(**manager, ro, datasets->get(), models->get());
   if (engine::Status st = router.CheckOptions(); !st.ok()) {
     Say(st.message());
     return 2;
@@ -333,6 +354,7 @@ int ServeCommand(const std::vector<std::string>& args) {
       }
     });
   }
+  (*models)->Shutdown();  // its last answers go out while the server still runs
   server.Stop();
   (*manager)->Shutdown();
   // Bounded: writes the disk cannot take (full, failing) would otherwise keep the daemon from

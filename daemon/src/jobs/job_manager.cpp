@@ -539,6 +539,14 @@ eng::Result<std::vector<std::string>> JobManager::ScalarTags(const std::string& 
   return store_.ScalarTags(id);
 }
 
+eng::Result<std::string> JobManager::CheckpointDir(const std::string& id) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!FindLocked(id)) return eng::Status::NotFound("job '" + id + "' does not exist");
+  }
+  return files_.Dir(id);
+}
+
 eng::Result<std::vector<api::CheckpointInfo>> JobManager::Checkpoints(const std::string& id) {
   {
     std::lock_guard<std::mutex> lock(mu_);

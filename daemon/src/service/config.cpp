@@ -139,7 +139,8 @@ eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
                                              "max_crash_restarts",
                                              "mpi",
                                              "executor",
-                                             "slurm"},
+                                             "slurm",
+                                             "serving"},
                                             "key"));
   // An integer key in [lo, hi], when present.
   const auto integer = [&doc](const char* key, int64_t lo, int64_t hi, auto* out) {
@@ -191,6 +192,29 @@ eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
   TRAININGD_RETURN_IF_ERROR(
       integer("max_log_bytes_per_job", 4096, kBytes, &c.limits.max_log_bytes_per_job));
   TRAININGD_RETURN_IF_ERROR(integer("max_crash_restarts", 0, 1000, &c.limits.max_crash_restarts));
+  if (const auto it = doc.find("serving"); it != doc.end()) {
+    TRAININGD_RETURN_IF_ERROR(sj::CheckObject(
+        *it, "serving",
+        {"memory_bytes", "threads", "compute_threads", "max_batch", "max_delay_ms", "max_queue"},
+        "key"));
+    ServeConfig::Serving& s = c.serving;
+    const auto field = [&](const char* key, int64_t lo, int64_t hi, auto* out) {
+      const auto f = it->find(key);
+      if (f == it->end()) return eng::Status::Ok();
+      int64_t v = 0;
+      TRAININGD_RETURN_IF_ERROR(sj::ReadInt(*f, sj::Child("serving", key), lo, hi, &v));
+      *out = static_cast<std::remove_pointer_t<decltype(out)>>(v);
+      return eng::Status::Ok();
+    };
+    TRAININGD_RETURN_IF_ERROR(field("memory_bytes", 1 << 20, kBytes, &s.memory_bytes));
+    TRAININGD_RETURN_IF_ERROR(field("threads", 1, 64, &s.threads));
+    TRAININGD_RETURN_IF_ERROR(field("compute_threads", 0, 1024, &s.compute_threads));
+    TRAININGD_RETURN_IF_ERROR(field("max_batch", 1, 65536, &s.max_batch));
+    TRAININGD_RETURN_IF_ERROR(field("max_delay_ms", 0, 1000, &s.max_delay_ms));
+    TRAININGD_RETURN_IF_ERROR(field("max_queue", 1, int64_t{1} << 24, &s.max_queue));
+    if (s.max_queue < s.max_batch)
+      return sj::Bad("serving.max_queue", "must be at least max_batch");
+  }
   if (const auto it = doc.find("mpi"); it != doc.end()) {
     TRAININGD_RETURN_IF_ERROR(sj::CheckObject(*it, "mpi", {"hostfile", "mpirun_options"}, "key"));
     TRAININGD_RETURN_IF_ERROR(sj::Field(*it, "mpi", "hostfile", &c.mpi_hostfile));

@@ -50,6 +50,11 @@ struct HttpResponse {
   // server feeds it the body and then asks Router::FinishUpload for the answer.
   std::unique_ptr<UploadBody> upload;
 
+  // Set by a route that answers later (an inference waiting for its batch) instead of now: the
+  // server calls it once with `send`, which takes the answer; `send` may be called from any
+  // thread, exactly once, and the connection waits for it.
+  std::function<void(std::function<void(HttpResponse)> send)> answer_later;
+
   // Never sent: what went wrong behind a 500, for the daemon's log (InternalErrorResponse).
   std::string log_detail;
 

@@ -33,6 +33,7 @@
 #include "trainingd/api/http_message.h"
 #include "trainingd/api/http_metrics.h"
 #include "trainingd/api/job_service.h"
+#include "trainingd/api/model_service.h"
 #include "trainingd/api/static_files.h"
 #include "trainingd/engine/base/status.h"
 
@@ -67,9 +68,10 @@ struct RouteInfo {
 
 class Router {
  public:
-  // `service` and `datasets` must outlive the router; without `datasets` the dataset routes
-  // answer 404.
-  Router(JobService& service, RouterOptions options, DatasetService* datasets = nullptr);
+  // `service`, `datasets` and `models` must outlive the router; without `datasets` the dataset
+  // routes answer 404, without `models` the model and inference routes.
+  Router(JobService& service, RouterOptions options, DatasetService* datasets = nullptr,
+         ModelService* models = nullptr);
 
   // OK unless options name a web root that is not an existing directory, or an allowed host or
   // origin that does not parse (fatal at start-up).
@@ -83,7 +85,8 @@ class Router {
   // (GET /api/v1/events, /api/v1/jobs/{id}/events, /api/v1/jobs/{id}/logs?follow=true) it
   // subscribes `deliver` (may be empty: events are then dropped) and returns event_stream = true
   // with the Subscription; the caller writes the events it receives and keeps the
-  // Subscription as long as the client is connected. Records each answer in metrics().
+  // Subscription as long as the client is connected. For the inference routes it may return
+  // answer_later instead of an answer (http_message.h). Records each answer in metrics().
   HttpResponse Handle(const HttpRequest& request, const EventDeliver& deliver = nullptr);
 
   // Whether the server should stream this request's body rather than read it whole (POST
@@ -127,6 +130,7 @@ class Router {
 
   JobService& service_;
   DatasetService* datasets_;
+  ModelService* models_;
   RouterOptions options_;
   BrowserPolicy policy_;
   engine::Status policy_status_;  // why options_ give no policy; OK = they do

@@ -104,6 +104,9 @@ class JobManager final : public api::JobService, private RunListener {
   engine::Result<api::JobInfo> Submit(engine::JobSpec spec, std::string spec_json) override;
   // The ids of the queued, running and stopping jobs that read uploaded dataset `name`.
   std::vector<std::string> JobsUsingDataset(const std::string& name) const;
+  // The directory of the job's checkpoints and model.json (what the model server serves);
+  // NotFound when there is no such job.
+  engine::Result<std::string> CheckpointDir(const std::string& id) const;
   engine::Result<api::JobPage> List(std::optional<api::JobState> state, int64_t limit,
                                     const std::string& cursor) override;
   engine::Result<api::JobInfo> Get(const std::string& id) override;

@@ -49,6 +49,14 @@
 //     "time_limit_minutes": 0,          sbatch --time (0 = the partition's)
 //     "cpus_per_task": 1,               compute threads of each rank
 //     "stop_grace_secs": 60             after a stop's SIGTERM, scancel
+//   },
+//   "serving": {                        the model server (docs/models.md#serving)
+//     "memory_bytes": 1073741824,       the models it keeps loaded hold at most this much
+//     "threads": 1,                     inference threads (never the HTTP or the jobs' threads)
+//     "compute_threads": 0,             cores each inference thread uses (0 = all)
+//     "max_batch": 64,                  examples in one batch
+//     "max_delay_ms": 0,                how long a batch waits for more requests to join it
+//     "max_queue": 4096                 examples waiting at most; more is 503 with Retry-After
 //   }
 // }
 // Unknown keys and wrong types are errors naming the key; the token may also come from the
@@ -89,6 +97,14 @@ struct ServeConfig {
   std::vector<std::string> mpirun_options;  // "mpi": {"mpirun_options"}
   std::string executor = "local";           // or "slurm"
   SlurmOptions slurm;                       // its data_root "" = data_root
+  struct Serving {
+    int64_t memory_bytes = int64_t{1} << 30;
+    int threads = 1;
+    int compute_threads = 0;  // 0 = the machine's cores
+    int64_t max_batch = 64;
+    int max_delay_ms = 0;
+    int64_t max_queue = 4096;
+  } serving;
 };
 
 // "ADDR:PORT" (or "[v6]:PORT"); InvalidArgument naming `field`.

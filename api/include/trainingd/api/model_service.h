@@ -1,0 +1,105 @@
+// ModelService: what the model routes need from the daemon's model server (docs/models.md): the
+// ONNX export of a job's checkpoint, and inference over the Open Inference Protocol (KServe v2)
+// and TF Serving's predict API. api/ states it; daemon/ implements it (serving/ModelServer),
+// beside the JobService and not inside it. A model is a job (its name is the job id) and a
+// version is one of its checkpoints (the global step). Every method is thread-safe.
+//
+// Statuses map to HTTP as the JobService's do (job_service.h): InvalidArgument 400 (the message
+// starts with the field), NotFound 404 (no such job, or no checkpoint of that step),
+// FailedPrecondition 409 (the job has no checkpoint yet, or predates model.json), Unavailable
+// 503 with Retry-After (the inference queue is full, or the server is shutting down).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainingd/api/prometheus.h"
+#include "trainingd/engine/base/status.h"
+
+namespace trainingd::api {
+
+// A tensor a model takes or gives: its name, KServe datatype ("FP32") and shape, with -1 for the
+// batch dimension.
+struct TensorMetadata {
+  std::string name;
+  std::string datatype;
+  std::vector<int64_t> shape;
+};
+
+struct ModelMetadata {
+  std::string name;                      // the job id
+  std::vector<int64_t> versions;         // its checkpoints' steps, oldest first
+  int64_t version = 0;                   // the one described (the latest unless asked for)
+  std::vector<TensorMetadata> inputs;    // "input"
+  std::vector<TensorMetadata> outputs;   // "logits", "probabilities"
+  std::vector<std::string> class_names;  // one per class ("0".."n-1" when the data has none)
+  std::string preprocessing;             // "scale_255", "none", "standard" (inside the model)
+  std::string dataset;                   // the dataset's name and sha256
+  std::string dataset_sha256;
+};
+
+// One inference: `batch` examples, row-major, in the dataset's raw units (docs/models.md).
+struct InferRequest {
+  std::string model;               // the job id
+  std::optional<int64_t> version;  // nullopt = the latest checkpoint
+  std::string id;                  // echoed in the answer (KServe's request id)
+  std::string input_name = "input";
+  // The input's shape as the client gave it: [batch, example dims...]; the service checks the
+  // example dims against the model's ("inputs[0].shape: ...").
+  std::vector<int64_t> shape;
+  // Where the shape came from, for messages: "inputs[0].shape" (KServe v2), "instances" (TF
+  // Serving).
+  std::string shape_field = "inputs[0].shape";
+  std::vector<float> data;
+  // Which outputs to return ("logits", "probabilities"); empty = both.
+  std::vector<std::string> outputs;
+};
+
+struct InferResult {
+  std::string model;
+  int64_t version = 0;
+  std::string id;
+  int64_t batch = 0;
+  int64_t classes = 0;
+  bool with_logits = true;
+  bool with_probabilities = true;
+  std::vector<float> logits;         // [batch, classes] when with_logits
+  std::vector<float> probabilities;  // [batch, classes] when with_probabilities
+  std::vector<std::string> class_names;
+};
+
+// An exported model file.
+struct ModelFile {
+  std::string filename;  // "<job id>-step<N>.onnx"
+  std::string bytes;
+};
+
+using InferDone = std::function<void(engine::Result<InferResult>)>;
+
+class ModelService {
+ public:
+  virtual ~ModelService() = default;
+  // The job's model at `version` (its latest checkpoint when nullopt). Reads the checkpoint list,
+  // not the weights.
+  virtual engine::Result<ModelMetadata> GetModel(const std::string& id,
+                                                 std::optional<int64_t> version) = 0;
+  // Whether an inference on it would run now: the checkpoint is there and loads (this loads
+  // it into the cache). The error says why not.
+  virtual engine::Status ModelReady(const std::string& id, std::optional<int64_t> version) = 0;
+  // Whether the server takes inferences (not shutting down).
+  virtual bool Ready() = 0;
+  // Runs `request` on the server's inference threads, batched with others of the same model
+  // and version. `done` is called exactly once: on an inference thread with the result, or
+  // before Infer returns when the request is refused (bad shape, unknown job, a full queue).
+  virtual void Infer(InferRequest request, InferDone done) = 0;
+  // The ONNX file of the job's checkpoint `step` (the latest when nullopt).
+  virtual engine::Result<ModelFile> ExportOnnx(const std::string& id,
+                                               std::optional<int64_t> step) = 0;
+  // Its series for /metrics (trainingd_serving_*).
+  virtual std::vector<Metric> Metrics() { return {}; }
+};
+
+}  // namespace trainingd::api

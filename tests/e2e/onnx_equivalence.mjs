@@ -3,7 +3,9 @@
 // examples onnx_predict wrote to PREFIX.input.f32 and compares its probabilities with the
 // engine's (PREFIX.probs.f32). Prints one JSON line: the examples, how many argmaxes agree, the
 // largest |probability difference|, both accuracies, and the graph's input and output names
-// and shapes as the runtime sees them. onnx_export_test.py judges the numbers.
+// and shapes as the runtime sees them. With PREFIX.infer.f32 (the daemon's /infer answers on
+// the same examples, serving_test.py), the same three numbers for /infer against onnxruntime.
+// onnx_export_test.py and serving_test.py judge the numbers.
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,6 +24,8 @@ const floats = (file) => {
 };
 const input = floats(`${prefix}.input.f32`);
 const engineProbs = floats(`${prefix}.probs.f32`);
+const inferProbs = fs.existsSync(`${prefix}.infer.f32`) ? floats(`${prefix}.infer.f32`) : null;
+if (inferProbs && inferProbs.length !== engineProbs.length) throw new Error(`${prefix}.infer.f32: size`);
 const { n, classes } = meta;
 const exampleSize = meta.example_shape.reduce((a, b) => a * b, 1);
 if (input.length !== n * exampleSize || engineProbs.length !== n * classes) {
@@ -36,6 +40,7 @@ const argmax = (p, i) => {
 };
 // In batches of 1000: the whole split in one run would hold the CNN's activations for all of it.
 let agree = 0, ortCorrect = 0, engineCorrect = 0, maxDiff = 0;
+let inferAgree = 0, inferCorrect = 0, inferMaxDiff = 0;
 const batch = 1000;
 for (let first = 0; first < n; first += batch) {
   const m = Math.min(batch, n - first);
@@ -54,10 +59,19 @@ for (let first = 0; first < n; first += batch) {
     for (let c = 0; c < classes; ++c) {
       maxDiff = Math.max(maxDiff, Math.abs(probs[i * classes + c] - engineProbs[j * classes + c]));
     }
+    if (inferProbs) {
+      const f = argmax(inferProbs.subarray(first * classes), i);
+      if (f === a) ++inferAgree;
+      if (f === meta.labels[j]) ++inferCorrect;
+      for (let c = 0; c < classes; ++c) {
+        inferMaxDiff = Math.max(inferMaxDiff, Math.abs(probs[i * classes + c] - inferProbs[j * classes + c]));
+      }
+    }
   }
 }
 console.log(JSON.stringify({
   n, agree, max_prob_diff: maxDiff,
   ort_accuracy: ortCorrect / n, engine_accuracy: engineCorrect / n,
   inputs: session.inputNames, outputs: session.outputNames,
+  ...(inferProbs ? { infer_agree: inferAgree, infer_max_prob_diff: inferMaxDiff, infer_accuracy: inferCorrect / n } : {}),
 }));

@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-TRAININGD, ONNX_PREDICT, NODE = sys.argv[1:4]
+TRAININGD = ONNX_PREDICT = NODE = None  # main() sets them (serving_test.py imports this file)
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "examples")
 DATA_ROOT = "/usr/share/datasets"
@@ -188,6 +188,8 @@ def export_errors(ckpt_dir, tmp):
 
 
 def main():
+    global TRAININGD, ONNX_PREDICT, NODE
+    TRAININGD, ONNX_PREDICT, NODE = sys.argv[1:4]
     tmp = tempfile.mkdtemp(prefix="trainingd-onnx-")
     try:
         datasets_dir = os.path.join(tmp, "datasets")

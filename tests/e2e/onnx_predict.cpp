@@ -17,6 +17,7 @@
 
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/api/model_json.h"
+#include "trainingd/engine/base/parallel.h"
 #include "trainingd/engine/job/job_runner.h"
 #include "trainingd/engine/job/trained_model.h"
 
@@ -44,6 +45,9 @@ int main(int argc, char** argv) {
                  "usage: onnx_predict CHECKPOINT_DIR JOB.json DATA_ROOT DATASETS_DIR OUT\n");
     return 2;
   }
+  // As the engine's compute threads (and so the daemon's model server) run: denormals flushed
+  // to zero, so that serving_test.py can ask /infer for these very bits.
+  eng::SetComputeThreads(1);
   const std::string dir = argv[1], out = argv[5];
   std::ifstream spec_file(argv[2]);
   std::stringstream spec_text;

@@ -1,0 +1,318 @@
+"""The model server end to end (docs/models.md#serving), against a daemon this test starts.
+
+1. Equivalence: the three tutorial presets on Fashion-MNIST, a colour CNN on an uploaded npz and
+   an MLP on an uploaded CSV (standardized) trained as daemon jobs. Each job's model is
+   downloaded as ONNX (GET /api/v1/jobs/{id}/model) and its whole test split sent through
+   POST /v2/models/{id}/infer (in requests of 100 examples, 8 at a time, so they are batched),
+   in the dataset's raw units. /infer must equal the engine's own TrainedModel::Predict
+   (onnx_predict) and agree with onnxruntime on the downloaded file (onnx_equivalence.mjs):
+   argmax >= 99.9%, largest probability difference <= 1e-4, the same accuracy.
+2. The protocols: metadata, readiness, versions, TF Serving's :predict.
+3. Bad requests: malformed JSON, NaN, a wrong shape, datatype or length, a huge declared shape,
+   a body over the limit, an unknown job, a job without a checkpoint: each a clear 4xx naming
+   the field.
+4. Pressure, on the same jobs after a restart with a small budget and queue: two models that do
+   not fit the budget together, hammered at once (every answer still right; evictions counted;
+   the cache within its budget); an overload answered 503 with Retry-After; a job deleted while
+   its model is served (404 after, never a 500); the daemon up throughout.
+
+usage: serving_test.py TRAININGD ONNX_PREDICT NODE
+"""
+import concurrent.futures
+import http.client
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+import onnx_export_test as ox
+from trainingd_e2e import Daemon, expect
+
+TRAININGD, ONNX_PREDICT, NODE = sys.argv[1:4]
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHUNK = 100  # examples per /infer request
+
+
+def upload(d, name, fmt, path, query=""):
+    with open(path, "rb") as f:
+        body = f.read()
+    status, ds = d.call("POST", "/api/v1/datasets?name=%s&format=%s%s" % (name, fmt, query), body,
+                        headers={"Content-Type": "application/octet-stream"})
+    expect(status == 201, (status, ds))
+    return ds
+
+
+def infer_body(x, uint8):
+    data = x.astype(np.int64).ravel().tolist() if uint8 else [float(v) for v in x.ravel()]
+    return {"inputs": [{"name": "input", "shape": list(x.shape),
+                        "datatype": "UINT8" if uint8 else "FP32", "data": data}]}
+
+
+def infer(d, job, x, uint8, version=None):
+    path = "/v2/models/%s%s/infer" % (job, "" if version is None else "/versions/%d" % version)
+    status, r = d.call("POST", path, infer_body(x, uint8), timeout=120)
+    expect(status == 200, (status, r))
+    probs = next(o for o in r["outputs"] if o["name"] == "probabilities")
+    expect(probs["shape"] == [len(x), probs["shape"][1]], probs["shape"])
+    return np.array(probs["data"], dtype=np.float32).reshape(probs["shape"]), r
+
+
+def equivalence(d, case, job, data_dir, datasets_dir, tmp):
+    """The whole test split through /infer, against the engine and onnxruntime."""
+    prefix = os.path.join(tmp, case["name"])
+    spec_path = prefix + ".spec.json"
+    with open(spec_path, "w") as f:
+        json.dump(d.job(job)["spec"], f)
+    ckpt = os.path.join(data_dir, "jobs", job)
+    p = subprocess.run([ONNX_PREDICT, ckpt, spec_path, "/usr/share/datasets", datasets_dir,
+                        prefix], capture_output=True, text=True, timeout=600)
+    expect(p.returncode == 0, "onnx_predict: %s" % p.stderr)
+    with open(prefix + ".json") as f:
+        meta = json.load(f)
+    n, shape = meta["n"], meta["example_shape"]
+    x = np.fromfile(prefix + ".input.f32", dtype=np.float32).reshape([n] + shape)
+    engine = np.fromfile(prefix + ".probs.f32", dtype=np.float32).reshape(n, meta["classes"])
+    uint8 = case["preprocessing"] == "scale_255"
+    if uint8:
+        expect(np.array_equal(x, np.round(x)), "raw images are whole numbers")
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        parts = list(pool.map(lambda i: infer(d, job, x[i:i + CHUNK], uint8)[0],
+                              range(0, n, CHUNK)))
+    served = np.concatenate(parts)
+    served.tofile(prefix + ".infer.f32")
+    # The server runs the engine's own Predict: the same numbers, whatever the batch.
+    expect(np.array_equal(served, engine),
+           "%s: /infer differs from Predict by %g" % (case["name"], np.abs(served - engine).max()))
+    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=60)
+    conn.request("GET", "/api/v1/jobs/%s/model" % job)
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    expect(r.status == 200 and r.getheader("Content-Disposition") ==
+           'attachment; filename="%s-step%d.onnx"' % (job, case["spec"]["max_steps"]),
+           (r.status, r.getheader("Content-Disposition")))
+    onnx_path = prefix + ".onnx"
+    with open(onnx_path, "wb") as f:
+        f.write(body)
+    p = subprocess.run([NODE, os.path.join(HERE, "onnx_equivalence.mjs"), onnx_path, prefix],
+                       capture_output=True, text=True, timeout=600)
+    expect(p.returncode == 0, "onnx_equivalence.mjs: %s" % p.stderr)
+    q = json.loads(p.stdout.strip().splitlines()[-1])
+    print("  %s: %d test examples; /infer against onnxruntime: argmax agrees on %d, max |p diff| "
+          "%.2e, accuracy %.4f (/infer) %.4f (onnxruntime) %.4f (engine)" %
+          (case["name"], n, q["infer_agree"], q["infer_max_prob_diff"], q["infer_accuracy"],
+           q["ort_accuracy"], q["engine_accuracy"]))
+    expect(q["n"] == case["test_examples"], q)
+    expect(q["infer_agree"] >= 0.999 * n and q["agree"] >= 0.999 * n, q)
+    expect(q["infer_max_prob_diff"] <= 1e-4, q)
+    expect(q["infer_accuracy"] == q["ort_accuracy"] == q["engine_accuracy"], q)
+    return x, engine
+
+
+def protocol(d, jobs, samples):
+    job = jobs["softmax"]
+    status, m = d.call("GET", "/v2/models/%s" % job)
+    expect(status == 200 and m["name"] == job and m["platform"] == "trainingd", m)
+    expect(m["inputs"] == [{"name": "input", "datatype": "FP32", "shape": [-1, 28, 28, 1]}], m)
+    expect([o["name"] for o in m["outputs"]] == ["logits", "probabilities"], m)
+    expect(m["versions"][-1] == "40" and m["parameters"]["preprocessing"] == "scale_255", m)
+    status, t = d.call("GET", "/v2/models/%s" % jobs["table-mlp"])
+    expect(t["parameters"]["class_names"] == ["high", "low", "mid"] and
+           t["parameters"]["preprocessing"] == "standard" and
+           len(t["parameters"]["dataset_sha256"]) == 64, t)
+    expect(d.call("GET", "/v2/health/ready")[0] == 200, "ready")
+    expect(d.call("GET", "/v2/models/%s/ready" % job)[0] == 200, "model ready")
+    expect(d.call("GET", "/v2/models/%s/versions/0/ready" % job)[0] == 200, "version 0 ready")
+    x, engine = samples["softmax"]
+    # The initial checkpoint (step 0) answers differently from the trained one.
+    p0, r0 = infer(d, job, x[:5], True, version=0)
+    expect(r0["model_version"] == "0" and not np.array_equal(p0, engine[:5]), r0)
+    status, r = d.call("POST", "/v1/models/%s:predict" % job,
+                       {"instances": x[:3].astype(int).tolist()})
+    expect(status == 200 and np.array_equal(np.array(r["predictions"], dtype=np.float32),
+                                            engine[:3]), (status, str(r)[:200]))
+
+
+def bad_requests(d, jobs):
+    job = jobs["softmax"]
+    url = "/v2/models/%s/infer" % job
+    good = {"name": "input", "shape": [1, 28, 28, 1], "datatype": "UINT8", "data": [0] * 784}
+
+    def refused(body, want, field, path=url, **kw):
+        status, err = d.call("POST", path, body, **kw)
+        expect(status == want and isinstance(err, dict) and isinstance(err.get("error"), str) and
+               err["error"].startswith(field), (body if len(str(body)) < 200 else field, status,
+                                                err))
+    refused("{not json", 400, "")
+    refused('{"inputs": [{"name": "input", "shape": [1, 2], "datatype": "FP32", "data": [NaN, 1]}]}',
+            400, "")
+    refused({"inputs": [dict(good, datatype="BYTES")]}, 400, "inputs[0].datatype: ")
+    refused({"inputs": [dict(good, data=[0] * 783)]}, 400, "inputs[0].data: 783 values")
+    refused({"inputs": [dict(good, shape=[1, 784], data=[0] * 784)]}, 400,
+            "inputs[0].shape: [1, 784] does not fit the model's input [-1, 28, 28, 1]")
+    refused({"inputs": [dict(good, shape=[10 ** 9, 10 ** 9, 28, 1])]}, 400, "inputs[0].shape: ")
+    refused({"inputs": [dict(good, data=[0] * 783 + [300])]}, 400, "inputs[0].data[783]: ")
+    refused({"inputs": [good], "outputs": [{"name": "hidden"}]}, 400, "outputs[0].name: ")
+    refused({"inputs": [good]}, 404, "job 'nope'", path="/v2/models/nope/infer")
+    refused({"inputs": [good]}, 404, "version 7: ", path="/v2/models/%s/versions/7/infer" % job)
+    status, err = d.call("POST", url, b"{" + b" " * (2 << 20) + b"}")
+    expect(status == 413, (status, err))
+    expect(d.call("GET", "/healthz")[0] == 200, "up after the bad requests")
+
+
+def pressure(d, jobs, samples):
+    """A budget for one of the two CNNs' models at a time, a queue of 256 examples."""
+    small, big = jobs["softmax"], jobs["cnn"]
+    xs, es = samples["softmax"]
+    xb, eb = samples["cnn"]
+    errors = []
+
+    def hammer(k):
+        job, x, e = (small, xs, es) if k % 2 else (big, xb, eb)
+        i = (k * 37) % (len(x) - 4)
+        status, r = d.call("POST", "/v2/models/%s/infer" % job, infer_body(x[i:i + 4], True))
+        if status != 200:
+            return status
+        got = np.array(r["outputs"][1]["data"], dtype=np.float32).reshape(4, -1)
+        if not np.array_equal(got, e[i:i + 4]):
+            errors.append((job, i))
+        return status
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        statuses = list(pool.map(hammer, range(200)))
+    expect(not errors, "wrong answers under eviction: %s" % errors[:5])
+    expect(set(statuses) <= {200, 503} and statuses.count(200) >= 100, statuses)
+    metrics = d.call("GET", "/metrics")[1]
+
+    def metric(name):
+        return float(re.search(r"^%s (\S+)$" % name, metrics, re.M).group(1))
+    expect(metric("trainingd_serving_evictions_total") > 0, "evictions")
+    expect(metric("trainingd_serving_memory_bytes") <= BUDGET, "within the budget")
+    print("  two models under one budget: %d answers right, %d evictions, %d loads" %
+          (statuses.count(200), metric("trainingd_serving_evictions_total"),
+           metric("trainingd_serving_loads_total")))
+
+    # Overload: far more than the queue holds at once. Some are refused at once, with
+    # Retry-After; none waits forever; the rest are answered.
+    def heavy(_):
+        status, r, resp = d.request("POST", "/v2/models/%s/infer" % big,
+                                    infer_body(xb[:64], True), timeout=120)
+        return status, resp.getheader("Retry-After")
+    with concurrent.futures.ThreadPoolExecutor(32) as pool:
+        answers = list(pool.map(heavy, range(64)))
+    codes = [s for s, _ in answers]
+    expect(set(codes) <= {200, 503} and 503 in codes and 200 in codes, codes)
+    expect(all(ra == "1" for s, ra in answers if s == 503), answers)
+    print("  overload: %d answered, %d refused with 503 and Retry-After" %
+          (codes.count(200), codes.count(503)))
+
+    # Deleted while served: answers are right or 404, never anything else; 404 after.
+    stop = threading.Event()
+    seen = []
+
+    def keep_asking():
+        while not stop.is_set():
+            seen.append(d.call("POST", "/v2/models/%s/infer" % small,
+                               infer_body(xs[:2], True))[0])
+    asker = threading.Thread(target=keep_asking)
+    asker.start()
+    time.sleep(0.3)
+    expect(d.call("DELETE", "/api/v1/jobs/%s" % small)[0] == 204, "deleted")
+    time.sleep(0.3)
+    stop.set()
+    asker.join()
+    expect(set(seen) <= {200, 404} and seen[-1] == 404, seen[-10:])
+    expect(d.call("GET", "/v2/models/%s" % small)[0] == 404, "gone")
+    expect(d.call("GET", "/healthz")[0] == 200, "up after the pressure")
+
+
+BUDGET = 0  # set in main, from the two models' sizes
+
+
+def main():
+    global BUDGET
+    tmp = tempfile.mkdtemp(prefix="trainingd-serving-")
+    try:
+        data_dir = os.path.join(tmp, "var")
+        datasets_dir = os.path.join(data_dir, "datasets")
+        npz, csv = os.path.join(tmp, "rgb.npz"), os.path.join(tmp, "table.csv")
+        ox.colour_npz(npz)
+        ox.table_csv(csv)
+        d = Daemon(TRAININGD, data_dir, config={
+            "serving": {"max_batch": 256, "max_delay_ms": 2, "max_queue": 4096}})
+        try:
+            upload(d, "rgb", "npz", npz)
+            upload(d, "table", "csv", csv, "&normalize=standard")
+
+            def example(name):
+                with open(os.path.join(HERE, "..", "..", "examples", name + ".json")) as f:
+                    return json.load(f)
+            fmnist = dict(preprocessing="scale_255", test_examples=10000)
+            cases = [
+                dict(fmnist, name="softmax", spec=ox.tiny(example("softmax"), "softmax", 40)),
+                dict(fmnist, name="mlp", spec=ox.tiny(example("mlp"), "mlp", 40)),
+                dict(fmnist, name="cnn", spec=ox.tiny(example("cnn"), "cnn", 20)),
+                dict(name="rgb-cnn", preprocessing="scale_255", test_examples=300,
+                     spec=ox.tiny({"dataset": "rgb", "model": "cnn", "batch_size": 50, "seed": 3,
+                                   "optimizer": {"type": "adam", "learning_rate": 1e-3}},
+                                  "rgb-cnn", 30)),
+                dict(name="table-mlp", preprocessing="standard", test_examples=200,
+                     spec=ox.tiny({"dataset": "table", "model": "mlp", "batch_size": 50,
+                                   "seed": 5, "optimizer": {"type": "adam",
+                                                            "learning_rate": 1e-2}},
+                                  "table-mlp", 100)),
+            ]
+            jobs = {}
+            for case in cases:
+                status, job = d.call("POST", "/api/v1/jobs", case["spec"])
+                expect(status == 201, (status, job))
+                jobs[case["name"]] = job["id"]
+            # One more, queued behind them: no checkpoint yet while the others train.
+            status, queued = d.call("POST", "/api/v1/jobs", ox.tiny(example("softmax"), "q", 40))
+            status, err = d.call("POST", "/v2/models/%s/infer" % queued["id"], {"inputs": [
+                {"name": "input", "shape": [1, 28, 28, 1], "datatype": "UINT8",
+                 "data": [0] * 784}]})
+            expect(status == 409 and "no checkpoint yet" in err["error"], (status, err))
+            samples = {}
+            for case in cases:
+                done = d.wait_state(jobs[case["name"]], {"completed", "failed"})
+                expect(done["state"] == "completed", done)
+                samples[case["name"]] = equivalence(d, case, jobs[case["name"]], data_dir,
+                                                    datasets_dir, tmp)
+            protocol(d, jobs, samples)
+            bad_requests(d, jobs)
+        finally:
+            code, log = d.stop()
+        expect(code == 0, log)
+        # Each model's bytes: load each alone in a fresh daemon.
+        sizes = {}
+        for name in ("softmax", "cnn"):
+            d = Daemon(TRAININGD, data_dir)
+            try:
+                expect(d.call("GET", "/v2/models/%s/ready" % jobs[name])[0] == 200, name)
+                m = d.call("GET", "/metrics")[1]
+                sizes[name] = float(re.search(r"^trainingd_serving_memory_bytes (\S+)$", m,
+                                              re.M).group(1))
+            finally:
+                d.stop()
+        BUDGET = int(max(sizes.values()) + min(sizes.values()) / 2)  # never both at once
+        d = Daemon(TRAININGD, data_dir, config={"serving": {
+            "memory_bytes": BUDGET, "max_batch": 64, "max_delay_ms": 1, "max_queue": 256}})
+        try:
+            pressure(d, jobs, samples)
+        finally:
+            code, log = d.stop()
+        expect(code == 0, log)
+        print("serving_test: OK")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -15,7 +15,7 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 TSAN_BUILD ?= build-tsan
 FUZZ_SECONDS ?= 60
-FUZZERS    := job_spec http_request checkpoint idx config csv npz upload_body
+FUZZERS    := job_spec http_request checkpoint idx config csv npz upload_body infer_request
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 

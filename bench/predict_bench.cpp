@@ -4,6 +4,8 @@
 // /infer and the ONNX file take them) for SECONDS, with THREADS compute threads (default 2).
 // Prints one JSON line: {"batch", "threads", "calls", "examples_per_sec", "p50_ms", "p99_ms"}
 // (per call). bench/infer_bench.py runs it beside onnxruntime on the exported file.
+// With PROFILE=1 in the environment it also prints where a call's time goes: each layer's share
+// of Model::Forward on the same model and batch (Model::set_layer_timers).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include "trainingd/engine/base/parallel.h"
 #include "trainingd/engine/base/random.h"
 #include "trainingd/engine/job/trained_model.h"
+#include "trainingd/engine/nn/model.h"
 
 namespace eng = trainingd::engine;
 
@@ -57,6 +60,24 @@ int main(int argc, char** argv) {
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   const double total = std::chrono::duration<double>(Clock::now() - start).count();
+  if (const char* profile = std::getenv("PROFILE"); profile && std::string(profile) == "1") {
+    // The same layers (weights do not change the cost), timed layer by layer.
+    auto timed = eng::Model::Build(input->model, input->example_shape, input->num_classes, 1);
+    if (!timed.ok()) return 1;
+    eng::Tensor x(input->example_shape.with_batch(batch));
+    for (int64_t i = 0; i < x.size(); ++i) x[i] = raw[static_cast<size_t>(i)] / 255.0f;
+    std::vector<double> forward((*timed)->layers().size()), backward(forward.size());
+    (*timed)->Forward(x, eng::Mode::kEval);
+    (*timed)->set_layer_timers(&forward, &backward);
+    const int calls = std::max(10, static_cast<int>(ms.size() / 4));
+    for (int i = 0; i < calls; ++i) (*timed)->Forward(x, eng::Mode::kEval);
+    double sum = 0;
+    for (double t : forward) sum += t;
+    for (size_t i = 0; i < forward.size(); ++i) {
+      std::fprintf(stderr, "%-16s %8.4f ms  %5.1f%%\n", (*timed)->layers()[i]->name().c_str(),
+                   1e3 * forward[i] / calls, 100 * forward[i] / sum);
+    }
+  }
   std::sort(ms.begin(), ms.end());
   const auto pct = [&](double p) { return ms[std::min(ms.size() - 1, size_t(p * ms.size()))]; };
   std::printf(

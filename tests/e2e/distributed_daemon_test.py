@@ -27,8 +27,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainingd_e2e import (Daemon, colour_npz, expect, monotonic_series,  # noqa: E402
-                          small_spec)
+from trainingd_e2e import (Daemon, colour_npz, expect, expect_trained_on_upload,  # noqa: E402
+                          monotonic_series, small_spec)
 
 TRAININGD = sys.argv[1]
 
@@ -136,13 +136,7 @@ def uploaded_dataset(d, data):
     status, err = d.call("DELETE", "/api/v1/datasets/colours")
     expect(status == 409 and j in err["error"]["message"], (status, err))
     job = d.wait_state(j, {"completed", "failed", "stopped"}, timeout=120)
-    expect(job["state"] == "completed" and job["global_step"] == 300, job)
-    recorded = job["spec"]["dataset"]
-    expect(recorded["name"] == "colours" and recorded["sha256"] == ds["sha256"] and
-           recorded["format"] == "npz", recorded)
-    accuracy = job["latest_scalars"].get("test/accuracy", 0)
-    expect(accuracy > 0.6, "test accuracy %s (chance 0.33): %s" % (accuracy,
-                                                                 job["latest_scalars"]))
+    accuracy = expect_trained_on_upload(job, ds, 300)
     text = log_text(d, j)
     expect("attempt 1 of 3: 2 ranks" in text, "attempt line missing:\n" + text[:2000])
     expect(not ranks_of(job_dir(data, j)), "ranks left after the job ended")

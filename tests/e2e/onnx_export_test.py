@@ -145,15 +145,25 @@ def check_file(path, case, ckpt_dir, final_step):
            recorded["class_names"] == case["class_names"], recorded)
 
 
-def equivalence(case, ckpt_dir, spec_path, datasets_dir, onnx_path, tmp, trainer_accuracy):
-    prefix = os.path.join(tmp, case["name"])
-    p = subprocess.run([ONNX_PREDICT, ckpt_dir, spec_path, DATA_ROOT, datasets_dir, prefix],
+def engine_predictions(onnx_predict, ckpt_dir, spec_path, datasets_dir, prefix):
+    """onnx_predict: the job's raw test split and the engine's probabilities, under `prefix`."""
+    p = subprocess.run([onnx_predict, ckpt_dir, spec_path, DATA_ROOT, datasets_dir, prefix],
                        capture_output=True, text=True, timeout=600)
     expect(p.returncode == 0, "onnx_predict: %s" % p.stderr)
-    p = subprocess.run([NODE, os.path.join(HERE, "onnx_equivalence.mjs"), onnx_path, prefix],
+
+
+def onnxruntime_report(node, onnx_path, prefix):
+    """onnx_equivalence.mjs on the examples under `prefix`: its JSON report."""
+    p = subprocess.run([node, os.path.join(HERE, "onnx_equivalence.mjs"), onnx_path, prefix],
                        capture_output=True, text=True, timeout=600)
     expect(p.returncode == 0, "onnx_equivalence.mjs: %s" % p.stderr)
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def equivalence(case, ckpt_dir, spec_path, datasets_dir, onnx_path, tmp, trainer_accuracy):
+    prefix = os.path.join(tmp, case["name"])
+    engine_predictions(ONNX_PREDICT, ckpt_dir, spec_path, datasets_dir, prefix)
+    r = onnxruntime_report(NODE, onnx_path, prefix)
     print("  %s: %d test examples, argmax agrees on %d, max |p diff| %.2e, accuracy %.4f "
           "(onnxruntime) %.4f (engine) %.4f (trainer)" %
           (case["name"], r["n"], r["agree"], r["max_prob_diff"], r["ort_accuracy"],

@@ -24,7 +24,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -70,10 +69,8 @@ def equivalence(d, case, job, data_dir, datasets_dir, tmp):
     spec_path = prefix + ".spec.json"
     with open(spec_path, "w") as f:
         json.dump(d.job(job)["spec"], f)
-    ckpt = os.path.join(data_dir, "jobs", job)
-    p = subprocess.run([ONNX_PREDICT, ckpt, spec_path, "/usr/share/datasets", datasets_dir,
-                        prefix], capture_output=True, text=True, timeout=600)
-    expect(p.returncode == 0, "onnx_predict: %s" % p.stderr)
+    ox.engine_predictions(ONNX_PREDICT, os.path.join(data_dir, "jobs", job), spec_path,
+                          datasets_dir, prefix)
     with open(prefix + ".json") as f:
         meta = json.load(f)
     n, shape = meta["n"], meta["example_shape"]
@@ -101,10 +98,7 @@ def equivalence(d, case, job, data_dir, datasets_dir, tmp):
     onnx_path = prefix + ".onnx"
     with open(onnx_path, "wb") as f:
         f.write(body)
-    p = subprocess.run([NODE, os.path.join(HERE, "onnx_equivalence.mjs"), onnx_path, prefix],
-                       capture_output=True, text=True, timeout=600)
-    expect(p.returncode == 0, "onnx_equivalence.mjs: %s" % p.stderr)
-    q = json.loads(p.stdout.strip().splitlines()[-1])
+    q = ox.onnxruntime_report(NODE, onnx_path, prefix)
     print("  %s: %d test examples; /infer against onnxruntime: argmax agrees on %d, max |p diff| "
           "%.2e, accuracy %.4f (/infer) %.4f (onnxruntime) %.4f (engine)" %
           (case["name"], n, q["infer_agree"], q["infer_max_prob_diff"], q["infer_accuracy"],

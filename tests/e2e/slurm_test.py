@@ -49,8 +49,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainingd_e2e import (Daemon, colour_npz, expect, monotonic_series,  # noqa: E402
-                          small_spec)
+from trainingd_e2e import (Daemon, colour_npz, expect, expect_trained_on_upload,  # noqa: E402
+                          monotonic_series, small_spec)
 
 TRAININGD = sys.argv[1]
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support",
@@ -490,13 +490,7 @@ def uploaded_dataset(d, job_root):
     expect(status == 409 and j in err["error"]["message"], (status, err))
     sid = wait_slurm(d, j)["slurm"]["job_id"]
     job = ended(d, j, timeout=120)
-    expect(job["state"] == "completed" and job["global_step"] == max_steps, job)
-    recorded = job["spec"]["dataset"]
-    expect(recorded["name"] == "colours" and recorded["sha256"] == ds["sha256"] and
-           recorded["format"] == "npz", recorded)
-    accuracy = job["latest_scalars"].get("test/accuracy", 0)
-    expect(accuracy > 0.6, "test accuracy %s (chance 0.33): %s" % (accuracy,
-                                                                 job["latest_scalars"]))
+    accuracy = expect_trained_on_upload(job, ds, max_steps)
     with open(os.path.join(job_root, j, "slurm.sh")) as f:
         script = f.read()
     expect(" --datasets-dir '%s' " % datasets_dir in script, "the batch script:\n" + script)

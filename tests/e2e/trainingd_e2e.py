@@ -108,6 +108,19 @@ def colour_npz(seed=5, n_train=600, n_test=150):
     return buf.getvalue()
 
 
+def expect_trained_on_upload(job, ds, max_steps):
+    """A job on the uploaded colour npz (colour_npz) completed on its exact data, above chance;
+    its test accuracy."""
+    expect(job["state"] == "completed" and job["global_step"] == max_steps, job)
+    recorded = job["spec"]["dataset"]
+    expect(recorded["name"] == ds["name"] and recorded["sha256"] == ds["sha256"] and
+           recorded["format"] == "npz", recorded)
+    accuracy = job["latest_scalars"].get("test/accuracy", 0)
+    expect(accuracy > 0.6, "test accuracy %s (chance 0.33): %s" % (accuracy,
+                                                                 job["latest_scalars"]))
+    return accuracy
+
+
 class Daemon:
     """`trainingd serve --listen 127.0.0.1:0 --data-dir DATA_DIR [extra...]`, started and read up
     to its listening line. `config` (a dict) is written next to the data directory and passed

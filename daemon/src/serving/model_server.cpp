@@ -115,27 +115,32 @@ ModelServerStats ModelServer::Stats() const {
 std::vector<api::Metric> ModelServer::Metrics() {
   const ModelServerStats s = Stats();
   using api::MetricType;
-  return {
-      api::SingleMetric("trainingd_serving_models_loaded", "Models in the serving cache",
-                        MetricType::kGauge, static_cast<double>(s.cached_models)),
-      api::SingleMetric("trainingd_serving_memory_bytes",
-                        "Bytes the cached models hold (the budget is serving.memory_bytes)",
-                        MetricType::kGauge, static_cast<double>(s.cached_bytes)),
-      api::SingleMetric("trainingd_serving_loads_total", "Models loaded from checkpoints",
-                        MetricType::kCounter, static_cast<double>(s.loads)),
-      api::SingleMetric("trainingd_serving_evictions_total",
-                        "Models evicted to stay within the memory budget", MetricType::kCounter,
-                        static_cast<double>(s.evictions)),
-      api::SingleMetric("trainingd_serving_batches_total", "Inference batches run",
-                        MetricType::kCounter, static_cast<double>(s.batches)),
-      api::SingleMetric("trainingd_serving_requests_total", "Inference requests run in batches",
-                        MetricType::kCounter, static_cast<double>(s.batched_requests)),
-      api::SingleMetric("trainingd_serving_rejected_total",
-                        "Inference requests refused with 503: the queue was full",
-                        MetricType::kCounter, static_cast<double>(s.rejected_full)),
-      api::SingleMetric("trainingd_serving_queued_examples", "Examples waiting for a batch",
-                        MetricType::kGauge, static_cast<double>(s.queued_examples)),
+  struct Row {
+    const char* name;
+    const char* help;
+    MetricType type;
+    int64_t value;
   };
+  const Row rows[] = {
+      {"models_loaded", "Models in the serving cache", MetricType::kGauge, s.cached_models},
+      {"memory_bytes", "Bytes the cached models hold (the budget is serving.memory_bytes)",
+       MetricType::kGauge, s.cached_bytes},
+      {"loads_total", "Models loaded from checkpoints", MetricType::kCounter, s.loads},
+      {"evictions_total", "Models evicted to stay within the memory budget", MetricType::kCounter,
+       s.evictions},
+      {"batches_total", "Inference batches run", MetricType::kCounter, s.batches},
+      {"requests_total", "Inference requests run in batches", MetricType::kCounter,
+       s.batched_requests},
+      {"rejected_total", "Inference requests refused with 503: the queue was full",
+       MetricType::kCounter, s.rejected_full},
+      {"queued_examples", "Examples waiting for a batch", MetricType::kGauge, s.queued_examples},
+  };
+  std::vector<api::Metric> out;
+  for (const Row& r : rows) {
+    out.push_back(api::SingleMetric(std::string("trainingd_serving_") + r.name, r.help, r.type,
+                                    static_cast<double>(r.value)));
+  }
+  return out;
 }
 
 void ModelServer::Infer(api::InferRequest request, api::InferDone done) {

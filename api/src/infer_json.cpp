@@ -87,7 +87,7 @@ Result<InferRequest> ParseInferRequest(std::string_view body) {
   if (!parsed.ok()) return parsed.status();
   const json& v = *parsed;
   if (!v.is_object())
-    return sj::Bad("", std::string("the body must be an object, got ") + sj::TypeName(v));
+    return sj::Bad("body", std::string("must be an object, got ") + sj::TypeName(v));
   TRAININGD_RETURN_IF_ERROR(sj::CheckObject(v, "", {"id", "parameters", "inputs", "outputs"}));
   InferRequest r;
   if (v.contains("id")) TRAININGD_RETURN_IF_ERROR(sj::Read(v["id"], "id", &r.id));
@@ -163,7 +163,7 @@ Result<InferRequest> ParsePredictRequest(std::string_view body) {
   if (!parsed.ok()) return parsed.status();
   const json& v = *parsed;
   if (!v.is_object())
-    return sj::Bad("", std::string("the body must be an object, got ") + sj::TypeName(v));
+    return sj::Bad("body", std::string("must be an object, got ") + sj::TypeName(v));
   TRAININGD_RETURN_IF_ERROR(sj::CheckObject(v, "", {"instances", "signature_name"}));
   if (v.contains("signature_name")) {
     std::string name;

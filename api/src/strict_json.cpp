@@ -265,6 +265,12 @@ Status Read(const json& v, const std::string& path, std::string* out) {
 }
 
 Result<json> Parse(std::string_view text) {
+  // nlohmann's lexer takes a NUL byte for the end of the input, so "2\0junk" would parse as 2.
+  // A NUL is never valid JSON (not whitespace; escaped as \u0000 in strings).
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    return ParseErrorStatus(text.substr(0, nul),
+                            "invalid JSON at byte " + std::to_string(nul + 1) + ": a NUL byte");
+  }
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {

@@ -26,6 +26,11 @@ TEST(StrictJsonTest, ParseErrorsNameTheMemberAndTheByte) {
   EXPECT_EQ(ParseError(R"({"a": 1} x)").rfind("invalid JSON at byte", 0), 0u);
   EXPECT_EQ(ParseError(R"({"n": 1e999})"), "n: invalid JSON: number overflow parsing '1e999'");
   EXPECT_EQ(ParseError("{\"s\": \"\xff\"}").rfind("s: invalid JSON at byte", 0), 0u);
+  // A NUL byte ends nlohmann's input: without the check, "2\0junk" parsed as 2 (found by the
+  // infer_request fuzzer).
+  EXPECT_EQ(ParseError(std::string("2\0junk", 6)), "invalid JSON at byte 2: a NUL byte");
+  EXPECT_EQ(ParseError(std::string("{\"a\": [1, \0]}", 13)),
+            "a[0]: invalid JSON at byte 11: a NUL byte");
 }
 
 TEST(StrictJsonTest, UnknownKeysAreNamedWithTheKnownOnes) {

@@ -66,6 +66,33 @@ json DatasetToJson(const DatasetRecord& d) {
   return v;
 }
 
+json DatasetExamplesToJson(const DatasetExamples& e) {
+  int64_t per = 1;
+  for (int64_t d : e.example_shape) per *= d;
+  json list = json::array();
+  for (size_t i = 0; i < e.labels.size(); ++i) {
+    json data = json::array();
+    const float* v = e.values.data() + static_cast<int64_t>(i) * per;
+    for (int64_t k = 0; k < per; ++k) {
+      if (e.integer_values) {
+        data.push_back(static_cast<int64_t>(v[k]));
+      } else {
+        data.push_back(v[k]);
+      }
+    }
+    const int32_t label = e.labels[i];
+    const std::string name = label < static_cast<int32_t>(e.class_names.size())
+                                 ? e.class_names[static_cast<size_t>(label)]
+                                 : std::to_string(label);
+    list.push_back({{"index", e.first + static_cast<int64_t>(i)},
+                    {"label", label},
+                    {"class_name", name},
+                    {"shape", e.example_shape},
+                    {"data", std::move(data)}});
+  }
+  return {{"offset", e.first}, {"total", e.split_examples}, {"examples", std::move(list)}};
+}
+
 json DatasetListToJson(const std::vector<DatasetRecord>& datasets) {
   json list = json::array();
   for (const DatasetRecord& d : datasets) list.push_back(DatasetToJson(d));

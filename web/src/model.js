@@ -112,10 +112,9 @@ export class ModelPanel {
       h('option', { value: '' }, steps.length ? `latest (step ${fmt.int(steps[0])})` : 'latest'),
       ...steps.map((s) => h('option', { value: String(s) }, `step ${fmt.int(s)}`)));
     this.stepSelect.value = steps.includes(Number(current)) ? current : '';
-    if (steps.length && this.el.hidden) {
-      this.el.hidden = false;
-      this.start();
-    }
+    this.el.hidden = !steps.length;
+    // The first checkpoint; or a later one after the metadata could not be read.
+    if (steps.length && !this.meta && !this.starting) this.start();
   }
 
   step() {
@@ -129,12 +128,15 @@ export class ModelPanel {
   }
 
   async start() {
+    this.starting = true;
     try {
       const res = await request(`/v2/models/${enc(this.id)}`, { signal: this.signal });
       this.meta = await res.json();
     } catch (e) {
       this.showError(e);
       return;
+    } finally {
+      this.starting = false;
     }
     const shape = this.meta.inputs[0].shape.slice(1);
     this.image = shape.length === 3;
@@ -218,8 +220,12 @@ export class ModelPanel {
     const [H, W, C] = shape;
     let lo = 0, hi = 255;
     if (!data.every((v) => Number.isInteger(v) && v >= 0 && v <= 255)) {
-      lo = Math.min(...data);
-      hi = Math.max(...data);
+      lo = Infinity;
+      hi = -Infinity;
+      for (const v of data) {
+        lo = Math.min(lo, v);
+        hi = Math.max(hi, v);
+      }
     }
     const scale = hi > lo ? 255 / (hi - lo) : 0;
     this.canvas.width = W;

@@ -1,5 +1,7 @@
 #include "trainingd/api/dataset_json.h"
 
+#include <charconv>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -28,6 +30,16 @@ json FileToJson(const DatasetFileRecord& f) { return {{"sha256", f.sha256}, {"by
 
 DatasetFileRecord FileFromJson(const json& v) {
   return {v.at("sha256").get<std::string>(), v.at("bytes").get<int64_t>()};
+}
+
+// The double nearest the shortest decimal that reads back as `v` (std::to_chars), which JSON
+// then writes as that decimal: 4.07, not 4.070000171661377.
+double ShortestDouble(float v) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf - 1, v);
+  if (ec != std::errc()) return v;
+  *end = '\0';
+  return std::strtod(buf, nullptr);
 }
 
 }  // namespace
@@ -77,7 +89,7 @@ json DatasetExamplesToJson(const DatasetExamples& e) {
       if (e.integer_values) {
         data.push_back(static_cast<int64_t>(v[k]));
       } else {
-        data.push_back(v[k]);
+        data.push_back(ShortestDouble(v[k]));
       }
     }
     const int32_t label = e.labels[i];

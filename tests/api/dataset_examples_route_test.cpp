@@ -52,6 +52,16 @@ TEST_F(DatasetExamplesRouteTest, APageOfExamplesInRawUnits) {
   EXPECT_EQ(body["examples"][1]["class_name"], "c");
 }
 
+TEST_F(DatasetExamplesRouteTest, FloatsAreWrittenAsTheirShortestDecimal) {
+  datasets_.fraction = 0.07f;
+  HttpResponse r = router_.Handle(Req("GET", "/api/v1/datasets/tiny/examples?offset=1&limit=1"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("\"data\":[1.07,2.07,3.07,4.07]"), std::string::npos) << r.body;
+  const json data = BodyJson(r)["examples"][0]["data"];
+  EXPECT_EQ(data[0].get<float>(), 1.07f);  // reads back to the same float
+  EXPECT_EQ(data[3].get<float>(), 4.07f);
+}
+
 TEST_F(DatasetExamplesRouteTest, DefaultsAndTheSplitsEnd) {
   json body = BodyJson(router_.Handle(Req("GET", "/api/v1/datasets/tiny/examples")));
   EXPECT_EQ(body["offset"], 0);

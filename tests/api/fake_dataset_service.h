@@ -54,8 +54,10 @@ class FakeDatasetService : public DatasetService {
   }
 
   // A committed upload's test split: `test_examples` examples of shape [2, 2, 1], example i
-  // holding i, i + 1, i + 2, i + 3, labelled i % 3, classes "a", "b", "c".
+  // holding i, i + 1, i + 2, i + 3 (each plus `fraction`), labelled i % 3, classes "a", "b", "c";
+  // bytes unless `fraction` is set.
   int64_t test_examples = 5;
+  float fraction = 0;
   engine::Result<DatasetExamples> TestExamples(const std::string& name, int64_t offset,
                                                int64_t limit) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -69,9 +71,9 @@ class FakeDatasetService : public DatasetService {
     out.split_examples = test_examples;
     out.first = offset;
     out.class_names = {"a", "b", "c"};
-    out.integer_values = true;
+    out.integer_values = fraction == 0;
     for (int64_t i = offset; i < test_examples && i < offset + limit; ++i) {
-      for (int64_t v = 0; v < 4; ++v) out.values.push_back(static_cast<float>(i + v));
+      for (int64_t v = 0; v < 4; ++v) out.values.push_back(static_cast<float>(i + v) + fraction);
       out.labels.push_back(static_cast<int32_t>(i % 3));
     }
     return out;

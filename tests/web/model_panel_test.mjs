@@ -10,7 +10,8 @@
 // predicted class is what /v2/models/<id>/infer answers for that example fetched independently
 // from /api/v1/datasets/fashion-mnist/examples; Next shows example 1 with its true label; a PNG
 // made in the page and dropped on the panel is sent as a 28x28 grey UINT8 tensor and gets a
-// prediction with every class's probability. Then no horizontal overflow at 380 px. It fails on
+// prediction with every class's probability; a softmax job on an uploaded CSV shows its test
+// examples as rows and predicts them as /infer does. Then no horizontal overflow at 380 px. It fails on
 // console errors, page errors, CSP violations, 5xx answers and requests to other hosts, as
 // dashboard_test.mjs does.
 import fs from 'node:fs';
@@ -30,6 +31,7 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trainingd-model-panel-'));
 
 let daemon;
 let context;
+let imageJob; // the Fashion-MNIST job's id
 
 // A request to the daemon from the test itself (not the page), with the token.
 async function call(method, p, body) {
@@ -70,6 +72,7 @@ async function main() {
   const submitted = await daemon.api('POST', '/jobs', spec, TOKEN);
   check(submitted.status === 201, `the job is submitted: ${JSON.stringify(submitted.body)}`);
   const id = submitted.body.id;
+  imageJob = id;
   for (let i = 0; ; i++) {
     const j = await daemon.api('GET', `/jobs/${id}`, undefined, TOKEN);
     if (j.body.state === 'completed') break;
@@ -183,12 +186,56 @@ async function main() {
   await panel.locator('.model-error:not([hidden])').waitFor({ timeout: 10000 });
   check((await panel.locator('.model-error').textContent()).includes('notes.png'), 'a file that is no image is named in the error');
   await page.screenshot({ path: path.join(SHOTS, 'model-job-page.png'), fullPage: true });
+  await table(page);
+}
+
+// A table: a CSV upload (standardized) and a softmax job on it. Its test example is shown as a
+// row, sent as FP32 in the file's own units, and predicted as /infer predicts it; no drop zone.
+async function table(page) {
+  const labels = ['cat', 'dog', 'bird'];
+  const rows = ['f1,f2,label'];
+  for (let i = 0; i < 60; i++) rows.push(`${(i % 3) * 2 + (i * 0.37 % 1).toFixed(2) * 1},${(i * 1.9 % 7).toFixed(2)},${labels[i % 3]}`);
+  const up = await fetch(`${daemon.url}/api/v1/datasets?name=animals&format=csv&normalize=standard`, {
+    method: 'POST', headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/octet-stream' }, body: `${rows.join('\n')}\n`,
+  });
+  check(up.status === 201, `the CSV is uploaded: ${up.status} ${await up.text()}`);
+  const job = await daemon.api('POST', '/jobs', {
+    name: 'softmax-table', dataset: 'animals', model: 'softmax', batch_size: 10, max_steps: 60, seed: 3,
+    optimizer: { type: 'adam', learning_rate: 0.05 }, hooks: { checkpoint: { every_steps: 60 } },
+  }, TOKEN);
+  check(job.status === 201, `the table job is submitted: ${JSON.stringify(job.body)}`);
+  const id = job.body.id;
+  for (let i = 0; (await daemon.api('GET', `/jobs/${id}`, undefined, TOKEN)).body.state !== 'completed'; i++) {
+    check(i < 600, 'the table job completes');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await page.goto(`${daemon.url}/#/jobs/${id}`);
+  const panel = page.locator(`.job-page[data-job-id="${id}"] .model-panel`);
+  await panel.locator('.model-prediction[data-source="example 0"]:not(.pending)').waitFor({ timeout: 20000 });
+  await panel.locator('.model-index').fill('2');
+  await panel.locator('.model-index').press('Enter');
+  await panel.locator('.model-prediction[data-source="example 2"]:not(.pending)').waitFor({ timeout: 20000 });
+  const ex = (await call('GET', '/api/v1/datasets/animals/examples?offset=2&limit=1')).body.examples[0];
+  const infer = await call('POST', `/v2/models/${id}/infer`, { inputs: [{ name: 'input', shape: [1, 2], datatype: 'FP32', data: ex.data }] });
+  const probs = infer.body.outputs.find((o) => o.name === 'probabilities').data;
+  const names = infer.body.parameters.class_names;
+  check(names.join() === 'bird,cat,dog', `the class names are the CSV's: ${names}`);
+  const shownName = (await panel.locator('.model-class').textContent()).trim();
+  check(shownName === names[argmax(probs)], `the table's example 2: the page predicts ${shownName}, /infer ${names[argmax(probs)]}`);
+  check((await panel.locator('.model-truth').textContent()).includes(ex.class_name), 'its true label is shown');
+  check(await panel.locator('.model-row').isVisible() && await panel.locator('.model-canvas').isHidden(), 'a row, not a canvas');
+  check(await panel.locator('.model-row td').count() === 2, 'the row has its two features');
+  check(await panel.locator('.model-drop').isHidden(), 'a table takes no image file');
+  check(await panel.locator('.model-bars li').count() === 3, 'three bars');
+  await panel.screenshot({ path: path.join(SHOTS, 'model-panel-table.png') });
+  log(`table example 2 (${ex.class_name}, ${ex.data}): predicted ${shownName}, as /infer`);
 }
 
 // The job page with its panel at a phone's width.
 async function phone() {
   const page = context.pages()[0];
   await page.setViewportSize({ width: 380, height: 800 });
+  await page.goto(`${daemon.url}/#/jobs/${imageJob}`);
   await page.reload();
   await page.locator('.model-panel[data-ready="true"]').waitFor({ timeout: 20000 });
   await page.locator('.model-prediction[data-source="example 0"]').waitFor({ timeout: 20000 });

@@ -142,7 +142,8 @@ export class ModelPanel {
     this.image = shape.length === 3;
     const p = this.meta.parameters || {};
     const names = p.class_names || [];
-    setText(this.summary, `${p.dataset || ''} · ${shape.join('×')} in · ${names.length} classes`);
+    const takes = this.image ? `${shape.join('×')} images` : `${shape[0]} features`;
+    setText(this.summary, `${p.dataset || ''} · ${takes} · ${names.length} classes`);
     this.drop.hidden = !this.image;
     this.fileInput.hidden = !this.image;
     setText(this.drop.querySelector('.model-drop-hint'), this.image
@@ -193,7 +194,8 @@ export class ModelPanel {
       this.nextBtn.disabled = index >= r.total - 1;
       const ex = r.examples[0];
       if (!ex) return;
-      const integer = ex.data.every((v) => Number.isInteger(v) && v >= 0 && v <= 255);
+      // Bytes of an image go as UINT8; anything else (a table's values) as FP32.
+      const integer = ex.shape.length === 3 && ex.data.every((v) => Number.isInteger(v) && v >= 0 && v <= 255);
       this.show(ex.shape, ex.data);
       setText(this.truth, `True label: ${ex.class_name}`);
       this.truth.dataset.label = String(ex.label);

@@ -1,5 +1,7 @@
 #include "trainingd/api/dataset_json.h"
 
+#include <charconv>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -28,6 +30,16 @@ json FileToJson(const DatasetFileRecord& f) { return {{"sha256", f.sha256}, {"by
 
 DatasetFileRecord FileFromJson(const json& v) {
   return {v.at("sha256").get<std::string>(), v.at("bytes").get<int64_t>()};
+}
+
+// The double nearest the shortest decimal that reads back as `v` (std::to_chars), which JSON
+// then writes as that decimal: 4.07, not 4.070000171661377.
+double ShortestDouble(float v) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf - 1, v);
+  if (ec != std::errc()) return v;
+  *end = '\0';
+  return std::strtod(buf, nullptr);
 }
 
 }  // namespace
@@ -64,6 +76,33 @@ json DatasetToJson(const DatasetRecord& d) {
     if (!d.test_file.sha256.empty()) v["files"]["test"] = FileToJson(d.test_file);
   }
   return v;
+}
+
+json DatasetExamplesToJson(const DatasetExamples& e) {
+  int64_t per = 1;
+  for (int64_t d : e.example_shape) per *= d;
+  json list = json::array();
+  for (size_t i = 0; i < e.labels.size(); ++i) {
+    json data = json::array();
+    const float* v = e.values.data() + static_cast<int64_t>(i) * per;
+    for (int64_t k = 0; k < per; ++k) {
+      if (e.integer_values) {
+        data.push_back(static_cast<int64_t>(v[k]));
+      } else {
+        data.push_back(ShortestDouble(v[k]));
+      }
+    }
+    const int32_t label = e.labels[i];
+    const std::string name = label < static_cast<int32_t>(e.class_names.size())
+                                 ? e.class_names[static_cast<size_t>(label)]
+                                 : std::to_string(label);
+    list.push_back({{"index", e.first + static_cast<int64_t>(i)},
+                    {"label", label},
+                    {"class_name", name},
+                    {"shape", e.example_shape},
+                    {"data", std::move(data)}});
+  }
+  return {{"offset", e.first}, {"total", e.split_examples}, {"examples", std::move(list)}};
 }
 
 json DatasetListToJson(const std::vector<DatasetRecord>& datasets) {

@@ -43,6 +43,7 @@ enum class RouteId {
   kListDatasets,
   kGetDataset,
   kDeleteDataset,
+  kDatasetExamples,
   kExportModel,
   kServerMetadata,
   kServerLive,
@@ -84,6 +85,7 @@ constexpr RouteDef kRoutes[] = {
     {RouteId::kListDatasets, "GET", "/api/v1/datasets"},
     {RouteId::kGetDataset, "GET", "/api/v1/datasets/{name}"},
     {RouteId::kDeleteDataset, "DELETE", "/api/v1/datasets/{name}"},
+    {RouteId::kDatasetExamples, "GET", "/api/v1/datasets/{name}/examples"},
     {RouteId::kExportModel, "GET", "/api/v1/jobs/{id}/model"},
     {RouteId::kServerMetadata, "GET", "/v2"},
     {RouteId::kServerLive, "GET", "/v2/health/live"},
@@ -534,7 +536,8 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
   }
   const bool dataset_route =
       route->id == RouteId::kUploadDataset || route->id == RouteId::kListDatasets ||
-      route->id == RouteId::kGetDataset || route->id == RouteId::kDeleteDataset;
+      route->id == RouteId::kGetDataset || route->id == RouteId::kDeleteDataset ||
+      route->id == RouteId::kDatasetExamples;
   if (dataset_route && datasets_ == nullptr) {
     return ErrorResponse(404, "not_found", "this server keeps no datasets");
   }
@@ -598,6 +601,8 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
       if (!dataset.ok()) return DatasetStatusResponse(dataset.status());
       return JsonResponse(200, DatasetToJson(*dataset));
     }
+    case RouteId::kDatasetExamples:
+      return ListExamples(c);
     case RouteId::kExportModel:
       return model_routes::ExportModel(*models_, job_id,
                                        QueryValue(c.query, "format").value_or("onnx"),
@@ -785,6 +790,26 @@ HttpResponse Router::Scalars(const Context& c) {
   auto points = service_.Scalars(c.job_id, query);
   if (!points.ok()) return StatusResponse(points.status());
   return JsonResponse(200, ScalarsToJson(c.job_id, *tag, *points));
+}
+
+HttpResponse Router::ListExamples(const Context& c) {
+  const std::string split = QueryValue(c.query, "split").value_or("test");
+  if (split != "test") {
+    return ErrorResponse(
+        400, "invalid_argument",
+        "split: only the test split's examples are served, got \"" + split.substr(0, 32) + "\"",
+        "split");
+  }
+  auto offset = IntParam(c.query, "offset", 0, kMaxInt);
+  if (!offset.ok()) return StatusResponse(offset.status());
+  auto limit = IntParam(c.query, "limit", 1, kMaxDatasetExamples);
+  if (!limit.ok()) return StatusResponse(limit.status());
+  auto examples = datasets_->TestExamples(c.job_id, offset->value_or(0), limit->value_or(10));
+  if (!examples.ok()) return DatasetStatusResponse(examples.status());
+  json body = DatasetExamplesToJson(*examples);
+  body["dataset"] = c.job_id;
+  body["split"] = split;
+  return JsonResponse(200, body);
 }
 
 HttpResponse Router::Logs(const Context& c) {

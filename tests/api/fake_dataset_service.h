@@ -53,6 +53,32 @@ class FakeDatasetService : public DatasetService {
     return kept_.erase(name) ? engine::Status::Ok() : engine::Status::NotFound("no dataset");
   }
 
+  // A committed upload's test split: `test_examples` examples of shape [2, 2, 1], example i
+  // holding i, i + 1, i + 2, i + 3 (each plus `fraction`), labelled i % 3, classes "a", "b", "c";
+  // bytes unless `fraction` is set.
+  int64_t test_examples = 5;
+  float fraction = 0;
+  engine::Result<DatasetExamples> TestExamples(const std::string& name, int64_t offset,
+                                               int64_t limit) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!kept_.count(name)) return engine::Status::NotFound("no dataset '" + name + "'");
+    if (offset > test_examples) {
+      return engine::Status::InvalidArgument("offset: must be from 0 to " +
+                                             std::to_string(test_examples) + ", the test examples");
+    }
+    DatasetExamples out;
+    out.example_shape = {2, 2, 1};
+    out.split_examples = test_examples;
+    out.first = offset;
+    out.class_names = {"a", "b", "c"};
+    out.integer_values = fraction == 0;
+    for (int64_t i = offset; i < test_examples && i < offset + limit; ++i) {
+      for (int64_t v = 0; v < 4; ++v) out.values.push_back(static_cast<float>(i + v) + fraction);
+      out.labels.push_back(static_cast<int32_t>(i % 3));
+    }
+    return out;
+  }
+
   // The bytes a committed upload had.
   std::string Body(const std::string& name) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -352,8 +352,9 @@ TEST(RouterTableTest, RoutesAreUniqueAndCoverTheApi) {
   for (const RouteInfo& route : Router::Routes()) {
     EXPECT_TRUE(seen.insert({route.method, route.path}).second) << route.path;
   }
-  EXPECT_EQ(seen.size(), 31u);
+  EXPECT_EQ(seen.size(), 32u);
   EXPECT_TRUE(seen.count({"POST", "/api/v1/datasets"}));
+  EXPECT_TRUE(seen.count({"GET", "/api/v1/datasets/{name}/examples"}));
   EXPECT_TRUE(seen.count({"DELETE", "/api/v1/datasets/{name}"}));
   EXPECT_TRUE(seen.count({"POST", "/api/v1/jobs/{id}/resume"}));
   EXPECT_TRUE(seen.count({"GET", "/api/v1/events"}));

@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "trainingd/engine/base/sha256.h"
+#include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/data/idx_file.h"
 #include "trainingd/engine/job/job_runner.h"
 
 namespace trainingd::daemon {
@@ -76,10 +79,11 @@ class DatasetStoreTest : public ::testing::Test {
     store_ = std::move(*s);
   }
   engine::Result<api::DatasetRecord> Upload(const std::string& name, const std::string& body,
-                                            const std::string& normalize = "none") {
+                                            const std::string& normalize = "none",
+                                            const std::string& format = "csv") {
     api::DatasetUploadOptions o;
     o.name = name;
-    o.format = "csv";
+    o.format = format;
     o.normalize = normalize;
     auto upload = store_->BeginUpload(o, static_cast<int64_t>(body.size()));
     if (!upload.ok()) return upload.status();
@@ -297,6 +301,88 @@ TEST_F(DatasetStoreTest, AJobsDatasetIsResolvedToTheExactUpload) {
   missing.name = "nothing";
   missing.format = "npz";
   EXPECT_EQ(store_->ResolveJobDataset(&missing).message().rfind("dataset.name: ", 0), 0u);
+}
+
+// The test split's examples in raw units, for the dashboard's "try the model": a CSV (its
+// test_fraction rows, never standardized), an npz and the data root's Fashion-MNIST.
+TEST_F(DatasetStoreTest, TestExamplesOfACsvAreItsRawRows) {
+  ASSERT_TRUE(Upload("animals", Csv(), "standard").ok());
+  auto page = store_->TestExamples("animals", 0, 100);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(page->split_examples, 8);  // round(0.2 * 40)
+  ASSERT_EQ(page->labels.size(), 8u);
+  EXPECT_EQ(page->example_shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(page->class_names, (std::vector<std::string>{"cat", "dog", "emu"}));
+  EXPECT_FALSE(page->integer_values);
+  for (size_t i = 0; i < page->labels.size(); ++i) {
+    // Row r of Csv() is r, r % 7, names[r % 3]: as in the file, not standardized.
+    const float x = page->values[2 * i], y = page->values[2 * i + 1];
+    EXPECT_EQ(x, std::floor(x));
+    EXPECT_EQ(y, static_cast<float>(static_cast<int>(x) % 7));
+    EXPECT_EQ(page->labels[i], static_cast<int>(x) % 3);
+  }
+  auto later = store_->TestExamples("animals", 6, 5);  // from the kept split
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(later->first, 6);
+  ASSERT_EQ(later->labels.size(), 2u);
+  EXPECT_EQ(later->values[0], page->values[12]);
+  EXPECT_EQ(store_->TestExamples("animals", 9, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->TestExamples("animals", 9, 1).status().message().rfind("offset: ", 0), 0u);
+  EXPECT_EQ(store_->TestExamples("animals", 0, 101).status().message().rfind("limit: ", 0), 0u);
+  EXPECT_EQ(store_->TestExamples("nothing", 0, 1).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(DatasetStoreTest, TestExamplesOfAnNpzAreItsStoredValues) {
+  std::ifstream in(std::string(TRAININGD_NPZ_CORPUS_DIR) + "/img_u1_s.npz", std::ios::binary);
+  const std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(body.empty());
+  auto record = Upload("pixels", body, "none", "npz");
+  ASSERT_TRUE(record.ok()) << record.status().ToString();
+  // What a job loads: value / 255 of the same bytes.
+  engine::DatasetSpec spec;
+  spec.name = "pixels";
+  ASSERT_TRUE(store_->ResolveJobDataset(&spec).ok());
+  auto loaded = engine::LoadJobDatasets(spec, "", dir_);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const engine::Split& test = (*loaded)->test;
+  auto page = store_->TestExamples("pixels", 1, 100);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_TRUE(page->integer_values);
+  EXPECT_EQ(page->split_examples, test.size());
+  ASSERT_EQ(static_cast<int64_t>(page->labels.size()), test.size() - 1);
+  EXPECT_EQ(page->example_shape, test.example_shape().dims());
+  const int64_t per = test.example_shape().num_elements();
+  for (int64_t i = 0; i < per * static_cast<int64_t>(page->labels.size()); ++i) {
+    EXPECT_EQ(page->values[static_cast<size_t>(i)] / 255.0f, test.images.data()[per + i]) << i;
+  }
+  for (int64_t i = 0; i < static_cast<int64_t>(page->labels.size()); ++i) {
+    EXPECT_EQ(page->labels[static_cast<size_t>(i)], test.labels[static_cast<size_t>(i + 1)]);
+  }
+}
+
+TEST_F(DatasetStoreTest, TestExamplesOfFashionMnistAreT10kBytes) {
+  auto page = store_->TestExamples("fashion-mnist", 9998, 100);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(page->split_examples, 10000);
+  EXPECT_EQ(page->first, 9998);
+  ASSERT_EQ(page->labels.size(), 2u);  // the split's end
+  EXPECT_EQ(page->example_shape, (std::vector<int64_t>{28, 28, 1}));
+  EXPECT_TRUE(page->integer_values);
+  EXPECT_EQ(page->class_names.size(), 10u);
+  auto images = engine::ReadIdxFile(root_ + "/data_root/fashion-mnist/t10k-images-idx3-ubyte.gz");
+  auto labels = engine::ReadIdxFile(root_ + "/data_root/fashion-mnist/t10k-labels-idx1-ubyte.gz");
+  ASSERT_TRUE(images.ok() && labels.ok());
+  for (size_t i = 0; i < 2 * 784; ++i) {
+    ASSERT_EQ(page->values[i], images->data[9998 * 784 + i]) << i;
+  }
+  EXPECT_EQ(page->labels[0], labels->data[9998]);
+  EXPECT_EQ(page->labels[1], labels->data[9999]);
+  auto first = store_->TestExamples("fashion-mnist", 0, 1);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->labels[0], labels->data[0]);
+  EXPECT_TRUE(std::equal(first->values.begin(), first->values.end(), images->data.begin()));
+  EXPECT_EQ(store_->TestExamples("fashion-mnist", 10001, 1).status().message().rfind("offset: ", 0),
+            0u);
 }
 
 }  // namespace

@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "largest_allocation.h"
@@ -284,6 +286,37 @@ TEST_F(IdxFileTest, ParseIdxReadsRawAndGzipBytes) {
     EXPECT_EQ(r->data, (std::vector<uint8_t>{1, 2, 3, 4, 5, 6}));
   }
   ExpectError(ParseIdx("", "mem"), StatusCode::kDataLoss, "mem", {"header"});
+}
+
+// ReadIdxRows: the rows asked for of a raw and a gzip file (more than one buffer to skip), the
+// file's end, and the checks of the range and of a file that ends too soon.
+TEST_F(IdxFileTest, ReadIdxRowsReadsOnlyTheRowsAskedFor) {
+  const uint32_t rows = 3000, h = 28, w = 28;
+  const std::vector<uint8_t> data = RandomBytes(size_t{rows} * h * w, 11);
+  WriteRaw(Path("raw"), IdxBytes(0x08, {rows, h, w}, data));
+  WriteGzip(Path("gz"), IdxBytes(0x08, {rows, h, w}, data));
+  for (const char* name : {"raw", "gz"}) {
+    for (auto [first, count] :
+         {std::pair<int64_t, int64_t>{0, 1}, {7, 5}, {2998, 100}, {3000, 4}, {1000, 0}}) {
+      Result<IdxArray> r = ReadIdxRows(Path(name), first, count);
+      ASSERT_TRUE(r.ok()) << name << " " << first << ": " << r.status().ToString();
+      const int64_t got = std::min<int64_t>(count, rows - first);
+      EXPECT_EQ(r->dims, (std::vector<int64_t>{got, h, w})) << name << " " << first;
+      ASSERT_EQ(r->data.size(), static_cast<size_t>(got * h * w));
+      EXPECT_TRUE(std::equal(r->data.begin(), r->data.end(), data.begin() + first * h * w))
+          << name << " " << first;
+    }
+    EXPECT_EQ(ReadIdxRows(Path(name), 3001, 1).status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(ReadIdxRows(Path(name), -1, 1).status().code(), StatusCode::kInvalidArgument);
+  }
+  // Rows the header declares but the file does not hold.
+  std::vector<uint8_t> cut = IdxBytes(0x08, {rows, h, w}, data);
+  cut.resize(cut.size() - 10);
+  WriteRaw(Path("cut"), cut);
+  EXPECT_TRUE(ReadIdxRows(Path("cut"), 0, 2).ok());  // what is not read is not verified
+  ExpectError(ReadIdxRows(Path("cut"), 2990, 10), StatusCode::kDataLoss, Path("cut"),
+              {"truncated"});
+  ExpectError(ReadIdxRows(Path("nothing"), 0, 1), StatusCode::kNotFound, Path("nothing"));
 }
 
 }  // namespace

@@ -103,6 +103,48 @@ export async function api(path, opts = {}) {
 
 export const enc = encodeURIComponent;
 
+// A request outside api()'s JSON conventions: the inference protocol's routes (/v2/..., whose
+// errors are {"error": "<field>: ..."}) and binary downloads. path is absolute ('/v2/models/x',
+// '/api/v1/jobs/x/model?format=onnx'); opts: {method, body (an object, sent as JSON), signal}.
+// Resolves to the Response (res.ok); rejects with ApiError, the field taken from the message's
+// "<field>: " prefix when the body names none. A 401 asks for the token and retries.
+export async function request(path, opts = {}) {
+  for (let attempt = 0; ; attempt++) {
+    const headers = {};
+    const t = token();
+    if (t) headers.Authorization = `Bearer ${t}`;
+    let body;
+    if (opts.body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      body = JSON.stringify(opts.body);
+    }
+    let res;
+    try {
+      res = await fetch(path, { method: opts.method || 'GET', headers, body, signal: opts.signal, cache: 'no-store' });
+    } catch (e) {
+      if (e.name === 'AbortError') throw e;
+      connectivity.report('down');
+      throw new ApiError(0, 'unreachable', 'The daemon cannot be reached.');
+    }
+    connectivity.report('up');
+    if (res.status === 401 && attempt < 5) {
+      if (token() !== t || (await askToken(Boolean(t)))) continue;
+    }
+    if (res.ok) return res;
+    let data = null;
+    try {
+      data = await res.json();
+    } catch {
+      data = null;
+    }
+    const e = data && data.error;
+    const message = typeof e === 'string' ? e : (e && e.message) || `HTTP ${res.status}`;
+    const named = /^([A-Za-z_][\w.[\]]*): /.exec(message);
+    const field = (e && typeof e === 'object' && e.field) || (named ? named[1] : '');
+    throw new ApiError(res.status, (e && e.code) || `http_${res.status}`, message, field);
+  }
+}
+
 // An upload: POST /datasets?<query> with the file as an application/octet-stream body, or with a
 // CSV's testFile as a multipart/form-data body of parts train and test, through XMLHttpRequest
 // (fetch reports no upload progress). onProgress(sent, total) follows the bytes sent; signal

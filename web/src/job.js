@@ -1,10 +1,12 @@
 // The job page (#/jobs/<id>): state and progress, live charts of loss and accuracy (training and
 // validation) and of any other series, steps/s and ETA, stop / resume / continue / delete, the
-// spec, the checkpoints and a live tail of the log. Live data comes from the job's event stream
+// spec, the checkpoints, a live tail of the log, and the model panel (model.js) once there is a
+// checkpoint. Live data comes from the job's event stream
 // (/api/v1/jobs/<id>/events: state, scalar and log events).
 import { api, enc, jobAction } from './api.js';
 import { EventStream } from './live.js';
 import { MetricChart } from './chart.js';
+import { ModelPanel } from './model.js';
 import { h, setText, stateBadge, toast, dialog } from './dom.js';
 import { canStop, canResume, canDelete, runAction, elapsedSeconds } from './jobs.js';
 import * as fmt from './format.js';
@@ -52,6 +54,7 @@ export function mountJob(root, id) {
   const els = {};
   const charts = {};
   let stream = null;
+  const panel = new ModelPanel(id, abort.signal);
 
   // Runs fn once, ms from the first call; calls meanwhile are absorbed (events can arrive
   // hundreds a second, so this must not postpone forever as a debounce would).
@@ -113,6 +116,7 @@ export function mountJob(root, id) {
       els.stats,
       els.charts,
       els.otherWrap,
+      panel.el,
       els.workers,
       h('div', { class: 'grid2' },
         h('section', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', {}, 'Log'), els.logCount), els.log),
@@ -358,6 +362,7 @@ export function mountJob(root, id) {
     try {
       const r = await api(`/jobs/${enc(id)}/checkpoints`, { signal: abort.signal });
       const list = r.checkpoints.slice().reverse();
+      panel.setCheckpoints(r.checkpoints);
       els.checkpoints.replaceChildren(list.length
         ? h('table', { class: 'table-compact' },
           h('thead', {}, h('tr', {}, ['Step', 'Name', 'Size', 'Saved'].map((t) => h('th', { scope: 'col' }, t)))),
@@ -488,6 +493,7 @@ export function mountJob(root, id) {
       clearInterval(ticker);
       for (const t of Object.values(timers)) clearTimeout(t);
       for (const c of Object.values(charts)) c.destroy();
+      panel.destroy();
       scheme.removeEventListener('change', restyle);
       document.title = 'trainingd';
     },

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <system_error>
 
@@ -466,6 +467,68 @@ Status DatasetStore::DeleteDataset(const std::string& name) {
   std::error_code ec;
   fs::remove_all(doomed, ec);
   return Status::Ok();
+}
+
+eng::Result<api::DatasetExamples> DatasetStore::TestExamples(const std::string& name,
+                                                             int64_t offset, int64_t limit) {
+  if (limit < 1 || limit > api::kMaxDatasetExamples) {
+    return Status::InvalidArgument("limit: must be an integer from 1 to " +
+                                   std::to_string(api::kMaxDatasetExamples));
+  }
+  auto record = GetDataset(name);
+  if (!record.ok()) return record.status();
+  eng::DatasetSpec spec = record->read_only ? eng::DatasetSpec{} : SpecOf(*record);
+  spec.name = name;
+  auto source = eng::JobDatasetSource(spec, options_.data_root, options_.dir);
+  if (!source.ok()) return source.status();
+
+  eng::Result<eng::RawExamples> raw = Status::Internal("unread");
+  if (record->format == "csv") {
+    // A CSV's test split is known only by reading the whole table: it is read once and kept.
+    std::shared_ptr<const eng::RawExamples> whole;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (csv_test_sha256_ == record->sha256) whole = csv_test_;
+    }
+    if (!whole) {
+      auto read = eng::ReadTestExamples(*source, 0, std::numeric_limits<int64_t>::max());
+      if (!read.ok()) return read.status();
+      whole = std::make_shared<const eng::RawExamples>(std::move(*read));
+      std::lock_guard<std::mutex> lock(mu_);
+      csv_test_sha256_ = record->sha256;
+      csv_test_ = whole;
+    }
+    if (offset > whole->split_examples) {
+      return Status::InvalidArgument("offset: must be from 0 to " +
+                                     std::to_string(whole->split_examples) + ", the test examples");
+    }
+    const int64_t count = std::min(limit, whole->split_examples - offset);
+    const int64_t per = whole->example_shape.num_elements();
+    eng::RawExamples part;
+    part.example_shape = whole->example_shape;
+    part.split_examples = whole->split_examples;
+    part.first = offset;
+    part.values.assign(whole->values.begin() + offset * per,
+                       whole->values.begin() + (offset + count) * per);
+    part.labels.assign(whole->labels.begin() + offset, whole->labels.begin() + offset + count);
+    raw = std::move(part);
+  } else {
+    raw = eng::ReadTestExamples(*source, offset, limit);
+  }
+  if (!raw.ok()) return raw.status();
+  api::DatasetExamples out;
+  out.example_shape = raw->example_shape.dims();
+  out.split_examples = raw->split_examples;
+  out.first = raw->first;
+  out.values = std::move(raw->values);
+  out.labels = std::move(raw->labels);
+  out.integer_values = record->element_type == "uint8";
+  for (int c = 0; c < record->num_classes; ++c) {
+    out.class_names.push_back(c < static_cast<int>(record->class_names.size())
+                                  ? record->class_names[static_cast<size_t>(c)]
+                                  : std::to_string(c));
+  }
+  return out;
 }
 
 Status DatasetStore::ResolveJobDataset(eng::DatasetSpec* d) const {

@@ -296,4 +296,65 @@ Result<Datasets> LoadDataset(const DatasetSource& source, const DatasetOptions& 
   return LoadMnistDirectory(source.path, options);
 }
 
+namespace {
+
+// The checks every format's ReadTestExamples makes of the range.
+Status CheckTestRange(int64_t offset, int64_t limit, int64_t split_examples) {
+  if (offset < 0 || offset > split_examples) {
+    return Status::InvalidArgument("offset: must be from 0 to " + std::to_string(split_examples) +
+                                   ", the test examples");
+  }
+  if (limit < 0) return Status::InvalidArgument("limit: must not be negative");
+  return Status::Ok();
+}
+
+Result<RawExamples> ReadIdxTestExamples(const std::string& dir, int64_t offset, int64_t limit) {
+  FilePair test;
+  TRAININGD_RETURN_IF_ERROR(ReadPair(dir, kTestImages, kTestLabels, &test));
+  RawExamples out;
+  out.example_shape = Shape{test.image_dims[1], test.image_dims[2], 1};
+  out.split_examples = test.image_dims[0];
+  out.first = offset;
+  TRAININGD_RETURN_IF_ERROR(CheckTestRange(offset, limit, out.split_examples));
+  Result<IdxArray> images = ReadIdxRows(test.images_path, offset, limit);
+  if (!images.ok()) return images.status();
+  out.values.assign(images->data.begin(), images->data.end());
+  const int64_t count = images->dims[0];
+  out.labels.assign(test.labels.data.begin() + offset, test.labels.data.begin() + offset + count);
+  return out;
+}
+
+Result<RawExamples> ReadCsvTestExamples(DatasetSource source, int64_t offset, int64_t limit) {
+  source.standardize = false;  // the values as in the file
+  DatasetOptions options;
+  options.validation_size = kAutoValidationSize;
+  Result<Datasets> ds = LoadCsv(source, options);
+  if (!ds.ok()) return ds.status();
+  const Split& test = ds->test;
+  RawExamples out;
+  out.example_shape = test.example_shape();
+  out.split_examples = test.size();
+  out.first = offset;
+  TRAININGD_RETURN_IF_ERROR(CheckTestRange(offset, limit, out.split_examples));
+  const int64_t count = std::min(limit, out.split_examples - offset);
+  const int64_t per = out.example_shape.num_elements();
+  out.values.assign(test.images.data() + offset * per, test.images.data() + (offset + count) * per);
+  out.labels.assign(test.labels.begin() + offset, test.labels.begin() + offset + count);
+  return out;
+}
+
+}  // namespace
+
+Result<RawExamples> ReadTestExamples(const DatasetSource& source, int64_t offset, int64_t limit) {
+  switch (source.format) {
+    case DatasetSource::Format::kNpz:
+      return ReadNpzTestExamples(source, offset, limit);
+    case DatasetSource::Format::kCsv:
+      return ReadCsvTestExamples(source, offset, limit);
+    case DatasetSource::Format::kIdx:
+      break;
+  }
+  return ReadIdxTestExamples(source.path, offset, limit);
+}
+
 }  // namespace trainingd::engine

@@ -346,4 +346,38 @@ Result<std::vector<int64_t>> ReadIdxDims(const std::string& path) {
   return dims;
 }
 
+Result<IdxArray> ReadIdxRows(const std::string& path, int64_t first, int64_t count) {
+  ByteStream in(path);
+  TRAININGD_RETURN_IF_ERROR(in.Open());
+  IdxArray array;
+  size_t header_bytes = 0;
+  TRAININGD_RETURN_IF_ERROR(ReadHeader(in, path, &array.dims, &header_bytes));
+  const int64_t rows = array.dims[0];
+  if (first < 0 || first > rows || count < 0) {
+    return Status::InvalidArgument(path + ": rows from " + std::to_string(first) + " of " +
+                                   std::to_string(rows));
+  }
+  const int64_t row_bytes = array.num_elements() / rows;
+  count = std::min(count, rows - first);
+  // Skips the rows before `first` through a bounded buffer.
+  std::vector<uint8_t> skip(std::min<size_t>(kDataChunk, static_cast<size_t>(first * row_bytes)));
+  size_t got = 0;
+  for (int64_t left = first * row_bytes; left > 0;) {
+    const size_t want = std::min(skip.size(), static_cast<size_t>(left));
+    TRAININGD_RETURN_IF_ERROR(in.Read(skip.data(), want, &got));
+    if (got < want) break;
+    left -= static_cast<int64_t>(got);
+  }
+  array.dims[0] = count;
+  array.data.resize(static_cast<size_t>(count * row_bytes));
+  got = 0;
+  if (count > 0) TRAININGD_RETURN_IF_ERROR(in.Read(array.data.data(), array.data.size(), &got));
+  if (got < array.data.size()) {
+    return Status::DataLoss(path + ": truncated IDX data: dimensions need " +
+                            std::to_string(rows * row_bytes) + " data bytes after the " +
+                            std::to_string(header_bytes) + "-byte header; the file ends sooner");
+  }
+  return array;
+}
+
 }  // namespace trainingd::engine

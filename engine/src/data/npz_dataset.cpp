@@ -559,6 +559,49 @@ Result<Datasets> LoadNpz(const DatasetSource& source, const DatasetOptions& opti
   return LoadArchive(std::move(*file), options, source.standardize);
 }
 
+Result<RawExamples> ReadNpzTestExamples(const DatasetSource& source, int64_t offset,
+                                        int64_t limit) {
+  Result<std::unique_ptr<ByteSource>> file = OpenFileSource(source.path);
+  if (!file.ok()) return file.status();
+  Archive ar;
+  DatasetOptions options;
+  options.validation_size = kAutoValidationSize;
+  TRAININGD_RETURN_IF_ERROR(OpenArchive(std::move(*file), options, false, &ar));
+  RawExamples out;
+  out.example_shape = ar.info.example_shape;
+  out.split_examples = ar.at(kXTest).count;
+  if (offset < 0 || offset > out.split_examples) {
+    return Status::InvalidArgument("offset: must be from 0 to " +
+                                   std::to_string(out.split_examples) + ", the test examples");
+  }
+  if (limit < 0) return Status::InvalidArgument("limit: must not be negative");
+  out.first = offset;
+  const int64_t count = std::min(limit, out.split_examples - offset);
+  if (count == 0) return out;
+  const int64_t per = out.example_shape.num_elements();
+  out.values.resize(static_cast<size_t>(count * per));
+  out.labels.resize(static_cast<size_t>(count));
+  const int64_t begin = offset * per, end = (offset + count) * per;
+  TRAININGD_RETURN_IF_ERROR(StreamFeatures(
+      *ar.source, ar.at(kXTest), Preprocessing::kNone,
+      [&](int64_t first, const float* values, size_t n) -> Status {
+        const int64_t b = std::max(first, begin);
+        const int64_t e = std::min(first + static_cast<int64_t>(n), end);
+        if (b < e)
+          std::copy(values + (b - first), values + (e - first), out.values.data() + (b - begin));
+        return Status::Ok();
+      }));
+  TRAININGD_RETURN_IF_ERROR(StreamLabels(
+      *ar.source, ar.at(kYTest), [&](int64_t first, const int32_t* labels, size_t n) -> Status {
+        const int64_t b = std::max(first, offset);
+        const int64_t e = std::min(first + static_cast<int64_t>(n), offset + count);
+        if (b < e)
+          std::copy(labels + (b - first), labels + (e - first), out.labels.data() + (b - offset));
+        return Status::Ok();
+      }));
+  return out;
+}
+
 Result<Datasets> ParseNpz(std::string_view bytes, const std::string& name,
                           const DatasetOptions& options, bool standardize) {
   return LoadArchive(MemorySource(bytes, name), options, standardize);

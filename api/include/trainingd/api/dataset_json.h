@@ -19,6 +19,9 @@ namespace trainingd::api {
 nlohmann::json DatasetToJson(const DatasetRecord& d);
 // {"datasets":[...]}.
 nlohmann::json DatasetListToJson(const std::vector<DatasetRecord>& datasets);
+// {"offset","total","examples":[{"index","label","class_name","shape","data":[...]}]}: data in
+// raw units, whole numbers for uint8 data.
+nlohmann::json DatasetExamplesToJson(const DatasetExamples& examples);
 // DatasetToJson's text back (the record file of an upload); InvalidArgument naming the field.
 engine::Result<DatasetRecord> DatasetFromJson(std::string_view text);
 

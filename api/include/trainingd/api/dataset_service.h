@@ -63,6 +63,21 @@ struct DatasetRecord {
   double created_at = 0;                         // Unix seconds; 0 for an IDX directory
 };
 
+// Examples of a dataset's split in its raw units (GET /api/v1/datasets/{name}/examples): what
+// the model server's infer takes (uint8 pixels as 0..255, a table's values as in its file).
+struct DatasetExamples {
+  std::vector<int64_t> example_shape;    // [H, W, C] or [F]
+  int64_t split_examples = 0;            // in the whole split
+  int64_t first = 0;                     // the index of the first example here
+  std::vector<float> values;             // labels.size() examples, row-major
+  std::vector<int32_t> labels;           // class ids
+  std::vector<std::string> class_names;  // every class's name, by id
+  bool integer_values = false;           // uint8 data: the values are whole numbers 0..255
+};
+
+// The most examples one call returns.
+inline constexpr int64_t kMaxDatasetExamples = 100;
+
 // The files of one upload, fed in order (UploadBody decodes the request's body into them). The
 // store writes them to temporary files; nothing is kept until Commit succeeds, and an upload
 // destroyed before that (a client that went away, a refusal) leaves nothing on disk. Not
@@ -97,6 +112,12 @@ class DatasetService {
   // An upload only (IDX directories are the operator's: FailedPrecondition), and not while a
   // queued or running job names it (FailedPrecondition naming the jobs).
   virtual engine::Status DeleteDataset(const std::string& name) = 0;
+  // Examples [offset, offset + limit) of the test split (fewer at its end), in raw units; limit
+  // is at most kMaxDatasetExamples. NotFound for an unknown dataset; InvalidArgument
+  // "offset: ..." for an offset past the split; what the file's reader says when it cannot be
+  // read (FailedPrecondition for a data root directory that is no dataset).
+  virtual engine::Result<DatasetExamples> TestExamples(const std::string& name, int64_t offset,
+                                                       int64_t limit) = 0;
 };
 
 }  // namespace trainingd::api

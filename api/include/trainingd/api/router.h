@@ -123,6 +123,8 @@ class Router {
   HttpResponse Metrics();
   HttpResponse StaticFile(const Context& c);
   HttpResponse UploadDataset(const Context& c);
+  // GET /api/v1/datasets/{name}/examples: the test split's examples in raw units.
+  HttpResponse ListExamples(const Context& c);
   // Handle's bookkeeping around an answer: logs a 500's details, adds the security headers,
   // records the metrics.
   void Finish(const HttpRequest& request, const std::string& route_label,

@@ -26,6 +26,7 @@
 #include "trainingd/api/dataset_service.h"
 #include "trainingd/engine/base/env.h"
 #include "trainingd/engine/base/status.h"
+#include "trainingd/engine/data/dataset.h"
 #include "trainingd/engine/job/job_spec.h"
 
 namespace trainingd::daemon {
@@ -61,6 +62,10 @@ class DatasetStore : public api::DatasetService {
   engine::Result<std::vector<api::DatasetRecord>> ListDatasets() override;
   engine::Result<api::DatasetRecord> GetDataset(const std::string& name) override;
   engine::Status DeleteDataset(const std::string& name) override;
+  // IDX directories read the labels and the image bytes up to the last example asked for; an
+  // npz streams x_test; a CSV is loaded once and its test split kept (the last CSV asked for).
+  engine::Result<api::DatasetExamples> TestExamples(const std::string& name, int64_t offset,
+                                                    int64_t limit) override;
 
  private:
   class Upload;
@@ -77,6 +82,9 @@ class DatasetStore : public api::DatasetService {
   mutable std::mutex mu_;
   std::map<std::string, api::DatasetRecord> records_;  // guarded by mu_
   std::set<std::string> uploading_;                    // names being uploaded; guarded by mu_
+  // The test split of the CSV upload asked for last, by its sha256; guarded by mu_.
+  std::string csv_test_sha256_;
+  std::shared_ptr<const engine::RawExamples> csv_test_;
 };
 
 }  // namespace trainingd::daemon

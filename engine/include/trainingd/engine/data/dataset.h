@@ -155,4 +155,24 @@ Result<DatasetInfo> ProbeDataset(const DatasetSource& source, const DatasetOptio
                                  ProbeDepth depth = ProbeDepth::kHeaders);
 Result<Datasets> LoadDataset(const DatasetSource& source, const DatasetOptions& options);
 
+// Examples of a dataset's test split in its raw units: what an exported model and the model
+// server take (uint8 pixels as 0..255, a table's values as in its file, never standardized).
+struct RawExamples {
+  Shape example_shape;          // [H, W, C] or [F]
+  int64_t split_examples = 0;   // in the whole test split
+  int64_t first = 0;            // the index of the first example here
+  std::vector<float> values;    // size() * example_shape.num_elements(), row-major
+  std::vector<int32_t> labels;  // class ids
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+};
+
+// Examples [offset, offset + limit) of the test split of `source` (fewer at its end; none when
+// offset is the split's size), with the split as a job sees it with max_test_examples 0: IDX's
+// t10k files, an npz's x_test, a CSV's test file or its test_fraction rows. IDX reads the
+// labels and only the image bytes up to the last example; npz streams x_test and y_test in
+// bounded memory; CSV loads the table (without standardizing), so its callers cache. Errors
+// are the format's (ProbeDataset), and InvalidArgument "offset: ..." for an offset past the
+// split or a negative one, "limit: ..." for a negative limit.
+Result<RawExamples> ReadTestExamples(const DatasetSource& source, int64_t offset, int64_t limit);
+
 }  // namespace trainingd::engine

@@ -51,6 +51,13 @@ Result<IdxArray> ReadIdxFile(const std::string& path);
 // of reading (and of decompressing, for a gzip file) whatever the file's size.
 Result<std::vector<int64_t>> ReadIdxDims(const std::string& path);
 
+// Rows [first, first + count) along the first dimension of the IDX file at `path` (fewer when
+// the file has fewer): dims are [rows read, the other dimensions...]. The header is checked as
+// ReadIdxFile checks it (same errors); only the bytes up to the last row are read (and, for a
+// gzip file, decompressed), and the rest of the file is not verified. InvalidArgument when
+// `first` is past the rows or `count` is negative.
+Result<IdxArray> ReadIdxRows(const std::string& path, int64_t first, int64_t count);
+
 // ReadIdxFile's parse of a whole file's `bytes` (raw or gzip) already in memory; `name` stands for
 // the path in messages. The same errors, less NotFound and IoError. Reads no file (the IDX fuzzer
 // calls it directly).

@@ -56,6 +56,10 @@ Result<DatasetInfo> ProbeNpz(const DatasetSource& source, const DatasetOptions& 
                              ProbeDepth depth);
 Result<Datasets> LoadNpz(const DatasetSource& source, const DatasetOptions& options);
 
+// ReadTestExamples for an npz: examples [offset, offset + limit) of x_test and y_test, as stored
+// (converted to float32). The archive's headers and labels are checked as a probe checks them.
+Result<RawExamples> ReadNpzTestExamples(const DatasetSource& source, int64_t offset, int64_t limit);
+
 // LoadNpz's parse of a whole file already in memory (`name` stands for the path in messages):
 // what the npz fuzzer calls.
 Result<Datasets> ParseNpz(std::string_view bytes, const std::string& name,

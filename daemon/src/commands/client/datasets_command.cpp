@@ -10,6 +10,7 @@
 #include "commands/client/client.h"
 #include "trainingd/api/dataset_json.h"
 #include "trainingd/api/job_json.h"
+#include "trainingd/api/strict_json.h"
 #include "trainingd/daemon/commands/client_commands.h"
 
 namespace trainingd::daemon {
@@ -26,11 +27,41 @@ constexpr const char* kDatasetsUsage =
     "  get NAME               one dataset\n"
     "  delete NAME            an uploaded dataset no queued or running job names\n";
 
-std::string Shape(const api::DatasetRecord& d) {
-  std::string s;
-  for (size_t i = 0; i < d.example_shape.size(); ++i) {
-    s += (i ? "x" : "") + std::to_string(d.example_shape[i]);
+// The table's columns, read from the API's Dataset object (DatasetFromJson reads only the
+// record of an upload; a data root's directory has nulls where an upload has values).
+struct DatasetRow {
+  std::string name, format;
+  std::vector<int64_t> shape;
+  int64_t classes = 0, train = 0, test = 0, bytes = 0;
+  double created_at = 0;
+};
+
+engine::Result<DatasetRow> RowFromJson(const json& v) {
+  namespace sj = api::strict_json;
+  if (!v.is_object()) return sj::Bad("", "a dataset must be an object");
+  DatasetRow r;
+  const auto field = [&](const json& obj, const std::string& path, const char* key, auto* out) {
+    const auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return engine::Status::Ok();
+    return sj::Read(*it, sj::Child(path, key), out);
+  };
+  TRAININGD_RETURN_IF_ERROR(sj::Require(v, "", "name"));
+  TRAININGD_RETURN_IF_ERROR(field(v, "", "name", &r.name));
+  TRAININGD_RETURN_IF_ERROR(field(v, "", "format", &r.format));
+  TRAININGD_RETURN_IF_ERROR(field(v, "", "example_shape", &r.shape));
+  TRAININGD_RETURN_IF_ERROR(field(v, "", "num_classes", &r.classes));
+  TRAININGD_RETURN_IF_ERROR(field(v, "", "bytes", &r.bytes));
+  TRAININGD_RETURN_IF_ERROR(field(v, "", "created_at", &r.created_at));
+  if (const auto it = v.find("splits"); it != v.end() && it->is_object()) {
+    TRAININGD_RETURN_IF_ERROR(field(*it, "splits", "train", &r.train));
+    TRAININGD_RETURN_IF_ERROR(field(*it, "splits", "test", &r.test));
   }
+  return r;
+}
+
+std::string Shape(const DatasetRow& d) {
+  std::string s;
+  for (size_t i = 0; i < d.shape.size(); ++i) s += (i ? "x" : "") + std::to_string(d.shape[i]);
   return s.empty() ? "-" : s;
 }
 
@@ -38,19 +69,19 @@ std::vector<std::string> Header() {
   return {"NAME", "FORMAT", "SHAPE", "CLASSES", "TRAIN", "TEST", "BYTES", "CREATED"};
 }
 
-std::vector<std::string> Row(const api::DatasetRecord& d) {
+std::vector<std::string> Row(const DatasetRow& d) {
   return {d.name,
           d.format,
           Shape(d),
-          std::to_string(d.num_classes),
-          std::to_string(d.train_examples),
-          std::to_string(d.test_examples),
+          std::to_string(d.classes),
+          std::to_string(d.train),
+          std::to_string(d.test),
           std::to_string(d.bytes),
           FormatTime(d.created_at)};
 }
 
 int PrintOne(const Client& c, const json& doc) {
-  auto d = api::DatasetFromJson(doc.dump());
+  auto d = RowFromJson(doc);
   if (!d.ok()) return c.Fail({kExitFailed, "the daemon's answer: " + d.status().message()});
   switch (c.mode()) {
     case OutputMode::kQuiet:
@@ -181,7 +212,7 @@ int List(const std::vector<std::string>& args) {
     }
     Table t{Header(), {}, -1};
     for (const auto& item : items) {
-      auto d = api::DatasetFromJson(item.dump());
+      auto d = RowFromJson(item);
       if (!d.ok()) return c.Fail({kExitFailed, "the daemon's answer: " + d.status().message()});
       if (c.mode() == OutputMode::kQuiet) {
         std::printf("%s\n", d->name.c_str());

@@ -188,12 +188,19 @@ class Follower {
     if (c_.stdout_tty()) {
       winsize ws{};
       const int cols = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
-      std::string line = WatchLine(job_, steps_per_sec_, 0);
-      const int bar = std::clamp(cols - static_cast<int>(line.size()) - 4, 0, 40);
-      line = WatchLine(job_, steps_per_sec_, bar);
+      // The bar takes what the text leaves of the width, 10 to 30 columns; on a narrow
+      // terminal the labels shorten, so that the line never wraps (which breaks the redraw).
+      bool compact = false;
+      int text = static_cast<int>(WatchLine(job_, steps_per_sec_, 0, false).size()) + 8;
+      if (cols - text < 10) {
+        compact = true;
+        text = static_cast<int>(WatchLine(job_, steps_per_sec_, 0, true).size()) + 8;
+      }
+      const int bar = std::clamp(cols - 1 - text, 0, 30);
+      const std::string line = WatchLine(job_, steps_per_sec_, bar, compact);
       std::printf("\r\033[K%s%s", line.c_str(), last ? "\n" : "");
     } else {
-      std::printf("%s\n", WatchLine(job_, steps_per_sec_, 0).c_str());
+      std::printf("%s\n", WatchLine(job_, steps_per_sec_, 0, false).c_str());
     }
     std::fflush(stdout);
   }
@@ -238,7 +245,8 @@ std::string Duration(double secs) {
 
 }  // namespace
 
-std::string WatchLine(const api::JobInfo& job, double steps_per_sec, int bar_width) {
+std::string WatchLine(const api::JobInfo& job, double steps_per_sec, int bar_width,
+                      bool compact) {
   const auto scalar = [&](const char* tag) {
     const auto it = job.latest_scalars.find(tag);
     return it == job.latest_scalars.end() ? std::string("-") : FormatNumber(it->second);
@@ -248,21 +256,23 @@ std::string WatchLine(const api::JobInfo& job, double steps_per_sec, int bar_wid
     const double frac =
         job.max_steps > 0 ? std::clamp(static_cast<double>(job.global_step) / job.max_steps, 0.0, 1.0)
                           : 0.0;
-    const int full = static_cast<int>(frac * bar_width + 0.5);
+    const int full = static_cast<int>(frac * bar_width);
     char pct[16];
     std::snprintf(pct, sizeof pct, " %3d%%", static_cast<int>(frac * 100));
     out += " [" + std::string(full, '#') + std::string(bar_width - full, '.') + "]" + pct;
   }
-  out += " step " + std::to_string(job.global_step) + "/" + std::to_string(job.max_steps);
-  out += " loss " + scalar("loss") + " accuracy " + scalar("accuracy");
   char eps[32];
   std::snprintf(eps, sizeof eps, "%.0f", job.examples_per_sec);
-  out += " examples/s " + std::string(eps);
   const double eta = steps_per_sec > 0 && job.state == api::JobState::kRunning
                          ? static_cast<double>(job.max_steps - job.global_step) / steps_per_sec
                          : -1;
-  out += " ETA " + Duration(eta);
-  return out;
+  const std::string steps = std::to_string(job.global_step) + "/" + std::to_string(job.max_steps);
+  if (compact) {
+    return out + " " + steps + " loss " + scalar("loss") + " acc " + scalar("accuracy") + " " +
+           eps + " ex/s ETA " + Duration(eta);
+  }
+  return out + " step " + steps + " loss " + scalar("loss") + " accuracy " + scalar("accuracy") +
+         " examples/s " + eps + " ETA " + Duration(eta);
 }
 
 int FollowJob(Client& client, const std::string& id, const FollowOptions& options,

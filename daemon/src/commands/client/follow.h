@@ -30,7 +30,8 @@ int FollowJob(Client& client, const std::string& id, const FollowOptions& option
               api::JobInfo* final);
 
 // The live line of `jobs watch` for `job` (exposed for tests of its format): state, step/max,
-// loss, accuracy, examples/s and ETA, with a bar `bar_width` wide (0 = none).
-std::string WatchLine(const api::JobInfo& job, double steps_per_sec, int bar_width);
+// loss, accuracy, examples/s and ETA, with a bar `bar_width` wide (0 = none); `compact`: shorter
+// labels ("acc", "ex/s", no "step") for a narrow terminal.
+std::string WatchLine(const api::JobInfo& job, double steps_per_sec, int bar_width, bool compact);
 
 }  // namespace trainingd::daemon::client

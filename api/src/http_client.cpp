@@ -33,8 +33,9 @@ engine::Result<ServerUrl> ParseServerUrl(std::string_view url) {
     return Status::InvalidArgument(quoted + ": no query or fragment allowed");
   }
   if (authority.find('@') != std::string_view::npos) {
-    return Status::InvalidArgument(quoted + ": no user info allowed (the token goes in "
-                                            "TRAININGD_TOKEN or a token file)");
+    return Status::InvalidArgument(quoted +
+                                   ": no user info allowed (the token goes in "
+                                   "TRAININGD_TOKEN or a token file)");
   }
   ServerUrl out;
   std::string_view port;
@@ -54,9 +55,8 @@ engine::Result<ServerUrl> ParseServerUrl(std::string_view url) {
   }
   if (out.host.empty()) return Status::InvalidArgument(quoted + ": no host");
   if (port.empty()) port = "80";
-  if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      })) {
+  if (port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return Status::InvalidArgument(quoted + ": bad port");
   }
   out.port = std::string(port);
@@ -79,7 +79,8 @@ class Connection {
     asio::ip::tcp::resolver resolver(ioc_);
     beast::error_code ec;
     const auto endpoints = resolver.resolve(options_.server.host, options_.server.port, ec);
-    if (ec) return Status::Unavailable("cannot resolve " + options_.server.host + ": " + ec.message());
+    if (ec)
+      return Status::Unavailable("cannot resolve " + options_.server.host + ": " + ec.message());
     std::optional<beast::error_code> result;
     stream_.async_connect(endpoints, [&](beast::error_code e, const auto&) { result = e; });
     TRAININGD_RETURN_IF_ERROR(Run(result));
@@ -219,12 +220,12 @@ http::verb Verb(std::string_view method) {
 HttpClient::HttpClient(Options options) : options_(std::move(options)) {}
 
 engine::Result<HttpReply> HttpClient::Request(std::string_view method, std::string_view target,
-                                              std::string_view body,
-                                              std::string_view content_type, Deadline deadline) {
+                                              std::string_view body, std::string_view content_type,
+                                              Deadline deadline) {
   Connection conn(options_, deadline);
   TRAININGD_RETURN_IF_ERROR(conn.Connect());
-  http::request<http::string_body> req(Verb(method), options_.server.base_path + std::string(target),
-                                       11);
+  http::request<http::string_body> req(Verb(method),
+                                       options_.server.base_path + std::string(target), 11);
   SetCommonFields(req, options_);
   if (!content_type.empty()) {
     req.set(http::field::content_type, std::string(content_type));
@@ -235,8 +236,7 @@ engine::Result<HttpReply> HttpClient::Request(std::string_view method, std::stri
   return conn.ReadReply();
 }
 
-engine::Result<HttpReply> HttpClient::Upload(std::string_view target,
-                                             std::string_view content_type,
+engine::Result<HttpReply> HttpClient::Upload(std::string_view target, std::string_view content_type,
                                              const std::vector<BodyPart>& parts,
                                              const std::function<void(int64_t, int64_t)>& progress,
                                              Deadline deadline) {
@@ -293,8 +293,8 @@ engine::Result<HttpReply> HttpClient::Upload(std::string_view target,
 }
 
 Status HttpClient::Stream(std::string_view target, int64_t last_event_id,
-                          const std::function<bool(std::string_view)>& on_bytes,
-                          HttpReply* reply, Deadline deadline, std::chrono::milliseconds idle) {
+                          const std::function<bool(std::string_view)>& on_bytes, HttpReply* reply,
+                          Deadline deadline, std::chrono::milliseconds idle) {
   Connection conn(options_, deadline);
   TRAININGD_RETURN_IF_ERROR(conn.Connect());
   http::request<http::empty_body> req(http::verb::get,

@@ -21,7 +21,8 @@ engine::Status Nullable(const json& obj, const std::string& path, const char* ke
 }
 
 engine::Status NeedObject(const json& v, const std::string& path) {
-  if (!v.is_object()) return sj::Bad(path, std::string("must be an object, got ") + sj::TypeName(v));
+  if (!v.is_object())
+    return sj::Bad(path, std::string("must be an object, got ") + sj::TypeName(v));
   return engine::Status::Ok();
 }
 

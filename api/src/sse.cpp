@@ -1,7 +1,6 @@
 #include "trainingd/api/sse.h"
 
 #include <charconv>
-
 #include <nlohmann/json.hpp>
 
 #include "trainingd/api/job_json.h"

@@ -43,8 +43,8 @@ TEST(SseParserTest, CarriageReturnLineEndsAndFramesWithoutData) {
 TEST(ClientWireTest, EventsReadBack) {
   JobStateEvent s{"j1", "name", JobState::kStopped, 10, 20, "", "stopped by request", false};
   for (const ServiceEvent& e :
-       {ServiceEvent{5, EventKind::kState, s}, ServiceEvent{6, EventKind::kScalar,
-                                                            ScalarEvent{"loss", 3, 0.5, 1.25}},
+       {ServiceEvent{5, EventKind::kState, s},
+        ServiceEvent{6, EventKind::kScalar, ScalarEvent{"loss", 3, 0.5, 1.25}},
         ServiceEvent{7, EventKind::kLog, LogEvent{"INFO:trainingd:x"}},
         ServiceEvent{8, EventKind::kJob, JobStateEvent{"j2", "", {}, 0, 0, "", "", true}}}) {
     const std::string frame = FormatSseEvent(e);

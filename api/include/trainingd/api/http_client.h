@@ -24,9 +24,9 @@ namespace trainingd::api {
 // "http://host[:port][/base]": the daemon's address. Only http (the daemon serves no TLS; put a
 // proxy in front for that, and point the client at it).
 struct ServerUrl {
-  std::string host;       // "127.0.0.1", "localhost", "::1" (without brackets)
-  std::string port;       // "8080"; "80" when the URL has none
-  std::string base_path;  // "" or "/prefix" (no trailing slash), before "/api/v1/..."
+  std::string host;         // "127.0.0.1", "localhost", "::1" (without brackets)
+  std::string port;         // "8080"; "80" when the URL has none
+  std::string base_path;    // "" or "/prefix" (no trailing slash), before "/api/v1/..."
   std::string host_header;  // "127.0.0.1:8080", what the Host header says
 };
 // InvalidArgument "<url>: ..." for anything else (https, user info, a query, no host).

@@ -55,7 +55,8 @@ engine::Result<std::vector<CheckpointInfo>> CheckpointsFromJson(const nlohmann::
 engine::Result<std::vector<LogLine>> LogLinesFromJson(const nlohmann::json& v, int64_t* next_from);
 // An event from its stream frame: `kind` is the frame's event name ("state", "job", "scalar",
 // "log"), `data` its JSON text.
-engine::Result<ServiceEvent> EventFromJson(int64_t id, std::string_view kind, std::string_view data);
+engine::Result<ServiceEvent> EventFromJson(int64_t id, std::string_view kind,
+                                           std::string_view data);
 // The error body's message and field (ErrorToJson's), when `v` is one.
 bool ErrorFromJson(const nlohmann::json& v, std::string* code, std::string* message,
                    std::string* field);

@@ -48,7 +48,7 @@ class SseParser {
 
  private:
   void Line(std::string_view line, std::vector<SseFrame>* out);
-  std::string pending_;  // an incomplete line
+  std::string pending_;   // an incomplete line
   bool skip_lf_ = false;  // the previous chunk ended in "\r": a leading "\n" belongs to it
   SseFrame frame_;
   bool has_data_ = false;

@@ -208,10 +208,10 @@ Failure Client::FromReply(const api::HttpReply& reply, bool invalid_is_usage) {
 std::optional<nlohmann::json> Client::Call(std::string_view method, const std::string& target,
                                            Failure* failure, std::string_view body,
                                            bool invalid_is_usage, api::Deadline deadline) {
-  auto reply = http_.Request(method, target, body, body.empty() && method == "GET"
-                                                       ? std::string_view()
-                                                       : std::string_view("application/json"),
-                             deadline);
+  auto reply = http_.Request(
+      method, target, body,
+      body.empty() && method == "GET" ? std::string_view() : std::string_view("application/json"),
+      deadline);
   if (!reply.ok()) {
     *failure = FromStatus(reply.status());
     return std::nullopt;
@@ -234,26 +234,32 @@ int Client::Fail(const Failure& f) const {
   return f.exit_code;
 }
 
+namespace {
+
+// Cells joined by `sep`, each through `cell`, and a newline.
+template <typename Cell>
+std::string Joined(const std::vector<std::string>& cells, char sep, Cell cell) {
+  std::string out;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) out += sep;
+    out += cell(cells[i]);
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
 void PrintTable(const Client& client, const Table& t) {
   if (client.mode() == OutputMode::kCsv) {
-    std::string out;
-    for (size_t i = 0; i < t.header.size(); ++i) out += (i ? "," : "") + CsvField(t.header[i]);
-    out += "\n";
-    for (const auto& row : t.rows) {
-      for (size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + CsvField(row[i]);
-      out += "\n";
-    }
+    std::string out = Joined(t.header, ',', CsvField);
+    for (const auto& row : t.rows) out += Joined(row, ',', CsvField);
     std::fputs(out.c_str(), stdout);
     return;
   }
   if (!client.stdout_tty()) {  // piped: tab-separated, no colour, the header first
-    std::string out;
-    for (size_t i = 0; i < t.header.size(); ++i) out += (i ? "\t" : "") + t.header[i];
-    out += "\n";
-    for (const auto& row : t.rows) {
-      for (size_t i = 0; i < row.size(); ++i) out += (i ? "\t" : "") + row[i];
-      out += "\n";
-    }
+    const auto same = [](const std::string& cell) { return cell; };
+    std::string out = Joined(t.header, '\t', same);
+    for (const auto& row : t.rows) out += Joined(row, '\t', same);
     std::fputs(out.c_str(), stdout);
     return;
   }

@@ -16,13 +16,13 @@
 namespace trainingd::daemon::client {
 
 // The exit codes, one meaning each (`trainingd help exit-codes`).
-inline constexpr int kExitCompleted = 0;    // the job completed, or the command succeeded
-inline constexpr int kExitFailed = 1;       // the job failed, or any other error
-inline constexpr int kExitUsage = 2;        // a usage error, or a spec that failed validation
-inline constexpr int kExitStopped = 3;      // the job was stopped
-inline constexpr int kExitAuth = 4;         // the daemon refused the token (401)
-inline constexpr int kExitUnreachable = 5;  // no connection to the daemon
-inline constexpr int kExitTimeout = 124;    // --timeout ran out
+inline constexpr int kExitCompleted = 0;      // the job completed, or the command succeeded
+inline constexpr int kExitFailed = 1;         // the job failed, or any other error
+inline constexpr int kExitUsage = 2;          // a usage error, or a spec that failed validation
+inline constexpr int kExitStopped = 3;        // the job was stopped
+inline constexpr int kExitAuth = 4;           // the daemon refused the token (401)
+inline constexpr int kExitUnreachable = 5;    // no connection to the daemon
+inline constexpr int kExitTimeout = 124;      // --timeout ran out
 inline constexpr int kExitInterrupted = 130;  // Ctrl-C: the client detached; the job runs on
 
 const char* ExitCodesText();

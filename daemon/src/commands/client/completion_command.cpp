@@ -10,7 +10,8 @@ namespace {
 
 // Commands, verbs and flags; job ids and dataset names come from the daemon itself
 // (`trainingd jobs list -q`), quietly nothing when it is not there.
-constexpr const char* kBash = R"BASH(# trainingd completion for bash: source <(trainingd completion bash)
+constexpr const char* kBash =
+    R"BASH(# trainingd completion for bash: source <(trainingd completion bash)
 _trainingd() {
   local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]} verb=${COMP_WORDS[2]}
   local common="--server --token-file -o -q --help"
@@ -79,8 +80,9 @@ constexpr const char* kZshPrefix =
 
 int CompletionCommand(const std::vector<std::string>& args) {
   if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) {
-    std::printf("usage: trainingd completion bash|zsh\n"
-                "Prints a completion script: source <(trainingd completion bash)\n");
+    std::printf(
+        "usage: trainingd completion bash|zsh\n"
+        "Prints a completion script: source <(trainingd completion bash)\n");
     return 0;
   }
   if (args.size() != 1 || (args[0] != "bash" && args[0] != "zsh")) {

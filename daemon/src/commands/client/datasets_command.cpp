@@ -61,7 +61,10 @@ engine::Result<DatasetRow> RowFromJson(const json& v) {
 
 std::string Shape(const DatasetRow& d) {
   std::string s;
-  for (size_t i = 0; i < d.shape.size(); ++i) s += (i ? "x" : "") + std::to_string(d.shape[i]);
+  for (size_t i = 0; i < d.shape.size(); ++i) {
+    if (i > 0) s += 'x';
+    s += std::to_string(d.shape[i]);
+  }
   return s.empty() ? "-" : s;
 }
 
@@ -179,8 +182,8 @@ int Upload(const std::vector<std::string>& args) {
       const auto now = std::chrono::steady_clock::now();
       if (sent < total && now - last < std::chrono::milliseconds(100)) return;
       last = now;
-      std::fprintf(stderr, "\r\033[Kuploading %s: %.1f / %.1f MB (%d%%)", name.c_str(),
-                   sent / 1e6, total / 1e6, total > 0 ? static_cast<int>(100 * sent / total) : 100);
+      std::fprintf(stderr, "\r\033[Kuploading %s: %.1f / %.1f MB (%d%%)", name.c_str(), sent / 1e6,
+                   total / 1e6, total > 0 ? static_cast<int>(100 * sent / total) : 100);
       if (sent == total) std::fprintf(stderr, "; the daemon is checking it...");
     };
     auto reply = c.http().Upload(target, content_type, parts, progress);
@@ -273,7 +276,10 @@ int Delete(const std::vector<std::string>& args) {
 
 int DatasetsCommand(const std::vector<std::string>& args) {
   static const std::map<std::string, int (*)(const std::vector<std::string>&)> kVerbs = {
-      {"upload", dataset_verbs::Upload}, {"list", dataset_verbs::List}, {"get", dataset_verbs::Get}, {"delete", dataset_verbs::Delete}};
+      {"upload", dataset_verbs::Upload},
+      {"list", dataset_verbs::List},
+      {"get", dataset_verbs::Get},
+      {"delete", dataset_verbs::Delete}};
   if (args.empty()) {
     std::fputs(dataset_verbs::kDatasetsUsage, stderr);
     return client::kExitUsage;

@@ -172,8 +172,9 @@ class Follower {
 
   void Draw(bool last) {
     const auto now = Clock::now();
-    if (!last && drawn_at_ && now - *drawn_at_ < (c_.stdout_tty() ? std::chrono::milliseconds(200)
-                                                                  : std::chrono::seconds(5))) {
+    if (!last && drawn_at_ &&
+        now - *drawn_at_ <
+            (c_.stdout_tty() ? std::chrono::milliseconds(200) : std::chrono::seconds(5))) {
       return;
     }
     if (!last && (!refreshed_at_ || now - *refreshed_at_ > std::chrono::seconds(2))) {
@@ -208,11 +209,10 @@ class Follower {
   int Finish(const Failure& f) {
     if (o_.watch && c_.stdout_tty()) std::printf("\n");
     if (f.exit_code == kExitInterrupted || f.exit_code == kExitTimeout) {
-      std::fprintf(stderr,
-                   "trainingd %s: %s; job %s keeps running. Reattach with: trainingd jobs %s %s\n",
-                   c_.command().c_str(),
-                   f.exit_code == kExitInterrupted ? "detached" : "timed out", id_.c_str(),
-                   o_.print_logs ? "logs -f" : (o_.watch ? "watch" : "wait"), id_.c_str());
+      std::fprintf(
+          stderr, "trainingd %s: %s; job %s keeps running. Reattach with: trainingd jobs %s %s\n",
+          c_.command().c_str(), f.exit_code == kExitInterrupted ? "detached" : "timed out",
+          id_.c_str(), o_.print_logs ? "logs -f" : (o_.watch ? "watch" : "wait"), id_.c_str());
       return f.exit_code;
     }
     return c_.Fail(f);
@@ -245,8 +245,7 @@ std::string Duration(double secs) {
 
 }  // namespace
 
-std::string WatchLine(const api::JobInfo& job, double steps_per_sec, int bar_width,
-                      bool compact) {
+std::string WatchLine(const api::JobInfo& job, double steps_per_sec, int bar_width, bool compact) {
   const auto scalar = [&](const char* tag) {
     const auto it = job.latest_scalars.find(tag);
     return it == job.latest_scalars.end() ? std::string("-") : FormatNumber(it->second);
@@ -254,8 +253,9 @@ std::string WatchLine(const api::JobInfo& job, double steps_per_sec, int bar_wid
   std::string out = api::JobStateName(job.state);
   if (bar_width > 0) {
     const double frac =
-        job.max_steps > 0 ? std::clamp(static_cast<double>(job.global_step) / job.max_steps, 0.0, 1.0)
-                          : 0.0;
+        job.max_steps > 0
+            ? std::clamp(static_cast<double>(job.global_step) / job.max_steps, 0.0, 1.0)
+            : 0.0;
     const int full = static_cast<int>(frac * bar_width);
     char pct[16];
     std::snprintf(pct, sizeof pct, " %3d%%", static_cast<int>(frac * 100));

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
-#include <iostream>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -120,14 +120,16 @@ std::optional<std::string> SetPath(json& doc, const std::string& assignment) {
       } catch (...) {
         return path + ": bad index";
       }
-      if (!at->is_array() || index >= at->size()) return path + ": no element " + std::to_string(index);
+      if (!at->is_array() || index >= at->size())
+        return path + ": no element " + std::to_string(index);
       at = &(*at)[index];
       i = close + 1;
       if (i < path.size() && path[i] == '.') ++i;
       continue;
     }
     const size_t stop = path.find_first_of(".[", i);
-    const std::string key = path.substr(i, stop == std::string::npos ? std::string::npos : stop - i);
+    const std::string key =
+        path.substr(i, stop == std::string::npos ? std::string::npos : stop - i);
     if (key.empty()) return path + ": empty key";
     if (at->is_null()) *at = json::object();
     if (!at->is_object()) return path + ": '" + key + "' is inside a value that is not an object";
@@ -146,8 +148,7 @@ struct Verb {
 
 // Runs `body` with the verb's flags parsed and a connected client.
 int WithClient(const std::string& verb, Flags& flags, ClientOptions& options,
-               const std::vector<std::string>& args,
-               const std::function<int(Client&)>& body) {
+               const std::vector<std::string>& args, const std::function<int(Client&)>& body) {
   return RunWithFlags(flags, args, [&]() -> int {
     Failure f;
     std::optional<Client> c = Client::Make("jobs " + verb, options, &f);
@@ -236,15 +237,16 @@ int List(const std::vector<std::string>& args) {
     std::vector<api::JobInfo> jobs;
     std::string cursor;
     while (static_cast<int64_t>(jobs.size()) < limit) {
-      std::string target = "/api/v1/jobs?limit=" +
-                           std::to_string(std::min<int64_t>(limit - jobs.size(), api::kMaxListLimit));
+      std::string target = "/api/v1/jobs?limit=" + std::to_string(std::min<int64_t>(
+                                                       limit - jobs.size(), api::kMaxListLimit));
       if (!state.empty()) target += "&state=" + state;
       if (!cursor.empty()) target += "&cursor=" + Encode(cursor);
       Failure f;
       auto doc = c.Call("GET", target, &f);
       if (!doc) return c.Fail(f);
       auto page = api::JobPageFromJson(*doc);
-      if (!page.ok()) return c.Fail({kExitFailed, "the daemon's answer: " + page.status().message()});
+      if (!page.ok())
+        return c.Fail({kExitFailed, "the daemon's answer: " + page.status().message()});
       for (size_t i = 0; i < page->jobs.size(); ++i) {
         all.push_back((*doc)["jobs"][i]);
         jobs.push_back(page->jobs[i]);
@@ -327,8 +329,8 @@ int Checkpoints(const std::vector<std::string>& args) {
         std::printf("%lld\n", static_cast<long long>(cp.global_step));
         continue;
       }
-      t.rows.push_back(
-          {std::to_string(cp.global_step), cp.name, std::to_string(cp.bytes), FormatTime(cp.mtime)});
+      t.rows.push_back({std::to_string(cp.global_step), cp.name, std::to_string(cp.bytes),
+                        FormatTime(cp.mtime)});
     }
     if (c.mode() != OutputMode::kQuiet) PrintTable(c, t);
     return 0;
@@ -374,7 +376,8 @@ int Scalars(const std::vector<std::string>& args) {
                       &f);
     if (!doc) return c.Fail(f);
     auto points = api::ScalarsFromJson(*doc);
-    if (!points.ok()) return c.Fail({kExitFailed, "the daemon's answer: " + points.status().message()});
+    if (!points.ok())
+      return c.Fail({kExitFailed, "the daemon's answer: " + points.status().message()});
     if (c.mode() == OutputMode::kJson || c.mode() == OutputMode::kJsonl) {
       PrintJson(*doc, (*doc)["points"], c.mode());
       return 0;
@@ -417,13 +420,14 @@ int Logs(const std::vector<std::string>& args) {
     while (true) {
       Failure f;
       auto doc = c.Call("GET",
-                        JobPath(ids[0]) + "/logs?from=" + std::to_string(next) + "&limit=" +
-                            std::to_string(api::kMaxLogLines),
+                        JobPath(ids[0]) + "/logs?from=" + std::to_string(next) +
+                            "&limit=" + std::to_string(api::kMaxLogLines),
                         &f);
       if (!doc) return c.Fail(f);
       int64_t after = next;
       auto lines = api::LogLinesFromJson(*doc, &after);
-      if (!lines.ok()) return c.Fail({kExitFailed, "the daemon's answer: " + lines.status().message()});
+      if (!lines.ok())
+        return c.Fail({kExitFailed, "the daemon's answer: " + lines.status().message()});
       for (auto& l : *lines) {
         if (!tail) {
           if (as_json) {
@@ -470,8 +474,9 @@ int Wait(const std::vector<std::string>& args) {
     FollowOptions fo;
     if (!timeout.empty()) {
       const auto d = ParseDuration(timeout);
-      if (!d) return c.Fail({kExitUsage, "--timeout: must be a duration (90s, 500ms, 10m), got '" +
-                                             timeout + "'"});
+      if (!d)
+        return c.Fail(
+            {kExitUsage, "--timeout: must be a duration (90s, 500ms, 10m), got '" + timeout + "'"});
       fo.deadline = std::chrono::steady_clock::now() + *d;
     }
     api::JobInfo final;
@@ -554,8 +559,7 @@ int Resume(const std::vector<std::string>& args) {
         if (static_cast<int64_t>(lines->size()) < api::kMaxLogLines) break;
       }
     }
-    const std::string body =
-        max_steps ? json{{"max_steps", *max_steps}}.dump() : std::string("{}");
+    const std::string body = max_steps ? json{{"max_steps", *max_steps}}.dump() : std::string("{}");
     auto doc = c.Call("POST", JobPath(ids[0]) + "/resume", &f, body);
     if (!doc) return c.Fail(f);
     if (!follow) return PrintJob(c, *doc);
@@ -635,9 +639,18 @@ int Export(const std::vector<std::string>& args) {
 
 int JobsCommand(const std::vector<std::string>& args) {
   static const std::map<std::string, int (*)(const std::vector<std::string>&)> kVerbs = {
-      {"submit", jobs_verbs::Submit}, {"list", jobs_verbs::List}, {"get", jobs_verbs::Get}, {"logs", jobs_verbs::Logs},
-      {"watch", jobs_verbs::Watch}, {"wait", jobs_verbs::Wait}, {"stop", jobs_verbs::Stop}, {"resume", jobs_verbs::Resume},
-      {"delete", jobs_verbs::Delete}, {"scalars", jobs_verbs::Scalars}, {"checkpoints", jobs_verbs::Checkpoints}, {"export", jobs_verbs::Export}};
+      {"submit", jobs_verbs::Submit},
+      {"list", jobs_verbs::List},
+      {"get", jobs_verbs::Get},
+      {"logs", jobs_verbs::Logs},
+      {"watch", jobs_verbs::Watch},
+      {"wait", jobs_verbs::Wait},
+      {"stop", jobs_verbs::Stop},
+      {"resume", jobs_verbs::Resume},
+      {"delete", jobs_verbs::Delete},
+      {"scalars", jobs_verbs::Scalars},
+      {"checkpoints", jobs_verbs::Checkpoints},
+      {"export", jobs_verbs::Export}};
   if (args.empty()) {
     std::fputs(jobs_verbs::kJobsUsage, stderr);
     return client::kExitUsage;
@@ -648,7 +661,8 @@ int JobsCommand(const std::vector<std::string>& args) {
   }
   const auto it = kVerbs.find(args[0]);
   if (it == kVerbs.end()) {
-    std::fprintf(stderr, "trainingd jobs: unknown verb '%s'\n%s", args[0].c_str(), jobs_verbs::kJobsUsage);
+    std::fprintf(stderr, "trainingd jobs: unknown verb '%s'\n%s", args[0].c_str(),
+                 jobs_verbs::kJobsUsage);
     return client::kExitUsage;
   }
   return it->second(std::vector<std::string>(args.begin() + 1, args.end()));

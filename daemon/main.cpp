@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "trainingd/daemon/commands/client_commands.h"
 #include "trainingd/daemon/commands/export_command.h"
 #include "trainingd/daemon/commands/run_command.h"
 #include "trainingd/daemon/commands/serve_command.h"
@@ -19,7 +20,13 @@ void Usage(FILE* f) {
       "  run       run a job spec in the foreground; again to resume (trainingd run --help)\n"
       "  validate  check a job spec without running it\n"
       "  train     train a tutorial model in the foreground (trainingd train --help)\n"
-      "  export    a checkpoint directory's model as an ONNX file (trainingd export --help)\n");
+      "  export    a checkpoint directory's model as an ONNX file (trainingd export --help)\n"
+      "the client of a running daemon (--server URL or TRAININGD_URL; docs/cli.md):\n"
+      "  jobs      submit, list, get, logs, watch, wait, stop, resume, delete, scalars,\n"
+      "            checkpoints, export (trainingd jobs --help)\n"
+      "  datasets  upload, list, get, delete (trainingd datasets --help)\n"
+      "  completion bash|zsh   a shell completion script\n"
+      "  help exit-codes       what the client's exit codes mean\n");
 }
 }  // namespace
 
@@ -35,6 +42,16 @@ int main(int argc, char** argv) {
   if (cmd == "run") return trainingd::daemon::RunCommand(args);
   if (cmd == "validate") return trainingd::daemon::ValidateCommand(args);
   if (cmd == "export") return trainingd::daemon::ExportCommand(args);
+  if (cmd == "jobs") return trainingd::daemon::JobsCommand(args);
+  if (cmd == "datasets") return trainingd::daemon::DatasetsCommand(args);
+  if (cmd == "completion") return trainingd::daemon::CompletionCommand(args);
+  if (cmd == "help" && !args.empty()) {
+    const int code = trainingd::daemon::HelpTopicCommand(args);
+    if (code >= 0) return code;
+    std::fprintf(stderr, "trainingd help: unknown topic '%s' (topics: exit-codes)\n",
+                 args[0].c_str());
+    return 2;
+  }
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     Usage(stdout);
     return 0;

@@ -85,3 +85,24 @@ TEST(FlagsTest, UsageListsEveryFlag) {
 
 }  // namespace
 }  // namespace trainingd::daemon
+
+namespace trainingd::daemon {
+namespace {
+
+TEST(FlagsTest, SwitchesTakeNoValue) {
+  bool follow = false, yes = false;
+  std::vector<std::string> ids;
+  Flags f("jobs logs", "ID");
+  f.Switch("-f", "follow", &follow).Switch("--yes", "yes", &yes).Positionals("job id", 1, &ids);
+  ASSERT_TRUE(f.Parse({"-f", "abc"}).ok());
+  EXPECT_TRUE(follow);
+  EXPECT_FALSE(yes);
+  EXPECT_EQ(ids, std::vector<std::string>{"abc"});
+  EXPECT_NE(f.Usage().find("  -f                     follow\n"), std::string::npos) << f.Usage();
+  ids.clear();
+  EXPECT_EQ(f.Parse({"abc", "def"}).message(),
+            "def: unexpected argument (only 1 job id may be given)");
+}
+
+}  // namespace
+}  // namespace trainingd::daemon

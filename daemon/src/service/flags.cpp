@@ -80,6 +80,15 @@ Flags& Flags::Uint(const std::string& name, const std::string& help, uint64_t* o
   });
 }
 
+Flags& Flags::Switch(const std::string& name, const std::string& help, bool* out) {
+  Add(name, "", help, [out](const std::string&) -> std::optional<std::string> {
+    *out = true;
+    return std::nullopt;
+  });
+  flags_.back().takes_value = false;
+  return *this;
+}
+
 Flags& Flags::Positive(const std::string& name, const std::string& help,
                        std::optional<double>* out) {
   return Add(name, "X", help, [=](const std::string& v) -> std::optional<std::string> {
@@ -129,6 +138,10 @@ engine::Status Flags::Parse(const std::vector<std::string>& args, bool* help) co
       for (const Flag& f : flags_) known += (known.empty() ? "" : ", ") + f.name;
       return engine::Status::InvalidArgument(a + ": unknown flag (flags: " + known + ")");
     }
+    if (!flag->takes_value) {
+      flag->handler("");
+      continue;
+    }
     if (i + 1 >= args.size()) return engine::Status::InvalidArgument(a + ": missing value");
     if (auto err = flag->handler(args[++i])) {
       return engine::Status::InvalidArgument(a + ": " + *err);
@@ -142,7 +155,7 @@ std::string Flags::Usage() const {
   if (!synopsis_.empty()) out += " " + synopsis_;
   out += flags_.empty() ? "\n" : " [flags]\n";
   for (const Flag& f : flags_) {
-    std::string left = "  " + f.name + " " + f.value;
+    std::string left = "  " + f.name + (f.value.empty() ? "" : " " + f.value);
     if (left.size() < 24) left.resize(24, ' ');
     out += left + " " + f.help + "\n";
   }

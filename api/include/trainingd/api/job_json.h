@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trainingd/api/job_service.h"
+#include "trainingd/engine/base/status.h"
 
 namespace trainingd::api {
 
@@ -40,6 +41,25 @@ const char* EventKindName(EventKind kind);
 // The error body of every non-2xx answer: {"error":{"code","message"[,"field"]}}; "field" only
 // when not empty.
 nlohmann::json ErrorToJson(std::string_view code, std::string_view message, std::string_view field);
+
+// The inverses, for the client of the API (trainingd jobs ...): the same objects read back, so
+// the client and the server cannot drift apart. InvalidArgument "<field>: ..." for a document
+// that is not what the functions above write. JobFromJson reads what JobToJson writes but
+// "distributed" and "slurm" (the client shows those as JSON only); "spec", when present, comes
+// back as compact text in spec_json.
+engine::Result<JobInfo> JobFromJson(const nlohmann::json& v);
+engine::Result<JobPage> JobPageFromJson(const nlohmann::json& v);
+engine::Result<std::vector<ScalarPoint>> ScalarsFromJson(const nlohmann::json& v);
+engine::Result<std::vector<CheckpointInfo>> CheckpointsFromJson(const nlohmann::json& v);
+// The lines and *next_from (when not null).
+engine::Result<std::vector<LogLine>> LogLinesFromJson(const nlohmann::json& v, int64_t* next_from);
+// An event from its stream frame: `kind` is the frame's event name ("state", "job", "scalar",
+// "log"), `data` its JSON text.
+engine::Result<ServiceEvent> EventFromJson(int64_t id, std::string_view kind,
+                                           std::string_view data);
+// The error body's message and field (ErrorToJson's), when `v` is one.
+bool ErrorFromJson(const nlohmann::json& v, std::string* code, std::string* message,
+                   std::string* field);
 
 // Compact JSON text; invalid UTF-8 in strings becomes U+FFFD instead of throwing.
 std::string DumpJson(const nlohmann::json& value);

@@ -42,6 +42,8 @@ class Flags {
   Flags& Int(const std::string& name, const std::string& help, int64_t lo, int64_t hi,
              std::optional<int64_t>* out);
   Flags& Uint(const std::string& name, const std::string& help, uint64_t* out);
+  // A flag without a value ("-f", "--yes"): sets *out to true when given.
+  Flags& Switch(const std::string& name, const std::string& help, bool* out);
   // A finite number > 0.
   Flags& Positive(const std::string& name, const std::string& help, std::optional<double>* out);
   // The positional arguments, at most `max` of them; "" when more are given names `what`.
@@ -57,6 +59,7 @@ class Flags {
   struct Flag {
     std::string name, value, help;
     Handler handler;
+    bool takes_value = true;
   };
   std::string command_, synopsis_, about_;
   std::vector<Flag> flags_;

@@ -1,0 +1,17 @@
+// The client of a running daemon: `trainingd jobs ...`, `trainingd datasets ...`,
+// `trainingd completion bash|zsh` and `trainingd help exit-codes` (docs/cli.md). Each takes the
+// arguments after its group's name and returns the process's exit code (client/exit_codes.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace trainingd::daemon {
+
+int JobsCommand(const std::vector<std::string>& args);
+int DatasetsCommand(const std::vector<std::string>& args);
+int CompletionCommand(const std::vector<std::string>& args);
+// `trainingd help exit-codes`; anything else prints the commands.
+int HelpTopicCommand(const std::vector<std::string>& args);
+
+}  // namespace trainingd::daemon

@@ -1,0 +1,109 @@
+// What every client command shares: the daemon's address and token, the output mode, the exit
+// codes, Ctrl-C, and calls to the API with its errors mapped to exit codes (docs/cli.md).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainingd/api/http_client.h"
+#include "trainingd/api/job_service.h"
+#include "trainingd/daemon/service/flags.h"
+
+namespace trainingd::daemon::client {
+
+// The exit codes, one meaning each (`trainingd help exit-codes`).
+inline constexpr int kExitCompleted = 0;      // the job completed, or the command succeeded
+inline constexpr int kExitFailed = 1;         // the job failed, or any other error
+inline constexpr int kExitUsage = 2;          // a usage error, or a spec that failed validation
+inline constexpr int kExitStopped = 3;        // the job was stopped
+inline constexpr int kExitAuth = 4;           // the daemon refused the token (401)
+inline constexpr int kExitUnreachable = 5;    // no connection to the daemon
+inline constexpr int kExitTimeout = 124;      // --timeout ran out
+inline constexpr int kExitInterrupted = 130;  // Ctrl-C: the client detached; the job runs on
+
+const char* ExitCodesText();
+
+// The exit code of a job in an end state (completed 0, failed 1, stopped 3); -1 otherwise.
+int ExitCodeOfState(api::JobState state);
+bool IsEndState(api::JobState state);
+
+enum class OutputMode { kTable, kJson, kJsonl, kCsv, kQuiet };
+
+struct ClientOptions {
+  std::string server;      // --server; else TRAININGD_URL; else http://127.0.0.1:8080
+  std::string token_file;  // --token-file; else TRAININGD_TOKEN_FILE
+  std::string output;      // -o: json, jsonl, csv ("" = a table)
+  bool quiet = false;      // -q: ids only
+};
+
+// Adds --server and --token-file to `flags`, and with `output` -o/--output and -q.
+void AddClientFlags(Flags& flags, ClientOptions* options, bool output = true);
+
+// An error that ends the command: its message (printed on stderr) and exit code.
+struct Failure {
+  int exit_code = kExitFailed;
+  std::string message;
+};
+
+// A connected client: the resolved options and the HTTP client. Ctrl-C (SIGINT) sets a flag
+// that ends any call in progress with kExitInterrupted.
+class Client {
+ public:
+  // Resolves the address, the token and the output mode; a Failure (exit 2) for a bad one.
+  static std::optional<Client> Make(const std::string& command, const ClientOptions& options,
+                                    Failure* failure);
+
+  // A call whose answer is JSON. 2xx: the parsed body (null for 204). Otherwise a Failure:
+  // 401 -> 4, 400 from a submit -> 2 (with `invalid_is_usage`), anything else 1; no connection
+  // -> 5, a deadline -> 124, Ctrl-C -> 130.
+  std::optional<nlohmann::json> Call(std::string_view method, const std::string& target,
+                                     Failure* failure, std::string_view body = {},
+                                     bool invalid_is_usage = false,
+                                     api::Deadline deadline = api::kNoDeadline);
+  // A Failure for an answer that is not 2xx (used by Call, uploads and downloads).
+  static Failure FromReply(const api::HttpReply& reply, bool invalid_is_usage);
+  static Failure FromStatus(const engine::Status& status);
+
+  api::HttpClient& http() { return http_; }
+  OutputMode mode() const { return mode_; }
+  const std::string& command() const { return command_; }
+  bool stdout_tty() const { return stdout_tty_; }
+  bool stderr_tty() const { return stderr_tty_; }
+  bool colour() const { return colour_; }
+  // Prints "trainingd <command>: <message>" on stderr and returns the exit code.
+  int Fail(const Failure& failure) const;
+
+ private:
+  Client(std::string command, api::HttpClient::Options options, OutputMode mode);
+  std::string command_;
+  api::HttpClient http_;
+  OutputMode mode_ = OutputMode::kTable;
+  bool stdout_tty_ = false, stderr_tty_ = false, colour_ = false;
+};
+
+// True once Ctrl-C was pressed (after Client::Make installed the handler).
+bool Interrupted();
+
+// "/api/v1/jobs/<id>" with the id percent-encoded.
+std::string JobPath(std::string_view id);
+std::string Encode(std::string_view text);
+
+// Output of rows: aligned columns (a terminal), tab-separated (piped), CSV; `colour_column`
+// (-1 = none) is coloured by its value (a job's state) on a terminal without NO_COLOR.
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  int colour_column = -1;
+};
+void PrintTable(const Client& client, const Table& table);
+// The API's objects: the whole answer (-o json), one object per line from `items` (-o jsonl).
+void PrintJson(const nlohmann::json& whole, const nlohmann::json& items, OutputMode mode);
+
+std::string FormatTime(double seconds_since_epoch);  // "2026-11-27 04:41:13" UTC; "-" for 0
+std::string FormatNumber(double value);              // shortest of %.4g, "-" for NaN
+
+}  // namespace trainingd::daemon::client

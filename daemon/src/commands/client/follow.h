@@ -1,0 +1,37 @@
+// Following a job to its end over its event stream: `jobs logs -f`, `submit -f`, `resume -f`,
+// `wait`, `stop --wait` and `watch` (docs/cli.md#following-a-job).
+//
+// The stream says when something happened; what is printed comes from the API's records, so a
+// reconnect can neither lose nor repeat a log line: log lines are read by line number (GET
+// .../logs?from=N) whenever the stream carries a log event, after each reconnect and at the end;
+// an end state seen on the stream is confirmed by GET .../jobs/{id} (the replayed history of a
+// resumed job still holds its earlier end). A dropped stream or a restarted daemon is reconnected
+// with Last-Event-ID after a backoff (0.2 s doubling to 5 s), for up to two minutes of failures.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "commands/client/client.h"
+
+namespace trainingd::daemon::client {
+
+struct FollowOptions {
+  bool print_logs = false;  // print the job's log lines on stdout, from line `from_line`
+  int64_t from_line = 1;
+  bool watch = false;  // the live line of `jobs watch`
+  api::Deadline deadline = api::kNoDeadline;
+};
+
+// Follows job `id` until it is in an end state (at once when it already is). Returns the exit
+// code of how it ended (0, 1, 3), or of why following stopped (124, 130 with a reattach hint on
+// stderr, 5, 4, 1), and the job as it ended in *final when it did.
+int FollowJob(Client& client, const std::string& id, const FollowOptions& options,
+              api::JobInfo* final);
+
+// The live line of `jobs watch` for `job` (exposed for tests of its format): state, step/max,
+// loss, accuracy, examples/s and ETA, with a bar `bar_width` wide (0 = none); `compact`: shorter
+// labels ("acc", "ex/s", no "step") for a narrow terminal.
+std::string WatchLine(const api::JobInfo& job, double steps_per_sec, int bar_width, bool compact);
+
+}  // namespace trainingd::daemon::client

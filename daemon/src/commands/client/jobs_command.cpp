@@ -1,0 +1,671 @@
+// `trainingd jobs <verb>`: the jobs of a running daemon (docs/cli.md#jobs).
+#include <unistd.h>
+
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "commands/client/client.h"
+#include "commands/client/follow.h"
+#include "trainingd/api/job_json.h"
+#include "trainingd/api/job_spec_json.h"
+#include "trainingd/api/strict_json.h"
+#include "trainingd/daemon/commands/client_commands.h"
+#include "trainingd/engine/io/checkpoint.h"
+
+namespace trainingd::daemon {
+// Named, not anonymous: the unity build compiles these files together, and the verbs share names.
+namespace jobs_verbs {
+using namespace client;  // NOLINT: this file is the client's
+using nlohmann::json;
+
+constexpr const char* kJobsUsage =
+    "usage: trainingd jobs <verb> [flags]    (trainingd jobs <verb> --help)\n"
+    "verbs:\n"
+    "  submit SPEC       submit a job spec (validated here first); -f follows it to its end\n"
+    "  list              the jobs, newest first\n"
+    "  get ID            one job\n"
+    "  logs ID           its log; -f follows it to the job's end\n"
+    "  watch ID          one live line: state, step/max, loss, accuracy, examples/s, ETA\n"
+    "  wait ID           until the job ends; the exit code says how (trainingd help exit-codes)\n"
+    "  stop ID           a graceful stop (final checkpoint); --wait until stopped\n"
+    "  resume ID         a stopped job back to the queue\n"
+    "  delete ID         a job that is not running, with its files\n"
+    "  scalars ID        one series (--tag)\n"
+    "  checkpoints ID    the checkpoints kept\n"
+    "  export ID         the model as ONNX (-o FILE)\n";
+
+std::vector<std::string> JobHeader() {
+  return {"ID", "NAME", "STATE", "STEP", "LOSS", "ACCURACY", "CREATED"};
+}
+
+std::vector<std::string> JobRow(const api::JobInfo& j) {
+  const auto scalar = [&](const char* tag) {
+    const auto it = j.latest_scalars.find(tag);
+    return it == j.latest_scalars.end() ? std::string("-") : FormatNumber(it->second);
+  };
+  return {j.id,
+          j.name,
+          api::JobStateName(j.state),
+          std::to_string(j.global_step) + "/" + std::to_string(j.max_steps),
+          scalar("loss"),
+          scalar("accuracy"),
+          FormatTime(j.created_at)};
+}
+
+// Prints one job (the API's object as it came, `doc`) in the output mode.
+int PrintJob(const Client& c, const json& doc) {
+  auto job = api::JobFromJson(doc);
+  if (!job.ok()) return c.Fail({kExitFailed, "the daemon's answer: " + job.status().message()});
+  switch (c.mode()) {
+    case OutputMode::kQuiet:
+      std::printf("%s\n", job->id.c_str());
+      return 0;
+    case OutputMode::kJson:
+    case OutputMode::kJsonl:
+      PrintJson(doc, doc, c.mode());
+      return 0;
+    default:
+      PrintTable(c, {JobHeader(), {JobRow(*job)}, 2});
+      return 0;
+  }
+}
+
+// "1s", "500ms", "2m", "1h", or seconds ("30", "0.5").
+std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text) {
+  size_t end = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &end);
+  } catch (...) {
+    return std::nullopt;
+  }
+  const std::string unit = text.substr(end);
+  double scale = 1000;
+  if (unit == "ms") {
+    scale = 1;
+  } else if (unit == "m") {
+    scale = 60000;
+  } else if (unit == "h") {
+    scale = 3600000;
+  } else if (!unit.empty() && unit != "s") {
+    return std::nullopt;
+  }
+  if (!(v >= 0) || v * scale > 1e12) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<int64_t>(v * scale));
+}
+
+// "a.b[2].c" = value in `doc`, creating objects on the way; the value is JSON when it parses
+// as JSON, otherwise a string.
+std::optional<std::string> SetPath(json& doc, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) return "must be path=value, got '" + assignment + "'";
+  const std::string path = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  json value = json::parse(text, nullptr, false);
+  if (value.is_discarded()) value = text;
+  json* at = &doc;
+  size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '[') {
+      const size_t close = path.find(']', i);
+      if (close == std::string::npos) return path + ": unclosed '['";
+      size_t index = 0;
+      try {
+        index = std::stoul(path.substr(i + 1, close - i - 1));
+      } catch (...) {
+        return path + ": bad index";
+      }
+      if (!at->is_array() || index >= at->size())
+        return path + ": no element " + std::to_string(index);
+      at = &(*at)[index];
+      i = close + 1;
+      if (i < path.size() && path[i] == '.') ++i;
+      continue;
+    }
+    const size_t stop = path.find_first_of(".[", i);
+    const std::string key =
+        path.substr(i, stop == std::string::npos ? std::string::npos : stop - i);
+    if (key.empty()) return path + ": empty key";
+    if (at->is_null()) *at = json::object();
+    if (!at->is_object()) return path + ": '" + key + "' is inside a value that is not an object";
+    at = &(*at)[key];
+    i = stop == std::string::npos ? path.size() : stop;
+    if (i < path.size() && path[i] == '.') ++i;
+  }
+  *at = std::move(value);
+  return std::nullopt;
+}
+
+struct Verb {
+  const char* synopsis;
+  const char* about;
+};
+
+// Runs `body` with the verb's flags parsed and a connected client.
+int WithClient(const std::string& verb, Flags& flags, ClientOptions& options,
+               const std::vector<std::string>& args, const std::function<int(Client&)>& body) {
+  return RunWithFlags(flags, args, [&]() -> int {
+    Failure f;
+    std::optional<Client> c = Client::Make("jobs " + verb, options, &f);
+    if (!c) {
+      std::fprintf(stderr, "trainingd jobs %s: %s\n", verb.c_str(), f.message.c_str());
+      return f.exit_code;
+    }
+    return body(*c);
+  });
+}
+
+int NeedId(const std::string& verb, const std::vector<std::string>& ids, const Flags& flags) {
+  std::fprintf(stderr, "trainingd jobs %s: %s\n%s", verb.c_str(),
+               ids.empty() ? "no job id given" : "one job id only", flags.Usage().c_str());
+  return kExitUsage;
+}
+
+int Submit(const std::vector<std::string>& args) {
+  ClientOptions o;
+  std::vector<std::string> files, sets;
+  bool follow = false;
+  Flags flags("jobs submit", "SPEC.json",
+              "Checks the spec here with the daemon's own parser (exit 2 naming the field), then\n"
+              "submits it and prints the job. SPEC.json may be - for stdin.\n");
+  flags.Positionals("spec file", 1, &files)
+      .Add("--set", "PATH=VALUE", "change a field first (repeatable): --set max_steps=500",
+           [&](const std::string& v) -> std::optional<std::string> {
+             sets.push_back(v);
+             return std::nullopt;
+           })
+      .Switch("-f", "follow the job to its end, printing its log; exit with how it ended", &follow)
+      .Switch("--follow", "the same as -f", &follow);
+  AddClientFlags(flags, &o);
+  return WithClient("submit", flags, o, args, [&](Client& c) -> int {
+    if (files.size() != 1) {
+      std::fprintf(stderr, "trainingd jobs submit: no spec file given\n%s", flags.Usage().c_str());
+      return kExitUsage;
+    }
+    std::stringstream text;
+    if (files[0] == "-") {
+      text << std::cin.rdbuf();
+    } else {
+      std::ifstream in(files[0], std::ios::binary);
+      if (!in) return c.Fail({kExitUsage, files[0] + ": cannot read"});
+      text << in.rdbuf();
+    }
+    auto doc = api::strict_json::Parse(text.str());
+    if (!doc.ok()) return c.Fail({kExitUsage, files[0] + ": " + doc.status().message()});
+    for (const std::string& s : sets) {
+      if (auto err = SetPath(*doc, s)) return c.Fail({kExitUsage, "--set " + *err});
+    }
+    api::FieldError field;
+    if (auto spec = api::JobSpecFromJson(*doc, &field); !spec.ok()) {
+      return c.Fail({kExitUsage, "invalid spec: " + field.message});
+    }
+    Failure f;
+    auto job = c.Call("POST", "/api/v1/jobs", &f, doc->dump(), /*invalid_is_usage=*/true);
+    if (!job) return c.Fail(f);
+    if (!follow) return PrintJob(c, *job);
+    const std::string id = job->value("id", "");
+    if (c.mode() == OutputMode::kQuiet) {
+      std::printf("%s\n", id.c_str());
+      std::fflush(stdout);
+    } else {
+      std::fprintf(stderr, "trainingd: submitted job %s\n", id.c_str());
+    }
+    FollowOptions fo;
+    fo.print_logs = c.mode() != OutputMode::kQuiet;
+    return FollowJob(c, id, fo, nullptr);
+  });
+}
+
+int List(const std::vector<std::string>& args) {
+  ClientOptions o;
+  std::string state;
+  int64_t limit = 50;
+  Flags flags("jobs list", "", "The jobs, newest first (all pages up to --limit).\n");
+  flags.String("--state", "S", "queued, running, stopping, completed, failed or stopped", &state)
+      .Int("--limit", "at most N jobs (50)", 1, 1000000, &limit);
+  AddClientFlags(flags, &o);
+  return WithClient("list", flags, o, args, [&](Client& c) -> int {
+    if (!state.empty() && !api::ParseJobState(state)) {
+      return c.Fail({kExitUsage, "--state: unknown state '" + state + "'"});
+    }
+    json all = json::array();
+    std::vector<api::JobInfo> jobs;
+    std::string cursor;
+    while (static_cast<int64_t>(jobs.size()) < limit) {
+      std::string target = "/api/v1/jobs?limit=" + std::to_string(std::min<int64_t>(
+                                                       limit - jobs.size(), api::kMaxListLimit));
+      if (!state.empty()) target += "&state=" + state;
+      if (!cursor.empty()) target += "&cursor=" + Encode(cursor);
+      Failure f;
+      auto doc = c.Call("GET", target, &f);
+      if (!doc) return c.Fail(f);
+      auto page = api::JobPageFromJson(*doc);
+      if (!page.ok())
+        return c.Fail({kExitFailed, "the daemon's answer: " + page.status().message()});
+      for (size_t i = 0; i < page->jobs.size(); ++i) {
+        all.push_back((*doc)["jobs"][i]);
+        jobs.push_back(page->jobs[i]);
+      }
+      cursor = page->next_cursor;
+      if (cursor.empty()) break;
+    }
+    switch (c.mode()) {
+      case OutputMode::kQuiet:
+        for (const auto& j : jobs) std::printf("%s\n", j.id.c_str());
+        return 0;
+      case OutputMode::kJson:
+      case OutputMode::kJsonl:
+        PrintJson(json{{"jobs", all}}, all, c.mode());
+        return 0;
+      default: {
+        Table t{JobHeader(), {}, 2};
+        for (const auto& j : jobs) t.rows.push_back(JobRow(j));
+        PrintTable(c, t);
+        return 0;
+      }
+    }
+  });
+}
+
+// get, checkpoints: one GET printed.
+int Get(const std::vector<std::string>& args) {
+  ClientOptions o;
+  std::vector<std::string> ids;
+  Flags flags("jobs get", "ID", "One job; -o json has its canonical spec.\n");
+  flags.Positionals("job id", 1, &ids);
+  AddClientFlags(flags, &o);
+  return WithClient("get", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedId("get", ids, flags);
+    Failure f;
+    auto doc = c.Call("GET", JobPath(ids[0]), &f);
+    if (!doc) return c.Fail(f);
+    if (c.mode() != OutputMode::kTable) return PrintJob(c, *doc);
+    auto job = api::JobFromJson(*doc);
+    if (!job.ok()) return c.Fail({kExitFailed, "the daemon's answer: " + job.status().message()});
+    Table t{{"FIELD", "VALUE"}, {}, -1};
+    const auto row = [&](const char* k, const std::string& v) { t.rows.push_back({k, v}); };
+    row("id", job->id);
+    row("name", job->name);
+    row("state", api::JobStateName(job->state));
+    row("step", std::to_string(job->global_step) + "/" + std::to_string(job->max_steps));
+    row("created", FormatTime(job->created_at));
+    row("started", FormatTime(job->started_at));
+    row("finished", FormatTime(job->finished_at));
+    row("executor", job->executor);
+    row("examples/s", FormatNumber(job->examples_per_sec));
+    for (const auto& [tag, v] : job->latest_scalars) row(tag.c_str(), FormatNumber(v));
+    if (!job->reason.empty()) row("reason", job->reason);
+    if (!job->error.empty()) row("error", job->error);
+    PrintTable(c, t);
+    return 0;
+  });
+}
+
+int Checkpoints(const std::vector<std::string>& args) {
+  ClientOptions o;
+  std::vector<std::string> ids;
+  Flags flags("jobs checkpoints", "ID", "The checkpoints the job keeps, oldest first.\n");
+  flags.Positionals("job id", 1, &ids);
+  AddClientFlags(flags, &o);
+  return WithClient("checkpoints", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedId("checkpoints", ids, flags);
+    Failure f;
+    auto doc = c.Call("GET", JobPath(ids[0]) + "/checkpoints", &f);
+    if (!doc) return c.Fail(f);
+    auto cps = api::CheckpointsFromJson(*doc);
+    if (!cps.ok()) return c.Fail({kExitFailed, "the daemon's answer: " + cps.status().message()});
+    if (c.mode() == OutputMode::kJson || c.mode() == OutputMode::kJsonl) {
+      PrintJson(*doc, (*doc)["checkpoints"], c.mode());
+      return 0;
+    }
+    Table t{{"STEP", "NAME", "BYTES", "MTIME"}, {}, -1};
+    for (const auto& cp : *cps) {
+      if (c.mode() == OutputMode::kQuiet) {
+        std::printf("%lld\n", static_cast<long long>(cp.global_step));
+        continue;
+      }
+      t.rows.push_back({std::to_string(cp.global_step), cp.name, std::to_string(cp.bytes),
+                        FormatTime(cp.mtime)});
+    }
+    if (c.mode() != OutputMode::kQuiet) PrintTable(c, t);
+    return 0;
+  });
+}
+
+int Scalars(const std::vector<std::string>& args) {
+  ClientOptions o;
+  std::vector<std::string> ids;
+  std::string tag;
+  int64_t max_points = 1000;
+  Flags flags("jobs scalars", "ID --tag TAG",
+              "One series; a long one comes downsampled (each point a bucket's last value,\n"
+              "with its min and max). Without --tag: the job's tags.\n");
+  flags.Positionals("job id", 1, &ids)
+      .String("--tag", "TAG", "the series: loss, accuracy, validation/loss, ...", &tag)
+      .Int("--max-points", "at most N points (1000)", 1, api::kMaxScalarPoints, &max_points);
+  AddClientFlags(flags, &o);
+  return WithClient("scalars", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedId("scalars", ids, flags);
+    Failure f;
+    if (tag.empty()) {
+      auto doc = c.Call("GET", JobPath(ids[0]) + "/scalars/tags", &f);
+      if (!doc) return c.Fail(f);
+      if (c.mode() == OutputMode::kJson || c.mode() == OutputMode::kJsonl) {
+        PrintJson(*doc, (*doc)["tags"], c.mode());
+        return 0;
+      }
+      Table t{{"TAG"}, {}, -1};
+      for (const auto& tg : (*doc)["tags"]) {
+        if (tg.is_string()) t.rows.push_back({tg.get<std::string>()});
+      }
+      if (c.mode() == OutputMode::kQuiet) {
+        for (const auto& r : t.rows) std::printf("%s\n", r[0].c_str());
+      } else {
+        PrintTable(c, t);
+      }
+      return 0;
+    }
+    auto doc = c.Call("GET",
+                      JobPath(ids[0]) + "/scalars?tag=" + Encode(tag) +
+                          "&max_points=" + std::to_string(max_points),
+                      &f);
+    if (!doc) return c.Fail(f);
+    auto points = api::ScalarsFromJson(*doc);
+    if (!points.ok())
+      return c.Fail({kExitFailed, "the daemon's answer: " + points.status().message()});
+    if (c.mode() == OutputMode::kJson || c.mode() == OutputMode::kJsonl) {
+      PrintJson(*doc, (*doc)["points"], c.mode());
+      return 0;
+    }
+    Table t{{"STEP", "VALUE", "MIN", "MAX", "WALL_TIME"}, {}, -1};
+    for (const auto& p : *points) {
+      char wall[32];
+      std::snprintf(wall, sizeof wall, "%.3f", p.wall_time);
+      t.rows.push_back({std::to_string(p.step), FormatNumber(p.value), FormatNumber(p.min),
+                        FormatNumber(p.max), wall});
+    }
+    if (c.mode() == OutputMode::kQuiet) {
+      for (const auto& r : t.rows) std::printf("%s\n", r[0].c_str());
+    } else {
+      PrintTable(c, t);
+    }
+    return 0;
+  });
+}
+
+int Logs(const std::vector<std::string>& args) {
+  ClientOptions o;
+  std::vector<std::string> ids;
+  bool follow = false;
+  std::optional<int64_t> tail;
+  Flags flags("jobs logs", "ID",
+              "The job's log lines. -f follows it until the job ends (every line up to its end,\n"
+              "across dropped connections and daemon restarts) and exits with how it ended.\n");
+  flags.Positionals("job id", 1, &ids)
+      .Switch("-f", "follow until the job ends", &follow)
+      .Switch("--follow", "the same as -f", &follow)
+      .Int("--tail", "only the last N lines (then follow, with -f)", 0, INT64_MAX, &tail);
+  AddClientFlags(flags, &o);
+  return WithClient("logs", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedId("logs", ids, flags);
+    const bool as_json = c.mode() == OutputMode::kJson || c.mode() == OutputMode::kJsonl;
+    // Read up to the end now: all lines, or the last --tail of them.
+    std::deque<api::LogLine> kept;
+    int64_t next = 1;
+    while (true) {
+      Failure f;
+      auto doc = c.Call("GET",
+                        JobPath(ids[0]) + "/logs?from=" + std::to_string(next) +
+                            "&limit=" + std::to_string(api::kMaxLogLines),
+                        &f);
+      if (!doc) return c.Fail(f);
+      int64_t after = next;
+      auto lines = api::LogLinesFromJson(*doc, &after);
+      if (!lines.ok())
+        return c.Fail({kExitFailed, "the daemon's answer: " + lines.status().message()});
+      for (auto& l : *lines) {
+        if (!tail) {
+          if (as_json) {
+            std::printf("%s\n", api::DumpJson({{"line", l.line}, {"text", l.text}}).c_str());
+          } else {
+            std::printf("%s\n", l.text.c_str());
+          }
+          continue;
+        }
+        kept.push_back(std::move(l));
+        if (static_cast<int64_t>(kept.size()) > *tail) kept.pop_front();
+      }
+      next = std::max(after, next);
+      if (static_cast<int64_t>(lines->size()) < api::kMaxLogLines) break;
+    }
+    for (const auto& l : kept) {
+      if (as_json) {
+        std::printf("%s\n", api::DumpJson({{"line", l.line}, {"text", l.text}}).c_str());
+      } else {
+        std::printf("%s\n", l.text.c_str());
+      }
+    }
+    std::fflush(stdout);
+    if (!follow) return 0;
+    FollowOptions fo;
+    fo.print_logs = true;
+    fo.from_line = next;
+    return FollowJob(c, ids[0], fo, nullptr);
+  });
+}
+
+int Wait(const std::vector<std::string>& args) {
+  ClientOptions o;
+  std::vector<std::string> ids;
+  std::string timeout;
+  Flags flags("jobs wait", "ID",
+              "Waits until the job ends and prints it; exits 0 completed, 1 failed, 3 stopped,\n"
+              "124 when --timeout runs out (the job keeps running).\n");
+  flags.Positionals("job id", 1, &ids)
+      .String("--timeout", "DUR", "give up after DUR: 90s, 500ms, 10m, 2h (none)", &timeout);
+  AddClientFlags(flags, &o);
+  return WithClient("wait", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedId("wait", ids, flags);
+    FollowOptions fo;
+    if (!timeout.empty()) {
+      const auto d = ParseDuration(timeout);
+      if (!d)
+        return c.Fail(
+            {kExitUsage, "--timeout: must be a duration (90s, 500ms, 10m), got '" + timeout + "'"});
+      fo.deadline = std::chrono::steady_clock::now() + *d;
+    }
+    api::JobInfo final;
+    const int code = FollowJob(c, ids[0], fo, &final);
+    if (final.id.empty()) return code;
+    Failure f;
+    if (auto doc = c.Call("GET", JobPath(ids[0]), &f)) PrintJob(c, *doc);
+    return code;
+  });
+}
+
+int Watch(const std::vector<std::string>& args) {
+  ClientOptions o;
+  std::vector<std::string> ids;
+  Flags flags("jobs watch", "ID",
+              "One live line until the job ends: state, step/max, loss, accuracy, examples/s and\n"
+              "ETA; a progress bar on a terminal, a line every 5 s when piped.\n");
+  flags.Positionals("job id", 1, &ids);
+  AddClientFlags(flags, &o, false);
+  return WithClient("watch", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedId("watch", ids, flags);
+    FollowOptions fo;
+    fo.watch = true;
+    return FollowJob(c, ids[0], fo, nullptr);
+  });
+}
+
+int Stop(const std::vector<std::string>& args) {
+  ClientOptions o;
+  std::vector<std::string> ids;
+  bool wait = false;
+  Flags flags("jobs stop", "ID",
+              "A graceful stop: the job saves a final checkpoint, then is stopped.\n");
+  flags.Positionals("job id", 1, &ids)
+      .Switch("--wait", "wait until it has stopped; exit with how it ended", &wait);
+  AddClientFlags(flags, &o);
+  return WithClient("stop", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedId("stop", ids, flags);
+    Failure f;
+    auto doc = c.Call("POST", JobPath(ids[0]) + "/stop", &f, "{}");
+    if (!doc) return c.Fail(f);
+    if (!wait) return PrintJob(c, *doc);
+    api::JobInfo final;
+    const int code = FollowJob(c, ids[0], FollowOptions{}, &final);
+    if (final.id.empty()) return code;
+    if (auto again = c.Call("GET", JobPath(ids[0]), &f)) PrintJob(c, *again);
+    return code;
+  });
+}
+
+int Resume(const std::vector<std::string>& args) {
+  ClientOptions o;
+  std::vector<std::string> ids;
+  std::optional<int64_t> max_steps;
+  bool follow = false;
+  Flags flags("jobs resume", "ID",
+              "Puts a stopped job (or a failed one with a checkpoint) back in the queue; it\n"
+              "resumes from its latest checkpoint.\n");
+  flags.Positionals("job id", 1, &ids)
+      .Int("--max-steps", "a new max_steps (the job's)", 1, INT64_MAX, &max_steps)
+      .Switch("-f", "follow it to its end, printing its new log lines", &follow)
+      .Switch("--follow", "the same as -f", &follow);
+  AddClientFlags(flags, &o);
+  return WithClient("resume", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedId("resume", ids, flags);
+    // The log's end before the resume: -f prints only what the resumed run writes.
+    int64_t from = 1;
+    Failure f;
+    if (follow) {
+      while (true) {
+        auto doc = c.Call("GET",
+                          JobPath(ids[0]) + "/logs?from=" + std::to_string(from) +
+                              "&limit=" + std::to_string(api::kMaxLogLines),
+                          &f);
+        if (!doc) return c.Fail(f);
+        int64_t next = from;
+        auto lines = api::LogLinesFromJson(*doc, &next);
+        if (!lines.ok()) return c.Fail({kExitFailed, lines.status().message()});
+        from = std::max(from, next);
+        if (static_cast<int64_t>(lines->size()) < api::kMaxLogLines) break;
+      }
+    }
+    const std::string body = max_steps ? json{{"max_steps", *max_steps}}.dump() : std::string("{}");
+    auto doc = c.Call("POST", JobPath(ids[0]) + "/resume", &f, body);
+    if (!doc) return c.Fail(f);
+    if (!follow) return PrintJob(c, *doc);
+    FollowOptions fo;
+    fo.print_logs = true;
+    fo.from_line = from;
+    return FollowJob(c, ids[0], fo, nullptr);
+  });
+}
+
+int Delete(const std::vector<std::string>& args) {
+  ClientOptions o;
+  std::vector<std::string> ids;
+  bool yes = false;
+  Flags flags("jobs delete", "ID",
+              "Deletes a job that is not running, with its checkpoints, log and series. Asks\n"
+              "first on a terminal; elsewhere needs --yes.\n");
+  flags.Positionals("job id", 1, &ids).Switch("--yes", "do not ask", &yes);
+  AddClientFlags(flags, &o);
+  return WithClient("delete", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedId("delete", ids, flags);
+    if (!yes) {
+      if (isatty(STDIN_FILENO) != 1) {
+        return c.Fail({kExitUsage, "not deleting without --yes (stdin is not a terminal)"});
+      }
+      std::fprintf(stderr, "Delete job %s and all its files? [y/N] ", ids[0].c_str());
+      std::string answer;
+      std::getline(std::cin, answer);
+      if (answer != "y" && answer != "Y" && answer != "yes") {
+        std::fprintf(stderr, "not deleted\n");
+        return kExitFailed;
+      }
+    }
+    Failure f;
+    if (!c.Call("DELETE", JobPath(ids[0]), &f)) return c.Fail(f);
+    if (c.mode() == OutputMode::kQuiet) std::printf("%s\n", ids[0].c_str());
+    if (c.stderr_tty()) std::fprintf(stderr, "deleted %s\n", ids[0].c_str());
+    return 0;
+  });
+}
+
+int Export(const std::vector<std::string>& args) {
+  ClientOptions o;
+  std::vector<std::string> ids;
+  std::optional<int64_t> step;
+  std::string output;
+  Flags flags("jobs export", "ID -o FILE",
+              "Downloads the job's model as ONNX (GET /api/v1/jobs/{id}/model?format=onnx), the\n"
+              "latest checkpoint's or step N's, and writes it atomically (docs/models.md).\n");
+  flags.Positionals("job id", 1, &ids)
+      .Int("--step", "the checkpoint of this global step (the latest)", 0, INT64_MAX, &step)
+      .String("-o", "FILE", "the file to write (required)", &output)
+      .String("--output", "FILE", "the same as -o", &output);
+  AddClientFlags(flags, &o, false);
+  return WithClient("export", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedId("export", ids, flags);
+    if (output.empty()) {
+      std::fprintf(stderr, "trainingd jobs export: -o: required (the file)\n%s",
+                   flags.Usage().c_str());
+      return kExitUsage;
+    }
+    std::string target = JobPath(ids[0]) + "/model?format=onnx";
+    if (step) target += "&step=" + std::to_string(*step);
+    auto reply = c.http().Request("GET", target);
+    if (!reply.ok()) return c.Fail(Client::FromStatus(reply.status()));
+    if (reply->status / 100 != 2) return c.Fail(Client::FromReply(*reply, false));
+    if (engine::Status st = engine::WriteFileAtomically(output, reply->body); !st.ok()) {
+      return c.Fail({kExitFailed, st.message()});
+    }
+    std::fprintf(stderr, "%s: %zu bytes (%s)\n", output.c_str(), reply->body.size(),
+                 reply->content_disposition.c_str());
+    return 0;
+  });
+}
+
+}  // namespace jobs_verbs
+
+int JobsCommand(const std::vector<std::string>& args) {
+  static const std::map<std::string, int (*)(const std::vector<std::string>&)> kVerbs = {
+      {"submit", jobs_verbs::Submit},
+      {"list", jobs_verbs::List},
+      {"get", jobs_verbs::Get},
+      {"logs", jobs_verbs::Logs},
+      {"watch", jobs_verbs::Watch},
+      {"wait", jobs_verbs::Wait},
+      {"stop", jobs_verbs::Stop},
+      {"resume", jobs_verbs::Resume},
+      {"delete", jobs_verbs::Delete},
+      {"scalars", jobs_verbs::Scalars},
+      {"checkpoints", jobs_verbs::Checkpoints},
+      {"export", jobs_verbs::Export}};
+  if (args.empty()) {
+    std::fputs(jobs_verbs::kJobsUsage, stderr);
+    return client::kExitUsage;
+  }
+  if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::fputs(jobs_verbs::kJobsUsage, stdout);
+    return 0;
+  }
+  const auto it = kVerbs.find(args[0]);
+  if (it == kVerbs.end()) {
+    std::fprintf(stderr, "trainingd jobs: unknown verb '%s'\n%s", args[0].c_str(),
+                 jobs_verbs::kJobsUsage);
+    return client::kExitUsage;
+  }
+  return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
+}
+
+}  // namespace trainingd::daemon

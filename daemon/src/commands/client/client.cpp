@@ -318,4 +318,22 @@ std::string FormatNumber(double v) {
   return buf;
 }
 
+int RunVerb(const char* group, const std::map<std::string, Verb>& verbs, const char* usage,
+            const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::fputs(usage, stderr);
+    return kExitUsage;
+  }
+  if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  const auto it = verbs.find(args[0]);
+  if (it == verbs.end()) {
+    std::fprintf(stderr, "trainingd %s: unknown verb '%s'\n%s", group, args[0].c_str(), usage);
+    return kExitUsage;
+  }
+  return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
+}
+
 }  // namespace trainingd::daemon::client

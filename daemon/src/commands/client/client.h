@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -105,5 +106,12 @@ void PrintJson(const nlohmann::json& whole, const nlohmann::json& items, OutputM
 
 std::string FormatTime(double seconds_since_epoch);  // "2026-11-27 04:41:13" UTC; "-" for 0
 std::string FormatNumber(double value);              // shortest of %.4g, "-" for NaN
+
+// A command group's verbs ("jobs": submit, list, ...), each run with the arguments after it.
+using Verb = int (*)(const std::vector<std::string>& args);
+// Runs the verb args[0] of `group`: its usage on stdout and 0 for -h, --help or help; on stderr
+// and kExitUsage for no verb or an unknown one.
+int RunVerb(const char* group, const std::map<std::string, Verb>& verbs, const char* usage,
+            const std::vector<std::string>& args);
 
 }  // namespace trainingd::daemon::client

@@ -275,26 +275,11 @@ int Delete(const std::vector<std::string>& args) {
 }  // namespace dataset_verbs
 
 int DatasetsCommand(const std::vector<std::string>& args) {
-  static const std::map<std::string, int (*)(const std::vector<std::string>&)> kVerbs = {
-      {"upload", dataset_verbs::Upload},
-      {"list", dataset_verbs::List},
-      {"get", dataset_verbs::Get},
-      {"delete", dataset_verbs::Delete}};
-  if (args.empty()) {
-    std::fputs(dataset_verbs::kDatasetsUsage, stderr);
-    return client::kExitUsage;
-  }
-  if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-    std::fputs(dataset_verbs::kDatasetsUsage, stdout);
-    return 0;
-  }
-  const auto it = kVerbs.find(args[0]);
-  if (it == kVerbs.end()) {
-    std::fprintf(stderr, "trainingd datasets: unknown verb '%s'\n%s", args[0].c_str(),
-                 dataset_verbs::kDatasetsUsage);
-    return client::kExitUsage;
-  }
-  return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
+  static const std::map<std::string, client::Verb> kVerbs = {{"upload", dataset_verbs::Upload},
+                                                             {"list", dataset_verbs::List},
+                                                             {"get", dataset_verbs::Get},
+                                                             {"delete", dataset_verbs::Delete}};
+  return client::RunVerb("datasets", kVerbs, dataset_verbs::kDatasetsUsage, args);
 }
 
 }  // namespace trainingd::daemon

@@ -638,7 +638,7 @@ int Export(const std::vector<std::string>& args) {
 }  // namespace jobs_verbs
 
 int JobsCommand(const std::vector<std::string>& args) {
-  static const std::map<std::string, int (*)(const std::vector<std::string>&)> kVerbs = {
+  static const std::map<std::string, client::Verb> kVerbs = {
       {"submit", jobs_verbs::Submit},
       {"list", jobs_verbs::List},
       {"get", jobs_verbs::Get},
@@ -651,21 +651,7 @@ int JobsCommand(const std::vector<std::string>& args) {
       {"scalars", jobs_verbs::Scalars},
       {"checkpoints", jobs_verbs::Checkpoints},
       {"export", jobs_verbs::Export}};
-  if (args.empty()) {
-    std::fputs(jobs_verbs::kJobsUsage, stderr);
-    return client::kExitUsage;
-  }
-  if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-    std::fputs(jobs_verbs::kJobsUsage, stdout);
-    return 0;
-  }
-  const auto it = kVerbs.find(args[0]);
-  if (it == kVerbs.end()) {
-    std::fprintf(stderr, "trainingd jobs: unknown verb '%s'\n%s", args[0].c_str(),
-                 jobs_verbs::kJobsUsage);
-    return client::kExitUsage;
-  }
-  return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
+  return client::RunVerb("jobs", kVerbs, jobs_verbs::kJobsUsage, args);
 }
 
 }  // namespace trainingd::daemon

@@ -164,7 +164,7 @@ TEST_F(ModelServerTest, AFullQueueIsRefusedNotQueued) {
   auto second = Send(Request("a", three));
   auto refused = Call(Request("a", three));  // 9 > 8 examples
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(refused.status().message().find("serving_max_queue"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("serving.max_queue"), std::string::npos);
   EXPECT_EQ(server_->Stats().rejected_full, 1);
   auto big = Call(Request("a", std::vector<float>(4 * 9, 1.0f)));  // never fits
   EXPECT_EQ(big.status().code(), StatusCode::kInvalidArgument);
@@ -228,7 +228,7 @@ TEST_F(ModelServerTest, TheCacheStaysWithinItsBudget) {
   Save(Dir("huge"), TableInput(4096), 100, 3);
   auto huge = Call(Request("huge", row));
   EXPECT_EQ(huge.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(huge.status().message().find("serving_memory_bytes"), std::string::npos);
+  EXPECT_NE(huge.status().message().find("serving.memory_bytes"), std::string::npos);
   EXPECT_EQ(server_->Stats().loads, 4);
 }
 

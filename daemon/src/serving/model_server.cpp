@@ -52,22 +52,22 @@ struct ModelServer::Pending {
 Result<std::unique_ptr<ModelServer>> ModelServer::Create(ModelServerOptions options) {
   if (!options.checkpoint_dir) return Status::InvalidArgument("checkpoint_dir: required");
   if (options.threads < 1 || options.threads > 64) {
-    return Status::InvalidArgument("serving_threads: must be in [1, 64]");
+    return Status::InvalidArgument("serving.threads: must be in [1, 64]");
   }
   if (options.compute_threads < 1 || options.compute_threads > 1024) {
-    return Status::InvalidArgument("serving_compute_threads: must be in [1, 1024]");
+    return Status::InvalidArgument("serving.compute_threads: must be in [1, 1024]");
   }
   if (options.max_batch < 1 || options.max_batch > 65536) {
-    return Status::InvalidArgument("serving_max_batch: must be in [1, 65536]");
+    return Status::InvalidArgument("serving.max_batch: must be in [1, 65536]");
   }
   if (options.max_queue_examples < options.max_batch) {
-    return Status::InvalidArgument("serving_max_queue: must be at least serving_max_batch");
+    return Status::InvalidArgument("serving.max_queue: must be at least serving.max_batch");
   }
   if (options.max_delay.count() < 0 || options.max_delay > std::chrono::seconds(1)) {
-    return Status::InvalidArgument("serving_max_delay_ms: must be in [0, 1000]");
+    return Status::InvalidArgument("serving.max_delay_ms: must be in [0, 1000]");
   }
   if (options.memory_budget_bytes < 1) {
-    return Status::InvalidArgument("serving_memory_bytes: must be positive");
+    return Status::InvalidArgument("serving.memory_bytes: must be positive");
   }
   std::unique_ptr<ModelServer> server(new ModelServer(std::move(options)));
   for (int i = 0; i < server->options_.threads; ++i) {
@@ -155,7 +155,7 @@ void ModelServer::Infer(api::InferRequest request, api::InferDone done) {
     return done(Status::InvalidArgument(request.shape_field + ": " + std::to_string(p.examples) +
                                         " examples in one request; at most " +
                                         std::to_string(options_.max_queue_examples) +
-                                        " (serving_max_queue)"));
+                                        " (serving.max_queue)"));
   }
   Key key{request.model, request.version.value_or(-1)};
   p.request = std::move(request);
@@ -170,7 +170,7 @@ void ModelServer::Infer(api::InferRequest request, api::InferDone done) {
       ++stats_.rejected_full;
       refused =
           Status::Unavailable("the inference queue is full (" + std::to_string(queued_examples_) +
-                              " examples wait; serving_max_queue is " +
+                              " examples wait; serving.max_queue is " +
                               std::to_string(options_.max_queue_examples) + "); retry");
     } else {
       queued_examples_ += p.examples;
@@ -356,7 +356,7 @@ Result<std::shared_ptr<ModelServer::Loaded>> ModelServer::Load(const std::string
       (*plan)->MemoryUse(1, eng::TrainedModel::kPredictSlice, options_.compute_threads).total();
   if (bytes > options_.memory_budget_bytes) {
     return Status::FailedPrecondition("model '" + job + "' needs " + std::to_string(bytes) +
-                                      " bytes to serve; serving_memory_bytes is " +
+                                      " bytes to serve; serving.memory_bytes is " +
                                       std::to_string(options_.memory_budget_bytes));
   }
   {

@@ -38,12 +38,12 @@ namespace trainingd::daemon {
 struct ModelServerOptions {
   // A job's checkpoint directory; NotFound when there is no such job. Required.
   std::function<engine::Result<std::string>(const std::string& job_id)> checkpoint_dir;
-  int64_t memory_budget_bytes = int64_t{1} << 30;  // config serving_memory_bytes
-  int threads = 1;                                 // config serving_threads
-  int compute_threads = 2;                         // config serving_compute_threads
-  int64_t max_batch = 64;                          // config serving_max_batch
-  std::chrono::microseconds max_delay{1000};       // config serving_max_delay_ms
-  int64_t max_queue_examples = 4096;               // config serving_max_queue
+  int64_t memory_budget_bytes = int64_t{1} << 30;  // config serving.memory_bytes
+  int threads = 1;                                 // config serving.threads
+  int compute_threads = 2;                         // config serving.compute_threads
+  int64_t max_batch = 64;                          // config serving.max_batch
+  std::chrono::microseconds max_delay{1000};       // config serving.max_delay_ms
+  int64_t max_queue_examples = 4096;               // config serving.max_queue
 };
 
 // What ModelServer::Stats counts, for /metrics and the tests.

@@ -42,7 +42,7 @@ struct ModelServerOptions {
   int threads = 1;                                 // config serving.threads
   int compute_threads = 2;                         // config serving.compute_threads
   int64_t max_batch = 64;                          // config serving.max_batch
-  std::chrono::microseconds max_delay{1000};       // config serving.max_delay_ms
+  std::chrono::microseconds max_delay{0};          // config serving.max_delay_ms
   int64_t max_queue_examples = 4096;               // config serving.max_queue
 };
 

@@ -60,10 +60,28 @@ export function askToken(wrong) {
   return pendingPrompt;
 }
 
-// fetch + JSON. opts: {method, body (object or string), signal}. Resolves to the parsed body
-// (null for 204); rejects with ApiError. A 401 asks for the token and retries.
+// fetch + JSON on /api/v1. opts: {method, body (object or string), signal}. Resolves to the
+// parsed body (null for 204); rejects with ApiError (request's). A 401 asks for the token and
+// retries.
 export async function api(path, opts = {}) {
-  const method = opts.method || 'GET';
+  const res = await request(BASE + path, opts);
+  if (res.status === 204) return null;
+  try {
+    return await res.json();
+  } catch {
+    return null;
+  }
+}
+
+export const enc = encodeURIComponent;
+
+// One request to the daemon, under both error bodies: the REST API's {"error": {code, message,
+// field}} and the inference protocol's {"error": "<field>: ..."} (/v2/...), whose field is taken
+// from the message's prefix. path is absolute ('/v2/models/x', '/api/v1/jobs/x/model'); opts:
+// {method, body (an object, sent as JSON, or a string), signal}. Resolves to the Response
+// (res.ok; api() reads its JSON, a download its bytes); rejects with ApiError. A 401 asks for the
+// token and retries.
+export async function request(path, opts = {}) {
   for (let attempt = 0; ; attempt++) {
     const headers = { Accept: 'application/json' };
     const t = token();
@@ -75,51 +93,6 @@ export async function api(path, opts = {}) {
     }
     let res;
     try {
-      res = await fetch(BASE + path, { method, headers, body, signal: opts.signal, cache: 'no-store' });
-    } catch (e) {
-      if (e.name === 'AbortError') throw e;
-      connectivity.report('down');
-      throw new ApiError(0, 'unreachable', 'The daemon cannot be reached.');
-    }
-    connectivity.report('up');
-    if (res.status === 401 && attempt < 5) {
-      // A token entered meanwhile (for another request) is tried before asking again.
-      if (token() !== t || (await askToken(Boolean(t)))) continue;
-    }
-    if (res.status === 204) return null;
-    let data = null;
-    try {
-      data = await res.json();
-    } catch {
-      data = null;
-    }
-    if (!res.ok) {
-      const e = (data && data.error) || {};
-      throw new ApiError(res.status, e.code || `http_${res.status}`, e.message || `HTTP ${res.status}`, e.field);
-    }
-    return data;
-  }
-}
-
-export const enc = encodeURIComponent;
-
-// A request outside api()'s JSON conventions: the inference protocol's routes (/v2/..., whose
-// errors are {"error": "<field>: ..."}) and binary downloads. path is absolute ('/v2/models/x',
-// '/api/v1/jobs/x/model?format=onnx'); opts: {method, body (an object, sent as JSON), signal}.
-// Resolves to the Response (res.ok); rejects with ApiError, the field taken from the message's
-// "<field>: " prefix when the body names none. A 401 asks for the token and retries.
-export async function request(path, opts = {}) {
-  for (let attempt = 0; ; attempt++) {
-    const headers = {};
-    const t = token();
-    if (t) headers.Authorization = `Bearer ${t}`;
-    let body;
-    if (opts.body !== undefined) {
-      headers['Content-Type'] = 'application/json';
-      body = JSON.stringify(opts.body);
-    }
-    let res;
-    try {
       res = await fetch(path, { method: opts.method || 'GET', headers, body, signal: opts.signal, cache: 'no-store' });
     } catch (e) {
       if (e.name === 'AbortError') throw e;
@@ -128,6 +101,7 @@ export async function request(path, opts = {}) {
     }
     connectivity.report('up');
     if (res.status === 401 && attempt < 5) {
+      // A token entered meanwhile (for another request) is tried before asking again.
       if (token() !== t || (await askToken(Boolean(t)))) continue;
     }
     if (res.ok) return res;
@@ -140,7 +114,7 @@ export async function request(path, opts = {}) {
     const e = data && data.error;
     const message = typeof e === 'string' ? e : (e && e.message) || `HTTP ${res.status}`;
     const named = /^([A-Za-z_][\w.[\]]*): /.exec(message);
-    const field = (e && typeof e === 'object' && e.field) || (named ? named[1] : '');
+    const field = e && typeof e === 'object' ? e.field : named ? named[1] : '';
     throw new ApiError(res.status, (e && e.code) || `http_${res.status}`, message, field);
   }
 }

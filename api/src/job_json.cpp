@@ -120,6 +120,20 @@ json EventToJson(const ServiceEvent& event) {
       return {{"tag", e.tag}, {"step", e.step}, {"value", e.value}, {"wall_time", e.wall_time}};
     }
     json operator()(const LogEvent& e) const { return {{"text", e.text}}; }
+    json operator()(const ExperimentStateEvent& e) const {
+      if (e.deleted) return {{"id", e.id}, {"state", "deleted"}};
+      json best = nullptr;
+      if (e.best_metric) best = {{"trial", e.best_trial}, {"metric", *e.best_metric}};
+      return {{"id", e.id},
+              {"name", e.name},
+              {"state", ExperimentStateName(e.state)},
+              {"trials_started", e.trials_started},
+              {"max_trials", e.max_trials},
+              {"steps_used", e.steps_used},
+              {"best", std::move(best)},
+              {"error", TextOrNull(e.error)},
+              {"reason", TextOrNull(e.reason)}};
+    }
   };
   return std::visit(Visitor{}, event.data);
 }
@@ -134,6 +148,8 @@ const char* EventKindName(EventKind kind) {
       return "scalar";
     case EventKind::kLog:
       return "log";
+    case EventKind::kExperiment:
+      return "experiment";
   }
   return "message";
 }

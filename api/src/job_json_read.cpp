@@ -176,6 +176,33 @@ engine::Result<ServiceEvent> EventFromJson(int64_t id, std::string_view kind,
     LogEvent e;
     TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "text", &e.text));
     event.data = std::move(e);
+  } else if (kind == "experiment") {
+    event.kind = EventKind::kExperiment;
+    ExperimentStateEvent e;
+    TRAININGD_RETURN_IF_ERROR(sj::Require(v, "", "state"));
+    TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "id", &e.id));
+    if (v["state"] == "deleted") {
+      e.deleted = true;
+    } else {
+      const auto state = v["state"].is_string()
+                             ? ParseExperimentState(v["state"].get<std::string>())
+                             : std::nullopt;
+      if (!state) return sj::Bad("state", "not an experiment state");
+      e.state = *state;
+      TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "name", &e.name));
+      TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "trials_started", &e.trials_started));
+      TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "max_trials", &e.max_trials));
+      TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "steps_used", &e.steps_used));
+      if (v.contains("best") && !v["best"].is_null()) {
+        double metric = 0;
+        TRAININGD_RETURN_IF_ERROR(sj::Field(v["best"], "best", "trial", &e.best_trial));
+        TRAININGD_RETURN_IF_ERROR(sj::Field(v["best"], "best", "metric", &metric));
+        e.best_metric = metric;
+      }
+      TRAININGD_RETURN_IF_ERROR(Nullable(v, "", "error", &e.error));
+      TRAININGD_RETURN_IF_ERROR(Nullable(v, "", "reason", &e.reason));
+    }
+    event.data = std::move(e);
   } else {
     return sj::Bad("event", "unknown event kind " + sj::Quote(kind));
   }

@@ -16,6 +16,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -61,6 +63,14 @@ struct SlurmInfo {
   int restarts = 0;    // how often Slurm requeued it
 };
 
+// A job that is a trial of an experiment (experiment_service.h): which, and its
+// hyperparameters as (path, JSON text of the value) in the space's order.
+struct TrialRef {
+  std::string experiment_id;  // "" = the job is not a trial
+  int64_t index = 0;
+  std::vector<std::pair<std::string, std::string>> hyperparameters;
+};
+
 struct JobInfo {
   std::string id;  // opaque, URL-safe
   std::string name;
@@ -80,6 +90,7 @@ struct JobInfo {
   std::vector<RankInfo> ranks;                   // workers > 1, running: in rank order
   std::string executor = "local";                // what runs it: "local", "mpi" or "slurm"
   SlurmInfo slurm;                               // executor "slurm"
+  TrialRef trial;                                // a trial of an experiment; else empty
 };
 
 struct JobPage {
@@ -139,15 +150,37 @@ struct LogEvent {
   std::string text;
 };
 
+// An experiment (experiment_service.h): running -> completed | failed | stopped, with stopping
+// while its trials stop. Resume takes a stopped or failed experiment back to running.
+enum class ExperimentState { kRunning, kStopping, kCompleted, kFailed, kStopped };
+const char* ExperimentStateName(ExperimentState state);
+std::optional<ExperimentState> ParseExperimentState(std::string_view name);
+
+// An experiment's change, on the job list's stream: its state and progress, or `deleted` (then
+// only `id` counts). The full record is GET /api/v1/experiments/{id}.
+struct ExperimentStateEvent {
+  std::string id;
+  std::string name;
+  ExperimentState state = ExperimentState::kRunning;
+  int64_t trials_started = 0;
+  int64_t max_trials = 0;
+  int64_t steps_used = 0;
+  std::optional<double> best_metric;  // nullopt = no result yet
+  int64_t best_trial = -1;
+  std::string error;   // "" = none
+  std::string reason;  // "" = none
+  bool deleted = false;
+};
+
 // Which stream an event is on and so what it is called there: "state" (a job's own stream),
-// "job" (the job list's), "scalar", "log".
-enum class EventKind { kState, kJob, kScalar, kLog };
+// "job" and "experiment" (the job list's), "scalar", "log".
+enum class EventKind { kState, kJob, kScalar, kLog, kExperiment };
 
 // One server-sent event: `id` is the job's (or the list's) sequence number.
 struct ServiceEvent {
   int64_t id = 0;
   EventKind kind = EventKind::kState;
-  std::variant<JobStateEvent, ScalarEvent, LogEvent> data;
+  std::variant<JobStateEvent, ScalarEvent, LogEvent, ExperimentStateEvent> data;
 };
 
 // Whether the service works fully: "degraded" with the problems (e.g. the database cannot be

@@ -49,9 +49,9 @@ const char* ExperimentStateName(ExperimentState state) {
 }
 
 std::optional<ExperimentState> ParseExperimentState(std::string_view name) {
-  for (ExperimentState s : {ExperimentState::kRunning, ExperimentState::kStopping,
-                            ExperimentState::kCompleted, ExperimentState::kFailed,
-                            ExperimentState::kStopped}) {
+  for (ExperimentState s :
+       {ExperimentState::kRunning, ExperimentState::kStopping, ExperimentState::kCompleted,
+        ExperimentState::kFailed, ExperimentState::kStopped}) {
     if (name == ExperimentStateName(s)) return s;
   }
   return std::nullopt;

@@ -66,7 +66,7 @@ struct SearcherSpec {
   enum class Name { kGrid, kRandom, kAsha };
   Name name = Name::kAsha;
   std::string metric = "validation/accuracy";  // a summary tag every trial records at its end
-  bool maximize = true;                         // "mode": "max" | "min"
+  bool maximize = true;                        // "mode": "max" | "min"
   int64_t max_trials = 16;
   int64_t max_concurrent_trials = 1;
   int64_t min_steps = 0;  // asha: the first rung's steps; 0 = max_steps / reduction_factor^3
@@ -99,8 +99,8 @@ struct RungInfo {
   int64_t steps = 0;       // a trial at this rung has trained this many steps
   int64_t max_trials = 0;  // the most trials that can reach it
   // Running experiments only:
-  int64_t trials = 0;    // results recorded at this rung
-  int64_t promoted = 0;  // of those, promoted to the next rung
+  int64_t trials = 0;         // results recorded at this rung
+  int64_t promoted = 0;       // of those, promoted to the next rung
   std::optional<double> cut;  // the metric a trial needs to be promoted now (nullopt: none yet)
 };
 
@@ -132,12 +132,12 @@ struct TrialInfo {
   Hyperparameters hyperparameters;
   uint64_t seed = 0;  // the job's training seed, a function of (searcher seed, index)
   TrialState state = TrialState::kRunning;
-  int rung = -1;              // the highest rung it has a result at; -1 = none yet
-  int64_t target_steps = 0;   // where its job stops next
+  int rung = -1;                     // the highest rung it has a result at; -1 = none yet
+  int64_t target_steps = 0;          // where its job stops next
   std::vector<double> rung_metrics;  // its metric at rungs 0..rung
   std::optional<double> metric;      // its latest result (rung_metrics.back())
   int64_t restarts = 0;
-  std::string reason;         // failed and pruned trials: why
+  std::string reason;  // failed and pruned trials: why
   bool checkpoints_kept = true;
   // The job, as of now:
   JobState job_state = JobState::kQueued;
@@ -169,7 +169,7 @@ struct ExperimentInfo {
   int64_t trials_started = 0;
   int64_t max_trials = 0;
   std::map<std::string, int64_t> trials_by_state;  // TrialStateName -> count
-  int64_t steps_used = 0;  // steps trained by all trials together
+  int64_t steps_used = 0;                          // steps trained by all trials together
   int64_t budget_max_steps = 0;
   double seconds_used = 0;  // wall time spent running
   double budget_max_seconds = 0;
@@ -177,7 +177,7 @@ struct ExperimentInfo {
   // Disk: the bytes of the trials' job directories, now and at most so far.
   int64_t disk_bytes = 0;
   int64_t peak_disk_bytes = 0;
-  ExperimentPlan plan;  // with each rung's live counts
+  ExperimentPlan plan;    // with each rung's live counts
   std::string spec_json;  // the canonical experiment spec (details only)
 };
 

@@ -26,8 +26,8 @@ namespace trainingd::daemon {
 class EventBus {
  public:
   using Deliver = std::function<void(const api::ServiceEvent&)>;
-  using Payload = std::variant<api::JobStateEvent, api::ScalarEvent, api::LogEvent,
-                               api::ExperimentStateEvent>;
+  using Payload =
+      std::variant<api::JobStateEvent, api::ScalarEvent, api::LogEvent, api::ExperimentStateEvent>;
 
   explicit EventBus(size_t history_per_topic = 4096, int64_t epoch = 0);  // epoch 0 = from clock
 

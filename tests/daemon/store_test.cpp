@@ -203,13 +203,14 @@ class StoreTest : public ::testing::Test {
 
 TEST_F(StoreTest, FreshDatabaseIsMigratedInWalMode) {
   { auto store = OpenStore(); }
-  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "6");
   EXPECT_EQ(RawText(path_, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(RawText(path_, "PRAGMA application_id"), "1953656420");
   EXPECT_EQ(RawText(path_,
                     "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
                     "WHERE type = 'table' ORDER BY name)"),
-            "attempts,jobs,scalar_rollups,scalars,series");
+            "attempts,experiment_decisions,experiments,jobs,rung_results,scalar_rollups,scalars,"
+            "series,trials");
   EXPECT_EQ(RawText(path_,
                     "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
                     "('jobs_by_created_at', 'jobs_by_state')"),
@@ -227,7 +228,130 @@ TEST_F(StoreTest, ReopenKeepsDataAndVersion) {
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   ASSERT_TRUE(job->has_value());
   EXPECT_EQ((*job)->name, "name-a");
-  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "6");
+}
+
+TEST_F(StoreTest, ExperimentsTrialsResultsAndDecisionsRoundTrip) {
+  {
+    auto store = OpenStore();
+    ExperimentRecord e;
+    e.id = "x1";
+    e.name = "search";
+    e.spec_json = "{}";
+    e.state = api::ExperimentState::kStopping;
+    e.created_at = 10;
+    e.reason = "budget";
+    e.seconds_used = 3.5;
+    e.run_started_at = 12;
+    e.peak_disk_bytes = 1 << 20;
+    store->PutExperiment(e);
+    JobRecord job = MakeJob("j1", 1);
+    job.experiment_id = "x1";
+    job.trial_index = 0;
+    job.hyperparameters_json = R"({"batch_size":64})";
+    store->PutJob(job);
+    TrialRecord t;
+    t.experiment_id = "x1";
+    t.index = 0;
+    t.job_id = "j1";
+    t.hyperparameters_json = R"({"batch_size":64})";
+    t.seed = (uint64_t{1} << 40) + 3;
+    t.state = api::TrialState::kWaiting;
+    t.target_steps = 100;
+    t.restarts = 1;
+    t.checkpoints_kept = false;
+    store->PutTrial(t);
+    t.state = api::TrialState::kPruned;  // replaced in place
+    t.reason = "cut";
+    store->PutTrial(t);
+    store->PutRungResult({"x1", 0, 0, 100, 0.75, 11});
+    store->PutRungResult({"x1", 0, 1, 400, std::nan(""), 12});
+    for (int i = 0; i < 3; ++i) store->AddDecision({0, "x1", 10.0 + i, "d" + std::to_string(i)});
+    ASSERT_TRUE(store->Flush().ok());
+  }
+  auto store = OpenStore();
+  auto experiments = store->ListExperiments();
+  ASSERT_TRUE(experiments.ok()) << experiments.status().ToString();
+  ASSERT_EQ(experiments->size(), 1u);
+  EXPECT_EQ((*experiments)[0].state, api::ExperimentState::kStopping);
+  EXPECT_EQ((*experiments)[0].reason, "budget");
+  EXPECT_EQ((*experiments)[0].seconds_used, 3.5);
+  EXPECT_EQ((*experiments)[0].run_started_at, 12);
+  EXPECT_EQ((*experiments)[0].peak_disk_bytes, 1 << 20);
+  auto job = store->GetJob("j1");
+  ASSERT_TRUE(job.ok() && job->has_value());
+  EXPECT_EQ((*job)->experiment_id, "x1");
+  EXPECT_EQ((*job)->hyperparameters_json, R"({"batch_size":64})");
+  auto trials = store->ListTrials("x1");
+  ASSERT_TRUE(trials.ok());
+  ASSERT_EQ(trials->size(), 1u);
+  EXPECT_EQ((*trials)[0].state, api::TrialState::kPruned);
+  EXPECT_EQ((*trials)[0].reason, "cut");
+  EXPECT_EQ((*trials)[0].seed, (uint64_t{1} << 40) + 3);
+  EXPECT_FALSE((*trials)[0].checkpoints_kept);
+  EXPECT_EQ(store->ListTrials("")->size(), 1u);
+  EXPECT_EQ(store->ListTrials("other")->size(), 0u);
+  auto results = store->ListRungResults("x1");
+  ASSERT_TRUE(results.ok());
+  ASSERT_EQ(results->size(), 2u);
+  EXPECT_EQ((*results)[0].metric, 0.75);
+  EXPECT_TRUE(std::isnan((*results)[1].metric));
+  auto decisions = store->ListDecisions("x1", 2);  // the latest two, in order
+  ASSERT_TRUE(decisions.ok());
+  ASSERT_EQ(decisions->size(), 2u);
+  EXPECT_EQ((*decisions)[0].kind, "d1");
+  EXPECT_EQ((*decisions)[1].kind, "d2");
+  EXPECT_LT((*decisions)[0].seq, (*decisions)[1].seq);
+  store->DeleteExperiment("x1");
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_TRUE(store->ListExperiments()->empty());
+  EXPECT_TRUE(store->ListTrials("x1")->empty());
+  EXPECT_TRUE(store->ListRungResults("x1")->empty());
+  EXPECT_TRUE(store->ListDecisions("x1", 10)->empty());
+  EXPECT_TRUE(store->GetJob("j1")->has_value());  // the jobs are the job manager's to delete
+}
+
+TEST_F(StoreTest, AWriteGroupIsHeldBackThenCommittedInOneTransaction) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Flush().ok());
+  const int64_t before = store->stats().committed_batches;
+  {
+    Store::WriteGroup group(*store);
+    store->PutJob(MakeJob("a", 1));
+    {
+      Store::WriteGroup inner(*store);  // nested: joins the outer one
+      TrialRecord t;
+      t.experiment_id = "x";
+      t.job_id = "a";
+      store->PutTrial(t);
+    }
+    store->AddDecision({0, "x", 1, "start"});
+    // Another thread's flush does not see the held writes: they are not queued yet.
+    std::thread([&] { ASSERT_TRUE(store->Flush().ok()); }).join();
+    EXPECT_FALSE(store->GetJob("a")->has_value());
+    EXPECT_TRUE(store->ListTrials("x")->empty());
+  }
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_TRUE(store->GetJob("a")->has_value());
+  EXPECT_EQ(store->ListTrials("x")->size(), 1u);
+  EXPECT_EQ(store->ListDecisions("x", 10)->size(), 1u);
+  EXPECT_EQ(store->stats().committed_batches - before, 1);
+  // A group after a backlog of scalars larger than a transaction still commits whole.
+  StoreOptions small;
+  small.max_scalars_per_transaction = 1;
+  store.reset();
+  store = OpenStore(small);
+  std::vector<ScalarRecord> scalars;
+  for (int i = 0; i < 5; ++i) scalars.push_back({"a", "loss", i, 1.0 * i, 0.5});
+  store->AddScalars(std::move(scalars));
+  {
+    Store::WriteGroup group(*store);
+    store->PutExperiment({"x", "n", "{}"});
+    store->AddDecision({0, "x", 2, "create"});
+  }
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_EQ(store->ListExperiments()->size(), 1u);
+  EXPECT_EQ(store->ListDecisions("x", 10)->size(), 2u);
 }
 
 TEST_F(StoreTest, AttemptsAreKeptUpdatedInPlaceAndDeletedWithTheirJob) {

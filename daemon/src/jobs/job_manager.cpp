@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "jobs/machine.h"
+#include "trainingd/api/hyperparameters_json.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/daemon/jobs/job_id.h"
 #include "trainingd/engine/base/logger.h"
@@ -295,6 +296,13 @@ api::JobInfo JobManager::InfoLocked(const Job& job, bool with_spec) const {
   if (r.state == JobState::kRunning) i.ranks = job.ranks;
   i.executor = executor_->Name(job.spec);
   i.slurm = job.slurm;
+  if (!r.experiment_id.empty()) {
+    i.trial.experiment_id = r.experiment_id;
+    i.trial.index = r.trial_index;
+    if (auto hp = api::HyperparametersFromJson(r.hyperparameters_json); hp.ok()) {
+      i.trial.hyperparameters = std::move(hp).value();
+    }
+  }
   return i;
 }
 
@@ -329,7 +337,20 @@ void JobManager::AwaitStored(const std::string& job_id, const char* what,
   }
 }
 
-eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::string spec_json) {
+eng::Result<api::JobInfo> JobManager::SubmitTrial(eng::JobSpec spec, std::string spec_json,
+                                                  const api::TrialRef& trial,
+                                                  const RecordWith& with) {
+  return Recorded(SubmitUnrecorded(std::move(spec), std::move(spec_json), &trial, with));
+}
+
+eng::Status JobManager::CheckAdmission(eng::JobSpec spec) const {
+  if (options_.resolve_dataset) TRAININGD_RETURN_IF_ERROR(options_.resolve_dataset(&spec.dataset));
+  return Admit(&spec).status();
+}
+
+eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::string spec_json,
+                                                       const api::TrialRef* trial,
+                                                       const RecordWith& with) {
   // Before the lock: the dataset's headers are read and the spec estimated.
   if (options_.resolve_dataset) {
     const eng::DatasetSpec given = spec.dataset;
@@ -348,6 +369,11 @@ eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::s
   r.created_at = env_->NowSeconds();
   r.max_steps = spec.max_steps;
   r.state = JobState::kQueued;
+  if (trial != nullptr) {
+    r.experiment_id = trial->experiment_id;
+    r.trial_index = trial->index;
+    r.hyperparameters_json = api::HyperparametersToJson(trial->hyperparameters);
+  }
   job->spec = std::move(spec);
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) return eng::Status::Unavailable("the daemon is shutting down");
@@ -359,7 +385,11 @@ eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::s
     r.id = NewJobId();
   } while (jobs_.count(r.id));
   r.checkpoint_dir = files_.Dir(r.id);
-  store_.PutJob(r);
+  {
+    Store::WriteGroup group(store_);
+    store_.PutJob(r);
+    if (with) with(InfoLocked(*job));
+  }
   jobs_.emplace(r.id, job);
   queue_.push_back(r.id);
   bus_.Publish(r.id, api::EventKind::kState, StateEvent(r));
@@ -422,13 +452,34 @@ eng::Result<api::JobInfo> JobManager::Get(const std::string& id) {
 }
 
 eng::Result<api::JobInfo> JobManager::Stop(const std::string& id) {
-  return Recorded(StopUnrecorded(id));
+  return Recorded(StopUnrecorded(id, /*by_owner=*/false));
 }
 
-eng::Result<api::JobInfo> JobManager::StopUnrecorded(const std::string& id) {
+eng::Result<api::JobInfo> JobManager::StopTrial(const std::string& id) {
+  return Recorded(StopUnrecorded(id, /*by_owner=*/true));
+}
+
+void JobManager::SetTrialOwner(std::function<bool(const std::string&, std::string_view)> drives) {
+  std::lock_guard<std::mutex> lock(mu_);
+  trial_owner_ = std::move(drives);
+}
+
+eng::Status JobManager::CheckNotDrivenLocked(const Job& job, const char* verb) const {
+  const std::string& experiment = job.rec.experiment_id;
+  if (experiment.empty() || !trial_owner_ || !trial_owner_(experiment, verb)) {
+    return eng::Status::Ok();
+  }
+  return eng::Status::FailedPrecondition("job '" + job.rec.id + "' is trial " +
+                                         std::to_string(job.rec.trial_index) + " of experiment '" +
+                                         experiment + "', which decides when it runs: " + verb +
+                                         " the experiment instead");
+}
+
+eng::Result<api::JobInfo> JobManager::StopUnrecorded(const std::string& id, bool by_owner) {
   std::lock_guard<std::mutex> lock(mu_);
   auto job = FindLocked(id);
   if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
+  if (!by_owner) TRAININGD_RETURN_IF_ERROR(CheckNotDrivenLocked(*job, "stop"));
   switch (job->rec.state) {
     case JobState::kQueued:
       if (job->has_run) {  // waiting in a cluster's queue: its executor cancels it
@@ -456,14 +507,22 @@ eng::Result<api::JobInfo> JobManager::StopUnrecorded(const std::string& id) {
 
 eng::Result<api::JobInfo> JobManager::Resume(const std::string& id,
                                              std::optional<int64_t> max_steps) {
-  return Recorded(ResumeUnrecorded(id, max_steps));
+  return Recorded(ResumeUnrecorded(id, max_steps, /*by_owner=*/false));
+}
+
+eng::Result<api::JobInfo> JobManager::ResumeTrial(const std::string& id,
+                                                  std::optional<int64_t> max_steps,
+                                                  const RecordWith& with) {
+  return Recorded(ResumeUnrecorded(id, max_steps, /*by_owner=*/true, with));
 }
 
 eng::Result<api::JobInfo> JobManager::ResumeUnrecorded(const std::string& id,
-                                                       std::optional<int64_t> max_steps) {
+                                                       std::optional<int64_t> max_steps,
+                                                       bool by_owner, const RecordWith& with) {
   std::lock_guard<std::mutex> lock(mu_);
   auto job = FindLocked(id);
   if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
+  if (!by_owner) TRAININGD_RETURN_IF_ERROR(CheckNotDrivenLocked(*job, "resume"));
   const JobState s = job->rec.state;
   if (s != JobState::kStopped && s != JobState::kFailed && s != JobState::kCompleted) {
     return eng::Status::FailedPrecondition("job '" + id + "' is " + api::JobStateName(s) +
@@ -490,18 +549,29 @@ eng::Result<api::JobInfo> JobManager::ResumeUnrecorded(const std::string& id,
   job->rec.error.clear();
   job->rec.reason.clear();
   job->rec.crash_count = 0;  // the user asks for another try
-  store_.PutJob(job->rec);
+  {
+    Store::WriteGroup group(store_);
+    store_.PutJob(job->rec);
+    SetStateLocked(*job, JobState::kQueued);
+    if (with) with(InfoLocked(*job));
+  }
   queue_.push_back(id);
-  SetStateLocked(*job, JobState::kQueued);
   cv_.notify_all();
   return InfoLocked(*job);
 }
 
-eng::Status JobManager::Delete(const std::string& id) {
+eng::Status JobManager::Delete(const std::string& id) { return DeleteJob(id, /*by_owner=*/false); }
+
+eng::Status JobManager::DeleteTrial(const std::string& id) {
+  return DeleteJob(id, /*by_owner=*/true);
+}
+
+eng::Status JobManager::DeleteJob(const std::string& id, bool by_owner) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto job = FindLocked(id);
     if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
+    if (!by_owner) TRAININGD_RETURN_IF_ERROR(CheckNotDrivenLocked(*job, "delete"));
     const JobState s = job->rec.state;
     if (s == JobState::kRunning || s == JobState::kStopping || job->has_run) {
       return eng::Status::FailedPrecondition("job '" + id + "' is " + api::JobStateName(s) +
@@ -520,6 +590,28 @@ eng::Status JobManager::Delete(const std::string& id) {
   // without them.
   AwaitStored(id, "its deletion", kRecordTimeout);
   return files_.Remove(id);
+}
+
+eng::Status JobManager::DeleteCheckpoints(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);  // no run starts meanwhile
+  auto job = FindLocked(id);
+  if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
+  if (!IsEnded(job->rec.state) || job->has_run) {
+    return eng::Status::FailedPrecondition("job '" + id + "' is " +
+                                           api::JobStateName(job->rec.state) +
+                                           ": its checkpoints are in use");
+  }
+  return eng::DeleteCheckpoints(files_.Dir(id));
+}
+
+int64_t JobManager::DiskBytes(const std::string& id) const {
+  std::error_code ec;
+  int64_t bytes = 0;
+  for (fs::recursive_directory_iterator it(files_.Dir(id), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->is_regular_file(ec)) bytes += static_cast<int64_t>(it->file_size(ec));
+  }
+  return bytes;
 }
 
 eng::Result<std::vector<api::ScalarPoint>> JobManager::Scalars(const std::string& id,

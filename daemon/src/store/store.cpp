@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "store/store_experiments.h"
 #include "store/store_query.h"
 #include "store/store_schema.h"
 #include "store/store_sqlite.h"
@@ -24,26 +25,31 @@ using engine::Status;
 
 constexpr char kGetJob[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir, crash_count, slurm_job_id
+       error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
+       hyperparameters_json
 FROM jobs WHERE id = ?1)sql";
 
 // Job listings, newest first: all, in a state (?2), after a job (?3), or both.
 constexpr char kListJobs[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir, crash_count, slurm_job_id
+       error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
+       hyperparameters_json
 FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsInState[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir, crash_count, slurm_job_id
+       error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
+       hyperparameters_json
 FROM jobs WHERE state = ?2 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsAfter[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir, crash_count, slurm_job_id
+       error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
+       hyperparameters_json
 FROM jobs WHERE (created_at, id) < (SELECT created_at, id FROM jobs WHERE id = ?3)
 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsInStateAfter[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
-       error, reason, checkpoint_dir, crash_count, slurm_job_id
+       error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
+       hyperparameters_json
 FROM jobs WHERE state = ?2 AND (created_at, id) < (SELECT created_at, id FROM jobs WHERE id = ?3)
 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 
@@ -69,8 +75,19 @@ engine::Result<JobRecord> ReadJob(const sqlite::Db& db, const sqlite::Stmt& s) {
   r.checkpoint_dir = s.Text(11);
   r.crash_count = s.Int(12);
   r.slurm_job_id = s.Int(13);
+  r.experiment_id = s.Text(14);
+  r.trial_index = s.Int(15);
+  r.hyperparameters_json = s.Text(16);
   return r;
 }
+
+// The writes a WriteGroup holds back on this thread, and the store they are for.
+struct HeldWrites {
+  const void* store = nullptr;
+  int depth = 0;
+  std::vector<WriteOp> ops;
+};
+thread_local HeldWrites t_held;
 
 }  // namespace
 
@@ -83,7 +100,13 @@ struct Store::Impl {
   std::condition_variable work_cv;   // the writer waits for ops or stop
   std::condition_variable done_cv;   // Flush waits for the writer
   std::condition_variable space_cv;  // AddScalars waits for room in the queue
-  std::deque<WriteOp> queue;
+  // A queued op, and whether the op after it belongs to the same WriteGroup (the writer does not
+  // end a transaction between the two).
+  struct Queued {
+    WriteOp op;
+    bool joins_next = false;
+  };
+  std::deque<Queued> queue;
   int64_t enqueued = 0;
   int64_t processed = 0;
   int64_t queued_scalars = 0;  // in `queue`, not yet taken by the writer
@@ -104,16 +127,30 @@ struct Store::Impl {
   std::vector<std::unique_ptr<sqlite::Db>> idle_readers;
 
   // Needs mu.
-  void EnqueueLocked(WriteOp op) {
+  void EnqueueLocked(WriteOp op, bool joins_next = false) {
     queued_scalars += ScalarCount(op);
-    queue.push_back(std::move(op));
+    queue.push_back({std::move(op), joins_next});
     ++enqueued;
   }
 
   void Enqueue(WriteOp op) {
+    if (t_held.depth > 0 && t_held.store == this) {
+      t_held.ops.push_back(std::move(op));
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock(mu);
       EnqueueLocked(std::move(op));
+    }
+    work_cv.notify_one();
+  }
+
+  // Queues a WriteGroup's writes, which the writer then commits in one transaction.
+  void EnqueueGroup(std::vector<WriteOp> ops) {
+    if (ops.empty()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (size_t i = 0; i < ops.size(); ++i) EnqueueLocked(std::move(ops[i]), i + 1 < ops.size());
     }
     work_cv.notify_one();
   }
@@ -198,9 +235,12 @@ struct Store::Impl {
         work_cv.wait(lock, [this] { return !queue.empty() || stopping; });
         if (queue.empty()) return;  // stopping, and everything is written
         int64_t scalars = 0;
-        while (!queue.empty() && (batch.empty() || scalars < options.max_scalars_per_transaction)) {
-          scalars += ScalarCount(queue.front());
-          batch.push_back(std::move(queue.front()));
+        bool joins = false;  // the last op taken belongs to a group that goes on
+        while (!queue.empty() &&
+               (batch.empty() || joins || scalars < options.max_scalars_per_transaction)) {
+          scalars += ScalarCount(queue.front().op);
+          joins = queue.front().joins_next;
+          batch.push_back(std::move(queue.front().op));
           queue.pop_front();
         }
         queued_scalars -= scalars;
@@ -355,6 +395,30 @@ void Store::DropScalarsAfter(const std::string& job_id, int64_t step) {
 
 void Store::DeleteJob(const std::string& id) { impl_->Enqueue(DeleteJobOp{id}); }
 
+void Store::PutExperiment(const ExperimentRecord& experiment) {
+  impl_->Enqueue(PutExperimentOp{experiment});
+}
+void Store::PutTrial(const TrialRecord& trial) { impl_->Enqueue(PutTrialOp{trial}); }
+void Store::PutRungResult(const RungResultRecord& result) {
+  impl_->Enqueue(PutRungResultOp{result});
+}
+void Store::AddDecision(const DecisionRecord& decision) { impl_->Enqueue(AddDecisionOp{decision}); }
+void Store::DeleteExperiment(const std::string& id) { impl_->Enqueue(DeleteExperimentOp{id}); }
+
+Store::WriteGroup::WriteGroup(Store& store) : store_(store) {
+  // One store's group at a time per thread: a second store's writes would not be held.
+  if (t_held.depth == 0) t_held.store = store.impl_.get();
+  ++t_held.depth;
+}
+
+Store::WriteGroup::~WriteGroup() {
+  if (--t_held.depth > 0) return;
+  std::vector<WriteOp> ops = std::move(t_held.ops);
+  t_held.ops.clear();
+  t_held.store = nullptr;
+  store_.impl_->EnqueueGroup(std::move(ops));
+}
+
 Status Store::Flush() {
   std::unique_lock<std::mutex> lock(impl_->mu);
   const int64_t target = impl_->enqueued;
@@ -437,6 +501,27 @@ engine::Result<std::vector<JobRecord>> Store::ListJobs(std::optional<api::JobSta
     return Status::InvalidArgument("after_id '" + after_id + "' is not a job");
   }
   return jobs;
+}
+
+engine::Result<std::vector<ExperimentRecord>> Store::ListExperiments() {
+  return impl_->Read([](sqlite::Db& db) { return QueryExperiments(db); });
+}
+
+engine::Result<std::vector<TrialRecord>> Store::ListTrials(const std::string& experiment_id) {
+  return impl_->Read([&](sqlite::Db& db) { return QueryTrials(db, experiment_id); });
+}
+
+engine::Result<std::vector<RungResultRecord>> Store::ListRungResults(
+    const std::string& experiment_id) {
+  return impl_->Read([&](sqlite::Db& db) { return QueryRungResults(db, experiment_id); });
+}
+
+engine::Result<std::vector<DecisionRecord>> Store::ListDecisions(const std::string& experiment_id,
+                                                                 int64_t limit) {
+  if (limit <= 0) {
+    return Status::InvalidArgument("limit must be positive, got " + std::to_string(limit));
+  }
+  return impl_->Read([&](sqlite::Db& db) { return QueryDecisions(db, experiment_id, limit); });
 }
 
 engine::Result<std::vector<api::ScalarPoint>> Store::QueryScalars(const std::string& job_id,

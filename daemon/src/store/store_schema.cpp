@@ -128,6 +128,63 @@ CREATE TABLE attempts (
     R"sql(
 ALTER TABLE jobs ADD COLUMN slurm_job_id INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 6: experiments (hyperparameter search, docs/experiments.md): their rows, trials, rung
+    // results and decisions; a job that is a trial names its experiment.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN experiment_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN trial_index INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN hyperparameters_json TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE experiments (
+  id TEXT PRIMARY KEY NOT NULL,
+  name TEXT NOT NULL DEFAULT '',
+  spec_json TEXT NOT NULL DEFAULT '',
+  state TEXT NOT NULL,
+  created_at REAL NOT NULL DEFAULT 0,
+  finished_at REAL NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT '',
+  reason TEXT NOT NULL DEFAULT '',
+  seconds_used REAL NOT NULL DEFAULT 0,
+  run_started_at REAL NOT NULL DEFAULT 0,
+  peak_disk_bytes INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE trials (
+  experiment_id TEXT NOT NULL,
+  trial_index INTEGER NOT NULL,
+  job_id TEXT NOT NULL,
+  hyperparameters_json TEXT NOT NULL,
+  seed INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  target_steps INTEGER NOT NULL,
+  restarts INTEGER NOT NULL DEFAULT 0,
+  reason TEXT NOT NULL DEFAULT '',
+  checkpoints_kept INTEGER NOT NULL DEFAULT 1,
+  created_at REAL NOT NULL DEFAULT 0,
+  PRIMARY KEY (experiment_id, trial_index)
+) WITHOUT ROWID;
+
+CREATE TABLE rung_results (
+  experiment_id TEXT NOT NULL,
+  trial_index INTEGER NOT NULL,
+  rung INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  metric REAL,
+  recorded_at REAL NOT NULL,
+  PRIMARY KEY (experiment_id, trial_index, rung)
+) WITHOUT ROWID;
+
+CREATE TABLE experiment_decisions (
+  seq INTEGER PRIMARY KEY,
+  experiment_id TEXT NOT NULL,
+  at REAL NOT NULL,
+  kind TEXT NOT NULL,
+  trial_index INTEGER NOT NULL,
+  rung INTEGER NOT NULL,
+  detail TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX experiment_decisions_by_experiment ON experiment_decisions (experiment_id, seq);
+)sql",
 };
 
 constexpr int kVersion = static_cast<int>(std::size(kMigrations));

@@ -61,8 +61,25 @@ struct PutAttemptOp {
   std::string job_id;
   api::AttemptInfo attempt;
 };
-using WriteOp = std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, UpdateJobCounterOp,
-                             AddScalarsOp, DropScalarsAfterOp, DeleteJobOp, PutAttemptOp>;
+struct PutExperimentOp {
+  ExperimentRecord experiment;
+};
+struct PutTrialOp {
+  TrialRecord trial;
+};
+struct PutRungResultOp {
+  RungResultRecord result;
+};
+struct AddDecisionOp {
+  DecisionRecord decision;
+};
+struct DeleteExperimentOp {
+  std::string id;
+};
+using WriteOp =
+    std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, UpdateJobCounterOp, AddScalarsOp,
+                 DropScalarsAfterOp, DeleteJobOp, PutAttemptOp, PutExperimentOp, PutTrialOp,
+                 PutRungResultOp, AddDecisionOp, DeleteExperimentOp>;
 
 // The number of scalars `op` writes (0 unless it is an AddScalarsOp).
 int64_t ScalarCount(const WriteOp& op);
@@ -123,6 +140,15 @@ class StoreWriter {
   engine::Status Do(AddScalarsOp& op);
   engine::Status Do(DropScalarsAfterOp& op);
   engine::Status Do(DeleteJobOp& op);
+  // store_experiments.cpp
+  engine::Status Do(PutExperimentOp& op);
+  engine::Status Do(PutTrialOp& op);
+  engine::Status Do(PutRungResultOp& op);
+  engine::Status Do(AddDecisionOp& op);
+  engine::Status Do(DeleteExperimentOp& op);
+  // Runs `sql` with `bind` binding its parameters; a failure is the op's (`what`).
+  template <typename Bind>
+  engine::Status RunOne(const char* sql, std::string_view what, Bind&& bind);
 
   engine::Status CheckScalars(const std::vector<ScalarRecord>& scalars);
   engine::Result<bool> JobExists(const std::string& id);

@@ -374,4 +374,19 @@ int64_t LatestCheckpointStep(const std::string& directory) {
   return kept.ok() && !kept->empty() ? kept->back().global_step : 0;
 }
 
+Status DeleteCheckpoints(const std::string& directory, const std::string& basename) {
+  std::error_code ec;
+  const fs::path state_path = fs::path(directory) / kStateFileName;
+  if (!fs::remove(state_path, ec) && ec) {
+    return Status::IoError("cannot delete " + state_path.string() + ": " + ec.message());
+  }
+  for (auto& [step, name] : ScanCheckpointFiles(directory, basename)) {
+    const fs::path path = fs::path(directory) / name;
+    if (!fs::remove(path, ec) && ec) {
+      return Status::IoError("cannot delete " + path.string() + ": " + ec.message());
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace trainingd::engine

@@ -96,8 +96,10 @@ struct ExperimentSpec {
 // One rung of the plan and, for a running experiment, what it holds.
 struct RungInfo {
   int index = 0;
-  int64_t steps = 0;       // a trial at this rung has trained this many steps
-  int64_t max_trials = 0;  // the most trials that can reach it
+  int64_t steps = 0;  // a trial at this rung has trained this many steps
+  // The trials successive halving sends to this rung: N / eta^k. (Asynchronous promotion may
+  // send a few more: a trial promoted early stays promoted when better ones come later.)
+  int64_t max_trials = 0;
   // Running experiments only:
   int64_t trials = 0;         // results recorded at this rung
   int64_t promoted = 0;       // of those, promoted to the next rung
@@ -109,8 +111,8 @@ struct ExperimentPlan {
   std::vector<RungInfo> rungs;  // grid and random: one rung, at max_steps
   int64_t trials = 0;           // the trials it will start (grid: the grid's size if smaller)
   int64_t grid_size = 0;        // grid: the number of points of the space; otherwise 0
-  // The steps it trains at most: every promotion taken (ASHA resumes, so a promoted trial adds
-  // only the steps between its rungs), capped by the budget.
+  // The steps it trains when each rung promotes its planned trials (ASHA resumes, so a promoted
+  // trial adds only the steps between its rungs), capped by the budget.
   int64_t max_total_steps = 0;
   std::vector<Hyperparameters> first_trials;  // the first few trials' hyperparameters
 };

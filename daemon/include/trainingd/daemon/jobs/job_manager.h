@@ -43,6 +43,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -129,6 +130,33 @@ class JobManager final : public api::JobService, private RunListener {
   // The per-job budgets in force (the automatic ones resolved; disk: as of now).
   engine::JobBudget Budget() const;
 
+  // --- for the experiment manager (experiments/experiment_manager.h), whose trials are jobs ---
+  // Admission alone: whether Submit would take `spec` (the dataset resolved, the model fitted,
+  // the budgets held to), without submitting it.
+  engine::Status CheckAdmission(engine::JobSpec spec) const;
+  // Writes the experiment manager queues along with a job change: called under the manager's
+  // lock with the changed job, inside a Store::WriteGroup, so the change and these writes commit
+  // in one transaction. It may only queue writes on the store.
+  using RecordWith = std::function<void(const api::JobInfo&)>;
+  // Submit, of a job that is trial `trial` of an experiment.
+  engine::Result<api::JobInfo> SubmitTrial(engine::JobSpec spec, std::string spec_json,
+                                           const api::TrialRef& trial, const RecordWith& with);
+  // Resume, Stop and Delete of a trial's job by its experiment.
+  engine::Result<api::JobInfo> ResumeTrial(const std::string& id, std::optional<int64_t> max_steps,
+                                           const RecordWith& with);
+  engine::Result<api::JobInfo> StopTrial(const std::string& id);
+  engine::Status DeleteTrial(const std::string& id);
+  // Deletes the checkpoints of a job that is not running (an experiment's pruned trial); its
+  // row, log, scalars and event files stay. A later resume starts from step 0.
+  engine::Status DeleteCheckpoints(const std::string& id);
+  // The bytes of the job's directory (checkpoints, event files, log); 0 for an unknown job.
+  int64_t DiskBytes(const std::string& id) const;
+  // Whether the experiment a trial's job belongs to keeps a user from doing `verb` ("stop",
+  // "resume", "delete") to the job on its own; then that answers FailedPrecondition naming the
+  // experiment. Called under the manager's lock: it must not call back into the manager.
+  void SetTrialOwner(
+      std::function<bool(const std::string& experiment_id, std::string_view verb)> drives);
+
  private:
   struct Job;  // in-memory state of one job
   JobManager(Store& store, EventBus& bus, std::unique_ptr<Executor> executor,
@@ -141,10 +169,16 @@ class JobManager final : public api::JobService, private RunListener {
   // Waits at most `timeout` until every write queued so far is in the database; logs "job
   // <job_id>: <what> is not yet in the database" if not. Not under mu_.
   void AwaitStored(const std::string& job_id, const char* what, std::chrono::seconds timeout);
-  engine::Result<api::JobInfo> SubmitUnrecorded(engine::JobSpec spec, std::string spec_json);
-  engine::Result<api::JobInfo> StopUnrecorded(const std::string& id);
+  engine::Result<api::JobInfo> SubmitUnrecorded(engine::JobSpec spec, std::string spec_json,
+                                                const api::TrialRef* trial = nullptr,
+                                                const RecordWith& with = nullptr);
+  engine::Result<api::JobInfo> StopUnrecorded(const std::string& id, bool by_owner);
   engine::Result<api::JobInfo> ResumeUnrecorded(const std::string& id,
-                                                std::optional<int64_t> max_steps);
+                                                std::optional<int64_t> max_steps, bool by_owner,
+                                                const RecordWith& with = nullptr);
+  engine::Status DeleteJob(const std::string& id, bool by_owner);
+  // FailedPrecondition when the job is a trial its experiment still drives. Needs mu_.
+  engine::Status CheckNotDrivenLocked(const Job& job, const char* verb) const;
   // The scheduler thread: starts queued jobs while the executor has free slots.
   void ScheduleLoop();
   // The next job that may start, removed from the queue; null if none may start now. Needs mu_.
@@ -186,6 +220,7 @@ class JobManager final : public api::JobService, private RunListener {
   bool running_suspect_ = false;  // one of them crashed the daemon before: it runs alone
   std::string store_failure_;     // why the database cannot be written; "" = it can
   std::thread scheduler_;
+  std::function<bool(const std::string&, std::string_view)> trial_owner_;  // guarded by mu_
 
   JobFiles files_;
 };

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "trainingd/api/experiment_service.h"
 #include "trainingd/api/job_service.h"
 #include "trainingd/engine/base/status.h"
 
@@ -43,6 +44,62 @@ struct JobRecord {
   int64_t crash_count = 0;
   // Its latest run's Slurm job id (the SlurmExecutor's); 0 = none.
   int64_t slurm_job_id = 0;
+  // A trial of an experiment: which, and its hyperparameters ({path: value} JSON); "" = none.
+  std::string experiment_id;
+  int64_t trial_index = 0;
+  std::string hyperparameters_json;
+};
+
+// An experiment's row (docs/experiments.md): its spec and what is not derived from its trials.
+struct ExperimentRecord {
+  std::string id;
+  std::string name;
+  std::string spec_json;  // the canonical experiment spec
+  api::ExperimentState state = api::ExperimentState::kRunning;
+  double created_at = 0;
+  double finished_at = 0;
+  std::string error;
+  std::string reason;
+  double seconds_used = 0;    // wall time spent running, up to run_started_at
+  double run_started_at = 0;  // when the current running period began; 0 = not running
+  int64_t peak_disk_bytes = 0;
+};
+
+// A trial of an experiment: its place in the search. Its job holds the training state.
+struct TrialRecord {
+  std::string experiment_id;
+  int64_t index = 0;
+  std::string job_id;
+  std::string hyperparameters_json;  // {path: value}, in the space's order
+  uint64_t seed = 0;
+  api::TrialState state = api::TrialState::kRunning;
+  int64_t target_steps = 0;
+  int64_t restarts = 0;
+  std::string reason;
+  bool checkpoints_kept = true;
+  double created_at = 0;
+};
+
+// A trial's metric at a rung: ASHA's record, from which promotions are decided.
+struct RungResultRecord {
+  std::string experiment_id;
+  int64_t trial_index = 0;
+  int rung = 0;
+  int64_t step = 0;
+  double metric = 0;  // NaN = the trial's metric was not a number
+  double recorded_at = 0;
+};
+
+// A searcher decision ("start", "result", "promote", "prune", "restart", "fail", "end", ...), kept
+// as the experiment's audit trail.
+struct DecisionRecord {
+  int64_t seq = 0;  // assigned by the store, in order
+  std::string experiment_id;
+  double at = 0;
+  std::string kind;
+  int64_t trial_index = -1;  // -1 = the experiment itself
+  int rung = -1;
+  std::string detail;
 };
 
 struct ScalarRecord {
@@ -129,6 +186,29 @@ class Store {
   // Inserts or replaces attempt `attempt.attempt` of a job (a data-parallel job's runs); a job
   // that is not stored: nothing.
   void PutAttempt(const std::string& job_id, const api::AttemptInfo& attempt);
+  // Experiments (docs/experiments.md). Each Put inserts or replaces the whole row.
+  void PutExperiment(const ExperimentRecord& experiment);
+  void PutTrial(const TrialRecord& trial);
+  void PutRungResult(const RungResultRecord& result);
+  void AddDecision(const DecisionRecord& decision);
+  // The experiment's rows: itself, its trials, rung results and decisions (not its jobs).
+  void DeleteExperiment(const std::string& id);
+
+  // While a WriteGroup is alive, the writes this thread queues on the store are held back; when
+  // it ends they are queued together, and the writer commits them in one transaction: a crash
+  // keeps all of them or none. (An experiment's decision and the job change it causes.) Groups
+  // nest: the outermost one queues. Scalars are never held back.
+  class WriteGroup {
+   public:
+    explicit WriteGroup(Store& store);
+    WriteGroup(const WriteGroup&) = delete;
+    WriteGroup& operator=(const WriteGroup&) = delete;
+    ~WriteGroup();
+
+   private:
+    Store& store_;
+  };
+
   // Waits until every write queued before the call is committed (or has failed); returns the first
   // write error since the last Flush, if any, and clears it. While the database fails, writes are
   // retried and this waits for them (see the timed Flush).
@@ -168,6 +248,13 @@ class Store {
   engine::Result<std::map<std::string, double>> LatestScalars(const std::string& job_id);
   // Every job's attempts, by job id, in attempt order.
   engine::Result<std::map<std::string, std::vector<api::AttemptInfo>>> ListAttempts();
+  // Every experiment, oldest first; the trials and rung results of one experiment ("" = of all),
+  // by experiment, then trial index (and rung); its latest `limit` decisions, in order.
+  engine::Result<std::vector<ExperimentRecord>> ListExperiments();
+  engine::Result<std::vector<TrialRecord>> ListTrials(const std::string& experiment_id);
+  engine::Result<std::vector<RungResultRecord>> ListRungResults(const std::string& experiment_id);
+  engine::Result<std::vector<DecisionRecord>> ListDecisions(const std::string& experiment_id,
+                                                            int64_t limit);
 
   StoreStats stats() const;
   const std::string& path() const;

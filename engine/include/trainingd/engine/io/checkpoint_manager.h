@@ -112,4 +112,9 @@ Result<std::vector<CheckpointFileInfo>> ListCheckpoints(const std::string& direc
 // the directory cannot be read).
 int64_t LatestCheckpointStep(const std::string& directory);
 
+// Deletes the checkpoints of `directory` and its state file, the state file first (a crash
+// midway leaves no state file naming missing checkpoints). Nothing else in the directory is
+// touched. IoError naming the file that could not be deleted.
+Status DeleteCheckpoints(const std::string& directory, const std::string& basename = "model.ckpt");
+
 }  // namespace trainingd::engine

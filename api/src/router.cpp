@@ -553,8 +553,11 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
     return ErrorResponse(400, "invalid_argument", "query string has a malformed %-escape", "query");
   }
   if (matches.front()->path.find("{id}") != std::string_view::npos && !IsValidJobId(job_id)) {
+    const bool experiment = target.path.starts_with("/api/v1/experiments/");
     return ErrorResponse(400, "invalid_argument",
-                         "id: a job id is 1 to 64 of the characters A-Z a-z 0-9 _ -", "id");
+                         std::string("id: ") + (experiment ? "an experiment" : "a job") +
+                             " id is 1 to 64 of the characters A-Z a-z 0-9 _ -",
+                         "id");
   }
   if (matches.front()->path.find("{name}") != std::string_view::npos &&
       !engine::IsSafeName(job_id)) {

@@ -283,6 +283,7 @@ Status ReadSpace(const json& root, const json& base_doc, SearcherSpec::Name sear
                             " hyperparameters, got " + std::to_string(v.size()));
   }
   std::vector<std::vector<PathPart>> seen;
+  int64_t values = 0;
   for (const auto& [key, range] : v.items()) {
     auto parts = SplitPath(key);
     if (!parts.ok()) return Bad("space", Quote(key) + " is " + parts.status().message());
@@ -306,6 +307,11 @@ Status ReadSpace(const json& root, const json& base_doc, SearcherSpec::Name sear
     ParamRange r;
     r.path = key;
     TRAININGD_RETURN_IF_ERROR(ReadRange(range, path, searcher, &r));
+    values += static_cast<int64_t>(r.values.size());
+    if (values > kMaxSpaceValues) {
+      return Bad(Child(path, "values"), "the space's categorical values are more than " +
+                                            std::to_string(kMaxSpaceValues) + " in all");
+    }
     for (const auto& [field, value] : RangeExtremes(r, path)) {
       json doc = base_doc;
       TRAININGD_RETURN_IF_ERROR(ApplyHyperparameter(&doc, key, value));

@@ -320,6 +320,33 @@ TEST(ExperimentSpecJsonTest, GridRangesNeedPoints) {
   EXPECT_EQ(error.field, "space[\"batch_size\"].count");
 }
 
+TEST(ExperimentSpecJsonTest, BoundsTheSpaceAsAWhole) {
+  json doc = MinimalSpec();
+  json values = json::array();
+  for (int i = 0; i < 1000; ++i) values.push_back(0.0001 * (i + 1));
+  json too_many = values;
+  too_many.push_back(2);
+  doc["space"]["optimizer.learning_rate"] = {{"type", "categorical"}, {"values", too_many}};
+  FieldError error;
+  EXPECT_FALSE(Parse(doc, &error).ok());
+  EXPECT_EQ(error.field, "space[\"optimizer.learning_rate\"].values");
+  // 10 ranges of 1000 values are the most; an 11th is refused.
+  doc = MinimalSpec();
+  doc["base_job"]["model"] = "mlp";
+  doc["space"] = json::object();
+  for (const char* path :
+       {"optimizer.learning_rate", "optimizer.beta1", "optimizer.beta2", "optimizer.epsilon",
+        "model.layers[1].stddev", "model.layers[1].bias_init", "model.layers[2].stddev",
+        "model.layers[2].bias_init", "model.layers[3].stddev", "model.layers[3].bias_init"}) {
+    doc["space"][path] = {{"type", "categorical"}, {"values", values}};
+  }
+  EXPECT_TRUE(Parse(doc).ok());
+  doc["space"]["dataset.max_train_examples"] = {{"type", "categorical"}, {"values", {0}}};
+  EXPECT_FALSE(Parse(doc, &error).ok());
+  EXPECT_EQ(error.field.rfind("space[", 0), 0u) << error.message;
+  EXPECT_NE(error.message.find("10000 in all"), std::string::npos) << error.message;
+}
+
 TEST(ExperimentSpecJsonTest, BadJsonNamesNoFieldOrTheMember) {
   FieldError error;
   EXPECT_FALSE(ParseExperimentSpec("{", &error).ok());

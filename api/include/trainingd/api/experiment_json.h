@@ -24,6 +24,10 @@
 
 namespace trainingd::api {
 
+// The categorical values of a whole space: each is put into the base job and parsed at submit
+// (~0.1 ms each for the CNN), so their total is bounded besides each range's.
+inline constexpr int64_t kMaxSpaceValues = 10000;
+
 // The experiment spec (POST /api/v1/experiments, .../preview). Absent keys take the defaults of
 // experiment_service.h; "name", "base_job" and (random, asha) "space" are required. "base_job" is
 // read as POST /api/v1/jobs reads a job (its errors prefixed "base_job."), and base_job_json is

@@ -15,7 +15,8 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 TSAN_BUILD ?= build-tsan
 FUZZ_SECONDS ?= 60
-FUZZERS    := job_spec http_request checkpoint idx config csv npz upload_body infer_request
+FUZZERS    := job_spec http_request checkpoint idx config csv npz upload_body infer_request \
+              experiment_spec
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 

@@ -2,15 +2,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "answer_json_util.h"
+#include "trainingd/api/experiment_json.h"
+
 namespace trainingd::api {
 using nlohmann::json;
 
-namespace {
-
-json TimeOrNull(double seconds) { return seconds > 0 ? json(seconds) : json(nullptr); }
-json TextOrNull(const std::string& text) { return text.empty() ? json(nullptr) : json(text); }
-
-}  // namespace
+using answer_json::TextOrNull;
+using answer_json::TimeOrNull;
 
 json JobToJson(const JobInfo& job, bool detail) {
   json out = {
@@ -57,6 +56,12 @@ json JobToJson(const JobInfo& job, bool detail) {
                                         {"nodes", s.nodes},
                                         {"restarts", s.restarts}};
   }
+  out["experiment"] =
+      job.trial.experiment_id.empty()
+          ? json(nullptr)
+          : json{{"id", job.trial.experiment_id},
+                 {"trial", job.trial.index},
+                 {"hyperparameters", HyperparametersToJson(job.trial.hyperparameters)}};
   if (detail) {
     // The service stores the canonical spec as text; a spec that does not parse (it always should)
     // is shown as null rather than failing the whole answer.

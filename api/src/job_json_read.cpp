@@ -3,6 +3,8 @@
 // the types of the fields it reads.
 #include <nlohmann/json.hpp>
 
+#include "answer_json_util.h"
+#include "trainingd/api/experiment_json.h"
 #include "trainingd/api/job_json.h"
 #include "trainingd/api/strict_json.h"
 
@@ -12,26 +14,9 @@ using nlohmann::json;
 
 namespace {
 
-// A time or a text that the writer sets to null when there is none.
-template <typename T>
-engine::Status Nullable(const json& obj, const std::string& path, const char* key, T* out) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return engine::Status::Ok();
-  return sj::Read(*it, sj::Child(path, key), out);
-}
-
-engine::Status NeedObject(const json& v, const std::string& path) {
-  if (!v.is_object())
-    return sj::Bad(path, std::string("must be an object, got ") + sj::TypeName(v));
-  return engine::Status::Ok();
-}
-
-engine::Status NeedArray(const json& v, const std::string& path, const char* key) {
-  TRAININGD_RETURN_IF_ERROR(NeedObject(v, path));
-  TRAININGD_RETURN_IF_ERROR(sj::Require(v, path, key));
-  if (!v[key].is_array()) return sj::Bad(sj::Child(path, key), "must be an array");
-  return engine::Status::Ok();
-}
+using answer_json::NeedArray;
+using answer_json::NeedObject;
+using answer_json::Nullable;
 
 engine::Status ReadState(const json& v, const std::string& path, JobState* out) {
   std::string name;
@@ -63,6 +48,18 @@ engine::Result<JobInfo> JobAt(const json& v, const std::string& path) {
     TRAININGD_RETURN_IF_ERROR(NeedObject(*it, p));
     for (const auto& [tag, value] : it->items()) {
       TRAININGD_RETURN_IF_ERROR(sj::Read(value, sj::Child(p, tag), &job.latest_scalars[tag]));
+    }
+  }
+  if (const auto it = v.find("experiment"); it != v.end() && !it->is_null()) {
+    const std::string p = sj::Child(path, "experiment");
+    TRAININGD_RETURN_IF_ERROR(NeedObject(*it, p));
+    TRAININGD_RETURN_IF_ERROR(sj::Require(*it, p, "id"));
+    TRAININGD_RETURN_IF_ERROR(sj::Field(*it, p, "id", &job.trial.experiment_id));
+    TRAININGD_RETURN_IF_ERROR(sj::Field(*it, p, "trial", &job.trial.index));
+    if (const auto hp = it->find("hyperparameters"); hp != it->end()) {
+      auto read = HyperparametersFromJson(*hp, sj::Child(p, "hyperparameters"));
+      if (!read.ok()) return read.status();
+      job.trial.hyperparameters = std::move(*read);
     }
   }
   if (const auto it = v.find("spec"); it != v.end() && !it->is_null()) job.spec_json = it->dump();

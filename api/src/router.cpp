@@ -11,7 +11,9 @@
 #include <random>
 #include <utility>
 
+#include "experiment_routes.h"
 #include "model_routes.h"
+#include "route_util.h"
 #include "trainingd/api/dataset_json.h"
 #include "trainingd/api/job_json.h"
 #include "trainingd/api/job_spec_json.h"
@@ -24,7 +26,53 @@ using engine::Status;
 using engine::StatusCode;
 using nlohmann::json;
 
+namespace route_util {
+
+bool IsBlank(std::string_view text) {
+  return text.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
+
+HttpResponse JsonResponse(int status, const json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.headers = {{"Content-Type", "application/json"}, {"Cache-Control", "no-store"}};
+  r.body = DumpJson(body);
+  return r;
+}
+
+// An optional integer query parameter in [lo, hi]; InvalidArgument "<name>: ..." otherwise.
+Result<std::optional<int64_t>> IntParam(const QueryParams& query, std::string_view name, int64_t lo,
+                                        int64_t hi) {
+  std::optional<std::string> text = QueryValue(query, name);
+  if (!text) return std::optional<int64_t>();
+  int64_t value = 0;
+  const char* end = text->data() + text->size();
+  auto [ptr, ec] = std::from_chars(text->data(), end, value);
+  std::string range =
+      "an integer from " + std::to_string(lo) +
+      (hi == std::numeric_limits<int64_t>::max() ? " up" : " to " + std::to_string(hi));
+  if (text->empty() || ec != std::errc() || ptr != end || value < lo || value > hi) {
+    return Status::InvalidArgument(std::string(name) + ": must be " + range + ", got \"" +
+                                   text->substr(0, 64) + "\"");
+  }
+  return std::optional<int64_t>(value);
+}
+
+// A request body that must be an empty JSON object: nothing, whitespace, or {}.
+bool IsEmptyJsonObject(std::string_view body) {
+  if (IsBlank(body)) return true;
+  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  return !doc.is_discarded() && doc.is_object() && doc.empty();
+}
+
+}  // namespace route_util
+
 namespace {
+
+using route_util::IntParam;
+using route_util::IsBlank;
+using route_util::IsEmptyJsonObject;
+using route_util::JsonResponse;
 
 enum class RouteId {
   kSubmitJob,
@@ -45,6 +93,14 @@ enum class RouteId {
   kDeleteDataset,
   kDatasetExamples,
   kExportModel,
+  kSubmitExperiment,
+  kPreviewExperiment,
+  kListExperiments,
+  kGetExperiment,
+  kDeleteExperiment,
+  kExperimentTrials,
+  kStopExperiment,
+  kResumeExperiment,
   kServerMetadata,
   kServerLive,
   kServerReady,
@@ -87,6 +143,15 @@ constexpr RouteDef kRoutes[] = {
     {RouteId::kDeleteDataset, "DELETE", "/api/v1/datasets/{name}"},
     {RouteId::kDatasetExamples, "GET", "/api/v1/datasets/{name}/examples"},
     {RouteId::kExportModel, "GET", "/api/v1/jobs/{id}/model"},
+    {RouteId::kSubmitExperiment, "POST", "/api/v1/experiments"},
+    {RouteId::kListExperiments, "GET", "/api/v1/experiments"},
+    // Before {id}, so that its path's first match names no id.
+    {RouteId::kPreviewExperiment, "POST", "/api/v1/experiments/preview"},
+    {RouteId::kGetExperiment, "GET", "/api/v1/experiments/{id}"},
+    {RouteId::kDeleteExperiment, "DELETE", "/api/v1/experiments/{id}"},
+    {RouteId::kExperimentTrials, "GET", "/api/v1/experiments/{id}/trials"},
+    {RouteId::kStopExperiment, "POST", "/api/v1/experiments/{id}/stop"},
+    {RouteId::kResumeExperiment, "POST", "/api/v1/experiments/{id}/resume"},
     {RouteId::kServerMetadata, "GET", "/v2"},
     {RouteId::kServerLive, "GET", "/v2/health/live"},
     {RouteId::kServerReady, "GET", "/v2/health/ready"},
@@ -164,36 +229,6 @@ bool IsMediaType(std::string_view content_type, std::string_view want) {
   return EqualsIgnoreCase(media, want);
 }
 
-bool IsBlank(std::string_view text) {
-  return text.find_first_not_of(" \t\r\n") == std::string_view::npos;
-}
-
-HttpResponse JsonResponse(int status, const json& body) {
-  HttpResponse r;
-  r.status = status;
-  r.headers = {{"Content-Type", std::string(kJson)}, {"Cache-Control", "no-store"}};
-  r.body = DumpJson(body);
-  return r;
-}
-
-// An optional integer query parameter in [lo, hi]; InvalidArgument "<name>: ..." otherwise.
-Result<std::optional<int64_t>> IntParam(const QueryParams& query, std::string_view name, int64_t lo,
-                                        int64_t hi) {
-  std::optional<std::string> text = QueryValue(query, name);
-  if (!text) return std::optional<int64_t>();
-  int64_t value = 0;
-  const char* end = text->data() + text->size();
-  auto [ptr, ec] = std::from_chars(text->data(), end, value);
-  std::string range =
-      "an integer from " + std::to_string(lo) +
-      (hi == std::numeric_limits<int64_t>::max() ? " up" : " to " + std::to_string(hi));
-  if (text->empty() || ec != std::errc() || ptr != end || value < lo || value > hi) {
-    return Status::InvalidArgument(std::string(name) + ": must be " + range + ", got \"" +
-                                   text->substr(0, 64) + "\"");
-  }
-  return std::optional<int64_t>(value);
-}
-
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
 // Ids for internal errors, unique within a run and unlikely to repeat across runs: a random
@@ -221,13 +256,6 @@ bool IsEventStream(RouteId route, const std::optional<QueryParams>& query) {
   if (route != RouteId::kLogs || !query) return false;
   std::string follow = QueryValue(*query, "follow").value_or("false");
   return follow == "true" || follow == "1";
-}
-
-// A request body that must be an empty JSON object: nothing, whitespace, or {}.
-bool IsEmptyJsonObject(std::string_view body) {
-  if (IsBlank(body)) return true;
-  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  return !doc.is_discarded() && doc.is_object() && doc.empty();
 }
 
 }  // namespace
@@ -322,10 +350,11 @@ bool ConstantTimeEquals(std::string_view given, std::string_view secret) {
 }
 
 Router::Router(JobService& service, RouterOptions options, DatasetService* datasets,
-               ModelService* models)
+               ModelService* models, ExperimentService* experiments)
     : service_(service),
       datasets_(datasets),
       models_(models),
+      experiments_(experiments),
       options_(std::move(options)),
       static_files_(options_.web_root) {
   SetListenEndpoint(options_.listen_address, options_.listen_port);
@@ -524,8 +553,11 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
     return ErrorResponse(400, "invalid_argument", "query string has a malformed %-escape", "query");
   }
   if (matches.front()->path.find("{id}") != std::string_view::npos && !IsValidJobId(job_id)) {
+    const bool experiment = target.path.starts_with("/api/v1/experiments/");
     return ErrorResponse(400, "invalid_argument",
-                         "id: a job id is 1 to 64 of the characters A-Z a-z 0-9 _ -", "id");
+                         std::string("id: ") + (experiment ? "an experiment" : "a job") +
+                             " id is 1 to 64 of the characters A-Z a-z 0-9 _ -",
+                         "id");
   }
   if (matches.front()->path.find("{name}") != std::string_view::npos &&
       !engine::IsSafeName(job_id)) {
@@ -545,6 +577,15 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
   if (model_route && route->id != RouteId::kServerMetadata && route->id != RouteId::kServerLive &&
       models_ == nullptr) {
     return ErrorResponse(404, "not_found", "this server serves no models");
+  }
+
+  const bool experiment_route =
+      route->id == RouteId::kSubmitExperiment || route->id == RouteId::kPreviewExperiment ||
+      route->id == RouteId::kListExperiments || route->id == RouteId::kGetExperiment ||
+      route->id == RouteId::kDeleteExperiment || route->id == RouteId::kExperimentTrials ||
+      route->id == RouteId::kStopExperiment || route->id == RouteId::kResumeExperiment;
+  if (experiment_route && experiments_ == nullptr) {
+    return ErrorResponse(404, "not_found", "this server runs no experiments");
   }
 
   Context c{request, target.path, std::move(*query), job_id, deliver};
@@ -607,6 +648,22 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
       return model_routes::ExportModel(*models_, job_id,
                                        QueryValue(c.query, "format").value_or("onnx"),
                                        QueryValue(c.query, "step"));
+    case RouteId::kSubmitExperiment:
+      return experiment_routes::Submit(*experiments_, request, options_.max_body_bytes);
+    case RouteId::kPreviewExperiment:
+      return experiment_routes::Preview(*experiments_, request, options_.max_body_bytes);
+    case RouteId::kListExperiments:
+      return experiment_routes::List(*experiments_, c.query, options_.default_list_limit);
+    case RouteId::kGetExperiment:
+      return experiment_routes::Get(*experiments_, job_id);
+    case RouteId::kDeleteExperiment:
+      return experiment_routes::Delete(*experiments_, job_id);
+    case RouteId::kExperimentTrials:
+      return experiment_routes::Trials(*experiments_, job_id, c.query);
+    case RouteId::kStopExperiment:
+      return experiment_routes::Stop(*experiments_, request, job_id, options_.max_body_bytes);
+    case RouteId::kResumeExperiment:
+      return experiment_routes::Resume(*experiments_, request, job_id, options_.max_body_bytes);
     case RouteId::kServerMetadata:
       return model_routes::ServerMetadata();
     case RouteId::kServerLive:
@@ -871,6 +928,9 @@ HttpResponse Router::Metrics() {
   std::vector<Metric> all = service_.Metrics();
   if (models_ != nullptr) {
     for (Metric& m : models_->Metrics()) all.push_back(std::move(m));
+  }
+  if (experiments_ != nullptr) {
+    for (Metric& m : experiments_->Metrics()) all.push_back(std::move(m));
   }
   for (Metric& m : metrics_.Collect()) all.push_back(std::move(m));
   r.body = WritePrometheus(all);

@@ -72,8 +72,7 @@ class FakeJobService : public JobService {
   }
 
   // Publishes an event on the stream of `job_id` ("" = the job list); returns its id.
-  int64_t Publish(const std::string& job_id, EventKind kind,
-                  std::variant<JobStateEvent, ScalarEvent, LogEvent> data) {
+  int64_t Publish(const std::string& job_id, EventKind kind, decltype(ServiceEvent::data) data) {
     std::lock_guard lock(mu_);
     Stream& stream = streams_[job_id];
     ServiceEvent event{++stream.last_id, kind, std::move(data)};

@@ -352,7 +352,7 @@ TEST(RouterTableTest, RoutesAreUniqueAndCoverTheApi) {
   for (const RouteInfo& route : Router::Routes()) {
     EXPECT_TRUE(seen.insert({route.method, route.path}).second) << route.path;
   }
-  EXPECT_EQ(seen.size(), 32u);
+  EXPECT_EQ(seen.size(), 40u);
   EXPECT_TRUE(seen.count({"POST", "/api/v1/datasets"}));
   EXPECT_TRUE(seen.count({"GET", "/api/v1/datasets/{name}/examples"}));
   EXPECT_TRUE(seen.count({"DELETE", "/api/v1/datasets/{name}"}));
@@ -360,6 +360,8 @@ TEST(RouterTableTest, RoutesAreUniqueAndCoverTheApi) {
   EXPECT_TRUE(seen.count({"GET", "/api/v1/events"}));
   EXPECT_TRUE(seen.count({"POST", "/v2/models/{id}/infer"}));
   EXPECT_TRUE(seen.count({"POST", "/v1/models/{id}:predict"}));
+  EXPECT_TRUE(seen.count({"POST", "/api/v1/experiments/preview"}));
+  EXPECT_TRUE(seen.count({"GET", "/api/v1/experiments/{id}/trials"}));
 }
 
 }  // namespace

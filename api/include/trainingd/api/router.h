@@ -30,6 +30,7 @@
 
 #include "trainingd/api/browser_policy.h"
 #include "trainingd/api/dataset_service.h"
+#include "trainingd/api/experiment_service.h"
 #include "trainingd/api/http_message.h"
 #include "trainingd/api/http_metrics.h"
 #include "trainingd/api/job_service.h"
@@ -68,10 +69,11 @@ struct RouteInfo {
 
 class Router {
  public:
-  // `service`, `datasets` and `models` must outlive the router; without `datasets` the dataset
-  // routes answer 404, without `models` the model and inference routes.
+  // `service`, `datasets`, `models` and `experiments` must outlive the router; without
+  // `datasets` the dataset routes answer 404, without `models` the model and inference routes,
+  // without `experiments` the experiment routes.
   Router(JobService& service, RouterOptions options, DatasetService* datasets = nullptr,
-         ModelService* models = nullptr);
+         ModelService* models = nullptr, ExperimentService* experiments = nullptr);
 
   // OK unless options name a web root that is not an existing directory, or an allowed host or
   // origin that does not parse (fatal at start-up).
@@ -133,6 +135,7 @@ class Router {
   JobService& service_;
   DatasetService* datasets_;
   ModelService* models_;
+  ExperimentService* experiments_;
   RouterOptions options_;
   BrowserPolicy policy_;
   engine::Status policy_status_;  // why options_ give no policy; OK = they do
@@ -166,7 +169,7 @@ inline constexpr std::string_view kDashboardCsp =
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
     "form-action 'none'; frame-ancestors 'none'";
 
-// Job ids in paths: 1 to 64 of [A-Za-z0-9_-].
+// Job and experiment ids in paths: 1 to 64 of [A-Za-z0-9_-].
 bool IsValidJobId(std::string_view id);
 
 // The answer for a failed DatasetService call: StatusResponse's, except ResourceExhausted (an

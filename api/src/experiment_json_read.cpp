@@ -174,6 +174,11 @@ Result<Hyperparameters> HyperparametersFromJson(const json& v, const std::string
   return hp;
 }
 
+Result<Hyperparameters> HyperparametersFromText(std::string_view text) {
+  const json v = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return HyperparametersFromJson(v, "hyperparameters");
+}
+
 Result<ExperimentInfo> ExperimentFromJson(const json& v) { return ExperimentAt(v, ""); }
 
 Result<ExperimentPage> ExperimentPageFromJson(const json& v) {

@@ -22,6 +22,7 @@
 #include "trainingd/daemon/executors/local_executor.h"
 #include "trainingd/daemon/executors/mpi_executor.h"
 #include "trainingd/daemon/executors/slurm_executor.h"
+#include "trainingd/daemon/experiments/experiment_manager.h"
 #include "trainingd/daemon/jobs/event_bus.h"
 #include "trainingd/daemon/jobs/job_manager.h"
 #include "trainingd/daemon/service/config.h"
@@ -273,6 +274,14 @@ int ServeCommand(const std::vector<std::string>& args) {
     (*manager)->Shutdown();
     return 1;
   }
+  // Hyperparameter search (docs/experiments.md): beside the job manager, whose jobs its trials
+  // are. It goes on with the experiments a previous run left running.
+  auto experiments = ExperimentManager::Create(**store, bus, **manager, {});
+  if (!experiments.ok()) {
+    Say("experiments: " + experiments.status().message());
+    (*manager)->Shutdown();
+    return 1;
+  }
   api::RouterOptions ro;
   ro.api_token = config.token;
   ro.web_root = FindWebDir(config.web_dir);
@@ -283,7 +292,7 @@ int ServeCommand(const std::vector<std::string>& args) {
     std::string l = std::string(line) + "\n";
     std::fwrite(l.data(), 1, l.size(), stderr);
   };
-  api::Router router(**manager, ro, datasets->get(), models->get());
+  api::Router router(**manager, ro, datasets->get(), models->get(), experiments->get());
   if (engine::Status st = router.CheckOptions(); !st.ok()) {
     Say(st.message());
     return 2;
@@ -298,6 +307,7 @@ int ServeCommand(const std::vector<std::string>& args) {
   api::HttpServer server(router, so);
   if (engine::Status st = server.Start(); !st.ok()) {
     Say(st.message());
+    (*experiments)->Shutdown();
     (*manager)->Shutdown();
     return 1;
   }
@@ -356,6 +366,7 @@ int ServeCommand(const std::vector<std::string>& args) {
   }
   (*models)->Shutdown();  // its last answers go out while the server still runs
   server.Stop();
+  (*experiments)->Shutdown();  // decides nothing more while the jobs stop
   (*manager)->Shutdown();
   // Bounded: writes the disk cannot take (full, failing) would otherwise keep the daemon from
   // ever exiting. What is not committed by then is lost, and the exit status says so.

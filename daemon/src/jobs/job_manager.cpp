@@ -6,7 +6,8 @@
 #include <type_traits>
 
 #include "jobs/machine.h"
-#include "trainingd/api/hyperparameters_json.h"
+#include "trainingd/api/experiment_json.h"
+#include "trainingd/api/job_json.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/daemon/jobs/job_id.h"
 #include "trainingd/engine/base/logger.h"
@@ -299,7 +300,7 @@ api::JobInfo JobManager::InfoLocked(const Job& job, bool with_spec) const {
   if (!r.experiment_id.empty()) {
     i.trial.experiment_id = r.experiment_id;
     i.trial.index = r.trial_index;
-    if (auto hp = api::HyperparametersFromJson(r.hyperparameters_json); hp.ok()) {
+    if (auto hp = api::HyperparametersFromText(r.hyperparameters_json); hp.ok()) {
       i.trial.hyperparameters = std::move(hp).value();
     }
   }
@@ -372,7 +373,7 @@ eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::s
   if (trial != nullptr) {
     r.experiment_id = trial->experiment_id;
     r.trial_index = trial->index;
-    r.hyperparameters_json = api::HyperparametersToJson(trial->hyperparameters);
+    r.hyperparameters_json = api::DumpJson(api::HyperparametersToJson(trial->hyperparameters));
   }
   job->spec = std::move(spec);
   std::lock_guard<std::mutex> lock(mu_);

@@ -64,6 +64,8 @@ engine::Result<std::pair<engine::JobSpec, std::string>> TrialJobSpec(const Exper
 nlohmann::json HyperparametersToJson(const Hyperparameters& hp);
 engine::Result<Hyperparameters> HyperparametersFromJson(const nlohmann::json& v,
                                                         const std::string& path);
+// The same from JSON text (the store keeps the object's compact text, DumpJson of the above).
+engine::Result<Hyperparameters> HyperparametersFromText(std::string_view text);
 
 // The answers. An experiment: {"id","name","state","searcher","metric","mode","created_at",
 // "finished_at","error","reason","trials_started","max_trials","trials_by_state","steps_used",

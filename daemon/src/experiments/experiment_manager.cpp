@@ -1,0 +1,1059 @@
+#include "trainingd/daemon/experiments/experiment_manager.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "trainingd/api/experiment_json.h"
+#include "trainingd/api/job_json.h"
+#include "trainingd/daemon/experiments/searcher.h"
+#include "trainingd/daemon/jobs/job_id.h"
+#include "trainingd/engine/base/logger.h"
+
+namespace trainingd::daemon {
+namespace eng = trainingd::engine;
+using api::ExperimentState;
+using api::JobState;
+using api::TrialState;
+
+namespace {
+
+constexpr std::chrono::seconds kRecordTimeout{5};
+
+bool JobEnded(JobState s) {
+  return s == JobState::kCompleted || s == JobState::kFailed || s == JobState::kStopped;
+}
+
+// A trial that trains toward its next rung (its job queued, running or stopping).
+bool Active(TrialState s) { return s == TrialState::kRunning; }
+
+// A trial that is done with the search for good.
+bool Final(TrialState s) {
+  return s == TrialState::kCompleted || s == TrialState::kFailed || s == TrialState::kPruned;
+}
+
+std::string Number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// A hyperparameter's value as a number, when it is one.
+std::optional<double> AsNumber(const std::string& text) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+struct ExperimentManager::Trial {
+  TrialRecord rec;
+  api::Hyperparameters hyperparameters;
+  std::vector<double> rung_metrics;  // by rung
+  // Its job as last seen.
+  JobState job_state = JobState::kQueued;
+  int64_t global_step = 0;
+  double finished_at = 0;
+};
+
+struct ExperimentManager::Experiment {
+  ExperimentRecord rec;
+  api::ExperimentSpec spec;
+  std::vector<int64_t> rungs;  // each rung's steps
+  std::vector<Trial> trials;   // by index
+  int64_t disk_bytes = 0;
+};
+
+struct ExperimentManager::JobNews {
+  bool exists = false;
+  JobState state = JobState::kQueued;
+  int64_t global_step = 0;
+  double finished_at = 0;
+  std::string error;
+  std::string reason;
+  std::optional<double> metric;  // completed jobs: the metric at their final step
+};
+
+ExperimentManager::ExperimentManager(Store& store, EventBus& bus, JobManager& jobs,
+                                     ExperimentManagerOptions options)
+    : store_(store),
+      bus_(bus),
+      jobs_(jobs),
+      options_(options),
+      env_(options.env ? options.env : eng::Env::Default()) {}
+
+eng::Result<std::unique_ptr<ExperimentManager>> ExperimentManager::Create(
+    Store& store, EventBus& bus, JobManager& jobs, ExperimentManagerOptions options) {
+  std::unique_ptr<ExperimentManager> m(new ExperimentManager(store, bus, jobs, options));
+  jobs.SetTrialOwner(
+      [m = m.get()](const std::string& id, std::string_view verb) { return m->Drives(id, verb); });
+  // Subscribed before loading, so no change between the two is missed (a change seen twice is
+  // harmless: reconciling is idempotent).
+  m->job_events_ = bus.Subscribe("", 0, [m = m.get()](const api::ServiceEvent& event) {
+    const auto* e = std::get_if<api::JobStateEvent>(&event.data);
+    if (e == nullptr || event.kind != api::EventKind::kJob) return;
+    {
+      std::lock_guard<std::mutex> lock(m->inbox_mu_);
+      m->changed_jobs_.insert(e->id);
+    }
+    m->inbox_cv_.notify_one();
+  });
+  if (eng::Status st = m->Load(); !st.ok()) {
+    m->Shutdown();
+    return st;
+  }
+  m->supervisor_ = std::thread([m = m.get()] { m->SupervisorLoop(); });
+  return m;
+}
+
+ExperimentManager::~ExperimentManager() { Shutdown(); }
+
+void ExperimentManager::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    stopping_ = true;
+  }
+  inbox_cv_.notify_all();
+  if (supervisor_.joinable()) supervisor_.join();
+  job_events_.reset();
+  jobs_.SetTrialOwner(nullptr);
+}
+
+eng::Status ExperimentManager::Load() {
+  auto experiments = store_.ListExperiments();
+  if (!experiments.ok()) return experiments.status();
+  auto trials = store_.ListTrials("");
+  if (!trials.ok()) return trials.status();
+  auto results = store_.ListRungResults("");
+  if (!results.ok()) return results.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (ExperimentRecord& r : *experiments) {
+    auto spec = api::ParseExperimentSpec(r.spec_json);
+    if (!spec.ok()) {
+      return eng::Status::DataLoss("experiment '" + r.id + "': its stored spec no longer parses: " +
+                                   spec.status().message());
+    }
+    auto e = std::make_unique<Experiment>();
+    e->rec = std::move(r);
+    e->spec = std::move(spec).value();
+    e->rungs = RungSteps(e->spec.searcher);
+    experiments_.emplace(e->rec.id, std::move(e));
+  }
+  for (TrialRecord& r : *trials) {
+    Experiment* e = FindLocked(r.experiment_id);
+    if (e == nullptr) continue;  // its experiment's row went first (a deletion cut short)
+    if (r.index != static_cast<int64_t>(e->trials.size())) {
+      return eng::Status::DataLoss("experiment '" + r.experiment_id + "': trial " +
+                                   std::to_string(r.index) + " follows trial " +
+                                   std::to_string(e->trials.size() - 1));
+    }
+    Trial t;
+    t.rec = std::move(r);
+    if (auto hp = api::HyperparametersFromText(t.rec.hyperparameters_json); hp.ok()) {
+      t.hyperparameters = std::move(hp).value();
+    }
+    if (!t.rec.job_id.empty()) trial_of_job_[t.rec.job_id] = {t.rec.experiment_id, t.rec.index};
+    e->trials.push_back(std::move(t));
+  }
+  for (const RungResultRecord& r : *results) {
+    Experiment* e = FindLocked(r.experiment_id);
+    if (e == nullptr || r.trial_index >= static_cast<int64_t>(e->trials.size())) continue;
+    std::vector<double>& metrics = e->trials[static_cast<size_t>(r.trial_index)].rung_metrics;
+    if (r.rung == static_cast<int>(metrics.size())) metrics.push_back(r.metric);
+  }
+  for (auto& [id, e] : experiments_) {
+    UpdateOwnershipLocked(*e);
+    std::lock_guard<std::mutex> inbox(inbox_mu_);
+    for (const Trial& t : e->trials) {
+      if (!t.rec.job_id.empty()) changed_jobs_.insert(t.rec.job_id);  // reconciled first thing
+    }
+  }
+  return eng::Status::Ok();
+}
+
+// --- the supervisor ---
+
+void ExperimentManager::SupervisorLoop() {
+  for (;;) {
+    std::set<std::string> changed;
+    {
+      std::unique_lock<std::mutex> lock(inbox_mu_);
+      inbox_cv_.wait_for(lock, options_.tick, [&] { return stopping_ || !changed_jobs_.empty(); });
+      if (stopping_) return;
+      changed.swap(changed_jobs_);
+    }
+    // What the jobs did, learned without holding mu_ (a metric read waits for the store).
+    std::map<std::string, JobNews> news;
+    {
+      std::vector<std::pair<std::string, std::string>> wanted;  // job, metric
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const std::string& job : changed) {
+          const auto it = trial_of_job_.find(job);
+          if (it == trial_of_job_.end()) continue;
+          const Experiment* e = FindLocked(it->second.first);
+          if (e != nullptr) wanted.emplace_back(job, e->spec.searcher.metric);
+        }
+      }
+      for (const auto& [job, metric] : wanted) news.emplace(job, Look(job, metric));
+    }
+    std::vector<std::pair<std::string, std::vector<std::string>>> disks;  // exp -> its jobs
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [job, n] : news) {
+        const auto it = trial_of_job_.find(job);
+        if (it == trial_of_job_.end()) continue;
+        Experiment* e = FindLocked(it->second.first);
+        if (e == nullptr || it->second.second >= static_cast<int64_t>(e->trials.size())) continue;
+        ReconcileLocked(*e, e->trials[static_cast<size_t>(it->second.second)], n);
+      }
+      for (auto& [id, e] : experiments_) {
+        const ExperimentState s = e->rec.state;
+        if (s == ExperimentState::kRunning && e->spec.budget_max_seconds > 0 &&
+            SecondsUsedLocked(*e) >= e->spec.budget_max_seconds) {
+          EndLocked(*e, ExperimentState::kCompleted, "budget: max_seconds reached");
+        }
+        if (e->rec.state == ExperimentState::kRunning) ScheduleLocked(*e);
+        if (s == ExperimentState::kRunning || s == ExperimentState::kStopping) {
+          std::vector<std::string> job_ids;
+          for (const Trial& t : e->trials) {
+            if (!t.rec.job_id.empty()) job_ids.push_back(t.rec.job_id);
+          }
+          disks.emplace_back(id, std::move(job_ids));
+        }
+      }
+    }
+    // The disk, measured outside the lock.
+    for (auto& [id, job_ids] : disks) {
+      int64_t bytes = 0;
+      for (const std::string& job : job_ids) bytes += jobs_.DiskBytes(job);
+      std::lock_guard<std::mutex> lock(mu_);
+      Experiment* e = FindLocked(id);
+      if (e == nullptr) continue;
+      e->disk_bytes = bytes;
+      e->rec.peak_disk_bytes = std::max(e->rec.peak_disk_bytes, bytes);
+    }
+  }
+}
+
+ExperimentManager::JobNews ExperimentManager::Look(const std::string& job_id,
+                                                   const std::string& metric) {
+  JobNews n;
+  auto job = jobs_.Get(job_id);
+  if (!job.ok()) return n;
+  n.exists = true;
+  n.state = job->state;
+  n.global_step = job->global_step;
+  n.finished_at = job->finished_at;
+  n.error = job->error;
+  n.reason = job->reason;
+  if (n.state != JobState::kCompleted) return n;
+  // The run's summaries were queued before its end: once they are in the database, the metric
+  // at its final step is there too.
+  AwaitStored("the scalars of job " + job_id);
+  api::ScalarQuery query;
+  query.tag = metric;
+  query.from_step = n.global_step;
+  query.to_step = n.global_step;
+  query.max_points = 1;
+  auto points = store_.QueryScalars(job_id, query);
+  if (points.ok() && !points->empty() && points->back().step == n.global_step) {
+    n.metric = points->back().value;
+  }
+  return n;
+}
+
+void ExperimentManager::ReconcileLocked(Experiment& e, Trial& t, const JobNews& news) {
+  if (!news.exists) {
+    if (!Final(t.rec.state)) TrialEndedBadlyLocked(e, t, "its job was deleted");
+    return;
+  }
+  t.job_state = news.state;
+  t.global_step = news.global_step;
+  t.finished_at = news.finished_at;
+  const bool ending = e.rec.state == ExperimentState::kStopping;
+  if (!JobEnded(news.state)) {
+    // A job the previous daemon re-queued while the experiment was stopping.
+    if (ending && Active(t.rec.state)) {
+      if (auto stopped = jobs_.StopTrial(t.rec.job_id); !stopped.ok()) {
+        eng::Logger::Stderr()->Warning("experiment " + e.rec.id + ": cannot stop trial " +
+                                       std::to_string(t.rec.index) + ": " +
+                                       stopped.status().ToString());
+      }
+    }
+    return;
+  }
+  if (Active(t.rec.state)) {
+    if (news.state == JobState::kCompleted && news.global_step >= t.rec.target_steps) {
+      RecordResultLocked(e, t, news);
+    } else if (news.state == JobState::kStopped && ending) {
+      t.rec.state = TrialState::kStopped;
+      store_.PutTrial(t.rec);
+    } else if (news.state == JobState::kFailed) {
+      TrialEndedBadlyLocked(e, t, news.error.empty() ? "its job failed" : news.error);
+    } else {
+      TrialEndedBadlyLocked(e, t,
+                            "its job ended (" + std::string(api::JobStateName(news.state)) +
+                                ") at step " + std::to_string(news.global_step) +
+                                ", before its rung's " + std::to_string(t.rec.target_steps) +
+                                (news.reason.empty() ? "" : ": " + news.reason));
+    }
+  }
+  if (ending) {
+    const bool any_active = std::any_of(e.trials.begin(), e.trials.end(),
+                                        [](const Trial& x) { return Active(x.rec.state); });
+    if (!any_active) CompleteEndLocked(e);
+  }
+}
+
+void ExperimentManager::RecordResultLocked(Experiment& e, Trial& t, const JobNews& news) {
+  const auto rung = static_cast<int>(std::find(e.rungs.begin(), e.rungs.end(), t.rec.target_steps) -
+                                     e.rungs.begin());
+  if (!news.metric) {
+    TrialEndedBadlyLocked(e, t,
+                          "its job recorded no " + e.spec.searcher.metric + " at step " +
+                              std::to_string(news.global_step));
+    return;
+  }
+  const double metric = *news.metric;
+  t.rung_metrics.resize(static_cast<size_t>(rung));  // (a result recorded twice replaces)
+  t.rung_metrics.push_back(metric);
+  const bool last = rung + 1 >= static_cast<int>(e.rungs.size());
+  t.rec.state = last ? TrialState::kCompleted : TrialState::kWaiting;
+  {
+    Store::WriteGroup group(store_);
+    store_.PutRungResult(
+        {e.rec.id, t.rec.index, rung, news.global_step, metric, env_->NowSeconds()});
+    store_.PutTrial(t.rec);
+    DecideLocked(e, "result", t.rec.index, rung,
+                 e.spec.searcher.metric + " = " + Number(metric) + " at step " +
+                     std::to_string(news.global_step));
+  }
+  if (e.spec.stop_when && e.rec.state == ExperimentState::kRunning &&
+      !BetterMetric(*e.spec.stop_when, metric, e.spec.searcher.maximize)) {
+    EndLocked(e, ExperimentState::kCompleted,
+              "stop_when: trial " + std::to_string(t.rec.index) + " reached " +
+                  e.spec.searcher.metric + " = " + Number(metric));
+  }
+  PruneLocked(e);
+  PutLocked(e);
+}
+
+void ExperimentManager::TrialEndedBadlyLocked(Experiment& e, Trial& t, const std::string& why) {
+  const bool can_retry = !t.rec.job_id.empty() && t.rec.restarts < e.spec.max_trial_restarts &&
+                         e.rec.state == ExperimentState::kRunning && why != "its job was deleted";
+  if (can_retry) {
+    ++t.rec.restarts;
+    TrialRecord rec = t.rec;
+    auto resumed = jobs_.ResumeTrial(t.rec.job_id, t.rec.target_steps, [&](const api::JobInfo&) {
+      store_.PutTrial(rec);
+      DecideLocked(e, "restart", rec.index, -1,
+                   "restart " + std::to_string(rec.restarts) + " of " +
+                       std::to_string(e.spec.max_trial_restarts) + " after: " + why);
+    });
+    if (resumed.ok()) {
+      t.job_state = resumed->state;
+      PutLocked(e);
+      return;
+    }
+    --t.rec.restarts;
+  }
+  t.rec.state = TrialState::kFailed;
+  t.rec.reason = why;
+  {
+    Store::WriteGroup group(store_);
+    store_.PutTrial(t.rec);
+    DecideLocked(e, "fail", t.rec.index, -1, why);
+  }
+  PutLocked(e);
+}
+
+void ExperimentManager::ScheduleLocked(Experiment& e) {
+  for (;;) {
+    if (e.rec.state != ExperimentState::kRunning) return;
+    const auto active = std::count_if(e.trials.begin(), e.trials.end(),
+                                      [](const Trial& t) { return Active(t.rec.state); });
+    if (active >= e.spec.searcher.max_concurrent_trials) return;
+    const SearchAction action = NextSearchAction(e.spec, ProgressLocked(e));
+    if (action.kind == SearchAction::Kind::kNone) {
+      if (active == 0) EndLocked(e, ExperimentState::kCompleted, "every trial is done");
+      return;
+    }
+    // The budget of steps: what every trial has been given so far, and this action's share.
+    if (e.spec.budget_max_steps > 0) {
+      int64_t given = 0;
+      for (const Trial& t : e.trials) given += t.rec.target_steps;
+      const int64_t cost = action.kind == SearchAction::Kind::kStart
+                               ? e.rungs[0]
+                               : e.rungs[static_cast<size_t>(action.rung)] -
+                                     e.trials[static_cast<size_t>(action.trial)].rec.target_steps;
+      if (given + cost > e.spec.budget_max_steps) {
+        if (active == 0) EndLocked(e, ExperimentState::kCompleted, "budget: max_steps reached");
+        return;
+      }
+    }
+    const size_t before = e.trials.size();
+    if (action.kind == SearchAction::Kind::kStart) {
+      StartTrialLocked(e, action.trial);
+      if (e.trials.size() == before) return;  // not now (the job queue is full)
+    } else {
+      PromoteLocked(e, e.trials[static_cast<size_t>(action.trial)], action.rung);
+    }
+  }
+}
+
+void ExperimentManager::StartTrialLocked(Experiment& e, int64_t index) {
+  Trial t;
+  t.rec.experiment_id = e.rec.id;
+  t.rec.index = index;
+  t.rec.seed = TrialSeed(e.spec.searcher.seed, index);
+  t.rec.target_steps = e.rungs[0];
+  t.rec.created_at = env_->NowSeconds();
+  t.hyperparameters = TrialHyperparameters(e.spec, index);
+  t.rec.hyperparameters_json = api::DumpJson(api::HyperparametersToJson(t.hyperparameters));
+  eng::Status refused;
+  if (auto job = api::TrialJobSpec(e.spec, t.hyperparameters, index, t.rec.seed, e.rungs[0]);
+      !job.ok()) {
+    refused = job.status();
+  } else {
+    api::TrialRef ref{e.rec.id, index, t.hyperparameters};
+    auto submitted = jobs_.SubmitTrial(job->first, job->second, ref, [&](const api::JobInfo& j) {
+      t.rec.job_id = j.id;
+      store_.PutTrial(t.rec);
+      DecideLocked(
+          e, "start", index, 0,
+          "to step " + std::to_string(t.rec.target_steps) + ": " + t.rec.hyperparameters_json);
+    });
+    if (submitted.ok()) {
+      t.job_state = submitted->state;
+      trial_of_job_[t.rec.job_id] = {e.rec.id, index};
+      e.trials.push_back(std::move(t));
+      PutLocked(e);
+      return;
+    }
+    if (submitted.status().code() == eng::StatusCode::kUnavailable) return;  // later
+    refused = submitted.status();
+  }
+  // A trial the daemon refuses (a combination of values over a budget): it fails, the search
+  // goes on.
+  t.rec.state = TrialState::kFailed;
+  t.rec.reason = "its job was refused: " + refused.message();
+  {
+    Store::WriteGroup group(store_);
+    store_.PutTrial(t.rec);
+    DecideLocked(e, "fail", index, -1, t.rec.reason);
+  }
+  e.trials.push_back(std::move(t));
+  PutLocked(e);
+}
+
+void ExperimentManager::PromoteLocked(Experiment& e, Trial& t, int rung) {
+  TrialRecord rec = t.rec;
+  rec.state = TrialState::kRunning;
+  rec.target_steps = e.rungs[static_cast<size_t>(rung)];
+  auto resumed = jobs_.ResumeTrial(rec.job_id, rec.target_steps, [&](const api::JobInfo&) {
+    store_.PutTrial(rec);
+    DecideLocked(e, "promote", rec.index, rung,
+                 "to step " + std::to_string(rec.target_steps) + " with " + e.spec.searcher.metric +
+                     " = " + Number(t.rung_metrics.back()) + " at rung " +
+                     std::to_string(rung - 1));
+  });
+  if (!resumed.ok()) {
+    TrialEndedBadlyLocked(e, t, "its promotion was refused: " + resumed.status().message());
+    return;
+  }
+  t.rec = rec;
+  t.job_state = resumed->state;
+  PutLocked(e);
+}
+
+void ExperimentManager::EndLocked(Experiment& e, ExperimentState state, const std::string& reason) {
+  if (e.rec.state == ExperimentState::kStopping) return;  // already ending
+  e.rec.seconds_used = SecondsUsedLocked(e);
+  e.rec.run_started_at = 0;
+  // A stopping experiment's reason says how it ends: "" = stopped, else completed (or failed).
+  e.rec.reason = state == ExperimentState::kStopped ? "" : reason;
+  if (state == ExperimentState::kFailed) e.rec.error = reason;
+  bool any_active = false;
+  for (Trial& t : e.trials) {
+    if (!Active(t.rec.state)) continue;
+    any_active = true;
+    if (auto st = jobs_.StopTrial(t.rec.job_id); !st.ok()) {
+      eng::Logger::Stderr()->Warning("experiment " + e.rec.id + ": cannot stop trial " +
+                                     std::to_string(t.rec.index) + ": " + st.status().ToString());
+    }
+  }
+  DecideLocked(e, state == ExperimentState::kStopped ? "stop" : "end", -1, -1, reason);
+  e.rec.state = ExperimentState::kStopping;
+  if (!any_active) {
+    CompleteEndLocked(e);
+  } else {
+    PutLocked(e);
+  }
+}
+
+void ExperimentManager::CompleteEndLocked(Experiment& e) {
+  const bool stopped = e.rec.reason.empty() && e.rec.error.empty();
+  e.rec.finished_at = env_->NowSeconds();
+  if (stopped) {
+    e.rec.state = ExperimentState::kStopped;
+    for (Trial& t : e.trials) {
+      if (Active(t.rec.state)) t.rec.state = TrialState::kStopped;
+    }
+  } else {
+    e.rec.state = e.rec.error.empty() ? ExperimentState::kCompleted : ExperimentState::kFailed;
+    // What is left cannot go on: pruned, and only the best trials keep their checkpoints.
+    std::vector<const Trial*> ranked;
+    for (const Trial& t : e.trials) {
+      if (t.rec.state != TrialState::kFailed && !t.rung_metrics.empty()) ranked.push_back(&t);
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [&](const Trial* a, const Trial* b) {
+      return BetterMetric(a->rung_metrics.back(), b->rung_metrics.back(), e.spec.searcher.maximize);
+    });
+    std::set<int64_t> keep;
+    for (size_t i = 0; i < ranked.size() && static_cast<int64_t>(i) < e.spec.keep_best; ++i) {
+      keep.insert(ranked[i]->rec.index);
+    }
+    for (Trial& t : e.trials) {
+      if (!Final(t.rec.state)) {
+        t.rec.state = TrialState::kPruned;
+        t.rec.reason =
+            "the experiment ended: " + (e.rec.error.empty() ? e.rec.reason : e.rec.error);
+        store_.PutTrial(t.rec);
+      }
+      if (!keep.count(t.rec.index) && t.rec.checkpoints_kept && !t.rec.job_id.empty()) {
+        DeleteTrialCheckpointsLocked(e, t,
+                                     "not among the best " + std::to_string(e.spec.keep_best));
+      }
+    }
+  }
+  for (const Trial& t : e.trials) store_.PutTrial(t.rec);
+  UpdateOwnershipLocked(e);
+  PutLocked(e);
+}
+
+void ExperimentManager::PruneLocked(Experiment& e) {
+  const std::vector<TrialProgress> progress = ProgressLocked(e);
+  // The best keep_best so far keep their checkpoints whatever their rung.
+  std::set<int64_t> best;
+  {
+    std::vector<const Trial*> ranked;
+    for (const Trial& t : e.trials) {
+      if (t.rec.state != TrialState::kFailed && !t.rung_metrics.empty()) ranked.push_back(&t);
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [&](const Trial* a, const Trial* b) {
+      return BetterMetric(a->rung_metrics.back(), b->rung_metrics.back(), e.spec.searcher.maximize);
+    });
+    for (size_t i = 0; i < ranked.size() && static_cast<int64_t>(i) < e.spec.keep_best; ++i) {
+      best.insert(ranked[i]->rec.index);
+    }
+  }
+  for (Trial& t : e.trials) {
+    const bool stuck = (t.rec.state == TrialState::kWaiting &&
+                        !CanStillBePromoted(e.spec, progress, t.rec.index)) ||
+                       t.rec.state == TrialState::kCompleted || t.rec.state == TrialState::kFailed;
+    if (!stuck) continue;
+    if (t.rec.state == TrialState::kWaiting) {
+      t.rec.state = TrialState::kPruned;
+      t.rec.reason = "its rung cannot promote it any more";
+      Store::WriteGroup group(store_);
+      store_.PutTrial(t.rec);
+      DecideLocked(e, "prune", t.rec.index, static_cast<int>(t.rung_metrics.size()) - 1,
+                   t.rec.reason);
+    }
+    if (t.rec.checkpoints_kept && !best.count(t.rec.index) && !t.rec.job_id.empty() &&
+        JobEnded(t.job_state)) {
+      DeleteTrialCheckpointsLocked(e, t, "not among the best " + std::to_string(e.spec.keep_best));
+    }
+  }
+}
+
+void ExperimentManager::DeleteTrialCheckpointsLocked(Experiment& e, Trial& t,
+                                                     const std::string& why) {
+  if (eng::Status st = jobs_.DeleteCheckpoints(t.rec.job_id); !st.ok()) {
+    if (st.code() != eng::StatusCode::kNotFound) {
+      eng::Logger::Stderr()->Warning("experiment " + e.rec.id + ": trial " +
+                                     std::to_string(t.rec.index) + ": " + st.ToString());
+      return;
+    }
+  }
+  t.rec.checkpoints_kept = false;
+  Store::WriteGroup group(store_);
+  store_.PutTrial(t.rec);
+  DecideLocked(e, "delete_checkpoints", t.rec.index, -1, why);
+}
+
+// --- the service ---
+
+eng::Status ExperimentManager::CheckTrialSpecs(const api::ExperimentSpec& spec) const {
+  const api::Hyperparameters first = TrialHyperparameters(spec, 0);
+  const auto check = [&](const api::Hyperparameters& hp, const std::string& field) -> eng::Status {
+    auto job =
+        api::TrialJobSpec(spec, hp, 0, TrialSeed(spec.searcher.seed, 0), spec.searcher.max_steps);
+    eng::Status st = job.ok() ? jobs_.CheckAdmission(job->first) : job.status();
+    if (st.ok()) return st;
+    return eng::Status(st.code(), field + ": " + st.message());
+  };
+  TRAININGD_RETURN_IF_ERROR(check(first, "space"));
+  api::Hyperparameters largest = first;
+  for (size_t i = 0; i < spec.space.size(); ++i) {
+    const api::ParamRange& p = spec.space[i];
+    const std::string field = "space[\"" + p.path + "\"]";
+    std::vector<std::pair<std::string, std::string>> values;  // (which, value)
+    if (p.type == api::ParamType::kCategorical) {
+      for (size_t v = 0; v < p.values.size(); ++v) {
+        values.emplace_back(".values[" + std::to_string(v) + "]", p.values[v]);
+      }
+    } else {
+      const bool integer = p.type == api::ParamType::kInt;
+      const auto text = [&](double v) {
+        return integer ? std::to_string(static_cast<int64_t>(v)) : Number(v);
+      };
+      values.emplace_back(".min", text(p.min));
+      values.emplace_back(".max", text(p.max));
+      largest[i].second = text(p.max);
+    }
+    for (const auto& [which, value] : values) {
+      api::Hyperparameters hp = first;
+      hp[i].second = value;
+      TRAININGD_RETURN_IF_ERROR(check(hp, field + which));
+    }
+  }
+  return check(largest, "space (every parameter at its max)");
+}
+
+eng::Result<api::ExperimentPlan> ExperimentManager::Preview(const api::ExperimentSpec& spec) {
+  TRAININGD_RETURN_IF_ERROR(CheckTrialSpecs(spec));
+  return PlanExperiment(spec);
+}
+
+eng::Result<api::ExperimentInfo> ExperimentManager::Submit(api::ExperimentSpec spec,
+                                                           std::string spec_json) {
+  TRAININGD_RETURN_IF_ERROR(CheckTrialSpecs(spec));
+  api::ExperimentInfo info;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto e = std::make_unique<Experiment>();
+    do {
+      e->rec.id = "x" + NewJobId().substr(1);
+    } while (experiments_.count(e->rec.id));
+    e->rec.name = spec.name;
+    e->rec.spec_json = std::move(spec_json);
+    e->rec.state = ExperimentState::kRunning;
+    e->rec.created_at = env_->NowSeconds();
+    e->rec.run_started_at = e->rec.created_at;
+    e->spec = std::move(spec);
+    e->rungs = RungSteps(e->spec.searcher);
+    Experiment& x = *e;
+    experiments_.emplace(x.rec.id, std::move(e));
+    {
+      Store::WriteGroup group(store_);
+      PutLocked(x);
+      DecideLocked(x, "create", -1, -1, std::string(api::SearcherName(x.spec.searcher.name)));
+    }
+    UpdateOwnershipLocked(x);
+    ScheduleLocked(x);
+    info = InfoLocked(x, true);
+  }
+  AwaitStored("experiment " + info.id);
+  return info;
+}
+
+eng::Result<api::ExperimentPage> ExperimentManager::List(std::optional<ExperimentState> state,
+                                                         int64_t limit, const std::string& cursor) {
+  if (limit < 1 || limit > api::kMaxListLimit) {
+    return eng::Status::InvalidArgument("limit: must be in [1, " +
+                                        std::to_string(api::kMaxListLimit) + "], got " +
+                                        std::to_string(limit));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<const Experiment*> all;
+  for (const auto& [id, e] : experiments_) {
+    if (!state || e->rec.state == *state) all.push_back(e.get());
+  }
+  std::sort(all.begin(), all.end(), [](const Experiment* a, const Experiment* b) {
+    return a->rec.created_at != b->rec.created_at ? a->rec.created_at > b->rec.created_at
+                                                  : a->rec.id > b->rec.id;
+  });
+  size_t start = 0;
+  if (!cursor.empty()) {
+    const auto it = std::find_if(all.begin(), all.end(),
+                                 [&](const Experiment* e) { return e->rec.id == cursor; });
+    if (it == all.end()) return eng::Status::InvalidArgument("cursor: unknown or expired");
+    start = static_cast<size_t>(it - all.begin()) + 1;
+  }
+  api::ExperimentPage page;
+  for (size_t i = start; i < all.size() && page.experiments.size() < static_cast<size_t>(limit);
+       ++i) {
+    page.experiments.push_back(InfoLocked(*all[i], false));
+  }
+  if (start + page.experiments.size() < all.size()) {
+    page.next_cursor = page.experiments.back().id;
+  }
+  return page;
+}
+
+eng::Result<api::ExperimentInfo> ExperimentManager::Get(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Experiment* e = FindLocked(id);
+  if (e == nullptr) return eng::Status::NotFound("experiment '" + id + "' does not exist");
+  // The running trials' steps as of now.
+  for (Trial& t : e->trials) {
+    if (!Active(t.rec.state)) continue;
+    if (auto job = jobs_.Get(t.rec.job_id); job.ok()) t.global_step = job->global_step;
+  }
+  return InfoLocked(*e, true);
+}
+
+eng::Result<api::TrialPage> ExperimentManager::Trials(const std::string& id,
+                                                      const api::TrialQuery& query) {
+  if (query.limit < 1 || query.limit > api::kMaxTrialPage) {
+    return eng::Status::InvalidArgument("limit: must be in [1, " +
+                                        std::to_string(api::kMaxTrialPage) + "]");
+  }
+  if (query.offset < 0) return eng::Status::InvalidArgument("offset: must be >= 0");
+  std::lock_guard<std::mutex> lock(mu_);
+  Experiment* e = FindLocked(id);
+  if (e == nullptr) return eng::Status::NotFound("experiment '" + id + "' does not exist");
+  int param = -1;
+  for (size_t i = 0; i < e->spec.space.size(); ++i) {
+    if (e->spec.space[i].path == query.sort) param = static_cast<int>(i);
+  }
+  const bool known = query.sort == "index" || query.sort == "metric" || query.sort == "state" ||
+                     query.sort == "global_step" || param >= 0;
+  if (!known) {
+    return eng::Status::InvalidArgument("sort: '" + query.sort +
+                                        "' is not index, metric, state, global_step or a path "
+                                        "of the experiment's space");
+  }
+  std::vector<api::TrialInfo> trials;
+  for (const Trial& t : e->trials) {
+    if (!query.state || t.rec.state == *query.state) trials.push_back(TrialInfoLocked(*e, t));
+  }
+  // By the key, ascending or descending; a trial without a metric last either way; ties in
+  // index order.
+  const auto compare = [&](const api::TrialInfo& a, const api::TrialInfo& b) -> int {
+    const auto three_way = [](auto x, auto y) { return x < y ? -1 : y < x ? 1 : 0; };
+    if (query.sort == "index") return three_way(a.index, b.index);
+    if (query.sort == "metric") return three_way(*a.metric, *b.metric);
+    if (query.sort == "global_step") return three_way(a.global_step, b.global_step);
+    if (query.sort == "state") {
+      return std::string_view(api::TrialStateName(a.state)).compare(api::TrialStateName(b.state));
+    }
+    const std::string& x = a.hyperparameters[static_cast<size_t>(param)].second;
+    const std::string& y = b.hyperparameters[static_cast<size_t>(param)].second;
+    const auto nx = AsNumber(x), ny = AsNumber(y);
+    return nx && ny ? three_way(*nx, *ny) : x.compare(y);
+  };
+  std::stable_sort(trials.begin(), trials.end(), [&](const auto& a, const auto& b) {
+    if (query.sort == "metric" && a.metric.has_value() != b.metric.has_value()) {
+      return a.metric.has_value();
+    }
+    const int c = compare(a, b);
+    return query.descending ? c > 0 : c < 0;
+  });
+  api::TrialPage page;
+  page.total = static_cast<int64_t>(trials.size());
+  for (int64_t i = query.offset; i < page.total && i < query.offset + query.limit; ++i) {
+    page.trials.push_back(std::move(trials[static_cast<size_t>(i)]));
+  }
+  return page;
+}
+
+eng::Result<api::ExperimentInfo> ExperimentManager::Stop(const std::string& id) {
+  api::ExperimentInfo info;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Experiment* e = FindLocked(id);
+    if (e == nullptr) return eng::Status::NotFound("experiment '" + id + "' does not exist");
+    if (e->rec.state == ExperimentState::kStopping) return InfoLocked(*e, true);
+    if (e->rec.state != ExperimentState::kRunning) {
+      return eng::Status::FailedPrecondition("experiment '" + id + "' is " +
+                                             api::ExperimentStateName(e->rec.state) +
+                                             ": only a running experiment can be stopped");
+    }
+    EndLocked(*e, ExperimentState::kStopped, "stopped");
+    info = InfoLocked(*e, true);
+  }
+  AwaitStored("the stop of experiment " + id);
+  return info;
+}
+
+eng::Result<api::ExperimentInfo> ExperimentManager::Resume(const std::string& id) {
+  api::ExperimentInfo info;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Experiment* e = FindLocked(id);
+    if (e == nullptr) return eng::Status::NotFound("experiment '" + id + "' does not exist");
+    if (e->rec.state != ExperimentState::kStopped && e->rec.state != ExperimentState::kFailed) {
+      return eng::Status::FailedPrecondition(
+          "experiment '" + id + "' is " + api::ExperimentStateName(e->rec.state) +
+          ": only a stopped or failed experiment can be resumed");
+    }
+    e->rec.state = ExperimentState::kRunning;
+    e->rec.error.clear();
+    e->rec.reason.clear();
+    e->rec.finished_at = 0;
+    e->rec.run_started_at = env_->NowSeconds();
+    {
+      Store::WriteGroup group(store_);
+      PutLocked(*e);
+      DecideLocked(*e, "resume", -1, -1, "");
+    }
+    UpdateOwnershipLocked(*e);
+    for (Trial& t : e->trials) {
+      if (t.rec.state != TrialState::kStopped) continue;
+      TrialRecord rec = t.rec;
+      rec.state = TrialState::kRunning;
+      auto resumed = jobs_.ResumeTrial(rec.job_id, std::nullopt, [&](const api::JobInfo&) {
+        store_.PutTrial(rec);
+        DecideLocked(*e, "resume", rec.index, -1, "to step " + std::to_string(rec.target_steps));
+      });
+      if (resumed.ok()) {
+        t.rec = rec;
+        t.job_state = resumed->state;
+      } else {
+        TrialEndedBadlyLocked(*e, t, "it could not be resumed: " + resumed.status().message());
+      }
+    }
+    ScheduleLocked(*e);
+    info = InfoLocked(*e, true);
+  }
+  AwaitStored("the resumption of experiment " + id);
+  return info;
+}
+
+eng::Status ExperimentManager::Delete(const std::string& id) {
+  std::vector<std::string> job_ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Experiment* e = FindLocked(id);
+    if (e == nullptr) return eng::Status::NotFound("experiment '" + id + "' does not exist");
+    if (e->rec.state == ExperimentState::kRunning || e->rec.state == ExperimentState::kStopping) {
+      return eng::Status::FailedPrecondition("experiment '" + id + "' is " +
+                                             api::ExperimentStateName(e->rec.state) +
+                                             ": stop it before deleting it");
+    }
+    for (const Trial& t : e->trials) {
+      if (t.rec.job_id.empty()) continue;
+      job_ids.push_back(t.rec.job_id);
+      trial_of_job_.erase(t.rec.job_id);
+    }
+    experiments_.erase(id);
+    {
+      std::lock_guard<std::mutex> owners(owner_mu_);
+      driving_.erase(id);
+    }
+  }
+  // The jobs first, the experiment's rows last: a crash midway leaves the experiment, whose
+  // deletion can be asked again, and never a trial job that nothing owns.
+  for (const std::string& job : job_ids) {
+    if (eng::Status st = jobs_.DeleteTrial(job);
+        !st.ok() && st.code() != eng::StatusCode::kNotFound) {
+      return st;
+    }
+  }
+  store_.DeleteExperiment(id);
+  {
+    std::lock_guard<std::mutex> owners(owner_mu_);
+    owning_.erase(id);
+  }
+  api::ExperimentStateEvent deleted;
+  deleted.id = id;
+  deleted.deleted = true;
+  bus_.Publish("", api::EventKind::kExperiment, deleted);
+  AwaitStored("the deletion of experiment " + id);
+  return eng::Status::Ok();
+}
+
+std::vector<api::Metric> ExperimentManager::Metrics() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, int64_t> by_state;
+  for (ExperimentState s :
+       {ExperimentState::kRunning, ExperimentState::kStopping, ExperimentState::kCompleted,
+        ExperimentState::kFailed, ExperimentState::kStopped}) {
+    by_state[api::ExperimentStateName(s)] = 0;
+  }
+  int64_t trials = 0;
+  for (const auto& [id, e] : experiments_) {
+    ++by_state[api::ExperimentStateName(e->rec.state)];
+    trials += static_cast<int64_t>(e->trials.size());
+  }
+  api::Metric experiments{
+      "trainingd_experiments", "Experiments by state.", api::MetricType::kGauge, {}};
+  for (const auto& [state, n] : by_state) {
+    experiments.samples.push_back({"", {{"state", state}}, static_cast<double>(n)});
+  }
+  return {experiments,
+          api::SingleMetric("trainingd_experiment_trials", "Trials started by all experiments.",
+                            api::MetricType::kGauge, static_cast<double>(trials))};
+}
+
+// --- helpers ---
+
+bool ExperimentManager::Drives(const std::string& id, std::string_view verb) {
+  std::lock_guard<std::mutex> lock(owner_mu_);
+  return verb == "delete" ? owning_.count(id) != 0 : driving_.count(id) != 0;
+}
+
+void ExperimentManager::UpdateOwnershipLocked(const Experiment& e) {
+  std::lock_guard<std::mutex> lock(owner_mu_);
+  owning_.insert(e.rec.id);
+  const ExperimentState s = e.rec.state;
+  if (s == ExperimentState::kCompleted || s == ExperimentState::kFailed) {
+    driving_.erase(e.rec.id);
+  } else {
+    driving_.insert(e.rec.id);
+  }
+}
+
+std::vector<TrialProgress> ExperimentManager::ProgressLocked(const Experiment& e) const {
+  std::vector<TrialProgress> out;
+  out.reserve(e.trials.size());
+  for (const Trial& t : e.trials) {
+    TrialProgress p;
+    p.index = t.rec.index;
+    p.rung_metrics = t.rung_metrics;
+    p.active = Active(t.rec.state) || t.rec.state == TrialState::kStopped;
+    p.dropped = t.rec.state == TrialState::kFailed;
+    p.pruned = t.rec.state == TrialState::kPruned;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::optional<api::BestTrial> ExperimentManager::BestLocked(const Experiment& e) const {
+  const Trial* best = nullptr;
+  for (const Trial& t : e.trials) {
+    if (t.rec.state == TrialState::kFailed || t.rung_metrics.empty()) continue;
+    if (best == nullptr ||
+        BetterMetric(t.rung_metrics.back(), best->rung_metrics.back(), e.spec.searcher.maximize)) {
+      best = &t;
+    }
+  }
+  if (best == nullptr) return std::nullopt;
+  api::BestTrial b;
+  b.index = best->rec.index;
+  b.job_id = best->rec.job_id;
+  b.metric = best->rung_metrics.back();
+  b.step = e.rungs[best->rung_metrics.size() - 1];
+  b.hyperparameters = best->hyperparameters;
+  return b;
+}
+
+api::TrialInfo ExperimentManager::TrialInfoLocked(const Experiment& e, const Trial& t) const {
+  api::TrialInfo i;
+  i.index = t.rec.index;
+  i.job_id = t.rec.job_id;
+  i.hyperparameters = t.hyperparameters;
+  i.seed = t.rec.seed;
+  i.state = t.rec.state;
+  i.rung = static_cast<int>(t.rung_metrics.size()) - 1;
+  i.target_steps = t.rec.target_steps;
+  i.rung_metrics = t.rung_metrics;
+  if (!t.rung_metrics.empty()) i.metric = t.rung_metrics.back();
+  i.restarts = t.rec.restarts;
+  i.reason = t.rec.reason;
+  i.checkpoints_kept = t.rec.checkpoints_kept;
+  i.job_state = t.job_state;
+  i.global_step = t.global_step;
+  i.created_at = t.rec.created_at;
+  i.finished_at = JobEnded(t.job_state) ? t.finished_at : 0;
+  (void)e;
+  return i;
+}
+
+api::ExperimentInfo ExperimentManager::InfoLocked(const Experiment& e, bool detail) const {
+  api::ExperimentInfo i;
+  i.id = e.rec.id;
+  i.name = e.rec.name;
+  i.state = e.rec.state;
+  i.searcher = api::SearcherName(e.spec.searcher.name);
+  i.metric = e.spec.searcher.metric;
+  i.maximize = e.spec.searcher.maximize;
+  i.created_at = e.rec.created_at;
+  i.finished_at = e.rec.finished_at;
+  i.error = e.rec.error;
+  i.reason = e.rec.state == ExperimentState::kStopping ? "" : e.rec.reason;
+  i.trials_started = static_cast<int64_t>(e.trials.size());
+  i.max_trials = TrialCount(e.spec);
+  for (TrialState s : {TrialState::kRunning, TrialState::kWaiting, TrialState::kPruned,
+                       TrialState::kCompleted, TrialState::kFailed, TrialState::kStopped}) {
+    i.trials_by_state[api::TrialStateName(s)] = 0;
+  }
+  for (const Trial& t : e.trials) {
+    ++i.trials_by_state[api::TrialStateName(t.rec.state)];
+    i.steps_used += t.global_step;
+  }
+  i.budget_max_steps = e.spec.budget_max_steps;
+  i.seconds_used = SecondsUsedLocked(e);
+  i.budget_max_seconds = e.spec.budget_max_seconds;
+  i.best = BestLocked(e);
+  i.disk_bytes = e.disk_bytes;
+  i.peak_disk_bytes = e.rec.peak_disk_bytes;
+  i.plan = PlanExperiment(e.spec);
+  const std::vector<TrialProgress> progress = ProgressLocked(e);
+  for (api::RungInfo& rung : i.plan.rungs) {
+    for (const Trial& t : e.trials) {
+      if (static_cast<int>(t.rung_metrics.size()) <= rung.index) continue;
+      if (t.rec.state == TrialState::kFailed) continue;
+      ++rung.trials;
+      if (t.rec.target_steps > rung.steps) ++rung.promoted;
+    }
+    rung.cut = RungCut(e.spec, progress, rung.index);
+  }
+  if (detail) i.spec_json = e.rec.spec_json;
+  return i;
+}
+
+void ExperimentManager::PutLocked(Experiment& e) {
+  store_.PutExperiment(e.rec);
+  api::ExperimentStateEvent event;
+  event.id = e.rec.id;
+  event.name = e.rec.name;
+  event.state = e.rec.state;
+  event.trials_started = static_cast<int64_t>(e.trials.size());
+  event.max_trials = TrialCount(e.spec);
+  for (const Trial& t : e.trials) event.steps_used += t.global_step;
+  if (auto best = BestLocked(e)) {
+    event.best_metric = best->metric;
+    event.best_trial = best->index;
+  }
+  event.error = e.rec.error;
+  event.reason = e.rec.state == ExperimentState::kStopping ? "" : e.rec.reason;
+  bus_.Publish("", api::EventKind::kExperiment, std::move(event));
+}
+
+void ExperimentManager::DecideLocked(const Experiment& e, const std::string& kind, int64_t trial,
+                                     int rung, const std::string& detail) {
+  DecisionRecord d;
+  d.experiment_id = e.rec.id;
+  d.at = env_->NowSeconds();
+  d.kind = kind;
+  d.trial_index = trial;
+  d.rung = rung;
+  d.detail = detail;
+  store_.AddDecision(d);
+}
+
+double ExperimentManager::SecondsUsedLocked(const Experiment& e) const {
+  if (e.rec.run_started_at <= 0) return e.rec.seconds_used;
+  return e.rec.seconds_used + std::max(0.0, env_->NowSeconds() - e.rec.run_started_at);
+}
+
+ExperimentManager::Experiment* ExperimentManager::FindLocked(const std::string& id) {
+  const auto it = experiments_.find(id);
+  return it == experiments_.end() ? nullptr : it->second.get();
+}
+
+void ExperimentManager::AwaitStored(const std::string& what) {
+  if (eng::Status st = store_.Flush(kRecordTimeout); !st.ok()) {
+    eng::Logger::Stderr()->Warning(what + " is not yet in the database: " + st.ToString());
+  }
+}
+
+}  // namespace trainingd::daemon

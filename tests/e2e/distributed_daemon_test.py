@@ -98,8 +98,10 @@ def log_text(d, job_id):
 
 
 # Long enough that a kill, a SIGSTOP or a stop lands mid-run (the jobs reach step 300 or 500
-# first, then go on at about 1,300 steps a second on two idle cores), short enough to finish fast.
-MAX_STEPS = 5000
+# first, seen by a poll every 0.2 s, then go on at about 1,300 steps a second on two idle cores:
+# at least 1.5 s for an action taken at once), short enough to finish fast (5000 took ~10 s more
+# of the test's ~40 s).
+MAX_STEPS = 2500
 
 
 def spec(name, max_steps=MAX_STEPS, **distributed):

@@ -1,6 +1,8 @@
-"""ONNX export end to end (docs/models.md): tiny runs of the three tutorial presets on
-Fashion-MNIST, a CNN on colour images from a NumPy .npz and an MLP on a CSV table with
-`normalize: standard`, each trained with `trainingd run` and exported with `trainingd export`.
+"""ONNX export end to end (docs/models.md): `trainingd run` -> `trainingd export` on tiny runs of
+a CNN on colour images from a NumPy .npz and an MLP on a CSV table with `normalize: standard`,
+whose uploads `trainingd run` reads itself (--datasets-dir). The three tutorial presets on
+Fashion-MNIST, and the same two models trained as daemon jobs, are exported and checked the same
+way by serving_test.py (e2e.serving), which trains them anyway: cases() is their shared table.
 
 Each file must pass Debian's onnx checker (`onnx.checker.check_model(..., full_check=True)`) and
 have the graph's conventions: input `input` [batch, ...] with the batch symbolic, outputs `logits`
@@ -103,7 +105,7 @@ def value_info(v):
     return v.name, v.type.tensor_type.elem_type, dims
 
 
-def check_file(path, case, ckpt_dir, final_step):
+def check_file(path, case, ckpt_dir, final_step, job_id):
     model = onnx.load(path)
     onnx.checker.check_model(model, full_check=True)
     expect(model.ir_version == 7, model.ir_version)
@@ -131,7 +133,7 @@ def check_file(path, case, ckpt_dir, final_step):
         expect(transpose.op_type == "Transpose" and
                helper.get_attribute_value(transpose.attribute[0]) == [0, 2, 3, 1], transpose)
     meta = {p.key: p.value for p in model.metadata_props}
-    expect(meta["job_id"] == "job-" + case["name"], meta)
+    expect(meta["job_id"] == job_id, meta)
     expect(meta["step"] == str(final_step), meta)
     expect(meta["dataset"] == case["dataset"], meta)
     expect(meta.get("dataset_sha256", "") == case.get("sha256", ""), meta)
@@ -160,6 +162,17 @@ def onnxruntime_report(node, onnx_path, prefix):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def judge(case, r, trainer_accuracy):
+    """onnxruntime's report `r` on a model's whole test split against the engine's Predict."""
+    expect(r["inputs"] == ["input"] and r["outputs"] == ["logits", "probabilities"], r)
+    expect(r["n"] == case["test_examples"], r)
+    expect(r["agree"] >= 0.999 * r["n"], r)
+    expect(r["max_prob_diff"] <= 1e-4, r)
+    expect(r["ort_accuracy"] == r["engine_accuracy"], r)
+    # The trainer's final evaluation (its log line, 4 decimals) on the same checkpoint.
+    expect(abs(r["engine_accuracy"] - trainer_accuracy) < 1e-4 + 1e-9, (r, trainer_accuracy))
+
+
 def equivalence(case, ckpt_dir, spec_path, datasets_dir, onnx_path, tmp, trainer_accuracy):
     prefix = os.path.join(tmp, case["name"])
     engine_predictions(ONNX_PREDICT, ckpt_dir, spec_path, datasets_dir, prefix)
@@ -168,13 +181,7 @@ def equivalence(case, ckpt_dir, spec_path, datasets_dir, onnx_path, tmp, trainer
           "(onnxruntime) %.4f (engine) %.4f (trainer)" %
           (case["name"], r["n"], r["agree"], r["max_prob_diff"], r["ort_accuracy"],
            r["engine_accuracy"], trainer_accuracy))
-    expect(r["inputs"] == ["input"] and r["outputs"] == ["logits", "probabilities"], r)
-    expect(r["n"] == case["test_examples"], r)
-    expect(r["agree"] >= 0.999 * r["n"], r)
-    expect(r["max_prob_diff"] <= 1e-4, r)
-    expect(r["ort_accuracy"] == r["engine_accuracy"], r)
-    # The trainer's final evaluation (its log line, 4 decimals) on the same checkpoint.
-    expect(abs(r["engine_accuracy"] - trainer_accuracy) < 1e-4 + 1e-9, (r, trainer_accuracy))
+    judge(case, r, trainer_accuracy)
 
 
 def export_errors(ckpt_dir, tmp):
@@ -197,6 +204,47 @@ def export_errors(ckpt_dir, tmp):
     expect(meta["step"] == "0" and "job_id" not in meta, meta)
 
 
+def cases(rgb_sha, table_sha):
+    """The five models: the three presets on Fashion-MNIST, a colour CNN on the npz of
+    colour_npz() and a standardized MLP on the CSV of table_csv() (uploads of these digests),
+    each with its tiny spec and what its ONNX file must say. serving_test.py trains all five as
+    daemon jobs and checks their exports; main() trains RUN_CASES with `trainingd run`."""
+    def example(name):
+        with open(os.path.join(EXAMPLES, name + ".json")) as f:
+            return json.load(f)
+    digits = [str(c) for c in range(10)]
+    fmnist = dict(dataset="fashion-mnist", shape=[28, 28, 1], classes=10,
+                  class_names=digits, preprocessing="scale_255", test_examples=10000)
+    return [
+        dict(fmnist, name="softmax", spec=tiny(example("softmax"), "softmax", 40),
+             first_ops=["Div", "Flatten", "Gemm", "Softmax"]),
+        dict(fmnist, name="mlp", spec=tiny(example("mlp"), "mlp", 40),
+             first_ops=["Div", "Flatten", "Gemm", "Relu", "Gemm", "Relu", "Gemm"]),
+        dict(fmnist, name="cnn", spec=tiny(example("cnn"), "cnn", 20),
+             first_ops=["Div", "Transpose", "Conv", "Relu", "MaxPool", "Conv", "Relu",
+                        "MaxPool", "Transpose", "Flatten", "Gemm", "Relu", "Gemm"]),
+        dict(name="rgb-cnn", dataset="rgb", sha256=rgb_sha, shape=[16, 16, 3], classes=3,
+             class_names=["0", "1", "2"], preprocessing="scale_255", test_examples=300,
+             spec=tiny({"dataset": {"name": "rgb", "format": "npz", "sha256": rgb_sha},
+                        "model": "cnn", "optimizer": {"type": "adam", "learning_rate": 1e-3},
+                        "batch_size": 50, "seed": 3}, "rgb-cnn", 30),
+             first_ops=["Div", "Transpose", "Conv"]),
+        dict(name="table-mlp", dataset="table", sha256=table_sha, shape=[5], classes=3,
+             class_names=["high", "low", "mid"], preprocessing="standard", test_examples=200,
+             spec=tiny({"dataset": {"name": "table", "format": "csv", "sha256": table_sha,
+                                    "normalize": "standard"},
+                        "model": "mlp", "optimizer": {"type": "adam", "learning_rate": 1e-2},
+                        "batch_size": 50, "seed": 5}, "table-mlp", 100),
+             first_ops=["Sub", "Div", "Gemm", "Relu"]),
+    ]
+
+
+# The models trained here by `trainingd run`, which reads their uploads itself from
+# --datasets-dir: the daemon's jobs load their data otherwise, and serving_test.py checks the
+# exports of all five trained as daemon jobs.
+RUN_CASES = ("rgb-cnn", "table-mlp")
+
+
 def main():
     global TRAININGD, ONNX_PREDICT, NODE
     TRAININGD, ONNX_PREDICT, NODE = sys.argv[1:4]
@@ -211,36 +259,9 @@ def main():
             rgb_sha = upload(datasets_dir, "rgb", "npz", f.read())
         with open(csv, "rb") as f:
             table_sha = upload(datasets_dir, "table", "csv", f.read())
-
-        def example(name):
-            with open(os.path.join(EXAMPLES, name + ".json")) as f:
-                return json.load(f)
-        digits = [str(c) for c in range(10)]
-        fmnist = dict(dataset="fashion-mnist", shape=[28, 28, 1], classes=10,
-                      class_names=digits, preprocessing="scale_255", test_examples=10000)
-        cases = [
-            dict(fmnist, name="softmax", spec=tiny(example("softmax"), "softmax", 40),
-                 first_ops=["Div", "Flatten", "Gemm", "Softmax"]),
-            dict(fmnist, name="mlp", spec=tiny(example("mlp"), "mlp", 40),
-                 first_ops=["Div", "Flatten", "Gemm", "Relu", "Gemm", "Relu", "Gemm"]),
-            dict(fmnist, name="cnn", spec=tiny(example("cnn"), "cnn", 20),
-                 first_ops=["Div", "Transpose", "Conv", "Relu", "MaxPool", "Conv", "Relu",
-                            "MaxPool", "Transpose", "Flatten", "Gemm", "Relu", "Gemm"]),
-            dict(name="rgb-cnn", dataset="rgb", sha256=rgb_sha, shape=[16, 16, 3], classes=3,
-                 class_names=["0", "1", "2"], preprocessing="scale_255", test_examples=300,
-                 spec=tiny({"dataset": {"name": "rgb", "format": "npz", "sha256": rgb_sha},
-                            "model": "cnn", "optimizer": {"type": "adam", "learning_rate": 1e-3},
-                            "batch_size": 50, "seed": 3}, "rgb-cnn", 30),
-                 first_ops=["Div", "Transpose", "Conv"]),
-            dict(name="table-mlp", dataset="table", sha256=table_sha, shape=[5], classes=3,
-                 class_names=["high", "low", "mid"], preprocessing="standard", test_examples=200,
-                 spec=tiny({"dataset": {"name": "table", "format": "csv", "sha256": table_sha,
-                                        "normalize": "standard"},
-                            "model": "mlp", "optimizer": {"type": "adam", "learning_rate": 1e-2},
-                            "batch_size": 50, "seed": 5}, "table-mlp", 100),
-                 first_ops=["Sub", "Div", "Gemm", "Relu"]),
-        ]
-        for case in cases:
+        for case in cases(rgb_sha, table_sha):
+            if case["name"] not in RUN_CASES:
+                continue
             t0 = time.monotonic()
             spec_path = os.path.join(tmp, case["name"] + ".json")
             with open(spec_path, "w") as f:
@@ -253,10 +274,10 @@ def main():
             onnx_path = os.path.join(tmp, case["name"] + ".onnx")
             p = run(["export", ckpt, "-o", onnx_path, "--job-id", "job-" + case["name"]])
             expect("at global step %d" % step in p.stdout, p.stdout)
-            check_file(onnx_path, case, ckpt, step)
+            check_file(onnx_path, case, ckpt, step, "job-" + case["name"])
             equivalence(case, ckpt, spec_path, datasets_dir, onnx_path, tmp, float(m.group(2)))
             print("  %s: %.1f s" % (case["name"], time.monotonic() - t0))
-        export_errors(os.path.join(tmp, "ckpt-softmax"), tmp)
+        export_errors(os.path.join(tmp, "ckpt-" + RUN_CASES[0]), tmp)
         print("onnx_export_test: OK")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

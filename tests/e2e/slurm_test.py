@@ -23,8 +23,8 @@ Slurm cluster (tests/support/slurm_cluster.sh; docs/slurm-notes.md for what Slur
 - a job on an uploaded npz: the upload kept in <job_root>/datasets/, the batch script passing that
   directory to the node (`--datasets-dir`), the dataset not deletable while the job is queued or
   running; completed above chance, its spec recording the upload's sha256;
-- the spec's `resources`: 2 CPUs and a 6 s limit make a Slurm job of 2 CPUs and 3 minutes; the run
-  stops itself at 6 s after a final checkpoint, and the job is `stopped` with that reason;
+- the spec's `resources`: 2 CPUs and a 3 s limit make a Slurm job of 2 CPUs and 3 minutes; the run
+  stops itself at 3 s after a final checkpoint, and the job is `stopped` with that reason;
 - the node set DOWN under a running job: Slurm requeues it, it runs again and completes at
   max_steps, its loss series strictly increasing without a gap; each attempt names the
   checkpoint its run restored.
@@ -244,7 +244,9 @@ def queued_running_completed(d, conf, job_root):
     """Drained node: queued/PENDING; resumed node: running, live scalars; completed."""
     slurm(conf, "scontrol", "update", "nodename=" + NODE, "state=drain", "reason=held-by-test")
     try:
-        max_steps = 3000
+        # About 3.5 s of running here: the first scalars come in its first second, and squeue's
+        # RUNNING within a poll (0.5 s) after that.
+        max_steps = 1500
         j = submit(d, spec("basic", max_steps))
         job = wait_slurm(d, j)
         deadline = time.time() + 30
@@ -307,7 +309,7 @@ def late_first_poll(d, conf, job_root):
     drained node, the daemon frozen (SIGSTOP), the node resumed; the daemon wakes once the run
     has written its checkpoint at 900. Its one attempt still starts from step 0, as the run
     reports it."""
-    max_steps = 3000
+    max_steps = 1800  # 900 steps (about 2 s) after the checkpoint the daemon waits for
     slurm(conf, "scontrol", "update", "nodename=" + NODE, "state=drain", "reason=held-by-test")
     try:
         j = submit(d, spec("late-poll", max_steps))
@@ -456,7 +458,7 @@ def shutdown_then_stop(daemons, conf, data, cfg):
 
 
 def two_workers(d, conf):
-    max_steps = 2000
+    max_steps = 1000
     s = spec("two-workers", max_steps)
     s["distributed"] = {"workers": 2}
     j = submit(d, s)
@@ -508,7 +510,7 @@ def own_resources(d, conf):
     limit as its reason, not Slurm's TIMEOUT or a cancel."""
     cpus = min(2, os.cpu_count())  # what the fixture's node has
     s = spec("timed", 10 ** 7)
-    s["resources"] = {"cpus_per_worker": cpus, "time_limit_secs": 6}
+    s["resources"] = {"cpus_per_worker": cpus, "time_limit_secs": 3}
     j = submit(d, s)
     sid = wait_slurm(d, j)["slurm"]["job_id"]
     sj = slurm_job(conf, sid)
@@ -516,19 +518,19 @@ def own_resources(d, conf):
            "Slurm job %d: cpus %s, time_limit %s" % (sid, sj and sj["cpus"],
                                                      sj and sj["time_limit"]))
     job = ended(d, j, timeout=120)
-    reason = "time limit of 6 s reached (resources.time_limit_secs) at global step %d" % (
+    reason = "time limit of 3 s reached (resources.time_limit_secs) at global step %d" % (
         job["global_step"])
     expect(job["state"] == "stopped" and job["reason"] == reason, "out of time: %s" % job)
     status, ckpts = d.call("GET", "/api/v1/jobs/%s/checkpoints" % j)
     expect(status == 200 and ckpts["checkpoints"][-1]["global_step"] == job["global_step"],
            "the final checkpoint: %s" % ckpts)
-    print("resources: Slurm job %d with %d CPUs and a 3-minute limit; stopped by its own 6 s "
+    print("resources: Slurm job %d with %d CPUs and a 3-minute limit; stopped by its own 3 s "
           "limit at step %d, after a final checkpoint" % (sid, cpus, job["global_step"]),
           flush=True)
 
 
 def node_down(d, conf):
-    max_steps = 3000
+    max_steps = 2000  # the node goes down at step 1000, about 2 s before the end
     j = submit(d, spec("node-down", max_steps))
     sid = wait_slurm(d, j)["slurm"]["job_id"]
     wait_step(d, j, 1000)

@@ -251,6 +251,24 @@ TEST_F(ExperimentManagerTest, FailingTrialsAreRetriedThenDroppedWithTheirReason)
   ASSERT_TRUE(done.best.has_value());
 }
 
+TEST_F(ExperimentManagerTest, StopWhenAndTheStepBudgetEndTheSearch) {
+  // Any accuracy reaches 0: the first result ends it.
+  const api::ExperimentInfo reached = WaitForExperiment(
+      SubmitSearch(SearchSpec(R"(, "stop_when": 0.0)", 4)).id, {ExperimentState::kCompleted});
+  EXPECT_EQ(reached.reason.rfind("stop_when: trial 0 reached validation/accuracy = ", 0), 0u)
+      << reached.reason;
+  EXPECT_EQ(reached.trials_started, 1);
+  // 30 steps: two trials of 10, then the better one promoted to 20 (ASHA promotes before it
+  // starts a trial); nothing more fits.
+  const api::ExperimentInfo spent =
+      WaitForExperiment(SubmitSearch(SearchSpec(R"(, "budget": {"max_steps": 30})", 4)).id,
+                        {ExperimentState::kCompleted});
+  EXPECT_EQ(spent.reason, "budget: max_steps reached");
+  EXPECT_EQ(spent.steps_used, 30);
+  EXPECT_EQ(spent.trials_started, 2);
+  EXPECT_EQ(spent.plan.rungs[1].trials, 1);
+}
+
 TEST_F(ExperimentManagerTest, StopAndResumeGoOnWhereTheSearchWas) {
   const std::string id = SubmitSearch(SearchSpec("", 4)).id;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);

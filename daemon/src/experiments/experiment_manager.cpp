@@ -217,6 +217,14 @@ void ExperimentManager::SupervisorLoop() {
             SecondsUsedLocked(*e) >= e->spec.budget_max_seconds) {
           EndLocked(*e, ExperimentState::kCompleted, "budget: max_seconds reached");
         }
+        // Checked here, before anything new is scheduled, and so also after a restart.
+        const auto best = BestLocked(*e);
+        if (e->rec.state == ExperimentState::kRunning && e->spec.stop_when && best &&
+            !BetterMetric(*e->spec.stop_when, best->metric, e->spec.searcher.maximize)) {
+          EndLocked(*e, ExperimentState::kCompleted,
+                    "stop_when: trial " + std::to_string(best->index) + " reached " +
+                        e->spec.searcher.metric + " = " + Number(best->metric));
+        }
         if (e->rec.state == ExperimentState::kRunning) ScheduleLocked(*e);
         if (s == ExperimentState::kRunning || s == ExperimentState::kStopping) {
           std::vector<std::string> job_ids;
@@ -333,12 +341,6 @@ void ExperimentManager::RecordResultLocked(Experiment& e, Trial& t, const JobNew
                  e.spec.searcher.metric + " = " + Number(metric) + " at step " +
                      std::to_string(news.global_step));
   }
-  if (e.spec.stop_when && e.rec.state == ExperimentState::kRunning &&
-      !BetterMetric(*e.spec.stop_when, metric, e.spec.searcher.maximize)) {
-    EndLocked(e, ExperimentState::kCompleted,
-              "stop_when: trial " + std::to_string(t.rec.index) + " reached " +
-                  e.spec.searcher.metric + " = " + Number(metric));
-  }
   PruneLocked(e);
   PutLocked(e);
 }
@@ -380,7 +382,13 @@ void ExperimentManager::ScheduleLocked(Experiment& e) {
     if (active >= e.spec.searcher.max_concurrent_trials) return;
     const SearchAction action = NextSearchAction(e.spec, ProgressLocked(e));
     if (action.kind == SearchAction::Kind::kNone) {
-      if (active == 0) EndLocked(e, ExperimentState::kCompleted, "every trial is done");
+      if (active != 0) return;
+      if (BestLocked(e)) {
+        EndLocked(e, ExperimentState::kCompleted, "every trial is done");
+      } else {
+        const std::string last = e.trials.empty() ? "" : e.trials.back().rec.reason;
+        EndLocked(e, ExperimentState::kFailed, "no trial has a result; the last one: " + last);
+      }
       return;
     }
     // The budget of steps: what every trial has been given so far, and this action's share.
@@ -473,6 +481,8 @@ void ExperimentManager::PromoteLocked(Experiment& e, Trial& t, int rung) {
 
 void ExperimentManager::EndLocked(Experiment& e, ExperimentState state, const std::string& reason) {
   if (e.rec.state == ExperimentState::kStopping) return;  // already ending
+  // The trials' stops and the experiment's end commit together: a restart finds both or neither.
+  Store::WriteGroup group(store_);
   e.rec.seconds_used = SecondsUsedLocked(e);
   e.rec.run_started_at = 0;
   // A stopping experiment's reason says how it ends: "" = stopped, else completed (or failed).

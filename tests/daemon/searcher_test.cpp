@@ -274,6 +274,10 @@ TEST(SearcherTest, AWaitingTrialIsPrunedOnlyWhenItsRungCanNoLongerPromoteIt) {
   // results: never promoted. Trial 1 has 3 better: it may be, if 3 worse results come.
   EXPECT_FALSE(CanStillBePromoted(spec, trials, 0));
   EXPECT_TRUE(CanStillBePromoted(spec, trials, 1));
+  // A budget that has room for one more trial at most: 5 + 1 = 6 results, 3 slots; trial 1
+  // has 3 better.
+  EXPECT_FALSE(CanStillBePromoted(spec, trials, 1, /*steps_left=*/10));
+  EXPECT_TRUE(CanStillBePromoted(spec, trials, 1, /*steps_left=*/30));
   // A trial at rung 1 (of the 5): rung 1 holds it, and at most the 4 others that are not pruned
   // plus the 3 to come -- 8, 4 slots; with the 4 others pruned, 1 + 3 = 4, 2 slots.
   trials[2].rung_metrics = {0.3, 0.9};

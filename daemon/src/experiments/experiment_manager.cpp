@@ -548,6 +548,12 @@ void ExperimentManager::CompleteEndLocked(Experiment& e) {
 
 void ExperimentManager::PruneLocked(Experiment& e) {
   const std::vector<TrialProgress> progress = ProgressLocked(e);
+  int64_t steps_left = -1;
+  if (e.spec.budget_max_steps > 0) {
+    steps_left = e.spec.budget_max_steps;
+    for (const Trial& t : e.trials) steps_left -= t.rec.target_steps;
+    steps_left = std::max<int64_t>(steps_left, 0);
+  }
   // The best keep_best so far keep their checkpoints whatever their rung.
   std::set<int64_t> best;
   {
@@ -564,7 +570,7 @@ void ExperimentManager::PruneLocked(Experiment& e) {
   }
   for (Trial& t : e.trials) {
     const bool stuck = (t.rec.state == TrialState::kWaiting &&
-                        !CanStillBePromoted(e.spec, progress, t.rec.index)) ||
+                        !CanStillBePromoted(e.spec, progress, t.rec.index, steps_left)) ||
                        t.rec.state == TrialState::kCompleted || t.rec.state == TrialState::kFailed;
     if (!stuck) continue;
     if (t.rec.state == TrialState::kWaiting) {

@@ -220,17 +220,19 @@ SearchAction NextSearchAction(const api::ExperimentSpec& spec,
 }
 
 bool CanStillBePromoted(const api::ExperimentSpec& spec, const std::vector<TrialProgress>& trials,
-                        int64_t index) {
+                        int64_t index, int64_t steps_left) {
   const TrialProgress* me = nullptr;
   for (const TrialProgress& t : trials) {
     if (t.index == index) me = &t;
   }
   if (me == nullptr || me->dropped || me->rung_metrics.empty()) return false;
   const int k = static_cast<int>(me->rung_metrics.size()) - 1;
-  if (k + 1 >= static_cast<int>(RungSteps(spec.searcher).size())) return false;  // the last rung
+  const std::vector<int64_t> rungs = RungSteps(spec.searcher);
+  if (k + 1 >= static_cast<int>(rungs.size())) return false;  // the last rung
   const auto ranked = Ranked(trials, k, spec.searcher.maximize);
-  int64_t most = static_cast<int64_t>(ranked.size()) +
-                 std::max<int64_t>(0, TrialCount(spec) - static_cast<int64_t>(trials.size()));
+  int64_t to_start = std::max<int64_t>(0, TrialCount(spec) - static_cast<int64_t>(trials.size()));
+  if (steps_left >= 0) to_start = std::min(to_start, steps_left / std::max<int64_t>(rungs[0], 1));
+  int64_t most = static_cast<int64_t>(ranked.size()) + to_start;
   for (const TrialProgress& t : trials) {
     if (!t.dropped && !t.pruned && static_cast<int>(t.rung_metrics.size()) <= k) ++most;
   }

@@ -69,8 +69,10 @@ SearchAction NextSearchAction(const api::ExperimentSpec& spec,
 // come to hold -- those it has, plus every trial that may still reach it (those below it that
 // are neither dropped nor pruned, and those not started yet). Asynchronous promotion can send more
 // than N / eta^k trials to rung k, so this bound is the honest one, not the plan's.
+// `steps_left` (the budget's steps not yet given to trials; -1 = no budget) bounds the trials
+// still to start.
 bool CanStillBePromoted(const api::ExperimentSpec& spec, const std::vector<TrialProgress>& trials,
-                        int64_t index);
+                        int64_t index, int64_t steps_left = -1);
 
 // Whether `a` is a better metric than `b` (NaN is worse than any number).
 bool BetterMetric(double a, double b, bool maximize);

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Hyperparameter search against the default spec, at equal total steps (issue 25's benchmark,
+docs/benchmarks.md#hyperparameter-search).
+
+Three arms, each over several seeds, one trial at a time on a daemon of its own:
+  default  the base job alone, trained in segments (each ends with the test split evaluated)
+  random   random search: trials of --max-steps steps, as many as the budget holds
+  asha     ASHA: rungs from --min-steps to --max-steps, eta --eta, as many trials as the budget
+           holds
+Decisions use the validation split only (the searcher's metric); the test split is evaluated at
+the end of every run segment (final_eval) as an oracle that nothing decides on.
+
+Reported per arm and seed: the wall time until any trial's checkpoint has at least --target test
+accuracy; the test accuracy of the validation-best model at the end; the steps used; the peak
+checkpoint disk. Then the best configuration ASHA found is trained from scratch as a plain job,
+with the test split evaluated every --eval-every steps, and the wall time to --target is printed.
+
+    bench/experiments_bench.py build/daemon/trainingd                       # the CNN, 3 seeds
+    bench/experiments_bench.py build/daemon/trainingd --model softmax --target 0.8 \\
+        --budget 600 --min-steps 25 --max-steps 200 --seeds 1 --segment 100   # a smoke run
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Daemon:
+    def __init__(self, trainingd, data_dir, threads):
+        config = os.path.join(os.path.dirname(data_dir), "bench.json")
+        with open(config, "w") as f:
+            json.dump({"max_concurrent_jobs": 1, "threads_per_job": threads}, f)
+        self.proc = subprocess.Popen(
+            [trainingd, "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir,
+             "--config", config], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        m = re.search(r"127\.0\.0\.1:(\d+)", self.proc.stdout.readline())
+        if not m:
+            raise SystemExit("the daemon did not start")
+        self.base = "http://127.0.0.1:%s" % m.group(1)
+
+    def call(self, method, path, body=None):
+        data = json.dumps(body if body is not None else {}).encode() if method == "POST" else None
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                raw = r.read()
+                return json.loads(raw) if raw else None
+        except urllib.error.HTTPError as e:
+            raise SystemExit("%s %s: %d %s" % (method, path, e.code, e.read().decode()))
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=120)
+
+
+def base_job(args):
+    if args.model == "cnn":
+        with open(os.path.join(HERE, "..", "examples", "cnn.json")) as f:
+            job = json.load(f)
+    else:
+        job = {"name": args.model, "model": args.model, "batch_size": 50, "seed": 42,
+               "dataset": {"name": "fashion-mnist", "validation_size": 5000},
+               "optimizer": {"type": "adam", "learning_rate": 1e-3}}
+    job["hooks"] = {"checkpoint": {"every_steps": 1000, "max_to_keep": 1},
+                    "summary": {"every_steps": 100}, "logging": {"every_n_iter": 1000},
+                    "evaluation": {"every_steps": 10 ** 9, "split": "validation"},
+                    "final_eval": {"split": "test"}}
+    return job
+
+
+def space(args):
+    s = {"optimizer.learning_rate": {"type": "log", "min": args.lr_min, "max": args.lr_max}}
+    if args.model == "cnn":
+        s["model.layers[6].rate"] = {"type": "double", "min": 0.0, "max": 0.6}
+    return s
+
+
+def test_points(d, job_id):
+    """(wall_time, step, test accuracy) of each of the job's run segments."""
+    body = d.call("GET", "/api/v1/jobs/%s/scalars?tag=test/accuracy&max_points=100000" % job_id)
+    return [(p["wall_time"], p["step"], p["value"]) for p in body["points"]]
+
+
+def first_reaching(points, target, t0):
+    hits = [w - t0 for (w, _, v) in points if v >= target]
+    return min(hits) if hits else None
+
+
+def wait_job(d, job_id):
+    while True:
+        job = d.call("GET", "/api/v1/jobs/" + job_id)
+        if job["state"] in ("completed", "failed", "stopped"):
+            return job
+        time.sleep(0.5)
+
+
+def dir_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass
+    return total
+
+
+def run_default(d, args, seed, data_dir):
+    """The base job alone, resumed segment by segment (exact resume: the same run as a straight
+    one), so the test split is evaluated at each segment's end."""
+    job = dict(base_job(args), seed=seed, max_steps=args.segment, name="default-%d" % seed)
+    t0 = time.time()
+    info = d.call("POST", "/api/v1/jobs", job)
+    peak = 0
+    steps = args.segment
+    while True:
+        end = wait_job(d, info["id"])
+        peak = max(peak, dir_bytes(os.path.join(data_dir, "jobs", info["id"])))
+        if end["state"] != "completed" or steps >= args.budget:
+            break
+        steps = min(steps + args.segment, args.budget)
+        d.call("POST", "/api/v1/jobs/%s/resume" % info["id"], {"max_steps": steps})
+    points = test_points(d, info["id"])
+    return {"to_target_s": first_reaching(points, args.target, t0),
+            "final_test": points[-1][2] if points else None, "steps": end["global_step"],
+            "peak_disk_bytes": peak, "wall_s": time.time() - t0}
+
+
+def run_search(d, args, seed, searcher):
+    spec = {"name": "%s-%d" % (searcher, seed),
+            "base_job": dict(base_job(args), max_steps=args.max_steps), "space": space(args),
+            "searcher": {"name": searcher, "metric": "validation/accuracy", "mode": "max",
+                         "max_concurrent_trials": 1, "max_steps": args.max_steps, "seed": seed,
+                         "max_trials": 100000},
+            "budget": {"max_steps": args.budget}, "keep_best": 1}
+    if searcher == "asha":
+        spec["searcher"].update({"min_steps": args.min_steps, "reduction_factor": args.eta})
+    t0 = time.time()
+    exp = d.call("POST", "/api/v1/experiments", spec)
+    while True:
+        e = d.call("GET", "/api/v1/experiments/" + exp["id"])
+        if e["state"] in ("completed", "failed", "stopped"):
+            break
+        time.sleep(1)
+    trials = d.call("GET", "/api/v1/experiments/%s/trials?limit=1000" % exp["id"])["trials"]
+    reach = [first_reaching(test_points(d, t["job_id"]), args.target, t0) for t in trials]
+    reach = [r for r in reach if r is not None]
+    best = e["best"]
+    best_test = None
+    if best:
+        pts = test_points(d, best["job_id"])
+        at = [v for (_, s, v) in pts if s == best["step"]]
+        best_test = at[-1] if at else None
+    return {"to_target_s": min(reach) if reach else None, "final_test": best_test,
+            "steps": e["steps_used"], "peak_disk_bytes": e["peak_disk_bytes"],
+            "wall_s": time.time() - t0, "trials": e["trials_started"],
+            "best": best and best["hyperparameters"], "best_validation": best and best["metric"]}
+
+
+def from_scratch(d, args, hyperparameters):
+    """The best configuration trained as a plain job, the test split evaluated every
+    --eval-every steps: the wall time until it reaches --target."""
+    job = base_job(args)
+    job["name"] = "best-from-scratch"
+    job["max_steps"] = args.max_steps
+    job["hooks"]["evaluation"] = {"every_steps": args.eval_every, "split": "test"}
+    for path, value in hyperparameters.items():
+        node, keys = job, re.findall(r"[^.\[\]]+", path)
+        for k in keys[:-1]:
+            node = node[int(k)] if isinstance(node, list) else node.setdefault(k, {})
+        node[keys[-1]] = value
+    info = d.call("POST", "/api/v1/jobs", job)
+    end = wait_job(d, info["id"])
+    pts = d.call("GET", "/api/v1/jobs/%s/scalars?tag=test/accuracy&max_points=100000" %
+                 info["id"])["points"]
+    hit = [p for p in pts if p["value"] >= args.target]
+    return {"to_target_s": hit[0]["wall_time"] - end["started_at"] if hit else None,
+            "step": hit[0]["step"] if hit else None, "final_test": pts[-1]["value"] if pts else None}
+
+
+def summary(values):
+    v = [x for x in values if x is not None]
+    if not v:
+        return "-"
+    return "%.4g (%.4g-%.4g, n=%d)" % (statistics.median(v), min(v), max(v), len(v))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("trainingd")
+    p.add_argument("--model", default="cnn", choices=["cnn", "mlp", "softmax"])
+    p.add_argument("--seeds", default="1,2,3")
+    p.add_argument("--arms", default="default,random,asha")
+    p.add_argument("--budget", type=int, default=16000, help="total steps per arm")
+    p.add_argument("--min-steps", type=int, default=250)
+    p.add_argument("--max-steps", type=int, default=4000)
+    p.add_argument("--eta", type=int, default=4)
+    p.add_argument("--segment", type=int, default=1000, help="the default arm's test interval")
+    p.add_argument("--eval-every", type=int, default=250)
+    p.add_argument("--target", type=float, default=0.916)
+    p.add_argument("--lr-min", type=float, default=5e-5)
+    p.add_argument("--lr-max", type=float, default=5e-3)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--out", help="write every result as JSON here")
+    args = p.parse_args()
+    root = tempfile.mkdtemp(prefix="experiments-bench-")
+    results = {}
+    try:
+        for seed in [int(s) for s in args.seeds.split(",")]:
+            for arm in args.arms.split(","):
+                data_dir = os.path.join(root, "%s-%d" % (arm, seed), "var")
+                os.makedirs(data_dir)
+                d = Daemon(args.trainingd, data_dir, args.threads)
+                try:
+                    r = run_default(d, args, seed, data_dir) if arm == "default" else \
+                        run_search(d, args, seed, arm)
+                    if arm == "asha" and r.get("best"):
+                        r["from_scratch"] = from_scratch(d, args, r["best"])
+                finally:
+                    d.stop()
+                shutil.rmtree(os.path.dirname(data_dir), ignore_errors=True)
+                results.setdefault(arm, []).append(dict(r, seed=seed))
+                print(json.dumps(dict(r, arm=arm, seed=seed)), flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print("\n| arm | time to %.3f test accuracy (s) | final test accuracy of the validation-best "
+          "| steps | peak checkpoint disk (MB) |" % args.target)
+    print("|---|---:|---:|---:|---:|")
+    for arm, rs in results.items():
+        print("| %s | %s | %s | %s | %s |" % (
+            arm, summary([r["to_target_s"] for r in rs]), summary([r["final_test"] for r in rs]),
+            summary([r["steps"] for r in rs]),
+            summary([r["peak_disk_bytes"] / 1e6 for r in rs])))
+    for r in results.get("asha", []):
+        if "from_scratch" in r:
+            print("asha seed %d best %s: from scratch %s" % (r["seed"], json.dumps(r["best"]),
+                                                             json.dumps(r["from_scratch"])))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

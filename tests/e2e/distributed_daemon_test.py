@@ -3,6 +3,7 @@
 (docs/distributed.md#supervision).
 
 - a 2-rank job runs to completion, its scalars on the REST API and its log;
+- an ASHA search whose trials are 2-rank jobs (a promotion resumes mpirun from the checkpoint);
 - a 2-rank job on an uploaded npz (the ranks read it from the datasets directory the daemon
   passes them): completed above chance, its spec recording the upload's sha256, the dataset not
   deletable while the job is queued or running;
@@ -150,6 +151,33 @@ def uploaded_dataset(d, data):
                                                       time.time() - started), flush=True)
 
 
+def experiment_on_ranks(d):
+    """An ASHA search whose trials are 2-rank jobs: two trials of 100 steps, the better promoted
+    to 200, resumed by mpirun from its checkpoint."""
+    started = time.time()
+    base = spec("trial", max_steps=200)
+    base["hooks"]["evaluation"] = {"every_steps": 1000, "split": "validation"}
+    status, e = d.call("POST", "/api/v1/experiments", {
+        "name": "on-ranks", "base_job": base,
+        "space": {"optimizer.learning_rate": {"type": "log", "min": 1e-4, "max": 1e-2}},
+        "searcher": {"name": "asha", "metric": "validation/accuracy", "max_trials": 2,
+                     "min_steps": 100, "max_steps": 200, "reduction_factor": 2, "seed": 1}})
+    expect(status == 201, (status, e))
+    deadline = time.time() + 180
+    while time.time() < deadline and e["state"] not in ("completed", "failed", "stopped"):
+        time.sleep(0.2)
+        e = d.call("GET", "/api/v1/experiments/" + e["id"])[1]
+    expect(e["state"] == "completed" and e["plan"]["rungs"][1]["trials"] == 1, e)
+    _, page = d.call("GET", "/api/v1/experiments/%s/trials" % e["id"])
+    for t in page["trials"]:
+        job = d.job(t["job_id"])
+        expect(job["distributed"]["workers"] == 2 and job["executor"] == "mpi", job)
+        expect(job["global_step"] == t["target_steps"], (job, t))
+        expect("attempt 1 of 3: 2 ranks" in log_text(d, t["job_id"]), "not on 2 ranks")
+    print("an ASHA search of 2-rank trials: completed, one promoted to 200 (%.1f s)" %
+          (time.time() - started), flush=True)
+
+
 def main():
     work = tempfile.mkdtemp(prefix="trainingd-dd-")
     data = os.path.join(work, "data")
@@ -182,6 +210,7 @@ def main():
         print("2 ranks: completed at 600", flush=True)
 
         uploaded_dataset(d, data)
+        experiment_on_ranks(d)
 
         # kill -9 of a worker, then of the chief.
         for rank in (1, 0):

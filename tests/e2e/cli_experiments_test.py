@@ -8,6 +8,7 @@
   field, and at the daemon), stop --wait and wait on a stopped one 3, wait --timeout 124,
   Ctrl-C on wait -f 130 (the hint says how to reattach), a closed port 5, not found 1;
 - resume -f to the end, delete (refused without --yes off a terminal);
+- wait -f across kill -9 of the daemon and its restart: it reconnects and exits 0 at the end;
 - bash completion of the verbs.
 
 Each search has 4 trials (each a job of ~0.6 s). Usage: cli_experiments_test.py path/to/trainingd
@@ -309,6 +310,49 @@ def check_completion(d):
     print("completion bash: 'experiments s' -> %s: ok" % lines[0])
 
 
+def check_follow_across_kill9(tmp, path):
+    """wait -f rides out a kill -9 of the daemon and its restart: it reconnects, and ends with
+    the experiment (exit 0) as the restarted daemon finishes it."""
+    data = os.path.join(tmp, "k")
+    d = Daemon(TRAININGD, data)
+    port = d.port
+    code, out, err = cli(d, "submit", path, "-q", "--set", "name=cli-kill",
+                         "--set", "base_job.max_steps=200", "--set", "searcher.min_steps=50",
+                         "--set", "searcher.max_steps=200")
+    eid = out.strip()
+    expect(code == 0, (code, err))
+    out_path = os.path.join(tmp, "wait.out")
+    with open(out_path, "w") as out_file:
+        p = subprocess.Popen([TRAININGD, "experiments", "wait", eid, "-f", "-q"],
+                             env=env_for(d), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+        f = subprocess.Popen([TRAININGD, "experiments", "wait", eid, "-f"], env=env_for(d),
+                             stdout=out_file, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while open(out_path).read().count("\n") < 2:
+        expect(time.time() < deadline and f.poll() is None, "wait -f printed too little")
+        time.sleep(0.05)
+    expect(api(d, "GET", "/api/v1/experiments/" + eid)["state"] == "running", "killed midway")
+    d.kill()
+    time.sleep(1.0)  # the clients are reconnecting to nothing
+    d = Daemon(TRAININGD, data, "--listen", "127.0.0.1:%d" % port)
+    try:
+        _, err = f.communicate(timeout=120)
+        _, err_q = p.communicate(timeout=30)
+        lines = open(out_path).read().splitlines()
+        table = lines.index("ID\tNAME\tSTATE\tSEARCHER\tMETRIC\tTRIALS\tBEST\tSTEPS\tCREATED")
+        lines, row = lines[:table], lines[table + 1].split("\t")  # the changes, then the end
+        e = api(d, "GET", "/api/v1/experiments/" + eid)
+        expect(row[:3] == [eid, "cli-kill", "completed"], row)
+        expect(f.returncode == 0 and p.returncode == 0 and e["state"] == "completed",
+               (f.returncode, err, p.returncode, err_q, e["state"]))
+        expect(all(CHANGE.match(l) for l in lines) and lines[-1].startswith("completed:"), lines)
+    finally:
+        d.stop()
+    print("wait -f across kill -9 and a restart: reconnected, %d change lines, exit 0: ok"
+          % len(lines))
+
+
 def check_unreachable():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -337,6 +381,7 @@ def main():
             check_completion(d)
         finally:
             d.stop()
+        check_follow_across_kill9(tmp, path)
         check_unreachable()
     print("cli_experiments_test: all ok (%.1f s)" % (time.time() - started))
 

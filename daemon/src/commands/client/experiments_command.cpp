@@ -7,7 +7,6 @@
 #include "commands/client/client.h"
 #include "commands/client/follow.h"
 #include "trainingd/api/experiment_json.h"
-#include "trainingd/api/job_json.h"
 #include "trainingd/daemon/commands/client_commands.h"
 
 namespace trainingd::daemon {

@@ -24,6 +24,8 @@ void Usage(FILE* f) {
       "the client of a running daemon (--server URL or TRAININGD_URL; docs/cli.md):\n"
       "  jobs      submit, list, get, logs, watch, wait, stop, resume, delete, scalars,\n"
       "            checkpoints, export (trainingd jobs --help)\n"
+      "  experiments  submit, list, get, trials, wait, stop, resume, delete\n"
+      "            (trainingd experiments --help)\n"
       "  datasets  upload, list, get, delete (trainingd datasets --help)\n"
       "  completion bash|zsh   a shell completion script\n"
       "  help exit-codes       what the client's exit codes mean\n");
@@ -43,6 +45,7 @@ int main(int argc, char** argv) {
   if (cmd == "validate") return trainingd::daemon::ValidateCommand(args);
   if (cmd == "export") return trainingd::daemon::ExportCommand(args);
   if (cmd == "jobs") return trainingd::daemon::JobsCommand(args);
+  if (cmd == "experiments") return trainingd::daemon::ExperimentsCommand(args);
   if (cmd == "datasets") return trainingd::daemon::DatasetsCommand(args);
   if (cmd == "completion") return trainingd::daemon::CompletionCommand(args);
   if (cmd == "help" && !args.empty()) {

@@ -10,9 +10,11 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "trainingd/api/job_json.h"
+#include "trainingd/api/strict_json.h"
 
 namespace trainingd::daemon::client {
 namespace {
@@ -59,18 +61,19 @@ size_t Width(const std::string& s) {
 }  // namespace
 
 const char* ExitCodesText() {
-  return "Exit codes of trainingd's client commands (jobs, datasets):\n"
-         "    0  the job completed (or the command succeeded)\n"
-         "    1  the job failed, or any other error (not found, a conflict, a server error)\n"
-         "    2  a usage error, or a job spec that failed validation (locally or at the daemon)\n"
-         "    3  the job was stopped\n"
+  return "Exit codes of trainingd's client commands (jobs, experiments, datasets):\n"
+         "    0  the job or experiment completed (or the command succeeded)\n"
+         "    1  it failed, or any other error (not found, a conflict, a server error)\n"
+         "    2  a usage error, or a spec that failed validation (locally or at the daemon)\n"
+         "    3  the job or experiment was stopped\n"
          "    4  the daemon refused the token (401): set TRAININGD_TOKEN or --token-file\n"
          "    5  the daemon is unreachable (--server, TRAININGD_URL)\n"
-         "  124  --timeout ran out (the job keeps running)\n"
-         "  130  Ctrl-C: the client detached, the job keeps running; the hint on stderr says how\n"
-         "       to reattach\n"
+         "  124  --timeout ran out (the job or experiment keeps running)\n"
+         "  130  Ctrl-C: the client detached, the job or experiment keeps running; the hint on\n"
+         "       stderr says how to reattach\n"
          "Commands that follow a job (submit -f, resume -f, logs -f, wait, stop --wait, watch)\n"
-         "exit with how the job ended; others with 0 on success.\n";
+         "or an experiment (submit -f, resume -f, wait, stop --wait) exit with how it ended;\n"
+         "others with 0 on success.\n";
 }
 
 bool IsEndState(api::JobState s) {
@@ -85,6 +88,24 @@ int ExitCodeOfState(api::JobState s) {
     case api::JobState::kFailed:
       return kExitFailed;
     case api::JobState::kStopped:
+      return kExitStopped;
+    default:
+      return -1;
+  }
+}
+
+bool IsEndState(api::ExperimentState s) {
+  return s == api::ExperimentState::kCompleted || s == api::ExperimentState::kFailed ||
+         s == api::ExperimentState::kStopped;
+}
+
+int ExitCodeOfState(api::ExperimentState s) {
+  switch (s) {
+    case api::ExperimentState::kCompleted:
+      return kExitCompleted;
+    case api::ExperimentState::kFailed:
+      return kExitFailed;
+    case api::ExperimentState::kStopped:
       return kExitStopped;
     default:
       return -1;
@@ -119,6 +140,8 @@ std::string Encode(std::string_view text) {
 }
 
 std::string JobPath(std::string_view id) { return "/api/v1/jobs/" + Encode(id); }
+
+std::string ExperimentPath(std::string_view id) { return "/api/v1/experiments/" + Encode(id); }
 
 Client::Client(std::string command, api::HttpClient::Options options, OutputMode mode)
     : command_(std::move(command)), http_(std::move(options)), mode_(mode) {
@@ -316,6 +339,143 @@ std::string FormatNumber(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
+}
+
+int WithClient(const std::string& command, Flags& flags, const ClientOptions& options,
+               const std::vector<std::string>& args, const std::function<int(Client&)>& body) {
+  return RunWithFlags(flags, args, [&]() -> int {
+    Failure f;
+    std::optional<Client> c = Client::Make(command, options, &f);
+    if (!c) {
+      std::fprintf(stderr, "trainingd %s: %s\n", command.c_str(), f.message.c_str());
+      return f.exit_code;
+    }
+    return body(*c);
+  });
+}
+
+int NeedOne(const std::string& command, const char* noun, const std::vector<std::string>& got,
+            const Flags& flags) {
+  const std::string what =
+      got.empty() ? "no " + std::string(noun) + " given" : "one " + std::string(noun) + " only";
+  std::fprintf(stderr, "trainingd %s: %s\n%s", command.c_str(), what.c_str(),
+               flags.Usage().c_str());
+  return kExitUsage;
+}
+
+std::optional<int> ConfirmDelete(const Client& c, const std::string& what, bool yes) {
+  if (yes) return std::nullopt;
+  if (isatty(STDIN_FILENO) != 1) {
+    return c.Fail({kExitUsage, "not deleting without --yes (stdin is not a terminal)"});
+  }
+  std::fprintf(stderr, "Delete %s? [y/N] ", what.c_str());
+  std::string answer;
+  std::getline(std::cin, answer);
+  if (answer == "y" || answer == "Y" || answer == "yes") return std::nullopt;
+  std::fprintf(stderr, "not deleted\n");
+  return kExitFailed;
+}
+
+std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text) {
+  size_t end = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &end);
+  } catch (...) {
+    return std::nullopt;
+  }
+  const std::string unit = text.substr(end);
+  double scale = 1000;
+  if (unit == "ms") {
+    scale = 1;
+  } else if (unit == "m") {
+    scale = 60000;
+  } else if (unit == "h") {
+    scale = 3600000;
+  } else if (!unit.empty() && unit != "s") {
+    return std::nullopt;
+  }
+  if (!(v >= 0) || v * scale > 1e12) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<int64_t>(v * scale));
+}
+
+std::optional<api::Deadline> TimeoutDeadline(const std::string& timeout, Failure* failure) {
+  if (timeout.empty()) return api::kNoDeadline;
+  const auto d = ParseDuration(timeout);
+  if (!d) {
+    *failure = {kExitUsage,
+                "--timeout: must be a duration (90s, 500ms, 10m), got '" + timeout + "'"};
+    return std::nullopt;
+  }
+  return std::chrono::steady_clock::now() + *d;
+}
+
+std::optional<std::string> SetPath(nlohmann::json& doc, const std::string& assignment) {
+  using nlohmann::json;
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) return "must be path=value, got '" + assignment + "'";
+  const std::string path = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  json value = json::parse(text, nullptr, false);
+  if (value.is_discarded()) value = text;
+  json* at = &doc;
+  size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '[') {
+      const size_t close = path.find(']', i);
+      if (close == std::string::npos) return path + ": unclosed '['";
+      size_t index = 0;
+      try {
+        index = std::stoul(path.substr(i + 1, close - i - 1));
+      } catch (...) {
+        return path + ": bad index";
+      }
+      if (!at->is_array() || index >= at->size())
+        return path + ": no element " + std::to_string(index);
+      at = &(*at)[index];
+      i = close + 1;
+      if (i < path.size() && path[i] == '.') ++i;
+      continue;
+    }
+    const size_t stop = path.find_first_of(".[", i);
+    const std::string key =
+        path.substr(i, stop == std::string::npos ? std::string::npos : stop - i);
+    if (key.empty()) return path + ": empty key";
+    if (at->is_null()) *at = json::object();
+    if (!at->is_object()) return path + ": '" + key + "' is inside a value that is not an object";
+    at = &(*at)[key];
+    i = stop == std::string::npos ? path.size() : stop;
+    if (i < path.size() && path[i] == '.') ++i;
+  }
+  *at = std::move(value);
+  return std::nullopt;
+}
+
+std::optional<nlohmann::json> ReadSpec(const std::string& file,
+                                       const std::vector<std::string>& sets, Failure* failure) {
+  std::stringstream text;
+  if (file == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      *failure = {kExitUsage, file + ": cannot read"};
+      return std::nullopt;
+    }
+    text << in.rdbuf();
+  }
+  auto doc = api::strict_json::Parse(text.str());
+  if (!doc.ok()) {
+    *failure = {kExitUsage, file + ": " + doc.status().message()};
+    return std::nullopt;
+  }
+  for (const std::string& s : sets) {
+    if (auto err = SetPath(*doc, s)) {
+      *failure = {kExitUsage, "--set " + *err};
+      return std::nullopt;
+    }
+  }
+  return std::move(*doc);
 }
 
 int RunVerb(const char* group, const std::map<std::string, Verb>& verbs, const char* usage,

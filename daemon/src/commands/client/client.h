@@ -2,7 +2,9 @@
 // codes, Ctrl-C, and calls to the API with its errors mapped to exit codes (docs/cli.md).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -28,9 +30,12 @@ inline constexpr int kExitInterrupted = 130;  // Ctrl-C: the client detached; th
 
 const char* ExitCodesText();
 
-// The exit code of a job in an end state (completed 0, failed 1, stopped 3); -1 otherwise.
+// The exit code of a job or an experiment in an end state (completed 0, failed 1, stopped 3);
+// -1 otherwise.
 int ExitCodeOfState(api::JobState state);
+int ExitCodeOfState(api::ExperimentState state);
 bool IsEndState(api::JobState state);
+bool IsEndState(api::ExperimentState state);
 
 enum class OutputMode { kTable, kJson, kJsonl, kCsv, kQuiet };
 
@@ -89,8 +94,9 @@ class Client {
 // True once Ctrl-C was pressed (after Client::Make installed the handler).
 bool Interrupted();
 
-// "/api/v1/jobs/<id>" with the id percent-encoded.
+// "/api/v1/jobs/<id>", "/api/v1/experiments/<id>" with the id percent-encoded.
 std::string JobPath(std::string_view id);
+std::string ExperimentPath(std::string_view id);
 std::string Encode(std::string_view text);
 
 // Output of rows: aligned columns (a terminal), tab-separated (piped), CSV; `colour_column`
@@ -106,6 +112,32 @@ void PrintJson(const nlohmann::json& whole, const nlohmann::json& items, OutputM
 
 std::string FormatTime(double seconds_since_epoch);  // "2026-11-27 04:41:13" UTC; "-" for 0
 std::string FormatNumber(double value);              // shortest of %.4g, "-" for NaN
+
+// Parses the verb's flags, connects, and runs `body` with the client; `command` is "jobs
+// submit", ... (the prefix of its messages). A bad flag or option exits 2 before `body`.
+int WithClient(const std::string& command, Flags& flags, const ClientOptions& options,
+               const std::vector<std::string>& args, const std::function<int(Client&)>& body);
+
+// Exit 2 for a verb that takes one id (`noun`: "job id") and got none or several.
+int NeedOne(const std::string& command, const char* noun, const std::vector<std::string>& got,
+            const Flags& flags);
+
+// delete's question: nullopt to go on (--yes, or "y" typed on a terminal); otherwise the exit
+// code: 2 without --yes when stdin is not a terminal, 1 when the answer was not yes.
+std::optional<int> ConfirmDelete(const Client& client, const std::string& what, bool yes);
+
+// --timeout's DUR: "90s", "500ms", "10m", "2h", or seconds ("30", "0.5"); nullopt if malformed.
+std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text);
+// The deadline of --timeout DUR (kNoDeadline for ""); a Failure (exit 2) for a malformed DUR.
+std::optional<api::Deadline> TimeoutDeadline(const std::string& timeout, Failure* failure);
+
+// "a.b[2].c=value" applied to `doc`, creating objects on the way; the value is JSON when it
+// parses as JSON, otherwise a string. The error ("<path>: ...") when it cannot be applied.
+std::optional<std::string> SetPath(nlohmann::json& doc, const std::string& assignment);
+// A spec from `file` ("-" = stdin) as strict JSON, with each --set applied; a Failure (exit 2)
+// naming the file or the --set otherwise.
+std::optional<nlohmann::json> ReadSpec(const std::string& file,
+                                       const std::vector<std::string>& sets, Failure* failure);
 
 // A command group's verbs ("jobs": submit, list, ...), each run with the arguments after it.
 using Verb = int (*)(const std::vector<std::string>& args);

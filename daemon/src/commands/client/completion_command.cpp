@@ -8,15 +8,15 @@
 namespace trainingd::daemon {
 namespace {
 
-// Commands, verbs and flags; job ids and dataset names come from the daemon itself
-// (`trainingd jobs list -q`), quietly nothing when it is not there.
+// Commands, verbs and flags; job ids, experiment ids and dataset names come from the daemon
+// itself (`trainingd jobs list -q`, ...), quietly nothing when it is not there.
 constexpr const char* kBash =
     R"BASH(# trainingd completion for bash: source <(trainingd completion bash)
 _trainingd() {
   local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]} verb=${COMP_WORDS[2]}
   local common="--server --token-file -o -q --help"
   if [[ $COMP_CWORD -eq 1 ]]; then
-    COMPREPLY=($(compgen -W "jobs datasets completion help serve run validate train export" -- "$cur"))
+    COMPREPLY=($(compgen -W "jobs experiments datasets completion help serve run validate train export" -- "$cur"))
     return
   fi
   case $cmd in
@@ -48,6 +48,39 @@ _trainingd() {
         COMPREPLY=($(compgen -f -- "$cur"))
       elif [[ $verb != list ]]; then
         COMPREPLY=($(compgen -W "$(trainingd jobs list -q --limit 200 2>/dev/null)" -- "$cur"))
+      fi ;;
+    experiments)
+      if [[ $COMP_CWORD -eq 2 ]]; then
+        COMPREPLY=($(compgen -W "submit list get trials wait stop resume delete" -- "$cur"))
+        return
+      fi
+      local flags=$common
+      case $verb in
+        submit) flags="$common --set --preview -f --follow" ;;
+        list) flags="$common --state --limit" ;;
+        trials) flags="$common --sort --desc --state --limit" ;;
+        wait) flags="$common --timeout -f --follow" ;;
+        stop) flags="$common --wait" ;;
+        resume) flags="$common -f --follow" ;;
+        delete) flags="$common --yes" ;;
+      esac
+      case ${COMP_WORDS[COMP_CWORD-1]} in
+        --state)
+          if [[ $verb == trials ]]; then
+            COMPREPLY=($(compgen -W "running waiting pruned completed failed stopped" -- "$cur"))
+          else
+            COMPREPLY=($(compgen -W "running stopping completed failed stopped" -- "$cur"))
+          fi
+          return ;;
+        --sort) COMPREPLY=($(compgen -W "index metric state global_step" -- "$cur")); return ;;
+        -o) COMPREPLY=($(compgen -W "json jsonl csv" -- "$cur")); return ;;
+      esac
+      if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$flags" -- "$cur"))
+      elif [[ $verb == submit ]]; then
+        COMPREPLY=($(compgen -f -- "$cur"))
+      elif [[ $verb != list ]]; then
+        COMPREPLY=($(compgen -W "$(trainingd experiments list -q --limit 200 2>/dev/null)" -- "$cur"))
       fi ;;
     datasets)
       if [[ $COMP_CWORD -eq 2 ]]; then

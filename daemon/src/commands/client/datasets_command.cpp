@@ -100,19 +100,6 @@ int PrintOne(const Client& c, const json& doc) {
   }
 }
 
-int WithClient(const std::string& verb, Flags& flags, ClientOptions& options,
-               const std::vector<std::string>& args, const std::function<int(Client&)>& body) {
-  return RunWithFlags(flags, args, [&]() -> int {
-    Failure f;
-    std::optional<Client> c = Client::Make("datasets " + verb, options, &f);
-    if (!c) {
-      std::fprintf(stderr, "trainingd datasets %s: %s\n", verb.c_str(), f.message.c_str());
-      return f.exit_code;
-    }
-    return body(*c);
-  });
-}
-
 int NeedName(const std::string& verb, const Flags& flags) {
   std::fprintf(stderr, "trainingd datasets %s: one dataset name needed\n%s", verb.c_str(),
                flags.Usage().c_str());
@@ -140,7 +127,7 @@ int Upload(const std::vector<std::string>& args) {
       .String("--test-file", "F", "csv: the test rows in a file of their own (multipart)",
               &test_file);
   AddClientFlags(flags, &o);
-  return WithClient("upload", flags, o, args, [&](Client& c) -> int {
+  return WithClient("datasets upload", flags, o, args, [&](Client& c) -> int {
     if (files.size() != 1 || name.empty()) {
       std::fprintf(stderr, "trainingd datasets upload: %s\n%s",
                    files.size() != 1 ? "no file given" : "--name: required", flags.Usage().c_str());
@@ -204,7 +191,7 @@ int List(const std::vector<std::string>& args) {
   ClientOptions o;
   Flags flags("datasets list", "", "The uploads and the data root's directories.\n");
   AddClientFlags(flags, &o);
-  return WithClient("list", flags, o, args, [&](Client& c) -> int {
+  return WithClient("datasets list", flags, o, args, [&](Client& c) -> int {
     Failure f;
     auto doc = c.Call("GET", "/api/v1/datasets", &f);
     if (!doc) return c.Fail(f);
@@ -234,7 +221,7 @@ int Get(const std::vector<std::string>& args) {
   Flags flags("datasets get", "NAME", "One dataset; -o json has everything the daemon keeps.\n");
   flags.Positionals("dataset name", 1, &names);
   AddClientFlags(flags, &o);
-  return WithClient("get", flags, o, args, [&](Client& c) -> int {
+  return WithClient("datasets get", flags, o, args, [&](Client& c) -> int {
     if (names.size() != 1) return NeedName("get", flags);
     Failure f;
     auto doc = c.Call("GET", "/api/v1/datasets/" + Encode(names[0]), &f);
@@ -252,19 +239,9 @@ int Delete(const std::vector<std::string>& args) {
               "first on a terminal; elsewhere needs --yes.\n");
   flags.Positionals("dataset name", 1, &names).Switch("--yes", "do not ask", &yes);
   AddClientFlags(flags, &o);
-  return WithClient("delete", flags, o, args, [&](Client& c) -> int {
+  return WithClient("datasets delete", flags, o, args, [&](Client& c) -> int {
     if (names.size() != 1) return NeedName("delete", flags);
-    if (!yes) {
-      if (isatty(STDIN_FILENO) != 1) {
-        return c.Fail({kExitUsage, "not deleting without --yes (stdin is not a terminal)"});
-      }
-      std::fprintf(stderr, "Delete dataset %s? [y/N] ", names[0].c_str());
-      char answer[16] = {};
-      if (!std::fgets(answer, sizeof answer, stdin) || (answer[0] != 'y' && answer[0] != 'Y')) {
-        std::fprintf(stderr, "not deleted\n");
-        return kExitFailed;
-      }
-    }
+    if (auto code = ConfirmDelete(c, "dataset " + names[0], yes)) return *code;
     Failure f;
     if (!c.Call("DELETE", "/api/v1/datasets/" + Encode(names[0]), &f)) return c.Fail(f);
     if (c.mode() == OutputMode::kQuiet) std::printf("%s\n", names[0].c_str());

@@ -1,5 +1,7 @@
 // Following a job to its end over its event stream: `jobs logs -f`, `submit -f`, `resume -f`,
-// `wait`, `stop --wait` and `watch` (docs/cli.md#following-a-job).
+// `wait`, `stop --wait` and `watch` (docs/cli.md#following-a-job); and an experiment over the
+// job list's stream (its "experiment" events): `experiments submit -f`, `resume -f`, `wait`,
+// `stop --wait`. Both run the one loop described here.
 //
 // The stream says when something happened; what is printed comes from the API's records, so a
 // reconnect can neither lose nor repeat a log line: log lines are read by line number (GET
@@ -10,9 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "commands/client/client.h"
+#include "trainingd/api/experiment_service.h"
 
 namespace trainingd::daemon::client {
 
@@ -28,6 +32,22 @@ struct FollowOptions {
 // stderr, 5, 4, 1), and the job as it ended in *final when it did.
 int FollowJob(Client& client, const std::string& id, const FollowOptions& options,
               api::JobInfo* final);
+
+struct ExperimentFollowOptions {
+  bool print_changes = false;  // -f: a line on stdout each time the experiment changes
+  api::Deadline deadline = api::kNoDeadline;
+};
+
+// Follows experiment `id` until it is in an end state (at once when it already is): each
+// "experiment" event of it on GET /api/v1/events is confirmed by GET /api/v1/experiments/{id}.
+// Returns the exit code as FollowJob does, and the API's object as it ended in *final when it
+// did (null otherwise).
+int FollowExperiment(Client& client, const std::string& id, const ExperimentFollowOptions& options,
+                     nlohmann::json* final);
+
+// The line `experiments ... -f` prints for a change: "running: trials 3/8 started (1 running,
+// 2 waiting), 120 steps, best validation/accuracy 0.8125 (trial 2)", and why it ended.
+std::string ExperimentLine(const api::ExperimentInfo& experiment);
 
 // The live line of `jobs watch` for `job` (exposed for tests of its format): state, step/max,
 // loss, accuracy, examples/s and ETA, with a bar `bar_width` wide (0 = none); `compact`: shorter

@@ -1,19 +1,12 @@
 // `trainingd jobs <verb>`: the jobs of a running daemon (docs/cli.md#jobs).
-#include <unistd.h>
-
 #include <cstdio>
 #include <deque>
-#include <fstream>
-#include <functional>
-#include <iostream>
 #include <map>
-#include <sstream>
 
 #include "commands/client/client.h"
 #include "commands/client/follow.h"
 #include "trainingd/api/job_json.h"
 #include "trainingd/api/job_spec_json.h"
-#include "trainingd/api/strict_json.h"
 #include "trainingd/daemon/commands/client_commands.h"
 #include "trainingd/engine/io/checkpoint.h"
 
@@ -75,96 +68,10 @@ int PrintJob(const Client& c, const json& doc) {
   }
 }
 
-// "1s", "500ms", "2m", "1h", or seconds ("30", "0.5").
-std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text) {
-  size_t end = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &end);
-  } catch (...) {
-    return std::nullopt;
-  }
-  const std::string unit = text.substr(end);
-  double scale = 1000;
-  if (unit == "ms") {
-    scale = 1;
-  } else if (unit == "m") {
-    scale = 60000;
-  } else if (unit == "h") {
-    scale = 3600000;
-  } else if (!unit.empty() && unit != "s") {
-    return std::nullopt;
-  }
-  if (!(v >= 0) || v * scale > 1e12) return std::nullopt;
-  return std::chrono::milliseconds(static_cast<int64_t>(v * scale));
-}
-
-// "a.b[2].c" = value in `doc`, creating objects on the way; the value is JSON when it parses
-// as JSON, otherwise a string.
-std::optional<std::string> SetPath(json& doc, const std::string& assignment) {
-  const size_t eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0) return "must be path=value, got '" + assignment + "'";
-  const std::string path = assignment.substr(0, eq);
-  const std::string text = assignment.substr(eq + 1);
-  json value = json::parse(text, nullptr, false);
-  if (value.is_discarded()) value = text;
-  json* at = &doc;
-  size_t i = 0;
-  while (i < path.size()) {
-    if (path[i] == '[') {
-      const size_t close = path.find(']', i);
-      if (close == std::string::npos) return path + ": unclosed '['";
-      size_t index = 0;
-      try {
-        index = std::stoul(path.substr(i + 1, close - i - 1));
-      } catch (...) {
-        return path + ": bad index";
-      }
-      if (!at->is_array() || index >= at->size())
-        return path + ": no element " + std::to_string(index);
-      at = &(*at)[index];
-      i = close + 1;
-      if (i < path.size() && path[i] == '.') ++i;
-      continue;
-    }
-    const size_t stop = path.find_first_of(".[", i);
-    const std::string key =
-        path.substr(i, stop == std::string::npos ? std::string::npos : stop - i);
-    if (key.empty()) return path + ": empty key";
-    if (at->is_null()) *at = json::object();
-    if (!at->is_object()) return path + ": '" + key + "' is inside a value that is not an object";
-    at = &(*at)[key];
-    i = stop == std::string::npos ? path.size() : stop;
-    if (i < path.size() && path[i] == '.') ++i;
-  }
-  *at = std::move(value);
-  return std::nullopt;
-}
-
 struct Verb {
   const char* synopsis;
   const char* about;
 };
-
-// Runs `body` with the verb's flags parsed and a connected client.
-int WithClient(const std::string& verb, Flags& flags, ClientOptions& options,
-               const std::vector<std::string>& args, const std::function<int(Client&)>& body) {
-  return RunWithFlags(flags, args, [&]() -> int {
-    Failure f;
-    std::optional<Client> c = Client::Make("jobs " + verb, options, &f);
-    if (!c) {
-      std::fprintf(stderr, "trainingd jobs %s: %s\n", verb.c_str(), f.message.c_str());
-      return f.exit_code;
-    }
-    return body(*c);
-  });
-}
-
-int NeedId(const std::string& verb, const std::vector<std::string>& ids, const Flags& flags) {
-  std::fprintf(stderr, "trainingd jobs %s: %s\n%s", verb.c_str(),
-               ids.empty() ? "no job id given" : "one job id only", flags.Usage().c_str());
-  return kExitUsage;
-}
 
 int Submit(const std::vector<std::string>& args) {
   ClientOptions o;
@@ -182,29 +89,18 @@ int Submit(const std::vector<std::string>& args) {
       .Switch("-f", "follow the job to its end, printing its log; exit with how it ended", &follow)
       .Switch("--follow", "the same as -f", &follow);
   AddClientFlags(flags, &o);
-  return WithClient("submit", flags, o, args, [&](Client& c) -> int {
+  return WithClient("jobs submit", flags, o, args, [&](Client& c) -> int {
     if (files.size() != 1) {
       std::fprintf(stderr, "trainingd jobs submit: no spec file given\n%s", flags.Usage().c_str());
       return kExitUsage;
     }
-    std::stringstream text;
-    if (files[0] == "-") {
-      text << std::cin.rdbuf();
-    } else {
-      std::ifstream in(files[0], std::ios::binary);
-      if (!in) return c.Fail({kExitUsage, files[0] + ": cannot read"});
-      text << in.rdbuf();
-    }
-    auto doc = api::strict_json::Parse(text.str());
-    if (!doc.ok()) return c.Fail({kExitUsage, files[0] + ": " + doc.status().message()});
-    for (const std::string& s : sets) {
-      if (auto err = SetPath(*doc, s)) return c.Fail({kExitUsage, "--set " + *err});
-    }
+    Failure f;
+    auto doc = ReadSpec(files[0], sets, &f);
+    if (!doc) return c.Fail(f);
     api::FieldError field;
     if (auto spec = api::JobSpecFromJson(*doc, &field); !spec.ok()) {
       return c.Fail({kExitUsage, "invalid spec: " + field.message});
     }
-    Failure f;
     auto job = c.Call("POST", "/api/v1/jobs", &f, doc->dump(), /*invalid_is_usage=*/true);
     if (!job) return c.Fail(f);
     if (!follow) return PrintJob(c, *job);
@@ -229,7 +125,7 @@ int List(const std::vector<std::string>& args) {
   flags.String("--state", "S", "queued, running, stopping, completed, failed or stopped", &state)
       .Int("--limit", "at most N jobs (50)", 1, 1000000, &limit);
   AddClientFlags(flags, &o);
-  return WithClient("list", flags, o, args, [&](Client& c) -> int {
+  return WithClient("jobs list", flags, o, args, [&](Client& c) -> int {
     if (!state.empty() && !api::ParseJobState(state)) {
       return c.Fail({kExitUsage, "--state: unknown state '" + state + "'"});
     }
@@ -279,8 +175,8 @@ int Get(const std::vector<std::string>& args) {
   Flags flags("jobs get", "ID", "One job; -o json has its canonical spec.\n");
   flags.Positionals("job id", 1, &ids);
   AddClientFlags(flags, &o);
-  return WithClient("get", flags, o, args, [&](Client& c) -> int {
-    if (ids.size() != 1) return NeedId("get", ids, flags);
+  return WithClient("jobs get", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedOne("jobs get", "job id", ids, flags);
     Failure f;
     auto doc = c.Call("GET", JobPath(ids[0]), &f);
     if (!doc) return c.Fail(f);
@@ -312,8 +208,8 @@ int Checkpoints(const std::vector<std::string>& args) {
   Flags flags("jobs checkpoints", "ID", "The checkpoints the job keeps, oldest first.\n");
   flags.Positionals("job id", 1, &ids);
   AddClientFlags(flags, &o);
-  return WithClient("checkpoints", flags, o, args, [&](Client& c) -> int {
-    if (ids.size() != 1) return NeedId("checkpoints", ids, flags);
+  return WithClient("jobs checkpoints", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedOne("jobs checkpoints", "job id", ids, flags);
     Failure f;
     auto doc = c.Call("GET", JobPath(ids[0]) + "/checkpoints", &f);
     if (!doc) return c.Fail(f);
@@ -349,8 +245,8 @@ int Scalars(const std::vector<std::string>& args) {
       .String("--tag", "TAG", "the series: loss, accuracy, validation/loss, ...", &tag)
       .Int("--max-points", "at most N points (1000)", 1, api::kMaxScalarPoints, &max_points);
   AddClientFlags(flags, &o);
-  return WithClient("scalars", flags, o, args, [&](Client& c) -> int {
-    if (ids.size() != 1) return NeedId("scalars", ids, flags);
+  return WithClient("jobs scalars", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedOne("jobs scalars", "job id", ids, flags);
     Failure f;
     if (tag.empty()) {
       auto doc = c.Call("GET", JobPath(ids[0]) + "/scalars/tags", &f);
@@ -411,8 +307,8 @@ int Logs(const std::vector<std::string>& args) {
       .Switch("--follow", "the same as -f", &follow)
       .Int("--tail", "only the last N lines (then follow, with -f)", 0, INT64_MAX, &tail);
   AddClientFlags(flags, &o);
-  return WithClient("logs", flags, o, args, [&](Client& c) -> int {
-    if (ids.size() != 1) return NeedId("logs", ids, flags);
+  return WithClient("jobs logs", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedOne("jobs logs", "job id", ids, flags);
     const bool as_json = c.mode() == OutputMode::kJson || c.mode() == OutputMode::kJsonl;
     // Read up to the end now: all lines, or the last --tail of them.
     std::deque<api::LogLine> kept;
@@ -469,20 +365,16 @@ int Wait(const std::vector<std::string>& args) {
   flags.Positionals("job id", 1, &ids)
       .String("--timeout", "DUR", "give up after DUR: 90s, 500ms, 10m, 2h (none)", &timeout);
   AddClientFlags(flags, &o);
-  return WithClient("wait", flags, o, args, [&](Client& c) -> int {
-    if (ids.size() != 1) return NeedId("wait", ids, flags);
+  return WithClient("jobs wait", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedOne("jobs wait", "job id", ids, flags);
+    Failure f;
     FollowOptions fo;
-    if (!timeout.empty()) {
-      const auto d = ParseDuration(timeout);
-      if (!d)
-        return c.Fail(
-            {kExitUsage, "--timeout: must be a duration (90s, 500ms, 10m), got '" + timeout + "'"});
-      fo.deadline = std::chrono::steady_clock::now() + *d;
-    }
+    const auto deadline = TimeoutDeadline(timeout, &f);
+    if (!deadline) return c.Fail(f);
+    fo.deadline = *deadline;
     api::JobInfo final;
     const int code = FollowJob(c, ids[0], fo, &final);
     if (final.id.empty()) return code;
-    Failure f;
     if (auto doc = c.Call("GET", JobPath(ids[0]), &f)) PrintJob(c, *doc);
     return code;
   });
@@ -496,8 +388,8 @@ int Watch(const std::vector<std::string>& args) {
               "ETA; a progress bar on a terminal, a line every 5 s when piped.\n");
   flags.Positionals("job id", 1, &ids);
   AddClientFlags(flags, &o, false);
-  return WithClient("watch", flags, o, args, [&](Client& c) -> int {
-    if (ids.size() != 1) return NeedId("watch", ids, flags);
+  return WithClient("jobs watch", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedOne("jobs watch", "job id", ids, flags);
     FollowOptions fo;
     fo.watch = true;
     return FollowJob(c, ids[0], fo, nullptr);
@@ -513,8 +405,8 @@ int Stop(const std::vector<std::string>& args) {
   flags.Positionals("job id", 1, &ids)
       .Switch("--wait", "wait until it has stopped; exit with how it ended", &wait);
   AddClientFlags(flags, &o);
-  return WithClient("stop", flags, o, args, [&](Client& c) -> int {
-    if (ids.size() != 1) return NeedId("stop", ids, flags);
+  return WithClient("jobs stop", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedOne("jobs stop", "job id", ids, flags);
     Failure f;
     auto doc = c.Call("POST", JobPath(ids[0]) + "/stop", &f, "{}");
     if (!doc) return c.Fail(f);
@@ -540,8 +432,8 @@ int Resume(const std::vector<std::string>& args) {
       .Switch("-f", "follow it to its end, printing its new log lines", &follow)
       .Switch("--follow", "the same as -f", &follow);
   AddClientFlags(flags, &o);
-  return WithClient("resume", flags, o, args, [&](Client& c) -> int {
-    if (ids.size() != 1) return NeedId("resume", ids, flags);
+  return WithClient("jobs resume", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedOne("jobs resume", "job id", ids, flags);
     // The log's end before the resume: -f prints only what the resumed run writes.
     int64_t from = 1;
     Failure f;
@@ -579,20 +471,9 @@ int Delete(const std::vector<std::string>& args) {
               "first on a terminal; elsewhere needs --yes.\n");
   flags.Positionals("job id", 1, &ids).Switch("--yes", "do not ask", &yes);
   AddClientFlags(flags, &o);
-  return WithClient("delete", flags, o, args, [&](Client& c) -> int {
-    if (ids.size() != 1) return NeedId("delete", ids, flags);
-    if (!yes) {
-      if (isatty(STDIN_FILENO) != 1) {
-        return c.Fail({kExitUsage, "not deleting without --yes (stdin is not a terminal)"});
-      }
-      std::fprintf(stderr, "Delete job %s and all its files? [y/N] ", ids[0].c_str());
-      std::string answer;
-      std::getline(std::cin, answer);
-      if (answer != "y" && answer != "Y" && answer != "yes") {
-        std::fprintf(stderr, "not deleted\n");
-        return kExitFailed;
-      }
-    }
+  return WithClient("jobs delete", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedOne("jobs delete", "job id", ids, flags);
+    if (auto code = ConfirmDelete(c, "job " + ids[0] + " and all its files", yes)) return *code;
     Failure f;
     if (!c.Call("DELETE", JobPath(ids[0]), &f)) return c.Fail(f);
     if (c.mode() == OutputMode::kQuiet) std::printf("%s\n", ids[0].c_str());
@@ -614,8 +495,8 @@ int Export(const std::vector<std::string>& args) {
       .String("-o", "FILE", "the file to write (required)", &output)
       .String("--output", "FILE", "the same as -o", &output);
   AddClientFlags(flags, &o, false);
-  return WithClient("export", flags, o, args, [&](Client& c) -> int {
-    if (ids.size() != 1) return NeedId("export", ids, flags);
+  return WithClient("jobs export", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedOne("jobs export", "job id", ids, flags);
     if (output.empty()) {
       std::fprintf(stderr, "trainingd jobs export: -o: required (the file)\n%s",
                    flags.Usage().c_str());

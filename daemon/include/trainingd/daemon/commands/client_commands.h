@@ -1,4 +1,5 @@
-// The client of a running daemon: `trainingd jobs ...`, `trainingd datasets ...`,
+// The client of a running daemon: `trainingd jobs ...`, `trainingd experiments ...`,
+// `trainingd datasets ...`,
 // `trainingd completion bash|zsh` and `trainingd help exit-codes` (docs/cli.md). Each takes the
 // arguments after its group's name and returns the process's exit code (client/exit_codes.h).
 #pragma once
@@ -9,6 +10,7 @@
 namespace trainingd::daemon {
 
 int JobsCommand(const std::vector<std::string>& args);
+int ExperimentsCommand(const std::vector<std::string>& args);
 int DatasetsCommand(const std::vector<std::string>& args);
 int CompletionCommand(const std::vector<std::string>& args);
 // `trainingd help exit-codes`; anything else prints the commands.

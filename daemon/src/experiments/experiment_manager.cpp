@@ -655,7 +655,8 @@ eng::Result<api::ExperimentInfo> ExperimentManager::Submit(api::ExperimentSpec s
     std::lock_guard<std::mutex> lock(mu_);
     auto e = std::make_unique<Experiment>();
     do {
-      e->rec.id = "x" + NewJobId().substr(1);
+      e->rec.id = NewJobId();
+      e->rec.id[0] = 'x';  // "x" and 80 random bits, as a job id is "j" and 80
     } while (experiments_.count(e->rec.id));
     e->rec.name = spec.name;
     e->rec.spec_json = std::move(spec_json);

@@ -143,6 +143,20 @@ TEST(TrainedModelTest, PredictOnRawImagesIsForwardOnScaledOnes) {
   ExpectPredictIsForward(ImageInput(), 13);
 }
 
+TEST(TrainedModelTest, PredictThroughPackedDenseKernelsIsForward) {
+  // Dense layers of more than 16 units, whose kernels LoadTrainedModel packs: one example (a
+  // one-row product), a few, and more than a slice.
+  ModelInput in = ImageInput();
+  in.model.layers[4] = LayerSpec::Dense(40, Activation::kRelu);
+  for (int64_t n : {int64_t{1}, int64_t{13}, TrainedModel::kPredictSlice + 44}) {
+    ExpectPredictIsForward(in, n);
+  }
+  ModelInput table = TableInput();
+  table.model.layers[1] = LayerSpec::Dense(70, Activation::kRelu);
+  ExpectPredictIsForward(table, 1);
+  ExpectPredictIsForward(table, 300);
+}
+
 TEST(TrainedModelTest, PredictOnRawRowsIsForwardOnStandardizedOnesInSlices) {
   // More examples than one slice: Predict's slices give the whole batch's results.
   ExpectPredictIsForward(TableInput(), TrainedModel::kPredictSlice + 44);

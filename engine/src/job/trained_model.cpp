@@ -8,7 +8,6 @@
 
 #include "trainingd/engine/io/checkpoint.h"
 #include "trainingd/engine/io/checkpoint_manager.h"
-#include "trainingd/engine/nn/dense_layer.h"
 #include "trainingd/engine/train/trainer_checkpoint.h"
 
 namespace trainingd::engine {
@@ -63,11 +62,9 @@ Result<TrainedModel> LoadTrainedModel(const std::string& checkpoint_dir,
   auto model = Model::Build(input.model, input.example_shape, input.num_classes, /*seed=*/0);
   if (!model.ok()) return model.status();
   TRAININGD_RETURN_IF_ERROR(RestoreModelParameters(**model, *data));
-  // The weights are final: each dense kernel is packed once here, as the products read it, not
-  // piece by piece on every Predict (at batch 1 that copy was most of a wide layer's time).
-  for (const auto& layer : (*model)->layers()) {
-    if (auto* dense = dynamic_cast<DenseLayer*>(layer.get())) dense->PackKernelForInference();
-  }
+  // The weights are final: dense kernels packed and Winograd kernels transformed once here, not
+  // on every Predict.
+  (*model)->PrepareForInference();
   return TrainedModel(input, data->global_step, std::move(model).value());
 }
 

@@ -187,11 +187,21 @@ void Conv2dLayer::Col2ImAdd(const float* col, float* dx) const {
   }
 }
 
-void Conv2dLayer::WinogradForward(const Tensor& in, Tensor& out) {
-  const int64_t batch = in.shape()[0], tiles = batch * winograd_->tiles_per_example();
-  const int64_t per_block = winograd_->TilesPerBlock(kWinogradBlockBytes);
+void Conv2dLayer::PrepareForInference() {
+  if (!winograd_) return;
   winograd_kernel_.Resize(Shape{winograd_->kernel_size()});
   winograd_->TransformKernel(kernel_.value.data(), winograd_kernel_.data(), nullptr);
+  inference_kernel_ = true;
+}
+
+void Conv2dLayer::WinogradForward(const Tensor& in, Tensor& out, Mode mode) {
+  const int64_t batch = in.shape()[0], tiles = batch * winograd_->tiles_per_example();
+  const int64_t per_block = winograd_->TilesPerBlock(kWinogradBlockBytes);
+  if (mode != Mode::kEval || !inference_kernel_) {
+    inference_kernel_ = false;
+    winograd_kernel_.Resize(Shape{winograd_->kernel_size()});
+    winograd_->TransformKernel(kernel_.value.data(), winograd_kernel_.data(), nullptr);
+  }
   scratch_.resize(static_cast<size_t>(NumChunks(tiles, 2)));
   const bool relu = spec_.activation == Activation::kRelu;
   ParallelChunks(tiles, 2, [&](int chunk, int64_t begin, int64_t end) {
@@ -210,6 +220,7 @@ void Conv2dLayer::WinogradBackward(const Tensor& in, const Tensor& out, const Te
   const int64_t per_block = winograd_->TilesPerBlock(kWinogradBlockBytes);
   // Transformed again rather than trusting the forward pass's copy: it is cheap (about 0.1% of the
   // layer's work for the tutorial CNN) and keeps Backward correct whatever ran in between.
+  inference_kernel_ = false;
   winograd_kernel_.Resize(Shape{winograd_->kernel_size()});
   winograd_kernel_t_.Resize(Shape{winograd_->kernel_t_size()});
   winograd_->TransformKernel(kernel_.value.data(), winograd_kernel_.data(),
@@ -279,10 +290,10 @@ void Conv2dLayer::SumBlocks(const Tensor& in, const Tensor& dout, GradientBlocks
   if (blocks.whole()) FinishGradients(parameters());
 }
 
-void Conv2dLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
+void Conv2dLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   const int64_t batch = in.shape()[0];
   out.Resize(Shape{batch, g_.oh, g_.ow, g_.oc});
-  if (winograd_) return WinogradForward(in, out);
+  if (winograd_) return WinogradForward(in, out, mode);
   const int64_t in_size = g_.h * g_.w * g_.c, pix = g_.out_pixels(), P = g_.patch();
   const int64_t per_block = ExamplesPerBlock();
   scratch_.resize(static_cast<size_t>(NumChunks(batch, 2)));

@@ -59,7 +59,7 @@ int64_t DenseLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
               gathered);
 }
 
-void DenseLayer::PackKernelForInference() {
+void DenseLayer::PrepareForInference() {
   const int64_t units = spec_.units;
   if (units <= 16) return;
   packed_kernel_.assign(static_cast<size_t>(internal::PackedBFloats(in_, units)), 0.0f);

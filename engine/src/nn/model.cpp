@@ -213,6 +213,10 @@ int64_t SatAdd(int64_t a, int64_t b) {
 }
 }  // namespace
 
+void Model::PrepareForInference() {
+  for (const auto& layer : layers_) layer->PrepareForInference();
+}
+
 std::vector<ModelMemory> Model::LayerMemoryUse(int64_t train_batch, int64_t eval_batch,
                                                int threads) const {
   const int64_t f = sizeof(float);

@@ -43,13 +43,11 @@ class DenseLayer final : public Layer {
   // The gradients (Parameter::grad) of the bias and of the kernel rows of tiles [t0, t1), from the
   // inputs and output gradients the latest step gathered.
   void GatheredGradients(int64_t t0, int64_t t1);
-  // For inference on weights that no longer change (TrainedModel): keeps a copy of the kernel
-  // packed as the matrix products read it (gemm.h's PackB), 4 bytes per kernel element, which
-  // Forward in Mode::kEval then reads instead of packing pieces of the kernel on every call. The
-  // outputs are the same bits. A later change to the kernel's values is not seen by kEval's
-  // Forward until the next call; training never calls it. A layer of at most 16 units, whose
-  // product runs on the narrow kernel, keeps no copy.
-  void PackKernelForInference();
+  // Keeps a copy of the kernel packed as the matrix products read it (gemm.h's PackB), 4 bytes
+  // per kernel element, which kEval Forward then streams, instead of reading the kernel a
+  // 32-column strip of every row at a time. A layer of at most 16 units (the narrow kernel)
+  // keeps no copy.
+  void PrepareForInference() override;
   int64_t in() const { return in_; }
   int64_t units() const { return spec_.units; }
   // The kernel's gradient is formed by tiles of whole rows; every tile but the last is a multiple

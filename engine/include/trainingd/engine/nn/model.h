@@ -83,6 +83,9 @@ class Model {
   // ranks then also split their forward and input gradient by columns), unmarks the others, and
   // returns the marked ones. The results are the same bits either way.
   std::vector<DenseLayer*> GatherLargeDenseLayers(int64_t global_batch);
+  // For inference on parameters that no longer change (TrainedModel): every layer's
+  // PrepareForInference. kEval Forward gives the same bits; training must not call it.
+  void PrepareForInference();
   // Per-example output shape of each layer.
   const std::vector<Shape>& output_shapes() const { return shapes_; }
   const Shape& input_shape() const { return input_shape_; }

@@ -119,6 +119,11 @@ void ExpectPredictIsForward(const ModelInput& in, int64_t n) {
   auto trained = LoadTrainedModel(dir.path(), std::nullopt, in);
   ASSERT_TRUE(trained.ok()) << trained.status().ToString();
   EXPECT_EQ(trained->step(), 80);
+  // Prepared for inference: the gradient buffers are released (Model::PrepareForInference).
+  for (const Parameter* p : trained->model().parameters()) {
+    EXPECT_EQ(p->grad.size(), 0) << p->name;
+    EXPECT_TRUE(p->sum.empty()) << p->name;
+  }
   const Tensor raw = RawExamples(in, n, 5);
   std::vector<float> logits(static_cast<size_t>(n * in.num_classes));
   std::vector<float> probs(logits.size());

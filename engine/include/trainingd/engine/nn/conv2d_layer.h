@@ -68,7 +68,8 @@ class Conv2dLayer final : public Layer {
     int64_t patch() const { return k * k * c; }
     int64_t out_pixels() const { return oh * ow; }
   };
-  void Im2Col(const float* x, float* col) const;
+  // Rows [p0, p1) of one example's patch matrix (all of them by default).
+  void Im2Col(const float* x, float* col, int64_t p0 = 0, int64_t p1 = -1) const;
   void Col2ImAdd(const float* col, float* dx) const;
   int64_t ExamplesPerBlock() const;
   void ChooseAlgorithm();  // sets or clears winograd_ from requested_ and the geometry

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
     // The same layers (weights do not change the cost), timed layer by layer.
     auto timed = eng::Model::Build(input->model, input->example_shape, input->num_classes, 1);
     if (!timed.ok()) return 1;
+    (*timed)->PrepareForInference();  // as LoadTrainedModel does
     eng::Tensor x(input->example_shape.with_batch(batch));
     for (int64_t i = 0; i < x.size(); ++i) x[i] = raw[static_cast<size_t>(i)] / 255.0f;
     std::vector<double> forward((*timed)->layers().size()), backward(forward.size());

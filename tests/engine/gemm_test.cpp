@@ -89,6 +89,35 @@ TEST(GemmTest, EveryElementIsTheFusedMultiplyAddChainOverK) {
   SetComputeThreads(1);
 }
 
+// B packed once (PackB) gives every element the same chain as B itself, on one thread and on two:
+// one row (batch-1 inference, one pass over k), a few, and many (passes of 256), with a last
+// panel of fewer columns.
+TEST(GemmTest, PackedBGivesTheSameBitsAsBItself) {
+  const Product products[] = {{1, 1024, 3136}, {1, 33, 5},   {1, 128, 784}, {2, 100, 600},
+                              {13, 17, 256},   {29, 64, 257}, {64, 1000, 300}, {300, 40, 20},
+                              {3, 5, 0},       {0, 40, 7}};
+  for (int threads : {1, 2}) {
+    SetComputeThreads(threads);
+    for (const Product& p : products) {
+      if (test_support::kSanitized && p.m * p.n * p.k > (4 << 20)) continue;
+      SCOPED_TRACE(std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) +
+                   ", " + std::to_string(threads) + " threads");
+      const int64_t lda = p.k + 3, ldb = p.n + 5, ldc = p.n + 2;
+      const std::vector<float> a = Random(p.m * lda + 1, 6), b = Random(p.k * ldb + 1, 7);
+      std::vector<float> packed(static_cast<size_t>(PackedBFloats(p.k, p.n) + 16));
+      // PackB's floats are 64-byte aligned.
+      float* aligned = packed.data() + (16 - reinterpret_cast<uintptr_t>(packed.data()) / 4 % 16) % 16;
+      PackB(p.k, p.n, b.data(), ldb, aligned);
+      const std::vector<float> c0 = Random(p.m * ldc + 1, 8);
+      std::vector<float> want = c0, got = c0;
+      Gemm(false, false, p.m, p.n, p.k, a.data(), lda, b.data(), ldb, want.data(), ldc);
+      GemmPackedB(p.m, p.n, p.k, a.data(), lda, aligned, got.data(), ldc);
+      ASSERT_EQ(std::memcmp(want.data(), got.data(), 4 * want.size()), 0) << GemmKernels();
+    }
+  }
+  SetComputeThreads(1);
+}
+
 // What data-parallel ranks do: some of the rows or columns of a product, with another thread
 // count; they get the same bits as the whole product on one thread.
 TEST(GemmTest, PartsOfAProductEqualTheWhole) {

@@ -2,7 +2,9 @@
 // against central finite differences.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <tuple>
 
@@ -222,6 +224,29 @@ TEST(ConvTest, FusedReluBackwardEqualsLinearBackwardOfTheMaskedGradient) {
     const Tensor& b = linear.parameters()[p]->grad;
     for (int64_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6);
   }
+}
+
+// One example on two threads (its output pixels split between them, as in batch-1 inference) is
+// the same bits as that example's rows of a batch on one thread.
+TEST(ConvTest, OneExampleOnTwoThreadsIsItsRowsOfABatch) {
+  Rng rng(12);
+  Conv2dLayer conv("conv2d", LayerSpec::Conv2d(32, 5, Padding::kSame, Activation::kRelu));
+  Rng init(6);
+  ASSERT_TRUE(conv.Build(Shape{28, 28, 1}, init).ok());
+  ASSERT_EQ(conv.algorithm(), ConvAlgorithm::kIm2col);
+  const Tensor x = RandomTensor(Shape{3, 28, 28, 1}, rng);
+  Tensor batch_out, one_out;
+  SetComputeThreads(1);
+  conv.Forward(x, batch_out, Mode::kEval);
+  SetComputeThreads(2);
+  const int64_t in_size = 28 * 28, out_size = 28 * 28 * 32;
+  for (int64_t e = 0; e < 3; ++e) {
+    Tensor one(Shape{1, 28, 28, 1});
+    std::copy_n(x.data() + e * in_size, in_size, one.data());
+    conv.Forward(one, one_out, Mode::kEval);
+    ASSERT_EQ(std::memcmp(one_out.data(), batch_out.data() + e * out_size, 4 * out_size), 0) << e;
+  }
+  SetComputeThreads(1);
 }
 
 TEST(ConvTest, AutoUsesWinogradForStrideOneThreeAndFiveKernelsOverEnoughChannels) {

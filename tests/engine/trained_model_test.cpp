@@ -119,6 +119,11 @@ void ExpectPredictIsForward(const ModelInput& in, int64_t n) {
   auto trained = LoadTrainedModel(dir.path(), std::nullopt, in);
   ASSERT_TRUE(trained.ok()) << trained.status().ToString();
   EXPECT_EQ(trained->step(), 80);
+  // Prepared for inference: the gradient buffers are released (Model::PrepareForInference).
+  for (const Parameter* p : trained->model().parameters()) {
+    EXPECT_EQ(p->grad.size(), 0) << p->name;
+    EXPECT_TRUE(p->sum.empty()) << p->name;
+  }
   const Tensor raw = RawExamples(in, n, 5);
   std::vector<float> logits(static_cast<size_t>(n * in.num_classes));
   std::vector<float> probs(logits.size());
@@ -141,6 +146,20 @@ void ExpectPredictIsForward(const ModelInput& in, int64_t n) {
 
 TEST(TrainedModelTest, PredictOnRawImagesIsForwardOnScaledOnes) {
   ExpectPredictIsForward(ImageInput(), 13);
+}
+
+TEST(TrainedModelTest, PredictThroughPackedDenseKernelsIsForward) {
+  // Dense layers of more than 16 units, whose kernels LoadTrainedModel packs: one example (a
+  // one-row product), a few, and more than a slice.
+  ModelInput in = ImageInput();
+  in.model.layers[4] = LayerSpec::Dense(40, Activation::kRelu);
+  for (int64_t n : {int64_t{1}, int64_t{13}, TrainedModel::kPredictSlice + 44}) {
+    ExpectPredictIsForward(in, n);
+  }
+  ModelInput table = TableInput();
+  table.model.layers[1] = LayerSpec::Dense(70, Activation::kRelu);
+  ExpectPredictIsForward(table, 1);
+  ExpectPredictIsForward(table, 300);
 }
 
 TEST(TrainedModelTest, PredictOnRawRowsIsForwardOnStandardizedOnesInSlices) {

@@ -62,6 +62,9 @@ Result<TrainedModel> LoadTrainedModel(const std::string& checkpoint_dir,
   auto model = Model::Build(input.model, input.example_shape, input.num_classes, /*seed=*/0);
   if (!model.ok()) return model.status();
   TRAININGD_RETURN_IF_ERROR(RestoreModelParameters(**model, *data));
+  // The weights are final: dense kernels packed and Winograd kernels transformed once here, not
+  // on every Predict.
+  (*model)->PrepareForInference();
   return TrainedModel(input, data->global_step, std::move(model).value());
 }
 

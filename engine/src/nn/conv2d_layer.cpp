@@ -138,28 +138,29 @@ int64_t Conv2dLayer::ExamplesPerBlock() const {
   return std::max<int64_t>(1, (rows + pix - 1) / pix);
 }
 
-// Lowers one example [h,w,c] into its patch matrix [oh*ow, k*k*c] (row: (ky, kx, c)). For each
-// output pixel and kernel row, the k*c values come from one contiguous run of the input row.
-void Conv2dLayer::Im2Col(const float* x, float* col) const {
+// Lowers one example [h,w,c] into its patch matrix [oh*ow, k*k*c] (row: (ky, kx, c)), the rows
+// of output pixels [p0, p1). For each output pixel and kernel row, the k*c values come from one
+// contiguous run of the input row.
+void Conv2dLayer::Im2Col(const float* x, float* col, int64_t p0, int64_t p1) const {
   const int64_t P = g_.patch(), kc = g_.k * g_.c;
-  for (int64_t oy = 0; oy < g_.oh; ++oy) {
-    for (int64_t ox = 0; ox < g_.ow; ++ox) {
-      float* row = col + (oy * g_.ow + ox) * P;
-      const int64_t ix0 = ox * g_.stride - g_.pad_left;
-      const int64_t kx_lo = std::max<int64_t>(0, -ix0);
-      const int64_t kx_hi = std::min<int64_t>(g_.k, g_.w - ix0);
-      for (int64_t ky = 0; ky < g_.k; ++ky) {
-        float* dst = row + ky * kc;
-        const int64_t iy = oy * g_.stride - g_.pad_top + ky;
-        if (iy < 0 || iy >= g_.h || kx_lo >= kx_hi) {
-          std::memset(dst, 0, sizeof(float) * kc);
-          continue;
-        }
-        if (kx_lo > 0) std::memset(dst, 0, sizeof(float) * kx_lo * g_.c);
-        std::memcpy(dst + kx_lo * g_.c, x + (iy * g_.w + ix0 + kx_lo) * g_.c,
-                    sizeof(float) * (kx_hi - kx_lo) * g_.c);
-        if (kx_hi < g_.k) std::memset(dst + kx_hi * g_.c, 0, sizeof(float) * (g_.k - kx_hi) * g_.c);
+  if (p1 < 0) p1 = g_.out_pixels();
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t oy = p / g_.ow, ox = p % g_.ow;
+    float* row = col + p * P;
+    const int64_t ix0 = ox * g_.stride - g_.pad_left;
+    const int64_t kx_lo = std::max<int64_t>(0, -ix0);
+    const int64_t kx_hi = std::min<int64_t>(g_.k, g_.w - ix0);
+    for (int64_t ky = 0; ky < g_.k; ++ky) {
+      float* dst = row + ky * kc;
+      const int64_t iy = oy * g_.stride - g_.pad_top + ky;
+      if (iy < 0 || iy >= g_.h || kx_lo >= kx_hi) {
+        std::memset(dst, 0, sizeof(float) * kc);
+        continue;
       }
+      if (kx_lo > 0) std::memset(dst, 0, sizeof(float) * kx_lo * g_.c);
+      std::memcpy(dst + kx_lo * g_.c, x + (iy * g_.w + ix0 + kx_lo) * g_.c,
+                  sizeof(float) * (kx_hi - kx_lo) * g_.c);
+      if (kx_hi < g_.k) std::memset(dst + kx_hi * g_.c, 0, sizeof(float) * (g_.k - kx_hi) * g_.c);
     }
   }
 }
@@ -187,11 +188,21 @@ void Conv2dLayer::Col2ImAdd(const float* col, float* dx) const {
   }
 }
 
-void Conv2dLayer::WinogradForward(const Tensor& in, Tensor& out) {
-  const int64_t batch = in.shape()[0], tiles = batch * winograd_->tiles_per_example();
-  const int64_t per_block = winograd_->TilesPerBlock(kWinogradBlockBytes);
+void Conv2dLayer::PrepareForInference() {
+  if (!winograd_) return;
   winograd_kernel_.Resize(Shape{winograd_->kernel_size()});
   winograd_->TransformKernel(kernel_.value.data(), winograd_kernel_.data(), nullptr);
+  inference_kernel_ = true;
+}
+
+void Conv2dLayer::WinogradForward(const Tensor& in, Tensor& out, Mode mode) {
+  const int64_t batch = in.shape()[0], tiles = batch * winograd_->tiles_per_example();
+  const int64_t per_block = winograd_->TilesPerBlock(kWinogradBlockBytes);
+  if (mode != Mode::kEval || !inference_kernel_) {
+    inference_kernel_ = false;
+    winograd_kernel_.Resize(Shape{winograd_->kernel_size()});
+    winograd_->TransformKernel(kernel_.value.data(), winograd_kernel_.data(), nullptr);
+  }
   scratch_.resize(static_cast<size_t>(NumChunks(tiles, 2)));
   const bool relu = spec_.activation == Activation::kRelu;
   ParallelChunks(tiles, 2, [&](int chunk, int64_t begin, int64_t end) {
@@ -210,6 +221,7 @@ void Conv2dLayer::WinogradBackward(const Tensor& in, const Tensor& out, const Te
   const int64_t per_block = winograd_->TilesPerBlock(kWinogradBlockBytes);
   // Transformed again rather than trusting the forward pass's copy: it is cheap (about 0.1% of the
   // layer's work for the tutorial CNN) and keeps Backward correct whatever ran in between.
+  inference_kernel_ = false;
   winograd_kernel_.Resize(Shape{winograd_->kernel_size()});
   winograd_kernel_t_.Resize(Shape{winograd_->kernel_t_size()});
   winograd_->TransformKernel(kernel_.value.data(), winograd_kernel_.data(),
@@ -279,16 +291,29 @@ void Conv2dLayer::SumBlocks(const Tensor& in, const Tensor& dout, GradientBlocks
   if (blocks.whole()) FinishGradients(parameters());
 }
 
-void Conv2dLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
+void Conv2dLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   const int64_t batch = in.shape()[0];
   out.Resize(Shape{batch, g_.oh, g_.ow, g_.oc});
-  if (winograd_) return WinogradForward(in, out);
+  if (winograd_) return WinogradForward(in, out, mode);
   const int64_t in_size = g_.h * g_.w * g_.c, pix = g_.out_pixels(), P = g_.patch();
   const int64_t per_block = ExamplesPerBlock();
   scratch_.resize(static_cast<size_t>(NumChunks(batch, 2)));
   const float* w = kernel_.value.data();
   const float* b = bias_.value.data();
   const bool relu = spec_.activation == Activation::kRelu;
+  if (batch == 1 && ComputeThreads() > 1) {
+    // One example (batch-1 inference): the threads take its output pixels, each lowering and
+    // multiplying its rows of the one patch matrix; every element is the same fma chain.
+    Tensor& col = scratch_[0].col;
+    col.Resize(Shape{per_block * pix, P});
+    ParallelFor(pix, 64, [&](int64_t p0, int64_t p1) {
+      Im2Col(in.data(), col.data(), p0, p1);
+      float* y = out.data() + p0 * g_.oc;
+      internal::Gemm(false, false, p1 - p0, g_.oc, P, col.data() + p0 * P, P, w, g_.oc, y, g_.oc);
+      internal::AddBiasActivation(y, p1 - p0, g_.oc, b, relu);
+    });
+    return;
+  }
   ParallelChunks(batch, 2, [&](int chunk, int64_t begin, int64_t end) {
     Tensor& col = scratch_[static_cast<size_t>(chunk)].col;
     col.Resize(Shape{per_block * pix, P});

@@ -59,7 +59,14 @@ int64_t DenseLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
               gathered);
 }
 
-void DenseLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
+void DenseLayer::PrepareForInference() {
+  const int64_t units = spec_.units;
+  if (units <= 16) return;
+  packed_kernel_.assign(static_cast<size_t>(internal::PackedBFloats(in_, units)), 0.0f);
+  internal::PackB(in_, units, kernel_.value.data(), units, packed_kernel_.data());
+}
+
+void DenseLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   const int64_t batch = in.shape()[0], units = spec_.units;
   out.Resize(Shape{batch, units});
   const bool relu = spec_.activation == Activation::kRelu;
@@ -77,8 +84,13 @@ void DenseLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
     step_->ShareColumns(parts_by_rank_, units, out.data());
     return;
   }
-  internal::Gemm(false, false, batch, units, in_, in.data(), in_, kernel_.value.data(), units,
-                 out.data(), units);
+  if (mode == Mode::kEval && !packed_kernel_.empty()) {
+    internal::GemmPackedB(batch, units, in_, in.data(), in_, packed_kernel_.data(), out.data(),
+                          units);
+  } else {
+    internal::Gemm(false, false, batch, units, in_, in.data(), in_, kernel_.value.data(), units,
+                   out.data(), units);
+  }
   const float* b = bias_.value.data();
   ParallelFor(batch, 64, [&](int64_t begin, int64_t end) {
     internal::AddBiasActivation(out.data() + begin * units, end - begin, units, b, relu);

@@ -356,7 +356,74 @@ void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
 // than it saves.
 constexpr double kMinThreadedMacs = 1 << 20;
 
+// C's columns of packed panels [p0, p1) (PackB), on this thread. Panel by panel, B's panel read
+// front to back once: with few rows of A (batch inference) B is the bulk of what is read, and
+// it streams; for more rows, each kKc-row piece of the panel (32 KB) stays in the L1 cache
+// while the tiles of A's rows go past it.
+void GemmPackedPanels(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                      const float* packed, int64_t p0, int64_t p1, float* c, int64_t ldc) {
+  constexpr int kNr = 16 * Wide::kVectors;
+  const int64_t tiles = (m + Wide::kRows - 1) / Wide::kRows;
+  // With one or two tiles nothing is reused from the L1 cache between passes over k: one pass.
+  const int64_t pass = tiles <= 2 ? k : kKc;
+  for (int64_t p = p0; p < p1; ++p) {
+    const int cols = static_cast<int>(std::min<int64_t>(kNr, n - p * kNr));
+    const float* panel = packed + p * k * kNr;
+    for (int64_t pc = 0; pc < k; pc += pass) {
+      const int kc = static_cast<int>(std::min<int64_t>(pass, k - pc));
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t i0 = m * t / tiles, rows = m * (t + 1) / tiles - i0;
+        Wide::kPacked[static_cast<size_t>(rows - 1)](kc, a + i0 * lda + pc, lda, 1,
+                                                     panel + pc * kNr, kNr, c + i0 * ldc + p * kNr,
+                                                     ldc, cols, pc > 0);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+int64_t PackedBPanel() { return 16 * Wide::kVectors; }
+
+int64_t PackedBFloats(int64_t k, int64_t n) {
+  const int64_t nr = PackedBPanel();
+  return (n + nr - 1) / nr * nr * k;
+}
+
+void PackB(int64_t k, int64_t n, const float* b, int64_t ldb, float* packed) {
+  constexpr int kNr = 16 * Wide::kVectors;
+  const int64_t panels = (n + kNr - 1) / kNr;
+  ParallelFor(panels, 2, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      PackPanel<kNr>(false, b, ldb, 0, static_cast<int>(k), p * kNr,
+                     static_cast<int>(std::min<int64_t>(kNr, n - p * kNr)), packed + p * k * kNr);
+    }
+  });
+}
+
+void GemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* packed, float* c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
+    return;
+  }
+  constexpr int kNr = 16 * Wide::kVectors;
+  const int64_t panels = (n + kNr - 1) / kNr;
+  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (ComputeThreads() <= 1 || macs < kMinThreadedMacs) {
+    GemmPackedPanels(m, n, k, a, lda, packed, 0, panels, c, ldc);
+  } else if (m >= n) {
+    ParallelFor(m, 2, [&](int64_t begin, int64_t end) {
+      GemmPackedPanels(end - begin, n, k, a + begin * lda, lda, packed, 0, panels,
+                       c + begin * ldc, ldc);
+    });
+  } else {
+    ParallelFor(panels, 2, [&](int64_t begin, int64_t end) {
+      GemmPackedPanels(m, n, k, a, lda, packed, begin, end, c, ldc);
+    });
+  }
+}
 
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
           const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {

@@ -24,6 +24,19 @@ namespace trainingd::engine::internal {
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
           const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate = false);
 
+// B [k x n] (row-major, leading dimension ldb) packed once for GemmPackedB, as the kernels read
+// it: column panels of PackedBPanel() columns (the last zero-padded), each panel's k rows one
+// after another, so a product with few rows of A reads B front to back. PackedBFloats(k, n)
+// floats at `packed`, 64-byte aligned. For a product's constant B (a trained dense kernel).
+int64_t PackedBPanel();
+int64_t PackedBFloats(int64_t k, int64_t n);
+void PackB(int64_t k, int64_t n, const float* b, int64_t ldb, float* packed);
+
+// C [m x n] = A [m x k] * B, B as PackB packed it: the same bits as Gemm(false, false, ...) on
+// B itself, with the same threads.
+void GemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* packed, float* c, int64_t ldc);
+
 // The instruction set the kernels were built for: "avx512", "avx2" or "scalar".
 const char* GemmKernels();
 

@@ -213,6 +213,16 @@ int64_t SatAdd(int64_t a, int64_t b) {
 }
 }  // namespace
 
+void Model::PrepareForInference() {
+  for (Parameter* p : params_) {
+    p->grad = Tensor();
+    p->sum = {};
+  }
+  decltype(flat_grads_)().swap(flat_grads_);
+  decltype(flat_sums_)().swap(flat_sums_);
+  for (const auto& layer : layers_) layer->PrepareForInference();
+}
+
 std::vector<ModelMemory> Model::LayerMemoryUse(int64_t train_batch, int64_t eval_batch,
                                                int threads) const {
   const int64_t f = sizeof(float);

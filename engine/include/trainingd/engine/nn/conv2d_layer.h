@@ -56,6 +56,9 @@ class Conv2dLayer final : public Layer {
                 GradientBlocks& blocks) override;
   std::vector<Parameter*> parameters() override { return {&kernel_, &bias_}; }
   int64_t ForwardFlopsPerExample() const override;
+  // Winograd: transforms the kernel once, which kEval Forward then reuses instead of
+  // transforming it on every call (no extra memory: Forward's own buffer).
+  void PrepareForInference() override;
 
  private:
   struct Geometry {
@@ -65,7 +68,8 @@ class Conv2dLayer final : public Layer {
     int64_t patch() const { return k * k * c; }
     int64_t out_pixels() const { return oh * ow; }
   };
-  void Im2Col(const float* x, float* col) const;
+  // Rows [p0, p1) of one example's patch matrix (all of them by default).
+  void Im2Col(const float* x, float* col, int64_t p0 = 0, int64_t p1 = -1) const;
   void Col2ImAdd(const float* col, float* dx) const;
   int64_t ExamplesPerBlock() const;
   void ChooseAlgorithm();  // sets or clears winograd_ from requested_ and the geometry
@@ -83,7 +87,7 @@ class Conv2dLayer final : public Layer {
     std::unique_ptr<internal::WinogradWorkspace> winograd;
   };
   std::vector<Scratch> scratch_;
-  void WinogradForward(const Tensor& in, Tensor& out);
+  void WinogradForward(const Tensor& in, Tensor& out, Mode mode);
   void WinogradBackward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
                         GradientBlocks& blocks);
   // Agrees the grids, then calls block_fn(scratch, begin, end) for each of the blocks, chunks of
@@ -95,6 +99,7 @@ class Conv2dLayer final : public Layer {
   ConvAlgorithm requested_ = ConvAlgorithm::kAuto;
   std::unique_ptr<internal::WinogradConv> winograd_;  // set when Build chose Winograd
   Tensor winograd_kernel_, winograd_kernel_t_;        // the transformed kernel, transposed
+  bool inference_kernel_ = false;  // winograd_kernel_ holds PrepareForInference's transform
 };
 
 }  // namespace trainingd::engine

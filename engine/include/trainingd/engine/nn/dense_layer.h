@@ -43,6 +43,11 @@ class DenseLayer final : public Layer {
   // The gradients (Parameter::grad) of the bias and of the kernel rows of tiles [t0, t1), from the
   // inputs and output gradients the latest step gathered.
   void GatheredGradients(int64_t t0, int64_t t1);
+  // Keeps a copy of the kernel packed as the matrix products read it (gemm.h's PackB), 4 bytes
+  // per kernel element, which kEval Forward then streams, instead of reading the kernel a
+  // 32-column strip of every row at a time. A layer of at most 16 units (the narrow kernel)
+  // keeps no copy.
+  void PrepareForInference() override;
   int64_t in() const { return in_; }
   int64_t units() const { return spec_.units; }
   // The kernel's gradient is formed by tiles of whole rows; every tile but the last is a multiple
@@ -71,6 +76,8 @@ class DenseLayer final : public Layer {
   int64_t step_global_ = 0;  // the latest step's global batch
   // Gathered: the global batch's inputs and output gradients, and the ranks' column parts.
   std::vector<float> all_x_, all_dy_, parts_by_rank_;
+  // PackKernelForInference's copy of the kernel; empty when there is none.
+  std::vector<float, Align64Allocator<float>> packed_kernel_;
 
   Tensor dy_;                  // output gradient masked by the ReLU
   Tensor dbias_part_;          // one block's bias gradient

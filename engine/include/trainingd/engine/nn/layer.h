@@ -92,6 +92,13 @@ class Layer {
   // (Model::set_example_offset); layers that draw per-example randomness key it by that index.
   virtual void set_example_offset(int64_t /*offset*/) {}
 
+  // For inference on parameters that no longer change (TrainedModel, after they are restored):
+  // the layer may keep its parameters in the form its kEval Forward reads (a packed or
+  // transformed copy), made once here instead of on every call. kEval Forward's outputs stay the
+  // same bits. A later change to the parameters is not seen by kEval Forward until the next
+  // call, so training never calls it.
+  virtual void PrepareForInference() {}
+
   // Multiply-adds x2 per example of one forward pass, for GFLOP/s reports.
   virtual int64_t ForwardFlopsPerExample() const { return 0; }
 

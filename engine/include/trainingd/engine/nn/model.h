@@ -83,6 +83,12 @@ class Model {
   // ranks then also split their forward and input gradient by columns), unmarks the others, and
   // returns the marked ones. The results are the same bits either way.
   std::vector<DenseLayer*> GatherLargeDenseLayers(int64_t global_batch);
+  // For inference on parameters that no longer change (TrainedModel): every layer's
+  // PrepareForInference, and the gradient buffers released (Parameter::grad empty and sum
+  // null from then on), so that what a dense layer's packed kernel adds (4 bytes per element)
+  // is less than what they held (12 bytes per parameter): MemoryUse stays an upper bound. kEval
+  // Forward gives the same bits; Backward must not run after it, so training never calls it.
+  void PrepareForInference();
   // Per-example output shape of each layer.
   const std::vector<Shape>& output_shapes() const { return shapes_; }
   const Shape& input_shape() const { return input_shape_; }

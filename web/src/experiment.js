@@ -2,9 +2,11 @@
 // best metric so far against time; the top trials' learning curves on one chart; the rung ladder
 // (per rung its steps, results, cut and promotions, and which trials); a parallel-coordinates
 // plot of hyperparameters to metric; the trial table (trial_table.js, sorted and paged by the
-// daemon); the spec. Live: the `experiment` events of /api/v1/events trigger refetches, at most
-// one a second for the experiment and the table page and one every 2 s for the whole trial list
-// (what the ladder, the plot and the best-so-far chart are drawn from).
+// daemon); the spec. Live: the `experiment` events of /api/v1/events, and the `job` events of
+// its trials, trigger refetches: at most one a second for the experiment and the table page;
+// the whole trial list (what the ladder, the plot and the best-so-far chart are drawn from) when
+// the experiment's counts changed, at most every 2 s. Trials' progress is not on the stream, so
+// while the experiment runs it is also fetched every 2 s (only while the tab is visible).
 import { api, enc, allTrials } from './api.js';
 import { EventStream } from './live.js';
 import { MetricChart, colorAt } from './chart.js';
@@ -17,6 +19,7 @@ import * as fmt from './format.js';
 const TOP = 5; // learning curves drawn
 const LADDER_CHIPS = 24; // trials shown per rung before "more"
 const ACTIVE = new Set(['running', 'stopping']);
+const POLL_MS = 2000;
 
 function cssVar(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
@@ -46,7 +49,9 @@ function promotedFrom(t, k, rungs) {
 
 export function mountExperiment(root, id) {
   let exp = null;
+  let expKey = '';
   let trials = [];
+  let trialJobs = new Set();
   let topKey = '';
   const timers = {};
   const abort = new AbortController();
@@ -294,6 +299,14 @@ export function mountExperiment(root, id) {
       exp = e;
       if (first) build();
       renderExperiment();
+      // What the trial list shows changed: fetch it (soon, or now once the experiment ended).
+      const key = JSON.stringify([e.state, e.trials_started, e.steps_used, e.trials_by_state, e.best, e.plan.rungs]);
+      if (!first && key !== expKey) {
+        if (ACTIVE.has(e.state)) later('trials', POLL_MS, loadTrials);
+        else loadTrials();
+      }
+      expKey = key;
+      schedulePoll();
       return true;
     } catch (e) {
       if (e.name === 'AbortError') return false;
@@ -305,13 +318,39 @@ export function mountExperiment(root, id) {
     }
   }
 
+  // One fetch of the trial list at a time; a call meanwhile fetches again after it.
+  let trialsInflight = null;
+  let trialsAgain = false;
   async function loadTrials() {
-    try {
-      trials = await allTrials(id, abort.signal);
-      renderTrials();
-    } catch (e) {
-      if (e.name !== 'AbortError') page.dataset.trialsError = e.message;
+    if (trialsInflight) {
+      trialsAgain = true;
+      return trialsInflight;
     }
+    trialsInflight = (async () => {
+      try {
+        trials = await allTrials(id, abort.signal);
+        trialJobs = new Set(trials.map((t) => t.job_id));
+        renderTrials();
+      } catch (e) {
+        if (e.name !== 'AbortError') page.dataset.trialsError = e.message;
+      } finally {
+        trialsInflight = null;
+        if (trialsAgain && !abort.signal.aborted) {
+          trialsAgain = false;
+          loadTrials();
+        }
+      }
+    })();
+    return trialsInflight;
+  }
+
+  function schedulePoll() {
+    clearTimeout(timers.poll);
+    if (!ACTIVE.has(exp.state)) return;
+    timers.poll = setTimeout(() => {
+      if (document.visibilityState === 'visible') onChange();
+      else schedulePoll();
+    }, POLL_MS);
   }
 
   async function start() {
@@ -326,7 +365,6 @@ export function mountExperiment(root, id) {
       loadExperiment();
       table?.load();
     });
-    later('trials', 2000, loadTrials);
   }
 
   const stream = new EventStream('/events', {
@@ -344,7 +382,14 @@ export function mountExperiment(root, id) {
       }
       onChange();
     },
-  }, { onReconnect: onChange });
+    // A trial's job started, ended, or was promoted (re-queued).
+    job: (d) => {
+      if (exp && (trialJobs.has(d.id) || ACTIVE.has(exp.state))) onChange();
+    },
+  }, { onReconnect: () => {
+    onChange();
+    later('trials', POLL_MS, loadTrials);
+  } });
 
   const scheme = matchMedia('(prefers-color-scheme: dark)');
   const restyle = () => {

@@ -95,7 +95,7 @@ export function mountExperiment(root, id) {
       stat('Trials', 'trials'),
       stat('Searcher', 'searcher'),
       stat('Disk', 'disk'),
-      stat('Created', 'created'));
+      stat('Ran', 'ran'));
     els.bestPlot = h('div', { class: 'chart-plot' });
     els.bestEmpty = h('div', { class: 'chart-empty' }, 'No results yet.');
     els.bestReadout = h('div', { class: 'chart-readout', 'aria-live': 'off' });
@@ -161,9 +161,9 @@ export function mountExperiment(root, id) {
     setText(els.searcherSub, `${e.mode} ${e.metric}, ${fmt.int(e.steps_used)} steps`);
     setText(els.disk, fmt.bytes(e.disk_bytes));
     setText(els.diskSub, `peak ${fmt.bytes(e.peak_disk_bytes)}`);
-    setText(els.created, fmt.clock(e.created_at));
-    els.created.title = fmt.absolute(e.created_at);
-    setText(els.createdSub, e.finished_at ? `ran ${fmt.duration(e.seconds_used)}` : `running ${fmt.duration(e.seconds_used)}`);
+    setText(els.ran, fmt.duration(e.seconds_used));
+    els.ranSub.title = `created ${fmt.absolute(e.created_at)}${e.finished_at ? `, ended ${fmt.absolute(e.finished_at)}` : ''}`;
+    setText(els.ranSub, `${fmt.clock(e.created_at)} – ${e.finished_at ? fmt.clock(e.finished_at) : 'now'}`);
     renderActions();
   }
 

@@ -173,6 +173,7 @@ async function bigExperiment(page, small) {
   const e = await get(`/experiments/${BIG}`);
   check(e.trials_started === 1000 && e.state === 'completed', `the daemon reloaded it: ${JSON.stringify(e.plan)}`);
 
+  const results = e.plan.rungs.reduce((n, r) => n + r.trials, 0); // the best-so-far chart's dots
   // From the app's list (loaded), to the page: table, ladder, best so far, the top curves with
   // their points and the parallel coordinates, all drawn.
   await page.goto(`${daemon.url}/#/experiments`);
@@ -186,9 +187,10 @@ async function bigExperiment(page, small) {
     const q = (s) => document.querySelector(s);
     const t = q('.trials-table');
     return t && t.dataset.rows === '50' && q('.parcoords')?.dataset.lines === '1000' && q('.rung[data-rung="3"]')
-      && Number(q('[data-chart="best"]')?.dataset.points) === 1000 && q('[data-chart="top"]')?.dataset.seriesPoints?.split(',').filter((n) => Number(n) > 0).length === 5;
+      && Number(q('[data-chart="best"]')?.dataset.points) === ${results} && q('[data-chart="top"]')?.dataset.seriesPoints?.split(',').filter((n) => Number(n) > 0).length === 5;
   })()`);
   const longest = await page.evaluate(() => window.__longest);
+  check(Number(await page.locator('[data-chart="best"]').getAttribute('data-best')) === e.best.metric, 'the best-so-far line ends at the best');
   log(`1,000 trials: table and charts drawn ${render.toFixed(0)} ms after navigation (longest task ${longest.toFixed(0)} ms; parallel coordinates ${await page.locator('.parcoords').getAttribute('data-draw-ms')} ms)`);
   check(render < LIMITS.render, `render ${render.toFixed(0)} ms < ${LIMITS.render}`);
   // docs/images/dashboard-experiment.png is this one: the top of the page, sorted by the metric.

@@ -25,18 +25,40 @@ function cssVar(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
 
-// The best-so-far curve: each trial's latest result at the time its job last ended (the API has
-// no earlier times), the running best of those, and the experiment's best at the end.
+// The best-so-far curve: every rung result at the time it was recorded, and after each the
+// experiment's best then, as the daemon ranks it: the best of each trial's latest result (failed
+// trials left out). So it ends at the experiment's best, and may step down when the best trial's
+// next rung scores below its last.
 export function bestSoFar(e, trials) {
   const better = (a, b) => (e.mode === 'min' ? a < b : a > b);
-  const pts = trials
-    .filter((t) => t.state !== 'failed' && Number.isFinite(t.metric) && t.finished_at)
-    .map((t) => ({ t: t.finished_at, v: t.metric, trial: t.index }))
-    .sort((a, b) => a.t - b.t || a.trial - b.trial);
+  const pts = [];
+  for (const t of trials) {
+    if (t.state === 'failed') continue;
+    t.rung_metrics.forEach((v, k) => {
+      const at = (t.rung_recorded_at || [])[k] ?? (k === t.rung_metrics.length - 1 ? t.finished_at : null);
+      if (Number.isFinite(v) && at) pts.push({ t: at, v, trial: t.index });
+    });
+  }
+  pts.sort((a, b) => a.t - b.t || a.trial - b.trial);
+  const latest = new Map();
   const best = [];
   let cur = null;
+  let curTrial = -1;
   for (const p of pts) {
-    if (cur === null || better(p.v, cur)) cur = p.v;
+    latest.set(p.trial, p.v);
+    if (cur === null || better(p.v, cur)) {
+      cur = p.v;
+      curTrial = p.trial;
+    } else if (p.trial === curTrial) {
+      // The best trial's newer result is worse: the best is whichever trial leads now.
+      cur = null;
+      for (const [trial, v] of latest) {
+        if (cur === null || better(v, cur) || (v === cur && trial < curTrial)) {
+          cur = v;
+          curTrial = trial;
+        }
+      }
+    }
     best.push(cur);
   }
   return { xs: pts.map((p) => p.t), results: pts.map((p) => p.v), best };
@@ -101,7 +123,7 @@ export function mountExperiment(root, id) {
     els.bestReadout = h('div', { class: 'chart-readout', 'aria-live': 'off' });
     els.bestCard = h('section', { class: 'card chart-card', dataset: { chart: 'best', points: '0' } },
       h('div', { class: 'chart-head' }, h('h3', {}, 'Best so far'),
-        h('span', { class: 'chart-note' }, 'each trial’s latest result, when its job last ended')),
+        h('span', { class: 'chart-note' }, 'dots: every rung result when recorded; line: the best trial then')),
       h('div', { class: 'chart-body' }, els.bestPlot, els.bestEmpty),
       els.bestReadout);
     els.charts = h('div', { class: 'charts' }, els.bestCard);

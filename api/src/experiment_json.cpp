@@ -100,6 +100,7 @@ json TrialToJson(const TrialInfo& t) {
           {"rung", t.rung < 0 ? json(nullptr) : json(t.rung)},
           {"target_steps", t.target_steps},
           {"rung_metrics", t.rung_metrics},
+          {"rung_recorded_at", t.rung_recorded_at},
           {"metric", OptionalNumber(t.metric)},
           {"restarts", t.restarts},
           {"reason", TextOrNull(t.reason)},

@@ -152,6 +152,9 @@ Result<TrialInfo> TrialAt(const json& v, const std::string& path) {
   TRAININGD_RETURN_IF_ERROR(Nullable(v, path, "rung", &t.rung));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "target_steps", &t.target_steps));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "rung_metrics", &t.rung_metrics));
+  if (v.contains("rung_recorded_at")) {  // (not in answers of daemons before it)
+    TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "rung_recorded_at", &t.rung_recorded_at));
+  }
   TRAININGD_RETURN_IF_ERROR(OptionalNumber(v, path, "metric", &t.metric));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "restarts", &t.restarts));
   TRAININGD_RETURN_IF_ERROR(Nullable(v, path, "reason", &t.reason));

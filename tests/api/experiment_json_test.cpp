@@ -507,6 +507,7 @@ TEST(ExperimentAnswersTest, TrialsReadBackEqual) {
   t.rung = 1;
   t.target_steps = 400;
   t.rung_metrics = {0.5, 0.6};
+  t.rung_recorded_at = {1700000020.5, 1700000050.25};
   t.metric = 0.6;
   t.restarts = 1;
   t.reason = "below the cut at rung 1";
@@ -521,6 +522,7 @@ TEST(ExperimentAnswersTest, TrialsReadBackEqual) {
   EXPECT_EQ(page["offset"], 20);
   EXPECT_EQ(page["limit"], 2);
   EXPECT_EQ(page["trials"][0]["hyperparameters"]["model.layers[6].rate"], 0.25);
+  EXPECT_EQ(page["trials"][0]["rung_recorded_at"], json({1700000020.5, 1700000050.25}));
   EXPECT_EQ(page["trials"][1]["rung"], nullptr);
   EXPECT_EQ(page["trials"][1]["metric"], nullptr);
   EXPECT_EQ(page["trials"][1]["finished_at"], nullptr);

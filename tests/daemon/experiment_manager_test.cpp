@@ -181,6 +181,15 @@ TEST_F(ExperimentManagerTest, TheSameSearchDecidesTheSameAlsoAcrossARestart) {
   Restart();
   const api::ExperimentInfo done = WaitForExperiment(second, {ExperimentState::kCompleted});
   EXPECT_EQ(Outcome(second), straight);
+  // Every result keeps when it was recorded, those from before the restart included.
+  for (const api::TrialInfo& t : AllTrials(second)) {
+    ASSERT_EQ(t.rung_recorded_at.size(), t.rung_metrics.size()) << t.index;
+    for (size_t k = 0; k < t.rung_recorded_at.size(); ++k) {
+      EXPECT_GE(t.rung_recorded_at[k], t.created_at) << t.index;
+      EXPECT_LE(t.rung_recorded_at[k], done.finished_at) << t.index;
+      if (k > 0) EXPECT_GE(t.rung_recorded_at[k], t.rung_recorded_at[k - 1]) << t.index;
+    }
+  }
   // The decisions were logged once each: one start per trial.
   auto decisions = store_->ListDecisions(second, 10000);
   ASSERT_TRUE(decisions.ok());

@@ -106,6 +106,10 @@ def main():
             expect(job["experiment"]["id"] == exp["id"] and job["experiment"]["trial"] == t["index"],
                    job.get("experiment"))
             expect(job["global_step"] == t["target_steps"], (job, t))
+            # Each result with when it was recorded: in order, within the trial's life.
+            at = t["rung_recorded_at"]
+            expect(len(at) == len(t["rung_metrics"]) and at == sorted(at), t)
+            expect(t["created_at"] <= at[0] and at[-1] <= done["finished_at"], (t, done))
         kept = [t for t in listed if t["checkpoints_kept"]]
         expect(len(kept) == 1 and kept[0]["index"] == done["best"]["trial"], kept)
         # The trials' jobs are the experiment's: not deleted on their own.
@@ -151,6 +155,9 @@ def main():
         wait_experiment(d, again["id"], {"completed"})
         expect(outcome(d, again["id"]) == first,
                "after kill -9:\n%r\nstraight:\n%r" % (outcome(d, again["id"]), first))
+        # The results recorded before the kill keep their times (rung_results rows).
+        for t in trials(d, again["id"]):
+            expect(len(t["rung_recorded_at"]) == len(t["rung_metrics"]), t)
         starts = decisions(data, again["id"], "start")
         expect(sorted(i for (i,) in starts) == list(range(8)), starts)
 

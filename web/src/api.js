@@ -204,3 +204,32 @@ export function streamUrl(path, lastEventId) {
   if (lastEventId) params.push(`last_event_id=${enc(lastEventId)}`);
   return BASE + path + (params.length ? `?${params.join('&')}` : '');
 }
+
+// Every experiment (following next_cursor), newest first; summaries without their specs.
+export async function listExperiments(signal) {
+  const out = [];
+  let cursor = '';
+  for (let page = 0; page < 20; page++) {
+    const r = await api(`/experiments?limit=1000${cursor ? `&cursor=${enc(cursor)}` : ''}`, { signal });
+    out.push(...r.experiments);
+    if (!r.next_cursor) break;
+    cursor = r.next_cursor;
+  }
+  return out;
+}
+
+// Every trial of an experiment, by index (pages of 1,000, the most the daemon gives at once).
+export async function allTrials(id, signal) {
+  const out = [];
+  for (let offset = 0; offset < 1e6; offset += 1000) {
+    const r = await api(`/experiments/${enc(id)}/trials?sort=index&limit=1000&offset=${offset}`, { signal });
+    out.push(...r.trials);
+    if (out.length >= r.total || !r.trials.length) break;
+  }
+  return out;
+}
+
+export function experimentAction(id, action) {
+  if (action === 'delete') return api(`/experiments/${enc(id)}`, { method: 'DELETE' });
+  return api(`/experiments/${enc(id)}/${action}`, { method: 'POST', body: {} });
+}

@@ -1,7 +1,7 @@
 // The dashboard's shell: hash routes to views, the disconnected banner, the nav.
 //
-// Routes: #/jobs, #/jobs/<id>, #/compare?jobs=a,b&tag=t, #/datasets,
-// #/submit?preset=mlp&dataset=name. A view is
+// Routes: #/jobs, #/jobs/<id>, #/experiments, #/experiments/<id>, #/compare?jobs=a,b&tag=t,
+// #/datasets, #/submit?preset=mlp&dataset=name. A view is
 // mount(container, params) -> {unmount()}; switching routes unmounts the old one (closing its
 // event stream, timers and charts).
 import { connectivity } from './api.js';
@@ -10,6 +10,8 @@ import { mountJob } from './job.js';
 import { mountCompare } from './compare.js';
 import { mountSubmit } from './submit.js';
 import { mountDatasets } from './datasets.js';
+import { mountExperiments } from './experiments.js';
+import { mountExperiment } from './experiment.js';
 
 const view = document.getElementById('view');
 const banner = document.getElementById('banner');
@@ -29,6 +31,10 @@ function route() {
   let name = parts[0] || 'jobs';
   if (name === 'jobs' && parts[1]) {
     current = mountJob(view, parts[1]);
+  } else if (name === 'experiments' && parts[1]) {
+    current = mountExperiment(view, parts[1]);
+  } else if (name === 'experiments') {
+    current = mountExperiments(view, params);
   } else if (name === 'compare') {
     current = mountCompare(view, params);
   } else if (name === 'datasets') {
@@ -40,7 +46,7 @@ function route() {
     current = mountJobs(view, params);
   }
   for (const a of document.querySelectorAll('[data-nav]')) {
-    if (a.dataset.nav === name && !(name === 'jobs' && parts[1])) a.setAttribute('aria-current', 'page');
+    if (a.dataset.nav === name && !((name === 'jobs' || name === 'experiments') && parts[1])) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
 }

@@ -72,6 +72,7 @@ export function mountJob(root, id) {
     els.actions = h('div', { class: 'actions' });
     els.reason = h('p', { class: 'job-reason', hidden: true });
     els.slurm = h('p', { class: 'job-reason job-slurm muted', hidden: true });
+    els.experiment = h('p', { class: 'job-reason job-experiment muted', hidden: true });
     els.bar = h('div', { class: 'progress-bar' });
     els.progressText = h('span', { class: 'stat-value' });
     els.percent = h('span', { class: 'stat-sub' });
@@ -112,6 +113,7 @@ export function mountJob(root, id) {
         h('div', { class: 'title-row' }, els.title, els.badge),
         els.actions),
       els.reason,
+      els.experiment,
       els.slurm,
       els.stats,
       els.charts,
@@ -176,6 +178,7 @@ export function mountJob(root, id) {
     renderProgress();
     renderActions();
     renderSlurm();
+    renderTrial();
     renderWorkers();
     if (job.spec) {
       const text = JSON.stringify(job.spec, null, 2);
@@ -197,6 +200,19 @@ export function mountJob(root, id) {
     const where = s.nodes ? ` on ${s.nodes}` : '';
     const requeued = s.restarts ? `, requeued ${s.restarts}×` : '';
     setText(els.slurm, `Slurm job ${s.job_id}: ${s.state}${why}${where}${requeued}`);
+  }
+
+  // A trial of an experiment: which, its index and hyperparameters, and the way back to it.
+  function renderTrial() {
+    const x = job.experiment;
+    els.experiment.hidden = !x;
+    if (!x || els.experiment.dataset.key === JSON.stringify(x)) return;
+    els.experiment.dataset.key = JSON.stringify(x);
+    const hp = Object.entries(x.hyperparameters || {})
+      .map(([k, v]) => `${k} = ${typeof v === 'number' ? fmt.metric(v) : JSON.stringify(v)}`).join(', ');
+    els.experiment.replaceChildren(`Trial ${x.trial} of experiment `,
+      h('a', { href: `#/experiments/${enc(x.id)}`, class: 'mono', dataset: { experiment: x.id } }, x.id),
+      hp ? `: ${hp}` : '');
   }
 
   // A data-parallel job: every rank's latest step while it runs, and its attempts (the daemon

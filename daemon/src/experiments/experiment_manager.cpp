@@ -53,7 +53,8 @@ std::optional<double> AsNumber(const std::string& text) {
 struct ExperimentManager::Trial {
   TrialRecord rec;
   api::Hyperparameters hyperparameters;
-  std::vector<double> rung_metrics;  // by rung
+  std::vector<double> rung_metrics;      // by rung
+  std::vector<double> rung_recorded_at;  // when each result was recorded
   // Its job as last seen.
   JobState job_state = JobState::kQueued;
   int64_t global_step = 0;
@@ -162,8 +163,11 @@ eng::Status ExperimentManager::Load() {
   for (const RungResultRecord& r : *results) {
     Experiment* e = FindLocked(r.experiment_id);
     if (e == nullptr || r.trial_index >= static_cast<int64_t>(e->trials.size())) continue;
-    std::vector<double>& metrics = e->trials[static_cast<size_t>(r.trial_index)].rung_metrics;
-    if (r.rung == static_cast<int>(metrics.size())) metrics.push_back(r.metric);
+    Trial& t = e->trials[static_cast<size_t>(r.trial_index)];
+    if (r.rung == static_cast<int>(t.rung_metrics.size())) {
+      t.rung_metrics.push_back(r.metric);
+      t.rung_recorded_at.push_back(r.recorded_at);
+    }
   }
   for (auto& [id, e] : experiments_) {
     UpdateOwnershipLocked(*e);
@@ -328,14 +332,16 @@ void ExperimentManager::RecordResultLocked(Experiment& e, Trial& t, const JobNew
     return;
   }
   const double metric = *news.metric;
+  const double now = env_->NowSeconds();
   t.rung_metrics.resize(static_cast<size_t>(rung));  // (a result recorded twice replaces)
   t.rung_metrics.push_back(metric);
+  t.rung_recorded_at.resize(static_cast<size_t>(rung));
+  t.rung_recorded_at.push_back(now);
   const bool last = rung + 1 >= static_cast<int>(e.rungs.size());
   t.rec.state = last ? TrialState::kCompleted : TrialState::kWaiting;
   {
     Store::WriteGroup group(store_);
-    store_.PutRungResult(
-        {e.rec.id, t.rec.index, rung, news.global_step, metric, env_->NowSeconds()});
+    store_.PutRungResult({e.rec.id, t.rec.index, rung, news.global_step, metric, now});
     store_.PutTrial(t.rec);
     DecideLocked(e, "result", t.rec.index, rung,
                  e.spec.searcher.metric + " = " + Number(metric) + " at step " +
@@ -972,6 +978,7 @@ api::TrialInfo ExperimentManager::TrialInfoLocked(const Experiment& e, const Tri
   i.rung = static_cast<int>(t.rung_metrics.size()) - 1;
   i.target_steps = t.rec.target_steps;
   i.rung_metrics = t.rung_metrics;
+  i.rung_recorded_at = t.rung_recorded_at;
   if (!t.rung_metrics.empty()) i.metric = t.rung_metrics.back();
   i.restarts = t.rec.restarts;
   i.reason = t.rec.reason;

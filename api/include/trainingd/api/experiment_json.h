@@ -76,7 +76,7 @@ nlohmann::json ExperimentToJson(const ExperimentInfo& experiment, bool detail);
 // {"experiments":[summary...],"next_cursor": "..." or null}.
 nlohmann::json ExperimentPageToJson(const ExperimentPage& page);
 // {"index","job_id","hyperparameters","seed","state","rung","target_steps","rung_metrics",
-//  "metric","restarts","reason","checkpoints_kept","job_state","global_step","created_at",
+//  "rung_recorded_at","metric","restarts","reason","checkpoints_kept","job_state","global_step","created_at",
 //  "finished_at"}.
 nlohmann::json TrialToJson(const TrialInfo& trial);
 // {"trials":[...],"total","offset","limit"}.

@@ -137,7 +137,10 @@ struct TrialInfo {
   int rung = -1;                     // the highest rung it has a result at; -1 = none yet
   int64_t target_steps = 0;          // where its job stops next
   std::vector<double> rung_metrics;  // its metric at rungs 0..rung
-  std::optional<double> metric;      // its latest result (rung_metrics.back())
+  // When each of rung_metrics was recorded, seconds since the epoch (as long as rung_metrics; a
+  // reader of an older answer may find it empty).
+  std::vector<double> rung_recorded_at;
+  std::optional<double> metric;  // its latest result (rung_metrics.back())
   int64_t restarts = 0;
   std::string reason;  // failed and pruned trials: why
   bool checkpoints_kept = true;

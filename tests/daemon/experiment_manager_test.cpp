@@ -187,7 +187,9 @@ TEST_F(ExperimentManagerTest, TheSameSearchDecidesTheSameAlsoAcrossARestart) {
     for (size_t k = 0; k < t.rung_recorded_at.size(); ++k) {
       EXPECT_GE(t.rung_recorded_at[k], t.created_at) << t.index;
       EXPECT_LE(t.rung_recorded_at[k], done.finished_at) << t.index;
-      if (k > 0) EXPECT_GE(t.rung_recorded_at[k], t.rung_recorded_at[k - 1]) << t.index;
+      if (k > 0) {
+        EXPECT_GE(t.rung_recorded_at[k], t.rung_recorded_at[k - 1]) << t.index;
+      }
     }
   }
   // The decisions were logged once each: one start per trial.

@@ -1,9 +1,9 @@
 // gemv_bench: one example through a dense layer, y [1 x n] = x [1 x k] * W [k x n] (W row-major
 // [in, units], as the engine stores a dense kernel), by four products: the engine's Gemm on W as
-// it is, the engine's GemmPackedB on W packed once (gemm.h's PackB, as TrainedModel does), OpenBLAS's
-// sgemv (Debian's OpenMP build) and Eigen's (single-threaded: the engine builds Eigen with
-// EIGEN_DONT_PARALLELIZE). Each measurement is rounds of A B C D in turn; prints each one's median
-// and [min-max] GFLOP/s over the rounds, and the bytes of W read per second at the median.
+// it is, the engine's GemmPackedB on W packed once (gemm.h's PackB, as TrainedModel does),
+// OpenBLAS's sgemv (Debian's OpenMP build) and Eigen's (single-threaded: the engine builds Eigen
+// with EIGEN_DONT_PARALLELIZE). Each measurement is rounds of A B C D in turn; prints each one's
+// median and [min-max] GFLOP/s over the rounds, and the bytes of W read per second at the median.
 // Usage: gemv_bench [k n threads rounds seconds], default 3136 1024 2 7 0.2
 #include <cblas.h>
 
@@ -60,16 +60,14 @@ int main(int argc, char** argv) {
   const Eigen::Map<const RowMajor> we(w.data(), k, n);
   const Eigen::Map<const Eigen::RowVectorXf> xe(x.data(), k);
   Eigen::Map<Eigen::RowVectorXf> ye(y3.data(), n);
-  const char* names[] = {"engine Gemm, W as is", "engine GemmPackedB, W packed",
-                         "OpenBLAS sgemv", "Eigen (1 thread)"};
+  const char* names[] = {"engine Gemm, W as is", "engine GemmPackedB, W packed", "OpenBLAS sgemv",
+                         "Eigen (1 thread)"};
   std::vector<double> rates[4];
   for (int r = 0; r < rounds; ++r) {
-    rates[0].push_back(CallsPerSecond(seconds, [&] {
-      in::Gemm(false, false, 1, n, k, x.data(), k, w.data(), n, y0.data(), n);
-    }));
-    rates[1].push_back(CallsPerSecond(seconds, [&] {
-      in::GemmPackedB(1, n, k, x.data(), k, packed.data(), y1.data(), n);
-    }));
+    rates[0].push_back(CallsPerSecond(
+        seconds, [&] { in::Gemm(false, false, 1, n, k, x.data(), k, w.data(), n, y0.data(), n); }));
+    rates[1].push_back(CallsPerSecond(
+        seconds, [&] { in::GemmPackedB(1, n, k, x.data(), k, packed.data(), y1.data(), n); }));
     rates[2].push_back(CallsPerSecond(seconds, [&] {
       cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(k), static_cast<int>(n), 1.0f,
                   w.data(), static_cast<int>(n), x.data(), 1, 0.0f, y2.data(), 1);
@@ -77,10 +75,11 @@ int main(int argc, char** argv) {
     rates[3].push_back(CallsPerSecond(seconds, [&] { ye.noalias() = xe * we; }));
   }
   const bool same = std::memcmp(y0.data(), y1.data(), y0.size() * sizeof(float)) == 0;
-  std::printf("[1x%lld] x [%lldx%lld], %d threads (Eigen 1), %d rounds of %.2f s; engine %s, "
-              "packed == as is bit for bit: %s\n",
-              static_cast<long long>(k), static_cast<long long>(k), static_cast<long long>(n),
-              threads, rounds, seconds, in::GemmKernels(), same ? "yes" : "NO");
+  std::printf(
+      "[1x%lld] x [%lldx%lld], %d threads (Eigen 1), %d rounds of %.2f s; engine %s, "
+      "packed == as is bit for bit: %s\n",
+      static_cast<long long>(k), static_cast<long long>(k), static_cast<long long>(n), threads,
+      rounds, seconds, in::GemmKernels(), same ? "yes" : "NO");
   for (int i = 0; i < 4; ++i) {
     std::vector<double> v = rates[i];
     std::sort(v.begin(), v.end());

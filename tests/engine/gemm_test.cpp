@@ -93,7 +93,7 @@ TEST(GemmTest, EveryElementIsTheFusedMultiplyAddChainOverK) {
 // one row (batch-1 inference, one pass over k), a few, and many (passes of 256), with a last
 // panel of fewer columns.
 TEST(GemmTest, PackedBGivesTheSameBitsAsBItself) {
-  const Product products[] = {{1, 1024, 3136}, {1, 33, 5},   {1, 128, 784}, {2, 100, 600},
+  const Product products[] = {{1, 1024, 3136}, {1, 33, 5},    {1, 128, 784},   {2, 100, 600},
                               {13, 17, 256},   {29, 64, 257}, {64, 1000, 300}, {300, 40, 20},
                               {3, 5, 0},       {0, 40, 7}};
   for (int threads : {1, 2}) {
@@ -106,7 +106,8 @@ TEST(GemmTest, PackedBGivesTheSameBitsAsBItself) {
       const std::vector<float> a = Random(p.m * lda + 1, 6), b = Random(p.k * ldb + 1, 7);
       std::vector<float> packed(static_cast<size_t>(PackedBFloats(p.k, p.n) + 16));
       // PackB's floats are 64-byte aligned.
-      float* aligned = packed.data() + (16 - reinterpret_cast<uintptr_t>(packed.data()) / 4 % 16) % 16;
+      float* aligned =
+          packed.data() + (16 - reinterpret_cast<uintptr_t>(packed.data()) / 4 % 16) % 16;
       PackB(p.k, p.n, b.data(), ldb, aligned);
       const std::vector<float> c0 = Random(p.m * ldc + 1, 8);
       std::vector<float> want = c0, got = c0;

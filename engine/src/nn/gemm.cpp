@@ -401,8 +401,8 @@ void PackB(int64_t k, int64_t n, const float* b, int64_t ldb, float* packed) {
   });
 }
 
-void GemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                 const float* packed, float* c, int64_t ldc) {
+void GemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* packed,
+                 float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
@@ -415,8 +415,8 @@ void GemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
     GemmPackedPanels(m, n, k, a, lda, packed, 0, panels, c, ldc);
   } else if (m >= n) {
     ParallelFor(m, 2, [&](int64_t begin, int64_t end) {
-      GemmPackedPanels(end - begin, n, k, a + begin * lda, lda, packed, 0, panels,
-                       c + begin * ldc, ldc);
+      GemmPackedPanels(end - begin, n, k, a + begin * lda, lda, packed, 0, panels, c + begin * ldc,
+                       ldc);
     });
   } else {
     ParallelFor(panels, 2, [&](int64_t begin, int64_t end) {

@@ -34,8 +34,8 @@ void PackB(int64_t k, int64_t n, const float* b, int64_t ldb, float* packed);
 
 // C [m x n] = A [m x k] * B, B as PackB packed it: the same bits as Gemm(false, false, ...) on
 // B itself, with the same threads.
-void GemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                 const float* packed, float* c, int64_t ldc);
+void GemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* packed,
+                 float* c, int64_t ldc);
 
 // The instruction set the kernels were built for: "avx512", "avx2" or "scalar".
 const char* GemmKernels();

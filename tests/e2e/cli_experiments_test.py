@@ -136,7 +136,7 @@ def check_invalid_and_preview(d, tmp):
     expect(code == 2 and "--preview: not with -f or -q" in err, err)
     # The README's and cli.md's example spec stays one the daemon takes.
     example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
-                           "softmax-search.json")
+                           "experiments", "softmax-search.json")
     code, out, err = cli(d, "submit", example, "--preview")
     expect(code == 0 and "trials\t16\n" in out, (code, out, err))
     expect(api(d, "GET", "/api/v1/experiments")["experiments"] == [], "a preview runs nothing")

@@ -269,6 +269,39 @@ def check_watch(d, tmp):
           % len(bars))
 
 
+def check_list_watch(d, tmp):
+    """jobs list -w, piped: the list, then each job whose row changes, until Ctrl-C (130)."""
+    p = subprocess.Popen([TRAININGD, "jobs", "list", "-w", "--limit", "5"], env=env_for(d),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)  # listed and following
+    path = write(os.path.join(tmp, "lw.json"), spec("cli-list-watch", 30))
+    _, out, _ = cli(d, "jobs", "submit", path, "-q")
+    jid = out.strip()
+    d.wait_state(jid, {"completed"})
+    _, out, _ = cli(d, "jobs", "delete", jid, "--yes", "-q")
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=10)
+    expect(p.returncode == 130, (p.returncode, err))
+    lines = out.splitlines()
+    expect(lines and lines[0].split("\t")[:3] == ["ID", "NAME", "STATE"], lines[:3])
+    mine = [l.split("\t") for l in lines[1:] if l.startswith(jid + "\t")]
+    states = [row[2] for row in mine]
+    # Each row as it changed, never the same row twice in a row (a row is the job as a GET
+    # answers when the stream says it changed, so "queued" may already read "running"); the
+    # last: deleted.
+    expect(states and states[-1] == "deleted" and "completed" in states and
+           all(a != b for a, b in zip(mine, mine[1:])) and
+           states.index("completed") < states.index("deleted"), (states, out))
+    code, _, err = cli(d, "jobs", "list", "-w", "-o", "json")
+    expect(code == 2 and "--watch" in err, (code, err))
+    # On a terminal: the table (redrawn on changes) until Ctrl-C.
+    code, out = in_pty(d, "timeout --preserve-status -s INT 2 %s jobs list -w" %
+                       shlex.quote(TRAININGD))
+    expect(code == 130 and re.search(r"^ID\s+NAME\s+STATE", out, re.M), (code, out[-300:]))
+    print("list -w: the list, then %s, Ctrl-C (130): ok" % " -> ".join(states))
+
+
 def check_datasets(d, tmp):
     npz = os.path.join(tmp, "c.npz")
     with open(npz, "wb") as f:
@@ -416,6 +449,7 @@ def main():
             check_completed_and_outputs(d, tmp)
             check_failed_stopped_timeout_interrupt(d, tmp)
             check_watch(d, tmp)
+            check_list_watch(d, tmp)
             check_datasets(d, tmp)
             check_completion(d)
         finally:

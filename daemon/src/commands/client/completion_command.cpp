@@ -28,7 +28,7 @@ _trainingd() {
       local flags=$common
       case $verb in
         submit) flags="$common --set -f --follow" ;;
-        list) flags="$common --state --limit" ;;
+        list) flags="$common --state --limit -w --watch" ;;
         logs) flags="$common -f --follow --tail" ;;
         wait) flags="$common --timeout" ;;
         stop) flags="$common --wait" ;;

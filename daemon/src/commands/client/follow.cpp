@@ -334,7 +334,43 @@ std::string Duration(double secs) {
   return buf;
 }
 
+// `jobs list --watch`: the job list's stream, with no end of its own.
+class JobListFollower : public FollowTarget {
+ public:
+  JobListFollower(Client& c, const std::function<bool(const std::string&, Failure*)>& changed)
+      : c_(c), changed_(changed) {}
+
+  int Run() { return FollowLoop(c_, "/api/v1/events", *this, api::kNoDeadline, false); }
+
+  // Whether the daemon answers (the caller prints the list itself).
+  std::optional<int> Check(Failure* f) override {
+    c_.Call("GET", "/api/v1/jobs?limit=1", f);
+    return std::nullopt;
+  }
+
+  bool OnEvents(const std::vector<api::ServiceEvent>& events, Failure* f) override {
+    for (const api::ServiceEvent& event : events) {
+      const auto* s = std::get_if<api::JobStateEvent>(&event.data);
+      if (event.kind == api::EventKind::kJob && s != nullptr && !changed_(s->id, f)) return false;
+    }
+    return false;
+  }
+
+  int Finish(const Failure& f) override {
+    return f.exit_code == kExitInterrupted ? f.exit_code : c_.Fail(f);
+  }
+
+ private:
+  Client& c_;
+  const std::function<bool(const std::string&, Failure*)>& changed_;
+};
+
 }  // namespace
+
+int FollowJobList(Client& client,
+                  const std::function<bool(const std::string& job_id, Failure* f)>& changed) {
+  return JobListFollower(client, changed).Run();
+}
 
 std::string WatchLine(const api::JobInfo& job, double steps_per_sec, int bar_width, bool compact) {
   const auto scalar = [&](const char* tag) {

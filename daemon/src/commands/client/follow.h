@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -44,6 +45,13 @@ struct ExperimentFollowOptions {
 // did (null otherwise).
 int FollowExperiment(Client& client, const std::string& id, const ExperimentFollowOptions& options,
                      nlohmann::json* final);
+
+// Follows the job list's stream until Ctrl-C (exit 130, nothing printed) or a failure:
+// `changed` is called with the id of every job whose state changed (also for changes the stream
+// replays: the caller compares with what it has shown). `changed` returns false, with *f set,
+// to stop. Reconnects as FollowJob does.
+int FollowJobList(Client& client,
+                  const std::function<bool(const std::string& job_id, Failure* f)>& changed);
 
 // The line `experiments ... -f` prints for a change: "running: trials 3/8 started (1 running,
 // 2 waiting), 120 steps, best validation/accuracy 0.8125 (trial 2)", and why it ended.

@@ -121,35 +121,58 @@ int List(const std::vector<std::string>& args) {
   ClientOptions o;
   std::string state;
   int64_t limit = 50;
-  Flags flags("jobs list", "", "The jobs, newest first (all pages up to --limit).\n");
+  bool watch = false;
+  Flags flags("jobs list", "",
+              "The jobs, newest first (all pages up to --limit). With --watch it stays: a\n"
+              "terminal's table is redrawn on every change; piped, each job whose row changes\n"
+              "is printed again (-o jsonl: its object), until Ctrl-C.\n");
   flags.String("--state", "S", "queued, running, stopping, completed, failed or stopped", &state)
-      .Int("--limit", "at most N jobs (50)", 1, 1000000, &limit);
+      .Int("--limit", "at most N jobs (50)", 1, 1000000, &limit)
+      .Switch("-w", "follow the list's changes", &watch)
+      .Switch("--watch", "the same as -w", &watch);
   AddClientFlags(flags, &o);
   return WithClient("jobs list", flags, o, args, [&](Client& c) -> int {
     if (!state.empty() && !api::ParseJobState(state)) {
       return c.Fail({kExitUsage, "--state: unknown state '" + state + "'"});
     }
-    json all = json::array();
-    std::vector<api::JobInfo> jobs;
-    std::string cursor;
-    while (static_cast<int64_t>(jobs.size()) < limit) {
-      std::string target = "/api/v1/jobs?limit=" + std::to_string(std::min<int64_t>(
-                                                       limit - jobs.size(), api::kMaxListLimit));
-      if (!state.empty()) target += "&state=" + state;
-      if (!cursor.empty()) target += "&cursor=" + Encode(cursor);
-      Failure f;
-      auto doc = c.Call("GET", target, &f);
-      if (!doc) return c.Fail(f);
-      auto page = api::JobPageFromJson(*doc);
-      if (!page.ok())
-        return c.Fail({kExitFailed, "the daemon's answer: " + page.status().message()});
-      for (size_t i = 0; i < page->jobs.size(); ++i) {
-        all.push_back((*doc)["jobs"][i]);
-        jobs.push_back(page->jobs[i]);
-      }
-      cursor = page->next_cursor;
-      if (cursor.empty()) break;
+    if (watch && c.mode() != OutputMode::kTable && c.mode() != OutputMode::kJsonl) {
+      return c.Fail({kExitUsage, "--watch prints a table or -o jsonl"});
     }
+    // The list as the daemon has it now: the API's objects and the jobs.
+    json all;
+    std::vector<api::JobInfo> jobs;
+    const auto fetch = [&](Failure* f) {
+      all = json::array();
+      jobs.clear();
+      std::string cursor;
+      while (static_cast<int64_t>(jobs.size()) < limit) {
+        std::string target = "/api/v1/jobs?limit=" + std::to_string(std::min<int64_t>(
+                                                         limit - jobs.size(), api::kMaxListLimit));
+        if (!state.empty()) target += "&state=" + state;
+        if (!cursor.empty()) target += "&cursor=" + Encode(cursor);
+        auto doc = c.Call("GET", target, f);
+        if (!doc) return false;
+        auto page = api::JobPageFromJson(*doc);
+        if (!page.ok()) {
+          *f = {kExitFailed, "the daemon's answer: " + page.status().message()};
+          return false;
+        }
+        for (size_t i = 0; i < page->jobs.size(); ++i) {
+          all.push_back((*doc)["jobs"][i]);
+          jobs.push_back(page->jobs[i]);
+        }
+        cursor = page->next_cursor;
+        if (cursor.empty()) break;
+      }
+      return true;
+    };
+    const auto print_table = [&] {
+      Table t{JobHeader(), {}, 2};
+      for (const auto& j : jobs) t.rows.push_back(JobRow(j));
+      PrintTable(c, t);
+    };
+    Failure f;
+    if (!fetch(&f)) return c.Fail(f);
     switch (c.mode()) {
       case OutputMode::kQuiet:
         for (const auto& j : jobs) std::printf("%s\n", j.id.c_str());
@@ -157,14 +180,48 @@ int List(const std::vector<std::string>& args) {
       case OutputMode::kJson:
       case OutputMode::kJsonl:
         PrintJson(json{{"jobs", all}}, all, c.mode());
-        return 0;
-      default: {
-        Table t{JobHeader(), {}, 2};
-        for (const auto& j : jobs) t.rows.push_back(JobRow(j));
-        PrintTable(c, t);
-        return 0;
-      }
+        break;
+      default:
+        print_table();
     }
+    if (!watch) return 0;
+    std::fflush(stdout);
+    // What each job's row was when last shown, so a change the stream replays is not shown again.
+    std::map<std::string, std::vector<std::string>> shown;
+    for (const auto& j : jobs) shown[j.id] = JobRow(j);
+    const bool redraw = c.stdout_tty() && c.mode() == OutputMode::kTable;
+    return FollowJobList(c, [&](const std::string& id, Failure* f) {
+      Failure missing;
+      auto doc = c.Call("GET", JobPath(id), &missing);
+      std::optional<api::JobInfo> job;
+      if (doc) {
+        auto read = api::JobFromJson(*doc);
+        if (read.ok()) job = *read;
+      }
+      if (job && !state.empty() && api::JobStateName(job->state) != state && !shown.count(id)) {
+        return true;  // not one the list shows
+      }
+      std::vector<std::string> row =
+          job ? JobRow(*job) : std::vector<std::string>{id, "-", "deleted", "-", "-", "-", "-"};
+      if (!job && !shown.count(id)) return true;
+      if (shown[id] == row) return true;
+      shown[id] = row;
+      if (redraw) {
+        if (!fetch(f)) return false;
+        std::fputs("\033[H\033[2J", stdout);
+        print_table();
+      } else if (c.mode() == OutputMode::kJsonl) {
+        std::printf("%s\n", (doc ? api::DumpJson(*doc)
+                                 : api::DumpJson(json{{"id", id}, {"state", "deleted"}}))
+                                .c_str());
+      } else {
+        std::string line;
+        for (size_t i = 0; i < row.size(); ++i) line += (i ? "\t" : "") + row[i];
+        std::printf("%s\n", line.c_str());
+      }
+      std::fflush(stdout);
+      return true;
+    });
   });
 }
 

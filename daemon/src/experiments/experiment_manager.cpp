@@ -59,6 +59,9 @@ struct ExperimentManager::Trial {
   JobState job_state = JobState::kQueued;
   int64_t global_step = 0;
   double finished_at = 0;
+  // Its job directory's bytes when last measured; -1 = to measure (its job changed, or its
+  // checkpoints went). A training trial is measured at every tick.
+  int64_t disk_bytes = -1;
 };
 
 struct ExperimentManager::Experiment {
@@ -205,7 +208,13 @@ void ExperimentManager::SupervisorLoop() {
       }
       for (const auto& [job, metric] : wanted) news.emplace(job, Look(job, metric));
     }
-    std::vector<std::pair<std::string, std::vector<std::string>>> disks;  // exp -> its jobs
+    struct Measure {
+      std::string experiment_id;
+      int64_t trial;
+      std::string job_id;
+      int64_t bytes;
+    };
+    std::vector<Measure> to_measure;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& [job, n] : news) {
@@ -230,25 +239,24 @@ void ExperimentManager::SupervisorLoop() {
                         e->spec.searcher.metric + " = " + Number(best->metric));
         }
         if (e->rec.state == ExperimentState::kRunning) ScheduleLocked(*e);
-        if (s == ExperimentState::kRunning || s == ExperimentState::kStopping) {
-          std::vector<std::string> job_ids;
-          for (const Trial& t : e->trials) {
-            if (!t.rec.job_id.empty()) job_ids.push_back(t.rec.job_id);
+        for (const Trial& t : e->trials) {
+          if (!t.rec.job_id.empty() && (Active(t.rec.state) || t.disk_bytes < 0)) {
+            to_measure.push_back({id, t.rec.index, t.rec.job_id, 0});
           }
-          disks.emplace_back(id, std::move(job_ids));
         }
       }
     }
-    // The disk, measured outside the lock.
-    for (auto& [id, job_ids] : disks) {
-      int64_t bytes = 0;
-      for (const std::string& job : job_ids) bytes += jobs_.DiskBytes(job);
-      std::lock_guard<std::mutex> lock(mu_);
-      Experiment* e = FindLocked(id);
-      if (e == nullptr) continue;
-      e->disk_bytes = bytes;
-      e->rec.peak_disk_bytes = std::max(e->rec.peak_disk_bytes, bytes);
+    // The disk, measured outside the lock: the trials that train or changed.
+    for (Measure& m : to_measure) m.bytes = jobs_.DiskBytes(m.job_id);
+    std::lock_guard<std::mutex> lock(mu_);
+    std::set<Experiment*> measured;
+    for (const Measure& m : to_measure) {
+      Experiment* e = FindLocked(m.experiment_id);
+      if (e == nullptr || m.trial >= static_cast<int64_t>(e->trials.size())) continue;
+      e->trials[static_cast<size_t>(m.trial)].disk_bytes = m.bytes;
+      measured.insert(e);
     }
+    for (Experiment* e : measured) SumDiskLocked(*e);
   }
 }
 
@@ -287,6 +295,7 @@ void ExperimentManager::ReconcileLocked(Experiment& e, Trial& t, const JobNews& 
   t.job_state = news.state;
   t.global_step = news.global_step;
   t.finished_at = news.finished_at;
+  t.disk_bytes = -1;
   const bool ending = e.rec.state == ExperimentState::kStopping;
   if (!JobEnded(news.state)) {
     // A job the previous daemon re-queued while the experiment was stopping.
@@ -548,8 +557,19 @@ void ExperimentManager::CompleteEndLocked(Experiment& e) {
     }
   }
   for (const Trial& t : e.trials) store_.PutTrial(t.rec);
+  // Measured now, so the ended experiment shows its final disk (nothing changes it after).
+  for (Trial& t : e.trials) {
+    if (!t.rec.job_id.empty() && t.disk_bytes < 0) t.disk_bytes = jobs_.DiskBytes(t.rec.job_id);
+  }
+  SumDiskLocked(e);
   UpdateOwnershipLocked(e);
   PutLocked(e);
+}
+
+void ExperimentManager::SumDiskLocked(Experiment& e) {
+  e.disk_bytes = 0;
+  for (const Trial& t : e.trials) e.disk_bytes += std::max<int64_t>(t.disk_bytes, 0);
+  e.rec.peak_disk_bytes = std::max(e.rec.peak_disk_bytes, e.disk_bytes);
 }
 
 void ExperimentManager::PruneLocked(Experiment& e) {
@@ -604,6 +624,7 @@ void ExperimentManager::DeleteTrialCheckpointsLocked(Experiment& e, Trial& t,
     }
   }
   t.rec.checkpoints_kept = false;
+  t.disk_bytes = -1;
   Store::WriteGroup group(store_);
   store_.PutTrial(t.rec);
   DecideLocked(e, "delete_checkpoints", t.rec.index, -1, why);

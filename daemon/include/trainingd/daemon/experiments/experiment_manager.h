@@ -103,6 +103,8 @@ class ExperimentManager final : public api::ExperimentService {
   // the best. Needs mu_.
   void PruneLocked(Experiment& e);
   void DeleteTrialCheckpointsLocked(Experiment& e, Trial& t, const std::string& why);
+  // The experiment's disk from its trials' last measurements, and its peak.
+  void SumDiskLocked(Experiment& e);
   // Whether the user may not `verb` trial jobs of experiment `id` on their own (leaf lock).
   bool Drives(const std::string& id, std::string_view verb);
   void UpdateOwnershipLocked(const Experiment& e);

@@ -2,6 +2,7 @@
 // codes, Ctrl-C, and calls to the API with its errors mapped to exit codes (docs/cli.md).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -98,6 +99,40 @@ bool Interrupted();
 std::string JobPath(std::string_view id);
 std::string ExperimentPath(std::string_view id);
 std::string Encode(std::string_view text);
+
+// A list read page by page (`jobs list`, `experiments list`): GET `collection`?limit=&state=
+// &cursor= until `limit` items or the last page. `read_page(doc, &next_cursor)` reads one
+// answer's items (the API's readers). Fills *all with the API's objects under `key` and *items
+// with what was read; false with *f set when a call or an answer fails.
+template <typename Item, typename ReadPage>
+bool ReadPages(Client& c, const std::string& collection, const std::string& key,
+               const std::string& state, int64_t limit, ReadPage read_page, nlohmann::json* all,
+               std::vector<Item>* items, Failure* f) {
+  *all = nlohmann::json::array();
+  items->clear();
+  std::string cursor;
+  while (static_cast<int64_t>(items->size()) < limit) {
+    const int64_t want =
+        std::min<int64_t>(limit - static_cast<int64_t>(items->size()), api::kMaxListLimit);
+    std::string target = collection + "?limit=" + std::to_string(want);
+    if (!state.empty()) target += "&state=" + state;
+    if (!cursor.empty()) target += "&cursor=" + Encode(cursor);
+    auto doc = c.Call("GET", target, f);
+    if (!doc) return false;
+    cursor.clear();
+    auto page = read_page(*doc, &cursor);
+    if (!page.ok()) {
+      *f = {kExitFailed, "the daemon's answer: " + page.status().message()};
+      return false;
+    }
+    for (size_t i = 0; i < page->size(); ++i) {
+      all->push_back((*doc)[key][i]);
+      items->push_back(std::move((*page)[i]));
+    }
+    if (cursor.empty()) break;
+  }
+  return true;
+}
 
 // Output of rows: aligned columns (a terminal), tab-separated (piped), CSV; `colour_column`
 // (-1 = none) is coloured by its value (a job's state) on a terminal without NO_COLOR.

@@ -178,29 +178,19 @@ int List(const std::vector<std::string>& args) {
     if (!state.empty() && !api::ParseExperimentState(state)) {
       return c.Fail({kExitUsage, "--state: unknown state '" + state + "'"});
     }
-    json all = json::array();
+    json all;
     std::vector<api::ExperimentInfo> experiments;
-    std::string cursor;
-    while (static_cast<int64_t>(experiments.size()) < limit) {
-      std::string target =
-          "/api/v1/experiments?limit=" +
-          std::to_string(std::min<int64_t>(limit - experiments.size(), api::kMaxListLimit));
-      if (!state.empty()) target += "&state=" + state;
-      if (!cursor.empty()) target += "&cursor=" + Encode(cursor);
-      Failure f;
-      auto doc = c.Call("GET", target, &f);
-      if (!doc) return c.Fail(f);
-      auto page = api::ExperimentPageFromJson(*doc);
-      if (!page.ok()) {
-        return c.Fail({kExitFailed, "the daemon's answer: " + page.status().message()});
-      }
-      for (size_t i = 0; i < page->experiments.size(); ++i) {
-        all.push_back((*doc)["experiments"][i]);
-        experiments.push_back(page->experiments[i]);
-      }
-      cursor = page->next_cursor;
-      if (cursor.empty()) break;
-    }
+    Failure f;
+    const bool read = ReadPages(
+        c, "/api/v1/experiments", "experiments", state, limit,
+        [](const json& doc, std::string* next) -> engine::Result<std::vector<api::ExperimentInfo>> {
+          auto page = api::ExperimentPageFromJson(doc);
+          if (!page.ok()) return page.status();
+          *next = page->next_cursor;
+          return std::move(page->experiments);
+        },
+        &all, &experiments, &f);
+    if (!read) return c.Fail(f);
     switch (c.mode()) {
       case OutputMode::kQuiet:
         for (const auto& e : experiments) std::printf("%s\n", e.id.c_str());

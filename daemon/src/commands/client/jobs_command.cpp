@@ -142,29 +142,15 @@ int List(const std::vector<std::string>& args) {
     json all;
     std::vector<api::JobInfo> jobs;
     const auto fetch = [&](Failure* f) {
-      all = json::array();
-      jobs.clear();
-      std::string cursor;
-      while (static_cast<int64_t>(jobs.size()) < limit) {
-        std::string target = "/api/v1/jobs?limit=" + std::to_string(std::min<int64_t>(
-                                                         limit - jobs.size(), api::kMaxListLimit));
-        if (!state.empty()) target += "&state=" + state;
-        if (!cursor.empty()) target += "&cursor=" + Encode(cursor);
-        auto doc = c.Call("GET", target, f);
-        if (!doc) return false;
-        auto page = api::JobPageFromJson(*doc);
-        if (!page.ok()) {
-          *f = {kExitFailed, "the daemon's answer: " + page.status().message()};
-          return false;
-        }
-        for (size_t i = 0; i < page->jobs.size(); ++i) {
-          all.push_back((*doc)["jobs"][i]);
-          jobs.push_back(page->jobs[i]);
-        }
-        cursor = page->next_cursor;
-        if (cursor.empty()) break;
-      }
-      return true;
+      return ReadPages(
+          c, "/api/v1/jobs", "jobs", state, limit,
+          [](const json& doc, std::string* next) -> engine::Result<std::vector<api::JobInfo>> {
+            auto page = api::JobPageFromJson(doc);
+            if (!page.ok()) return page.status();
+            *next = page->next_cursor;
+            return std::move(page->jobs);
+          },
+          &all, &jobs, f);
     };
     const auto print_table = [&] {
       Table t{JobHeader(), {}, 2};

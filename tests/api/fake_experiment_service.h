@@ -59,6 +59,20 @@ class FakeExperimentService : public ExperimentService {
   }
   engine::Result<TrialPage> Trials(const std::string& id, const TrialQuery& query) override {
     TRAININGD_RETURN_IF_ERROR(Get(id).status());
+    // As the daemon's: a column or a path of the space (here batch_size and the learning rate).
+    for (const char* known :
+         {"index", "metric", "state", "global_step", "batch_size", "optimizer.learning_rate"}) {
+      if (query.sort == known) {
+        last_query = query;
+        break;
+      }
+    }
+    if (!last_query || last_query->sort != query.sort) {
+      return engine::Status::InvalidArgument(
+          "sort: must be index, metric, state, global_step or a path of the experiment's space "
+          "(batch_size, optimizer.learning_rate); got \"" +
+          query.sort + "\"");
+    }
     last_query = query;
     TrialPage page;
     TrialInfo t;

@@ -110,6 +110,9 @@ def main():
             at = t["rung_recorded_at"]
             expect(len(at) == len(t["rung_metrics"]) and at == sorted(at), t)
             expect(t["created_at"] <= at[0] and at[-1] <= done["finished_at"], (t, done))
+        status, body = d.call("GET", "/api/v1/experiments/%s/trials?sort=loss" % exp["id"])
+        expect(status == 400 and body["error"]["field"] == "sort" and
+               "(optimizer.learning_rate)" in body["error"]["message"], (status, body))
         kept = [t for t in listed if t["checkpoints_kept"]]
         expect(len(kept) == 1 and kept[0]["index"] == done["best"]["trial"], kept)
         # The trials' jobs are the experiment's: not deleted on their own.

@@ -770,9 +770,12 @@ eng::Result<api::TrialPage> ExperimentManager::Trials(const std::string& id,
   const bool known = query.sort == "index" || query.sort == "metric" || query.sort == "state" ||
                      query.sort == "global_step" || param >= 0;
   if (!known) {
-    return eng::Status::InvalidArgument("sort: '" + query.sort +
-                                        "' is not index, metric, state, global_step or a path "
-                                        "of the experiment's space");
+    std::string paths;
+    for (const api::ParamRange& p : e->spec.space) paths += (paths.empty() ? "" : ", ") + p.path;
+    return eng::Status::InvalidArgument(
+        "sort: must be index, metric, state, global_step or a path of the experiment's space" +
+        (paths.empty() ? std::string() : " (" + paths + ")") + "; got \"" +
+        query.sort.substr(0, 64) + "\"");
   }
   std::vector<api::TrialInfo> trials;
   for (const Trial& t : e->trials) {

@@ -218,6 +218,32 @@ TEST_F(DatasetTest, MaxExamplesApplyAfterTheValidationSplit) {
   EXPECT_TRUE(Contains(negative.status(), "max_train_examples"));
 }
 
+// With max_*_examples only the rows the splits take are read: image files cut short after those
+// rows still load (raw and gzip), and a load of every example finds the cut.
+TEST_F(DatasetTest, MaxExamplesReadOnlyTheRowsTheSplitsTake) {
+  for (bool gzip : {false, true}) {
+    SCOPED_TRACE(gzip ? "gzip" : "raw");
+    WriteDataset(gzip);
+    const std::string ext = gzip ? ".gz" : "";
+    std::vector<uint8_t> train = TrainImages();
+    train.resize(train.size() - 3 * kPixels);  // rows 7-9 gone
+    WriteFile(dir_ / ("train-images-idx3-ubyte" + ext), train, gzip);
+    std::vector<uint8_t> test = TestImages();
+    test.resize(test.size() - kPixels);  // row 3 gone
+    WriteFile(dir_ / ("t10k-images-idx3-ubyte" + ext), test, gzip);
+
+    auto ds = Load(/*validation_size=*/4, /*max_train=*/3, /*max_test=*/3);
+    ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+    EXPECT_EQ(ds->train.size(), 3);
+    ExpectTrainExample(ds->train, 2, 6);
+    EXPECT_EQ(ds->test.size(), 3);
+    EXPECT_EQ(ds->num_classes, 5);
+    EXPECT_EQ(Load(4).status().code(), StatusCode::kDataLoss);
+    EXPECT_EQ(Load(4, /*max_train=*/4).status().code(), StatusCode::kDataLoss);
+    EXPECT_EQ(Load(4, 3, /*max_test=*/4).status().code(), StatusCode::kDataLoss);
+  }
+}
+
 TEST_F(DatasetTest, CountMismatchNamesBothFilesAndCounts) {
   WriteDataset(/*gzip=*/false);
   WriteFile(dir_ / "train-labels-idx1-ubyte", TrainLabels(9), false);

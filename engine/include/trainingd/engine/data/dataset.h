@@ -125,7 +125,9 @@ Result<DatasetInfo> ProbeMnistDirectory(const std::string& dir, const DatasetOpt
 //   train-images.idx3-ubyte, train-images.idx3-ubyte.gz
 // Whether a file is gzip-compressed is decided by its content, not its name. num_classes is
 // computed over the whole training and test files, before max_*_examples are applied, so it does
-// not depend on the options. Errors, each naming the directory or file concerned:
+// not depend on the options. Only the images the splits take are read: with max_*_examples, a
+// file is decompressed up to its last row used, and its rest is not verified. Errors, each
+// naming the directory or file concerned:
 //   NotFound         `dir` is not a directory, or one of the four files is missing (the message
 //                    lists the names tried).
 //   InvalidArgument  options out of range (the message names the option and the valid range);

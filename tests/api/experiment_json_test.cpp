@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "sanitized.h"
 #include "trainingd/api/job_json.h"
 #include "trainingd/api/job_spec_json.h"
 
@@ -320,18 +321,28 @@ TEST(ExperimentSpecJsonTest, GridRangesNeedPoints) {
   EXPECT_EQ(error.field, "space[\"batch_size\"].count");
 }
 
-TEST(ExperimentSpecJsonTest, BoundsTheSpaceAsAWhole) {
-  json doc = MinimalSpec();
+json Values(int n) {
   json values = json::array();
-  for (int i = 0; i < 1000; ++i) values.push_back(0.0001 * (i + 1));
-  json too_many = values;
-  too_many.push_back(2);
-  doc["space"]["optimizer.learning_rate"] = {{"type", "categorical"}, {"values", too_many}};
+  for (int i = 0; i < n; ++i) values.push_back(0.0001 * (i + 1));
+  return values;
+}
+
+TEST(ExperimentSpecJsonTest, BoundsARange) {
+  json doc = MinimalSpec();
+  doc["space"]["optimizer.learning_rate"] = {{"type", "categorical"}, {"values", Values(1001)}};
   FieldError error;
   EXPECT_FALSE(Parse(doc, &error).ok());
   EXPECT_EQ(error.field, "space[\"optimizer.learning_rate\"].values");
-  // 10 ranges of 1000 values are the most; an 11th is refused.
-  doc = MinimalSpec();
+}
+
+// 10 ranges of 1000 values are the most; an 11th is refused. Each value is checked as a job
+// (19,000 parses): 0.6 s here, 20-27 s under a sanitizer, whose runs check the same code on
+// smaller spaces (the other tests here, the experiment_spec fuzzer).
+TEST(ExperimentSpecJsonTest, BoundsTheSpaceAsAWhole) {
+  if (test_support::kSanitized) GTEST_SKIP() << "Release only: 19,000 job parses";
+  const json values = Values(1000);
+  FieldError error;
+  json doc = MinimalSpec();
   doc["base_job"]["model"] = "mlp";
   doc["space"] = json::object();
   for (const char* path :

@@ -242,11 +242,28 @@ def check_completed_and_outputs(d, path):
     return eid
 
 
+def hold_the_slot(d):
+    """A plain job that holds the daemon's one job slot (max_concurrent_jobs is 1) until
+    release(): an experiment submitted behind it runs with its trials queued however fast they
+    would train, so a stop, a Ctrl-C or a kill -9 lands before its end. Returns the job's id."""
+    spec = dict(search()["base_job"], name="slot", max_steps=10 ** 7)
+    status, body = d.call("POST", "/api/v1/jobs", spec)
+    expect(status == 201, (status, body))
+    deadline = time.time() + 60
+    while d.job(body["id"])["state"] != "running":
+        expect(time.time() < deadline, "the slot's job never ran")
+        time.sleep(0.05)
+    return body["id"]
+
+
+def release(d, job_id):
+    status, body = d.call("POST", "/api/v1/jobs/%s/stop" % job_id, {})
+    expect(status in (200, 202), (status, body))
+
+
 def check_stop_timeout_interrupt_resume_delete(d, path):
-    # Longer rungs, so that the search is still running when it is stopped.
-    code, out, err = cli(d, "submit", path, "-q", "--set", "name=cli-stop",
-                         "--set", "base_job.max_steps=400", "--set", "searcher.min_steps=100",
-                         "--set", "searcher.max_steps=400")
+    slot = hold_the_slot(d)
+    code, out, err = cli(d, "submit", path, "-q", "--set", "name=cli-stop")
     eid = out.strip()
     expect(code == 0 and ID.match(eid), (code, out, err))
     t = time.time()
@@ -277,6 +294,7 @@ def check_stop_timeout_interrupt_resume_delete(d, path):
            (code, out, err))
     code, _, _ = cli(d, "wait", eid)
     expect(code == 3, code)
+    release(d, slot)
     code, out, err = cli(d, "resume", eid, "-f")
     lines = out.splitlines()
     expect(code == 0 and lines and all(CHANGE.match(l) for l in lines) and
@@ -316,6 +334,7 @@ def check_follow_across_kill9(tmp, path):
     data = os.path.join(tmp, "k")
     d = Daemon(TRAININGD, data)
     port = d.port
+    slot = hold_the_slot(d)
     code, out, err = cli(d, "submit", path, "-q", "--set", "name=cli-kill",
                          "--set", "base_job.max_steps=200", "--set", "searcher.min_steps=50",
                          "--set", "searcher.max_steps=200")
@@ -329,7 +348,7 @@ def check_follow_across_kill9(tmp, path):
         f = subprocess.Popen([TRAININGD, "experiments", "wait", eid, "-f"], env=env_for(d),
                              stdout=out_file, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while open(out_path).read().count("\n") < 2:
+    while open(out_path).read().count("\n") < 1:
         expect(time.time() < deadline and f.poll() is None, "wait -f printed too little")
         time.sleep(0.05)
     expect(api(d, "GET", "/api/v1/experiments/" + eid)["state"] == "running", "killed midway")
@@ -337,6 +356,7 @@ def check_follow_across_kill9(tmp, path):
     time.sleep(1.0)  # the clients are reconnecting to nothing
     d = Daemon(TRAININGD, data, "--listen", "127.0.0.1:%d" % port)
     try:
+        release(d, slot)  # the restarted daemon runs the search to its end
         _, err = f.communicate(timeout=120)
         _, err_q = p.communicate(timeout=30)
         lines = open(out_path).read().splitlines()

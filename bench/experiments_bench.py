@@ -170,7 +170,8 @@ def run_search(d, args, seed, searcher):
 
 def from_scratch(d, args, hyperparameters):
     """The best configuration trained as a plain job, the test split evaluated every
-    --eval-every steps: the wall time until it reaches --target."""
+    --eval-every steps: the wall time until it reaches --target (evaluations included), and the
+    job is stopped there."""
     job = base_job(args)
     job["name"] = "best-from-scratch"
     job["max_steps"] = args.max_steps
@@ -181,7 +182,17 @@ def from_scratch(d, args, hyperparameters):
             node = node[int(k)] if isinstance(node, list) else node.setdefault(k, {})
         node[keys[-1]] = value
     info = d.call("POST", "/api/v1/jobs", job)
-    end = wait_job(d, info["id"])
+    # Stopped once it has reached the target: the rest of its steps would not change the answer.
+    while True:
+        end = d.call("GET", "/api/v1/jobs/" + info["id"])
+        if end["state"] in ("completed", "failed", "stopped"):
+            break
+        pts = test_points(d, info["id"])
+        if any(v >= args.target for (_, _, v) in pts):
+            d.call("POST", "/api/v1/jobs/%s/stop" % info["id"])
+            end = wait_job(d, info["id"])
+            break
+        time.sleep(1)
     pts = d.call("GET", "/api/v1/jobs/%s/scalars?tag=test/accuracy&max_points=100000" %
                  info["id"])["points"]
     hit = [p for p in pts if p["value"] >= args.target]

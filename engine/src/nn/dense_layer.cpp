@@ -92,7 +92,11 @@ void DenseLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
                    out.data(), units);
   }
   const float* b = bias_.value.data();
-  ParallelFor(batch, 64, [&](int64_t begin, int64_t end) {
+  // Rows in parallel only when there are many elements: the softmax's 100 x 10 outputs cost less
+  // than a hand-off to the team.
+  constexpr int64_t kMinParallelOutputs = int64_t{1} << 15;
+  const int64_t min_rows = std::max<int64_t>(64, kMinParallelOutputs / std::max<int64_t>(units, 1));
+  ParallelFor(batch, min_rows, [&](int64_t begin, int64_t end) {
     internal::AddBiasActivation(out.data() + begin * units, end - begin, units, b, relu);
   });
 }
@@ -174,9 +178,14 @@ void DenseLayer::SumGradients(const float* x, const float* g, int64_t batch, Gra
   // partials come from one small GEMM per block and are added to the tile's sums while both are
   // in cache.
   const int64_t rows_per_tile = RowsPerTile();
-  parts_.resize(static_cast<size_t>(NumChunks(t1 - t0, 2)));
+  // The tiles on the calling thread alone when the product is small (the softmax's 784 x 10 over
+  // a batch of 100): each tile's sums are the same bits either way.
+  const double macs = static_cast<double>(std::min(in_, (t1 - t0) * rows_per_tile)) *
+                      static_cast<double>(units) * static_cast<double>(batch);
+  const int64_t min_tiles = macs < internal::kMinThreadedMacs ? t1 - t0 + 1 : 2;
+  parts_.resize(static_cast<size_t>(NumChunks(t1 - t0, min_tiles)));
   int64_t* kernel_sum = kernel_.sum.data();
-  ParallelChunks(t1 - t0, 2, [&](int chunk, int64_t c0, int64_t c1) {
+  ParallelChunks(t1 - t0, min_tiles, [&](int chunk, int64_t c0, int64_t c1) {
     Tensor& part = parts_[static_cast<size_t>(chunk)];
     part.Resize(Shape{rows_per_tile, units});
     for (int64_t t = t0 + c0; t < t0 + c1; ++t) {

@@ -40,8 +40,11 @@ inline float MaxAbs(const float* x, int64_t n) {
 // MaxAbs split over the compute threads: the grids' bounds read whole layers' inputs and output
 // gradients (megabytes), and a maximum is exact, so the split changes nothing.
 inline float ParallelMaxAbs(const float* x, int64_t n) {
-  std::vector<float> maxima(static_cast<size_t>(NumChunks(n, 1 << 15)), 0.0f);
-  ParallelChunks(n, 1 << 15, [&](int chunk, int64_t begin, int64_t end) {
+  // A few microseconds of work below 128K floats (the MLP's and the softmax's inputs): less than
+  // a hand-off to the team.
+  constexpr int64_t kMinParallel = int64_t{1} << 17;
+  std::vector<float> maxima(static_cast<size_t>(NumChunks(n, kMinParallel)), 0.0f);
+  ParallelChunks(n, kMinParallel, [&](int chunk, int64_t begin, int64_t end) {
     maxima[static_cast<size_t>(chunk)] = MaxAbs(x + begin, end - begin);
   });
   return *std::max_element(maxima.begin(), maxima.end());

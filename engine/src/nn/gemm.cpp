@@ -352,10 +352,6 @@ void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
   }
 }
 
-// Below this many multiply-adds a product runs on the calling thread: handing it out costs more
-// than it saves.
-constexpr double kMinThreadedMacs = 1 << 20;
-
 // C's columns of packed panels [p0, p1) (PackB), on this thread. Panel by panel, B's panel read
 // front to back once: with few rows of A (batch inference) B is the bulk of what is read, and
 // it streams; for more rows, each kKc-row piece of the panel (32 KB) stays in the L1 cache

@@ -17,6 +17,10 @@
 
 namespace trainingd::engine::internal {
 
+// Below this many multiply-adds a product runs on the calling thread: handing it out to the
+// thread team costs more than it saves. Loops around small products use it too (DenseLayer).
+inline constexpr double kMinThreadedMacs = 1 << 20;
+
 // C [m x n] = op(A) * op(B), or += with `accumulate`. op(A) is A [m x k], or A^T for A [k x m]
 // with `trans_a`; op(B) is B [k x n], or B^T for B [n x k] with `trans_b`. Both transposed is not
 // supported. ComputeThreads() threads take rows or columns of C (inside a parallel loop: the

@@ -27,7 +27,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainingd_e2e import Daemon, expect  # noqa: E402
+from trainingd_e2e import Daemon, expect, small_search  # noqa: E402
 
 TRAININGD = os.path.abspath(sys.argv[1])
 CREATED = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -41,21 +41,7 @@ CHANGE = re.compile(r"^(running|stopping|completed|failed|stopped): trials \d+/4
 
 def search(name="cli-search", max_trials=4):
     """experiments_test.py's search: ASHA over the learning rate of a softmax, rungs 10/20/40."""
-    return {
-        "name": name,
-        "base_job": {
-            "name": "t", "model": "softmax", "batch_size": 50, "max_steps": 40, "seed": 1,
-            "dataset": {"name": "fashion-mnist", "validation_size": 500,
-                        "max_train_examples": 3000, "max_test_examples": 500},
-            "optimizer": {"type": "adam", "learning_rate": 0.001},
-            "hooks": {"checkpoint": {"every_steps": 1000}, "summary": {"every_steps": 10},
-                      "evaluation": {"every_steps": 1000, "split": "validation"},
-                      "final_eval": {"split": "test"}, "logging": {"enabled": False}}},
-        "space": {"optimizer.learning_rate": {"type": "log", "min": 0.0001, "max": 0.1}},
-        "searcher": {"name": "asha", "metric": "validation/accuracy", "mode": "max",
-                     "max_trials": max_trials, "max_concurrent_trials": 1, "min_steps": 10,
-                     "max_steps": 40, "reduction_factor": 2, "seed": 3},
-    }
+    return small_search(name, max_trials)
 
 
 def env_for(d, **extra):

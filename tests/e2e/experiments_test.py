@@ -13,7 +13,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainingd_e2e import SANITIZED, Daemon, expect  # noqa: E402
+from trainingd_e2e import SANITIZED, Daemon, expect, small_search  # noqa: E402
 
 TRAININGD = sys.argv[1]
 # The searches' trials: fewer under TSan (a trial's job is several times slower there), where
@@ -22,23 +22,7 @@ TRIALS = 4 if SANITIZED else 8
 
 
 def search(name="search", max_trials=8, **searcher):
-    s = {"name": "asha", "metric": "validation/accuracy", "mode": "max",
-         "max_trials": max_trials, "max_concurrent_trials": 1, "min_steps": 10, "max_steps": 40,
-         "reduction_factor": 2, "seed": 3}
-    s.update(searcher)
-    return {
-        "name": name,
-        "base_job": {
-            "name": "t", "model": "softmax", "batch_size": 50, "max_steps": 40, "seed": 1,
-            "dataset": {"name": "fashion-mnist", "validation_size": 500,
-                        "max_train_examples": 3000, "max_test_examples": 500},
-            "optimizer": {"type": "adam", "learning_rate": 0.001},
-            "hooks": {"checkpoint": {"every_steps": 1000}, "summary": {"every_steps": 10},
-                      "evaluation": {"every_steps": 1000, "split": "validation"},
-                      "final_eval": {"split": "test"}, "logging": {"enabled": False}}},
-        "space": {"optimizer.learning_rate": {"type": "log", "min": 0.0001, "max": 0.1}},
-        "searcher": s,
-    }
+    return small_search(name, max_trials, **searcher)
 
 
 def get(d, path):

@@ -86,6 +86,28 @@ def small_spec(name, max_steps, checkpoint_every=500, **overrides):
     return spec
 
 
+def small_search(name, max_trials, **searcher):
+    """An ASHA search over the learning rate of a softmax on 3,000 examples: rungs of 10, 20 and
+    40 steps, eta 2, one trial at a time; `searcher` overrides the searcher's fields."""
+    s = {"name": "asha", "metric": "validation/accuracy", "mode": "max",
+         "max_trials": max_trials, "max_concurrent_trials": 1, "min_steps": 10, "max_steps": 40,
+         "reduction_factor": 2, "seed": 3}
+    s.update(searcher)
+    return {
+        "name": name,
+        "base_job": {
+            "name": "t", "model": "softmax", "batch_size": 50, "max_steps": 40, "seed": 1,
+            "dataset": {"name": "fashion-mnist", "validation_size": 500,
+                        "max_train_examples": 3000, "max_test_examples": 500},
+            "optimizer": {"type": "adam", "learning_rate": 0.001},
+            "hooks": {"checkpoint": {"every_steps": 1000}, "summary": {"every_steps": 10},
+                      "evaluation": {"every_steps": 1000, "split": "validation"},
+                      "final_eval": {"split": "test"}, "logging": {"enabled": False}}},
+        "space": {"optimizer.learning_rate": {"type": "log", "min": 0.0001, "max": 0.1}},
+        "searcher": s,
+    }
+
+
 def colour_npz(seed=5, n_train=600, n_test=150):
     """A small seeded colour dataset as np.savez_compressed writes it (Debian's python3-numpy):
     uint8 [N, 8, 8, 3] images whose class (0-2) is the channel that carries the signal. With the

@@ -478,6 +478,18 @@ std::optional<nlohmann::json> ReadSpec(const std::string& file,
   return std::move(*doc);
 }
 
+std::string AnnounceSubmitted(const Client& client, const nlohmann::json& answer,
+                              const char* kind) {
+  std::string id = answer.value("id", "");
+  if (client.mode() == OutputMode::kQuiet) {
+    std::printf("%s\n", id.c_str());
+    std::fflush(stdout);
+  } else {
+    std::fprintf(stderr, "trainingd: submitted %s %s\n", kind, id.c_str());
+  }
+  return id;
+}
+
 int RunVerb(const char* group, const std::map<std::string, Verb>& verbs, const char* usage,
             const std::vector<std::string>& args) {
   if (args.empty()) {

@@ -173,6 +173,9 @@ std::optional<std::string> SetPath(nlohmann::json& doc, const std::string& assig
 // naming the file or the --set otherwise.
 std::optional<nlohmann::json> ReadSpec(const std::string& file,
                                        const std::vector<std::string>& sets, Failure* failure);
+// `submit -f`'s first words, before it follows what it submitted: the id alone on stdout with
+// -q, else "trainingd: submitted <kind> <id>" on stderr. Returns the id from the `answer`.
+std::string AnnounceSubmitted(const Client& client, const nlohmann::json& answer, const char* kind);
 
 // A command group's verbs ("jobs": submit, list, ...), each run with the arguments after it.
 using Verb = int (*)(const std::vector<std::string>& args);

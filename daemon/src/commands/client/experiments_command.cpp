@@ -153,13 +153,7 @@ int Submit(const std::vector<std::string>& args) {
     if (!answer) return c.Fail(f);
     if (preview) return PrintPlan(c, *answer);
     if (!follow) return PrintExperiment(c, *answer);
-    const std::string id = answer->value("id", "");
-    if (c.mode() == OutputMode::kQuiet) {
-      std::printf("%s\n", id.c_str());
-      std::fflush(stdout);
-    } else {
-      std::fprintf(stderr, "trainingd: submitted experiment %s\n", id.c_str());
-    }
+    const std::string id = AnnounceSubmitted(c, *answer, "experiment");
     ExperimentFollowOptions fo;
     fo.print_changes = c.mode() != OutputMode::kQuiet;
     return FollowExperiment(c, id, fo, nullptr);

@@ -104,13 +104,7 @@ int Submit(const std::vector<std::string>& args) {
     auto job = c.Call("POST", "/api/v1/jobs", &f, doc->dump(), /*invalid_is_usage=*/true);
     if (!job) return c.Fail(f);
     if (!follow) return PrintJob(c, *job);
-    const std::string id = job->value("id", "");
-    if (c.mode() == OutputMode::kQuiet) {
-      std::printf("%s\n", id.c_str());
-      std::fflush(stdout);
-    } else {
-      std::fprintf(stderr, "trainingd: submitted job %s\n", id.c_str());
-    }
+    const std::string id = AnnounceSubmitted(c, *job, "job");
     FollowOptions fo;
     fo.print_logs = c.mode() != OutputMode::kQuiet;
     return FollowJob(c, id, fo, nullptr);

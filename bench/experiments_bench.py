@@ -3,21 +3,23 @@
 docs/benchmarks.md#hyperparameter-search).
 
 Three arms, each over several seeds, one trial at a time on a daemon of its own:
-  default  the base job alone, trained in segments (each ends with the test split evaluated)
+  default  the base job alone, for the whole budget
   random   random search: trials of --max-steps steps, as many as the budget holds
   asha     ASHA: rungs from --min-steps to --max-steps, eta --eta, as many trials as the budget
            holds
-Decisions use the validation split only (the searcher's metric); the test split is evaluated at
-the end of every run segment (final_eval) as an oracle that nothing decides on.
+Every job of every arm evaluates the test split every --eval-every steps (its evaluation hook),
+as an oracle that nothing decides on, and the validation split at the end of each run segment
+(final_eval): the searchers' metric, validation/accuracy, is read there. Rungs that are
+multiples of --eval-every have the test split evaluated at their last step.
 
 Reported per arm and seed: the wall time until any trial's checkpoint has at least --target test
 accuracy; the test accuracy of the validation-best model at the end; the steps used; the peak
 checkpoint disk. Then the best configuration ASHA found is trained from scratch as a plain job,
-with the test split evaluated every --eval-every steps, and the wall time to --target is printed.
+stopped once it reaches --target, and the wall time to it is printed.
 
     bench/experiments_bench.py build/daemon/trainingd                       # the CNN, 3 seeds
     bench/experiments_bench.py build/daemon/trainingd --model softmax --target 0.8 \\
-        --budget 600 --min-steps 25 --max-steps 200 --seeds 1 --segment 100   # a smoke run
+        --budget 600 --min-steps 25 --max-steps 200 --eval-every 25 --seeds 1   # a smoke run
 """
 import argparse
 import json
@@ -74,8 +76,8 @@ def base_job(args):
                "optimizer": {"type": "adam", "learning_rate": 1e-3}}
     job["hooks"] = {"checkpoint": {"every_steps": 1000, "max_to_keep": 1},
                     "summary": {"every_steps": 100}, "logging": {"every_n_iter": 1000},
-                    "evaluation": {"every_steps": 10 ** 9, "split": "validation"},
-                    "final_eval": {"split": "test"}}
+                    "evaluation": {"every_steps": args.eval_every, "split": "test"},
+                    "final_eval": {"split": "validation"}}
     return job
 
 
@@ -87,7 +89,7 @@ def space(args):
 
 
 def test_points(d, job_id):
-    """(wall_time, step, test accuracy) of each of the job's run segments."""
+    """(wall_time, step, test accuracy) of each of the job's test evaluations."""
     body = d.call("GET", "/api/v1/jobs/%s/scalars?tag=test/accuracy&max_points=100000" % job_id)
     return [(p["wall_time"], p["step"], p["value"]) for p in body["points"]]
 
@@ -97,11 +99,15 @@ def first_reaching(points, target, t0):
     return min(hits) if hits else None
 
 
-def wait_job(d, job_id):
+def wait_job(d, job_id, files=None):
+    """The job once it has ended, and the most bytes `files` held while it ran."""
+    peak = 0
     while True:
         job = d.call("GET", "/api/v1/jobs/" + job_id)
+        if files:
+            peak = max(peak, dir_bytes(files))
         if job["state"] in ("completed", "failed", "stopped"):
-            return job
+            return job, peak
         time.sleep(0.5)
 
 
@@ -117,20 +123,11 @@ def dir_bytes(path):
 
 
 def run_default(d, args, seed, data_dir):
-    """The base job alone, resumed segment by segment (exact resume: the same run as a straight
-    one), so the test split is evaluated at each segment's end."""
-    job = dict(base_job(args), seed=seed, max_steps=args.segment, name="default-%d" % seed)
+    """The base job alone for the whole budget."""
+    job = dict(base_job(args), seed=seed, max_steps=args.budget, name="default-%d" % seed)
     t0 = time.time()
     info = d.call("POST", "/api/v1/jobs", job)
-    peak = 0
-    steps = args.segment
-    while True:
-        end = wait_job(d, info["id"])
-        peak = max(peak, dir_bytes(os.path.join(data_dir, "jobs", info["id"])))
-        if end["state"] != "completed" or steps >= args.budget:
-            break
-        steps = min(steps + args.segment, args.budget)
-        d.call("POST", "/api/v1/jobs/%s/resume" % info["id"], {"max_steps": steps})
+    end, peak = wait_job(d, info["id"], os.path.join(data_dir, "jobs", info["id"]))
     points = test_points(d, info["id"])
     return {"to_target_s": first_reaching(points, args.target, t0),
             "final_test": points[-1][2] if points else None, "steps": end["global_step"],
@@ -169,13 +166,12 @@ def run_search(d, args, seed, searcher):
 
 
 def from_scratch(d, args, hyperparameters):
-    """The best configuration trained as a plain job, the test split evaluated every
-    --eval-every steps: the wall time until it reaches --target (evaluations included), and the
-    job is stopped there."""
+    """The best configuration trained as a plain job, as the trials were (the test split
+    evaluated every --eval-every steps): the wall time until it reaches --target (evaluations
+    included), and the job is stopped there."""
     job = base_job(args)
     job["name"] = "best-from-scratch"
     job["max_steps"] = args.max_steps
-    job["hooks"]["evaluation"] = {"every_steps": args.eval_every, "split": "test"}
     for path, value in hyperparameters.items():
         node, keys = job, re.findall(r"[^.\[\]]+", path)
         for k in keys[:-1]:
@@ -190,7 +186,7 @@ def from_scratch(d, args, hyperparameters):
         pts = test_points(d, info["id"])
         if any(v >= args.target for (_, _, v) in pts):
             d.call("POST", "/api/v1/jobs/%s/stop" % info["id"])
-            end = wait_job(d, info["id"])
+            end, _ = wait_job(d, info["id"])
             break
         time.sleep(1)
     pts = d.call("GET", "/api/v1/jobs/%s/scalars?tag=test/accuracy&max_points=100000" %
@@ -217,8 +213,8 @@ def main():
     p.add_argument("--min-steps", type=int, default=250)
     p.add_argument("--max-steps", type=int, default=4000)
     p.add_argument("--eta", type=int, default=4)
-    p.add_argument("--segment", type=int, default=1000, help="the default arm's test interval")
-    p.add_argument("--eval-every", type=int, default=250)
+    p.add_argument("--eval-every", type=int, default=250,
+                   help="steps between the test split's evaluations, in every job")
     p.add_argument("--target", type=float, default=0.916)
     p.add_argument("--lr-min", type=float, default=5e-5)
     p.add_argument("--lr-max", type=float, default=5e-3)

@@ -17,7 +17,7 @@ accuracy; the test accuracy of the validation-best model at the end; the steps u
 checkpoint disk. Then the best configuration ASHA found is trained from scratch as a plain job,
 stopped once it reaches --target, and the wall time to it is printed.
 
-    bench/experiments_bench.py build/daemon/trainingd                       # the CNN, 3 seeds
+    bench/experiments_bench.py build/daemon/trainingd     # the CNN, 3 seeds (docs/benchmarks.md)
     bench/experiments_bench.py build/daemon/trainingd --model softmax --target 0.8 \\
         --budget 600 --min-steps 25 --max-steps 200 --eval-every 25 --seeds 1   # a smoke run
 """
@@ -209,11 +209,11 @@ def main():
     p.add_argument("--model", default="cnn", choices=["cnn", "mlp", "softmax"])
     p.add_argument("--seeds", default="1,2,3")
     p.add_argument("--arms", default="default,random,asha")
-    p.add_argument("--budget", type=int, default=16000, help="total steps per arm")
-    p.add_argument("--min-steps", type=int, default=250)
-    p.add_argument("--max-steps", type=int, default=4000)
+    p.add_argument("--budget", type=int, default=20000, help="total steps per arm")
+    p.add_argument("--min-steps", type=int, default=500)
+    p.add_argument("--max-steps", type=int, default=8000)
     p.add_argument("--eta", type=int, default=4)
-    p.add_argument("--eval-every", type=int, default=250,
+    p.add_argument("--eval-every", type=int, default=500,
                    help="steps between the test split's evaluations, in every job")
     p.add_argument("--target", type=float, default=0.916)
     p.add_argument("--lr-min", type=float, default=5e-5)

@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   };
   // The step's collectives (DenseLayer's Forward and Backward, Trainer::ReduceGradients).
   constexpr int64_t kBatch = 50;
-  const std::vector<eng::DenseLayer*> gathered = (*model)->GatherLargeDenseLayers(kBatch);
+  const std::vector<eng::DenseLayer*> gathered = (*model)->MarkGatheredDenseLayers(kBatch);
   int64_t reduced = static_cast<int64_t>(sums.size());
   for (eng::DenseLayer* layer : gathered) reduced -= layer->in() * layer->units() + layer->units();
   std::vector<int64_t> reduced_sums(static_cast<size_t>(reduced), int64_t{1} << 40);

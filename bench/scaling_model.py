@@ -14,8 +14,9 @@ examples/s relative to one machine = N x efficiency. Two exchanges are modelled:
    what trainingd did before its sums were exact): each machine sends and receives 2 (N-1)/N of
    the buffer, in 2 (N-1) messages. Its results change with N (the order of the additions).
 2. "trainingd": the step as built (docs/distributed.md#how-a-step-is-split), bit for bit the
-   same for any N. A dense layer with 2 x in x units > B x (in + units), B the global batch, is
-   split by columns (Model::GatherLargeDenseLayers): ring allgathers of its inputs (B x in
+   same for any N. A dense layer with 2 x in x units > B x (in + units), B the global batch, or
+   with at most 16 units and B x (in + units) <= 16 x in x units, is split by columns
+   (DenseLayer::GatheredAt): ring allgathers of its inputs (B x in
    floats), of its output columns (B x units), of its output gradients (B x units) and of its
    input gradient's columns (B x in), then after the update of its kernel's rows (in x units);
    each machine receives (N-1)/N of each, in N-1 messages. Every other parameter's exact sum is
@@ -41,7 +42,8 @@ def trainingd_exchange_s(dense, other_params, global_batch, n, bytes_per_s, late
     """The exchange of one trainingd step, and how many dense layers were split by columns."""
     t, reduced, split = 0.0, other_params, 0
     for fan_in, units in dense:
-        if 2 * fan_in * units > global_batch * (fan_in + units):
+        weights, activations = fan_in * units, global_batch * (fan_in + units)
+        if 2 * weights > activations or (units <= 16 and activations <= 16 * weights):
             split += 1
             for width in (fan_in, units, units, fan_in):
                 t += ring_allgather_s(4 * global_batch * width, n, bytes_per_s, latency_s)

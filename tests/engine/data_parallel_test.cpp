@@ -236,13 +236,15 @@ TEST(DataParallelTest, RanksAndThreadsComputeBitForBitWhatOneProcessComputes) {
 }
 
 // The ranks form the kernel gradients of large dense layers from their gathered inputs, each
-// its share of the kernel's row tiles (Model::GatherLargeDenseLayers): here 784 x 200 in 10 tiles
+// its share of the kernel's row tiles (Model::MarkGatheredDenseLayers): here 784 x 200 in 10 tiles
 // and 200 x 100 in 2, so 3 and 4 ranks get uneven shares and some get none; a plain ReLU-free
-// gathered layer too, and the 100 x 10 output layer reduced as sums.
+// gathered layer too; the 100 x 17 layer reduced as sums (2 x 100 x 17 < 30 x 117); and the
+// narrow 17 x 10 output layer gathered, its 10 columns split unevenly over 3 and 4 ranks.
 JobSpec GatheredDenseJob(int64_t max_steps) {
   JobSpec spec = SmallCnnJob(max_steps);
   spec.model.layers = {LayerSpec::Flatten(), LayerSpec::Dense(200, Activation::kRelu),
                        LayerSpec::Dense(100, Activation::kNone),
+                       LayerSpec::Dense(17, Activation::kRelu),
                        LayerSpec::Dense(10, Activation::kNone)};
   spec.batch_size = 30;
   spec.distributed.reduction_blocks = 12;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "trainingd/engine/nn/dense_layer.h"
 #include "trainingd/engine/nn/loss.h"
 
 namespace trainingd::engine {
@@ -42,6 +43,35 @@ TEST(ModelTest, MlpAndSoftmaxPresets) {
   EXPECT_EQ((*sm)->num_parameters(), 7850);
   EXPECT_FALSE(PresetModel("resnet").ok());
   EXPECT_NE(PresetModel("resnet").status().message().find("cnn"), std::string::npos);
+}
+
+// The dense layers whose kernel gradient is one product over the whole batch: the wide ones
+// and the narrow heads; the rest are summed by blocks.
+TEST(ModelTest, GathersTheWideAndTheNarrowDenseLayers) {
+  auto mlp = Model::Build(*PresetModel("mlp"), Shape{28, 28, 1}, 10, 1);
+  ASSERT_TRUE(mlp.ok());
+  const auto names = [](const std::vector<DenseLayer*>& layers) {
+    std::vector<std::string> n;
+    for (const DenseLayer* l : layers) n.push_back(l->name());
+    return n;
+  };
+  // 784 x 128 and 128 x 32 are wide at batch 50 (2 x 128 x 32 > 50 x 160); 32 x 10 is narrow.
+  EXPECT_EQ(names((*mlp)->MarkGatheredDenseLayers(50)),
+            (std::vector<std::string>{"dense", "dense_1", "dense_2"}));
+  // At batch 100, 128 x 32 is neither (2 x 8,192 weights against 16,000 inputs and outputs).
+  EXPECT_EQ(names((*mlp)->MarkGatheredDenseLayers(100)),
+            (std::vector<std::string>{"dense", "dense_2"}));
+  EXPECT_FALSE(dynamic_cast<const DenseLayer&>(*(*mlp)->layers()[2]).gathered());
+  // At batch 1000 none: 784 x 128 is not wide (200,704 against 912,000), and the head's inputs
+  // and outputs over the batch (42,000) are more than 16 times its 320 weights.
+  EXPECT_TRUE((*mlp)->MarkGatheredDenseLayers(1000).empty());
+  ModelSpec spec;
+  spec.layers = {LayerSpec::Flatten(), LayerSpec::Dense(17, Activation::kRelu),
+                 LayerSpec::Dense(10, Activation::kNone)};
+  auto m = Model::Build(spec, Shape{28, 28, 1}, 10, 1);
+  ASSERT_TRUE(m.ok());
+  // 784 x 17 at batch 100: 26,656 weights against 80,100 inputs and outputs, 17 units.
+  EXPECT_EQ(names((*m)->MarkGatheredDenseLayers(100)), (std::vector<std::string>{"dense_1"}));
 }
 
 TEST(ModelTest, BuildErrorsNameTheLayerAndTheShapes) {

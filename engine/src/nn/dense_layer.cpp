@@ -45,16 +45,20 @@ int64_t DenseLayer::RowsPerTile() const {
   return std::clamp<int64_t>((rows + lines - 1) / lines * lines, 1, in_);
 }
 
+bool DenseLayer::GatheredAt(int64_t global_batch) const {
+  const int64_t weights = in_ * spec_.units, activations = global_batch * (in_ + spec_.units);
+  return 2 * weights > activations || (spec_.units <= 16 && activations <= 16 * weights);
+}
+
 int64_t DenseLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
   if (mode != Mode::kTrain) return 0;
   // Backward's masked output gradient, one block's bias partial, and per chunk one tile of
   // kernel partials; in a data-parallel step where the layer is gathered
-  // (Model::GatherLargeDenseLayers), the gathered inputs and output gradients and the ranks'
+  // (Model::MarkGatheredDenseLayers), the gathered inputs and output gradients and the ranks'
   // column parts of the wider of its output and its input gradient.
   const int64_t units = spec_.units;
-  const int64_t gathered = 2 * in_ * units > batch * (in_ + units)
-                               ? batch * (in_ + units) + batch * std::max(in_, units)
-                               : 0;
+  const int64_t gathered =
+      GatheredAt(batch) ? batch * (in_ + units) + batch * std::max(in_, units) : 0;
   return 4 * (batch * units + units + NumChunks(NumTiles(), 2, threads) * RowsPerTile() * units +
               gathered);
 }

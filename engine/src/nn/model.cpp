@@ -183,13 +183,12 @@ void Model::Backward(const Tensor& dlogits, GradientBlocks& blocks) {
   }
 }
 
-std::vector<DenseLayer*> Model::GatherLargeDenseLayers(int64_t global_batch) {
+std::vector<DenseLayer*> Model::MarkGatheredDenseLayers(int64_t global_batch) {
   std::vector<DenseLayer*> gathered;
   for (const auto& layer : layers_) {
     auto* dense = dynamic_cast<DenseLayer*>(layer.get());
     if (!dense) continue;
-    const int64_t in = dense->in(), units = dense->units();
-    dense->set_gathered(2 * in * units > global_batch * (in + units));
+    dense->set_gathered(dense->GatheredAt(global_batch));
     if (dense->gathered()) gathered.push_back(dense);
   }
   return gathered;

@@ -73,7 +73,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
   t->reduction_blocks_ = options.reduction_blocks;
   // Which dense layers are wide: decided by the batch alone, so one process sums their gradients
   // as the ranks of a data-parallel job do.
-  std::vector<DenseLayer*> wide = t->model_->GatherLargeDenseLayers(options.batch_size);
+  std::vector<DenseLayer*> wide = t->model_->MarkGatheredDenseLayers(options.batch_size);
   if (t->comm_) {
     const int n = t->comm_->size(), me = t->comm_->rank();
     t->gathered_ = std::move(wide);

@@ -26,8 +26,8 @@ class DenseLayer final : public Layer {
   std::vector<Parameter*> parameters() override { return {&kernel_, &bias_}; }
   int64_t ForwardFlopsPerExample() const override { return 2 * in_ * spec_.units; }
 
-  // A wide layer (Model::GatherLargeDenseLayers, 2 * in * units > batch * (in + units): most of
-  // a model's weights): its gradient is summed over the whole batch in float, every element in
+  // A gathered layer (GatheredAt: a wide one, most of a model's weights, or a narrow one, a
+  // classifier's head): its gradient is summed over the whole batch in float, every element in
   // the examples' order, in one process and in a data-parallel step alike; so no fixed point and
   // no blocks. A data-parallel step splits its work over the ranks by columns, as the threads of
   // one process do, so each reads a share of the kernel instead of all of it: during a step
@@ -38,6 +38,17 @@ class DenseLayer final : public Layer {
   // from the gathered inputs and output gradients. Every element is formed as one process forms
   // it (gemm.h), so the results are the same bits.
   void set_gathered(bool gathered) { gathered_ = gathered; }
+  // Whether the layer is gathered at this global batch (Model::MarkGatheredDenseLayers): when it
+  // has more weights than its inputs and outputs over the batch (2 * in * units > batch * (in +
+  // units): gathering those costs a data-parallel step less than reducing the weights' sums); or
+  // when it has at most 16 units (a classifier's head) and its inputs and outputs over the batch
+  // are at most 16 times its weights: one product over the batch then costs one process less
+  // than a product per block, each transposed and rounded into fixed point after a pass over
+  // every input for its bound (the softmax's backward took twice the time that way), and a
+  // data-parallel step gathers a few hundred kilobytes at most (the softmax up to batch 157, the
+  // CNN's head up to batch 158); with a larger global batch, a step over many machines would
+  // send more than the sums it saves.
+  bool GatheredAt(int64_t global_batch) const;
   bool gathered() const { return gathered_; }
   void set_step(GradientBlocks* step);
   // The gradients (Parameter::grad) of the bias and of the kernel rows of tiles [t0, t1), from the

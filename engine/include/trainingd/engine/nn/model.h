@@ -58,7 +58,7 @@ class Model {
   // Back-propagates dLoss/dlogits through the latest Forward. In one process (blocks.whole())
   // every parameter's gradient is written. In a data-parallel step every parameter's exact sum
   // over `blocks` (Parameter::sum) is, except for the gathered dense layers
-  // (GatherLargeDenseLayers), whose gradients DenseLayer::GatheredGradients forms; the step then
+  // (MarkGatheredDenseLayers), whose gradients DenseLayer::GatheredGradients forms; the step then
   // adds up the ranks' sums and makes them gradients (Trainer::ReduceGradients).
   void Backward(const Tensor& dlogits, GradientBlocks& blocks);
   // Backward over the batch as one block (one process).
@@ -77,12 +77,12 @@ class Model {
   // processes draws the same masks as one.
   void set_example_offset(int64_t offset);
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
-  // For data-parallel steps of `global_batch` examples: marks the dense layers whose kernel
-  // gradient is cheaper to form from the ranks' gathered inputs and output gradients than to
-  // reduce as sums, 2 * in * units > global_batch * (in + units) (DenseLayer::set_gathered: the
+  // For steps of `global_batch` examples, in one process or data-parallel alike: marks the dense
+  // layers whose kernel gradient is cheaper to form over the whole batch (from the ranks'
+  // gathered inputs and output gradients) than to sum by blocks, DenseLayer::GatheredAt (the
   // ranks then also split their forward and input gradient by columns), unmarks the others, and
-  // returns the marked ones. The results are the same bits either way.
-  std::vector<DenseLayer*> GatherLargeDenseLayers(int64_t global_batch);
+  // returns the marked ones. Any number of ranks and threads gives the same bits either way.
+  std::vector<DenseLayer*> MarkGatheredDenseLayers(int64_t global_batch);
   // For inference on parameters that no longer change (TrainedModel): every layer's
   // PrepareForInference, and the gradient buffers released (Parameter::grad empty and sum
   // null from then on), so that what a dense layer's packed kernel adds (4 bytes per element)

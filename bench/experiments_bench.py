@@ -95,8 +95,9 @@ def test_points(d, job_id):
 
 
 def first_reaching(points, target, t0):
-    hits = [w - t0 for (w, _, v) in points if v >= target]
-    return min(hits) if hits else None
+    """(seconds since t0, step) of the first point at or above target, or (None, None)."""
+    hits = [(w - t0, s) for (w, s, v) in points if v >= target]
+    return min(hits) if hits else (None, None)
 
 
 def wait_job(d, job_id, files=None):
@@ -129,7 +130,7 @@ def run_default(d, args, seed, data_dir):
     info = d.call("POST", "/api/v1/jobs", job)
     end, peak = wait_job(d, info["id"], os.path.join(data_dir, "jobs", info["id"]))
     points = test_points(d, info["id"])
-    return {"to_target_s": first_reaching(points, args.target, t0),
+    return {"to_target_s": first_reaching(points, args.target, t0)[0],
             "final_test": points[-1][2] if points else None, "steps": end["global_step"],
             "peak_disk_bytes": peak, "wall_s": time.time() - t0}
 
@@ -151,7 +152,7 @@ def run_search(d, args, seed, searcher):
             break
         time.sleep(1)
     trials = d.call("GET", "/api/v1/experiments/%s/trials?limit=1000" % exp["id"])["trials"]
-    reach = [first_reaching(test_points(d, t["job_id"]), args.target, t0) for t in trials]
+    reach = [first_reaching(test_points(d, t["job_id"]), args.target, t0)[0] for t in trials]
     reach = [r for r in reach if r is not None]
     best = e["best"]
     best_test = None
@@ -189,11 +190,9 @@ def from_scratch(d, args, hyperparameters):
             end, _ = wait_job(d, info["id"])
             break
         time.sleep(1)
-    pts = d.call("GET", "/api/v1/jobs/%s/scalars?tag=test/accuracy&max_points=100000" %
-                 info["id"])["points"]
-    hit = [p for p in pts if p["value"] >= args.target]
-    return {"to_target_s": hit[0]["wall_time"] - end["started_at"] if hit else None,
-            "step": hit[0]["step"] if hit else None, "final_test": pts[-1]["value"] if pts else None}
+    pts = test_points(d, info["id"])
+    seconds, step = first_reaching(pts, args.target, end["started_at"])
+    return {"to_target_s": seconds, "step": step, "final_test": pts[-1][2] if pts else None}
 
 
 def summary(values):

@@ -71,12 +71,12 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
                                    std::to_string(options.reduction_blocks));
   }
   t->reduction_blocks_ = options.reduction_blocks;
-  // Which dense layers are wide: decided by the batch alone, so one process sums their gradients
-  // as the ranks of a data-parallel job do.
-  std::vector<DenseLayer*> wide = t->model_->MarkGatheredDenseLayers(options.batch_size);
+  // Which dense layers are gathered: decided by the batch alone, so one process sums their
+  // gradients as the ranks of a data-parallel job do.
+  std::vector<DenseLayer*> gathered = t->model_->MarkGatheredDenseLayers(options.batch_size);
   if (t->comm_) {
     const int n = t->comm_->size(), me = t->comm_->rank();
-    t->gathered_ = std::move(wide);
+    t->gathered_ = std::move(gathered);
     for (DenseLayer* layer : t->gathered_) {
       std::vector<int64_t>& bounds = t->kernel_bounds_.emplace_back(static_cast<size_t>(n) + 1);
       for (int k = 0; k <= n; ++k) {

@@ -125,8 +125,8 @@ async function realSearch(page) {
   log('Stop: the page went to stopped');
   await page.locator('.experiment-page .actions [data-action="resume"]').click();
   await waitAttr(page, '.experiment-page', 'data-state', (s) => s === 'running' || s === 'completed', 'running again', 30000);
-  // The rest of this search takes well under a second on a fast machine, so it may already have
-  // completed: read the state and the button in one go, and hold Delete back only while running.
+  // The search may end between two reads of the page: read the state and the button in one go,
+  // and hold Delete back exactly while it runs.
   const after = await page.evaluate(() => ({
     state: document.querySelector('.experiment-page').dataset.state,
     deleteDisabled: document.querySelector('.experiment-page .actions [data-action="delete"]').disabled,

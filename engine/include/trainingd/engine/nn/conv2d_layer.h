@@ -7,8 +7,8 @@
 // never materialised. Backward recomputes the patches instead of storing them.
 //
 // Stride-1 3x3 and 5x5 convolutions with at least kWinogradMinChannels input channels use
-// Winograd's minimal filtering instead (F(4x4, 3x3) and F(2x2, 5x5), engine/src/nn/winograd.h),
-// which needs 2.8x (5x5) and 4x (3x3) fewer multiplications; the tutorial CNN's second
+// Winograd's minimal filtering instead (F(4x4, 3x3) and F(3x3, 5x5), engine/src/nn/winograd.h),
+// which needs 4.6x (5x5) and 4x (3x3) fewer multiplications; the tutorial CNN's second
 // convolution is one. Its forward and backward passes are exact adjoints of each other, so the
 // gradients are those of the function computed, and they are checked like im2col's.
 #pragma once

@@ -199,9 +199,13 @@ def fmt_cell(values):
 
 def build_table(rows, models_order, batches_order):
     data = {}  # (model, mode, batch) -> impl -> [examples_per_sec]
+    by_round = {}  # (model, mode, batch) -> round -> impl -> examples_per_sec
     for r in rows:
         key = (r["model"], r["mode"], int(r["batch"]))
         data.setdefault(key, {}).setdefault(r["impl"], []).append(float(r["examples_per_sec"]))
+        if "round" in r:
+            by_round.setdefault(key, {}).setdefault(r["round"], {})[r["impl"]] = \
+                float(r["examples_per_sec"])
 
     def sort_key(key):
         model, mode, batch = key
@@ -225,8 +229,12 @@ def build_table(rows, models_order, batches_order):
             status = "n/a"
         else:
             status = "PASS" if ratio >= target else "MISS"
+        # trainingd / PyTorch within each round, where both ran.
+        round_ratios = [v[IMPL_A] / v[IMPL_B] for _, v in sorted(by_round.get(key, {}).items())
+                        if v.get(IMPL_A) and v.get(IMPL_B)]
         table.append({
             "model": model, "mode": mode, "batch": batch,
+            "round_ratios": round_ratios,
             IMPL_A: fmt_cell(a), IMPL_B: fmt_cell(b),
             "ratio": "n/a" if ratio is None else "%.2fx" % ratio,
             "target": "-" if target is None else ">= %.1fx" % target,
@@ -390,17 +398,27 @@ def main(argv=None):
 def report(rows, args):
     table = build_table(rows, args.model_list, args.batch_list)
     out = sys.stdout
+    # From the rows themselves, so that --from-json describes the run it reads, not its own flags.
+    rounds = len({r["round"] for r in rows if "round" in r}) or args.rounds
+    seconds = statistics.median([float(r["seconds"]) for r in rows]) if rows else args.seconds
     if args.markdown:
         print_markdown(table, out)
         print("", file=out)
         print("Median [min-max] examples/s over %d alternating rounds; %d thread(s), "
-              "%s s per configuration; cnn inference at batch %d. "
+              "about %.0f s per configuration; cnn inference at batch %d. "
               "Ratio = trainingd median / PyTorch median."
-              % (args.rounds, args.threads, args.seconds, args.infer_batch), file=out)
+              % (rounds, args.threads, seconds, args.infer_batch), file=out)
     else:
-        print("median [min-max] examples/s over %d rounds, threads=%d, %s s per config"
-              % (args.rounds, args.threads, args.seconds), file=out)
+        print("median [min-max] examples/s over %d rounds, threads=%d, about %.0f s per config"
+              % (rounds, args.threads, seconds), file=out)
         print_plain(table, out)
+    print("", file=out)
+    for t in table:
+        if t["round_ratios"]:
+            r = t["round_ratios"]
+            print("%s %s batch %d, trainingd / PyTorch per round: %s (median %.2f)"
+                  % (t["model"], t["mode"], t["batch"], ", ".join("%.2f" % x for x in r),
+                     statistics.median(r)), file=out)
 
     misses = [t for t in table if t["status"] == "MISS"]
     missing = [t for t in table if t["status"] == "n/a"]

@@ -28,7 +28,8 @@ json HyperparametersToJson(const Hyperparameters& hp) {
 json PlanToJson(const ExperimentPlan& plan) {
   json rungs = json::array();
   for (const RungInfo& r : plan.rungs) {
-    rungs.push_back({{"index", r.index},
+    rungs.push_back({{"bracket", r.bracket},
+                     {"index", r.index},
                      {"steps", r.steps},
                      {"max_trials", r.max_trials},
                      {"trials", r.trials},
@@ -97,6 +98,7 @@ json TrialToJson(const TrialInfo& t) {
           {"hyperparameters", HyperparametersToJson(t.hyperparameters)},
           {"seed", t.seed},
           {"state", TrialStateName(t.state)},
+          {"bracket", t.bracket},
           {"rung", t.rung < 0 ? json(nullptr) : json(t.rung)},
           {"target_steps", t.target_steps},
           {"rung_metrics", t.rung_metrics},

@@ -61,6 +61,7 @@ Result<ExperimentPlan> PlanAt(const json& v, const std::string& path) {
     const std::string p = sj::Index(rungs, i);
     TRAININGD_RETURN_IF_ERROR(NeedObject(r, p));
     RungInfo rung;
+    TRAININGD_RETURN_IF_ERROR(sj::Field(r, p, "bracket", &rung.bracket));  // (older: none)
     TRAININGD_RETURN_IF_ERROR(sj::Field(r, p, "index", &rung.index));
     TRAININGD_RETURN_IF_ERROR(sj::Field(r, p, "steps", &rung.steps));
     TRAININGD_RETURN_IF_ERROR(sj::Field(r, p, "max_trials", &rung.max_trials));
@@ -148,6 +149,7 @@ Result<TrialInfo> TrialAt(const json& v, const std::string& path) {
   TRAININGD_RETURN_IF_ERROR(HyperparametersAt(v, path, &t.hyperparameters));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "seed", &t.seed));
   TRAININGD_RETURN_IF_ERROR(ReadName(v, path, "state", &ParseTrialState, &t.state));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "bracket", &t.bracket));
   t.rung = -1;
   TRAININGD_RETURN_IF_ERROR(Nullable(v, path, "rung", &t.rung));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "target_steps", &t.target_steps));

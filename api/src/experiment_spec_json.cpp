@@ -87,7 +87,7 @@ Status ReadSearcher(const json& root, const engine::JobSpec& base, SearcherSpec*
   TRAININGD_RETURN_IF_ERROR(
       CheckObject(v, path,
                   {"name", "metric", "mode", "max_trials", "max_concurrent_trials", "min_steps",
-                   "max_steps", "reduction_factor", "seed"}));
+                   "max_steps", "reduction_factor", "brackets", "seed"}));
   if (const auto n = v.find("name"); n != v.end()) {
     std::string name;
     TRAININGD_RETURN_IF_ERROR(Read(*n, "searcher.name", &name));
@@ -141,6 +141,22 @@ Status ReadSearcher(const json& root, const engine::JobSpec& base, SearcherSpec*
     return Bad("searcher.min_steps", "must be less than searcher.max_steps (" +
                                          std::to_string(s->max_steps) + ") for asha, got " +
                                          std::to_string(s->min_steps));
+  }
+  if (const auto x = v.find("brackets"); x != v.end()) {
+    if (!asha) return Bad("searcher.brackets", "only the asha searcher has brackets");
+    const auto rungs = static_cast<int64_t>(RungSteps(*s).size());
+    TRAININGD_RETURN_IF_ERROR(ReadInt(*x, "searcher.brackets", int64_t{1}, rungs, &s->brackets));
+    const std::vector<int64_t> trials = BracketTrials(*s, s->max_trials);
+    for (size_t b = 0; b < trials.size(); ++b) {
+      if (trials[b] == 0) {
+        return Bad("searcher.brackets", "bracket " + std::to_string(b) + " of " +
+                                            std::to_string(s->brackets) +
+                                            " would get no trial of searcher.max_trials " +
+                                            std::to_string(s->max_trials) +
+                                            " (each bracket's share is eta^(rungs-1) / " +
+                                            "rungs); raise max_trials or use fewer brackets");
+      }
+    }
   }
   return Status::Ok();
 }
@@ -465,20 +481,21 @@ json ExperimentSpecToJson(const ExperimentSpec& spec) {
   json space = json::object();
   for (const ParamRange& r : spec.space) space[r.path] = RangeValue(r);
   const SearcherSpec& s = spec.searcher;
+  json searcher = {{"name", SearcherName(s.name)},
+                   {"metric", s.metric},
+                   {"mode", s.maximize ? "max" : "min"},
+                   {"max_trials", s.max_trials},
+                   {"max_concurrent_trials", s.max_concurrent_trials},
+                   {"min_steps", s.min_steps},
+                   {"max_steps", s.max_steps},
+                   {"reduction_factor", s.reduction_factor},
+                   {"seed", s.seed}};
+  if (s.name == SearcherSpec::Name::kAsha) searcher["brackets"] = s.brackets;
   return {
       {"name", spec.name},
       {"base_job", JobSpecToJsonValue(spec.base_job)},
       {"space", std::move(space)},
-      {"searcher",
-       {{"name", SearcherName(s.name)},
-        {"metric", s.metric},
-        {"mode", s.maximize ? "max" : "min"},
-        {"max_trials", s.max_trials},
-        {"max_concurrent_trials", s.max_concurrent_trials},
-        {"min_steps", s.min_steps},
-        {"max_steps", s.max_steps},
-        {"reduction_factor", s.reduction_factor},
-        {"seed", s.seed}}},
+      {"searcher", std::move(searcher)},
       {"budget", {{"max_steps", spec.budget_max_steps}, {"max_seconds", spec.budget_max_seconds}}},
       {"stop_when", spec.stop_when ? json(*spec.stop_when) : json(nullptr)},
       {"max_trial_restarts", spec.max_trial_restarts},

@@ -162,6 +162,36 @@ TEST(ExperimentSpecJsonTest, CanonicalFormReadsBackEqual) {
             doc["space"]["optimizer.learning_rate"]["values"]);
 }
 
+TEST(ExperimentSpecJsonTest, BracketsAreAshasAndEachGetsATrial) {
+  json doc = FullSpec();
+  doc["searcher"]["brackets"] = 3;
+  auto spec = Parse(doc);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->searcher.brackets, 3);
+  EXPECT_EQ(ExperimentSpecToJson(*spec)["searcher"]["brackets"], 3);
+  EXPECT_EQ(ExperimentSpecToJson(*Parse(FullSpec()))["searcher"]["brackets"], 1);  // the default
+  // 4 trials over 3 brackets: shares 2.6, 0.96 and 0.48 leave the last two without a trial.
+  doc["searcher"]["max_trials"] = 4;
+  FieldError error;
+  spec = Parse(doc, &error);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(error.field, "searcher.brackets");
+  EXPECT_NE(error.message.find("bracket 1 of 3 would get no trial"), std::string::npos)
+      << error.message;
+  // Grid and random searches have one rung: no brackets, and none in their canonical form.
+  doc = FullSpec();
+  doc["searcher"]["name"] = "random";
+  doc["searcher"].erase("min_steps");
+  spec = Parse(doc);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_FALSE(ExperimentSpecToJson(*spec)["searcher"].contains("brackets"));
+  doc["searcher"]["brackets"] = 1;
+  spec = Parse(doc, &error);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(error.field, "searcher.brackets");
+  EXPECT_NE(error.message.find("only the asha searcher"), std::string::npos) << error.message;
+}
+
 struct Refusal {
   const char* pointer;  // JSON pointer of what to change in MinimalSpec() or FullSpec()
   json value;           // the new value; null = remove it
@@ -277,6 +307,8 @@ TEST(ExperimentSpecJsonTest, RefusalsNameTheirField) {
       {"/searcher/metric", "validation/f1", "searcher.metric", "'<split>/accuracy'", true},
       {"/searcher/metric", "test/accuracy", "searcher.metric", "base_job.hooks.final_eval", true},
       {"/searcher/bogus", 1, "searcher.bogus", "unknown field", true},
+      {"/searcher/brackets", 4, "searcher.brackets", "[1, 3]", true},  // rungs 100, 400, 1600
+      {"/searcher/brackets", 0, "searcher.brackets", "[1, 3]", true},
       {"/base_job/hooks/early_stopping", true, "base_job.hooks.early_stopping.enabled", "asha",
        true},
       {"/base_job/hooks/checkpoint", false, "base_job.hooks.checkpoint.enabled", "asha", true},
@@ -461,7 +493,9 @@ ExperimentInfo SampleExperiment() {
   e.best = BestTrial{2, "job-2", 0.31, 400, {{"batch_size", "64"}, {"optimizer.type", "\"adam\""}}};
   e.disk_bytes = 1 << 20;
   e.peak_disk_bytes = 3 << 20;
-  e.plan.rungs = {{0, 100, 16, 5, 1, 0.4}, {1, 400, 4, 1, 0, std::nullopt}};
+  e.plan.rungs = {{0, 0, 100, 16, 5, 1, 0.4},
+                  {0, 1, 400, 4, 1, 0, std::nullopt},
+                  {1, 0, 400, 2, 0, 0, std::nullopt}};
   e.plan.trials = 16;
   e.plan.max_total_steps = 4000;
   e.plan.first_trials = {{{"batch_size", "32"}}, {{"batch_size", "128"}}};
@@ -476,6 +510,7 @@ TEST(ExperimentAnswersTest, ExperimentsReadBackEqual) {
   EXPECT_EQ(detail["error"], nullptr);
   EXPECT_EQ(detail["best"]["hyperparameters"]["optimizer.type"], "adam");
   EXPECT_EQ(detail["plan"]["rungs"][1]["cut"], nullptr);
+  EXPECT_EQ(detail["plan"]["rungs"][2]["bracket"], 1);
   EXPECT_EQ(detail["spec"]["name"], "lr-search");
   EXPECT_FALSE(ExperimentToJson(e, false).contains("spec"));
   auto back = ExperimentFromJson(detail);
@@ -515,6 +550,7 @@ TEST(ExperimentAnswersTest, TrialsReadBackEqual) {
   t.hyperparameters = {{"batch_size", "64"}, {"model.layers[6].rate", "0.25"}};
   t.seed = 18446744073709551615u;
   t.state = TrialState::kPruned;
+  t.bracket = 1;
   t.rung = 1;
   t.target_steps = 400;
   t.rung_metrics = {0.5, 0.6};
@@ -534,6 +570,7 @@ TEST(ExperimentAnswersTest, TrialsReadBackEqual) {
   EXPECT_EQ(page["limit"], 2);
   EXPECT_EQ(page["trials"][0]["hyperparameters"]["model.layers[6].rate"], 0.25);
   EXPECT_EQ(page["trials"][0]["rung_recorded_at"], json({1700000020.5, 1700000050.25}));
+  EXPECT_EQ(page["trials"][0]["bracket"], 1);
   EXPECT_EQ(page["trials"][1]["rung"], nullptr);
   EXPECT_EQ(page["trials"][1]["metric"], nullptr);
   EXPECT_EQ(page["trials"][1]["finished_at"], nullptr);

@@ -27,8 +27,8 @@ class FakeExperimentService : public ExperimentService {
       return engine::Status::InvalidArgument("searcher.max_trials: over the memory budget");
     }
     ExperimentPlan plan;
-    plan.rungs = {{0, spec.searcher.min_steps, spec.searcher.max_trials, 0, 0, std::nullopt},
-                  {1, spec.searcher.max_steps, 1, 0, 0, std::nullopt}};
+    plan.rungs = {{0, 0, spec.searcher.min_steps, spec.searcher.max_trials, 0, 0, std::nullopt},
+                  {0, 1, spec.searcher.max_steps, 1, 0, 0, std::nullopt}};
     plan.trials = spec.searcher.max_trials;
     plan.max_total_steps = 1234;
     plan.first_trials = {{{"batch_size", "64"}}};

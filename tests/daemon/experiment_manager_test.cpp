@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -163,6 +164,37 @@ TEST_F(ExperimentManagerTest, AshaRunsToItsEndAndKeepsOnlyTheBestCheckpoints) {
   ASSERT_TRUE(experiments_->Delete(submitted.id).ok());
   EXPECT_EQ(manager_->Get(trials[0].job_id).status().code(), engine::StatusCode::kNotFound);
   EXPECT_EQ(experiments_->Get(submitted.id).status().code(), engine::StatusCode::kNotFound);
+}
+
+TEST_F(ExperimentManagerTest, BracketsStartTheirTrialsAtTheirFirstRung) {
+  // Two brackets over rungs 10, 20, 40 (eta 2): bracket 0's five trials start at 10 steps,
+  // bracket 1's three at 20; each bracket promotes among its own.
+  nlohmann::json doc = nlohmann::json::parse(SearchSpec());
+  doc["searcher"]["brackets"] = 2;
+  const api::ExperimentInfo submitted = SubmitSearch(doc.dump());
+  ASSERT_EQ(submitted.plan.rungs.size(), 5u);
+  EXPECT_EQ(submitted.plan.rungs[3].bracket, 1);
+  EXPECT_EQ(submitted.plan.rungs[3].steps, 20);
+  EXPECT_EQ(submitted.plan.rungs[3].max_trials, 3);
+  const api::ExperimentInfo done = WaitForExperiment(submitted.id, {ExperimentState::kCompleted});
+  EXPECT_EQ(done.trials_started, 8);
+  EXPECT_EQ(done.plan.rungs[0].trials, 5);  // bracket 0, rung 0
+  EXPECT_EQ(done.plan.rungs[3].trials, 3);  // bracket 1, rung 0
+  EXPECT_EQ(done.plan.rungs[3].promoted, 1);
+  EXPECT_EQ(done.plan.rungs[4].trials, 1);
+  int in_bracket[2] = {0, 0};
+  for (const api::TrialInfo& t : AllTrials(submitted.id)) {
+    ASSERT_TRUE(t.bracket == 0 || t.bracket == 1) << t.bracket;
+    ++in_bracket[t.bracket];
+    ASSERT_FALSE(t.rung_metrics.empty()) << "trial " << t.index;
+    EXPECT_LE(t.rung_metrics.size(), t.bracket == 0 ? 3u : 2u);
+    EXPECT_EQ(t.target_steps,
+              (t.bracket == 0 ? std::vector<int64_t>{10, 20, 40}
+                              : std::vector<int64_t>{20, 40})[t.rung_metrics.size() - 1]);
+    EXPECT_EQ(manager_->Get(t.job_id)->global_step, t.target_steps);
+  }
+  EXPECT_EQ(in_bracket[0], 5);
+  EXPECT_EQ(in_bracket[1], 3);
 }
 
 TEST_F(ExperimentManagerTest, TheSameSearchDecidesTheSameAlsoAcrossARestart) {

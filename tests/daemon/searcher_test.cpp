@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace trainingd::daemon {
@@ -162,6 +163,7 @@ Simulated Simulate(const api::ExperimentSpec& spec, double (*f)(int64_t)) {
     if (a.kind == SearchAction::Kind::kStart) {
       TrialProgress t;
       t.index = a.trial;
+      t.bracket = TrialBracket(spec, a.trial);
       s.trials.push_back(t);
     }
     TrialProgress& t = s.trials[static_cast<size_t>(a.trial)];
@@ -233,14 +235,14 @@ TEST(SearcherTest, AshaPromotesAsSoonAsARungHasRoomAndMinimizes) {
   EXPECT_EQ(a.kind, SearchAction::Kind::kPromote);
   EXPECT_EQ(a.trial, 1);
   EXPECT_EQ(a.rung, 1);
-  EXPECT_EQ(RungCut(spec, trials, 0), 0.3);
+  EXPECT_EQ(RungCut(spec, trials, 0, 0), 0.3);
   trials[1].active = true;  // promoted, training
   a = NextSearchAction(spec, trials);
   EXPECT_EQ(a.kind, SearchAction::Kind::kStart);
   EXPECT_EQ(a.trial, 2);
   // A dropped trial is out of the rungs: its slot goes to nobody until results come.
   trials[1].dropped = true;
-  EXPECT_EQ(RungCut(spec, trials, 0), std::nullopt);
+  EXPECT_EQ(RungCut(spec, trials, 0, 0), std::nullopt);
 }
 
 TEST(SearcherTest, NanRanksLastAndTiesGoByIndex) {
@@ -293,6 +295,117 @@ TEST(SearcherTest, AWaitingTrialIsPrunedOnlyWhenItsRungCanNoLongerPromoteIt) {
   // At the last rung nothing is promoted.
   trials[4].rung_metrics = {0.5, 0.6, 0.7};
   EXPECT_FALSE(CanStillBePromoted(spec, trials, 4));
+}
+
+// Brackets (Determined's adaptive ASHA): bracket b skips the first b rungs; the trials are
+// shared out by eta^(rungs - 1) / rungs and spread evenly over the indices.
+TEST(SearcherTest, BracketsSkipRungsAndShareTheTrials) {
+  api::ExperimentSpec spec = Asha(16, 100, 1600, 4);  // rungs 100, 400, 1600
+  spec.searcher.brackets = 3;
+  EXPECT_EQ(RungSteps(spec.searcher, 1), (std::vector<int64_t>{400, 1600}));
+  EXPECT_EQ(RungSteps(spec.searcher, 2), (std::vector<int64_t>{1600}));
+  // Weights 16/3, 4/2, 1/1 of 16 trials: 10, 3, 1 rounded down, the 2 left to bracket 0.
+  EXPECT_EQ(api::BracketTrials(spec.searcher, 16), (std::vector<int64_t>{12, 3, 1}));
+  std::vector<int64_t> counted(3, 0);
+  std::vector<int> bracket_of;
+  for (int64_t i = 0; i < 16; ++i) {
+    bracket_of.push_back(TrialBracket(spec, i));
+    ++counted[static_cast<size_t>(bracket_of.back())];
+  }
+  EXPECT_EQ(counted, (std::vector<int64_t>{12, 3, 1}));
+  EXPECT_EQ(bracket_of[0], 0);
+  // The lone full-length trial sits mid-search, bracket 1's three apart from each other.
+  EXPECT_EQ(std::find(bracket_of.begin(), bracket_of.end(), 2) - bracket_of.begin(), 7);
+  std::vector<int64_t> ones;
+  for (int64_t i = 0; i < 16; ++i) {
+    if (bracket_of[static_cast<size_t>(i)] == 1) ones.push_back(i);
+  }
+  EXPECT_EQ(ones, (std::vector<int64_t>{2, 8, 13}));  // (docs/experiments.md#brackets)
+  // TrialsInBracket counts what TrialBracket says, over every range.
+  for (int b = 0; b < 3; ++b)
+    for (int64_t begin = 0; begin <= 16; ++begin)
+      for (int64_t end = begin; end <= 16; ++end) {
+        const auto n = std::count(bracket_of.begin() + begin, bracket_of.begin() + end, b);
+        ASSERT_EQ(TrialsInBracket(spec, b, begin, end), n) << b << " " << begin << " " << end;
+      }
+  // Many trials: each bracket's share, and the count matches at the end.
+  spec.searcher.max_trials = 1000;
+  const std::vector<int64_t> shares = api::BracketTrials(spec.searcher, 1000);
+  for (int b = 0; b < 3; ++b) EXPECT_EQ(TrialsInBracket(spec, b, 0, 1000), shares[b]);
+  // The plan: each bracket's rungs, its trials cut by eta per rung.
+  spec.searcher.max_trials = 16;
+  const api::ExperimentPlan plan = PlanExperiment(spec);
+  ASSERT_EQ(plan.rungs.size(), 6u);  // 3 + 2 + 1
+  const std::vector<std::tuple<int, int, int64_t, int64_t>> want = {
+      {0, 0, 100, 12}, {0, 1, 400, 3},  {0, 2, 1600, 0},
+      {1, 0, 400, 3},  {1, 1, 1600, 0}, {2, 0, 1600, 1}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(std::make_tuple(plan.rungs[i].bracket, plan.rungs[i].index, plan.rungs[i].steps,
+                              plan.rungs[i].max_trials),
+              want[i])
+        << i;
+  }
+  // 12 x 100 + 3 x 300 + 3 x 400 + 1 x 1600 steps.
+  EXPECT_EQ(plan.max_total_steps, 1200 + 900 + 1200 + 1600);
+  // One bracket is the plain search: every trial in bracket 0.
+  spec.searcher.brackets = 1;
+  for (int64_t i = 0; i < 16; ++i) EXPECT_EQ(TrialBracket(spec, i), 0);
+}
+
+TEST(SearcherTest, BracketsPromoteOnlyAgainstTheirOwnTrials) {
+  api::ExperimentSpec spec = Asha(16, 100, 1600, 4);
+  spec.searcher.brackets = 2;  // bracket 0: 100, 400, 1600; bracket 1: 400, 1600
+  const Simulated s = Simulate(spec, Pseudo);
+  // Every trial started, each at its bracket's first rung, and every promotion moved a trial
+  // one rung up in its own bracket, ranked against its bracket only.
+  ASSERT_EQ(s.trials.size(), 16u);
+  std::vector<TrialProgress> replay;
+  for (const SearchAction& a : s.actions) {
+    if (a.kind == SearchAction::Kind::kStart) {
+      TrialProgress t;
+      t.index = a.trial;
+      t.bracket = TrialBracket(spec, a.trial);
+      replay.push_back(t);
+    } else {
+      const TrialProgress& me = replay[static_cast<size_t>(a.trial)];
+      ASSERT_EQ(static_cast<int>(me.rung_metrics.size()), a.rung);
+      int64_t better = 0, at_rung = 0;
+      for (const TrialProgress& t : replay) {
+        if (t.bracket != me.bracket || static_cast<int>(t.rung_metrics.size()) < a.rung) continue;
+        ++at_rung;
+        if (t.rung_metrics[a.rung - 1] > me.rung_metrics.back()) ++better;
+      }
+      EXPECT_LT(better, at_rung / 4) << "trial " << a.trial;
+    }
+    replay[static_cast<size_t>(a.trial)].rung_metrics.push_back(Pseudo(a.trial) + a.rung / 100.0);
+  }
+  // Bracket 1's trials reach at most 2 rungs, and its best one the last.
+  int64_t best1 = -1;
+  for (const TrialProgress& t : s.trials) {
+    if (t.bracket != 1) continue;
+    EXPECT_LE(t.rung_metrics.size(), 2u);
+    if (best1 < 0 || Pseudo(t.index) > Pseudo(best1)) best1 = t.index;
+  }
+  ASSERT_GE(best1, 0);
+  EXPECT_EQ(s.trials[static_cast<size_t>(best1)].rung_metrics.size(), 2u);
+  // A waiting trial's prospects count its bracket alone: with every other trial of bracket 0
+  // better at rung 0 and none to come, trial 0 cannot be promoted; bracket 1 does not count.
+  std::vector<TrialProgress> trials;
+  for (int64_t i = 0; i < 16; ++i) {
+    TrialProgress t;
+    t.index = i;
+    t.bracket = TrialBracket(spec, i);
+    t.rung_metrics = {i == 0 ? 0.0 : 1.0};
+    trials.push_back(t);
+  }
+  EXPECT_FALSE(CanStillBePromoted(spec, trials, 0));
+  for (TrialProgress& t : trials) {
+    if (t.bracket == 0 && t.index != 0) t.rung_metrics = {-1.0};  // now it is bracket 0's best
+  }
+  EXPECT_TRUE(CanStillBePromoted(spec, trials, 0));
+  // Each bracket's cut from its own results: bracket 0's third best of 12, bracket 1's best of 4.
+  EXPECT_EQ(RungCut(spec, trials, 0, 0), -1.0);
+  EXPECT_EQ(RungCut(spec, trials, 1, 0), 1.0);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@ written had it run the search, without running it.
 SOURCE_EXPERIMENT_ID is a real experiment in DB (the test's small ASHA search): its canonical spec
 and a trial job's row are the templates, so the stored spec is one the daemon reloads
 (api::ParseExperimentSpec). The new one: searcher.max_trials TRIALS, rungs 25, 100, 400, 1600
-(eta 4); synchronous successive halving over a made-up response surface of the space (learning
+(eta 4), one bracket; synchronous successive halving over a made-up response surface of the space (learning
 rate best near 3e-3 for adam and 3e-2 for sgd, batch size mattering a little, seeded noise);
 every trial a completed job with its rung results, the top quarter of each rung promoted; the
 trials that reached rung 1 also get a validation/accuracy series (a point every 25 steps). The
@@ -49,7 +49,7 @@ def main():
     spec["name"] = "generated-%d" % n
     spec["base_job"]["max_steps"] = RUNGS[-1]
     spec["searcher"].update({"max_trials": n, "max_concurrent_trials": 4, "min_steps": RUNGS[0],
-                             "max_steps": RUNGS[-1], "reduction_factor": ETA})
+                             "max_steps": RUNGS[-1], "reduction_factor": ETA, "brackets": 1})
     spec["budget"] = {"max_seconds": 0.0, "max_steps": 150000}
     space = spec["space"]
     metric = spec["searcher"]["metric"]

@@ -7,7 +7,8 @@
 // WEB_DIR: the dashboard's files when not the build's (to try edits of web/ without building;
 // it needs vendor/ as the build makes it).
 //
-// 1. A real ASHA search of 8 CNN trials (the spec of tests/e2e/experiments_test.py), started
+// 1. A real ASHA search of 8 CNN trials in two brackets (the spec of tests/e2e/experiments_test.py
+//    with brackets), started
 //    through the API while the list is open: its row appears from the event stream; on its page
 //    Stop, then Resume, change the state as the daemon does, without a reload; it completes, live;
 //    the ladder, the table, the best and the charts agree with the API; a trial's link opens its
@@ -70,7 +71,7 @@ function searchSpec() {
     },
     searcher: {
       name: 'asha', metric: 'validation/accuracy', mode: 'max', max_trials: 8, max_concurrent_trials: 1,
-      min_steps: 10, max_steps: 40, reduction_factor: 2, seed: 3,
+      min_steps: 10, max_steps: 40, reduction_factor: 2, brackets: 2, seed: 3,
     },
   };
 }
@@ -140,12 +141,18 @@ async function realSearch(page) {
   // The page follows the end without a reload: every count as the daemon has it.
   await waitAttr(page, '.experiment-page', 'data-trials', (n) => n === '8', 'the 8 trials drawn', 10000);
   await waitAttr(page, '.trials-table', 'data-total', (n) => n === '8', 'the table holds 8 trials', 10000);
+  // Two brackets: 3 rungs from 10 steps, 2 from 20; a ladder each.
+  check(e.plan.rungs.map((r) => `${r.bracket}.${r.index}:${r.steps}`).join(' ') === '0.0:10 0.1:20 0.2:40 1.0:20 1.1:40', `the brackets' rungs: ${JSON.stringify(e.plan.rungs)}`);
   for (const r of e.plan.rungs) {
-    await waitAttr(page, `.rung[data-rung="${r.index}"]`, 'data-trials', (n) => n === String(r.trials), `rung ${r.index}'s ${r.trials} results`, 10000);
-    const promoted = await page.locator(`.rung[data-rung="${r.index}"] .rung-promoted`).count();
-    check(promoted === r.promoted, `rung ${r.index}: ${promoted} marked promoted, the API says ${r.promoted}`);
-    const chips = await page.locator(`.rung[data-rung="${r.index}"] .rung-trial`).count();
-    check(chips === r.trials, `rung ${r.index}: ${chips} trials shown of ${r.trials}`);
+    const sel = `.rung[data-bracket="${r.bracket}"][data-rung="${r.index}"]`;
+    const name = `bracket ${r.bracket} rung ${r.index}`;
+    await waitAttr(page, sel, 'data-trials', (n) => n === String(r.trials), `${name}'s ${r.trials} results`, 10000);
+    const promoted = await page.locator(`${sel} .rung-promoted`).count();
+    check(promoted === r.promoted, `${name}: ${promoted} marked promoted, the API says ${r.promoted}`);
+    const chips = await page.locator(`${sel} .rung-trial`).count();
+    check(chips === r.trials, `${name}: ${chips} trials shown of ${r.trials}`);
+    const head = (await page.locator(`${sel} .rung-head strong`).textContent()).trim();
+    check(head === `Bracket ${r.bracket}, rung ${r.index}`, `${name} is headed ${head}`);
   }
   const best = (await page.locator('[data-stat="best"] .stat-value').textContent()).trim();
   check(best === pct(e.best.metric), `best ${best} is the API's ${e.best.metric}`);

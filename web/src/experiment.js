@@ -204,12 +204,17 @@ export function mountExperiment(root, id) {
   }
 
   function renderLadder() {
-    const rungs = exp.plan.rungs;
+    // With searcher.brackets, one ladder per bracket: its rungs, its trials (answers of daemons
+    // before brackets have neither field: one bracket).
+    const bracketOf = (x) => x.bracket ?? 0;
+    const brackets = new Set(exp.plan.rungs.map(bracketOf)).size;
     const better = (a, b) => (exp.mode === 'min' ? a - b : b - a);
-    const open = new Set([...els.ladder.querySelectorAll('details[open]')].map((d) => d.dataset.rung));
-    els.ladder.replaceChildren(...rungs.map((r, k) => {
-      const at = trials.filter((t) => t.rung_metrics.length > k && t.state !== 'failed')
-        .sort((a, b) => better(a.rung_metrics[k], b.rung_metrics[k]) || a.index - b.index);
+    const open = new Set([...els.ladder.querySelectorAll('details[open]')].map((d) => d.dataset.key));
+    els.ladder.replaceChildren(...exp.plan.rungs.map((r) => {
+      const b = bracketOf(r), k = r.index, key = `${b}.${k}`;
+      const rungs = exp.plan.rungs.filter((x) => bracketOf(x) === b);
+      const at = trials.filter((t) => bracketOf(t) === b && t.rung_metrics.length > k && t.state !== 'failed')
+        .sort((x, y) => better(x.rung_metrics[k], y.rung_metrics[k]) || x.index - y.index);
       const promoted = at.filter((t) => promotedFrom(t, k, rungs));
       const chip = (t) => {
         const up = promoted.includes(t);
@@ -223,21 +228,21 @@ export function mountExperiment(root, id) {
       const more = at.length - LADDER_CHIPS;
       let rest = null;
       if (more > 0) {
-        rest = h('details', { class: 'rung-more', dataset: { rung: String(k) } }, h('summary', {}, `${fmt.int(more)} more`));
+        rest = h('details', { class: 'rung-more', dataset: { key } }, h('summary', {}, `${fmt.int(more)} more`));
         // The rest is drawn when opened: a first rung of 1,000 trials stays 24 links until asked.
         const fill = () => {
           if (rest.open && rest.children.length === 1) rest.append(h('div', { class: 'rung-trials' }, at.slice(LADDER_CHIPS).map(chip)));
         };
         rest.addEventListener('toggle', fill);
-        if (open.has(String(k))) {
+        if (open.has(key)) {
           rest.open = true;
           fill();
         }
       }
       const last = k === rungs.length - 1;
-      return h('div', { class: 'rung', dataset: { rung: String(k), trials: String(r.trials), promoted: String(r.promoted) } },
+      return h('div', { class: 'rung', dataset: { bracket: String(b), rung: String(k), trials: String(r.trials), promoted: String(r.promoted) } },
         h('div', { class: 'rung-head' },
-          h('strong', {}, `Rung ${k}`),
+          h('strong', {}, brackets > 1 ? `Bracket ${b}, rung ${k}` : `Rung ${k}`),
           h('span', {}, `${fmt.int(r.steps)} steps`),
           h('span', {}, `${fmt.int(r.trials)} results`, h('small', { class: 'muted' }, ` (planned ${fmt.int(r.max_trials)})`)),
           last ? h('span', { class: 'muted' }, 'last rung') : h('span', {}, `cut ${r.cut === null ? fmt.DASH : fmt.byTag(exp.metric, r.cut)}`),

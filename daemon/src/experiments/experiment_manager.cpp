@@ -52,8 +52,9 @@ std::optional<double> AsNumber(const std::string& text) {
 
 struct ExperimentManager::Trial {
   TrialRecord rec;
+  int bracket = 0;  // TrialBracket(spec, index)
   api::Hyperparameters hyperparameters;
-  std::vector<double> rung_metrics;      // by rung
+  std::vector<double> rung_metrics;      // by rung of its bracket
   std::vector<double> rung_recorded_at;  // when each result was recorded
   // Its job as last seen.
   JobState job_state = JobState::kQueued;
@@ -67,9 +68,13 @@ struct ExperimentManager::Trial {
 struct ExperimentManager::Experiment {
   ExperimentRecord rec;
   api::ExperimentSpec spec;
-  std::vector<int64_t> rungs;  // each rung's steps
-  std::vector<Trial> trials;   // by index
+  std::vector<std::vector<int64_t>> rungs;  // each bracket's rungs' steps
+  std::vector<Trial> trials;                // by index
   int64_t disk_bytes = 0;
+
+  const std::vector<int64_t>& RungsOf(const Trial& t) const {
+    return rungs[static_cast<size_t>(t.bracket)];
+  }
 };
 
 struct ExperimentManager::JobNews {
@@ -144,7 +149,7 @@ eng::Status ExperimentManager::Load() {
     auto e = std::make_unique<Experiment>();
     e->rec = std::move(r);
     e->spec = std::move(spec).value();
-    e->rungs = RungSteps(e->spec.searcher);
+    e->rungs = BracketRungSteps(e->spec.searcher);
     experiments_.emplace(e->rec.id, std::move(e));
   }
   for (TrialRecord& r : *trials) {
@@ -157,6 +162,7 @@ eng::Status ExperimentManager::Load() {
     }
     Trial t;
     t.rec = std::move(r);
+    t.bracket = TrialBracket(e->spec, t.rec.index);
     if (auto hp = api::HyperparametersFromText(t.rec.hyperparameters_json); hp.ok()) {
       t.hyperparameters = std::move(hp).value();
     }
@@ -332,8 +338,9 @@ void ExperimentManager::ReconcileLocked(Experiment& e, Trial& t, const JobNews& 
 }
 
 void ExperimentManager::RecordResultLocked(Experiment& e, Trial& t, const JobNews& news) {
-  const auto rung = static_cast<int>(std::find(e.rungs.begin(), e.rungs.end(), t.rec.target_steps) -
-                                     e.rungs.begin());
+  const std::vector<int64_t>& rungs = e.RungsOf(t);
+  const auto rung =
+      static_cast<int>(std::find(rungs.begin(), rungs.end(), t.rec.target_steps) - rungs.begin());
   if (!news.metric) {
     TrialEndedBadlyLocked(e, t,
                           "its job recorded no " + e.spec.searcher.metric + " at step " +
@@ -346,7 +353,7 @@ void ExperimentManager::RecordResultLocked(Experiment& e, Trial& t, const JobNew
   t.rung_metrics.push_back(metric);
   t.rung_recorded_at.resize(static_cast<size_t>(rung));
   t.rung_recorded_at.push_back(now);
-  const bool last = rung + 1 >= static_cast<int>(e.rungs.size());
+  const bool last = rung + 1 >= static_cast<int>(rungs.size());
   t.rec.state = last ? TrialState::kCompleted : TrialState::kWaiting;
   {
     Store::WriteGroup group(store_);
@@ -410,10 +417,13 @@ void ExperimentManager::ScheduleLocked(Experiment& e) {
     if (e.spec.budget_max_steps > 0) {
       int64_t given = 0;
       for (const Trial& t : e.trials) given += t.rec.target_steps;
-      const int64_t cost = action.kind == SearchAction::Kind::kStart
-                               ? e.rungs[0]
-                               : e.rungs[static_cast<size_t>(action.rung)] -
-                                     e.trials[static_cast<size_t>(action.trial)].rec.target_steps;
+      int64_t cost = 0;
+      if (action.kind == SearchAction::Kind::kStart) {
+        cost = e.rungs[static_cast<size_t>(TrialBracket(e.spec, action.trial))][0];
+      } else {
+        const Trial& t = e.trials[static_cast<size_t>(action.trial)];
+        cost = e.RungsOf(t)[static_cast<size_t>(action.rung)] - t.rec.target_steps;
+      }
       if (given + cost > e.spec.budget_max_steps) {
         if (active == 0) EndLocked(e, ExperimentState::kCompleted, "budget: max_steps reached");
         return;
@@ -434,12 +444,14 @@ void ExperimentManager::StartTrialLocked(Experiment& e, int64_t index) {
   t.rec.experiment_id = e.rec.id;
   t.rec.index = index;
   t.rec.seed = TrialSeed(e.spec.searcher.seed, index);
-  t.rec.target_steps = e.rungs[0];
+  t.bracket = TrialBracket(e.spec, index);
+  t.rec.target_steps = e.RungsOf(t)[0];
   t.rec.created_at = env_->NowSeconds();
   t.hyperparameters = TrialHyperparameters(e.spec, index);
   t.rec.hyperparameters_json = api::DumpJson(api::HyperparametersToJson(t.hyperparameters));
   eng::Status refused;
-  if (auto job = api::TrialJobSpec(e.spec, t.hyperparameters, index, t.rec.seed, e.rungs[0]);
+  if (auto job =
+          api::TrialJobSpec(e.spec, t.hyperparameters, index, t.rec.seed, t.rec.target_steps);
       !job.ok()) {
     refused = job.status();
   } else {
@@ -477,7 +489,7 @@ void ExperimentManager::StartTrialLocked(Experiment& e, int64_t index) {
 void ExperimentManager::PromoteLocked(Experiment& e, Trial& t, int rung) {
   TrialRecord rec = t.rec;
   rec.state = TrialState::kRunning;
-  rec.target_steps = e.rungs[static_cast<size_t>(rung)];
+  rec.target_steps = e.RungsOf(t)[static_cast<size_t>(rung)];
   auto resumed = jobs_.ResumeTrial(rec.job_id, rec.target_steps, [&](const api::JobInfo&) {
     store_.PutTrial(rec);
     DecideLocked(e, "promote", rec.index, rung,
@@ -691,7 +703,7 @@ eng::Result<api::ExperimentInfo> ExperimentManager::Submit(api::ExperimentSpec s
     e->rec.created_at = env_->NowSeconds();
     e->rec.run_started_at = e->rec.created_at;
     e->spec = std::move(spec);
-    e->rungs = RungSteps(e->spec.searcher);
+    e->rungs = BracketRungSteps(e->spec.searcher);
     Experiment& x = *e;
     experiments_.emplace(x.rec.id, std::move(e));
     {
@@ -964,6 +976,7 @@ std::vector<TrialProgress> ExperimentManager::ProgressLocked(const Experiment& e
   for (const Trial& t : e.trials) {
     TrialProgress p;
     p.index = t.rec.index;
+    p.bracket = t.bracket;
     p.rung_metrics = t.rung_metrics;
     p.active = Active(t.rec.state) || t.rec.state == TrialState::kStopped;
     p.dropped = t.rec.state == TrialState::kFailed;
@@ -987,7 +1000,7 @@ std::optional<api::BestTrial> ExperimentManager::BestLocked(const Experiment& e)
   b.index = best->rec.index;
   b.job_id = best->rec.job_id;
   b.metric = best->rung_metrics.back();
-  b.step = e.rungs[best->rung_metrics.size() - 1];
+  b.step = e.RungsOf(*best)[best->rung_metrics.size() - 1];
   b.hyperparameters = best->hyperparameters;
   return b;
 }
@@ -999,6 +1012,7 @@ api::TrialInfo ExperimentManager::TrialInfoLocked(const Experiment& e, const Tri
   i.hyperparameters = t.hyperparameters;
   i.seed = t.rec.seed;
   i.state = t.rec.state;
+  i.bracket = t.bracket;
   i.rung = static_cast<int>(t.rung_metrics.size()) - 1;
   i.target_steps = t.rec.target_steps;
   i.rung_metrics = t.rung_metrics;
@@ -1047,12 +1061,14 @@ api::ExperimentInfo ExperimentManager::InfoLocked(const Experiment& e, bool deta
   const std::vector<TrialProgress> progress = ProgressLocked(e);
   for (api::RungInfo& rung : i.plan.rungs) {
     for (const Trial& t : e.trials) {
-      if (static_cast<int>(t.rung_metrics.size()) <= rung.index) continue;
+      if (t.bracket != rung.bracket || static_cast<int>(t.rung_metrics.size()) <= rung.index) {
+        continue;
+      }
       if (t.rec.state == TrialState::kFailed) continue;
       ++rung.trials;
       if (t.rec.target_steps > rung.steps) ++rung.promoted;
     }
-    rung.cut = RungCut(e.spec, progress, rung.index);
+    rung.cut = RungCut(e.spec, progress, rung.bracket, rung.index);
   }
   if (detail) i.spec_json = e.rec.spec_json;
   return i;

@@ -112,12 +112,15 @@ api::Hyperparameters GridTrial(const std::vector<ParamRange>& space, int64_t ind
   return hp;
 }
 
-// A trial's results at `rung`, best first (ties by index); dropped trials are out of the rungs.
-std::vector<const TrialProgress*> Ranked(const std::vector<TrialProgress>& trials, int rung,
-                                         bool maximize) {
+// The results at `rung` of `bracket`, best first (ties by index); dropped trials are out of the
+// rungs.
+std::vector<const TrialProgress*> Ranked(const std::vector<TrialProgress>& trials, int bracket,
+                                         int rung, bool maximize) {
   std::vector<const TrialProgress*> ranked;
   for (const TrialProgress& t : trials) {
-    if (!t.dropped && static_cast<int>(t.rung_metrics.size()) > rung) ranked.push_back(&t);
+    if (t.bracket == bracket && !t.dropped && static_cast<int>(t.rung_metrics.size()) > rung) {
+      ranked.push_back(&t);
+    }
   }
   std::stable_sort(ranked.begin(), ranked.end(), [&](const auto* a, const auto* b) {
     return BetterMetric(a->rung_metrics[rung], b->rung_metrics[rung], maximize);
@@ -125,24 +128,77 @@ std::vector<const TrialProgress*> Ranked(const std::vector<TrialProgress>& trial
   return ranked;
 }
 
+int Brackets(const api::SearcherSpec& s) {
+  return s.name == api::SearcherSpec::Name::kAsha
+             ? static_cast<int>(std::max<int64_t>(s.brackets, 1))
+             : 1;
+}
+
+// Bracket b's trials are the indices r (counted among those no later bracket took) where
+// floor((r * n_b + h) / rest) steps up, h = rest / 2: n_b of the rest, evenly spaced and
+// centred. Brackets B-1 down to 1 choose in turn; bracket 0 has what is left, trial 0 among it.
+struct BracketSpread {
+  std::vector<int64_t> trials;  // per bracket
+  int64_t total = 0;
+};
+
+BracketSpread SpreadOf(const api::ExperimentSpec& spec) {
+  BracketSpread s;
+  s.total = TrialCount(spec);
+  s.trials = api::BracketTrials(spec.searcher, s.total);
+  return s;
+}
+
+// floor((r * n + rest / 2) / rest): bracket-with-n positions among the first r of `rest`.
+int64_t Taken(int64_t r, int64_t n, int64_t rest) {
+  return rest <= 0 ? 0 : (r * n + rest / 2) / rest;
+}
+
 }  // namespace
+
+std::vector<std::vector<int64_t>> BracketRungSteps(const api::SearcherSpec& searcher) {
+  std::vector<std::vector<int64_t>> out;
+  for (int b = 0; b < Brackets(searcher); ++b) out.push_back(api::RungSteps(searcher, b));
+  return out;
+}
+
+int TrialBracket(const api::ExperimentSpec& spec, int64_t index) {
+  if (Brackets(spec.searcher) == 1) return 0;
+  const BracketSpread s = SpreadOf(spec);
+  int64_t rank = index, rest = s.total;
+  for (int b = static_cast<int>(s.trials.size()) - 1; b >= 1; --b) {
+    const int64_t n = s.trials[static_cast<size_t>(b)];
+    const int64_t before = Taken(rank, n, rest), through = Taken(rank + 1, n, rest);
+    if (through > before) return b;
+    rank -= before;
+    rest -= n;
+  }
+  return 0;
+}
+
+int64_t TrialsInBracket(const api::ExperimentSpec& spec, int bracket, int64_t begin, int64_t end) {
+  if (end <= begin) return 0;
+  if (Brackets(spec.searcher) == 1) return bracket == 0 ? end - begin : 0;
+  const BracketSpread s = SpreadOf(spec);
+  // In [0, len) for len = begin and end.
+  const auto before = [&](int64_t len) {
+    int64_t rest = s.total;
+    for (int b = static_cast<int>(s.trials.size()) - 1; b >= 1; --b) {
+      const int64_t n = s.trials[static_cast<size_t>(b)];
+      const int64_t here = Taken(len, n, rest);
+      if (b == bracket) return here;
+      len -= here;
+      rest -= n;
+    }
+    return len;
+  };
+  return before(end) - before(begin);
+}
 
 bool BetterMetric(double a, double b, bool maximize) {
   if (std::isnan(a)) return false;
   if (std::isnan(b)) return true;
   return maximize ? a > b : a < b;
-}
-
-std::vector<int64_t> RungSteps(const api::SearcherSpec& s) {
-  std::vector<int64_t> steps;
-  if (s.name == api::SearcherSpec::Name::kAsha && s.min_steps > 0 && s.reduction_factor >= 2) {
-    for (int64_t r = s.min_steps; r < s.max_steps; r *= s.reduction_factor) {
-      steps.push_back(r);
-      if (r > s.max_steps / s.reduction_factor) break;  // the next would pass max_steps
-    }
-  }
-  steps.push_back(s.max_steps);
-  return steps;
 }
 
 int64_t GridSize(const std::vector<ParamRange>& space) {
@@ -164,17 +220,24 @@ api::ExperimentPlan PlanExperiment(const api::ExperimentSpec& spec) {
   api::ExperimentPlan plan;
   plan.trials = TrialCount(spec);
   if (spec.searcher.name == api::SearcherSpec::Name::kGrid) plan.grid_size = GridSize(spec.space);
-  const std::vector<int64_t> steps = RungSteps(spec.searcher);
-  int64_t holds = plan.trials, previous = 0;
-  for (size_t k = 0; k < steps.size(); ++k) {
-    api::RungInfo rung;
-    rung.index = static_cast<int>(k);
-    rung.steps = steps[k];
-    rung.max_trials = holds;
-    plan.max_total_steps += holds * (steps[k] - previous);
-    plan.rungs.push_back(rung);
-    previous = steps[k];
-    holds /= std::max<int64_t>(spec.searcher.reduction_factor, 1);
+  const std::vector<std::vector<int64_t>> brackets = BracketRungSteps(spec.searcher);
+  const std::vector<int64_t> bracket_trials = brackets.size() > 1
+                                                  ? api::BracketTrials(spec.searcher, plan.trials)
+                                                  : std::vector<int64_t>{plan.trials};
+  for (size_t b = 0; b < brackets.size(); ++b) {
+    const std::vector<int64_t>& steps = brackets[b];
+    int64_t holds = bracket_trials[b], previous = 0;
+    for (size_t k = 0; k < steps.size(); ++k) {
+      api::RungInfo rung;
+      rung.bracket = static_cast<int>(b);
+      rung.index = static_cast<int>(k);
+      rung.steps = steps[k];
+      rung.max_trials = holds;
+      plan.max_total_steps += holds * (steps[k] - previous);
+      plan.rungs.push_back(rung);
+      previous = steps[k];
+      holds /= std::max<int64_t>(spec.searcher.reduction_factor, 1);
+    }
   }
   if (spec.budget_max_steps > 0) {
     plan.max_total_steps = std::min(plan.max_total_steps, spec.budget_max_steps);
@@ -202,15 +265,17 @@ uint64_t TrialSeed(uint64_t searcher_seed, int64_t index) {
 
 SearchAction NextSearchAction(const api::ExperimentSpec& spec,
                               const std::vector<TrialProgress>& trials) {
-  const std::vector<int64_t> steps = RungSteps(spec.searcher);
   const int64_t eta = std::max<int64_t>(spec.searcher.reduction_factor, 2);
-  for (int k = static_cast<int>(steps.size()) - 2; k >= 0; --k) {
-    const auto ranked = Ranked(trials, k, spec.searcher.maximize);
-    const auto quota = static_cast<size_t>(static_cast<int64_t>(ranked.size()) / eta);
-    for (size_t i = 0; i < quota && i < ranked.size(); ++i) {
-      const TrialProgress& t = *ranked[i];
-      const bool waiting_here = !t.active && static_cast<int>(t.rung_metrics.size()) == k + 1;
-      if (waiting_here) return {SearchAction::Kind::kPromote, t.index, k + 1};
+  const std::vector<std::vector<int64_t>> brackets = BracketRungSteps(spec.searcher);
+  for (int b = 0; b < static_cast<int>(brackets.size()); ++b) {
+    for (int k = static_cast<int>(brackets[static_cast<size_t>(b)].size()) - 2; k >= 0; --k) {
+      const auto ranked = Ranked(trials, b, k, spec.searcher.maximize);
+      const auto quota = static_cast<size_t>(static_cast<int64_t>(ranked.size()) / eta);
+      for (size_t i = 0; i < quota && i < ranked.size(); ++i) {
+        const TrialProgress& t = *ranked[i];
+        const bool waiting_here = !t.active && static_cast<int>(t.rung_metrics.size()) == k + 1;
+        if (waiting_here) return {SearchAction::Kind::kPromote, t.index, k + 1};
+      }
     }
   }
   if (static_cast<int64_t>(trials.size()) < TrialCount(spec)) {
@@ -227,14 +292,18 @@ bool CanStillBePromoted(const api::ExperimentSpec& spec, const std::vector<Trial
   }
   if (me == nullptr || me->dropped || me->rung_metrics.empty()) return false;
   const int k = static_cast<int>(me->rung_metrics.size()) - 1;
-  const std::vector<int64_t> rungs = RungSteps(spec.searcher);
+  const std::vector<int64_t> rungs = api::RungSteps(spec.searcher, me->bracket);
   if (k + 1 >= static_cast<int>(rungs.size())) return false;  // the last rung
-  const auto ranked = Ranked(trials, k, spec.searcher.maximize);
-  int64_t to_start = std::max<int64_t>(0, TrialCount(spec) - static_cast<int64_t>(trials.size()));
+  const auto ranked = Ranked(trials, me->bracket, k, spec.searcher.maximize);
+  int64_t to_start =
+      TrialsInBracket(spec, me->bracket, static_cast<int64_t>(trials.size()), TrialCount(spec));
   if (steps_left >= 0) to_start = std::min(to_start, steps_left / std::max<int64_t>(rungs[0], 1));
   int64_t most = static_cast<int64_t>(ranked.size()) + to_start;
   for (const TrialProgress& t : trials) {
-    if (!t.dropped && !t.pruned && static_cast<int>(t.rung_metrics.size()) <= k) ++most;
+    if (t.bracket == me->bracket && !t.dropped && !t.pruned &&
+        static_cast<int>(t.rung_metrics.size()) <= k) {
+      ++most;
+    }
   }
   int64_t better = 0;
   for (const TrialProgress* t : ranked) {
@@ -245,8 +314,8 @@ bool CanStillBePromoted(const api::ExperimentSpec& spec, const std::vector<Trial
 }
 
 std::optional<double> RungCut(const api::ExperimentSpec& spec,
-                              const std::vector<TrialProgress>& trials, int rung) {
-  const auto ranked = Ranked(trials, rung, spec.searcher.maximize);
+                              const std::vector<TrialProgress>& trials, int bracket, int rung) {
+  const auto ranked = Ranked(trials, bracket, rung, spec.searcher.maximize);
   const auto quota = static_cast<size_t>(static_cast<int64_t>(ranked.size()) /
                                          std::max<int64_t>(spec.searcher.reduction_factor, 2));
   if (quota == 0) return std::nullopt;

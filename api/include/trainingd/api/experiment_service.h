@@ -72,9 +72,23 @@ struct SearcherSpec {
   int64_t min_steps = 0;  // asha: the first rung's steps; 0 = max_steps / reduction_factor^3
   int64_t max_steps = 0;  // 0 = the base job's max_steps
   int64_t reduction_factor = 4;
+  // asha: brackets of successive halving run side by side (Determined's adaptive ASHA), hedging
+  // against a first rung too short to rank the trials. Bracket b drops the first b rungs, so
+  // its trials start at rung b's steps; the last bracket may train every trial to max_steps.
+  // Its trials are promoted only against each other. 1 = the single bracket of the paper.
+  int64_t brackets = 1;
   uint64_t seed = 0;
 };
 const char* SearcherName(SearcherSpec::Name name);
+
+// The steps of each rung of `bracket`: for asha min_steps * eta^k below max_steps, then
+// max_steps, without the first `bracket` of them; for grid and random just max_steps.
+std::vector<int64_t> RungSteps(const SearcherSpec& searcher, int bracket = 0);
+
+// How many of `trials` trials each bracket gets: in proportion to eta^(rungs - 1) / rungs, its
+// number of rungs counted, as Determined's adaptive ASHA (and Hyperband) share them, so every
+// bracket would train about as many steps; rounded down, the rest to bracket 0.
+std::vector<int64_t> BracketTrials(const SearcherSpec& searcher, int64_t trials);
 
 struct ExperimentSpec {
   std::string name;
@@ -95,7 +109,8 @@ struct ExperimentSpec {
 
 // One rung of the plan and, for a running experiment, what it holds.
 struct RungInfo {
-  int index = 0;
+  int bracket = 0;
+  int index = 0;      // within its bracket
   int64_t steps = 0;  // a trial at this rung has trained this many steps
   // The trials successive halving sends to this rung: N / eta^k. (Asynchronous promotion may
   // send a few more: a trial promoted early stays promoted when better ones come later.)
@@ -108,7 +123,7 @@ struct RungInfo {
 
 // What an experiment would run (POST /api/v1/experiments/preview, and part of every experiment).
 struct ExperimentPlan {
-  std::vector<RungInfo> rungs;  // grid and random: one rung, at max_steps
+  std::vector<RungInfo> rungs;  // by bracket, then rung; grid and random: one rung, at max_steps
   int64_t trials = 0;           // the trials it will start (grid: the grid's size if smaller)
   int64_t grid_size = 0;        // grid: the number of points of the space; otherwise 0
   // The steps it trains when each rung promotes its planned trials (ASHA resumes, so a promoted
@@ -134,6 +149,7 @@ struct TrialInfo {
   Hyperparameters hyperparameters;
   uint64_t seed = 0;  // the job's training seed, a function of (searcher seed, index)
   TrialState state = TrialState::kRunning;
+  int bracket = 0;                   // asha: its bracket, a function of its index
   int rung = -1;                     // the highest rung it has a result at; -1 = none yet
   int64_t target_steps = 0;          // where its job stops next
   std::vector<double> rung_metrics;  // its metric at rungs 0..rung

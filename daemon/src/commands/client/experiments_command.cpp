@@ -73,6 +73,14 @@ std::string RungCell(const api::RungInfo& r, bool live) {
   return out;
 }
 
+// "rung 1", or "bracket 2 rung 1" when the plan has more than one bracket.
+std::string RungName(const api::ExperimentPlan& plan, const api::RungInfo& r) {
+  const bool brackets = std::any_of(plan.rungs.begin(), plan.rungs.end(),
+                                    [](const api::RungInfo& x) { return x.bracket > 0; });
+  return (brackets ? "bracket " + std::to_string(r.bracket) + " rung " : std::string("rung ")) +
+         std::to_string(r.index);
+}
+
 // Prints one experiment (the API's object as it came, `doc`) in the output mode.
 int PrintExperiment(const Client& c, const json& doc) {
   auto e = api::ExperimentFromJson(doc);
@@ -103,7 +111,7 @@ int PrintPlan(const Client& c, const json& doc) {
   if (plan->grid_size > 0) t.rows.push_back({"grid size", std::to_string(plan->grid_size)});
   t.rows.push_back({"total steps", std::to_string(plan->max_total_steps)});
   for (const api::RungInfo& r : plan->rungs) {
-    t.rows.push_back({"rung " + std::to_string(r.index), RungCell(r, false)});
+    t.rows.push_back({RungName(*plan, r), RungCell(r, false)});
   }
   for (size_t i = 0; i < plan->first_trials.size(); ++i) {
     t.rows.push_back({"trial " + std::to_string(i), HyperparameterList(plan->first_trials[i])});
@@ -250,7 +258,7 @@ int Get(const std::vector<std::string>& args) {
     row("disk bytes", std::to_string(e->disk_bytes));
     row("peak disk bytes", std::to_string(e->peak_disk_bytes));
     for (const api::RungInfo& r : e->plan.rungs) {
-      row("rung " + std::to_string(r.index), RungCell(r, true));
+      row(RungName(e->plan, r), RungCell(r, true));
     }
     row("created", FormatTime(e->created_at));
     row("finished", FormatTime(e->finished_at));

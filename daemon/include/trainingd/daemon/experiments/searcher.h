@@ -13,6 +13,11 @@
 //   the top floor(n_k / eta) of the n_k results of rung k moves to rung k + 1 (its job resumes
 //   from its checkpoint). Only when none can be promoted does a new trial start at rung 0.
 //   Ties are broken by trial index, and a NaN metric ranks last, so the order is total.
+//   With searcher.brackets B > 1 (Determined's adaptive ASHA), B such searches run side by side
+//   on their own trials: bracket b's rungs are the first bracket's without its first b, and
+//   a trial is ranked and promoted only within its bracket. The brackets' trials (api::
+//   BracketTrials) are spread over the trial indices evenly, each bracket's about every
+//   N / n_b-th index, centred, so a search one trial at a time meets every bracket early.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +29,6 @@
 
 namespace trainingd::daemon {
 
-// The steps of each rung: asha min_steps * eta^k below max_steps, then max_steps; otherwise
-// just max_steps.
-std::vector<int64_t> RungSteps(const api::SearcherSpec& searcher);
-
 // The number of points of the space's grid, saturating at kMaxTrials + 1.
 int64_t GridSize(const std::vector<api::ParamRange>& space);
 
@@ -38,6 +39,14 @@ int64_t TrialCount(const api::ExperimentSpec& spec);
 // the trials, and the most steps the search trains, capped by the budget.
 api::ExperimentPlan PlanExperiment(const api::ExperimentSpec& spec);
 
+// Each bracket's rungs' steps (api::RungSteps of bracket 0, 1, ...): one bracket unless asha.
+std::vector<std::vector<int64_t>> BracketRungSteps(const api::SearcherSpec& searcher);
+
+// Trial `index`'s bracket (0 unless asha with brackets), and how many of the trials
+// [begin, end) are in `bracket`.
+int TrialBracket(const api::ExperimentSpec& spec, int64_t index);
+int64_t TrialsInBracket(const api::ExperimentSpec& spec, int bracket, int64_t begin, int64_t end);
+
 // Trial `index`'s hyperparameters and training seed.
 api::Hyperparameters TrialHyperparameters(const api::ExperimentSpec& spec, int64_t index);
 uint64_t TrialSeed(uint64_t searcher_seed, int64_t index);
@@ -45,7 +54,8 @@ uint64_t TrialSeed(uint64_t searcher_seed, int64_t index);
 // What the searcher knows of one trial.
 struct TrialProgress {
   int64_t index = 0;
-  std::vector<double> rung_metrics;  // its results at rungs 0..k (NaN: not a number)
+  int bracket = 0;                   // TrialBracket(spec, index)
+  std::vector<double> rung_metrics;  // its results at its bracket's rungs 0..k (NaN: not a number)
   bool active = false;               // training toward its next rung (or stopped on its way there)
   bool dropped = false;              // failed for good: out of the rungs, never promoted
   bool pruned = false;  // its rung can no longer promote it: it will reach no other rung
@@ -57,7 +67,7 @@ struct SearchAction {
   enum class Kind { kNone, kStart, kPromote };
   Kind kind = Kind::kNone;
   int64_t trial = 0;
-  int rung = 0;  // the rung it trains to
+  int rung = 0;  // the rung of its bracket it trains to
 };
 
 // `trials` in index order, trials 0..trials.size()-1 started so far.
@@ -67,19 +77,19 @@ SearchAction NextSearchAction(const api::ExperimentSpec& spec,
 // Whether trial `index`, waiting at rung k (below the last), may still be promoted: fewer than
 // floor(M_k / eta) results of rung k are better than it, M_k being the most results rung k can
 // come to hold -- those it has, plus every trial that may still reach it (those below it that
-// are neither dropped nor pruned, and those not started yet). Asynchronous promotion can send more
-// than N / eta^k trials to rung k, so this bound is the honest one, not the plan's.
-// `steps_left` (the budget's steps not yet given to trials; -1 = no budget) bounds the trials
-// still to start.
+// are neither dropped nor pruned, and those not started yet), all in its bracket. Asynchronous
+// promotion can send more than N / eta^k trials to rung k, so this bound is the honest one, not the
+// plan's. `steps_left` (the budget's steps not yet given to trials; -1 = no budget) bounds the
+// trials still to start.
 bool CanStillBePromoted(const api::ExperimentSpec& spec, const std::vector<TrialProgress>& trials,
                         int64_t index, int64_t steps_left = -1);
 
 // Whether `a` is a better metric than `b` (NaN is worse than any number).
 bool BetterMetric(double a, double b, bool maximize);
 
-// The metric a trial needs at rung k to be promoted now: the worst of rung k's top
-// floor(n_k / eta); nullopt while there is no such slot.
+// The metric a trial needs at rung k of `bracket` to be promoted now: the worst of the rung's
+// top floor(n_k / eta); nullopt while there is no such slot.
 std::optional<double> RungCut(const api::ExperimentSpec& spec,
-                              const std::vector<TrialProgress>& trials, int rung);
+                              const std::vector<TrialProgress>& trials, int bracket, int rung);
 
 }  // namespace trainingd::daemon

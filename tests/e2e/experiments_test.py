@@ -85,6 +85,7 @@ def main():
         expect(done["trials_started"] == TRIALS and done["best"] is not None, done)
         expect(done["plan"]["rungs"][0]["trials"] == TRIALS, done["plan"])
         first = outcome(d, exp["id"])
+        all_results = sum(r["trials"] for r in done["plan"]["rungs"])
         # Trials are jobs, marked as the experiment's.
         listed = trials(d, exp["id"], "sort=metric&order=desc")
         expect(listed[0]["index"] == done["best"]["trial"], (listed[0], done["best"]))
@@ -141,6 +142,18 @@ def main():
                 break
             time.sleep(0.02)
         d.kill()
+        # The kill landed mid-search: the store the next daemon starts from has it running, with
+        # rung results still to come (else this part would test nothing).
+        db = sqlite3.connect(os.path.join(data, "trainingd.db"))
+        try:
+            (state,) = db.execute("SELECT state FROM experiments WHERE id = ?",
+                                  (again["id"],)).fetchone()
+            (results,) = db.execute("SELECT COUNT(*) FROM rung_results WHERE experiment_id = ?",
+                                    (again["id"],)).fetchone()
+        finally:
+            db.close()
+        expect(state == "running" and results < all_results,
+               "killed mid-search: state %s, %d rung results of %d" % (state, results, all_results))
         d = Daemon(TRAININGD, data)
         wait_experiment(d, again["id"], {"completed"})
         expect(outcome(d, again["id"]) == first,

@@ -7,6 +7,8 @@ Three arms, each over several seeds, one trial at a time on a daemon of its own:
   random   random search: trials of --max-steps steps, as many as the budget holds
   asha     ASHA: rungs from --min-steps to --max-steps, eta --eta, as many trials as the budget
            holds
+  asha-brackets  the same in --brackets brackets (Determined's adaptive ASHA; not in the
+           default --arms)
 Every job of every arm evaluates the test split every --eval-every steps (its evaluation hook),
 as an oracle that nothing decides on, and the validation split at the end of each run segment
 (final_eval): the searchers' metric, validation/accuracy, is read there. Rungs that are
@@ -136,6 +138,9 @@ def run_default(d, args, seed, data_dir):
 
 
 def run_search(d, args, seed, searcher):
+    brackets = searcher == "asha-brackets"
+    if brackets:
+        searcher = "asha"
     spec = {"name": "%s-%d" % (searcher, seed),
             "base_job": dict(base_job(args), max_steps=args.max_steps), "space": space(args),
             "searcher": {"name": searcher, "metric": "validation/accuracy", "mode": "max",
@@ -144,6 +149,8 @@ def run_search(d, args, seed, searcher):
             "budget": {"max_steps": args.budget}, "keep_best": 1}
     if searcher == "asha":
         spec["searcher"].update({"min_steps": args.min_steps, "reduction_factor": args.eta})
+    if brackets:
+        spec["searcher"]["brackets"] = args.brackets
     t0 = time.time()
     exp = d.call("POST", "/api/v1/experiments", spec)
     while True:
@@ -212,6 +219,7 @@ def main():
     p.add_argument("--min-steps", type=int, default=500)
     p.add_argument("--max-steps", type=int, default=8000)
     p.add_argument("--eta", type=int, default=4)
+    p.add_argument("--brackets", type=int, default=3, help="the asha-brackets arm's brackets")
     p.add_argument("--eval-every", type=int, default=500,
                    help="steps between the test split's evaluations, in every job")
     p.add_argument("--target", type=float, default=0.916)
@@ -231,7 +239,7 @@ def main():
                 try:
                     r = run_default(d, args, seed, data_dir) if arm == "default" else \
                         run_search(d, args, seed, arm)
-                    if arm == "asha" and r.get("best"):
+                    if arm.startswith("asha") and r.get("best"):
                         r["from_scratch"] = from_scratch(d, args, r["best"])
                 finally:
                     d.stop()
@@ -248,10 +256,11 @@ def main():
             arm, summary([r["to_target_s"] for r in rs]), summary([r["final_test"] for r in rs]),
             summary([r["steps"] for r in rs]),
             summary([r["peak_disk_bytes"] / 1e6 for r in rs])))
-    for r in results.get("asha", []):
-        if "from_scratch" in r:
-            print("asha seed %d best %s: from scratch %s" % (r["seed"], json.dumps(r["best"]),
-                                                             json.dumps(r["from_scratch"])))
+    for arm in ("asha", "asha-brackets"):
+        for r in results.get(arm, []):
+            if "from_scratch" in r:
+                print("%s seed %d best %s: from scratch %s" % (
+                    arm, r["seed"], json.dumps(r["best"]), json.dumps(r["from_scratch"])))
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)

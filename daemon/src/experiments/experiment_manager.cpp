@@ -459,9 +459,10 @@ void ExperimentManager::StartTrialLocked(Experiment& e, int64_t index) {
     auto submitted = jobs_.SubmitTrial(job->first, job->second, ref, [&](const api::JobInfo& j) {
       t.rec.job_id = j.id;
       store_.PutTrial(t.rec);
-      DecideLocked(
-          e, "start", index, 0,
-          "to step " + std::to_string(t.rec.target_steps) + ": " + t.rec.hyperparameters_json);
+      DecideLocked(e, "start", index, 0,
+                   "to step " + std::to_string(t.rec.target_steps) +
+                       (e.rungs.size() > 1 ? " in bracket " + std::to_string(t.bracket) : "") +
+                       ": " + t.rec.hyperparameters_json);
     });
     if (submitted.ok()) {
       t.job_state = submitted->state;

@@ -221,9 +221,7 @@ api::ExperimentPlan PlanExperiment(const api::ExperimentSpec& spec) {
   plan.trials = TrialCount(spec);
   if (spec.searcher.name == api::SearcherSpec::Name::kGrid) plan.grid_size = GridSize(spec.space);
   const std::vector<std::vector<int64_t>> brackets = BracketRungSteps(spec.searcher);
-  const std::vector<int64_t> bracket_trials = brackets.size() > 1
-                                                  ? api::BracketTrials(spec.searcher, plan.trials)
-                                                  : std::vector<int64_t>{plan.trials};
+  const std::vector<int64_t> bracket_trials = api::BracketTrials(spec.searcher, plan.trials);
   for (size_t b = 0; b < brackets.size(); ++b) {
     const std::vector<int64_t>& steps = brackets[b];
     int64_t holds = bracket_trials[b], previous = 0;

@@ -1,6 +1,8 @@
 // The searcher's rungs and brackets: what both the spec's validation (a bracket must get a
 // trial) and the daemon's searcher (docs/experiments.md) work from.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "trainingd/api/experiment_service.h"
 

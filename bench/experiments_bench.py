@@ -14,6 +14,11 @@ as an oracle that nothing decides on, and the validation split at the end of eac
 (final_eval): the searchers' metric, validation/accuracy, is read there. Rungs that are
 multiples of --eval-every have the test split evaluated at their last step.
 
+The space (--space): lr-dropout searches the learning rate (log, --lr-min to --lr-max) and the
+CNN's dropout rate; schedule also searches the batch size (50, 100 or 200) and an exponential
+decay of the learning rate (every --decay-steps steps, decay_rate 0.1 to 1), with the base job's
+rate as a schedule that does not decay.
+
 Reported per arm and seed: the wall time until any trial's checkpoint has at least --target test
 accuracy; the test accuracy of the validation-best model at the end; the steps used; the peak
 checkpoint disk. Then the best configuration ASHA found is trained from scratch as a plain job,
@@ -76,6 +81,12 @@ def base_job(args):
         job = {"name": args.model, "model": args.model, "batch_size": 50, "seed": 42,
                "dataset": {"name": "fashion-mnist", "validation_size": 5000},
                "optimizer": {"type": "adam", "learning_rate": 1e-3}}
+    if args.space == "schedule":
+        # The same job with its learning rate as a schedule that searches can decay: at
+        # decay_rate 1 it is the constant rate it was.
+        job["optimizer"]["learning_rate"] = {
+            "type": "exponential_decay", "learning_rate": job["optimizer"]["learning_rate"],
+            "decay_steps": args.decay_steps, "decay_rate": 1.0}
     job["hooks"] = {"checkpoint": {"every_steps": 1000, "max_to_keep": 1},
                     "summary": {"every_steps": 100}, "logging": {"every_n_iter": 1000},
                     "evaluation": {"every_steps": args.eval_every, "split": "test"},
@@ -84,7 +95,13 @@ def base_job(args):
 
 
 def space(args):
-    s = {"optimizer.learning_rate": {"type": "log", "min": args.lr_min, "max": args.lr_max}}
+    lr = {"type": "log", "min": args.lr_min, "max": args.lr_max}
+    if args.space == "lr-dropout":
+        s = {"optimizer.learning_rate": lr}
+    else:
+        s = {"optimizer.learning_rate.learning_rate": lr,
+             "optimizer.learning_rate.decay_rate": {"type": "double", "min": 0.1, "max": 1.0},
+             "batch_size": {"type": "categorical", "values": [50, 100, 200]}}
     if args.model == "cnn":
         s["model.layers[6].rate"] = {"type": "double", "min": 0.0, "max": 0.6}
     return s
@@ -225,6 +242,11 @@ def main():
     p.add_argument("--target", type=float, default=0.916)
     p.add_argument("--lr-min", type=float, default=5e-5)
     p.add_argument("--lr-max", type=float, default=5e-3)
+    p.add_argument("--space", default="lr-dropout", choices=["lr-dropout", "schedule"],
+                   help="lr-dropout: the learning rate (log) and, for the CNN, the dropout rate; "
+                   "schedule: also the batch size (50, 100, 200) and an exponential decay of the "
+                   "learning rate every --decay-steps steps (decay_rate 0.1 to 1)")
+    p.add_argument("--decay-steps", type=int, default=500)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", help="write every result as JSON here")
     args = p.parse_args()

@@ -4,7 +4,8 @@
 // actions and the budget's progress.
 import { listExperiments, experimentAction, enc } from './api.js';
 import { EventStream } from './live.js';
-import { h, setText, stateBadge, toast, confirmDialog } from './dom.js';
+import { h, setText, stateBadge } from './dom.js';
+import { resourceButtons } from './actions.js';
 import * as fmt from './format.js';
 
 export const EXPERIMENT_STATES = ['running', 'stopping', 'completed', 'failed', 'stopped'];
@@ -14,39 +15,20 @@ export function canStopExperiment(s) { return s === 'running'; }
 export function canResumeExperiment(s) { return s === 'stopped' || s === 'failed'; }
 export function canDeleteExperiment(s) { return s !== 'running' && s !== 'stopping'; }
 
-// Stop / resume / delete with feedback; resolves to the experiment after the action (null if
-// deleted, undefined if cancelled or refused).
-export async function runExperimentAction(e, action) {
-  if (action === 'delete') {
-    const ok = await confirmDialog(`Delete ${e.name}?`,
-      `This deletes experiment ${e.id} and its ${fmt.int(e.trials_started)} trials: their jobs, checkpoints, scalars and logs. It cannot be undone.`);
-    if (!ok) return undefined;
-  }
-  try {
-    const r = await experimentAction(e.id, action);
-    toast(action === 'delete' ? `Deleted ${e.name}` : action === 'stop'
-      ? `Stopping ${e.name}: its running trials write a final checkpoint` : `${e.name} goes on`);
-    return action === 'delete' ? null : r;
-  } catch (err) {
-    toast(`Could not ${action} ${e.name}: ${err.message}`, 'error');
-    return undefined;
-  }
-}
+const EXPERIMENT_ACTIONS = {
+  call: experimentAction,
+  can: { stop: canStopExperiment, resume: canResumeExperiment, delete: canDeleteExperiment },
+  deleteText: (e) => `This deletes experiment ${e.id} and its ${fmt.int(e.trials_started)} trials: their jobs, checkpoints, scalars and logs. It cannot be undone.`,
+  doneText: {
+    stop: (e) => `Stopping ${e.name}: its running trials write a final checkpoint`,
+    resume: (e) => `${e.name} goes on`,
+  },
+};
 
+// Stop / resume / delete with feedback (actions.js); the buttons are shared with the experiment
+// page.
 export function experimentButtons(e, onDone) {
-  const btn = (action, label, enabled, kind) => h('button', {
-    type: 'button', class: `btn btn-small ${kind || ''}`, disabled: !enabled,
-    dataset: { action }, 'aria-label': `${label} ${e.name}`,
-    onclick: async (ev) => {
-      ev.currentTarget.disabled = true;
-      onDone(action, await runExperimentAction(e, action));
-    },
-  }, label);
-  return [
-    canStopExperiment(e.state) && btn('stop', 'Stop', true),
-    canResumeExperiment(e.state) && btn('resume', 'Resume', true),
-    btn('delete', 'Delete', canDeleteExperiment(e.state), 'btn-ghost-danger'),
-  ];
+  return resourceButtons(EXPERIMENT_ACTIONS, e, onDone);
 }
 
 // What the budget bar measures: steps of budget.max_steps, else seconds of budget.max_seconds,

@@ -4,7 +4,8 @@
 // list is refetched every 2 s while a job runs.
 import { listJobs, jobAction, enc } from './api.js';
 import { EventStream } from './live.js';
-import { h, setText, stateBadge, toast, confirmDialog } from './dom.js';
+import { h, setText, stateBadge } from './dom.js';
+import { runResourceAction, resourceButtons } from './actions.js';
 import * as fmt from './format.js';
 
 export const STATES = ['queued', 'running', 'stopping', 'completed', 'failed', 'stopped'];
@@ -33,39 +34,24 @@ export function elapsedSeconds(job, now = Date.now() / 1000) {
   return job.finished_at && job.finished_at >= job.started_at ? job.finished_at - job.started_at : NaN;
 }
 
-// Stop / resume / delete with feedback; resolves to the job after the action (null if deleted
-// or cancelled). Shared with the job page.
-export async function runAction(job, action) {
-  if (action === 'delete') {
-    const ok = await confirmDialog(`Delete ${job.name}?`,
-      `This deletes job ${job.id}, its checkpoints, scalars and log. It cannot be undone.`);
-    if (!ok) return undefined;
-  }
-  try {
-    const r = await jobAction(job.id, action);
-    toast(action === 'delete' ? `Deleted ${job.name}` : action === 'stop'
-      ? `Stopping ${job.name}: final checkpoint, then stopped` : `${job.name} is back in the queue`);
-    return action === 'delete' ? null : r;
-  } catch (e) {
-    toast(`Could not ${action} ${job.name}: ${e.message}`, 'error');
-    return undefined;
-  }
+const JOB_ACTIONS = {
+  call: jobAction,
+  can: { stop: canStop, resume: canResume, delete: canDelete },
+  deleteText: (job) => `This deletes job ${job.id}, its checkpoints, scalars and log. It cannot be undone.`,
+  doneText: {
+    stop: (job) => `Stopping ${job.name}: final checkpoint, then stopped`,
+    resume: (job) => `${job.name} is back in the queue`,
+  },
+};
+
+// Stop / resume / delete with feedback (actions.js); resolves to the job after the action (null
+// if deleted, undefined if cancelled or refused). Shared with the job page.
+export function runAction(job, action) {
+  return runResourceAction(JOB_ACTIONS, job, action);
 }
 
 export function actionButtons(job, onDone) {
-  const btn = (action, label, enabled, kind) => h('button', {
-    type: 'button', class: `btn btn-small ${kind || ''}`, disabled: !enabled,
-    dataset: { action }, 'aria-label': `${label} ${job.name}`,
-    onclick: async (e) => {
-      e.currentTarget.disabled = true;
-      onDone(action, await runAction(job, action));
-    },
-  }, label);
-  return [
-    canStop(job.state) && btn('stop', 'Stop', true),
-    canResume(job.state) && btn('resume', 'Resume', true),
-    btn('delete', 'Delete', canDelete(job.state), 'btn-ghost-danger'),
-  ];
+  return resourceButtons(JOB_ACTIONS, job, onDone);
 }
 
 export function progressCell(job) {

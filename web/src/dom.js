@@ -74,3 +74,17 @@ export function confirmDialog(title, text, action = 'Delete') {
     buttons: [{ label: 'Cancel', value: 'cancel' }, { label: action, value: 'ok', kind: 'danger' }],
   }).then((v) => v === 'ok');
 }
+
+// A named throttle for a page's refreshes: later(name, ms, fn) runs fn once, ms after the first
+// call of that name; calls meanwhile are absorbed. Not a debounce: events arrive in bursts of
+// hundreds a second, and a debounce would postpone forever. The pending timers are in `timers`,
+// for the page to clear when it unmounts.
+export function throttler(timers) {
+  return function later(name, ms, fn) {
+    if (timers[name]) return;
+    timers[name] = setTimeout(() => {
+      timers[name] = 0;
+      fn();
+    }, ms);
+  };
+}

@@ -12,7 +12,7 @@ import { EventStream } from './live.js';
 import { MetricChart, colorAt } from './chart.js';
 import { ParallelCoordinates } from './parcoords.js';
 import { TrialTable } from './trial_table.js';
-import { h, setText, stateBadge } from './dom.js';
+import { h, setText, stateBadge, throttler } from './dom.js';
 import { budgetParts, budgetBar, bestText, experimentButtons } from './experiments.js';
 import * as fmt from './format.js';
 
@@ -76,6 +76,7 @@ export function mountExperiment(root, id) {
   let trialJobs = new Set();
   let topKey = '';
   const timers = {};
+  const later = throttler(timers); // later(name, ms, fn): dom.js
   const abort = new AbortController();
   const els = {};
   let table = null;
@@ -89,16 +90,6 @@ export function mountExperiment(root, id) {
   const page = h('section', { class: 'page experiment-page', dataset: { experimentId: id } });
   root.append(page);
   page.append(h('p', { class: 'muted loading' }, 'Loading experiment…'));
-
-  // Runs fn once, ms from the first call; calls meanwhile are absorbed (a throttle, not a
-  // debounce: events arrive in bursts while trials finish).
-  function later(name, ms, fn) {
-    if (timers[name]) return;
-    timers[name] = setTimeout(() => {
-      timers[name] = 0;
-      fn();
-    }, ms);
-  }
 
   function build() {
     els.title = h('h1', {});

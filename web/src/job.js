@@ -7,7 +7,7 @@ import { api, enc, jobAction } from './api.js';
 import { EventStream } from './live.js';
 import { MetricChart } from './chart.js';
 import { ModelPanel } from './model.js';
-import { h, setText, stateBadge, toast, dialog } from './dom.js';
+import { h, setText, stateBadge, toast, dialog, throttler } from './dom.js';
 import { canStop, canResume, canDelete, runAction, elapsedSeconds } from './jobs.js';
 import * as fmt from './format.js';
 
@@ -45,6 +45,7 @@ export function mountJob(root, id) {
   let busy = ''; // the action in flight
   let otherPicked = false; // the user chose the "other series" shown
   const timers = {};
+  const later = throttler(timers); // later(name, ms, fn): dom.js
   const abort = new AbortController();
 
   const page = h('section', { class: 'page job-page', dataset: { jobId: id } });
@@ -55,16 +56,6 @@ export function mountJob(root, id) {
   const charts = {};
   let stream = null;
   const panel = new ModelPanel(id, abort.signal);
-
-  // Runs fn once, ms from the first call; calls meanwhile are absorbed (events can arrive
-  // hundreds a second, so this must not postpone forever as a debounce would).
-  function later(name, ms, fn) {
-    if (timers[name]) return;
-    timers[name] = setTimeout(() => {
-      timers[name] = 0;
-      fn();
-    }, ms);
-  }
 
   function build() {
     els.title = h('h1', {});

@@ -1,7 +1,7 @@
-// What the dashboard's browser tests (dashboard_test.mjs, slurm_dashboard_test.mjs) share: the log,
-// Debian's Chromium driven by playwright-core (from web/node_modules; it never downloads a
-// browser), the watch on its pages, a wait on an attribute, the job spec and `trainingd serve` on
-// 127.0.0.1.
+// What the dashboard's browser tests (tests/web/*_test.mjs) share: the log, Debian's Chromium
+// driven by playwright-core (from web/node_modules; it never downloads a browser), the watch on
+// its pages, a wait on an attribute, the job spec, `trainingd serve` on 127.0.0.1 and the test's
+// end.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
@@ -165,3 +165,29 @@ export async function waitAttr(page, sel, name, pred, what, timeout = 60000) {
 
 export const waitState = (page, states, timeout) =>
   waitAttr(page, '.job-page', 'data-state', (s) => states.includes(s), `state ${states}`, timeout);
+
+// --- the test's end -----------------------------------------------------------------------
+// Runs a test's body and ends the process with its verdict. A failure prints its stack and the
+// daemon's last stderr. The browser context and the daemon, which the body makes, are read through
+// `resources()` ({daemon, context}) and closed either way. Problems the pages reported fail the
+// test too. The temporary directory `tmp` is removed only after a pass, so a failure leaves its
+// data to read.
+export async function runTest(body, { resources, tmp, shots }) {
+  let failed = false;
+  try {
+    await body();
+  } catch (e) {
+    failed = true;
+    console.error(`FAIL: ${e.stack || e}`);
+    const { daemon } = resources();
+    if (daemon) console.error(`daemon stderr:\n${daemon.stderr.split('\n').slice(-30).join('\n')}`);
+  } finally {
+    const { daemon, context } = resources();
+    if (context) await context.close().catch(() => {});
+    if (daemon) await daemon.stop().catch(() => {});
+  }
+  if (reportProblems()) failed = true;
+  if (!failed) fs.rmSync(tmp, { recursive: true, force: true });
+  log(failed ? 'FAILED' : `PASSED; screenshots in ${shots}`);
+  process.exit(failed ? 1 : 0);
+}

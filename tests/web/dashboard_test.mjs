@@ -18,8 +18,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  CHROMIUM, Daemon, check, cspViolations, expecting, log, mlpSpec, newContext, reportProblems, waitAttr, waitState,
-  watchedPage,
+  CHROMIUM, Daemon, check, cspViolations, expecting, log, mlpSpec, newContext, runTest, waitAttr,
+  waitState, watchedPage,
 } from './browser_support.mjs';
 
 const TRAININGD = process.argv[2];
@@ -325,18 +325,6 @@ async function main() {
   context = null;
 }
 
-let failed = false;
-try {
+await runTest(async () => {
   await main();
-} catch (e) {
-  failed = true;
-  console.error(`FAIL: ${e.stack || e}`);
-  if (daemon) console.error(`daemon stderr:\n${daemon.stderr.split('\n').slice(-30).join('\n')}`);
-} finally {
-  if (context) await context.close().catch(() => {});
-  if (daemon) await daemon.stop().catch(() => {});
-}
-if (reportProblems()) failed = true;
-if (!failed) fs.rmSync(tmp, { recursive: true, force: true });
-log(failed ? 'FAILED' : `PASSED; screenshots in ${SHOTS}`);
-process.exit(failed ? 1 : 0);
+}, { resources: () => ({ daemon, context }), tmp, shots: SHOTS });

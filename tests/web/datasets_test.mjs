@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  CHROMIUM, Daemon, check, expecting, log, newContext, reportProblems, watchedPage,
+  CHROMIUM, Daemon, check, expecting, log, newContext, runTest, watchedPage,
 } from './browser_support.mjs';
 
 const TRAININGD = process.argv[2];
@@ -278,19 +278,7 @@ async function phone() {
   log('380 px: no horizontal overflow');
 }
 
-let failed = false;
-try {
+await runTest(async () => {
   await main();
   await phone();
-} catch (e) {
-  failed = true;
-  console.error(`FAIL: ${e.stack || e}`);
-  if (daemon) console.error(`daemon stderr:\n${daemon.stderr.split('\n').slice(-30).join('\n')}`);
-} finally {
-  if (context) await context.close().catch(() => {});
-  if (daemon) await daemon.stop().catch(() => {});
-}
-if (reportProblems()) failed = true;
-if (!failed) fs.rmSync(tmp, { recursive: true, force: true });
-log(failed ? 'FAILED' : `PASSED; screenshots in ${SHOTS}`);
-process.exit(failed ? 1 : 0);
+}, { resources: () => ({ daemon, context }), tmp, shots: SHOTS });

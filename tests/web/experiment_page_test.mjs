@@ -29,7 +29,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  CHROMIUM, Daemon, check, log, newContext, reportProblems, waitAttr, watchedPage,
+  CHROMIUM, Daemon, check, log, newContext, runTest, waitAttr, watchedPage,
 } from './browser_support.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -292,8 +292,7 @@ async function phoneAndDelete(page, small) {
   log('Delete from the list: Cancel keeps, Delete removes the experiment and its jobs');
 }
 
-let failed = false;
-try {
+await runTest(async () => {
   log(`trainingd ${TRAININGD}, data in ${tmp}`);
   daemon = await Daemon.start(TRAININGD, dataDir, { config });
   context = await newContext(path.join(tmp, 'profile'));
@@ -302,15 +301,4 @@ try {
   const t = await bigExperiment(page, small);
   await phoneAndDelete(page, small);
   console.log(`RESULT ${JSON.stringify(Object.fromEntries(Object.entries(t).map(([k, v]) => [k, Math.round(v)])))}`);
-} catch (e) {
-  failed = true;
-  console.error(`FAIL: ${e.stack || e}`);
-  if (daemon) console.error(`daemon stderr:\n${daemon.stderr.split('\n').slice(-30).join('\n')}`);
-} finally {
-  if (context) await context.close().catch(() => {});
-  if (daemon) await daemon.stop().catch(() => {});
-}
-if (reportProblems()) failed = true;
-if (!failed) fs.rmSync(tmp, { recursive: true, force: true });
-log(failed ? 'FAILED' : `PASSED; screenshots in ${SHOTS}`);
-process.exit(failed ? 1 : 0);
+}, { resources: () => ({ daemon, context }), tmp, shots: SHOTS });

@@ -324,6 +324,22 @@ void PrintJson(const nlohmann::json& whole, const nlohmann::json& items, OutputM
   std::printf("%s\n", whole.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 
+int PrintObject(const Client& c, const nlohmann::json& doc, const std::string& id,
+                const Table& table) {
+  switch (c.mode()) {
+    case OutputMode::kQuiet:
+      std::printf("%s\n", id.c_str());
+      break;
+    case OutputMode::kJson:
+    case OutputMode::kJsonl:
+      PrintJson(doc, doc, c.mode());
+      break;
+    default:
+      PrintTable(c, table);
+  }
+  return 0;
+}
+
 std::string FormatTime(double t) {
   if (t <= 0) return "-";
   const std::time_t secs = static_cast<std::time_t>(t);
@@ -374,6 +390,16 @@ std::optional<int> ConfirmDelete(const Client& c, const std::string& what, bool 
   if (answer == "y" || answer == "Y" || answer == "yes") return std::nullopt;
   std::fprintf(stderr, "not deleted\n");
   return kExitFailed;
+}
+
+int DeleteResource(Client& c, const std::string& path, const std::string& id,
+                   const std::string& what, bool yes) {
+  if (auto code = ConfirmDelete(c, what, yes)) return *code;
+  Failure f;
+  if (!c.Call("DELETE", path, &f)) return c.Fail(f);
+  if (c.mode() == OutputMode::kQuiet) std::printf("%s\n", id.c_str());
+  if (c.stderr_tty()) std::fprintf(stderr, "deleted %s\n", id.c_str());
+  return 0;
 }
 
 std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text) {

@@ -144,6 +144,10 @@ struct Table {
 void PrintTable(const Client& client, const Table& table);
 // The API's objects: the whole answer (-o json), one object per line from `items` (-o jsonl).
 void PrintJson(const nlohmann::json& whole, const nlohmann::json& items, OutputMode mode);
+// One API object as the verbs that return it print it: its `id` (-q), the object as it came
+// (`doc`; -o json, jsonl), else `table` (one row). Returns 0.
+int PrintObject(const Client& client, const nlohmann::json& doc, const std::string& id,
+                const Table& table);
 
 std::string FormatTime(double seconds_since_epoch);  // "2026-11-27 04:41:13" UTC; "-" for 0
 std::string FormatNumber(double value);              // shortest of %.4g, "-" for NaN
@@ -160,6 +164,11 @@ int NeedOne(const std::string& command, const char* noun, const std::vector<std:
 // delete's question: nullopt to go on (--yes, or "y" typed on a terminal); otherwise the exit
 // code: 2 without --yes when stdin is not a terminal, 1 when the answer was not yes.
 std::optional<int> ConfirmDelete(const Client& client, const std::string& what, bool yes);
+
+// The delete verbs: ConfirmDelete(what), then DELETE `path`; the deleted `id` on stdout (-q) and
+// "deleted ID" on a terminal's stderr. The exit code.
+int DeleteResource(Client& client, const std::string& path, const std::string& id,
+                   const std::string& what, bool yes);
 
 // --timeout's DUR: "90s", "500ms", "10m", "2h", or seconds ("30", "0.5"); nullopt if malformed.
 std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text);

@@ -86,18 +86,7 @@ std::vector<std::string> Row(const DatasetRow& d) {
 int PrintOne(const Client& c, const json& doc) {
   auto d = RowFromJson(doc);
   if (!d.ok()) return c.Fail({kExitFailed, "the daemon's answer: " + d.status().message()});
-  switch (c.mode()) {
-    case OutputMode::kQuiet:
-      std::printf("%s\n", d->name.c_str());
-      return 0;
-    case OutputMode::kJson:
-    case OutputMode::kJsonl:
-      PrintJson(doc, doc, c.mode());
-      return 0;
-    default:
-      PrintTable(c, {Header(), {Row(*d)}, -1});
-      return 0;
-  }
+  return PrintObject(c, doc, d->name, {Header(), {Row(*d)}, -1});
 }
 
 int NeedName(const std::string& verb, const Flags& flags) {
@@ -241,11 +230,8 @@ int Delete(const std::vector<std::string>& args) {
   AddClientFlags(flags, &o);
   return WithClient("datasets delete", flags, o, args, [&](Client& c) -> int {
     if (names.size() != 1) return NeedName("delete", flags);
-    if (auto code = ConfirmDelete(c, "dataset " + names[0], yes)) return *code;
-    Failure f;
-    if (!c.Call("DELETE", "/api/v1/datasets/" + Encode(names[0]), &f)) return c.Fail(f);
-    if (c.mode() == OutputMode::kQuiet) std::printf("%s\n", names[0].c_str());
-    return 0;
+    return DeleteResource(c, "/api/v1/datasets/" + Encode(names[0]), names[0],
+                          "dataset " + names[0], yes);
   });
 }
 

@@ -85,18 +85,7 @@ std::string RungName(const api::ExperimentPlan& plan, const api::RungInfo& r) {
 int PrintExperiment(const Client& c, const json& doc) {
   auto e = api::ExperimentFromJson(doc);
   if (!e.ok()) return c.Fail({kExitFailed, "the daemon's answer: " + e.status().message()});
-  switch (c.mode()) {
-    case OutputMode::kQuiet:
-      std::printf("%s\n", e->id.c_str());
-      return 0;
-    case OutputMode::kJson:
-    case OutputMode::kJsonl:
-      PrintJson(doc, doc, c.mode());
-      return 0;
-    default:
-      PrintTable(c, {ExperimentHeader(), {ExperimentRow(*e)}, 2});
-      return 0;
-  }
+  return PrintObject(c, doc, e->id, {ExperimentHeader(), {ExperimentRow(*e)}, 2});
 }
 
 int PrintPlan(const Client& c, const json& doc) {
@@ -437,14 +426,8 @@ int Delete(const std::vector<std::string>& args) {
   AddClientFlags(flags, &o);
   return WithClient("experiments delete", flags, o, args, [&](Client& c) -> int {
     if (ids.size() != 1) return NeedOne("experiments delete", kNoun, ids, flags);
-    if (auto code = ConfirmDelete(c, "experiment " + ids[0] + " and all its trials", yes)) {
-      return *code;
-    }
-    Failure f;
-    if (!c.Call("DELETE", ExperimentPath(ids[0]), &f)) return c.Fail(f);
-    if (c.mode() == OutputMode::kQuiet) std::printf("%s\n", ids[0].c_str());
-    if (c.stderr_tty()) std::fprintf(stderr, "deleted %s\n", ids[0].c_str());
-    return 0;
+    return DeleteResource(c, ExperimentPath(ids[0]), ids[0],
+                          "experiment " + ids[0] + " and all its trials", yes);
   });
 }
 

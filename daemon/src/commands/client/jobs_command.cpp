@@ -54,18 +54,7 @@ std::vector<std::string> JobRow(const api::JobInfo& j) {
 int PrintJob(const Client& c, const json& doc) {
   auto job = api::JobFromJson(doc);
   if (!job.ok()) return c.Fail({kExitFailed, "the daemon's answer: " + job.status().message()});
-  switch (c.mode()) {
-    case OutputMode::kQuiet:
-      std::printf("%s\n", job->id.c_str());
-      return 0;
-    case OutputMode::kJson:
-    case OutputMode::kJsonl:
-      PrintJson(doc, doc, c.mode());
-      return 0;
-    default:
-      PrintTable(c, {JobHeader(), {JobRow(*job)}, 2});
-      return 0;
-  }
+  return PrintObject(c, doc, job->id, {JobHeader(), {JobRow(*job)}, 2});
 }
 
 struct Verb {
@@ -510,12 +499,7 @@ int Delete(const std::vector<std::string>& args) {
   AddClientFlags(flags, &o);
   return WithClient("jobs delete", flags, o, args, [&](Client& c) -> int {
     if (ids.size() != 1) return NeedOne("jobs delete", "job id", ids, flags);
-    if (auto code = ConfirmDelete(c, "job " + ids[0] + " and all its files", yes)) return *code;
-    Failure f;
-    if (!c.Call("DELETE", JobPath(ids[0]), &f)) return c.Fail(f);
-    if (c.mode() == OutputMode::kQuiet) std::printf("%s\n", ids[0].c_str());
-    if (c.stderr_tty()) std::fprintf(stderr, "deleted %s\n", ids[0].c_str());
-    return 0;
+    return DeleteResource(c, JobPath(ids[0]), ids[0], "job " + ids[0] + " and all its files", yes);
   });
 }
 

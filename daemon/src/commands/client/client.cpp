@@ -379,7 +379,9 @@ int NeedOne(const std::string& command, const char* noun, const std::vector<std:
   return kExitUsage;
 }
 
-std::optional<int> ConfirmDelete(const Client& c, const std::string& what, bool yes) {
+// delete's question: nullopt to go on (--yes, or "y" typed on a terminal); otherwise the exit
+// code.
+static std::optional<int> ConfirmDelete(const Client& c, const std::string& what, bool yes) {
   if (yes) return std::nullopt;
   if (isatty(STDIN_FILENO) != 1) {
     return c.Fail({kExitUsage, "not deleting without --yes (stdin is not a terminal)"});

@@ -161,12 +161,9 @@ int WithClient(const std::string& command, Flags& flags, const ClientOptions& op
 int NeedOne(const std::string& command, const char* noun, const std::vector<std::string>& got,
             const Flags& flags);
 
-// delete's question: nullopt to go on (--yes, or "y" typed on a terminal); otherwise the exit
-// code: 2 without --yes when stdin is not a terminal, 1 when the answer was not yes.
-std::optional<int> ConfirmDelete(const Client& client, const std::string& what, bool yes);
-
-// The delete verbs: ConfirmDelete(what), then DELETE `path`; the deleted `id` on stdout (-q) and
-// "deleted ID" on a terminal's stderr. The exit code.
+// The delete verbs: asks "Delete <what>?" unless `yes` (exit 2 without --yes when stdin is not
+// a terminal, 1 when the answer was not yes), then DELETE `path`; the deleted `id` on stdout (-q)
+// and "deleted ID" on a terminal's stderr. The exit code.
 int DeleteResource(Client& client, const std::string& path, const std::string& id,
                    const std::string& what, bool yes);
 

@@ -1,8 +1,10 @@
-// conv_bench: one convolution layer's forward and backward pass, im2col + GEMM against Winograd,
-// on one thread, so the algorithms compare without the rest of the training step around them.
-// Default shape: the tutorial CNN's second convolution (14x14x32 -> 64, 5x5, same, ReLU).
+// conv_bench: one convolution layer's forward and backward pass, im2col + GEMM against Winograd
+// and the direct convolution (where they apply), on one thread, so the algorithms compare without
+// the rest of the training step around them. Default shape: the tutorial CNN's second convolution
+// (14x14x32 -> 64, 5x5, same, ReLU); its first: --h 28 --w 28 --c 1 --filters 32.
 // Usage: conv_bench [--batch 50] [--h 14] [--w 14] [--c 32] [--filters 64] [--kernel 5]
-//                   [--seconds 2] [--threads 1]
+//                   [--seconds 2] [--threads 1] [--input-gradient 1]
+// --input-gradient 0 leaves the input gradient out of backward, as for a model's first layer.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -39,7 +41,7 @@ double MillisecondsPerCall(double seconds, Fn&& fn) {
 int main(int argc, char** argv) {
   int64_t batch = 50, h = 14, w = 14, c = 32, filters = 64, kernel = 5;
   double seconds = 2;
-  int threads = 1;
+  int threads = 1, input_gradient = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const char* v = argv[i + 1];
@@ -59,24 +61,28 @@ int main(int argc, char** argv) {
       seconds = std::atof(v);
     else if (flag == "--threads")
       threads = std::atoi(v);
+    else if (flag == "--input-gradient")
+      input_gradient = std::atoi(v);
     else {
       std::fprintf(stderr, "conv_bench: unknown flag %s\n", flag.c_str());
       return 2;
     }
   }
   if (argc % 2 == 0 || batch < 1 || h < 1 || w < 1 || c < 1 || filters < 1 || kernel < 1 ||
-      seconds <= 0 || threads < 1) {
-    std::fprintf(stderr, "conv_bench: flags take one positive value each\n");
+      seconds <= 0 || threads < 1 || (input_gradient != 0 && input_gradient != 1)) {
+    std::fprintf(stderr,
+                 "conv_bench: flags take one positive value each (--input-gradient 0 or 1)\n");
     return 2;
   }
   eng::SetComputeThreads(threads);
-  std::printf("conv %lldx%lldx%lld -> %lld, %lldx%lld same, ReLU, batch %lld, %d thread(s)\n",
+  std::printf("conv %lldx%lldx%lld -> %lld, %lldx%lld same, ReLU, batch %lld, %d thread(s)%s\n",
               static_cast<long long>(h), static_cast<long long>(w), static_cast<long long>(c),
               static_cast<long long>(filters), static_cast<long long>(kernel),
-              static_cast<long long>(kernel), static_cast<long long>(batch), threads);
-  eng::Tensor y_im2col, dx_im2col, dk_im2col;  // to compare the two algorithms' results
+              static_cast<long long>(kernel), static_cast<long long>(batch), threads,
+              input_gradient ? "" : ", no input gradient");
+  eng::Tensor y_im2col, dx_im2col, dk_im2col;  // to compare the algorithms' results
   for (eng::ConvAlgorithm algorithm :
-       {eng::ConvAlgorithm::kIm2col, eng::ConvAlgorithm::kWinograd}) {
+       {eng::ConvAlgorithm::kIm2col, eng::ConvAlgorithm::kWinograd, eng::ConvAlgorithm::kDirect}) {
     eng::Conv2dLayer conv("conv", eng::LayerSpec::Conv2d(filters, kernel, eng::Padding::kSame,
                                                          eng::Activation::kRelu));
     conv.set_algorithm(algorithm);
@@ -85,13 +91,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "conv_bench: bad shape\n");
       return 2;
     }
+    if (conv.algorithm() != algorithm) continue;  // it does not apply to this shape
     eng::Tensor x(eng::Shape{batch, h, w, c}), y, dy, dx;
     for (int64_t i = 0; i < x.size(); ++i) x[i] = rng.Uniform();
     conv.Forward(x, y, eng::Mode::kTrain);
     dy.Resize(y.shape());
     for (int64_t i = 0; i < dy.size(); ++i) dy[i] = rng.Uniform() - 0.5f;
     const double fwd = MillisecondsPerCall(seconds, [&] { conv.Forward(x, y, eng::Mode::kTrain); });
-    const double bwd = MillisecondsPerCall(seconds, [&] { conv.Backward(x, y, dy, &dx); });
+    const double bwd = MillisecondsPerCall(
+        seconds, [&] { conv.Backward(x, y, dy, input_gradient ? &dx : nullptr); });
     const double gflop = 1e-9 * static_cast<double>(conv.ForwardFlopsPerExample() * batch);
     const eng::Tensor& dk = conv.parameters()[0]->grad;
     if (algorithm == eng::ConvAlgorithm::kIm2col) {
@@ -109,14 +117,15 @@ int main(int argc, char** argv) {
         return scale > 0 ? diff / scale : diff;
       };
       std::printf(
-          "  winograd vs im2col, max |difference| / max |value|: output %.2e, input "
+          "  %s vs im2col, max |difference| / max |value|: output %.2e, input "
           "gradient %.2e, kernel gradient %.2e\n",
-          rel(y, y_im2col), rel(dx, dx_im2col), rel(dk, dk_im2col));
+          eng::ConvAlgorithmName(algorithm), rel(y, y_im2col), rel(dx, dx_im2col),
+          rel(dk, dk_im2col));
     }
     std::printf("  %-9s forward %8.3f ms (%6.1f GFLOP/s)  backward %8.3f ms (%6.1f GFLOP/s)\n",
-                conv.algorithm() == eng::ConvAlgorithm::kWinograd ? "winograd" : "im2col", fwd,
-                gflop / fwd * 1e3, bwd, 2 * gflop / bwd * 1e3);
+                eng::ConvAlgorithmName(algorithm), fwd, gflop / fwd * 1e3, bwd,
+                2 * gflop / bwd * 1e3);
   }
-  std::printf("GFLOP/s count direct-convolution multiply-adds (2 per MAC) for both algorithms.\n");
+  std::printf("GFLOP/s count direct-convolution multiply-adds (2 per MAC) for every algorithm.\n");
   return 0;
 }

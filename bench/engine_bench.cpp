@@ -5,10 +5,12 @@
 //   {"impl": "trainingd", "model": "cnn", "mode": "train", "batch": 50, "threads": 2,
 //    "examples_per_sec": 1234.5, "gflops": 101.2, "steps": 300, "seconds": 10.0}
 // --profile adds a per-layer breakdown of the training step on stderr.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,8 @@ struct Args {
   int64_t infer_batch = 1000;
   std::string data = "/usr/share/datasets/fashion-mnist";
   bool profile = false;
-  eng::ConvAlgorithm conv = eng::ConvAlgorithm::kAuto;
+  // One per convolution, in order; the last one for the rest.
+  std::vector<eng::ConvAlgorithm> conv = {eng::ConvAlgorithm::kAuto};
 };
 
 std::vector<std::string> Split(const std::string& s) {
@@ -50,7 +53,7 @@ std::vector<std::string> Split(const std::string& s) {
   std::fprintf(stderr,
                "engine_bench: %s\nusage: engine_bench [--models cnn,mlp,softmax] "
                "[--batches 50,100,256] [--threads 2] [--seconds 10] [--infer-batch 1000] "
-               "[--data DIR] [--profile] [--conv auto|im2col|winograd]\n",
+               "[--data DIR] [--profile] [--conv auto|im2col|winograd|direct[,...]]\n",
                msg);
   std::exit(2);
 }
@@ -80,15 +83,21 @@ Args Parse(int argc, char** argv) {
       else if (flag == "--profile")
         a.profile = true;
       else if (flag == "--conv") {
-        const std::string v = value();
-        if (v == "auto")
-          a.conv = eng::ConvAlgorithm::kAuto;
-        else if (v == "im2col")
-          a.conv = eng::ConvAlgorithm::kIm2col;
-        else if (v == "winograd")
-          a.conv = eng::ConvAlgorithm::kWinograd;
-        else
-          Usage("--conv must be auto, im2col or winograd");
+        a.conv.clear();
+        std::stringstream list(value());
+        for (std::string v; std::getline(list, v, ',');) {
+          bool known = false;
+          for (eng::ConvAlgorithm c :
+               {eng::ConvAlgorithm::kAuto, eng::ConvAlgorithm::kIm2col,
+                eng::ConvAlgorithm::kWinograd, eng::ConvAlgorithm::kDirect}) {
+            if (v == eng::ConvAlgorithmName(c)) {
+              a.conv.push_back(c);
+              known = true;
+            }
+          }
+          if (!known) Usage("--conv takes auto, im2col, winograd or direct, one per convolution");
+        }
+        if (a.conv.empty()) Usage("--conv takes auto, im2col, winograd or direct");
       } else
         Usage(("unknown flag " + flag).c_str());
     } catch (const std::exception&) {
@@ -147,15 +156,17 @@ void PrintProfile(const eng::Trainer& t, const std::string& model, int64_t batch
   std::fprintf(stderr, "  %-24s %8.3f\n", "total", 1e3 * total / steps);
 }
 
-// Applies --conv to every convolution of the model and says on stderr what each one uses.
-void SetConvAlgorithm(const eng::Model& model, eng::ConvAlgorithm algorithm, bool report) {
+// Applies --conv to the model's convolutions and says on stderr what each one uses.
+void SetConvAlgorithm(const eng::Model& model, const std::vector<eng::ConvAlgorithm>& algorithms,
+                      bool report) {
+  size_t i = 0;
   for (const auto& layer : model.layers()) {
     auto* conv = dynamic_cast<eng::Conv2dLayer*>(layer.get());
     if (conv == nullptr) continue;
-    conv->set_algorithm(algorithm);
+    conv->set_algorithm(algorithms[std::min(i++, algorithms.size() - 1)]);
     if (report)
       std::fprintf(stderr, "%s: %s\n", conv->name().c_str(),
-                   conv->algorithm() == eng::ConvAlgorithm::kWinograd ? "winograd" : "im2col");
+                   eng::ConvAlgorithmName(conv->algorithm()));
   }
 }
 

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <tuple>
 
 #include "trainingd/engine/base/parallel.h"
 #include "trainingd/engine/nn/conv2d_layer.h"
 #include "trainingd/engine/nn/dense_layer.h"
 #include "trainingd/engine/nn/elementwise_layers.h"
+#include "trainingd/engine/nn/gradient_blocks.h"
 #include "trainingd/engine/nn/loss.h"
 #include "trainingd/engine/nn/max_pool2d_layer.h"
 
@@ -116,18 +118,27 @@ struct ConvCase {
 
 class ConvTest : public ::testing::TestWithParam<ConvCase> {};
 
-const char* AlgorithmName(ConvAlgorithm a) {
-  return a == ConvAlgorithm::kWinograd ? "winograd" : "im2col";
-}
+// Every case runs with every algorithm where it applies (Winograd: stride 1, 3x3 or 5x5; direct:
+// one input channel, stride 1), im2col where it does not.
+constexpr ConvAlgorithm kAlgorithms[] = {ConvAlgorithm::kIm2col, ConvAlgorithm::kWinograd,
+                                         ConvAlgorithm::kDirect};
 
-// Every case runs with both algorithms (Winograd only where it applies: stride 1, 3x3 or 5x5).
-constexpr ConvAlgorithm kAlgorithms[] = {ConvAlgorithm::kIm2col, ConvAlgorithm::kWinograd};
+ConvAlgorithm ExpectedAlgorithm(ConvAlgorithm requested, int64_t c, int64_t kernel,
+                                int64_t stride) {
+  const bool winograd = stride == 1 && (kernel == 3 || kernel == 5);
+  const bool direct = stride == 1 && c == 1;
+  if ((requested == ConvAlgorithm::kWinograd && winograd) ||
+      (requested == ConvAlgorithm::kDirect && direct))
+    return requested;
+  return ConvAlgorithm::kIm2col;
+}
 
 TEST_P(ConvTest, ForwardMatchesDirectConvolutionWithOneAndTwoThreads) {
   const ConvCase cc = GetParam();
   for (ConvAlgorithm algorithm : kAlgorithms)
     for (int threads : {1, 2}) {
-      SCOPED_TRACE(std::string(AlgorithmName(algorithm)) + ", threads " + std::to_string(threads));
+      SCOPED_TRACE(std::string(ConvAlgorithmName(algorithm)) + ", threads " +
+                   std::to_string(threads));
       SetComputeThreads(threads);
       LayerSpec spec = LayerSpec::Conv2d(cc.filters, cc.kernel, cc.padding, cc.act, cc.stride);
       spec.bias_init = 0.05f;
@@ -135,8 +146,7 @@ TEST_P(ConvTest, ForwardMatchesDirectConvolutionWithOneAndTwoThreads) {
       conv.set_algorithm(algorithm);
       Rng rng(1);
       ASSERT_TRUE(conv.Build(Shape{cc.h, cc.w, cc.c}, rng).ok());
-      const bool winograd_applies = cc.stride == 1 && (cc.kernel == 3 || cc.kernel == 5);
-      EXPECT_EQ(conv.algorithm(), winograd_applies ? algorithm : ConvAlgorithm::kIm2col);
+      EXPECT_EQ(conv.algorithm(), ExpectedAlgorithm(algorithm, cc.c, cc.kernel, cc.stride));
       Tensor x = RandomTensor(Shape{5, cc.h, cc.w, cc.c}, rng);
       Tensor y;
       conv.Forward(x, y, Mode::kTrain);
@@ -153,7 +163,7 @@ TEST_P(ConvTest, GradientsMatchFiniteDifferences) {
   const ConvCase cc = GetParam();
   // Finite differences straddle ReLU kinks; the fused ReLU is checked exactly below instead.
   for (ConvAlgorithm algorithm : kAlgorithms) {
-    SCOPED_TRACE(AlgorithmName(algorithm));
+    SCOPED_TRACE(ConvAlgorithmName(algorithm));
     LayerSpec spec =
         LayerSpec::Conv2d(cc.filters, cc.kernel, cc.padding, Activation::kNone, cc.stride);
     Conv2dLayer conv("conv2d", spec);
@@ -185,7 +195,16 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{7, 5, 4, 6, 5, 1, Padding::kSame, Activation::kRelu},
                       ConvCase{9, 13, 4, 5, 3, 2, Padding::kValid, Activation::kNone},
                       ConvCase{5, 7, 3, 2, 5, 1, Padding::kValid, Activation::kNone},
-                      ConvCase{8, 16, 32, 16, 5, 1, Padding::kSame, Activation::kRelu}),
+                      ConvCase{8, 16, 32, 16, 5, 1, Padding::kSame, Activation::kRelu},
+                      // One channel (direct): the tutorial CNN's first layer, output channels
+                      // that are not whole vectors, valid padding, even and 1x1 kernels, and
+                      // stride 2 (im2col).
+                      ConvCase{28, 28, 1, 32, 5, 1, Padding::kSame, Activation::kRelu},
+                      ConvCase{9, 7, 1, 20, 3, 1, Padding::kValid, Activation::kRelu},
+                      ConvCase{6, 10, 1, 3, 4, 1, Padding::kSame, Activation::kNone},
+                      ConvCase{5, 6, 1, 40, 1, 1, Padding::kValid, Activation::kNone},
+                      ConvCase{11, 9, 1, 7, 7, 1, Padding::kSame, Activation::kRelu},
+                      ConvCase{9, 9, 1, 5, 3, 2, Padding::kSame, Activation::kNone}),
     [](const ::testing::TestParamInfo<ConvCase>& info) {
       const ConvCase& c = info.param;
       return std::to_string(c.h) + "x" + std::to_string(c.w) + "x" + std::to_string(c.c) + "_k" +
@@ -226,30 +245,92 @@ TEST(ConvTest, FusedReluBackwardEqualsLinearBackwardOfTheMaskedGradient) {
   }
 }
 
-// One example on two threads (its output pixels split between them, as in batch-1 inference) is
-// the same bits as that example's rows of a batch on one thread.
+// One example on two threads (its output pixels or rows split between them, as in batch-1
+// inference) is the same bits as that example's rows of a batch on one thread.
 TEST(ConvTest, OneExampleOnTwoThreadsIsItsRowsOfABatch) {
-  Rng rng(12);
-  Conv2dLayer conv("conv2d", LayerSpec::Conv2d(32, 5, Padding::kSame, Activation::kRelu));
-  Rng init(6);
-  ASSERT_TRUE(conv.Build(Shape{28, 28, 1}, init).ok());
-  ASSERT_EQ(conv.algorithm(), ConvAlgorithm::kIm2col);
-  const Tensor x = RandomTensor(Shape{3, 28, 28, 1}, rng);
-  Tensor batch_out, one_out;
-  SetComputeThreads(1);
-  conv.Forward(x, batch_out, Mode::kEval);
-  SetComputeThreads(2);
-  const int64_t in_size = 28 * 28, out_size = 28 * 28 * 32;
-  for (int64_t e = 0; e < 3; ++e) {
-    Tensor one(Shape{1, 28, 28, 1});
-    std::copy_n(x.data() + e * in_size, in_size, one.data());
-    conv.Forward(one, one_out, Mode::kEval);
-    ASSERT_EQ(std::memcmp(one_out.data(), batch_out.data() + e * out_size, 4 * out_size), 0) << e;
+  for (ConvAlgorithm algorithm : {ConvAlgorithm::kIm2col, ConvAlgorithm::kDirect}) {
+    SCOPED_TRACE(ConvAlgorithmName(algorithm));
+    Rng rng(12);
+    Conv2dLayer conv("conv2d", LayerSpec::Conv2d(32, 5, Padding::kSame, Activation::kRelu));
+    conv.set_algorithm(algorithm);
+    Rng init(6);
+    ASSERT_TRUE(conv.Build(Shape{28, 28, 1}, init).ok());
+    ASSERT_EQ(conv.algorithm(), algorithm);
+    const Tensor x = RandomTensor(Shape{3, 28, 28, 1}, rng);
+    Tensor batch_out, one_out;
+    SetComputeThreads(1);
+    conv.Forward(x, batch_out, Mode::kEval);
+    SetComputeThreads(2);
+    const int64_t in_size = 28 * 28, out_size = 28 * 28 * 32;
+    for (int64_t e = 0; e < 3; ++e) {
+      Tensor one(Shape{1, 28, 28, 1});
+      std::copy_n(x.data() + e * in_size, in_size, one.data());
+      conv.Forward(one, one_out, Mode::kEval);
+      ASSERT_EQ(std::memcmp(one_out.data(), batch_out.data() + e * out_size, 4 * out_size), 0) << e;
+    }
+    SetComputeThreads(1);
+  }
+}
+
+// The direct convolution computes im2col's chains in another order of loops: the same bits
+// forward, and in the kernel, bias and input gradients, on one and two threads, over one block
+// and over several.
+TEST(ConvTest, DirectIsIm2colBitForBit) {
+  struct Case {
+    int64_t h, w, filters, kernel;
+    Padding padding;
+    Activation act;
+  };
+  for (const Case& cc : {Case{28, 28, 32, 5, Padding::kSame, Activation::kRelu},
+                         Case{9, 7, 20, 3, Padding::kValid, Activation::kRelu},
+                         Case{6, 10, 35, 4, Padding::kSame, Activation::kNone},
+                         Case{5, 6, 3, 1, Padding::kValid, Activation::kNone}}) {
+    SCOPED_TRACE(std::to_string(cc.h) + "x" + std::to_string(cc.w) + " k" +
+                 std::to_string(cc.kernel) + " f" + std::to_string(cc.filters));
+    const LayerSpec spec = LayerSpec::Conv2d(cc.filters, cc.kernel, cc.padding, cc.act);
+    Conv2dLayer im2col("conv2d", spec), direct("conv2d", spec);
+    im2col.set_algorithm(ConvAlgorithm::kIm2col);
+    direct.set_algorithm(ConvAlgorithm::kDirect);
+    Rng r1(8), r2(8), rng(9);
+    ASSERT_TRUE(im2col.Build(Shape{cc.h, cc.w, 1}, r1).ok());
+    ASSERT_TRUE(direct.Build(Shape{cc.h, cc.w, 1}, r2).ok());
+    ASSERT_EQ(direct.algorithm(), ConvAlgorithm::kDirect);
+    const Tensor x = RandomTensor(Shape{7, cc.h, cc.w, 1}, rng);
+    auto same = [](const Tensor& a, const Tensor& b) {
+      return a.shape() == b.shape() &&
+             std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<size_t>(a.size())) == 0;
+    };
+    for (int threads : {1, 2})
+      for (int blocks : {1, 3}) {
+        SCOPED_TRACE("threads " + std::to_string(threads) + ", blocks " + std::to_string(blocks));
+        SetComputeThreads(threads);
+        Tensor y1, y2, dx1, dx2;
+        im2col.Forward(x, y1, Mode::kTrain);
+        direct.Forward(x, y2, Mode::kTrain);
+        ASSERT_TRUE(same(y1, y2));
+        Rng dy_rng(10);
+        const Tensor dy = RandomTensor(y1.shape(), dy_rng);
+        // One block (the whole batch: this also sizes the parameters' sums), then three.
+        auto backward = [&](Conv2dLayer& conv, const Tensor& y, Tensor* dx) {
+          if (blocks == 1) return conv.Backward(x, y, dy, dx);
+          GradientBlocks b = GradientBlocks::ForRank(7, blocks, 0, 1, nullptr);
+          conv.Backward(x, y, dy, dx, b);
+        };
+        backward(im2col, y1, &dx1);
+        backward(direct, y2, &dx2);
+        EXPECT_TRUE(same(dx1, dx2));
+        for (size_t p = 0; p < 2; ++p)
+          EXPECT_TRUE(same(im2col.parameters()[p]->grad, direct.parameters()[p]->grad)) << p;
+        // Without the input gradient (a first layer) the parameters' gradients are the same.
+        backward(direct, y2, nullptr);
+        for (size_t p = 0; p < 2; ++p)
+          EXPECT_TRUE(same(im2col.parameters()[p]->grad, direct.parameters()[p]->grad)) << p;
+      }
   }
   SetComputeThreads(1);
 }
 
-TEST(ConvTest, AutoUsesWinogradForStrideOneThreeAndFiveKernelsOverEnoughChannels) {
+TEST(ConvTest, AutoUsesDirectForOneChannelAndWinogradForThreeAndFiveKernelsOverEnoughChannels) {
   auto chosen = [](int64_t c, int64_t kernel, int64_t stride) {
     Conv2dLayer conv("conv2d",
                      LayerSpec::Conv2d(8, kernel, Padding::kSame, Activation::kRelu, stride));
@@ -257,8 +338,9 @@ TEST(ConvTest, AutoUsesWinogradForStrideOneThreeAndFiveKernelsOverEnoughChannels
     EXPECT_TRUE(conv.Build(Shape{12, 12, c}, rng).ok());
     return conv.algorithm();
   };
-  // The tutorial CNN: its first convolution (1 channel) stays on im2col, its second goes Winograd.
-  EXPECT_EQ(chosen(1, 5, 1), ConvAlgorithm::kIm2col);
+  // The tutorial CNN: its first convolution (1 channel) goes direct, its second Winograd.
+  EXPECT_EQ(chosen(1, 5, 1), ConvAlgorithm::kDirect);
+  EXPECT_EQ(chosen(1, 5, 2), ConvAlgorithm::kIm2col);
   EXPECT_EQ(chosen(32, 5, 1), ConvAlgorithm::kWinograd);
   EXPECT_EQ(chosen(Conv2dLayer::kWinogradMinChannels, 3, 1), ConvAlgorithm::kWinograd);
   EXPECT_EQ(chosen(Conv2dLayer::kWinogradMinChannels - 1, 3, 1), ConvAlgorithm::kIm2col);

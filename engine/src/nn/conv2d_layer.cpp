@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "nn/activation_kernels.h"
+#include "nn/direct_conv.h"
 #include "nn/fixed_point.h"
 #include "nn/gemm.h"
 #include "nn/winograd.h"
@@ -24,13 +25,28 @@ constexpr int64_t kWinogradForwardBlockBytes = 1 << 18;
 constexpr int64_t kWinogradBackwardBlockBytes = 1 << 20;
 }  // namespace
 
+const char* ConvAlgorithmName(ConvAlgorithm algorithm) {
+  switch (algorithm) {
+    case ConvAlgorithm::kAuto:
+      return "auto";
+    case ConvAlgorithm::kIm2col:
+      return "im2col";
+    case ConvAlgorithm::kWinograd:
+      return "winograd";
+    case ConvAlgorithm::kDirect:
+      return "direct";
+  }
+  return "?";
+}
+
 Conv2dLayer::Conv2dLayer(std::string name, const LayerSpec& spec)
     : Layer(std::move(name)), spec_(spec) {}
 
 Conv2dLayer::~Conv2dLayer() = default;
 
 ConvAlgorithm Conv2dLayer::algorithm() const {
-  return winograd_ ? ConvAlgorithm::kWinograd : ConvAlgorithm::kIm2col;
+  if (winograd_) return ConvAlgorithm::kWinograd;
+  return direct_ ? ConvAlgorithm::kDirect : ConvAlgorithm::kIm2col;
 }
 
 Result<Shape> Conv2dLayer::Configure(const Shape& input) {
@@ -107,6 +123,15 @@ int64_t Conv2dLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
     }
     return bytes + chunks * workspace;
   }
+  if (direct_) {
+    // Per chunk the padded image; in Backward also the block sums, one example's masked output
+    // gradient and, for an input gradient, its patch gradients.
+    const int64_t chunks = train ? backward_chunks : NumChunks(batch, 2, threads);
+    int64_t per_chunk = f * DirectShape().padded_size();
+    if (train)
+      per_chunk += block_sums + f * ExamplesPerBlock() * g_.out_pixels() * (g_.oc + g_.patch());
+    return chunks * per_chunk;
+  }
   // Per chunk one patch block; in Backward also the block sums and, with the fused ReLU, the
   // masked output gradient of one patch block.
   const int64_t chunks = train ? backward_chunks : NumChunks(batch, 2, threads);
@@ -126,12 +151,19 @@ void Conv2dLayer::set_algorithm(ConvAlgorithm algorithm) {
 
 void Conv2dLayer::ChooseAlgorithm() {
   winograd_.reset();
+  direct_ = g_.c == 1 && g_.stride == 1 &&
+            (requested_ == ConvAlgorithm::kAuto || requested_ == ConvAlgorithm::kDirect);
+  if (direct_) return;
   const bool applies = g_.stride == 1 && internal::WinogradConv::TileSizeFor(g_.k) != 0;
   if (applies && (requested_ == ConvAlgorithm::kWinograd ||
                   (requested_ == ConvAlgorithm::kAuto && g_.c >= kWinogradMinChannels))) {
     winograd_ = std::make_unique<internal::WinogradConv>(internal::WinogradShape{
         g_.h, g_.w, g_.c, g_.oh, g_.ow, g_.oc, g_.k, g_.pad_top, g_.pad_left});
   }
+}
+
+internal::DirectConvShape Conv2dLayer::DirectShape() const {
+  return {g_.h, g_.w, g_.oh, g_.ow, g_.oc, g_.k, g_.pad_top, g_.pad_left};
 }
 
 int64_t Conv2dLayer::ForwardFlopsPerExample() const {
@@ -257,6 +289,34 @@ void Conv2dLayer::WinogradBackward(const Tensor& in, const Tensor& out, const Te
   });
 }
 
+void Conv2dLayer::DirectForward(const Tensor& in, Tensor& out) {
+  const internal::DirectConvShape d = DirectShape();
+  const int64_t batch = in.shape()[0], in_size = g_.h * g_.w, out_size = g_.out_pixels() * g_.oc;
+  const float* w = kernel_.value.data();
+  const float* b = bias_.value.data();
+  const bool relu = spec_.activation == Activation::kRelu;
+  scratch_.resize(static_cast<size_t>(std::max(NumChunks(batch, 2), 1)));
+  if (batch == 1 && ComputeThreads() > 1) {
+    // One example (batch-1 inference): the threads take its output rows.
+    Tensor& padded = scratch_[0].padded;
+    padded.Resize(Shape{d.padded_size()});
+    internal::PadImage(d, in.data(), padded.data());
+    ParallelFor(g_.oh, 2, [&](int64_t oy0, int64_t oy1) {
+      internal::DirectConvForward(d, padded.data(), w, b, relu, out.data(), oy0, oy1);
+    });
+    return;
+  }
+  ParallelChunks(batch, 2, [&](int chunk, int64_t begin, int64_t end) {
+    Tensor& padded = scratch_[static_cast<size_t>(chunk)].padded;
+    padded.Resize(Shape{d.padded_size()});
+    for (int64_t e = begin; e < end; ++e) {
+      internal::PadImage(d, in.data() + e * in_size, padded.data());
+      internal::DirectConvForward(d, padded.data(), w, b, relu, out.data() + e * out_size, 0,
+                                  g_.oh);
+    }
+  });
+}
+
 template <typename BlockFn>
 void Conv2dLayer::SumBlocks(const Tensor& in, const Tensor& dout, GradientBlocks& blocks,
                             BlockFn&& block_fn) {
@@ -301,6 +361,7 @@ void Conv2dLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   const int64_t batch = in.shape()[0];
   out.Resize(Shape{batch, g_.oh, g_.ow, g_.oc});
   if (winograd_) return WinogradForward(in, out, mode);
+  if (direct_) return DirectForward(in, out);
   const int64_t in_size = g_.h * g_.w * g_.c, pix = g_.out_pixels(), P = g_.patch();
   const int64_t per_block = ExamplesPerBlock();
   scratch_.resize(static_cast<size_t>(NumChunks(batch, 2)));
@@ -342,8 +403,10 @@ void Conv2dLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& do
   if (din) din->Resize(in.shape());
   const float* w = kernel_.value.data();
   const bool relu = spec_.activation == Activation::kRelu;
+  const internal::DirectConvShape d = DirectShape();
   SumBlocks(in, dout, blocks, [&](Scratch& s, int64_t b0, int64_t b1) {
-    s.col.Resize(Shape{per_block * pix, P});
+    if (!direct_ || din) s.col.Resize(Shape{per_block * pix, P});
+    if (direct_) s.padded.Resize(Shape{d.padded_size()});
     s.kpart.SetZero();
     if (relu) s.dy.Resize(Shape{per_block * pix, oc});
     for (int64_t e0 = b0; e0 < b1; e0 += per_block) {
@@ -354,11 +417,19 @@ void Conv2dLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& do
         g = s.dy.data();
       }
       internal::AddColumnSums(g, rows, oc, s.dbias.data());
-      for (int64_t e = 0; e < ne; ++e)
-        Im2Col(in.data() + (e0 + e) * in_size, s.col.data() + e * pix * P);
-      // dK += patches^T * dY
-      internal::Gemm(true, false, P, oc, rows, s.col.data(), P, g, oc, s.kpart.data(), oc,
-                     /*accumulate=*/true);
+      if (direct_) {
+        // dK += patches^T * dY, from the padded images: the same chains as the product's.
+        for (int64_t e = 0; e < ne; ++e) {
+          internal::PadImage(d, in.data() + (e0 + e) * in_size, s.padded.data());
+          internal::DirectConvKernelGradient(d, s.padded.data(), g + e * pix * oc, s.kpart.data());
+        }
+      } else {
+        for (int64_t e = 0; e < ne; ++e)
+          Im2Col(in.data() + (e0 + e) * in_size, s.col.data() + e * pix * P);
+        // dK += patches^T * dY
+        internal::Gemm(true, false, P, oc, rows, s.col.data(), P, g, oc, s.kpart.data(), oc,
+                       /*accumulate=*/true);
+      }
       if (din) {
         // dPatches = dY * K^T, then scatter back onto the input positions.
         internal::Gemm(false, true, rows, P, oc, g, oc, w, oc, s.col.data(), P);

@@ -6,6 +6,9 @@
 // buffer and multiplies it with one single-threaded GEMM, so the patch matrix of the whole batch is
 // never materialised. Backward recomputes the patches instead of storing them.
 //
+// A convolution of one input channel with stride 1 (the first layer over grey images) is computed
+// directly from the zero-padded image instead (engine/src/nn/direct_conv.h), with im2col's bits.
+//
 // Stride-1 3x3 and 5x5 convolutions with at least kWinogradMinChannels input channels use
 // Winograd's minimal filtering instead (F(4x4, 3x3) and F(3x3, 5x5), engine/src/nn/winograd.h),
 // which needs 4.6x (5x5) and 4x (3x3) fewer multiplications; the tutorial CNN's second
@@ -24,13 +27,18 @@ namespace trainingd::engine {
 namespace internal {
 class WinogradConv;
 struct WinogradWorkspace;
+struct DirectConvShape;
 }  // namespace internal
 
 enum class ConvAlgorithm {
-  kAuto,      // Winograd where it applies and pays, im2col + GEMM otherwise
+  kAuto,      // direct for one input channel (stride 1), else Winograd where it applies and pays,
+              // else im2col + GEMM
   kIm2col,    // always im2col + GEMM
   kWinograd,  // Winograd wherever it applies (stride 1, 3x3 or 5x5), im2col otherwise
+  kDirect,    // direct wherever it applies (one input channel, stride 1), im2col otherwise
 };
+// "auto", "im2col", "winograd" or "direct".
+const char* ConvAlgorithmName(ConvAlgorithm algorithm);
 
 class Conv2dLayer final : public Layer {
  public:
@@ -42,7 +50,7 @@ class Conv2dLayer final : public Layer {
 
   // Overrides the choice of algorithm (tests and benchmarks), before or after Build.
   void set_algorithm(ConvAlgorithm algorithm);
-  // The algorithm Build chose: kIm2col or kWinograd.
+  // The algorithm Build chose: kIm2col, kWinograd or kDirect.
   ConvAlgorithm algorithm() const;
 
   const char* type() const override { return "conv2d"; }
@@ -72,17 +80,18 @@ class Conv2dLayer final : public Layer {
   void Im2Col(const float* x, float* col, int64_t p0 = 0, int64_t p1 = -1) const;
   void Col2ImAdd(const float* col, float* dx) const;
   int64_t ExamplesPerBlock() const;
-  void ChooseAlgorithm();  // sets or clears winograd_ from requested_ and the geometry
+  void ChooseAlgorithm();  // sets winograd_ and direct_ from requested_ and the geometry
+  internal::DirectConvShape DirectShape() const;
 
   LayerSpec spec_;
   Geometry g_;
   Parameter kernel_;
   Parameter bias_;
-  // Per-chunk scratch: patch matrix, masked output gradient, one block's kernel and bias
-  // gradients (kpart, dbias; Winograd's transformed kernel gradient in dkernel), and the chunk's
-  // exact sums of them.
+  // Per-chunk scratch: patch matrix (the direct convolution's padded image: padded), masked
+  // output gradient, one block's kernel and bias gradients (kpart, dbias; Winograd's transformed
+  // kernel gradient in dkernel), and the chunk's exact sums of them.
   struct Scratch {
-    Tensor col, dy, dkernel, kpart, dbias;
+    Tensor col, padded, dy, dkernel, kpart, dbias;
     std::vector<int64_t> ksum, bsum;
     std::unique_ptr<internal::WinogradWorkspace> winograd;
   };
@@ -90,6 +99,7 @@ class Conv2dLayer final : public Layer {
   void WinogradForward(const Tensor& in, Tensor& out, Mode mode);
   void WinogradBackward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
                         GradientBlocks& blocks);
+  void DirectForward(const Tensor& in, Tensor& out);
   // Agrees the grids, then calls block_fn(scratch, begin, end) for each of the blocks, chunks of
   // them in parallel; block_fn leaves the block's kernel gradient in scratch.kpart and adds its
   // bias gradient to scratch.dbias (zeroed). The partials are summed into the parameters' sums.
@@ -98,6 +108,7 @@ class Conv2dLayer final : public Layer {
 
   ConvAlgorithm requested_ = ConvAlgorithm::kAuto;
   std::unique_ptr<internal::WinogradConv> winograd_;  // set when Build chose Winograd
+  bool direct_ = false;                               // Build chose the direct convolution
   Tensor winograd_kernel_, winograd_kernel_t_;        // the transformed kernel, transposed
   bool inference_kernel_ = false;  // winograd_kernel_ holds PrepareForInference's transform
 };

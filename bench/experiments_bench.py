@@ -22,7 +22,9 @@ rate as a schedule that does not decay.
 Reported per arm and seed: the wall time until any trial's checkpoint has at least --target test
 accuracy; the test accuracy of the validation-best model at the end; the steps used; the peak
 checkpoint disk. Then the best configuration ASHA found is trained from scratch as a plain job,
-stopped once it reaches --target, and the wall time to it is printed.
+stopped once it reaches --target, and the wall time to it is printed. --retrain FILE does only
+that, for the ASHA arms' best configurations in a FILE an earlier run wrote with --out (to time
+them again on another build; pass the options that run had).
 
     bench/experiments_bench.py build/daemon/trainingd     # the CNN, 3 seeds (docs/benchmarks.md)
     bench/experiments_bench.py build/daemon/trainingd --model softmax --target 0.8 \\
@@ -219,6 +221,27 @@ def from_scratch(d, args, hyperparameters):
     return {"to_target_s": seconds, "step": step, "final_test": pts[-1][2] if pts else None}
 
 
+def retrain(args):
+    with open(args.retrain) as f:
+        earlier = json.load(f)
+    for arm, rs in earlier.items():
+        for r in rs:
+            if not arm.startswith("asha") or not r.get("best"):
+                continue
+            root = tempfile.mkdtemp(prefix="experiments-bench-")
+            data_dir = os.path.join(root, "var")
+            os.makedirs(data_dir)
+            d = Daemon(args.trainingd, data_dir, args.threads)
+            try:
+                again = from_scratch(d, args, r["best"])
+            finally:
+                d.stop()
+                shutil.rmtree(root, ignore_errors=True)
+            print("%s seed %d best %s: from scratch %s (before: %s)" % (
+                arm, r["seed"], json.dumps(r["best"]), json.dumps(again),
+                json.dumps(r.get("from_scratch"))), flush=True)
+
+
 def summary(values):
     v = [x for x in values if x is not None]
     if not v:
@@ -249,7 +272,12 @@ def main():
     p.add_argument("--decay-steps", type=int, default=500)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", help="write every result as JSON here")
+    p.add_argument("--retrain", metavar="FILE",
+                   help="only train the ASHA arms' best configurations in FILE (an earlier --out) "
+                   "from scratch, one daemon each")
     args = p.parse_args()
+    if args.retrain:
+        return retrain(args)
     root = tempfile.mkdtemp(prefix="experiments-bench-")
     results = {}
     try:

@@ -377,7 +377,10 @@ TEST_F(JobManagerFaultTest, ADiskFullStopsRunningJobsAfterAFinalCheckpointAndHol
 TEST_F(JobManagerFaultTest, ALockHeldElsewhereHoldsTheQueueButStopsNoJob) {
   manager_.reset();
   OpenAll(2);
-  auto running = Submit(SmallJob("running", 100000));
+  // Steps enough to outlast the test: the softmax runs some 15,000 steps a second, and the
+  // submission below waits up to 5 s for the busy database, so 100,000 could end in time (seen
+  // once in make test on a clean clone).
+  auto running = Submit(SmallJob("running", 100'000'000));
   ASSERT_TRUE(running.ok());
   WaitForStep(running->id, 11);
 

@@ -52,8 +52,7 @@ void ForwardTile(const DirectConvShape& s, const float* xq, const float* kernel,
   V16 acc[R][kVectors];
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < kVectors; ++v) acc[i][v] = Zero();
-  // One loop over the taps, (ky, kx) kept by hand: nested loops make GCC keep the accumulators
-  // in memory rather than in registers.
+  // One loop over the taps, stepping (ky, kx) by hand.
   const int64_t k = s.k, oc = s.oc, taps = k * k, row_step = s.padded_w() - k;
   const float* xt = xq;
   for (int64_t t = 0, kx = 0; t < taps; ++t) {

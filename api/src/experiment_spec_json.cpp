@@ -173,11 +173,11 @@ Status CheckMetric(const SearcherSpec& s, const engine::JobSpec& base) {
                    Quote(s.metric));
   }
   const engine::HooksSpec& h = base.hooks;
-  if ((h.evaluation.enabled && h.evaluation.split == split) ||
+  if ((h.evaluation.enabled && h.evaluation.at_end && h.evaluation.split == split) ||
       (h.final_eval.enabled && h.final_eval.split == split)) {
     return Status::Ok();
   }
-  std::string hint = "enable base_job.hooks.evaluation with split " + split;
+  std::string hint = "enable base_job.hooks.evaluation with split " + split + " and at_end true";
   if (split == "test") hint += ", or base_job.hooks.final_eval with split test";
   return Bad("searcher.metric",
              "no trial would record " + Quote(s.metric) + " at its final step: " + hint);

@@ -364,11 +364,12 @@ Status ReadHooks(const json& v, engine::HooksSpec* h) {
   if (o) TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.nan_guard", "fail", &h->nan_guard.fail));
 
   TRAININGD_RETURN_IF_ERROR(OpenHook(v, "evaluation",
-                                     {"enabled", "every_steps", "every_secs", "split"},
+                                     {"enabled", "every_steps", "every_secs", "split", "at_end"},
                                      &h->evaluation.enabled, &o));
   if (o) {
     TRAININGD_RETURN_IF_ERROR(ReadTrigger(*o, "hooks.evaluation", &h->evaluation.trigger));
     TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.evaluation", "split", &h->evaluation.split));
+    TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.evaluation", "at_end", &h->evaluation.at_end));
   }
 
   TRAININGD_RETURN_IF_ERROR(
@@ -567,8 +568,9 @@ json HooksValue(const engine::HooksSpec& h) {
                   {"tensors", h.logging.tensors},
                   {"at_end", h.logging.at_end}};
   v["nan_guard"] = {{"enabled", h.nan_guard.enabled}, {"fail", h.nan_guard.fail}};
-  v["evaluation"] = TriggerFields(
-      h.evaluation.trigger, {{"enabled", h.evaluation.enabled}, {"split", h.evaluation.split}});
+  v["evaluation"] = TriggerFields(h.evaluation.trigger, {{"enabled", h.evaluation.enabled},
+                                                         {"split", h.evaluation.split},
+                                                         {"at_end", h.evaluation.at_end}});
   v["final_eval"] = {{"enabled", h.final_eval.enabled}, {"split", h.final_eval.split}};
   const engine::EarlyStoppingHookSpec& es = h.early_stopping;
   v["early_stopping"] = TriggerFields(es.trigger, {{"enabled", es.enabled},

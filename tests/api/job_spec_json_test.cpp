@@ -69,7 +69,7 @@ auto Fields(const engine::HooksSpec& h) {
                   h.step_counter.enabled, h.step_counter.every_steps, h.logging.enabled,
                   h.logging.every_n_iter, h.logging.every_n_secs, h.logging.tensors,
                   h.logging.at_end, h.nan_guard.enabled, h.nan_guard.fail, h.evaluation.enabled,
-                  h.evaluation.split, h.final_eval.enabled, h.final_eval.split,
+                  h.evaluation.split, h.evaluation.at_end, h.final_eval.enabled, h.final_eval.split,
                   h.early_stopping.enabled, h.early_stopping.monitor, h.early_stopping.mode,
                   h.early_stopping.patience, h.early_stopping.min_delta, h.profiler.enabled);
 }
@@ -478,7 +478,7 @@ TEST(JobSpecJsonTest, CanonicalJsonRoundTrips) {
                         "summary": false, "logging": {"every_n_secs": 2.5, "at_end": true,
                                                       "tensors": ["test/accuracy"]},
                         "nan_guard": {"fail": false}, "step_counter": {"every_steps": 0},
-                        "evaluation": {"every_secs": 1e-3, "split": "train"},
+                        "evaluation": {"every_secs": 1e-3, "split": "train", "at_end": false},
                         "final_eval": {"enabled": false, "split": "validation"},
                         "early_stopping": {"monitor": "test/accuracy", "mode": "max",
                                            "patience": 9, "min_delta": 0.1, "every_steps": 3},

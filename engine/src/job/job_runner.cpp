@@ -67,6 +67,7 @@ Result<BuiltHooks> BuildHooks(const JobSpec& spec, const JobRunOptions& options,
     auto hook = EvaluationHook::Create({.every_steps = eval_trigger.every_steps,
                                         .every_secs = eval_trigger.every_secs,
                                         .split = h.evaluation.split,
+                                        .at_end = h.evaluation.at_end,
                                         .summary_writer = writer});
     if (!hook.ok()) return InField("hooks.evaluation", hook.status());
     b.evaluation = *hook;
@@ -409,7 +410,9 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
       result.reason = "closing the session failed: " + close_status.ToString();
     }
   }
-  if (hooks->evaluation && hooks->evaluation->last_evaluation()) {
+  // Final values are the final step's: an evaluation of an earlier one (at_end false) is not.
+  if (hooks->evaluation && hooks->evaluation->last_evaluation() &&
+      hooks->evaluation->last_evaluation()->global_step == result.global_step) {
     const auto& e = *hooks->evaluation->last_evaluation();
     result.final_values[spec.hooks.evaluation.split + "/loss"] = e.loss;
     result.final_values[spec.hooks.evaluation.split + "/accuracy"] = e.accuracy;

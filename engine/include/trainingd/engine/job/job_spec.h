@@ -75,6 +75,7 @@ struct EvaluationHookSpec {
   bool enabled = false;
   TriggerSpec trigger;  // default: every 1000 steps
   std::string split = "validation";
+  bool at_end = true;  // once more when the run ends, unless its last step was just evaluated
 };
 
 struct FinalEvalHookSpec {

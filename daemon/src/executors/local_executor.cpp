@@ -50,7 +50,8 @@ class LogEvents final : public eng::Logger {
 }  // namespace
 
 LocalExecutor::LocalExecutor(LocalExecutorOptions options)
-    : options_(std::move(options)), datasets_(options_.data_root, options_.datasets_dir) {}
+    : options_(std::move(options)),
+      datasets_(options_.data_root, options_.datasets_dir, options_.keep_datasets_idle) {}
 
 LocalExecutor::~LocalExecutor() { Shutdown(); }
 

@@ -9,10 +9,11 @@ Three arms, each over several seeds, one trial at a time on a daemon of its own:
            holds
   asha-brackets  the same in --brackets brackets (Determined's adaptive ASHA; not in the
            default --arms)
-Every job of every arm evaluates the test split every --eval-every steps (its evaluation hook),
-as an oracle that nothing decides on, and the validation split at the end of each run segment
-(final_eval): the searchers' metric, validation/accuracy, is read there. Rungs that are
-multiples of --eval-every have the test split evaluated at their last step.
+Every job of every arm evaluates the test split every --eval-every steps (its evaluation hook,
+with at_end false), as an oracle that nothing decides on, and the validation split at the end of
+each run segment (final_eval): the searchers' metric, validation/accuracy, is read there. Rungs
+that are multiples of --eval-every have the test split evaluated at their last step; the others
+have none (an evaluation there would be the oracle's cost, paid by ASHA's short rungs only).
 
 The space (--space): lr-dropout searches the learning rate (log, --lr-min to --lr-max) and the
 CNN's dropout rate; schedule also searches the batch size (50, 100 or 200) and an exponential
@@ -21,10 +22,15 @@ rate as a schedule that does not decay.
 
 Reported per arm and seed: the wall time until any trial's checkpoint has at least --target test
 accuracy; the test accuracy of the validation-best model at the end; the steps used; the peak
-checkpoint disk. Then the best configuration ASHA found is trained from scratch as a plain job,
-stopped once it reaches --target, and the wall time to it is printed. --retrain FILE does only
-that, for the ASHA arms' best configurations in a FILE an earlier run wrote with --out (to time
-them again on another build; pass the options that run had).
+checkpoint disk. Then the best configuration ASHA found is trained from scratch as a plain job on
+a daemon of its own, stopped once it reaches --target, and the wall time to it is printed, the
+test evaluations every --eval-every steps included; then trained again to the step where it
+reached --target with the one evaluation there (training is deterministic, so the accuracy there
+is the same, which is checked), which times the training alone. --retrain FILE does only that,
+for the ASHA arms' best configurations in a FILE an earlier run wrote with --out (to time them
+again on another build; pass the options that run had). --until-target stops each search once a
+trial reaches --target: with one trial at a time the searcher decides the same up to there, and
+the time to it is all that run measures.
 
     bench/experiments_bench.py build/daemon/trainingd     # the CNN, 3 seeds (docs/benchmarks.md)
     bench/experiments_bench.py build/daemon/trainingd --model softmax --target 0.8 \\
@@ -89,9 +95,13 @@ def base_job(args):
         job["optimizer"]["learning_rate"] = {
             "type": "exponential_decay", "learning_rate": job["optimizer"]["learning_rate"],
             "decay_steps": args.decay_steps, "decay_rate": 1.0}
+    # The oracle (the test split) only every --eval-every steps, not again at the end of each
+    # run segment: at_end would add an evaluation of 10,000 examples to every ASHA trial that
+    # stops at a rung between them, a cost of the oracle and not of the search.
     job["hooks"] = {"checkpoint": {"every_steps": 1000, "max_to_keep": 1},
                     "summary": {"every_steps": 100}, "logging": {"every_n_iter": 1000},
-                    "evaluation": {"every_steps": args.eval_every, "split": "test"},
+                    "evaluation": {"every_steps": args.eval_every, "split": "test",
+                                   "at_end": False},
                     "final_eval": {"split": "validation"}}
     return job
 
@@ -172,53 +182,115 @@ def run_search(d, args, seed, searcher):
         spec["searcher"]["brackets"] = args.brackets
     t0 = time.time()
     exp = d.call("POST", "/api/v1/experiments", spec)
+    stopped_at_target = False
+    asked = {}
     while True:
         e = d.call("GET", "/api/v1/experiments/" + exp["id"])
         if e["state"] in ("completed", "failed", "stopped"):
             break
+        if args.until_target and reached(d, exp["id"], args.target, asked):
+            d.call("POST", "/api/v1/experiments/%s/stop" % exp["id"])
+            stopped_at_target = True
         time.sleep(1)
     trials = d.call("GET", "/api/v1/experiments/%s/trials?limit=1000" % exp["id"])["trials"]
-    reach = [first_reaching(test_points(d, t["job_id"]), args.target, t0)[0] for t in trials]
-    reach = [r for r in reach if r is not None]
+    reach = [(first_reaching(test_points(d, t["job_id"]), args.target, t0), t["index"])
+             for t in trials]
+    reach = [(r[0], r[1], i) for (r, i) in reach if r[0] is not None]
     best = e["best"]
     best_test = None
     if best:
         pts = test_points(d, best["job_id"])
         at = [v for (_, s, v) in pts if s == best["step"]]
         best_test = at[-1] if at else None
-    return {"to_target_s": min(reach) if reach else None, "final_test": best_test,
-            "steps": e["steps_used"], "peak_disk_bytes": e["peak_disk_bytes"],
-            "wall_s": time.time() - t0, "trials": e["trials_started"],
-            "best": best and best["hyperparameters"], "best_validation": best and best["metric"]}
+    first = min(reach) if reach else None
+    return {"to_target_s": first and first[0], "target_trial": first and first[2],
+            "target_step": first and first[1], "stopped_at_target": stopped_at_target,
+            "final_test": best_test, "steps": e["steps_used"],
+            "peak_disk_bytes": e["peak_disk_bytes"], "wall_s": time.time() - t0,
+            "trials": e["trials_started"], "best": best and best["hyperparameters"],
+            "best_validation": best and best["metric"]}
 
 
-def from_scratch(d, args, hyperparameters):
-    """The best configuration trained as a plain job, as the trials were (the test split
-    evaluated every --eval-every steps): the wall time until it reaches --target (evaluations
-    included), and the job is stopped there."""
+def reached(d, experiment_id, target, done):
+    """Whether a trial has a test evaluation at or above target. Only the trials that trained
+    since the last look are asked again (`done` holds each trial's step when last asked)."""
+    trials = d.call("GET", "/api/v1/experiments/%s/trials?limit=1000" % experiment_id)["trials"]
+    for t in trials:
+        step = t.get("global_step") or 0
+        if step == 0 or (done.get(t["index"]) == step and t["state"] != "running"):
+            continue
+        done[t["index"]] = step
+        if any(v >= target for (_, _, v) in test_points(d, t["job_id"])):
+            return True
+    return False
+
+
+def configured(args, hyperparameters, name):
+    """The base job with a trial's hyperparameters set at their paths."""
     job = base_job(args)
-    job["name"] = "best-from-scratch"
+    job["name"] = name
     job["max_steps"] = args.max_steps
     for path, value in hyperparameters.items():
         node, keys = job, re.findall(r"[^.\[\]]+", path)
         for k in keys[:-1]:
             node = node[int(k)] if isinstance(node, list) else node.setdefault(k, {})
         node[keys[-1]] = value
+    return job
+
+
+def train_until(d, job, target):
+    """Runs the job, stopped once a test evaluation reaches target (the rest of its steps would
+    not change the answer): (seconds from its start to that evaluation, its step, its accuracy,
+    the last test accuracy)."""
     info = d.call("POST", "/api/v1/jobs", job)
-    # Stopped once it has reached the target: the rest of its steps would not change the answer.
     while True:
         end = d.call("GET", "/api/v1/jobs/" + info["id"])
         if end["state"] in ("completed", "failed", "stopped"):
             break
         pts = test_points(d, info["id"])
-        if any(v >= args.target for (_, _, v) in pts):
+        if any(v >= target for (_, _, v) in pts):
             d.call("POST", "/api/v1/jobs/%s/stop" % info["id"])
             end, _ = wait_job(d, info["id"])
             break
         time.sleep(1)
     pts = test_points(d, info["id"])
-    seconds, step = first_reaching(pts, args.target, end["started_at"])
-    return {"to_target_s": seconds, "step": step, "final_test": pts[-1][2] if pts else None}
+    seconds, step = first_reaching(pts, target, end["started_at"])
+    at = [v for (_, s, v) in pts if s == step]
+    return seconds, step, at[0] if at else None, pts[-1][2] if pts else None
+
+
+def from_scratch(args, hyperparameters):
+    """The best configuration trained as a plain job on a daemon of its own (nothing loaded
+    before it), as the trials were: the test split evaluated every --eval-every steps, the wall
+    time until it reaches --target, evaluations included. Then, if it did, trained again to
+    that step with the one evaluation there: training is deterministic, so it reaches the same
+    accuracy at the same step, and the time is the training's and one evaluation's."""
+    root = tempfile.mkdtemp(prefix="experiments-bench-")
+
+    def on_a_new_daemon(job):
+        data_dir = os.path.join(root, job["name"], "var")
+        os.makedirs(data_dir)
+        d = Daemon(args.trainingd, data_dir, args.threads)
+        try:
+            return train_until(d, job, args.target)
+        finally:
+            d.stop()
+
+    try:
+        job = configured(args, hyperparameters, "best-from-scratch")
+        seconds, step, value, final = on_a_new_daemon(job)
+        r = {"to_target_s": seconds, "step": step, "test_at_step": value, "final_test": final}
+        if step is not None:
+            job = configured(args, hyperparameters, "best-to-its-step")
+            job["max_steps"] = step
+            job["hooks"]["evaluation"]["every_steps"] = step
+            seconds, at, again, _ = on_a_new_daemon(job)
+            r.update({"one_evaluation_s": seconds, "one_evaluation_test": again})
+            if at != step or again != value:
+                r["one_evaluation_s"] = None  # not the same accuracy: say so, do not time it
+        return r
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def retrain(args):
@@ -228,15 +300,7 @@ def retrain(args):
         for r in rs:
             if not arm.startswith("asha") or not r.get("best"):
                 continue
-            root = tempfile.mkdtemp(prefix="experiments-bench-")
-            data_dir = os.path.join(root, "var")
-            os.makedirs(data_dir)
-            d = Daemon(args.trainingd, data_dir, args.threads)
-            try:
-                again = from_scratch(d, args, r["best"])
-            finally:
-                d.stop()
-                shutil.rmtree(root, ignore_errors=True)
+            again = from_scratch(args, r["best"])
             print("%s seed %d best %s: from scratch %s (before: %s)" % (
                 arm, r["seed"], json.dumps(r["best"]), json.dumps(again),
                 json.dumps(r.get("from_scratch"))), flush=True)
@@ -272,6 +336,10 @@ def main():
     p.add_argument("--decay-steps", type=int, default=500)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", help="write every result as JSON here")
+    p.add_argument("--until-target", action="store_true",
+                   help="stop each search once a trial reaches --target (its time is all this "
+                   "measures; with one trial at a time the searcher decides the same either way) "
+                   "and train no best configuration from scratch")
     p.add_argument("--retrain", metavar="FILE",
                    help="only train the ASHA arms' best configurations in FILE (an earlier --out) "
                    "from scratch, one daemon each")
@@ -289,10 +357,10 @@ def main():
                 try:
                     r = run_default(d, args, seed, data_dir) if arm == "default" else \
                         run_search(d, args, seed, arm)
-                    if arm.startswith("asha") and r.get("best"):
-                        r["from_scratch"] = from_scratch(d, args, r["best"])
                 finally:
                     d.stop()
+                if arm.startswith("asha") and r.get("best") and not args.until_target:
+                    r["from_scratch"] = from_scratch(args, r["best"])
                 shutil.rmtree(os.path.dirname(data_dir), ignore_errors=True)
                 results.setdefault(arm, []).append(dict(r, seed=seed))
                 print(json.dumps(dict(r, arm=arm, seed=seed)), flush=True)

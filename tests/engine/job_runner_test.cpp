@@ -9,33 +9,11 @@
 
 #include "session_test_util.h"
 #include "test_util.h"
-#include "trainingd/engine/base/random.h"
 
 namespace trainingd::engine {
 namespace {
 
 using testing::ScopedDir;
-
-// Two classes of 3 features, apart enough to learn.
-std::shared_ptr<Datasets> TwoClasses() {
-  auto data = std::make_shared<Datasets>();
-  Rng rng(5);
-  const auto split = [&](int64_t n) {
-    Split s;
-    s.images = Tensor(Shape{n, 3});
-    for (int64_t e = 0; e < n; ++e) {
-      const int label = static_cast<int>(rng.UniformInt(2));
-      s.labels.push_back(label);
-      for (int f = 0; f < 3; ++f) s.images[e * 3 + f] = (f == label ? 2.0f : 0.0f) + rng.Normal();
-    }
-    return s;
-  };
-  data->train = split(300);
-  data->test = split(100);
-  data->num_classes = 2;
-  data->class_names = {"a", "b"};
-  return data;
-}
 
 struct EvaluatedRun {
   JobResult result;
@@ -48,7 +26,7 @@ EvaluatedRun Evaluated(bool at_end, const std::string& dir) {
   spec.name = "evaluated";
   spec.model_preset = "softmax";
   spec.model = *PresetModel("softmax");
-  spec.dataset.name = "two-classes";
+  spec.dataset.name = "two-class-table";
   spec.batch_size = 20;
   spec.max_steps = 30;
   spec.hooks.evaluation.enabled = true;
@@ -57,7 +35,7 @@ EvaluatedRun Evaluated(bool at_end, const std::string& dir) {
   spec.hooks.evaluation.at_end = at_end;
   JobRunOptions o;
   o.checkpoint_dir = dir;
-  o.datasets = TwoClasses();
+  o.datasets = testing::TwoClassTable(5, 300, 100);
   auto logger = std::make_shared<testing::CapturingLogger>();
   o.logger = logger;
   auto result = RunJob(spec, o);

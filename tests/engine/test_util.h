@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "sanitized.h"
+#include "trainingd/engine/base/random.h"
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/data/dataset.h"
 #include "trainingd/engine/io/event_file_writer.h"
@@ -29,6 +31,28 @@ inline ::testing::AssertionResult FailsNaming(const Status& status, const std::s
 }
 
 using test_support::kSanitized;
+
+// A table of two classes ("left", "right") of 3 features, apart enough to learn: the feature of
+// an example's label is 2 plus unit normal noise, the others the noise alone.
+inline std::shared_ptr<Datasets> TwoClassTable(uint64_t seed, int64_t train, int64_t test) {
+  auto data = std::make_shared<Datasets>();
+  Rng rng(seed);
+  const auto split = [&](int64_t n) {
+    Split s;
+    s.images = Tensor(Shape{n, 3});
+    for (int64_t e = 0; e < n; ++e) {
+      const int label = static_cast<int>(rng.UniformInt(2));
+      s.labels.push_back(label);
+      for (int f = 0; f < 3; ++f) s.images[e * 3 + f] = (f == label ? 2.0f : 0.0f) + rng.Normal();
+    }
+    return s;
+  };
+  data->train = split(train);
+  data->test = split(test);
+  data->num_classes = 2;
+  data->class_names = {"left", "right"};
+  return data;
+}
 
 // Real Fashion-MNIST, cut down for fast tests: 5000 training, 1000 validation and 2000 test
 // examples; loaded once per test binary.

@@ -240,22 +240,7 @@ TEST(TrainedModelTest, ValidateModelInputNamesTheField) {
 // to the data; the model it describes, loaded from the run's last checkpoint, predicts what the
 // trainer's final evaluation measured. A hook that fails stops the run before its first step.
 TEST(TrainedModelTest, RunJobRecordsTheModelInputBeforeTheFirstStep) {
-  auto data = std::make_shared<Datasets>();
-  Rng rng(3);
-  const auto split = [&](int64_t n) {
-    Split s;
-    s.images = Tensor(Shape{n, 3});
-    for (int64_t e = 0; e < n; ++e) {
-      const int label = static_cast<int>(rng.UniformInt(2));
-      s.labels.push_back(label);
-      for (int f = 0; f < 3; ++f) s.images[e * 3 + f] = (f == label ? 2.0f : 0.0f) + rng.Normal();
-    }
-    return s;
-  };
-  data->train = split(400);
-  data->test = split(200);
-  data->num_classes = 2;
-  data->class_names = {"left", "right"};
+  auto data = testing::TwoClassTable(3, 400, 200);
   data->preprocessing = Preprocessing::kStandard;
   data->feature_mean = {0.5f, 0.25f, 0.0f};
   data->feature_std = {1.5f, 1.25f, 1.0f};

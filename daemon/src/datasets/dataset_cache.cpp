@@ -1,7 +1,6 @@
 #include "trainingd/daemon/datasets/dataset_cache.h"
 
 #include <algorithm>
-#include <iterator>
 #include <utility>
 
 #include "trainingd/engine/job/job_runner.h"
@@ -36,9 +35,7 @@ engine::Result<std::shared_ptr<const engine::Datasets>> DatasetCache::Load(
   auto it = loaded_.find(key);
   if (it == loaded_.end()) {
     // Another dataset is wanted: the idle ones go first (admission counted only running jobs').
-    for (auto i = loaded_.begin(); i != loaded_.end();) {
-      i = i->second.holders == 0 ? loaded_.erase(i) : std::next(i);
-    }
+    FreeIdleLocked(Clock::time_point::max());
     auto data = engine::LoadJobDatasets(d, data_root_, datasets_dir_);
     if (!data.ok()) return data.status();
     ++loads_;
@@ -63,22 +60,25 @@ void DatasetCache::Release(const std::string& key) {
   idle_.notify_all();
 }
 
+DatasetCache::Clock::time_point DatasetCache::FreeIdleLocked(Clock::time_point now) {
+  auto due = Clock::time_point::max();
+  for (auto i = loaded_.begin(); i != loaded_.end();) {
+    if (i->second.holders > 0) {
+      ++i;
+    } else if (now == Clock::time_point::max() || now - i->second.idle_since >= keep_idle_) {
+      i = loaded_.erase(i);
+    } else {
+      due = std::min(due, i->second.idle_since + keep_idle_);
+      ++i;
+    }
+  }
+  return due;
+}
+
 void DatasetCache::FreeIdle() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    // The earliest moment an idle dataset is due; none idle: until one is.
-    auto due = Clock::time_point::max();
-    const auto now = Clock::now();
-    for (auto i = loaded_.begin(); i != loaded_.end();) {
-      if (i->second.holders > 0) {
-        ++i;
-      } else if (now - i->second.idle_since >= keep_idle_) {
-        i = loaded_.erase(i);
-      } else {
-        due = std::min(due, i->second.idle_since + keep_idle_);
-        ++i;
-      }
-    }
+    const auto due = FreeIdleLocked(Clock::now());
     if (due == Clock::time_point::max()) {
       idle_.wait(lock);
     } else {

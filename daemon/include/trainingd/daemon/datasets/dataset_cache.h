@@ -45,6 +45,9 @@ class DatasetCache {
     Clock::time_point idle_since;
   };
   void Release(const std::string& key);
+  // Frees the idle datasets due by `now` (every idle one at time_point::max()); returns when the
+  // next is due, or time_point::max() if none is idle. With mu_ held.
+  Clock::time_point FreeIdleLocked(Clock::time_point now);
   void FreeIdle();  // the sweeper thread: frees each idle dataset keep_idle after it became idle
 
   const std::string data_root_;

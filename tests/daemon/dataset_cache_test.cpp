@@ -1,5 +1,6 @@
 // DatasetCache: one copy of a dataset while jobs hold it, kept for keep_idle after the last lets
-// go, freed first when another dataset is wanted, and freed by the sweeper once keep_idle passes.
+// go, freed first when another dataset is wanted or FreeIdle is called, and freed by the sweeper
+// once keep_idle passes.
 #include "trainingd/daemon/datasets/dataset_cache.h"
 
 #include <gtest/gtest.h>
@@ -80,6 +81,20 @@ TEST(DatasetCacheTest, AnIdleDatasetIsFreedBeforeAnotherLoads) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->get(), held->get());
   EXPECT_EQ(cache.loads(), 3);
+}
+
+TEST(DatasetCacheTest, FreeIdleFreesTheIdleOnesAtOnceAndKeepsTheHeld) {
+  DatasetCache cache("/usr/share/datasets", "", 1h);
+  auto held = cache.Load(Small(1000));
+  ASSERT_TRUE(held.ok());
+  ASSERT_TRUE(cache.Load(Small(2000)).ok());  // idle at once
+  EXPECT_EQ(cache.resident(), 2);
+  cache.FreeIdle();
+  EXPECT_EQ(cache.resident(), 1);
+  auto again = cache.Load(Small(1000));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->get(), held->get());
+  EXPECT_EQ(cache.loads(), 2);
 }
 
 TEST(DatasetCacheTest, KeepIdleAfterTheLastJobTheSweeperFreesIt) {

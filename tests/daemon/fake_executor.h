@@ -39,6 +39,11 @@ class FakeExecutor final : public Executor {
     if (running_.count(job_id)) stop_requests_.push_back(job_id);
   }
 
+  void FreeIdle() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++free_idle_calls_;
+  }
+
   // Ends every run as stopped (what a real executor's runs do when asked to stop).
   void Shutdown() override {
     std::map<std::string, RunListener*> runs;
@@ -98,6 +103,10 @@ class FakeExecutor final : public Executor {
     std::lock_guard<std::mutex> lock(mu_);
     return running_.count(job_id) > 0;
   }
+  int free_idle_calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return free_idle_calls_;
+  }
   void FailStarts(engine::Status error) {
     std::lock_guard<std::mutex> lock(mu_);
     start_error_ = std::move(error);
@@ -108,6 +117,7 @@ class FakeExecutor final : public Executor {
   const bool cluster_;
   mutable std::mutex mu_;
   bool shut_down_ = false;
+  int free_idle_calls_ = 0;
   engine::Status start_error_;
   std::map<std::string, RunListener*> running_;
   std::map<std::string, int64_t> last_step_;

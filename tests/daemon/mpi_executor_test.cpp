@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "fake_executor.h"
 #include "job_manager_fixture.h"  // SmallJob
 #include "run_recorder.h"
 
@@ -204,6 +205,27 @@ echo '{"event":"end","outcome":"stopped","global_step":7,"reason":"stop requeste
   EXPECT_EQ(end.result->outcome, JobResult::Outcome::kStopped);
   EXPECT_EQ(end.result->global_step, 7);
   EXPECT_EQ(All<engine::AttemptEnded>("a").back().reason, "stopped");
+}
+
+// A distributed run's ranks load the dataset in processes of their own: the local executor's idle
+// datasets are let go before it starts, and left alone for a local run (which may reuse them).
+TEST_F(MpiExecutorTest, RoutingFreesTheLocalIdleDatasetsBeforeADistributedRun) {
+  auto local = std::make_unique<FakeExecutor>(2);
+  auto distributed = std::make_unique<FakeExecutor>(2);
+  FakeExecutor& l = *local;
+  FakeExecutor& d = *distributed;
+  RoutingExecutor routing(std::move(local), std::move(distributed));
+
+  RunRequest one{"one", SmallJob("one", 100), dir_ + "/one", {}};
+  ASSERT_TRUE(routing.Start(one, recorder_).ok());
+  EXPECT_EQ(l.started().size(), 1u);
+  EXPECT_EQ(l.free_idle_calls(), 0);
+
+  ASSERT_TRUE(routing.Start(Request("two"), recorder_).ok());
+  EXPECT_EQ(d.started().size(), 1u);
+  EXPECT_EQ(l.free_idle_calls(), 1);
+  EXPECT_EQ(d.free_idle_calls(), 0);
+  routing.Shutdown();
 }
 
 }  // namespace

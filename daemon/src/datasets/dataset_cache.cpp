@@ -12,7 +12,7 @@ DatasetCache::DatasetCache(std::string data_root, std::string datasets_dir,
     : data_root_(std::move(data_root)),
       datasets_dir_(std::move(datasets_dir)),
       keep_idle_(keep_idle) {
-  if (keep_idle_.count() > 0) sweeper_ = std::thread([this] { FreeIdle(); });
+  if (keep_idle_.count() > 0) sweeper_ = std::thread([this] { Sweep(); });
 }
 
 DatasetCache::~DatasetCache() {
@@ -76,6 +76,11 @@ DatasetCache::Clock::time_point DatasetCache::FreeIdleLocked(Clock::time_point n
 }
 
 void DatasetCache::FreeIdle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  FreeIdleLocked(Clock::time_point::max());
+}
+
+void DatasetCache::Sweep() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
     const auto due = FreeIdleLocked(Clock::now());

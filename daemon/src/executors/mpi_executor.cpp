@@ -280,6 +280,9 @@ std::string RoutingExecutor::Name(const eng::JobSpec& spec) const { return For(s
 
 eng::Status RoutingExecutor::Start(RunRequest request, RunListener& listener) {
   Executor& to = For(request.spec);
+  // A distributed run's ranks load the dataset themselves: what this process keeps idle goes
+  // first, as it would for a local run of another dataset.
+  if (&to == distributed_.get()) local_->FreeIdle();
   return to.Start(std::move(request), listener);
 }
 

@@ -33,6 +33,9 @@ class DatasetCache {
   // The loaded dataset; one copy per (name, split options) while anyone holds it or it is idle.
   engine::Result<std::shared_ptr<const engine::Datasets>> Load(const engine::DatasetSpec& dataset);
 
+  // Frees every idle dataset now (a run in another process is about to need the memory).
+  void FreeIdle();
+
   const std::string& data_root() const { return data_root_; }
   int resident() const;   // datasets loaded now, held or idle
   int64_t loads() const;  // datasets read from disk so far
@@ -48,7 +51,7 @@ class DatasetCache {
   // Frees the idle datasets due by `now` (every idle one at time_point::max()); returns when the
   // next is due, or time_point::max() if none is idle. With mu_ held.
   Clock::time_point FreeIdleLocked(Clock::time_point now);
-  void FreeIdle();  // the sweeper thread: frees each idle dataset keep_idle after it became idle
+  void Sweep();  // the sweeper thread: frees each idle dataset keep_idle after it became idle
 
   const std::string data_root_;
   const std::string datasets_dir_;

@@ -81,6 +81,11 @@ class Executor {
   // then ends with JobResult::Outcome::kStopped. A job that is not running: nothing. Any thread.
   virtual void RequestStop(const std::string& job_id) = 0;
 
+  // Lets go at once of what this process keeps between runs and no run holds (a local executor's
+  // idle datasets): called before a run starts elsewhere, in processes of its own, whose memory
+  // admission counted as if nothing else were held. Any thread.
+  virtual void FreeIdle() {}
+
   // Asks every run to stop (as RequestStop) and waits until each has reported RunEnded. Start
   // fails afterwards. Idempotent.
   virtual void Shutdown() = 0;

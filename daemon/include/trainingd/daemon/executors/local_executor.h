@@ -40,6 +40,7 @@ class LocalExecutor final : public Executor {
   int slots() const override { return options_.slots; }
   engine::Status Start(RunRequest request, RunListener& listener) override;
   void RequestStop(const std::string& job_id) override;
+  void FreeIdle() override { datasets_.FreeIdle(); }
   void Shutdown() override;
 
  private:

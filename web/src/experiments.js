@@ -3,7 +3,7 @@
 // best metric; a state filter; stop, resume and delete. Shared with the experiment page: the
 // actions and the budget's progress.
 import { listExperiments, experimentAction, enc } from './api.js';
-import { EventStream } from './live.js';
+import { EventStream, coalescedRefresh } from './live.js';
 import { h, setText, stateBadge } from './dom.js';
 import { resourceButtons } from './actions.js';
 import * as fmt from './format.js';
@@ -66,9 +66,6 @@ export function mountExperiments(root, params) {
   let filter = EXPERIMENT_STATES.includes(params.get('state')) ? params.get('state') : '';
   let experiments = new Map(); // id -> summary
   let loaded = false;
-  let inflight = null;
-  let refetch = false;
-  let refreshTimer = 0;
   let pollTimer = 0;
   const abort = new AbortController();
 
@@ -154,41 +151,22 @@ export function mountExperiments(root, params) {
     }
   }
 
-  async function refresh() {
-    if (inflight) {
-      refetch = true;
-      return inflight;
-    }
-    inflight = (async () => {
-      try {
-        const list = await listExperiments(abort.signal);
-        experiments = new Map(list.map((e) => [e.id, e]));
-        loaded = true;
-        render();
-      } catch (e) {
-        if (e.name === 'AbortError') return;
-        if (!loaded) {
-          message.replaceChildren(h('p', { class: 'error' }, `Could not load the experiments: ${e.message}`),
-            h('button', { type: 'button', class: 'btn', onclick: refresh }, 'Try again'));
-        }
-      } finally {
-        inflight = null;
-        if (refetch) {
-          refetch = false;
-          refresh();
-        }
+  const lister = coalescedRefresh(async () => {
+    try {
+      const list = await listExperiments(abort.signal);
+      experiments = new Map(list.map((e) => [e.id, e]));
+      loaded = true;
+      render();
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      if (!loaded) {
+        message.replaceChildren(h('p', { class: 'error' }, `Could not load the experiments: ${e.message}`),
+          h('button', { type: 'button', class: 'btn', onclick: refresh }, 'Try again'));
       }
-    })();
-    return inflight;
-  }
-
-  function refreshSoon(ms = 300) {
-    if (refreshTimer) return;
-    refreshTimer = setTimeout(() => {
-      refreshTimer = 0;
-      refresh();
-    }, ms);
-  }
+    }
+  });
+  const refresh = () => lister.now();
+  const refreshSoon = (ms = 300) => lister.soon(ms);
 
   function onAction(e, action, result) {
     if (result === null) experiments.delete(e.id);
@@ -216,7 +194,7 @@ export function mountExperiments(root, params) {
     unmount() {
       stream.close();
       abort.abort();
-      clearTimeout(refreshTimer);
+      lister.cancel();
       clearTimeout(pollTimer);
     },
   };

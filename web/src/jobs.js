@@ -3,7 +3,7 @@
 // resume and delete. Progress is not on the list's event stream (only state changes are), so the
 // list is refetched every 2 s while a job runs.
 import { listJobs, jobAction, enc } from './api.js';
-import { EventStream } from './live.js';
+import { EventStream, coalescedRefresh } from './live.js';
 import { h, setText, stateBadge } from './dom.js';
 import { runResourceAction, resourceButtons } from './actions.js';
 import * as fmt from './format.js';
@@ -69,10 +69,7 @@ export function mountJobs(root, params) {
   let jobs = new Map(); // id -> job summary
   const rows = new Map(); // id -> {tr, key, state}
   let loaded = false;
-  let refreshTimer = 0;
   let pollTimer = 0;
-  let inflight = null;
-  let refetch = false;
   const abort = new AbortController();
 
   const filters = h('div', { class: 'filters', role: 'group', 'aria-label': 'Filter by state' });
@@ -202,44 +199,24 @@ export function mountJobs(root, params) {
     schedulePoll();
   }
 
-  // One fetch at a time; a call meanwhile fetches again after it (the list may have changed since
-  // the one in flight was answered).
-  async function refresh() {
-    if (inflight) {
-      refetch = true;
-      return inflight;
-    }
-    inflight = (async () => {
-      try {
-        const list = await listJobs(abort.signal);
-        jobs = new Map(list.map((j) => [j.id, j]));
-        loaded = true;
-        render();
-      } catch (e) {
-        if (e.name === 'AbortError') return;
-        if (!loaded) {
-          message.hidden = false;
-          message.replaceChildren(h('p', { class: 'error' }, `Could not load the jobs: ${e.message}`),
-            h('button', { type: 'button', class: 'btn', onclick: refresh }, 'Try again'));
-        }
-      } finally {
-        inflight = null;
-        if (refetch) {
-          refetch = false;
-          refresh();
-        }
+  // One fetch at a time, and once more after it when asked meanwhile (coalescedRefresh).
+  const lister = coalescedRefresh(async () => {
+    try {
+      const list = await listJobs(abort.signal);
+      jobs = new Map(list.map((j) => [j.id, j]));
+      loaded = true;
+      render();
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      if (!loaded) {
+        message.hidden = false;
+        message.replaceChildren(h('p', { class: 'error' }, `Could not load the jobs: ${e.message}`),
+          h('button', { type: 'button', class: 'btn', onclick: refresh }, 'Try again'));
       }
-    })();
-    return inflight;
-  }
-
-  function refreshSoon(ms = 250) {
-    if (refreshTimer) return;
-    refreshTimer = setTimeout(() => {
-      refreshTimer = 0;
-      refresh();
-    }, ms);
-  }
+    }
+  });
+  const refresh = () => lister.now();
+  const refreshSoon = (ms = 250) => lister.soon(ms);
 
   function schedulePoll() {
     clearTimeout(pollTimer);
@@ -303,7 +280,7 @@ export function mountJobs(root, params) {
       stream.close();
       abort.abort();
       clearInterval(ticker);
-      clearTimeout(refreshTimer);
+      lister.cancel();
       clearTimeout(pollTimer);
     },
   };

@@ -95,3 +95,44 @@ export class EventStream {
     if (this.es) this.es.close();
   }
 }
+
+// A page's refetch of its list as the events ask for it: now() fetches once at a time, and a call
+// meanwhile fetches again after it (the list may have changed since the one in flight was
+// answered); soon(ms) turns a burst of events into one fetch; cancel() drops a pending soon().
+export function coalescedRefresh(fetchOnce) {
+  let inflight = null;
+  let again = false;
+  let timer = 0;
+  function now() {
+    if (inflight) {
+      again = true;
+      return inflight;
+    }
+    inflight = (async () => {
+      try {
+        await fetchOnce();
+      } finally {
+        inflight = null;
+        if (again) {
+          again = false;
+          now();
+        }
+      }
+    })();
+    return inflight;
+  }
+  return {
+    now,
+    soon(ms) {
+      if (timer) return;
+      timer = setTimeout(() => {
+        timer = 0;
+        now();
+      }, ms);
+    },
+    cancel() {
+      clearTimeout(timer);
+      timer = 0;
+    },
+  };
+}

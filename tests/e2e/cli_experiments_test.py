@@ -9,7 +9,7 @@
   Ctrl-C on wait -f 130 (the hint says how to reattach), a closed port 5, not found 1;
 - resume -f to the end, delete (refused without --yes off a terminal);
 - wait -f across kill -9 of the daemon and its restart: it reconnects and exits 0 at the end;
-- bash completion of the verbs.
+- bash completion of the verbs, flags and the daemon's experiment ids.
 
 Each search has 4 trials (each a job of ~0.6 s). Usage: cli_experiments_test.py path/to/trainingd
 """
@@ -18,7 +18,6 @@ import io
 import json
 import os
 import re
-import shlex
 import signal
 import socket
 import subprocess
@@ -27,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainingd_e2e import Daemon, expect, small_search  # noqa: E402
+from trainingd_e2e import Daemon, cli_env, completions, expect, small_search  # noqa: E402
 
 TRAININGD = os.path.abspath(sys.argv[1])
 CREATED = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -44,17 +43,9 @@ def search(name="cli-search", max_trials=4):
     return small_search(name, max_trials)
 
 
-def env_for(d, **extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("TRAININGD_") and k != "NO_COLOR"}
-    env["TRAININGD_URL"] = "http://127.0.0.1:%d" % d.port if d else "http://127.0.0.1:1"
-    env.update(extra)
-    return env
-
-
 def cli(d, *args, timeout=120):
     """Runs `trainingd experiments ARGS` against d; returns (code, stdout, stderr)."""
-    p = subprocess.run([TRAININGD, "experiments"] + list(args), env=env_for(d),
+    p = subprocess.run([TRAININGD, "experiments"] + list(args), env=cli_env(d),
                        capture_output=True, text=True, timeout=timeout,
                        stdin=subprocess.DEVNULL)
     return p.returncode, p.stdout, p.stderr
@@ -257,7 +248,7 @@ def check_stop_timeout_interrupt_resume_delete(d, path):
     expect(code == 124 and time.time() - t < 5 and
            "timed out; experiment %s keeps running" % eid in err and
            "Reattach with: trainingd experiments wait " + eid in err, (code, err))
-    p = subprocess.Popen([TRAININGD, "experiments", "wait", eid, "-f"], env=env_for(d),
+    p = subprocess.Popen([TRAININGD, "experiments", "wait", eid, "-f"], env=cli_env(d),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(0.8)
     p.send_signal(signal.SIGINT)
@@ -300,18 +291,14 @@ def check_stop_timeout_interrupt_resume_delete(d, path):
 
 
 def check_completion(d):
-    script = ('source <(%s completion bash); COMP_WORDS=(trainingd experiments s); '
-              'COMP_CWORD=2; _trainingd; echo "${COMPREPLY[*]}"; '
-              'COMP_WORDS=(trainingd experiments trials x --so); COMP_CWORD=4; _trainingd; '
-              'echo "${COMPREPLY[*]}"; COMP_WORDS=(trainingd ex); COMP_CWORD=1; _trainingd; '
-              'echo "${COMPREPLY[*]}"' % shlex.quote(TRAININGD))
-    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
-                         env=env_for(d), timeout=30)
-    lines = out.stdout.splitlines()
-    expect(out.returncode == 0 and set(lines[0].split()) == {"submit", "stop"} and
-           lines[1] == "--sort" and set(lines[2].split()) == {"experiments", "export"},
-           (out.stdout, out.stderr))
-    print("completion bash: 'experiments s' -> %s: ok" % lines[0])
+    experiments = {e["id"] for e in d.call("GET", "/api/v1/experiments")[1]["experiments"]}
+    offered = completions(TRAININGD, d, ["trainingd", "experiments", "s"],
+                          ["trainingd", "experiments", "trials", "x", "--so"], ["trainingd", "ex"],
+                          ["trainingd", "experiments", "trials", ""])
+    expect(offered[:3] == [{"submit", "stop"}, {"--sort"}, {"experiments", "export"}], offered)
+    expect(experiments and offered[3] == experiments, (offered, experiments))
+    print("completion bash: 'experiments s' -> %s, 'experiments trials' -> %d ids: ok"
+          % (" ".join(sorted(offered[0])), len(experiments)))
 
 
 def check_follow_across_kill9(tmp, path):
@@ -329,9 +316,9 @@ def check_follow_across_kill9(tmp, path):
     out_path = os.path.join(tmp, "wait.out")
     with open(out_path, "w") as out_file:
         p = subprocess.Popen([TRAININGD, "experiments", "wait", eid, "-f", "-q"],
-                             env=env_for(d), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             env=cli_env(d), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True)
-        f = subprocess.Popen([TRAININGD, "experiments", "wait", eid, "-f"], env=env_for(d),
+        f = subprocess.Popen([TRAININGD, "experiments", "wait", eid, "-f"], env=cli_env(d),
                              stdout=out_file, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while open(out_path).read().count("\n") < 1:
@@ -367,7 +354,7 @@ def check_unreachable():
     for args in (["list"], ["wait", "x"], ["submit", "-", "--preview"]):
         t = time.time()
         p = subprocess.run([TRAININGD, "experiments"] + args +
-                           ["--server", "http://127.0.0.1:%d" % port], env=env_for(None),
+                           ["--server", "http://127.0.0.1:%d" % port], env=cli_env(None),
                            input=json.dumps(search()), capture_output=True, text=True,
                            timeout=30)
         expect(p.returncode == 5 and "unreachable" in p.stderr and time.time() - t < 5,

@@ -8,7 +8,8 @@
   the daemon), stopped 3, 401 -> 4, a closed port -> 5, wait --timeout -> 124, Ctrl-C -> 130;
 - `logs -f` across kill -9 of the daemon and its restart: every line of the job's log exactly
   once, in order, and the exit code of how the job ended;
-- `watch`'s progress bar in a pseudo-terminal (script -qc); `completion bash` in bash.
+- `watch`'s progress bar in a pseudo-terminal (script -qc); `completion bash` in bash: verbs,
+  flags and the daemon's job ids.
 
 Usage: cli_test.py path/to/trainingd
 """
@@ -26,7 +27,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainingd_e2e import SANITIZED, Daemon, colour_npz, expect, small_spec  # noqa: E402
+from trainingd_e2e import (SANITIZED, Daemon, cli_env, colour_npz, completions, expect,  # noqa: E402
+                           small_spec)
 
 TRAININGD = os.path.abspath(sys.argv[1])
 TOKEN = "cli-test-token-0123456789"
@@ -37,24 +39,16 @@ KILL_STEPS = 1500 if SANITIZED else 5000
 CREATED = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
-def env_for(d, **extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("TRAININGD_") and k != "NO_COLOR"}
-    env["TRAININGD_URL"] = "http://127.0.0.1:%d" % d.port if d else "http://127.0.0.1:1"
-    env.update(extra)
-    return env
-
-
 def cli(d, *args, env=None, timeout=120, stdin=None):
     """Runs `trainingd ARGS` with TRAININGD_URL pointing at d; returns (code, stdout, stderr)."""
-    p = subprocess.run([TRAININGD] + list(args), env=env or env_for(d), capture_output=True,
+    p = subprocess.run([TRAININGD] + list(args), env=env or cli_env(d), capture_output=True,
                        text=True, timeout=timeout, stdin=stdin or subprocess.DEVNULL)
     return p.returncode, p.stdout, p.stderr
 
 
 def in_pty(d, command, env=None, timeout=120):
     """`script -qc COMMAND`: the client's stdout is a terminal. Returns (code, output)."""
-    p = subprocess.run(["script", "-qec", command, "/dev/null"], env=env or env_for(d),
+    p = subprocess.run(["script", "-qec", command, "/dev/null"], env=env or cli_env(d),
                        capture_output=True, timeout=timeout)  # bytes: a lone \r stays one
     return p.returncode, p.stdout.decode().replace("\r\n", "\n")
 
@@ -184,7 +178,7 @@ def check_completed_and_outputs(d, tmp):
     # In a terminal: aligned columns, the state coloured; NO_COLOR turns colour off.
     code, out = in_pty(d, "%s jobs list" % shlex.quote(TRAININGD))
     expect(code == 0 and "\033[32mcompleted\033[0m" in out, repr(out))
-    code, out = in_pty(d, "%s jobs list" % shlex.quote(TRAININGD), env=env_for(d, NO_COLOR="1"))
+    code, out = in_pty(d, "%s jobs list" % shlex.quote(TRAININGD), env=cli_env(d, NO_COLOR="1"))
     lines = out.splitlines()
     expect("\033[" not in out and lines[0].startswith("ID" + " " * (len(jid) - 2 + 2) + "NAME"),
            repr(out))
@@ -216,7 +210,7 @@ def check_failed_stopped_timeout_interrupt(d, tmp):
     code, out, err = cli(d, "jobs", "wait", jid, "--timeout", "1s")
     expect(code == 124 and 0.9 < time.time() - t < 10 and
            "Reattach with: trainingd jobs wait " + jid in err, (code, err))
-    p = subprocess.Popen([TRAININGD, "jobs", "logs", jid, "-f"], env=env_for(d),
+    p = subprocess.Popen([TRAININGD, "jobs", "logs", jid, "-f"], env=cli_env(d),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
     p.send_signal(signal.SIGINT)
@@ -271,7 +265,7 @@ def check_watch(d, tmp):
 
 def check_list_watch(d, tmp):
     """jobs list -w, piped: the list, then each job whose row changes, until Ctrl-C (130)."""
-    p = subprocess.Popen([TRAININGD, "jobs", "list", "-w", "--limit", "5"], env=env_for(d),
+    p = subprocess.Popen([TRAININGD, "jobs", "list", "-w", "--limit", "5"], env=cli_env(d),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)  # listed and following
     path = write(os.path.join(tmp, "lw.json"), spec("cli-list-watch", 30))
@@ -354,16 +348,16 @@ def check_auth_and_unreachable(tmp):
     try:
         code, _, err = cli(d, "jobs", "list")
         expect(code == 4 and "TRAININGD_TOKEN" in err, (code, err))
-        code, _, err = cli(d, "jobs", "list", env=env_for(d, TRAININGD_TOKEN="wrong"))
+        code, _, err = cli(d, "jobs", "list", env=cli_env(d, TRAININGD_TOKEN="wrong"))
         expect(code == 4, (code, err))
-        code, out, err = cli(d, "jobs", "list", env=env_for(d, TRAININGD_TOKEN=TOKEN))
+        code, out, err = cli(d, "jobs", "list", env=cli_env(d, TRAININGD_TOKEN=TOKEN))
         expect(code == 0 and out.startswith("ID\t"), (code, err))
         token_file = os.path.join(tmp, "token")
         with open(token_file, "w") as f:
             f.write(TOKEN + "\n")
         code, out, err = cli(d, "jobs", "list", "--token-file", token_file)
         expect(code == 0, (code, err))
-        code, out, err = cli(d, "datasets", "list", env=env_for(d, TRAININGD_TOKEN_FILE=token_file))
+        code, out, err = cli(d, "datasets", "list", env=cli_env(d, TRAININGD_TOKEN_FILE=token_file))
         expect(code == 0, (code, err))
         code, _, err = cli(d, "jobs", "list", "--token", TOKEN)
         expect(code == 2 and "--token: unknown flag" in err, "no token on the command line")
@@ -397,7 +391,7 @@ def check_follow_across_kill9(tmp):
         time.sleep(0.02)
     out_path = os.path.join(tmp, "follow.out")
     with open(out_path, "w") as out_file:
-        p = subprocess.Popen([TRAININGD, "jobs", "logs", jid, "-f"], env=env_for(d),
+        p = subprocess.Popen([TRAININGD, "jobs", "logs", jid, "-f"], env=cli_env(d),
                              stdout=out_file, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while open(out_path).read().count("\n") < 12:
@@ -426,18 +420,17 @@ def check_follow_across_kill9(tmp):
 
 
 def check_completion(d):
-    script = ('source <(%s completion bash); COMP_WORDS=(trainingd jobs s); COMP_CWORD=2; '
-              '_trainingd; echo "${COMPREPLY[*]}"; COMP_WORDS=(trainingd jobs list --st); '
-              'COMP_CWORD=3; _trainingd; echo "${COMPREPLY[*]}"; COMP_WORDS=(trainingd da); '
-              'COMP_CWORD=1; _trainingd; echo "${COMPREPLY[*]}"' % shlex.quote(TRAININGD))
-    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
-                         env=env_for(d), timeout=30)
-    lines = out.stdout.splitlines()
-    expect(out.returncode == 0 and set(lines[0].split()) == {"submit", "stop", "scalars"} and
-           lines[1] == "--state" and lines[2] == "datasets", (out.stdout, out.stderr))
+    jobs = {j["id"] for j in d.call("GET", "/api/v1/jobs")[1]["jobs"]}
+    offered = completions(TRAININGD, d, ["trainingd", "jobs", "s"],
+                          ["trainingd", "jobs", "list", "--st"], ["trainingd", "da"],
+                          ["trainingd", "jobs", "get", ""], ["trainingd", "jobs", "list", ""])
+    expect(offered[:3] == [{"submit", "stop", "scalars"}, {"--state"}, {"datasets"}], offered)
+    # A verb's operand is one of the daemon's jobs (list takes none).
+    expect(jobs and offered[3] == jobs and offered[4] == set(), (offered, jobs))
     code, out2, _ = cli(d, "completion", "zsh")
     expect(code == 0 and "bashcompinit" in out2 and "complete -F _trainingd" in out2, out2)
-    print("completion bash: 'jobs s' -> %s: ok" % lines[0])
+    print("completion bash: 'jobs s' -> %s, 'jobs get' -> %d ids: ok"
+          % (" ".join(sorted(offered[0])), len(jobs)))
 
 
 def main():

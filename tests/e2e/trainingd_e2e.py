@@ -14,6 +14,7 @@ import json
 import os
 import re
 import resource
+import shlex
 import signal
 import subprocess
 import threading
@@ -33,6 +34,35 @@ SANITIZER_REPORT = re.compile(r"^(WARNING|ERROR): \w+Sanitizer|runtime error: ",
 def expect(cond, what):
     if not cond:
         raise AssertionError(what)
+
+
+def cli_env(d, **extra):
+    """The environment of a `trainingd` client run against daemon d (None: a port nothing
+    listens on): TRAININGD_URL set, none of the caller's other TRAININGD_ variables or NO_COLOR,
+    then `extra`."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("TRAININGD_") and k != "NO_COLOR"}
+    env["TRAININGD_URL"] = "http://127.0.0.1:%d" % d.port if d else "http://127.0.0.1:1"
+    env.update(extra)
+    return env
+
+
+def completions(trainingd, d, *typed):
+    """What `trainingd completion bash` offers for each of `typed` (the words on the command line,
+    the last one being completed: "" for a new word), as a set of words each. The script runs
+    with `trainingd` first on PATH and TRAININGD_URL at d, as in a user's shell, so ids come from
+    d."""
+    script = "source <(%s completion bash)" % shlex.quote(trainingd)
+    for words in typed:
+        script += ('; COMP_WORDS=(%s); COMP_CWORD=%d; COMPREPLY=(); _trainingd; '
+                   'echo "${COMPREPLY[*]}"' % (" ".join(shlex.quote(w) for w in words),
+                                                len(words) - 1))
+    env = cli_env(d, PATH=os.path.dirname(trainingd) + os.pathsep + os.environ.get("PATH", ""))
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env,
+                         timeout=30)
+    lines = out.stdout.splitlines()
+    expect(out.returncode == 0 and len(lines) == len(typed), (out.stdout, out.stderr))
+    return [set(line.split()) for line in lines]
 
 
 def read_events(r):

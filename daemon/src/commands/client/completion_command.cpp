@@ -12,6 +12,17 @@ namespace {
 // itself (`trainingd jobs list -q`, ...), quietly nothing when it is not there.
 constexpr const char* kBash =
     R"BASH(# trainingd completion for bash: source <(trainingd completion bash)
+# The word after a verb of jobs or experiments ($cmd, $verb and $cur are _trainingd's): one of
+# the verb's flags ($1), a spec file to submit, or an id from the daemon.
+_trainingd_operand() {
+  if [[ $cur == -* ]]; then
+    COMPREPLY=($(compgen -W "$1" -- "$cur"))
+  elif [[ $verb == submit ]]; then
+    COMPREPLY=($(compgen -f -- "$cur"))
+  elif [[ $verb != list ]]; then
+    COMPREPLY=($(compgen -W "$(trainingd "$cmd" list -q --limit 200 2>/dev/null)" -- "$cur"))
+  fi
+}
 _trainingd() {
   local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]} verb=${COMP_WORDS[2]}
   local common="--server --token-file -o -q --help"
@@ -42,13 +53,7 @@ _trainingd() {
         -o) [[ $verb == export ]] && { COMPREPLY=($(compgen -f -- "$cur")); return; }
             COMPREPLY=($(compgen -W "json jsonl csv" -- "$cur")); return ;;
       esac
-      if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$flags" -- "$cur"))
-      elif [[ $verb == submit ]]; then
-        COMPREPLY=($(compgen -f -- "$cur"))
-      elif [[ $verb != list ]]; then
-        COMPREPLY=($(compgen -W "$(trainingd jobs list -q --limit 200 2>/dev/null)" -- "$cur"))
-      fi ;;
+      _trainingd_operand "$flags" ;;
     experiments)
       if [[ $COMP_CWORD -eq 2 ]]; then
         COMPREPLY=($(compgen -W "submit list get trials wait stop resume delete" -- "$cur"))
@@ -75,13 +80,7 @@ _trainingd() {
         --sort) COMPREPLY=($(compgen -W "index metric state global_step" -- "$cur")); return ;;
         -o) COMPREPLY=($(compgen -W "json jsonl csv" -- "$cur")); return ;;
       esac
-      if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$flags" -- "$cur"))
-      elif [[ $verb == submit ]]; then
-        COMPREPLY=($(compgen -f -- "$cur"))
-      elif [[ $verb != list ]]; then
-        COMPREPLY=($(compgen -W "$(trainingd experiments list -q --limit 200 2>/dev/null)" -- "$cur"))
-      fi ;;
+      _trainingd_operand "$flags" ;;
     datasets)
       if [[ $COMP_CWORD -eq 2 ]]; then
         COMPREPLY=($(compgen -W "upload list get delete" -- "$cur"))

@@ -31,6 +31,9 @@ for the ASHA arms' best configurations in a FILE an earlier run wrote with --out
 again on another build; pass the options that run had). --until-target stops each search once a
 trial reaches --target: with one trial at a time the searcher decides the same up to there, and
 the time to it is all that run measures.
+--curves FILE trains each configuration in FILE once from scratch and prints its test curve and
+where it first reaches --target: what a configuration costs to get there, whatever found it
+(bench/curves_cnn.json: seed 2's best at three batch sizes, and with half the dense layer).
 
     bench/experiments_bench.py build/daemon/trainingd     # the CNN, 3 seeds (docs/benchmarks.md)
     bench/experiments_bench.py build/daemon/trainingd --model softmax --target 0.8 \\
@@ -259,38 +262,68 @@ def train_until(d, job, target):
     return seconds, step, at[0] if at else None, pts[-1][2] if pts else None
 
 
+def on_a_new_daemon(args, run):
+    """run(d) on a daemon of its own, with nothing loaded before it."""
+    root = tempfile.mkdtemp(prefix="experiments-bench-")
+    try:
+        data_dir = os.path.join(root, "var")
+        os.makedirs(data_dir)
+        d = Daemon(args.trainingd, data_dir, args.threads)
+        try:
+            return run(d)
+        finally:
+            d.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def from_scratch(args, hyperparameters):
     """The best configuration trained as a plain job on a daemon of its own (nothing loaded
     before it), as the trials were: the test split evaluated every --eval-every steps, the wall
     time until it reaches --target, evaluations included. Then, if it did, trained again to
     that step with the one evaluation there: training is deterministic, so it reaches the same
     accuracy at the same step, and the time is the training's and one evaluation's."""
-    root = tempfile.mkdtemp(prefix="experiments-bench-")
+    job = configured(args, hyperparameters, "best-from-scratch")
+    seconds, step, value, final = on_a_new_daemon(args, lambda d: train_until(d, job, args.target))
+    r = {"to_target_s": seconds, "step": step, "test_at_step": value, "final_test": final}
+    if step is not None:
+        again_job = configured(args, hyperparameters, "best-to-its-step")
+        again_job["max_steps"] = step
+        again_job["hooks"]["evaluation"]["every_steps"] = step
+        seconds, at, again, _ = on_a_new_daemon(
+            args, lambda d: train_until(d, again_job, args.target))
+        r.update({"one_evaluation_s": seconds, "one_evaluation_test": again})
+        if at != step or again != value:
+            r["one_evaluation_s"] = None  # not the same accuracy: say so, do not time it
+    return r
 
-    def on_a_new_daemon(job):
-        data_dir = os.path.join(root, job["name"], "var")
-        os.makedirs(data_dir)
-        d = Daemon(args.trainingd, data_dir, args.threads)
-        try:
-            return train_until(d, job, args.target)
-        finally:
-            d.stop()
 
-    try:
-        job = configured(args, hyperparameters, "best-from-scratch")
-        seconds, step, value, final = on_a_new_daemon(job)
-        r = {"to_target_s": seconds, "step": step, "test_at_step": value, "final_test": final}
-        if step is not None:
-            job = configured(args, hyperparameters, "best-to-its-step")
-            job["max_steps"] = step
-            job["hooks"]["evaluation"]["every_steps"] = step
-            seconds, at, again, _ = on_a_new_daemon(job)
-            r.update({"one_evaluation_s": seconds, "one_evaluation_test": again})
-            if at != step or again != value:
-                r["one_evaluation_s"] = None  # not the same accuracy: say so, do not time it
-        return r
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+def curves(args):
+    """--curves: what each configuration needs to reach --target, whatever searched for it.
+    Each is trained once, from scratch on a daemon of its own, for --max-steps steps with the test
+    split every --eval-every steps (a configuration may set max_steps and
+    hooks.evaluation.every_steps itself, to compare batch sizes at equal examples). Prints, per
+    configuration, the first test evaluation at --target (seconds from the job's start,
+    evaluations included; step; examples) and the whole test curve in thousands of examples."""
+    with open(args.curves) as f:
+        configurations = json.load(f)
+    for hp in configurations:
+        job = configured(args, hp, "curve")
+
+        def run(d):
+            info = d.call("POST", "/api/v1/jobs", job)
+            end, _ = wait_job(d, info["id"])
+            return end, test_points(d, info["id"])
+
+        end, points = on_a_new_daemon(args, run)
+        batch = job["batch_size"]
+        seconds, step = first_reaching(points, args.target, end["started_at"])
+        print(json.dumps({
+            "configuration": hp, "state": end["state"],
+            "first_at_target": None if step is None else {
+                "seconds": round(seconds, 1), "step": step, "examples": step * batch},
+            "run_s": round(end["finished_at"] - end["started_at"], 1),
+            "test_curve": [[s * batch // 1000, v] for (_, s, v) in points]}), flush=True)
 
 
 def retrain(args):
@@ -343,9 +376,15 @@ def main():
     p.add_argument("--retrain", metavar="FILE",
                    help="only train the ASHA arms' best configurations in FILE (an earlier --out) "
                    "from scratch, one daemon each")
+    p.add_argument("--curves", metavar="FILE",
+                   help="only train each configuration in FILE (a JSON list of {path: value}, "
+                   "the space's paths or any other) from scratch, one daemon each, and print its "
+                   "test curve and when it reaches --target")
     args = p.parse_args()
     if args.retrain:
         return retrain(args)
+    if args.curves:
+        return curves(args)
     root = tempfile.mkdtemp(prefix="experiments-bench-")
     results = {}
     try:

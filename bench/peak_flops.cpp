@@ -52,49 +52,48 @@ inline float Sum(VecF v) {
 }
 #endif
 
-// Multiply-adds done in `seconds` by one thread: FP32 FMAs.
-int64_t Fp32(double seconds) {
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+// Multiply-adds done in `seconds` by one thread running kChains independent chains of
+// acc = step(acc), each step `madds` multiply-adds.
+template <typename Step>
+int64_t Chains(double seconds, Step step, int64_t madds) {
   VecF acc[kChains];
-  for (int c = 0; c < kChains; ++c) acc[c] = Set1(static_cast<float>(c));
-  const VecF a = Set1(0.999999f), b = Set1(1e-7f);
+  for (int c = 0; c < kChains; ++c) acc[c] = Set1(0);
   int64_t n = 0;
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < end) {
     for (int64_t i = 0; i < kInner; ++i) {
-      for (int c = 0; c < kChains; ++c) acc[c] = Fma(acc[c], a, b);
+#pragma GCC unroll 16  // the chains in registers, not in memory, at any -O
+      for (int c = 0; c < kChains; ++c) acc[c] = step(acc[c]);
     }
-    n += kInner * kChains * kLanes;
+    n += kInner * kChains * madds;
   }
   float s = 0;
   for (int c = 0; c < kChains; ++c) s += Sum(acc[c]);
   sink = s;
   return n;
+}
+#endif
+
+// FP32 FMAs.
+int64_t Fp32(double seconds) {
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+  const VecF a = Set1(0.999999f), b = Set1(1e-7f);
+  return Chains(
+      seconds, [=](VecF acc) { return Fma(acc, a, b); }, kLanes);
 #else
   (void)seconds;
   return 0;
 #endif
 }
 
-// Multiply-adds done in `seconds` by one thread: BF16 dot products (two per FP32 lane).
+// BF16 dot products: two multiply-adds per FP32 lane.
 int64_t Bf16(double seconds) {
 #if defined(__AVX512BF16__) && defined(__AVX512F__)
-  __m512 acc[kChains];
-  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_setzero_ps();
   const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(2e-3f));
   const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
-  int64_t n = 0;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    for (int64_t i = 0; i < kInner; ++i) {
-      for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
-    }
-    n += kInner * kChains * 32;
-  }
-  float s = 0;
-  for (int c = 0; c < kChains; ++c) s += Sum(acc[c]);
-  sink = s;
-  return n;
+  return Chains(
+      seconds, [=](VecF acc) { return _mm512_dpbf16_ps(acc, a, b); }, 2 * kLanes);
 #else
   (void)seconds;
   return 0;

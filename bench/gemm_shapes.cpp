@@ -1,7 +1,8 @@
 // gemm_shapes: the engine's matrix products (engine/src/nn/gemm.h) against OpenBLAS's SGEMM
 // (Debian's OpenMP build, the kernels it picks for this CPU), on the products the tutorial models'
-// training steps perform, at 1 and 2 threads. Each is timed A B A B and the better of two runs
-// kept. Usage: gemm_shapes [seconds per measurement, default 0.3]
+// training steps perform, at 1 and 2 threads; and the engine's mixed-precision products
+// (GemmBf16, its operands' rounding included). Each is timed A B C A B C and the better of two
+// runs kept. Usage: gemm_shapes [seconds per measurement, default 0.3]
 #include <cblas.h>
 
 #include <algorithm>
@@ -44,6 +45,8 @@ int main(int argc, char** argv) {
       {"cnn dense forward     [50x3136]x[3136x1024]", false, false, 50, 1024, 3136},
       {"cnn dense input grad  [50x1024]x[3136x1024]^T", false, true, 50, 3136, 1024},
       {"cnn dense kernel grad [50x3136]^Tx[50x1024]", true, false, 3136, 1024, 50},
+      {"cnn dense forward     [200x3136]x[3136x1024]", false, false, 200, 1024, 3136},
+      {"cnn dense input grad  [200x1024]x[3136x1024]^T", false, true, 200, 3136, 1024},
       {"cnn dense_1 forward   [50x1024]x[1024x10]", false, false, 50, 10, 1024},
       {"cnn conv2d forward    [784x25]x[25x32]", false, false, 784, 32, 25},
       {"cnn conv2d kernel grad[784x25]^Tx[784x32]", true, false, 25, 32, 784},
@@ -55,11 +58,15 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
   std::printf("engine kernels: %s\n", trainingd::engine::internal::GemmKernels());
-  std::printf("%-46s %21s %21s\n", "product (GFLOP/s)", "1 thread: engine blas",
-              "2 threads: engine blas");
+  std::printf("bfloat16: %s\n", trainingd::engine::internal::GemmBf16Native()
+                                    ? "AVX512_BF16 instructions"
+                                    : "emulated (no AVX512_BF16)");
+  std::printf("%-46s %32s %32s\n", "product (GFLOP/s)", "1 thread: engine blas bf16",
+              "2 threads: engine blas bf16");
   for (const Product& p : products) {
     std::vector<float> a(static_cast<size_t>(p.m) * p.k), b(static_cast<size_t>(p.k) * p.n),
-        c(static_cast<size_t>(p.m) * p.n);
+        c(static_cast<size_t>(p.m) * p.n),
+        scratch(static_cast<size_t>(trainingd::engine::internal::GemmBf16Floats(p.m, p.n, p.k)));
     for (float& x : a) x = normal(rng);
     for (float& x : b) x = normal(rng);
     const int lda = p.trans_a ? p.m : p.k, ldb = p.trans_b ? p.k : p.n;
@@ -72,16 +79,21 @@ int main(int argc, char** argv) {
                   p.trans_b ? CblasTrans : CblasNoTrans, p.m, p.n, p.k, 1.0f, a.data(), lda,
                   b.data(), ldb, 0.0f, c.data(), p.n);
     };
+    const auto bf16 = [&] {
+      trainingd::engine::internal::GemmBf16(p.trans_a, p.trans_b, p.m, p.n, p.k, a.data(), lda,
+                                            b.data(), ldb, c.data(), p.n, scratch.data());
+    };
     std::printf("%-46s", p.what);
     for (int threads : {1, 2}) {
       trainingd::engine::SetComputeThreads(threads);
       openblas_set_num_threads(threads);
-      double e = 0, o = 0;
+      double e = 0, o = 0, h = 0;
       for (int round = 0; round < 2; ++round) {
         e = std::max(e, GflopsOf(p, seconds, engine));
         o = std::max(o, GflopsOf(p, seconds, blas));
+        h = std::max(h, GflopsOf(p, seconds, bf16));
       }
-      std::printf(" %10.1f %10.1f", e, o);
+      std::printf(" %10.1f %10.1f %10.1f", e, o, h);
     }
     std::printf("\n");
   }

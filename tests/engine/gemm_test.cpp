@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -140,6 +141,116 @@ TEST(GemmTest, PartsOfAProductEqualTheWhole) {
     }
     EXPECT_EQ(std::memcmp(rows.data(), whole.data(), 4 * whole.size()), 0) << per_call;
     EXPECT_EQ(std::memcmp(cols.data(), whole.data(), 4 * whole.size()), 0) << per_call;
+  }
+  SetComputeThreads(1);
+}
+
+// GemmBf16's promise (gemm.h), written out from the definitions of AVX512_BF16's instructions:
+// VCVTNEPS2BF16 rounds to nearest even, flushes values below FLT_MIN to zero and keeps NaNs;
+// VDPBF16PS adds the odd element's product, then the even one's, each sum rounded once and
+// flushed. On a CPU with those instructions the test holds them to this; on one without, the
+// emulation.
+float RoundToBf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7F800000u) == 0) {
+    u &= 0x80000000u;
+  } else if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
+    u = (u | 0x00400000u) & 0xFFFF0000u;
+  } else {
+    u = (u + 0x7FFFu + ((u >> 16) & 1)) & 0xFFFF0000u;
+  }
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+float Flush(float x) { return std::fabs(x) < FLT_MIN ? std::copysign(0.0f, x) : x; }
+
+void ReferenceBf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                   const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  const auto at = [&](int64_t i, int64_t l) {
+    return l < k ? RoundToBf16(ta ? a[l * lda + i] : a[i * lda + l]) : 0.0f;
+  };
+  const auto bt = [&](int64_t l, int64_t j) {
+    return l < k ? RoundToBf16(tb ? b[j * ldb + l] : b[l * ldb + j]) : 0.0f;
+  };
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = accumulate ? c[i * ldc + j] : 0.0f;
+      for (int64_t l = 0; l < k; l += 2) {
+        acc = Flush(acc);
+        acc = Flush(std::fma(at(i, l + 1), bt(l + 1, j), acc));
+        acc = Flush(std::fma(at(i, l), bt(l, j), acc));
+      }
+      c[i * ldc + j] = acc;
+    }
+  }
+}
+
+// Values that find the corners: ties of the rounding to bfloat16 (either way), values that round
+// to or from the smallest normal, that overflow, whose products are tiny, and denormals.
+std::vector<float> RandomWithCorners(int64_t n, uint32_t seed) {
+  std::vector<float> v = Random(n, seed);
+  std::mt19937 rng(seed + 100);
+  std::uniform_int_distribution<int> pick(0, 15);
+  for (float& x : v) {
+    switch (pick(rng)) {
+      case 0:
+        x = 1.0f + std::ldexp(1.0f, -8);
+        break;  // a tie, rounds down
+      case 1:
+        x = -(1.0f + 3 * std::ldexp(1.0f, -8));
+        break;  // a tie, rounds up
+      case 2:
+        x = std::ldexp(x, -63);
+        break;  // tiny products
+      case 3:
+        x = std::ldexp(1.0f, -126) * (1 - std::ldexp(1.0f, -20));
+        break;  // a denormal
+      case 4:
+        x = std::ldexp(0.99999f, -126);
+        break;  // just under FLT_MIN
+      case 5:
+        x = std::ldexp(x, 60);
+        break;  // large products
+      default:
+        break;
+    }
+  }
+  return v;
+}
+
+TEST(GemmTest, Bf16ProductsAreTheChainOfPairedBf16Steps) {
+  SetComputeThreads(2);
+  const Product products[] = {{50, 100, 3136}, {200, 160, 256}, {256, 96, 200}, {3136, 64, 13},
+                              {50, 10, 1024},  {100, 128, 783}, {7, 13, 5},     {12, 16, 257},
+                              {13, 17, 256},   {16, 33, 300},   {29, 64, 1},    {3, 100, 600},
+                              {0, 5, 5},       {5, 0, 5},       {5, 5, 0},      {520, 512, 3},
+                              {1100, 40, 20},  {2100, 250, 65}};
+  for (const Product& p : products) {
+    if (test_support::kSanitized && p.m * p.n * p.k > (4 << 20)) continue;
+    for (int mode = 0; mode < 3; ++mode) {
+      const bool ta = mode == 1, tb = mode == 2;
+      for (bool accumulate : {false, true}) {
+        SCOPED_TRACE(std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) +
+                     (ta   ? " TN"
+                      : tb ? " NT"
+                           : " NN") +
+                     (accumulate ? " accumulate" : ""));
+        const int64_t lda = (ta ? p.m : p.k) + 3, ldb = (tb ? p.k : p.n) + 5, ldc = p.n + 2;
+        const std::vector<float> a = RandomWithCorners((ta ? p.k : p.m) * lda + 1, 11);
+        const std::vector<float> b = RandomWithCorners((tb ? p.n : p.k) * ldb + 1, 12);
+        const std::vector<float> c0 = RandomWithCorners(p.m * ldc + 1, 13);
+        std::vector<float> want = c0, got = c0;
+        std::vector<float> scratch(static_cast<size_t>(GemmBf16Floats(p.m, p.n, p.k)));
+        ReferenceBf16(ta, tb, p.m, p.n, p.k, a.data(), lda, b.data(), ldb, want.data(), ldc,
+                      accumulate);
+        GemmBf16(ta, tb, p.m, p.n, p.k, a.data(), lda, b.data(), ldb, got.data(), ldc,
+                 scratch.data(), accumulate);
+        ASSERT_EQ(std::memcmp(want.data(), got.data(), 4 * want.size()), 0)
+            << GemmKernels() << " kernels, "
+            << (GemmBf16Native() ? "AVX512_BF16" : "bfloat16 emulated");
+      }
+    }
   }
   SetComputeThreads(1);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -24,7 +25,16 @@ using namespace v16;  // the kernels' vocabulary (nn/v16.h)
 // from B itself with every column there, or from B itself with fewer (masked).
 enum class BRows { kPacked, kWhole, kMasked };
 
-template <int R, int NV, BRows kB>
+// How a chain takes a step of k: a fused multiply-add of floats (Gemm), or of a lane's two
+// bfloat16 pairs (GemmBf16, whose kernels read 32-bit pairs where Gemm's read floats).
+struct FloatStep {
+  static V16 Step(V16 a, V16 b, V16 c) { return Fma(a, b, c); }
+};
+struct Bf16Step {
+  static V16 Step(V16 a, V16 b, V16 c) { return DotBf16(a, b, c); }
+};
+
+template <int R, int NV, BRows kB, typename Op>
 void Micro(int kc, const float* a, int64_t ars, int64_t aks, const float* b, int64_t bks, float* c,
            int64_t ldc, int nr, bool load) {
   V16 acc[R][NV];
@@ -47,7 +57,7 @@ void Micro(int kc, const float* a, int64_t ars, int64_t aks, const float* b, int
     const float* ak = a + kk * aks;
     for (int i = 0; i < R; ++i) {
       const V16 x = Broadcast(ak + i * ars);
-      for (int v = 0; v < NV; ++v) acc[i][v] = Fma(x, bv[v], acc[i][v]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = Op::Step(x, bv[v], acc[i][v]);
     }
   }
   for (int i = 0; i < R; ++i) {
@@ -60,13 +70,14 @@ using MicroFn = void (*)(int, const float*, int64_t, int64_t, const float*, int6
 
 // A kernel shape: NV vectors of columns and up to MR rows, with Micro<1..MR, NV> for each way of
 // reading B.
-template <int NV, int MR>
+template <int NV, int MR, typename Op>
 struct Shape {
+  using Step = Op;
   static constexpr int kVectors = NV;
   static constexpr int kRows = MR;
   template <BRows kB, int... R>
   static constexpr auto Table(std::integer_sequence<int, R...>) {
-    return std::array<MicroFn, MR>{&Micro<R + 1, NV, kB>...};
+    return std::array<MicroFn, MR>{&Micro<R + 1, NV, kB, Op>...};
   }
   static constexpr std::array<MicroFn, MR> kPacked =
       Table<BRows::kPacked>(std::make_integer_sequence<int, MR>{});
@@ -79,15 +90,21 @@ struct Shape {
 #if defined(__AVX512F__)
 // 32 registers: 28 accumulators, two of B and a broadcast; or 16 rows of one vector, for C of
 // at most 16 columns.
-using Wide = Shape<2, 14>;
-using Narrow = Shape<1, 16>;
+template <typename Op>
+using Wide = Shape<2, 14, Op>;
+template <typename Op>
+using Narrow = Shape<1, 16, Op>;
 #elif defined(__AVX2__) && defined(__FMA__)
 // 16 registers: 12 accumulators (6 rows of two halves), B's two halves and a broadcast.
-using Wide = Shape<1, 6>;
-using Narrow = Shape<1, 6>;
+template <typename Op>
+using Wide = Shape<1, 6, Op>;
+template <typename Op>
+using Narrow = Shape<1, 6, Op>;
 #else
-using Wide = Shape<1, 4>;
-using Narrow = Shape<1, 4>;
+template <typename Op>
+using Wide = Shape<1, 4, Op>;
+template <typename Op>
+using Narrow = Shape<1, 4, Op>;
 #endif
 
 // Values of k per pass: a B panel of kKc x 32 floats (32 KB) stays in the L1 cache while the
@@ -236,6 +253,7 @@ void GemmOnThisThread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
   }
 }
 
+template <typename Op>
 void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
                 int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   if (m <= 0 || n <= 0) return;
@@ -256,12 +274,12 @@ void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
       const int rows = static_cast<int>(std::min<int64_t>(16, m - i0));
       Transpose(c + i0 * ldc, ldc, rows, cols, ct.data() + i0, m, rows);
     }
-    GemmOnThisThread<Wide>(true, false, n, m, k, b, ldb, a, lda, ct.data(), m, accumulate);
+    GemmOnThisThread<Wide<Op>>(true, false, n, m, k, b, ldb, a, lda, ct.data(), m, accumulate);
     Transpose(ct.data(), m, cols, static_cast<int>(m), c, ldc, cols);
   } else if (n <= 16) {
-    GemmOnThisThread<Narrow>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    GemmOnThisThread<Narrow<Op>>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
   } else {
-    GemmOnThisThread<Wide>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    GemmOnThisThread<Wide<Op>>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
   }
 }
 
@@ -271,8 +289,8 @@ void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
 // while the tiles of A's rows go past it.
 void GemmPackedPanels(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                       const float* packed, int64_t p0, int64_t p1, float* c, int64_t ldc) {
-  constexpr int kNr = 16 * Wide::kVectors;
-  const int64_t tiles = (m + Wide::kRows - 1) / Wide::kRows;
+  constexpr int kNr = 16 * Wide<FloatStep>::kVectors;
+  const int64_t tiles = (m + Wide<FloatStep>::kRows - 1) / Wide<FloatStep>::kRows;
   // With one or two tiles nothing is reused from the L1 cache between passes over k: one pass.
   const int64_t pass = tiles <= 2 ? k : kKc;
   for (int64_t p = p0; p < p1; ++p) {
@@ -282,9 +300,9 @@ void GemmPackedPanels(int64_t m, int64_t n, int64_t k, const float* a, int64_t l
       const int kc = static_cast<int>(std::min<int64_t>(pass, k - pc));
       for (int64_t t = 0; t < tiles; ++t) {
         const int64_t i0 = m * t / tiles, rows = m * (t + 1) / tiles - i0;
-        Wide::kPacked[static_cast<size_t>(rows - 1)](kc, a + i0 * lda + pc, lda, 1,
-                                                     panel + pc * kNr, kNr, c + i0 * ldc + p * kNr,
-                                                     ldc, cols, pc > 0);
+        Wide<FloatStep>::kPacked[static_cast<size_t>(rows - 1)](
+            kc, a + i0 * lda + pc, lda, 1, panel + pc * kNr, kNr, c + i0 * ldc + p * kNr, ldc, cols,
+            pc > 0);
       }
     }
   }
@@ -292,7 +310,7 @@ void GemmPackedPanels(int64_t m, int64_t n, int64_t k, const float* a, int64_t l
 
 }  // namespace
 
-int64_t PackedBPanel() { return 16 * Wide::kVectors; }
+int64_t PackedBPanel() { return 16 * Wide<FloatStep>::kVectors; }
 
 int64_t PackedBFloats(int64_t k, int64_t n) {
   const int64_t nr = PackedBPanel();
@@ -300,7 +318,7 @@ int64_t PackedBFloats(int64_t k, int64_t n) {
 }
 
 void PackB(int64_t k, int64_t n, const float* b, int64_t ldb, float* packed) {
-  constexpr int kNr = 16 * Wide::kVectors;
+  constexpr int kNr = 16 * Wide<FloatStep>::kVectors;
   const int64_t panels = (n + kNr - 1) / kNr;
   ParallelFor(panels, 2, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
@@ -317,7 +335,7 @@ void GemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
     for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
     return;
   }
-  constexpr int kNr = 16 * Wide::kVectors;
+  constexpr int kNr = 16 * Wide<FloatStep>::kVectors;
   const int64_t panels = (n + kNr - 1) / kNr;
   const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   if (ComputeThreads() <= 1 || macs < kMinThreadedMacs) {
@@ -334,29 +352,124 @@ void GemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
   }
 }
 
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+namespace {
+// Gemm on the thread team, with Op's chains (k: steps of Op, floats or bfloat16 pairs).
+template <typename Op>
+void GemmThreads(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+                 int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   if (ComputeThreads() <= 1 || macs < kMinThreadedMacs) {
-    GemmSerial(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    GemmSerial<Op>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
     return;
   }
   // Threads take rows or columns of C; every element is computed as it would be on one thread.
   if (m >= n) {
     ParallelFor(m, 2, [&](int64_t begin, int64_t end) {
-      GemmSerial(trans_a, trans_b, end - begin, n, k, trans_a ? a + begin : a + begin * lda, lda, b,
-                 ldb, c + begin * ldc, ldc, accumulate);
+      GemmSerial<Op>(trans_a, trans_b, end - begin, n, k, trans_a ? a + begin : a + begin * lda,
+                     lda, b, ldb, c + begin * ldc, ldc, accumulate);
     });
   } else {
     // Columns in whole kernel panels, so that a thread's share wastes no lanes but the last.
     const int64_t panels = (n + 31) / 32;
     ParallelFor(panels, 2, [&](int64_t begin, int64_t end) {
       const int64_t j0 = begin * 32, j1 = std::min(n, end * 32);
-      GemmSerial(trans_a, trans_b, m, j1 - j0, k, a, lda, trans_b ? b + j0 * ldb : b + j0, ldb,
-                 c + j0, ldc, accumulate);
+      GemmSerial<Op>(trans_a, trans_b, m, j1 - j0, k, a, lda, trans_b ? b + j0 * ldb : b + j0, ldb,
+                     c + j0, ldc, accumulate);
     });
   }
 }
+
+}  // namespace
+
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  GemmThreads<FloatStep>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+}
+
+namespace {
+// The rounded operands of GemmBf16, as 32-bit pairs of bfloat16 values (v16.h) kept in float
+// storage, which is what the kernels read.
+void StorePair(float* p, uint32_t pair) { std::memcpy(p, &pair, 4); }
+
+// GCC 12 warns of the undefined pass-through operand inside its own AVX-512 conversion intrinsics.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// pairs[j] = (row[2j], row[2j+1]) for j < (k + 1) / 2; an odd k's last pair is (row[k-1], 0).
+void PairAlong(const float* row, int64_t k, float* pairs) {
+  int64_t j = 0;
+#if defined(__AVX512BF16__)
+  for (; 2 * j + 32 <= k; j += 16) {
+    const __m512bh h =
+        _mm512_cvtne2ps_pbh(_mm512_loadu_ps(row + 2 * j + 16), _mm512_loadu_ps(row + 2 * j));
+    _mm512_storeu_ps(pairs + j, (__m512)h);
+  }
+#endif
+  for (; 2 * j + 1 < k; ++j) StorePair(pairs + j, Bf16Pair(row[2 * j], row[2 * j + 1]));
+  if (k % 2) StorePair(pairs + j, Bf16Pair(row[k - 1], 0.0f));
+}
+
+// pairs[x] = (even[x], odd[x]) for x < n; (even[x], 0) when odd is null.
+void PairAcross(const float* even, const float* odd, int64_t n, float* pairs) {
+  int64_t x = 0;
+#if defined(__AVX512BF16__)
+  const auto half = [](const float* p) {
+    return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(p)));
+  };
+  for (; x + 16 <= n; x += 16) {
+    const __m512i high = odd ? _mm512_slli_epi32(half(odd + x), 16) : _mm512_setzero_si512();
+    _mm512_storeu_ps(pairs + x, _mm512_castsi512_ps(_mm512_or_si512(half(even + x), high)));
+  }
+#endif
+  for (; x < n; ++x) StorePair(pairs + x, Bf16Pair(even[x], odd ? odd[x] : 0.0f));
+}
+#pragma GCC diagnostic pop
+
+// Rows of `width` values per conversion task: about 64K values, so that a small product's
+// operands are converted on the calling thread.
+int64_t RowsPerTask(int64_t width) {
+  return std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(width, 1));
+}
+}  // namespace
+
+int64_t GemmBf16Floats(int64_t m, int64_t n, int64_t k) { return (m + n) * ((k + 1) / 2); }
+
+void GemmBf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, float* scratch,
+              bool accumulate) {
+  const int64_t kp = (k + 1) / 2;
+  float* ap = scratch;
+  float* bp = scratch + m * kp;
+  // op(A)'s rows paired along k: [m][kp] from A's rows, or [kp][m] from A's rows 2j and 2j+1.
+  // op(B)'s columns paired along k: [kp][n] from B's rows 2j and 2j+1, or [n][kp] from B's
+  // rows. The kernels then read them as Gemm reads A, A^T, B and B^T.
+  const auto across = [kp, k](const float* x, int64_t ld, int64_t width, float* pairs) {
+    ParallelFor(kp, RowsPerTask(width), [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j) {
+        PairAcross(x + 2 * j * ld, 2 * j + 1 < k ? x + (2 * j + 1) * ld : nullptr, width,
+                   pairs + j * width);
+      }
+    });
+  };
+  const auto along = [kp, k](const float* x, int64_t ld, int64_t rows, float* pairs) {
+    ParallelFor(rows, RowsPerTask(k), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) PairAlong(x + i * ld, k, pairs + i * kp);
+    });
+  };
+  if (trans_a) {
+    across(a, lda, m, ap);
+  } else {
+    along(a, lda, m, ap);
+  }
+  if (trans_b) {
+    along(b, ldb, n, bp);
+  } else {
+    across(b, ldb, n, bp);
+  }
+  GemmThreads<Bf16Step>(trans_a, trans_b, m, n, kp, ap, trans_a ? m : kp, bp, trans_b ? kp : n, c,
+                        ldc, accumulate);
+}
+
+bool GemmBf16Native() { return kBf16Instructions; }
 
 const char* GemmKernels() { return kKernels; }
 

@@ -41,6 +41,23 @@ void PackB(int64_t k, int64_t n, const float* b, int64_t ldb, float* packed);
 void GemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* packed,
                  float* c, int64_t ldc);
 
+// Mixed precision (a job's "precision": "mixed_bfloat16", docs/job-spec.md): C = op(A) * op(B),
+// or += with `accumulate`, as Gemm, but with A's and B's values rounded to bfloat16 (to nearest
+// even) and k taken two at a time. Every element of C is the chain over the pairs of k, in order,
+// of v16.h's DotBf16, which is AVX512_BF16's VDPBF16PS: the odd element's product added, then the
+// even one's, each sum rounded once to float (a product of bfloat16 values is exact), values
+// below FLT_MIN flushed to zero; an odd k ends with a pair (a[k-1], 0).
+//
+// Like Gemm's, an element's bits do not depend on the shape of the call around it, the threads or
+// the CPU: where the CPU lacks AVX512_BF16, the instruction's steps are emulated (slower than
+// Gemm). `scratch`: GemmBf16Floats(m, n, k) floats for the rounded operands.
+int64_t GemmBf16Floats(int64_t m, int64_t n, int64_t k);
+void GemmBf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, float* scratch,
+              bool accumulate = false);
+// Whether GemmBf16 runs on the CPU's bfloat16 instructions (else it emulates them).
+bool GemmBf16Native();
+
 // The instruction set the kernels were built for: "avx512", "avx2" or "scalar".
 const char* GemmKernels();
 

@@ -4,7 +4,9 @@
 // bench/compare.py can put them side by side):
 //   {"impl": "trainingd", "model": "cnn", "mode": "train", "batch": 50, "threads": 2,
 //    "examples_per_sec": 1234.5, "gflops": 101.2, "steps": 300, "seconds": 10.0}
-// --profile adds a per-layer breakdown of the training step on stderr.
+// --profile adds a per-layer breakdown of the training step on stderr. --precision lists the
+// training arithmetics to measure at each batch size, in order ("float32,mixed_bfloat16,
+// float32,mixed_bfloat16" alternates them); a row names its own when it is not float32.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,6 +37,7 @@ struct Args {
   bool profile = false;
   // One per convolution, in order; the last one for the rest.
   std::vector<eng::ConvAlgorithm> conv = {eng::ConvAlgorithm::kAuto};
+  std::vector<eng::Precision> precisions = {eng::Precision::kFloat32};
 };
 
 std::vector<std::string> Split(const std::string& s) {
@@ -53,7 +56,8 @@ std::vector<std::string> Split(const std::string& s) {
   std::fprintf(stderr,
                "engine_bench: %s\nusage: engine_bench [--models cnn,mlp,softmax] "
                "[--batches 50,100,256] [--threads 2] [--seconds 10] [--infer-batch 1000] "
-               "[--data DIR] [--profile] [--conv auto|im2col|winograd|direct[,...]]\n",
+               "[--data DIR] [--profile] [--conv auto|im2col|winograd|direct[,...]] "
+               "[--precision float32|mixed_bfloat16[,...]]\n",
                msg);
   std::exit(2);
 }
@@ -98,6 +102,15 @@ Args Parse(int argc, char** argv) {
           if (!known) Usage("--conv takes auto, im2col, winograd or direct, one per convolution");
         }
         if (a.conv.empty()) Usage("--conv takes auto, im2col, winograd or direct");
+      } else if (flag == "--precision") {
+        a.precisions.clear();
+        for (const std::string& p : Split(value())) {
+          if (p != "float32" && p != "mixed_bfloat16")
+            Usage("--precision takes float32 or mixed_bfloat16");
+          a.precisions.push_back(p == "float32" ? eng::Precision::kFloat32
+                                                : eng::Precision::kMixedBfloat16);
+        }
+        if (a.precisions.empty()) Usage("--precision takes float32 or mixed_bfloat16");
       } else
         Usage(("unknown flag " + flag).c_str());
     } catch (const std::exception&) {
@@ -122,13 +135,15 @@ eng::OptimizerOptions TutorialOptimizer(const std::string& model) {
 }
 
 void PrintRow(const char* model, const char* mode, int64_t batch, int threads, double ex_per_sec,
-              double gflops, int64_t steps, double seconds) {
+              double gflops, int64_t steps, double seconds,
+              eng::Precision precision = eng::Precision::kFloat32) {
   std::printf(
       "{\"impl\": \"trainingd\", \"model\": \"%s\", \"mode\": \"%s\", \"batch\": %lld, "
       "\"threads\": %d, \"examples_per_sec\": %.1f, \"gflops\": %.2f, \"steps\": %lld, "
-      "\"seconds\": %.3f}\n",
+      "\"seconds\": %.3f%s}\n",
       model, mode, static_cast<long long>(batch), threads, ex_per_sec, gflops,
-      static_cast<long long>(steps), seconds);
+      static_cast<long long>(steps), seconds,
+      precision == eng::Precision::kFloat32 ? "" : ", \"precision\": \"mixed_bfloat16\"");
   std::fflush(stdout);
 }
 
@@ -188,33 +203,38 @@ int main(int argc, char** argv) {
       return 2;
     }
     for (int64_t batch : args.batches) {
-      auto trainer = eng::Trainer::Create(*spec, TutorialOptimizer(model), data->train,
-                                          data->num_classes, {batch, 42});
-      if (!trainer.ok()) {
-        std::fprintf(stderr, "engine_bench: %s\n", trainer.status().ToString().c_str());
-        return 1;
-      }
-      eng::Trainer& t = **trainer;
-      SetConvAlgorithm(t.model(), args.conv, batch == args.batches.front());
-      // Warm up: buffers allocated, caches and thread pools hot.
-      const auto warm_until =
-          Clock::now() + std::chrono::duration<double>(std::min(1.0, args.seconds / 4));
-      for (int i = 0; i < 3 || Clock::now() < warm_until; ++i) (void)t.Step();
-      if (args.profile) t.EnableProfiling(true);
-      int64_t steps = 0;
-      const auto t0 = Clock::now();
-      const auto until = t0 + std::chrono::duration<double>(args.seconds);
-      do {
-        (void)t.Step();
-        ++steps;
-      } while (Clock::now() < until);
-      const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
-      const double eps = static_cast<double>(steps * batch) / sec;
-      PrintRow(model.c_str(), "train", batch, args.threads, eps,
-               eps * static_cast<double>(t.model().TrainingFlopsPerExample()) * 1e-9, steps, sec);
-      if (args.profile) {
-        PrintProfile(t, model, batch);
-        t.EnableProfiling(false);
+      for (size_t pi = 0; pi < args.precisions.size(); ++pi) {
+        const eng::Precision precision = args.precisions[pi];
+        auto trainer =
+            eng::Trainer::Create(*spec, TutorialOptimizer(model), data->train, data->num_classes,
+                                 {.batch_size = batch, .seed = 42, .precision = precision});
+        if (!trainer.ok()) {
+          std::fprintf(stderr, "engine_bench: %s\n", trainer.status().ToString().c_str());
+          return 1;
+        }
+        eng::Trainer& t = **trainer;
+        SetConvAlgorithm(t.model(), args.conv, batch == args.batches.front() && pi == 0);
+        // Warm up: buffers allocated, caches and thread pools hot.
+        const auto warm_until =
+            Clock::now() + std::chrono::duration<double>(std::min(1.0, args.seconds / 4));
+        for (int i = 0; i < 3 || Clock::now() < warm_until; ++i) (void)t.Step();
+        if (args.profile) t.EnableProfiling(true);
+        int64_t steps = 0;
+        const auto t0 = Clock::now();
+        const auto until = t0 + std::chrono::duration<double>(args.seconds);
+        do {
+          (void)t.Step();
+          ++steps;
+        } while (Clock::now() < until);
+        const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+        const double eps = static_cast<double>(steps * batch) / sec;
+        PrintRow(model.c_str(), "train", batch, args.threads, eps,
+                 eps * static_cast<double>(t.model().TrainingFlopsPerExample()) * 1e-9, steps, sec,
+                 precision);
+        if (args.profile) {
+          PrintProfile(t, model, batch);
+          t.EnableProfiling(false);
+        }
       }
     }
     if (model == "cnn") {

@@ -98,6 +98,8 @@ def base_job(args):
         job["optimizer"]["learning_rate"] = {
             "type": "exponential_decay", "learning_rate": job["optimizer"]["learning_rate"],
             "decay_steps": args.decay_steps, "decay_rate": 1.0}
+    if args.precision:
+        job["precision"] = args.precision
     # The oracle (the test split) only every --eval-every steps, not again at the end of each
     # run segment: at_end would add an evaluation of 10,000 examples to every ASHA trial that
     # stops at a rung between them, a cost of the oracle and not of the search.
@@ -368,6 +370,8 @@ def main():
                    "learning rate every --decay-steps steps (decay_rate 0.1 to 1)")
     p.add_argument("--decay-steps", type=int, default=500)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--precision", choices=["float32", "mixed_bfloat16"],
+                   help="every job's precision (default: the job spec's, float32)")
     p.add_argument("--out", help="write every result as JSON here")
     p.add_argument("--until-target", action="store_true",
                    help="stop each search once a trial reaches --target (its time is all this "

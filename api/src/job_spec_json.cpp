@@ -52,6 +52,10 @@ constexpr EnumName<ScheduleType> kScheduleTypes[] = {
     {"constant", ScheduleType::kConstant},
     {"exponential_decay", ScheduleType::kExponentialDecay},
     {"piecewise_constant", ScheduleType::kStepDecay}};
+// TensorFlow's names for the policies (tf.keras.mixed_precision.Policy).
+constexpr EnumName<engine::Precision> kPrecisions[] = {
+    {"float32", engine::Precision::kFloat32},
+    {"mixed_bfloat16", engine::Precision::kMixedBfloat16}};
 
 template <typename E, size_t N>
 const char* NameOf(const EnumName<E> (&names)[N], E value) {
@@ -419,14 +423,15 @@ Status ReadResources(const json& v, engine::ResourcesSpec* r) {
 Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
   TRAININGD_RETURN_IF_ERROR(
       CheckObject(root, "",
-                  {"name", "dataset", "model", "optimizer", "batch_size", "max_steps", "num_epochs",
-                   "seed", "hooks", "distributed", "resources"}));
+                  {"name", "dataset", "model", "precision", "optimizer", "batch_size", "max_steps",
+                   "num_epochs", "seed", "hooks", "distributed", "resources"}));
   TRAININGD_RETURN_IF_ERROR(Require(root, "", "name"));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "name", &spec->name));
   if (const auto it = root.find("dataset"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(ReadDataset(*it, &spec->dataset));
   }
   TRAININGD_RETURN_IF_ERROR(ReadModel(root, spec));
+  TRAININGD_RETURN_IF_ERROR(EnumField(root, "", "precision", kPrecisions, &spec->precision));
   if (const auto it = root.find("optimizer"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(ReadOptimizer(*it, &spec->optimizer));
   }
@@ -659,6 +664,7 @@ json JobSpecToJsonValue(const engine::JobSpec& spec) {
   return {{"name", spec.name},
           {"dataset", DatasetValue(spec.dataset)},
           {"model", std::move(model)},
+          {"precision", NameOf(kPrecisions, spec.precision)},
           {"optimizer", OptimizerValue(spec.optimizer)},
           {"batch_size", spec.batch_size},
           {"max_steps", spec.max_steps},

@@ -84,7 +84,8 @@ auto Fields(const engine::ResourcesSpec& r) {
   return std::tie(r.cpus_per_worker, r.time_limit_secs);
 }
 auto Fields(const JobSpec& s) {
-  return std::tie(s.name, s.model_preset, s.batch_size, s.max_steps, s.num_epochs, s.seed);
+  return std::tie(s.name, s.model_preset, s.precision, s.batch_size, s.max_steps, s.num_epochs,
+                  s.seed);
 }
 
 void ExpectSameSpec(const JobSpec& a, const JobSpec& b) {
@@ -240,8 +241,8 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
                           "every_steps, every_secs, max_to_keep, keep_checkpoint_every_n_hours");
   EXPECT_EQ(e.field, "hooks.checkpoint.every_step");
   e = MustFail(Spec(R"("batchsize": 7)"),
-               "batchsize: unknown field; known: name, dataset, model, optimizer, batch_size, "
-               "max_steps, num_epochs, seed, hooks, distributed, resources");
+               "batchsize: unknown field; known: name, dataset, model, precision, optimizer, "
+               "batch_size, max_steps, num_epochs, seed, hooks, distributed, resources");
   EXPECT_EQ(e.field, "batchsize");
   e = MustFail(Spec(R"("hooks": {"tensorboard": true})"),
                "hooks.tensorboard: unknown field; known: checkpoint, summary, step_counter, "
@@ -495,6 +496,7 @@ TEST(JobSpecJsonTest, CanonicalJsonRoundTrips) {
                               "reduction_blocks": 24})"),
       Spec(R"("distributed": {"workers": 2, "hostfile": "/etc/trainingd/hosts"})"),
       Spec(R"("resources": {"cpus_per_worker": 4, "time_limit_secs": 5400.5})"),
+      Spec(R"("precision": "mixed_bfloat16")"),
   };
   for (const std::string& input : inputs) {
     const JobSpec first = MustParse(input);
@@ -523,8 +525,9 @@ TEST(JobSpecJsonTest, CanonicalJsonIsFullyExpanded) {
   EXPECT_EQ(j["hooks"]["evaluation"]["enabled"], false);
   EXPECT_EQ(j["hooks"]["logging"]["tensors"],
             json::parse(R"(["global_step", "loss", "accuracy"])"));
-  for (const char* key : {"name", "dataset", "model", "optimizer", "batch_size", "max_steps",
-                          "num_epochs", "seed", "hooks"}) {
+  EXPECT_EQ(j["precision"], "float32");
+  for (const char* key : {"name", "dataset", "model", "precision", "optimizer", "batch_size",
+                          "max_steps", "num_epochs", "seed", "hooks"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
 }
@@ -655,6 +658,18 @@ TEST(JobSpecJsonTest, TheDistributedSectionIsCheckedFieldByField) {
            "hooks.evaluation.every_secs: with 2 workers this hook evaluates on every rank "
            "together, so it must be triggered by steps, which all ranks count alike; use "
            "every_steps");
+}
+
+TEST(JobSpecJsonTest, ThePrecisionIsOneOfTensorFlowsPolicyNames) {
+  EXPECT_EQ(MustParse(Spec()).precision, engine::Precision::kFloat32);
+  EXPECT_EQ(MustParse(Spec(R"("precision": "float32")")).precision, engine::Precision::kFloat32);
+  EXPECT_EQ(MustParse(Spec(R"("precision": "mixed_bfloat16")")).precision,
+            engine::Precision::kMixedBfloat16);
+  const FieldError e =
+      MustFail(Spec(R"("precision": "mixed_float16")"),
+               "precision: must be one of float32, mixed_bfloat16; got 'mixed_float16'");
+  EXPECT_EQ(e.field, "precision");
+  MustFail(Spec(R"("precision": 16)"), "precision: must be a string, got integer");
 }
 
 TEST(JobSpecJsonTest, TheResourcesSectionIsCheckedFieldByField) {

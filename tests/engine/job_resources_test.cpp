@@ -152,6 +152,19 @@ TEST(PlanJobTest, TheTutorialCnnIsEstimatedPartByPart) {
   EXPECT_TRUE(CheckJobBudget(spec, *r, {int64_t{1} << 31, int64_t{1} << 31}).ok());
 }
 
+// Mixed precision rounds a step's product operands into scratch: at least the forward product's
+// of the CNN's large dense layer (the batch and the 3136 x 1024 kernel, in pairs along 3136).
+TEST(PlanJobTest, MixedPrecisionCountsTheRoundedOperands) {
+  JobSpec spec = SpecWith(PresetModel("cnn")->layers);
+  spec.batch_size = 50;
+  auto float32 = PlanJob(spec, FashionShaped(), TwoThreads());
+  spec.precision = Precision::kMixedBfloat16;
+  auto mixed = PlanJob(spec, FashionShaped(), TwoThreads());
+  ASSERT_TRUE(float32.ok() && mixed.ok());
+  EXPECT_GE(mixed->scratch - float32->scratch, 4 * (50 + 1024) * (3136 / 2));
+  EXPECT_EQ(mixed->memory() - float32->memory(), mixed->scratch - float32->scratch);
+}
+
 TEST(PlanJobTest, SgdHasNoSlotsAndNoEvaluationNoEvalBatch) {
   JobSpec spec = SpecWith(PresetModel("softmax")->layers);
   spec.optimizer.type = OptimizerOptions::Type::kSgd;

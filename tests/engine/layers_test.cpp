@@ -444,6 +444,52 @@ TEST(DenseTest, ForwardIsAffineAndGradientsMatch) {
   }
 }
 
+// max |a - b| / max |a|.
+double RelativeDifference(const Tensor& a, const Tensor& b) {
+  double largest = 0, diff = 0;
+  for (int64_t i = 0; i < a.size(); ++i) {
+    largest = std::max(largest, std::fabs(double(a[i])));
+    diff = std::max(diff, std::fabs(double(a[i]) - double(b[i])));
+  }
+  return diff / largest;
+}
+
+// Mixed precision: a training step's products take bfloat16 operands (8 bits of mantissa) and
+// sum in float, so its outputs and gradients are float32's to about 2^-9 of their size, not to
+// the last bit; evaluation is float32's, bit for bit.
+TEST(DenseTest, MixedPrecisionTrainsOnBfloat16OperandsAndEvaluatesInFloat32) {
+  DenseLayer f32("dense", LayerSpec::Dense(70, Activation::kRelu));
+  DenseLayer mixed("dense", LayerSpec::Dense(70, Activation::kRelu));
+  mixed.set_precision(Precision::kMixedBfloat16);
+  Rng init1(5), init2(5), rng(6);
+  ASSERT_TRUE(f32.Build(Shape{300}, init1).ok());
+  ASSERT_TRUE(mixed.Build(Shape{300}, init2).ok());
+  const Tensor x = RandomTensor(Shape{40, 300}, rng);
+  Tensor y32, ymixed;
+  f32.Forward(x, y32, Mode::kEval);
+  mixed.Forward(x, ymixed, Mode::kEval);
+  ASSERT_EQ(std::memcmp(y32.data(), ymixed.data(), 4 * y32.size()), 0);
+
+  f32.Forward(x, y32, Mode::kTrain);
+  mixed.Forward(x, ymixed, Mode::kTrain);
+  EXPECT_GT(RelativeDifference(y32, ymixed), 0);
+  EXPECT_LT(RelativeDifference(y32, ymixed), 1e-2);
+  const Tensor dy = RandomTensor(y32.shape(), rng);
+  Tensor dx32, dxmixed;
+  // Through the same ReLU mask (float32's outputs): an output near zero may change sign.
+  f32.Backward(x, y32, dy, &dx32);
+  mixed.Backward(x, y32, dy, &dxmixed);
+  EXPECT_GT(RelativeDifference(dx32, dxmixed), 0);
+  EXPECT_LT(RelativeDifference(dx32, dxmixed), 1e-2);
+  for (size_t p = 0; p < 2; ++p) {
+    SCOPED_TRACE(f32.parameters()[p]->name);
+    const Tensor& g32 = f32.parameters()[p]->grad;
+    const Tensor& gmixed = mixed.parameters()[p]->grad;
+    EXPECT_LT(RelativeDifference(g32, gmixed), 1e-2);
+  }
+  EXPECT_GT(RelativeDifference(f32.parameters()[0]->grad, mixed.parameters()[0]->grad), 0);
+}
+
 TEST(DenseTest, RejectsUnflattenedInput) {
   DenseLayer dense("dense", LayerSpec::Dense(10, Activation::kNone));
   Rng rng(0);

@@ -120,6 +120,7 @@ Result<JobResources> PlanJob(const JobSpec& given, const DatasetInfo& data,
   }
   auto model = Model::Plan(spec.model, data.example_shape, data.num_classes, spec.seed);
   if (!model.ok()) return model.status();
+  (*model)->set_precision(spec.precision);
   auto optimizer = MakeOptimizer(spec.optimizer);
   if (!optimizer.ok()) return Status::InvalidArgument("optimizer." + optimizer.status().message());
   const int slots = (*optimizer)->slots_per_parameter();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "nn/gemm.h"
 #include "session/hooks/hook_util.h"
 #include "trainingd/engine/io/checkpoint_manager.h"
 #include "trainingd/engine/session/hooks/early_stopping_hook.h"
@@ -308,6 +309,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   config.seed = spec.seed;
   config.num_epochs = spec.num_epochs;
   config.reduction_blocks = spec.distributed.reduction_blocks;
+  config.precision = spec.precision;
   const std::shared_ptr<Communicator>& comm = options.communicator;
   const bool distributed = comm && comm->size() > 1;
   if (distributed) {
@@ -317,6 +319,16 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   const bool is_chief = !distributed || comm->is_chief();
   if (is_chief && options.on_model_input) {
     TRAININGD_RETURN_IF_ERROR(options.on_model_input(MakeModelInput(fitted, *datasets)));
+  }
+
+  if (spec.precision == Precision::kMixedBfloat16 && is_chief) {
+    if (internal::GemmBf16Native()) {
+      logger->Info("precision mixed_bfloat16: on this CPU's AVX512_BF16 instructions");
+    } else {
+      logger->Warning(
+          "precision mixed_bfloat16: this CPU has no AVX512_BF16 instructions, so they are "
+          "emulated (the same results, more slowly than float32)");
+    }
   }
 
   auto writer = std::make_shared<SummaryWriter>(env);

@@ -56,11 +56,30 @@ int64_t DenseLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
   // kernel partials; in a data-parallel step where the layer is gathered
   // (Model::MarkGatheredDenseLayers), the gathered inputs and output gradients and the ranks'
   // column parts of the wider of its output and its input gradient.
-  const int64_t units = spec_.units;
+  const int64_t units = spec_.units, chunks = NumChunks(NumTiles(), 2, threads);
   const int64_t gathered =
       GatheredAt(batch) ? batch * (in_ + units) + batch * std::max(in_, units) : 0;
-  return 4 * (batch * units + units + NumChunks(NumTiles(), 2, threads) * RowsPerTile() * units +
-              gathered);
+  // Mixed precision: the rounded operands of the largest of the step's products (the forward
+  // one, the input gradient, a whole-batch kernel gradient), and per chunk those of a tile's
+  // (its rows and the output gradients of at most the whole batch).
+  const int64_t bf16 = mixed_ ? std::max({internal::GemmBf16Floats(batch, units, in_),
+                                          internal::GemmBf16Floats(batch, in_, units),
+                                          internal::GemmBf16Floats(in_, units, batch)}) +
+                                    chunks * internal::GemmBf16Floats(RowsPerTile(), units, batch)
+                              : 0;
+  return 4 * (batch * units + units + chunks * RowsPerTile() * units + gathered + bf16);
+}
+
+void DenseLayer::Product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                         const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                         int64_t ldc, std::vector<float>& bf16) const {
+  if (!mixed_) {
+    internal::Gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+    return;
+  }
+  bf16.resize(static_cast<size_t>(
+      std::max<int64_t>(internal::GemmBf16Floats(m, n, k), static_cast<int64_t>(bf16.size()))));
+  internal::GemmBf16(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, bf16.data());
 }
 
 void DenseLayer::PrepareForInference() {
@@ -82,8 +101,8 @@ void DenseLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
     const int64_t all = step_->global();
     parts_by_rank_.resize(static_cast<size_t>(all * units));
     float* part = parts_by_rank_.data() + all * c.begin;
-    internal::Gemm(false, false, all, c.count, in_, all_x_.data(), in_,
-                   kernel_.value.data() + c.begin, units, part, c.count);
+    Product(false, false, all, c.count, in_, all_x_.data(), in_, kernel_.value.data() + c.begin,
+            units, part, c.count, bf16_);
     internal::AddBiasActivation(part, all, c.count, bias_.value.data() + c.begin, relu);
     step_->ShareColumns(parts_by_rank_, units, out.data());
     return;
@@ -91,6 +110,9 @@ void DenseLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   if (mode == Mode::kEval && !packed_kernel_.empty()) {
     internal::GemmPackedB(batch, units, in_, in.data(), in_, packed_kernel_.data(), out.data(),
                           units);
+  } else if (mode == Mode::kTrain) {
+    Product(false, false, batch, units, in_, in.data(), in_, kernel_.value.data(), units,
+            out.data(), units, bf16_);
   } else {
     internal::Gemm(false, false, batch, units, in_, in.data(), in_, kernel_.value.data(), units,
                    out.data(), units);
@@ -125,8 +147,8 @@ void DenseLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dou
     const int64_t all = step_->global();
     parts_by_rank_.resize(static_cast<size_t>(all * in_));
     float* part = parts_by_rank_.data() + all * c.begin;
-    internal::Gemm(false, true, all, c.count, units, all_dy_.data(), units,
-                   kernel_.value.data() + c.begin * units, units, part, c.count);
+    Product(false, true, all, c.count, units, all_dy_.data(), units,
+            kernel_.value.data() + c.begin * units, units, part, c.count, bf16_);
     step_->ShareColumns(parts_by_rank_, in_, din->data());
     return;
   }
@@ -138,8 +160,8 @@ void DenseLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dou
   }
   // dx = dY * W^T
   if (din) {
-    internal::Gemm(false, true, batch, in_, units, g, units, kernel_.value.data(), units,
-                   din->data(), in_);
+    Product(false, true, batch, in_, units, g, units, kernel_.value.data(), units, din->data(), in_,
+            bf16_);
   }
 }
 
@@ -159,8 +181,8 @@ void DenseLayer::WholeBatchGradients(const float* x, const float* g, int64_t bat
                                      int64_t r1) {
   const int64_t units = spec_.units;
   // dW[r0:r1] = x[:, r0:r1]^T * dY, every element a sum over the batch in the examples' order.
-  internal::Gemm(true, false, r1 - r0, units, batch, x + r0, in_, g, units,
-                 kernel_.grad.data() + r0 * units, units);
+  Product(true, false, r1 - r0, units, batch, x + r0, in_, g, units,
+          kernel_.grad.data() + r0 * units, units, bf16_);
   // db = the column sums of dY, in the same order.
   bias_.grad.SetZero();
   internal::AddColumnSums(g, batch, units, bias_.grad.data());
@@ -188,6 +210,7 @@ void DenseLayer::SumGradients(const float* x, const float* g, int64_t batch, Gra
                       static_cast<double>(units) * static_cast<double>(batch);
   const int64_t min_tiles = macs < internal::kMinThreadedMacs ? t1 - t0 + 1 : 2;
   parts_.resize(static_cast<size_t>(NumChunks(t1 - t0, min_tiles)));
+  bf16_parts_.resize(parts_.size());
   int64_t* kernel_sum = kernel_.sum.data();
   ParallelChunks(t1 - t0, min_tiles, [&](int chunk, int64_t c0, int64_t c1) {
     Tensor& part = parts_[static_cast<size_t>(chunk)];
@@ -198,8 +221,8 @@ void DenseLayer::SumGradients(const float* x, const float* g, int64_t batch, Gra
       std::fill(sum, sum + rows * units, 0);
       for (int k = 0; k < blocks.size(); ++k) {
         const int64_t b0 = blocks.begin(k), n = blocks.end(k) - b0;
-        internal::Gemm(true, false, rows, units, n, x + b0 * in_ + r0, in_, g + b0 * units, units,
-                       part.data(), units);
+        Product(true, false, rows, units, n, x + b0 * in_ + r0, in_, g + b0 * units, units,
+                part.data(), units, bf16_parts_[static_cast<size_t>(chunk)]);
         internal::AddFixed(part.data(), rows * units, kernel_.sum_exponent, sum);
       }
     }

@@ -137,6 +137,10 @@ Result<std::unique_ptr<Model>> Model::Configure(const ModelSpec& spec, const Sha
   return m;
 }
 
+void Model::set_precision(Precision precision) {
+  for (auto& layer : layers_) layer->set_precision(precision);
+}
+
 void Model::set_example_offset(int64_t offset) {
   for (auto& layer : layers_) layer->set_example_offset(offset);
 }

@@ -59,7 +59,8 @@ Result<std::unique_ptr<Session>> Session::Create(const SessionConfig& config,
                                  {.batch_size = config.batch_size,
                                   .seed = config.seed,
                                   .communicator = config.communicator.get(),
-                                  .reduction_blocks = config.reduction_blocks});
+                                  .reduction_blocks = config.reduction_blocks,
+                                  .precision = config.precision});
   if (!trainer.ok()) return trainer.status();
   s->trainer_ = std::move(trainer).value();
   return s;

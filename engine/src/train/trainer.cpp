@@ -52,6 +52,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
   auto model = Model::Build(model_spec, train.example_shape(), num_classes, options.seed);
   if (!model.ok()) return model.status();
   t->model_ = std::move(model).value();
+  t->model_->set_precision(options.precision);
   t->num_classes_ = num_classes;
   auto opt = MakeOptimizer(optimizer_options);
   if (!opt.ok()) return Status::InvalidArgument("optimizer." + opt.status().message());

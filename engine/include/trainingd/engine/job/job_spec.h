@@ -9,6 +9,7 @@
 
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/data/dataset.h"
+#include "trainingd/engine/nn/layer.h"
 #include "trainingd/engine/nn/model_spec.h"
 #include "trainingd/engine/optim/optimizer.h"
 
@@ -143,6 +144,9 @@ struct JobSpec {
   DatasetSpec dataset;
   std::string model_preset;  // "cnn", "mlp", "softmax" when the model was given by name
   ModelSpec model;           // the layers (a preset expanded)
+  // The training steps' arithmetic: float32, or "mixed_bfloat16" (layer.h's Precision,
+  // docs/job-spec.md#precision).
+  Precision precision = Precision::kFloat32;
   OptimizerOptions optimizer;
   int64_t batch_size = 50;
   // The job ends at this global step (StopAtStepHook's last_step); 0 = no step limit.

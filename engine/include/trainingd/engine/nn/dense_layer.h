@@ -59,6 +59,11 @@ class DenseLayer final : public Layer {
   // 32-column strip of every row at a time. A layer of at most 16 units (the narrow kernel)
   // keeps no copy.
   void PrepareForInference() override;
+  // Mixed precision: every product of a training step (forward, input gradient, kernel gradient)
+  // is gemm.h's GemmBf16, whose rounded operands take scratch (ScratchBytes).
+  void set_precision(Precision precision) override {
+    mixed_ = precision == Precision::kMixedBfloat16;
+  }
   int64_t in() const { return in_; }
   int64_t units() const { return spec_.units; }
   // The kernel's gradient is formed by tiles of whole rows; every tile but the last is a multiple
@@ -75,6 +80,11 @@ class DenseLayer final : public Layer {
                     int64_t t0, int64_t t1);
   // A wide layer's gradients over `batch` examples: the kernel rows [r0, r1) and the bias.
   void WholeBatchGradients(const float* x, const float* g, int64_t batch, int64_t r0, int64_t r1);
+  // C = op(A) * op(B) in a training step: Gemm, or in mixed precision GemmBf16 with its rounded
+  // operands in `bf16`.
+  void Product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+               int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+               std::vector<float>& bf16) const;
 
   LayerSpec spec_;
   int64_t in_ = 0;
@@ -83,6 +93,7 @@ class DenseLayer final : public Layer {
   // Elements of one tile of kernel-gradient partials: small enough to stay in cache with its sums.
   static constexpr int64_t kTileElements = 16384;
   bool gathered_ = false;
+  bool mixed_ = false;  // Precision::kMixedBfloat16
   GradientBlocks* step_ = nullptr;
   int64_t step_global_ = 0;  // the latest step's global batch
   // Gathered: the global batch's inputs and output gradients, and the ranks' column parts.
@@ -93,6 +104,9 @@ class DenseLayer final : public Layer {
   Tensor dy_;                  // output gradient masked by the ReLU
   Tensor dbias_part_;          // one block's bias gradient
   std::vector<Tensor> parts_;  // per chunk: one tile of one block's kernel gradient
+  // Mixed precision: the rounded operands of the step's products, and of each chunk's tiles.
+  std::vector<float> bf16_;
+  std::vector<std::vector<float>> bf16_parts_;
 };
 
 }  // namespace trainingd::engine

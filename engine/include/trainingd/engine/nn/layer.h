@@ -34,6 +34,13 @@ class GradientBlocks;
 
 enum class Mode { kTrain, kEval };
 
+// The arithmetic of a model's training steps (a job's "precision", docs/job-spec.md#precision):
+// float32 throughout, or TensorFlow's "mixed_bfloat16" policy: the layers' matrix products take
+// their operands rounded to bfloat16 and sum in float32, while parameters, activations,
+// gradients and updates stay float32. Evaluation and inference (kEval) are float32 either way, as
+// the exported ONNX model computes.
+enum class Precision { kFloat32, kMixedBfloat16 };
+
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -98,6 +105,10 @@ class Layer {
   // same bits. A later change to the parameters is not seen by kEval Forward until the next
   // call, so training never calls it.
   virtual void PrepareForInference() {}
+
+  // The arithmetic of the training steps (kTrain) from now on; set before the first. Layers
+  // without matrix products ignore it.
+  virtual void set_precision(Precision /*precision*/) {}
 
   // Multiply-adds x2 per example of one forward pass, for GFLOP/s reports.
   virtual int64_t ForwardFlopsPerExample() const { return 0; }

@@ -76,6 +76,9 @@ class Model {
   // one process): dropout keys its masks by the global example index, so a model split over N
   // processes draws the same masks as one.
   void set_example_offset(int64_t offset);
+  // The arithmetic of the training steps (Layer::set_precision), before the first; and of
+  // MemoryUse, whose scratch it changes.
+  void set_precision(Precision precision);
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   // For steps of `global_batch` examples, in one process or data-parallel alike: marks the dense
   // layers whose kernel gradient is cheaper to form over the whole batch (from the ranks'

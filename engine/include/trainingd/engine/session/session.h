@@ -93,6 +93,8 @@ struct SessionConfig {
   std::shared_ptr<Communicator> communicator;
   // The blocks each batch's gradients are summed in (TrainerOptions::reduction_blocks).
   int reduction_blocks = kDefaultReductionBlocks;
+  // The arithmetic of the training steps (TrainerOptions::precision).
+  Precision precision = Precision::kFloat32;
 };
 
 class Session {

@@ -37,6 +37,8 @@ struct TrainerOptions {
   // The blocks every batch's gradient sums are cut into (gradient_blocks.h): results are the
   // same for any number of ranks up to min(reduction_blocks, batch_size).
   int reduction_blocks = kDefaultReductionBlocks;
+  // The arithmetic of the training steps (layer.h's Precision); evaluations are float32.
+  Precision precision = Precision::kFloat32;
 };
 
 // One rank's latest step of a data-parallel job: its compute (input, forward, loss, backward)

@@ -72,7 +72,6 @@ using MicroFn = void (*)(int, const float*, int64_t, int64_t, const float*, int6
 // reading B.
 template <int NV, int MR, typename Op>
 struct Shape {
-  using Step = Op;
   static constexpr int kVectors = NV;
   static constexpr int kRows = MR;
   template <BRows kB, int... R>

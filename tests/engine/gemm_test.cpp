@@ -9,7 +9,9 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -59,10 +61,20 @@ const Product kProducts[] = {
     {520, 512, 3},   {16400, 16, 2},  {1100, 512, 20}, {2100, 250, 260},
 };
 
-TEST(GemmTest, EveryElementIsTheFusedMultiplyAddChainOverK) {
+using ProductFn = std::function<void(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                                     const float* a, int64_t lda, const float* b, int64_t ldb,
+                                     float* c, int64_t ldc, bool accumulate)>;
+
+// Every shape of `products` as NN, TN and NT, written and accumulated, on two threads, with
+// leading dimensions past the matrices' widths (as the layers' views have) and operands from
+// random(n, seed): `product` gives `reference`'s bits. `kernels` names what ran.
+void ExpectTheReferencesBits(std::span<const Product> products,
+                             std::vector<float> (*random)(int64_t, uint32_t),
+                             const ProductFn& reference, const ProductFn& product,
+                             const std::string& kernels) {
   SetComputeThreads(2);
-  for (const Product& p : kProducts) {
-    // Under the sanitizers, whose unoptimised Reference takes most of the time, the shapes around
+  for (const Product& p : products) {
+    // Under the sanitizers, whose unoptimised reference takes most of the time, the shapes around
     // the tiles only; the models' largest (over 4M multiply-adds) run in the Release build.
     if (test_support::kSanitized && p.m * p.n * p.k > (4 << 20)) continue;
     for (int mode = 0; mode < 3; ++mode) {
@@ -73,21 +85,24 @@ TEST(GemmTest, EveryElementIsTheFusedMultiplyAddChainOverK) {
                       : tb ? " NT"
                            : " NN") +
                      (accumulate ? " accumulate" : ""));
-        // Leading dimensions past the matrices' widths, as the layers' views have.
         const int64_t lda = (ta ? p.m : p.k) + 3, ldb = (tb ? p.k : p.n) + 5, ldc = p.n + 2;
-        const std::vector<float> a = Random((ta ? p.k : p.m) * lda + 1, 1);
-        const std::vector<float> b = Random((tb ? p.n : p.k) * ldb + 1, 2);
-        const std::vector<float> c0 = Random(p.m * ldc + 1, 3);
+        const std::vector<float> a = random((ta ? p.k : p.m) * lda + 1, 1);
+        const std::vector<float> b = random((tb ? p.n : p.k) * ldb + 1, 2);
+        const std::vector<float> c0 = random(p.m * ldc + 1, 3);
         std::vector<float> want = c0, got = c0;
-        Reference(ta, tb, p.m, p.n, p.k, a.data(), lda, b.data(), ldb, want.data(), ldc,
+        reference(ta, tb, p.m, p.n, p.k, a.data(), lda, b.data(), ldb, want.data(), ldc,
                   accumulate);
-        Gemm(ta, tb, p.m, p.n, p.k, a.data(), lda, b.data(), ldb, got.data(), ldc, accumulate);
-        ASSERT_EQ(std::memcmp(want.data(), got.data(), 4 * want.size()), 0)
-            << GemmKernels() << " kernels";
+        product(ta, tb, p.m, p.n, p.k, a.data(), lda, b.data(), ldb, got.data(), ldc, accumulate);
+        ASSERT_EQ(std::memcmp(want.data(), got.data(), 4 * want.size()), 0) << kernels;
       }
     }
   }
   SetComputeThreads(1);
+}
+
+TEST(GemmTest, EveryElementIsTheFusedMultiplyAddChainOverK) {
+  ExpectTheReferencesBits(kProducts, Random, Reference, Gemm,
+                          std::string(GemmKernels()) + " kernels");
 }
 
 // B packed once (PackB) gives every element the same chain as B itself, on one thread and on two:
@@ -220,39 +235,21 @@ std::vector<float> RandomWithCorners(int64_t n, uint32_t seed) {
 }
 
 TEST(GemmTest, Bf16ProductsAreTheChainOfPairedBf16Steps) {
-  SetComputeThreads(2);
   const Product products[] = {{50, 100, 3136}, {200, 160, 256}, {256, 96, 200}, {3136, 64, 13},
                               {50, 10, 1024},  {100, 128, 783}, {7, 13, 5},     {12, 16, 257},
                               {13, 17, 256},   {16, 33, 300},   {29, 64, 1},    {3, 100, 600},
                               {0, 5, 5},       {5, 0, 5},       {5, 5, 0},      {520, 512, 3},
                               {1100, 40, 20},  {2100, 250, 65}};
-  for (const Product& p : products) {
-    if (test_support::kSanitized && p.m * p.n * p.k > (4 << 20)) continue;
-    for (int mode = 0; mode < 3; ++mode) {
-      const bool ta = mode == 1, tb = mode == 2;
-      for (bool accumulate : {false, true}) {
-        SCOPED_TRACE(std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) +
-                     (ta   ? " TN"
-                      : tb ? " NT"
-                           : " NN") +
-                     (accumulate ? " accumulate" : ""));
-        const int64_t lda = (ta ? p.m : p.k) + 3, ldb = (tb ? p.k : p.n) + 5, ldc = p.n + 2;
-        const std::vector<float> a = RandomWithCorners((ta ? p.k : p.m) * lda + 1, 11);
-        const std::vector<float> b = RandomWithCorners((tb ? p.n : p.k) * ldb + 1, 12);
-        const std::vector<float> c0 = RandomWithCorners(p.m * ldc + 1, 13);
-        std::vector<float> want = c0, got = c0;
-        std::vector<float> scratch(static_cast<size_t>(GemmBf16Floats(p.m, p.n, p.k)));
-        ReferenceBf16(ta, tb, p.m, p.n, p.k, a.data(), lda, b.data(), ldb, want.data(), ldc,
-                      accumulate);
-        GemmBf16(ta, tb, p.m, p.n, p.k, a.data(), lda, b.data(), ldb, got.data(), ldc,
-                 scratch.data(), accumulate);
-        ASSERT_EQ(std::memcmp(want.data(), got.data(), 4 * want.size()), 0)
-            << GemmKernels() << " kernels, "
-            << (GemmBf16Native() ? "AVX512_BF16" : "bfloat16 emulated");
-      }
-    }
-  }
-  SetComputeThreads(1);
+  std::vector<float> scratch;
+  const auto bf16 = [&](bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                        int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                        bool accumulate) {
+    scratch.resize(static_cast<size_t>(GemmBf16Floats(m, n, k)));
+    GemmBf16(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, scratch.data(), accumulate);
+  };
+  ExpectTheReferencesBits(products, RandomWithCorners, ReferenceBf16, bf16,
+                          std::string(GemmKernels()) + " kernels, " +
+                              (GemmBf16Native() ? "AVX512_BF16" : "bfloat16 emulated"));
 }
 
 }  // namespace

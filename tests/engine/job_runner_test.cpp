@@ -1,5 +1,6 @@
 // RunJob's wiring of the spec's hooks into a session, where the hooks' own tests (hooks_test.cpp)
-// cannot see it: the evaluation hook's at_end and the final values it leaves.
+// cannot see it: the evaluation hook's at_end and the final values it leaves; and what the log
+// says of the precision.
 #include "trainingd/engine/job/job_runner.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "nn/gemm.h"
 #include "session_test_util.h"
 #include "test_util.h"
 
@@ -21,7 +23,8 @@ struct EvaluatedRun {
 };
 
 // 30 steps with the test split evaluated every 20.
-EvaluatedRun Evaluated(bool at_end, const std::string& dir) {
+EvaluatedRun Evaluated(bool at_end, const std::string& dir,
+                       Precision precision = Precision::kFloat32) {
   JobSpec spec;
   spec.name = "evaluated";
   spec.model_preset = "softmax";
@@ -33,6 +36,7 @@ EvaluatedRun Evaluated(bool at_end, const std::string& dir) {
   spec.hooks.evaluation.split = "test";
   spec.hooks.evaluation.trigger.every_steps = 20;
   spec.hooks.evaluation.at_end = at_end;
+  spec.precision = precision;
   JobRunOptions o;
   o.checkpoint_dir = dir;
   o.datasets = testing::TwoClassTable(5, 300, 100);
@@ -62,6 +66,20 @@ TEST(JobRunnerTest, WithoutAtEndOnlyThePeriodicEvaluationsRunAndNoneIsAFinalValu
   // Step 20's evaluation is not step 30's value.
   EXPECT_EQ(run.result.final_values.count("test/accuracy"), 0u);
   EXPECT_EQ(run.result.final_values.count("test/loss"), 0u);
+}
+
+// A mixed-precision job's log says whether this CPU runs bfloat16 products on its own
+// instructions or emulates them (the same results, more slowly); a float32 job's says nothing.
+TEST(JobRunnerTest, TheLogSaysWhetherMixedPrecisionIsEmulated) {
+  ScopedDir mixed_dir("mixed"), float_dir("float32");
+  const EvaluatedRun mixed = Evaluated(true, mixed_dir.path(), Precision::kMixedBfloat16);
+  EXPECT_EQ(mixed.result.global_step, 30);
+  EXPECT_EQ(mixed.logger->Matching("precision mixed_bfloat16: ").size(), 1u);
+  EXPECT_EQ(mixed.logger->Matching("emulated").size(), internal::GemmBf16Native() ? 0u : 1u);
+  EXPECT_EQ(mixed.logger->Matching("on this CPU's AVX512_BF16 instructions").size(),
+            internal::GemmBf16Native() ? 1u : 0u);
+  const EvaluatedRun float32 = Evaluated(true, float_dir.path());
+  EXPECT_TRUE(float32.logger->Matching("precision").empty());
 }
 
 }  // namespace

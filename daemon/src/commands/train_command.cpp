@@ -27,6 +27,7 @@ struct Options {
   std::optional<int64_t> steps;       // unset: the preset's default
   std::optional<int64_t> batch_size;  // unset: the preset's default
   std::string optimizer = "adam";
+  std::string precision = "float32";
   std::optional<double> learning_rate;  // unset: the preset's default
   int threads = 2;
   uint64_t seed = 42;
@@ -58,6 +59,12 @@ eng::Result<eng::JobSpec> SpecFor(const Options& o) {
   } else {
     return eng::Status::InvalidArgument("--optimizer: unknown '" + o.optimizer +
                                         "' (adam, momentum, sgd)");
+  }
+  if (o.precision == "mixed_bfloat16") {
+    s.precision = eng::Precision::kMixedBfloat16;
+  } else if (o.precision != "float32") {
+    return eng::Status::InvalidArgument("--precision: unknown '" + o.precision +
+                                        "' (float32, mixed_bfloat16)");
   }
   s.optimizer.learning_rate = eng::LearningRateSchedule::Constant(
       static_cast<float>(o.learning_rate.value_or(cnn ? 1e-4 : 1e-3)));
@@ -95,6 +102,8 @@ int TrainCommand(const std::vector<std::string>& args) {
       .Int("--batch-size", "examples per step", 1, INT64_MAX, &o.batch_size)
       .String("--optimizer", "NAME", "adam, momentum or sgd (adam)", &o.optimizer)
       .Positive("--learning-rate", "the learning rate", &o.learning_rate)
+      .String("--precision", "NAME",
+              "float32 or mixed_bfloat16 (float32; docs/job-spec.md#precision)", &o.precision)
       .Int("--threads", "compute threads (2)", 1, 256, &o.threads)
       .Uint("--seed", "initialisation, dropout and data order (42)", &o.seed)
       .Int("--log-every", "log every N steps (100)", 1, INT64_MAX, &o.log_every)

@@ -49,8 +49,8 @@ void GemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
 // below FLT_MIN flushed to zero; an odd k ends with a pair (a[k-1], 0).
 //
 // Like Gemm's, an element's bits do not depend on the shape of the call around it, the threads or
-// the CPU: where the CPU lacks AVX512_BF16, the instruction's steps are emulated (slower than
-// Gemm). `scratch`: GemmBf16Floats(m, n, k) floats for the rounded operands.
+// the CPU (a NaN's payload aside): where the CPU lacks AVX512_BF16, the instructions' steps are
+// emulated (slower than Gemm). `scratch`: GemmBf16Floats(m, n, k) floats for the rounded operands.
 int64_t GemmBf16Floats(int64_t m, int64_t n, int64_t k);
 void GemmBf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
               int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, float* scratch,

@@ -35,10 +35,10 @@ class GradientBlocks;
 enum class Mode { kTrain, kEval };
 
 // The arithmetic of a model's training steps (a job's "precision", docs/job-spec.md#precision):
-// float32 throughout, or TensorFlow's "mixed_bfloat16" policy: the layers' matrix products take
-// their operands rounded to bfloat16 and sum in float32, while parameters, activations,
-// gradients and updates stay float32. Evaluation and inference (kEval) are float32 either way, as
-// the exported ONNX model computes.
+// float32 throughout, or TensorFlow's "mixed_bfloat16" policy: the dense layers' matrix products
+// take their operands rounded to bfloat16 and sum in float32 (the convolutions are float32 for
+// now), while parameters, activations, gradients and updates stay float32. Evaluation and inference
+// (kEval) are float32 either way, as the exported ONNX model computes.
 enum class Precision { kFloat32, kMixedBfloat16 };
 
 class Layer {

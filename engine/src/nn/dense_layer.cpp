@@ -77,8 +77,8 @@ void DenseLayer::Product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64
     internal::Gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
     return;
   }
-  bf16.resize(static_cast<size_t>(
-      std::max<int64_t>(internal::GemmBf16Floats(m, n, k), static_cast<int64_t>(bf16.size()))));
+  const auto floats = static_cast<size_t>(internal::GemmBf16Floats(m, n, k));
+  if (bf16.size() < floats) bf16.resize(floats);
   internal::GemmBf16(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, bf16.data());
 }
 

@@ -36,9 +36,11 @@ enum class Mode { kTrain, kEval };
 
 // The arithmetic of a model's training steps (a job's "precision", docs/job-spec.md#precision):
 // float32 throughout, or TensorFlow's "mixed_bfloat16" policy: the dense layers' matrix products
-// take their operands rounded to bfloat16 and sum in float32 (the convolutions are float32 for
-// now), while parameters, activations, gradients and updates stay float32. Evaluation and inference
-// (kEval) are float32 either way, as the exported ONNX model computes.
+// take their operands rounded to bfloat16 and sum in float32 (the convolutions stay float32: in
+// their Winograd products bfloat16 would cost ten times a bfloat16 convolution's accuracy,
+// bench/winograd_bf16_error.py), while parameters, activations, gradients and updates stay
+// float32. Evaluation and inference (kEval) are float32 either way, as the exported ONNX model
+// computes.
 enum class Precision { kFloat32, kMixedBfloat16 };
 
 class Layer {

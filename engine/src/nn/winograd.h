@@ -8,8 +8,8 @@
 //   Y = A^T [ sum over input channels c of U[c] (.) V[c] ] A          ((.) element-wise)
 //
 // so for each of the alpha^2 positions xi the channel sum is one matrix product
-// M[xi] (tiles x out) = V[xi] (tiles x in) * U[xi] (in x out): F(3x3, 5x5) does 49 multiply-adds
-// for every 9 outputs where direct convolution does 225.
+// M[xi] (tiles x out) = V[xi] (tiles x in) * U[xi] (in x out): F(4x4, 5x5) does 64 multiply-adds
+// for every 16 outputs where direct convolution does 400.
 //
 // Training needs the adjoint of each linear step, which has the same shape: dM = A dY A^T,
 // dU[xi] += V[xi]^T dM[xi], dV[xi] = dM[xi] U[xi]^T, dx += B dV B^T scattered back onto the

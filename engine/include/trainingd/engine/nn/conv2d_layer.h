@@ -10,8 +10,8 @@
 // directly from the zero-padded image instead (engine/src/nn/direct_conv.h), with im2col's bits.
 //
 // Stride-1 3x3 and 5x5 convolutions with at least kWinogradMinChannels input channels use
-// Winograd's minimal filtering instead (F(4x4, 3x3) and F(3x3, 5x5), engine/src/nn/winograd.h),
-// which needs 4.6x (5x5) and 4x (3x3) fewer multiplications; the tutorial CNN's second
+// Winograd's minimal filtering instead (F(4x4, 3x3) and F(4x4, 5x5), engine/src/nn/winograd.h),
+// which needs 6.25x (5x5) and 4x (3x3) fewer multiplications; the tutorial CNN's second
 // convolution is one. Its forward and backward passes are exact adjoints of each other, so the
 // gradients are those of the function computed, and they are checked like im2col's.
 #pragma once

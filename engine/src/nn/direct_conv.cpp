@@ -50,17 +50,23 @@ inline V16 LoadColumns(const float* row, int v, int nr) {
 template <int R, bool kWhole>
 void ForwardTile(const DirectConvShape& s, const float* xq, const float* kernel, int nr, float* y) {
   V16 acc[R][kVectors];
-  for (int i = 0; i < R; ++i)
+  V16_UNROLL
+  for (int i = 0; i < R; ++i) {
+    V16_UNROLL
     for (int v = 0; v < kVectors; ++v) acc[i][v] = Zero();
+  }
   // One loop over the taps, stepping (ky, kx) by hand.
   const int64_t k = s.k, oc = s.oc, taps = k * k, row_step = s.padded_w() - k;
   const float* xt = xq;
   for (int64_t t = 0, kx = 0; t < taps; ++t) {
     const float* kt = kernel + t * oc;
     V16 kv[kVectors];
+    V16_UNROLL
     for (int v = 0; v < kVectors; ++v) kv[v] = LoadColumns<kWhole>(kt, v, nr);
+    V16_UNROLL
     for (int i = 0; i < R; ++i) {
       const V16 x = Broadcast(xt + i);
+      V16_UNROLL
       for (int v = 0; v < kVectors; ++v) acc[i][v] = Fma(x, kv[v], acc[i][v]);
     }
     ++xt;
@@ -69,8 +75,11 @@ void ForwardTile(const DirectConvShape& s, const float* xq, const float* kernel,
       xt += row_step;
     }
   }
-  for (int i = 0; i < R; ++i)
+  V16_UNROLL
+  for (int i = 0; i < R; ++i) {
+    V16_UNROLL
     for (int v = 0; v < kVectors; ++v) StoreN(y + i * s.oc + 16 * v, acc[i][v], nr - 16 * v);
+  }
 }
 
 // Taps [t0, t0 + T), output channels [0, nr) of a panel: each chain continues from dkernel's
@@ -81,8 +90,10 @@ void GradientTile(const DirectConvShape& s, const float* xp, const float* dy, in
   const int64_t pw = s.padded_w();
   int64_t offset[T];
   V16 acc[T][kVectors];
+  V16_UNROLL
   for (int j = 0; j < T; ++j) {
     offset[j] = (t0 + j) / s.k * pw + (t0 + j) % s.k;
+    V16_UNROLL
     for (int v = 0; v < kVectors; ++v)
       acc[j][v] = LoadN(dkernel + (t0 + j) * s.oc + 16 * v, nr - 16 * v);
   }
@@ -92,9 +103,12 @@ void GradientTile(const DirectConvShape& s, const float* xp, const float* dy, in
   for (int64_t p = 0, ox = 0; p < pixels; ++p) {
     const float* g = dy + p * s.oc;
     V16 gv[kVectors];
+    V16_UNROLL
     for (int v = 0; v < kVectors; ++v) gv[v] = LoadColumns<kWhole>(g, v, nr);
+    V16_UNROLL
     for (int j = 0; j < T; ++j) {
       const V16 x = Broadcast(xq + offset[j]);
+      V16_UNROLL
       for (int v = 0; v < kVectors; ++v) acc[j][v] = Fma(x, gv[v], acc[j][v]);
     }
     ++xq;
@@ -103,9 +117,12 @@ void GradientTile(const DirectConvShape& s, const float* xp, const float* dy, in
       xq += s.k - 1;
     }
   }
-  for (int j = 0; j < T; ++j)
+  V16_UNROLL
+  for (int j = 0; j < T; ++j) {
+    V16_UNROLL
     for (int v = 0; v < kVectors; ++v)
       StoreN(dkernel + (t0 + j) * s.oc + 16 * v, acc[j][v], nr - 16 * v);
+  }
 }
 
 using ForwardFn = void (*)(const DirectConvShape&, const float*, const float*, int, float*);

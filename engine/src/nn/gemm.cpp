@@ -38,13 +38,16 @@ template <int R, int NV, BRows kB, typename Op>
 void Micro(int kc, const float* a, int64_t ars, int64_t aks, const float* b, int64_t bks, float* c,
            int64_t ldc, int nr, bool load) {
   V16 acc[R][NV];
+  V16_UNROLL
   for (int i = 0; i < R; ++i) {
+    V16_UNROLL
     for (int v = 0; v < NV; ++v) {
       acc[i][v] = load ? LoadN(c + i * ldc + 16 * v, nr - 16 * v) : Zero();
     }
   }
   for (int kk = 0; kk < kc; ++kk) {
     V16 bv[NV];
+    V16_UNROLL
     for (int v = 0; v < NV; ++v) {
       if constexpr (kB == BRows::kPacked) {
         bv[v] = Load(b + (kk * NV + v) * 16);
@@ -55,12 +58,16 @@ void Micro(int kc, const float* a, int64_t ars, int64_t aks, const float* b, int
       }
     }
     const float* ak = a + kk * aks;
+    V16_UNROLL
     for (int i = 0; i < R; ++i) {
       const V16 x = Broadcast(ak + i * ars);
+      V16_UNROLL
       for (int v = 0; v < NV; ++v) acc[i][v] = Op::Step(x, bv[v], acc[i][v]);
     }
   }
+  V16_UNROLL
   for (int i = 0; i < R; ++i) {
+    V16_UNROLL
     for (int v = 0; v < NV; ++v) StoreN(c + i * ldc + 16 * v, acc[i][v], nr - 16 * v);
   }
 }

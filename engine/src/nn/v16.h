@@ -15,6 +15,14 @@
 #include <immintrin.h>
 #endif
 
+// Put before every loop over a kernel's registers (its accumulators' rows and vectors, the
+// vectors of an operand's row). GCC keeps an array of V16 in registers only if every index into it
+// is a constant once loops are unrolled, and it unrolls a loop early only if the loop looks cheap.
+// Loops whose LoadN or StoreN have branches do not: the AVX2 build then kept the accumulators in
+// memory and stored each one after each multiply-add, which halved its matrix products' speed
+// (docs/benchmarks.md#avx2).
+#define V16_UNROLL _Pragma("GCC unroll 16")
+
 namespace trainingd::engine::internal::v16 {
 
 #if defined(__AVX512F__)

@@ -39,29 +39,38 @@ int64_t MaxPool2dLayer::ScratchBytes(int64_t batch, Mode /*mode*/, int /*threads
 
 namespace {
 
-// Sixteen lanes, read and written at any float (GCC's vector extensions: AVX-512 registers, two
-// AVX2 ones or scalars, whatever the build targets).
-typedef float F16 __attribute__((vector_size(64), aligned(4), may_alias));
-typedef int32_t I16 __attribute__((vector_size(64), aligned(4), may_alias));
+// One register of channels, read and written at any float (GCC's vector extensions): sixteen
+// lanes with AVX-512, eight with AVX2, four with SSE. A vector wider than the target's registers
+// would not be split into them: on AVX2 sixteen lanes compiled to scalar code through the stack,
+// 6.5 times slower (docs/benchmarks.md#avx2).
+#if defined(__AVX512F__)
 constexpr int64_t kWidth = 16;
-constexpr I16 kLaneIndex = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+#elif defined(__AVX2__)
+constexpr int64_t kWidth = 8;
+#else
+constexpr int64_t kWidth = 4;
+#endif
+typedef float FV __attribute__((vector_size(kWidth * 4), aligned(4), may_alias));
+typedef int32_t IV __attribute__((vector_size(kWidth * 4), aligned(4), may_alias));
+constexpr int32_t kLaneIndex[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+static_assert(kWidth <= 16);
 
-// One output pixel's window maxima for channels [c0, c0 + 16): the first largest value in the
-// window's (ky, kx) order and its offset, kept in registers until both are stored once. (A NaN
-// first in the window stays; one after it never wins, as `v > best` is false for it.)
-void PoolSixteen(const float* x, const int32_t* offsets, int64_t taps, int64_t c0, float* y,
-                 int32_t* argmax) {
-  const I16 lanes = kLaneIndex + static_cast<int32_t>(c0);
-  F16 best = *reinterpret_cast<const F16*>(x + offsets[0] + c0);
-  I16 arg = lanes + offsets[0];
+// One output pixel's window maxima for channels [c0, c0 + kWidth): the first largest value in
+// the window's (ky, kx) order and its offset, kept in registers until both are stored once. (A
+// NaN first in the window stays; one after it never wins, as `v > best` is false for it.)
+void PoolLanes(const float* x, const int32_t* offsets, int64_t taps, int64_t c0, float* y,
+               int32_t* argmax) {
+  const IV lanes = *reinterpret_cast<const IV*>(kLaneIndex) + static_cast<int32_t>(c0);
+  FV best = *reinterpret_cast<const FV*>(x + offsets[0] + c0);
+  IV arg = lanes + offsets[0];
   for (int64_t t = 1; t < taps; ++t) {
-    const F16 v = *reinterpret_cast<const F16*>(x + offsets[t] + c0);
-    const I16 gt = v > best;
+    const FV v = *reinterpret_cast<const FV*>(x + offsets[t] + c0);
+    const IV gt = v > best;
     best = gt ? v : best;
     arg = gt ? lanes + offsets[t] : arg;
   }
-  *reinterpret_cast<F16*>(y + c0) = best;
-  *reinterpret_cast<I16*>(argmax + c0) = arg;
+  *reinterpret_cast<FV*>(y + c0) = best;
+  *reinterpret_cast<IV*>(argmax + c0) = arg;
 }
 
 // The same for the one channel c.
@@ -101,7 +110,7 @@ void MaxPool2dLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
           float* y = out.data() + o;
           int32_t* am = argmax_.data() + o;
           int64_t c0 = 0;
-          for (; c0 + kWidth <= c_; c0 += kWidth) PoolSixteen(x, offsets.data(), taps, c0, y, am);
+          for (; c0 + kWidth <= c_; c0 += kWidth) PoolLanes(x, offsets.data(), taps, c0, y, am);
           for (; c0 < c_; ++c0) PoolOne(x, offsets.data(), taps, c0, y, am);
         }
       }

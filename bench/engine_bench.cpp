@@ -105,10 +105,9 @@ Args Parse(int argc, char** argv) {
       } else if (flag == "--precision") {
         a.precisions.clear();
         for (const std::string& p : Split(value())) {
-          if (p != "float32" && p != "mixed_bfloat16")
-            Usage("--precision takes float32 or mixed_bfloat16");
-          a.precisions.push_back(p == "float32" ? eng::Precision::kFloat32
-                                                : eng::Precision::kMixedBfloat16);
+          const auto precision = eng::PrecisionNamed(p);
+          if (!precision) Usage("--precision takes float32 or mixed_bfloat16");
+          a.precisions.push_back(*precision);
         }
         if (a.precisions.empty()) Usage("--precision takes float32 or mixed_bfloat16");
       } else
@@ -137,13 +136,17 @@ eng::OptimizerOptions TutorialOptimizer(const std::string& model) {
 void PrintRow(const char* model, const char* mode, int64_t batch, int threads, double ex_per_sec,
               double gflops, int64_t steps, double seconds,
               eng::Precision precision = eng::Precision::kFloat32) {
+  // float32 rows carry no "precision", as before there was a choice.
+  const std::string precision_field =
+      precision == eng::Precision::kFloat32
+          ? ""
+          : std::string(", \"precision\": \"") + eng::PrecisionName(precision) + "\"";
   std::printf(
       "{\"impl\": \"trainingd\", \"model\": \"%s\", \"mode\": \"%s\", \"batch\": %lld, "
       "\"threads\": %d, \"examples_per_sec\": %.1f, \"gflops\": %.2f, \"steps\": %lld, "
       "\"seconds\": %.3f%s}\n",
       model, mode, static_cast<long long>(batch), threads, ex_per_sec, gflops,
-      static_cast<long long>(steps), seconds,
-      precision == eng::Precision::kFloat32 ? "" : ", \"precision\": \"mixed_bfloat16\"");
+      static_cast<long long>(steps), seconds, precision_field.c_str());
   std::fflush(stdout);
 }
 

@@ -52,10 +52,9 @@ constexpr EnumName<ScheduleType> kScheduleTypes[] = {
     {"constant", ScheduleType::kConstant},
     {"exponential_decay", ScheduleType::kExponentialDecay},
     {"piecewise_constant", ScheduleType::kStepDecay}};
-// TensorFlow's names for the policies (tf.keras.mixed_precision.Policy).
 constexpr EnumName<engine::Precision> kPrecisions[] = {
-    {"float32", engine::Precision::kFloat32},
-    {"mixed_bfloat16", engine::Precision::kMixedBfloat16}};
+    {engine::PrecisionName(engine::Precision::kFloat32), engine::Precision::kFloat32},
+    {engine::PrecisionName(engine::Precision::kMixedBfloat16), engine::Precision::kMixedBfloat16}};
 
 template <typename E, size_t N>
 const char* NameOf(const EnumName<E> (&names)[N], E value) {

@@ -60,9 +60,9 @@ eng::Result<eng::JobSpec> SpecFor(const Options& o) {
     return eng::Status::InvalidArgument("--optimizer: unknown '" + o.optimizer +
                                         "' (adam, momentum, sgd)");
   }
-  if (o.precision == "mixed_bfloat16") {
-    s.precision = eng::Precision::kMixedBfloat16;
-  } else if (o.precision != "float32") {
+  if (const auto precision = eng::PrecisionNamed(o.precision)) {
+    s.precision = *precision;
+  } else {
     return eng::Status::InvalidArgument("--precision: unknown '" + o.precision +
                                         "' (float32, mixed_bfloat16)");
   }

@@ -7,9 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainingd/engine/base/random.h"
@@ -42,6 +45,19 @@ enum class Mode { kTrain, kEval };
 // float32. Evaluation and inference (kEval) are float32 either way, as the exported ONNX model
 // computes.
 enum class Precision { kFloat32, kMixedBfloat16 };
+// TensorFlow's names for the policies (tf.keras.mixed_precision.Policy): "float32",
+// "mixed_bfloat16". Every spelling of a precision (the job spec, `trainingd train`, the
+// benchmarks) is this one.
+constexpr const char* PrecisionName(Precision precision) {
+  return precision == Precision::kMixedBfloat16 ? "mixed_bfloat16" : "float32";
+}
+// The precision named `name`, if any.
+constexpr std::optional<Precision> PrecisionNamed(std::string_view name) {
+  for (Precision p : {Precision::kFloat32, Precision::kMixedBfloat16}) {
+    if (name == PrecisionName(p)) return p;
+  }
+  return std::nullopt;
+}
 
 class Layer {
  public:

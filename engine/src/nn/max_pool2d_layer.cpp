@@ -40,9 +40,9 @@ int64_t MaxPool2dLayer::ScratchBytes(int64_t batch, Mode /*mode*/, int /*threads
 namespace {
 
 // One register of channels, read and written at any float (GCC's vector extensions): sixteen
-// lanes with AVX-512, eight with AVX2, four with SSE. A vector wider than the target's registers
-// would not be split into them: on AVX2 sixteen lanes compiled to scalar code through the stack,
-// 6.5 times slower (docs/benchmarks.md#avx2).
+// lanes with AVX-512, eight with AVX2, four with SSE. GCC 12 compiled a vector wider than the
+// target's registers (sixteen lanes on AVX2) to scalar code through the stack: the CNN's first
+// pooling took 6.7 ms at batch 200 instead of 2.5 (docs/benchmarks.md#avx2).
 #if defined(__AVX512F__)
 constexpr int64_t kWidth = 16;
 #elif defined(__AVX2__)

@@ -133,6 +133,10 @@ static_assert(kLanes % kVec == 0);
 // any float.
 typedef float Vec __attribute__((vector_size(kVec * sizeof(float))));
 typedef float VecU __attribute__((vector_size(kVec * sizeof(float)), aligned(4), may_alias));
+// x in every lane, one broadcast from memory. (Vec{} + x is a scalar addition first: 0 + x is not
+// x for x = -0, so the compiler has to compute it, and on AVX2 the broadcast then takes a vector
+// port from the multiply-adds.)
+inline Vec Splat(float x) { return x - Vec{}; }
 
 // Rows per block: R x panel accumulators plus the panel's B vectors and a broadcast fit the 32
 // (AVX-512) or 16 (AVX2) vector registers.
@@ -154,7 +158,7 @@ inline void MicroKernel(int64_t k_n, const float* a, int64_t a_rs, int64_t a_ks,
     for (int p = 0; p < PV; ++p) bv[p] = *reinterpret_cast<const VecU*>(b + k * ldb + p * kVec);
     const float* ak = a + k * a_ks;
     for (int r = 0; r < R; ++r) {
-      const Vec av = Vec{} + ak[r * a_rs];
+      const Vec av = Splat(ak[r * a_rs]);
       for (int p = 0; p < PV; ++p) acc[r][p] += av * bv[p];
     }
   }

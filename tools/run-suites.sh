@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# make test: runs the named suites one after the other -- `make <suite>-build` (or `make build` for
-# release), then `make test-<suite>` -- and stops at the first that fails. At the end, whether or
-# not they passed, it prints how long each build and each test run took, the total, and the ten
-# slowest tests of each suite that ran (from the JUnit file ctest wrote beside its build).
+# make test: runs the named suites in order -- `make <suite>-build` (or `make build` for release),
+# then `make test-<suite>` -- and stops at the first that fails. At the end, whether or not they
+# passed, it prints how long each build and each test run took, the total, and the ten slowest
+# tests of each suite that ran (from the JUnit file ctest wrote beside its build).
+#
+# The first suite's build runs alone. Each later suite's build starts in the background, at the
+# lowest CPU priority (nice 19), as soon as the suite before it is built, and runs beside that
+# suite's tests: the tests wait on daemons, browsers, MPI ranks and Slurm for about a third of
+# their time (the Release suite's MPI and Slurm tests, which run alone, for half of theirs), and
+# the build takes those idle cycles. The tests keep the CPU whenever they want it. A background
+# build's output is printed when its tests are about to start.
 # Usage: tools/run-suites.sh release asan tsan   (fuzz: the coverage build's smoke tests)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -11,28 +18,74 @@ make=${MAKE:-make}
 declare -A build_dir=([release]=${BUILD:-build} [asan]=${ASAN_BUILD:-build-asan}
                       [fuzz]=${FUZZ_BUILD:-build-fuzz} [tsan]=${TSAN_BUILD:-build-tsan})
 declare -A build_target=([release]=build [asan]=asan-build [fuzz]=fuzz-build [tsan]=tsan-build)
+for suite in "$@"; do
+  [[ -n ${build_target[$suite]:-} ]] || { echo "run-suites: unknown suite '$suite'" >&2; exit 2; }
+done
 
 start=$SECONDS
 summary=()
 ran=()
 status=0
-timed() {  # timed LABEL make-target: runs it, appends "LABEL  N s" to the summary
+logs=$(mktemp -d)
+bg_pid=
+bg_suite=
+bg_start=0
+stop_background() {
+  [[ -n $bg_pid ]] && kill -TERM -- "-$bg_pid" 2>/dev/null && wait "$bg_pid" 2>/dev/null
+  bg_pid=
+}
+trap 'stop_background; rm -rf "$logs"' EXIT
+trap 'exit 130' INT TERM
+
+note() {  # note LABEL SECONDS RC [REMARK]: appends "LABEL  N s" to the summary
+  summary+=("$(printf '%-14s %5d s%s%s' "$1" "$2" "${4:+  ($4)}" "$( (($3)) && echo '  FAILED')")")
+}
+timed() {  # timed LABEL make-target: runs it in the foreground
   local label=$1 target=$2 t0=$SECONDS
   "$make" --no-print-directory "$target"
   local rc=$?
-  summary+=("$(printf '%-14s %5d s%s' "$label" $((SECONDS - t0)) "$( ((rc)) && echo '  FAILED')")")
+  note "$label" $((SECONDS - t0)) $rc
   return $rc
 }
-for suite in "$@"; do
-  [[ -n ${build_target[$suite]:-} ]] || { echo "run-suites: unknown suite '$suite'" >&2; exit 2; }
-  timed "$suite build" "${build_target[$suite]}" || { status=$?; break; }
+build_in_background() {  # its own process group (setsid), so that a failure can stop all of it
+  bg_suite=$1
+  bg_start=$SECONDS
+  setsid nice -n 19 "$make" --no-print-directory "${build_target[$1]}" \
+    >"$logs/$1.log" 2>&1 </dev/null &
+  bg_pid=$!
+}
+wait_background() {  # prints the build's output and notes its time; returns its status
+  local rc=0
+  wait "$bg_pid" || rc=$?
+  bg_pid=
+  echo "== $bg_suite build, run in the background at nice 19 (its output):"
+  cat "$logs/$bg_suite.log"
+  note "$bg_suite build" $((SECONDS - bg_start)) $rc "$1"
+  return $rc
+}
+
+previous=
+for i in $(seq 1 $#); do
+  suite=${!i}
+  if [[ -z $previous ]]; then
+    timed "$suite build" "${build_target[$suite]}" || { status=$?; break; }
+  else
+    wait_background "beside $previous tests" || { status=$?; break; }
+  fi
+  if ((i < $#)); then
+    next=$((i + 1))
+    build_in_background "${!next}"
+  fi
   rm -f "${build_dir[$suite]}/ctest-junit.xml"
   ran+=("$suite")
   timed "$suite tests" "test-$suite" || { status=$?; break; }
+  previous=$suite
 done
+stop_background
 
 echo
-echo "== make test: $(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s in all ($(nproc) cores)"
+echo "== make test: $(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s in all ($(nproc) cores;" \
+  "a build beside tests overlaps them)"
 printf '   %s\n' "${summary[@]}"
 for suite in "${ran[@]}"; do
   junit=${build_dir[$suite]}/ctest-junit.xml

@@ -3,7 +3,7 @@
 #               127.0.0.1:8080 with its database and jobs under ./var
 #   make test   installs what is missing, builds, and runs every test (Release; ASan+UBSan,
 #               with each fuzz target's seeds and regression inputs and a few seconds of
-#               fuzzing; ThreadSanitizer), each later suite's build at nice 19 beside the
+#               fuzzing; ThreadSanitizer), each later suite's build as an idle task beside the
 #               tests of the one before; then prints each suite's build and test times, the
 #               total and the slowest tests (tools/run-suites.sh)
 #   make test-tsan  only the ThreadSanitizer build (clang, build-tsan/): the daemon's and the

@@ -4,14 +4,15 @@
 # passed, it prints how long each build and each test run took, the total, and the ten slowest
 # tests of each suite that ran (from the JUnit file ctest wrote beside its build).
 #
-# The first suite's build runs alone. Each later suite's build starts in the background, as an idle
-# task (SCHED_IDLE), as soon as the suite before it is built, and runs beside that suite's tests: the tests wait on daemons, browsers, MPI ranks and Slurm for about a third of
-# their time (the Release suite's MPI and Slurm tests, which run alone, for half of theirs), and
-# the build takes those idle cycles. The tests keep the CPU whenever they want it: a task that
-# wakes preempts an idle-policy one at once, where a nice-19 one runs on to the end of its slice
+# The first suite's build runs alone. Each later suite's build starts in the background, as an
+# idle task (SCHED_IDLE), as soon as the suite before it is built, and runs beside that suite's
+# tests: they wait on daemons, browsers, MPI ranks and Slurm for about a third of their time (the
+# Release suite's MPI and Slurm tests, which run alone, for half of theirs), and the build takes
+# those idle cycles. The tests keep the CPU whenever they want it: a task that wakes preempts an
+# idle-policy one at once, where a nice-19 one runs on to the end of its slice
 # (e2e.distributed_daemon, whose ranks exchange many small messages, took 34 s alone, 45 s beside
-# two SCHED_IDLE busy loops and 99 s beside two at nice 19). A background
-# build's output is printed when its tests are about to start.
+# two SCHED_IDLE busy loops and 99 s beside two at nice 19). A background build's output is
+# printed when its tests are about to start.
 # Usage: tools/run-suites.sh release asan tsan   (fuzz: the coverage build's smoke tests)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -56,7 +57,8 @@ build_in_background() {
   bg_suite=$1
   bg_start=$SECONDS
   /usr/bin/python3 -c 'import os, sys; os.setpgrp(); os.execvp(sys.argv[1], sys.argv[1:])' \
-    chrt --idle 0 "$make" --no-print-directory "${build_target[$1]}" >"$logs/$1.log" 2>&1 </dev/null &
+    chrt --idle 0 "$make" --no-print-directory "${build_target[$1]}" \
+    >"$logs/$1.log" 2>&1 </dev/null &
   bg_pid=$!
 }
 wait_background() {  # prints the build's output and notes its time; returns its status
@@ -89,8 +91,9 @@ done
 stop_background
 
 echo
-echo "== make test: $(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s in all ($(nproc) cores;" \
-  "a build beside tests overlaps them)"
+total=$((SECONDS - start))
+echo "== make test: $((total / 60)) min $((total % 60)) s in all ($(nproc) cores; a build beside" \
+  "tests overlaps them)"
 printf '   %s\n' "${summary[@]}"
 for suite in "${ran[@]}"; do
   junit=${build_dir[$suite]}/ctest-junit.xml

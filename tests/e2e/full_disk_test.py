@@ -29,7 +29,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainingd_e2e import Daemon, expect, small_spec  # noqa: E402
+from trainingd_e2e import Daemon, expect, metric, small_spec  # noqa: E402
 
 TRAININGD = sys.argv[1]
 
@@ -116,14 +116,6 @@ def healthz(d, want_problems, timeout=30):
         if time.time() > deadline:
             raise AssertionError("healthz %r, wanted %r" % (body, want_problems))
         time.sleep(0.05)
-
-
-def metric(d, name):
-    status, text = d.call("GET", "/metrics")
-    expect(status == 200, status)
-    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
-    expect(m, "%s in /metrics" % name)
-    return float(m.group(1))
 
 
 def run(data, jobs):

@@ -101,6 +101,15 @@ def monotonic_series(d, job_id, tag):
     return steps
 
 
+def metric(d, name):
+    """The value of the daemon's unlabelled metric `name` in /metrics now."""
+    status, text = d.call("GET", "/metrics")
+    expect(status == 200, status)
+    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+    expect(m, "%s in /metrics" % name)
+    return float(m.group(1))
+
+
 def small_spec(name, max_steps, checkpoint_every=500, **overrides):
     """An MLP job (softmax in a sanitizer build) on 11,000 Fashion-MNIST examples: quick to load
     and to train."""

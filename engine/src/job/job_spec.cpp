@@ -17,8 +17,6 @@ namespace {
 using internal::DoubleToString;
 using internal::FloatToString;
 
-constexpr const char* kSplits[] = {"train", "validation", "test"};
-
 // "<path>: <message>", the one error format of this file.
 Status Bad(std::string_view path, const std::string& message) {
   return Status::InvalidArgument(std::string(path) + ": " + message);

@@ -10,8 +10,6 @@
 namespace trainingd::engine {
 namespace {
 
-constexpr const char* kSplits[] = {"train", "validation", "test"};
-
 // "validation/loss" -> ("validation", "loss"); nullopt unless a known split and metric.
 std::optional<std::pair<std::string_view, std::string_view>> SplitFetch(std::string_view name) {
   const size_t slash = name.find('/');

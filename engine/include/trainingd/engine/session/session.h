@@ -48,6 +48,8 @@ inline constexpr const char* kLearningRateFetch = "learning_rate";
 inline constexpr const char* kEpochFetch = "epoch";
 inline constexpr const char* kLearningRateFeed = "learning_rate";
 inline constexpr const char* kBatchFeed = "batch";
+// The splits Evaluate() knows, as the "<split>/loss" and "<split>/accuracy" fetches name them.
+inline constexpr const char* kSplits[] = {"train", "validation", "test"};
 
 using FeedValue = std::variant<double, std::shared_ptr<const Batch>>;
 using Feeds = std::map<std::string, FeedValue>;

@@ -18,8 +18,8 @@ using nlohmann::json;
 namespace {
 
 // obj[key], a number or null, into *out.
-Status OptionalNumber(const json& obj, const std::string& path, const char* key,
-                      std::optional<double>* out) {
+Status ReadOptionalNumber(const json& obj, const std::string& path, const char* key,
+                          std::optional<double>* out) {
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) {
     out->reset();
@@ -67,7 +67,7 @@ Result<ExperimentPlan> PlanAt(const json& v, const std::string& path) {
     TRAININGD_RETURN_IF_ERROR(sj::Field(r, p, "max_trials", &rung.max_trials));
     TRAININGD_RETURN_IF_ERROR(sj::Field(r, p, "trials", &rung.trials));
     TRAININGD_RETURN_IF_ERROR(sj::Field(r, p, "promoted", &rung.promoted));
-    TRAININGD_RETURN_IF_ERROR(OptionalNumber(r, p, "cut", &rung.cut));
+    TRAININGD_RETURN_IF_ERROR(ReadOptionalNumber(r, p, "cut", &rung.cut));
     plan.rungs.push_back(rung);
   }
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "trials", &plan.trials));
@@ -157,7 +157,7 @@ Result<TrialInfo> TrialAt(const json& v, const std::string& path) {
   if (v.contains("rung_recorded_at")) {  // (not in answers of daemons before it)
     TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "rung_recorded_at", &t.rung_recorded_at));
   }
-  TRAININGD_RETURN_IF_ERROR(OptionalNumber(v, path, "metric", &t.metric));
+  TRAININGD_RETURN_IF_ERROR(ReadOptionalNumber(v, path, "metric", &t.metric));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "restarts", &t.restarts));
   TRAININGD_RETURN_IF_ERROR(Nullable(v, path, "reason", &t.reason));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "checkpoints_kept", &t.checkpoints_kept));

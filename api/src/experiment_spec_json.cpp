@@ -414,7 +414,7 @@ Status ReadExperimentSpec(const json& root, ExperimentSpec* spec) {
   return Status::Ok();
 }
 
-Result<ExperimentSpec> Fail(const Status& status, FieldError* error) {
+Result<ExperimentSpec> FailExperimentSpec(const Status& status, FieldError* error) {
   if (error) {
     const std::string& m = status.message();
     const size_t colon = m.find(": ");
@@ -456,24 +456,24 @@ json RangeValue(const ParamRange& r) {
 
 Result<ExperimentSpec> ParseExperimentSpec(std::string_view json_text, FieldError* error) {
   auto doc = Parse(json_text);
-  if (!doc.ok()) return Fail(doc.status(), error);
+  if (!doc.ok()) return FailExperimentSpec(doc.status(), error);
   return ExperimentSpecFromJson(*doc, error);
 }
 
 Result<ExperimentSpec> ExperimentSpecFromJson(const json& doc, FieldError* error) {
   try {
     if (!doc.is_object()) {
-      return Fail(
+      return FailExperimentSpec(
           Status::InvalidArgument(std::string("an experiment spec must be a JSON object, got ") +
                                   TypeName(doc)),
           error);
     }
     ExperimentSpec spec;
-    if (Status s = ReadExperimentSpec(doc, &spec); !s.ok()) return Fail(s, error);
+    if (Status s = ReadExperimentSpec(doc, &spec); !s.ok()) return FailExperimentSpec(s, error);
     return spec;
   } catch (const std::exception& e) {
-    return Fail(Status::Internal(std::string("reading the experiment spec failed: ") + e.what()),
-                error);
+    return FailExperimentSpec(
+        Status::Internal(std::string("reading the experiment spec failed: ") + e.what()), error);
   }
 }
 

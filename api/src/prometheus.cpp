@@ -30,7 +30,7 @@ std::string FormatValue(double value) {
   return buf;
 }
 
-const char* TypeName(MetricType type) {
+const char* MetricTypeName(MetricType type) {
   switch (type) {
     case MetricType::kGauge:
       return "gauge";
@@ -52,7 +52,7 @@ std::string WritePrometheus(const std::vector<Metric>& metrics) {
   std::string out;
   for (const Metric& m : metrics) {
     out += "# HELP " + m.name + " " + m.help + "\n";
-    out += "# TYPE " + m.name + " " + TypeName(m.type) + "\n";
+    out += "# TYPE " + m.name + " " + MetricTypeName(m.type) + "\n";
     for (const MetricSample& s : m.samples) {
       out += m.name + s.suffix;
       if (!s.labels.empty()) {

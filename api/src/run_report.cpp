@@ -110,7 +110,7 @@ json EventValue(const eng::RunEvent& event) {
 }
 
 template <typename T>
-bool Get(const json& o, const char* key, T* out) {
+bool GetField(const json& o, const char* key, T* out) {
   const auto it = o.find(key);
   if (it == o.end()) return false;
   if constexpr (std::is_same_v<T, std::string>) {
@@ -129,16 +129,16 @@ bool Get(const json& o, const char* key, T* out) {
 
 std::optional<eng::RunEvent> EventFrom(const json& o) {
   std::string kind;
-  if (!o.is_object() || !Get(o, "event", &kind)) return std::nullopt;
+  if (!o.is_object() || !GetField(o, "event", &kind)) return std::nullopt;
   if (kind == "session") {
     eng::SessionCreated e;
-    if (!Get(o, "global_step", &e.global_step)) return std::nullopt;
+    if (!GetField(o, "global_step", &e.global_step)) return std::nullopt;
     return e;
   }
   if (kind == "scalar") {
     eng::ScalarRecorded e;
-    if (!Get(o, "tag", &e.tag) || !Get(o, "step", &e.step) || !Get(o, "value", &e.value) ||
-        !Get(o, "wall_time", &e.wall_time)) {
+    if (!GetField(o, "tag", &e.tag) || !GetField(o, "step", &e.step) ||
+        !GetField(o, "value", &e.value) || !GetField(o, "wall_time", &e.wall_time)) {
       return std::nullopt;
     }
     return e;
@@ -146,7 +146,7 @@ std::optional<eng::RunEvent> EventFrom(const json& o) {
   if (kind == "log") {
     eng::LogWritten e;
     std::string severity;
-    if (!Get(o, "severity", &severity) || !Get(o, "text", &e.text)) return std::nullopt;
+    if (!GetField(o, "severity", &severity) || !GetField(o, "text", &e.text)) return std::nullopt;
     bool known = false;
     for (eng::LogSeverity s : kSeverities) {
       if (severity == eng::LogSeverityName(s)) {
@@ -160,9 +160,9 @@ std::optional<eng::RunEvent> EventFrom(const json& o) {
   if (kind == "attempt_started") {
     eng::AttemptStarted e;
     int64_t attempt = 0, max_attempts = 0, workers = 0;
-    if (!Get(o, "attempt", &attempt) || !Get(o, "max_attempts", &max_attempts) ||
-        !Get(o, "workers", &workers) || !Get(o, "from_step", &e.from_step) ||
-        !Get(o, "wall_time", &e.wall_time)) {
+    if (!GetField(o, "attempt", &attempt) || !GetField(o, "max_attempts", &max_attempts) ||
+        !GetField(o, "workers", &workers) || !GetField(o, "from_step", &e.from_step) ||
+        !GetField(o, "wall_time", &e.wall_time)) {
       return std::nullopt;
     }
     e.attempt = static_cast<int>(attempt);
@@ -173,8 +173,8 @@ std::optional<eng::RunEvent> EventFrom(const json& o) {
   if (kind == "attempt_ended") {
     eng::AttemptEnded e;
     int64_t attempt = 0;
-    if (!Get(o, "attempt", &attempt) || !Get(o, "reason", &e.reason) ||
-        !Get(o, "wall_time", &e.wall_time)) {
+    if (!GetField(o, "attempt", &attempt) || !GetField(o, "reason", &e.reason) ||
+        !GetField(o, "wall_time", &e.wall_time)) {
       return std::nullopt;
     }
     e.attempt = static_cast<int>(attempt);
@@ -182,14 +182,14 @@ std::optional<eng::RunEvent> EventFrom(const json& o) {
   }
   if (kind == "progress") {
     eng::RankTimings t;
-    if (!Get(o, "global_step", &t.global_step)) return std::nullopt;
+    if (!GetField(o, "global_step", &t.global_step)) return std::nullopt;
     const auto it = o.find("ranks");
     if (it != o.end()) {
       if (!it->is_array() || it->size() > 4096) return std::nullopt;
       for (const json& r : *it) {
         if (!r.is_object()) return std::nullopt;
         double compute = 0, allreduce = 0;
-        if (!Get(r, "compute_ms", &compute) || !Get(r, "allreduce_ms", &allreduce)) {
+        if (!GetField(r, "compute_ms", &compute) || !GetField(r, "allreduce_ms", &allreduce)) {
           return std::nullopt;
         }
         t.ranks.push_back({compute / 1e3, allreduce / 1e3});
@@ -200,9 +200,9 @@ std::optional<eng::RunEvent> EventFrom(const json& o) {
   if (kind == "scheduler") {
     eng::SchedulerStatus e;
     int64_t restarts = 0;
-    if (!Get(o, "job_id", &e.job_id) || !Get(o, "state", &e.state) ||
-        !Get(o, "reason", &e.reason) || !Get(o, "nodes", &e.nodes) ||
-        !Get(o, "restarts", &restarts) || restarts < 0 || restarts > 1 << 30) {
+    if (!GetField(o, "job_id", &e.job_id) || !GetField(o, "state", &e.state) ||
+        !GetField(o, "reason", &e.reason) || !GetField(o, "nodes", &e.nodes) ||
+        !GetField(o, "restarts", &restarts) || restarts < 0 || restarts > 1 << 30) {
       return std::nullopt;
     }
     e.restarts = static_cast<int>(restarts);
@@ -216,8 +216,8 @@ std::optional<eng::RunEvent> EventFrom(const json& o) {
   }
   eng::JobResult r;
   std::string outcome;
-  if (!Get(o, "outcome", &outcome) || !Get(o, "global_step", &r.global_step) ||
-      !Get(o, "reason", &r.reason)) {
+  if (!GetField(o, "outcome", &outcome) || !GetField(o, "global_step", &r.global_step) ||
+      !GetField(o, "reason", &r.reason)) {
     return std::nullopt;
   }
   bool known = false;

@@ -131,7 +131,7 @@ class Sqlite {
   sqlite3* db_ = nullptr;
 };
 
-double Real(sqlite3_stmt* st, int col) {
+double ColumnReal(sqlite3_stmt* st, int col) {
   return sqlite3_column_type(st, col) == SQLITE_NULL ? kNaN : sqlite3_column_double(st, col);
 }
 
@@ -149,8 +149,9 @@ ORDER BY s.job_id, s.tag, r.level, r.block)sql");
   while (st != nullptr && sqlite3_step(st) == SQLITE_ROW) {
     rows.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
                       reinterpret_cast<const char*>(sqlite3_column_text(st, 1)),
-                      sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3), Real(st, 4),
-                      Real(st, 5), sqlite3_column_int64(st, 6), Real(st, 7), Real(st, 8));
+                      sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3), ColumnReal(st, 4),
+                      ColumnReal(st, 5), sqlite3_column_int64(st, 6), ColumnReal(st, 7),
+                      ColumnReal(st, 8));
   }
   sqlite3_finalize(st);
   return rows;
@@ -164,7 +165,7 @@ bool SameRow(const RollupRow& a, const RollupRow& b) {
          Same(std::get<8>(a), std::get<8>(b));
 }
 
-std::string Show(const RollupRow& r) {
+std::string ShowRollup(const RollupRow& r) {
   return std::get<0>(r) + "/" + std::get<1>(r) + " level " + std::to_string(std::get<2>(r)) +
          " block " + std::to_string(std::get<3>(r)) + " last " + std::to_string(std::get<6>(r));
 }
@@ -301,7 +302,7 @@ class StoreMigrationTest : public ::testing::Test {
     const auto fr = Rollups(fresh_path_);
     ASSERT_EQ(mr.size(), fr.size());
     for (size_t i = 0; i < mr.size(); ++i) {
-      ASSERT_TRUE(SameRow(mr[i], fr[i])) << Show(mr[i]) << " vs " << Show(fr[i]);
+      ASSERT_TRUE(SameRow(mr[i], fr[i])) << ShowRollup(mr[i]) << " vs " << ShowRollup(fr[i]);
     }
   }
 

@@ -22,8 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // The bytes of an IDX file: magic (0, 0, type, rank), big-endian dims, then `data`.
-std::vector<uint8_t> IdxBytes(uint8_t type, const std::vector<uint32_t>& dims,
-                              const std::vector<uint8_t>& data) {
+std::vector<uint8_t> TypedIdxBytes(uint8_t type, const std::vector<uint32_t>& dims,
+                                   const std::vector<uint8_t>& data) {
   std::vector<uint8_t> out = {0, 0, type, static_cast<uint8_t>(dims.size())};
   for (uint32_t d : dims) {
     out.push_back(static_cast<uint8_t>(d >> 24));
@@ -91,7 +91,7 @@ class IdxFileTest : public ::testing::Test {
 
 TEST_F(IdxFileTest, RawRoundTripKeepsDimsAndBytes) {
   const std::vector<uint8_t> data = {0, 1, 2, 127, 128, 255, 10, 20, 30, 40, 50, 60};
-  WriteRaw(Path("a"), IdxBytes(0x08, {2, 3, 2}, data));
+  WriteRaw(Path("a"), TypedIdxBytes(0x08, {2, 3, 2}, data));
   auto r = ReadIdxFile(Path("a"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->dims, (std::vector<int64_t>{2, 3, 2}));
@@ -102,7 +102,7 @@ TEST_F(IdxFileTest, RawRoundTripKeepsDimsAndBytes) {
 TEST_F(IdxFileTest, LargeDimensionsAreBigEndian) {
   // 300 = 0x0000012c: a little-endian reader would see 0x2c010000.
   const auto data = RandomBytes(300 * 2, 1);
-  WriteRaw(Path("a"), IdxBytes(0x08, {300, 2}, data));
+  WriteRaw(Path("a"), TypedIdxBytes(0x08, {300, 2}, data));
   auto r = ReadIdxFile(Path("a"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->dims, (std::vector<int64_t>{300, 2}));
@@ -111,7 +111,7 @@ TEST_F(IdxFileTest, LargeDimensionsAreBigEndian) {
 
 TEST_F(IdxFileTest, GzipIsDetectedByContentAndEqualsRaw) {
   const auto data = RandomBytes(5 * 7 * 3, 2);
-  const auto bytes = IdxBytes(0x08, {5, 7, 3}, data);
+  const auto bytes = TypedIdxBytes(0x08, {5, 7, 3}, data);
   // Names deliberately lie about the format.
   WriteRaw(Path("raw.gz"), bytes);
   WriteGzip(Path("compressed"), bytes);
@@ -126,7 +126,7 @@ TEST_F(IdxFileTest, GzipIsDetectedByContentAndEqualsRaw) {
 }
 
 TEST_F(IdxFileTest, ConcatenatedGzipMembersAreOneStream) {
-  const auto bytes = IdxBytes(0x08, {4, 100}, RandomBytes(400, 3));
+  const auto bytes = TypedIdxBytes(0x08, {4, 100}, RandomBytes(400, 3));
   const std::vector<uint8_t> first(bytes.begin(), bytes.begin() + 150);
   const std::vector<uint8_t> second(bytes.begin() + 150, bytes.end());
   WriteGzip(Path("p1"), first);
@@ -141,7 +141,7 @@ TEST_F(IdxFileTest, ConcatenatedGzipMembersAreOneStream) {
 }
 
 TEST_F(IdxFileTest, RankOneLabels) {
-  WriteRaw(Path("labels"), IdxBytes(0x08, {5}, {9, 0, 0, 3, 0}));
+  WriteRaw(Path("labels"), TypedIdxBytes(0x08, {5}, {9, 0, 0, 3, 0}));
   auto r = ReadIdxFile(Path("labels"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->dims, (std::vector<int64_t>{5}));
@@ -163,7 +163,7 @@ TEST_F(IdxFileTest, EmptyFileIsDataLoss) {
 }
 
 TEST_F(IdxFileTest, BadMagicIsRejected) {
-  auto bytes = IdxBytes(0x08, {2}, {1, 2});
+  auto bytes = TypedIdxBytes(0x08, {2}, {1, 2});
   bytes[0] = 0x12;
   bytes[1] = 0x34;
   WriteRaw(Path("bad"), bytes);
@@ -172,7 +172,7 @@ TEST_F(IdxFileTest, BadMagicIsRejected) {
 }
 
 TEST_F(IdxFileTest, UnsupportedElementTypeIsRejected) {
-  WriteRaw(Path("floats"), IdxBytes(0x0D, {2}, {0, 0, 0, 0, 0, 0, 0, 0}));
+  WriteRaw(Path("floats"), TypedIdxBytes(0x0D, {2}, {0, 0, 0, 0, 0, 0, 0, 0}));
   ExpectError(ReadIdxFile(Path("floats")), StatusCode::kInvalidArgument, Path("floats"),
               {"0x0d", "float32", "0x08"});
 }
@@ -180,25 +180,25 @@ TEST_F(IdxFileTest, UnsupportedElementTypeIsRejected) {
 TEST_F(IdxFileTest, RankOutOfRangeIsRejected) {
   WriteRaw(Path("rank0"), {0, 0, 0x08, 0});
   ExpectError(ReadIdxFile(Path("rank0")), StatusCode::kInvalidArgument, Path("rank0"), {"rank 0"});
-  WriteRaw(Path("rank5"), IdxBytes(0x08, {1, 1, 1, 1, 1}, {7}));
+  WriteRaw(Path("rank5"), TypedIdxBytes(0x08, {1, 1, 1, 1, 1}, {7}));
   ExpectError(ReadIdxFile(Path("rank5")), StatusCode::kInvalidArgument, Path("rank5"), {"rank 5"});
 }
 
 TEST_F(IdxFileTest, ZeroDimensionIsRejected) {
-  WriteRaw(Path("zero"), IdxBytes(0x08, {3, 0, 2}, {}));
+  WriteRaw(Path("zero"), TypedIdxBytes(0x08, {3, 0, 2}, {}));
   ExpectError(ReadIdxFile(Path("zero")), StatusCode::kInvalidArgument, Path("zero"),
               {"dimension 1", "[3,0,2]"});
 }
 
 TEST_F(IdxFileTest, AbsurdSizeIsRejectedBeforeReading) {
   // 65536^3 = 2^48 elements; the file holds 4 bytes of data.
-  WriteRaw(Path("huge"), IdxBytes(0x08, {65536, 65536, 65536}, {1, 2, 3, 4}));
+  WriteRaw(Path("huge"), TypedIdxBytes(0x08, {65536, 65536, 65536}, {1, 2, 3, 4}));
   ExpectError(ReadIdxFile(Path("huge")), StatusCode::kInvalidArgument, Path("huge"),
               {"maximum", "2147483648"});
 }
 
 TEST_F(IdxFileTest, TruncatedHeaderIsDataLoss) {
-  auto bytes = IdxBytes(0x08, {60000, 28, 28}, {});
+  auto bytes = TypedIdxBytes(0x08, {60000, 28, 28}, {});
   bytes.resize(10);
   WriteRaw(Path("short"), bytes);
   ExpectError(ReadIdxFile(Path("short")), StatusCode::kDataLoss, Path("short"),
@@ -206,26 +206,26 @@ TEST_F(IdxFileTest, TruncatedHeaderIsDataLoss) {
 }
 
 TEST_F(IdxFileTest, TruncatedRawDataIsDataLossWithCounts) {
-  WriteRaw(Path("cut"), IdxBytes(0x08, {4, 5}, RandomBytes(17, 4)));
+  WriteRaw(Path("cut"), TypedIdxBytes(0x08, {4, 5}, RandomBytes(17, 4)));
   ExpectError(ReadIdxFile(Path("cut")), StatusCode::kDataLoss, Path("cut"),
               {"truncated", "need 20 data bytes", "has 17"});
 }
 
 TEST_F(IdxFileTest, TrailingBytesAreDataLoss) {
-  WriteRaw(Path("long"), IdxBytes(0x08, {4, 5}, RandomBytes(23, 5)));
+  WriteRaw(Path("long"), TypedIdxBytes(0x08, {4, 5}, RandomBytes(23, 5)));
   ExpectError(ReadIdxFile(Path("long")), StatusCode::kDataLoss, Path("long"),
               {"3 unexpected trailing bytes", "exactly 20", "has 23"});
 }
 
 TEST_F(IdxFileTest, TrailingBytesInsideGzipAreDataLoss) {
-  WriteGzip(Path("long.gz"), IdxBytes(0x08, {4, 5}, RandomBytes(21, 6)));
+  WriteGzip(Path("long.gz"), TypedIdxBytes(0x08, {4, 5}, RandomBytes(21, 6)));
   ExpectError(ReadIdxFile(Path("long.gz")), StatusCode::kDataLoss, Path("long.gz"),
               {"1 unexpected trailing bytes", "decompressed"});
 }
 
 TEST_F(IdxFileTest, TruncatedGzipIsDataLoss) {
   // Random data does not compress, so cutting the file in half cuts the array's bytes too.
-  WriteGzip(Path("full.gz"), IdxBytes(0x08, {100, 100}, RandomBytes(10000, 7)));
+  WriteGzip(Path("full.gz"), TypedIdxBytes(0x08, {100, 100}, RandomBytes(10000, 7)));
   auto bytes = ReadAll(Path("full.gz"));
   ASSERT_GT(bytes.size(), 10000u);
   bytes.resize(bytes.size() / 2);
@@ -235,7 +235,7 @@ TEST_F(IdxFileTest, TruncatedGzipIsDataLoss) {
 
 TEST_F(IdxFileTest, GzipMissingOnlyItsTrailerIsDataLoss) {
   // All array bytes decompress; only the CRC-32 and length trailer is gone.
-  WriteGzip(Path("full.gz"), IdxBytes(0x08, {10, 10}, RandomBytes(100, 8)));
+  WriteGzip(Path("full.gz"), TypedIdxBytes(0x08, {10, 10}, RandomBytes(100, 8)));
   auto bytes = ReadAll(Path("full.gz"));
   bytes.resize(bytes.size() - 8);
   WriteRaw(Path("notrailer.gz"), bytes);
@@ -244,7 +244,7 @@ TEST_F(IdxFileTest, GzipMissingOnlyItsTrailerIsDataLoss) {
 }
 
 TEST_F(IdxFileTest, GzipWithBadCrcIsDataLoss) {
-  WriteGzip(Path("full.gz"), IdxBytes(0x08, {10, 10}, RandomBytes(100, 9)));
+  WriteGzip(Path("full.gz"), TypedIdxBytes(0x08, {10, 10}, RandomBytes(100, 9)));
   auto bytes = ReadAll(Path("full.gz"));
   bytes[bytes.size() - 8] ^= 0xff;  // first byte of the CRC-32
   WriteRaw(Path("crc.gz"), bytes);
@@ -253,7 +253,7 @@ TEST_F(IdxFileTest, GzipWithBadCrcIsDataLoss) {
 }
 
 TEST_F(IdxFileTest, GarbageAfterGzipStreamIsDataLoss) {
-  WriteGzip(Path("full.gz"), IdxBytes(0x08, {10, 10}, RandomBytes(100, 10)));
+  WriteGzip(Path("full.gz"), TypedIdxBytes(0x08, {10, 10}, RandomBytes(100, 10)));
   auto bytes = ReadAll(Path("full.gz"));
   bytes.insert(bytes.end(), {'j', 'u', 'n', 'k'});
   WriteRaw(Path("junk.gz"), bytes);
@@ -276,7 +276,7 @@ TEST_F(IdxFileTest, ASmallFileDeclaringAHugeArrayAllocatesLittle) {
 }
 
 TEST_F(IdxFileTest, ParseIdxReadsRawAndGzipBytes) {
-  const std::vector<uint8_t> raw = IdxBytes(0x08, {2, 3}, {1, 2, 3, 4, 5, 6});
+  const std::vector<uint8_t> raw = TypedIdxBytes(0x08, {2, 3}, {1, 2, 3, 4, 5, 6});
   WriteGzip(Path("g"), raw);
   const std::vector<uint8_t> gz = ReadAll(Path("g"));
   for (const auto& bytes : {raw, gz}) {
@@ -293,8 +293,8 @@ TEST_F(IdxFileTest, ParseIdxReadsRawAndGzipBytes) {
 TEST_F(IdxFileTest, ReadIdxRowsReadsOnlyTheRowsAskedFor) {
   const uint32_t rows = 3000, h = 28, w = 28;
   const std::vector<uint8_t> data = RandomBytes(size_t{rows} * h * w, 11);
-  WriteRaw(Path("raw"), IdxBytes(0x08, {rows, h, w}, data));
-  WriteGzip(Path("gz"), IdxBytes(0x08, {rows, h, w}, data));
+  WriteRaw(Path("raw"), TypedIdxBytes(0x08, {rows, h, w}, data));
+  WriteGzip(Path("gz"), TypedIdxBytes(0x08, {rows, h, w}, data));
   for (const char* name : {"raw", "gz"}) {
     for (auto [first, count] :
          {std::pair<int64_t, int64_t>{0, 1}, {7, 5}, {2998, 100}, {3000, 4}, {1000, 0}}) {
@@ -310,7 +310,7 @@ TEST_F(IdxFileTest, ReadIdxRowsReadsOnlyTheRowsAskedFor) {
     EXPECT_EQ(ReadIdxRows(Path(name), -1, 1).status().code(), StatusCode::kInvalidArgument);
   }
   // Rows the header declares but the file does not hold.
-  std::vector<uint8_t> cut = IdxBytes(0x08, {rows, h, w}, data);
+  std::vector<uint8_t> cut = TypedIdxBytes(0x08, {rows, h, w}, data);
   cut.resize(cut.size() - 10);
   WriteRaw(Path("cut"), cut);
   EXPECT_TRUE(ReadIdxRows(Path("cut"), 0, 2).ok());  // what is not read is not verified

@@ -484,7 +484,7 @@ TEST(DenseTest, ForwardIsAffineAndGradientsMatch) {
 }
 
 // max |a - b| / max |a|.
-double RelativeDifference(const Tensor& a, const Tensor& b) {
+double TensorRelativeDifference(const Tensor& a, const Tensor& b) {
   double largest = 0, diff = 0;
   for (int64_t i = 0; i < a.size(); ++i) {
     largest = std::max(largest, std::fabs(double(a[i])));
@@ -511,22 +511,22 @@ TEST(DenseTest, MixedPrecisionTrainsOnBfloat16OperandsAndEvaluatesInFloat32) {
 
   f32.Forward(x, y32, Mode::kTrain);
   mixed.Forward(x, ymixed, Mode::kTrain);
-  EXPECT_GT(RelativeDifference(y32, ymixed), 0);
-  EXPECT_LT(RelativeDifference(y32, ymixed), 1e-2);
+  EXPECT_GT(TensorRelativeDifference(y32, ymixed), 0);
+  EXPECT_LT(TensorRelativeDifference(y32, ymixed), 1e-2);
   const Tensor dy = RandomTensor(y32.shape(), rng);
   Tensor dx32, dxmixed;
   // Through the same ReLU mask (float32's outputs): an output near zero may change sign.
   f32.Backward(x, y32, dy, &dx32);
   mixed.Backward(x, y32, dy, &dxmixed);
-  EXPECT_GT(RelativeDifference(dx32, dxmixed), 0);
-  EXPECT_LT(RelativeDifference(dx32, dxmixed), 1e-2);
+  EXPECT_GT(TensorRelativeDifference(dx32, dxmixed), 0);
+  EXPECT_LT(TensorRelativeDifference(dx32, dxmixed), 1e-2);
   for (size_t p = 0; p < 2; ++p) {
     SCOPED_TRACE(f32.parameters()[p]->name);
     const Tensor& g32 = f32.parameters()[p]->grad;
     const Tensor& gmixed = mixed.parameters()[p]->grad;
-    EXPECT_LT(RelativeDifference(g32, gmixed), 1e-2);
+    EXPECT_LT(TensorRelativeDifference(g32, gmixed), 1e-2);
   }
-  EXPECT_GT(RelativeDifference(f32.parameters()[0]->grad, mixed.parameters()[0]->grad), 0);
+  EXPECT_GT(TensorRelativeDifference(f32.parameters()[0]->grad, mixed.parameters()[0]->grad), 0);
 }
 
 TEST(DenseTest, RejectsUnflattenedInput) {

@@ -223,7 +223,7 @@ TEST(InputShapesTest, PlanJobFitsPresetsAndNamesTheFieldThatDoesNotFit) {
 class LearningFromFilesTest : public ::testing::Test {
  protected:
   static std::string Case(const std::string& name) {
-    return std::string(TRAININGD_NPZ_CASES_DIR) + "/" + name;
+    return std::string(TRAININGD_NPZ_CASES_DIR "/") + name;
   }
   static void SetUpTestSuite() {
     if (std::filesystem::exists(Case(".complete")) &&

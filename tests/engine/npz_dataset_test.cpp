@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 using testing::LargestAllocation;
 
 std::string Case(const std::string& name) {
-  return std::string(TRAININGD_NPZ_CASES_DIR) + "/" + name;
+  return std::string(TRAININGD_NPZ_CASES_DIR "/") + name;
 }
 
 DatasetSource Npz(const std::string& name, bool standardize = false) {
@@ -38,13 +38,13 @@ DatasetSource Npz(const std::string& name, bool standardize = false) {
   return s;
 }
 
-DatasetOptions Options(int64_t validation_size = kAutoValidationSize) {
+DatasetOptions NpzOptions(int64_t validation_size = kAutoValidationSize) {
   DatasetOptions o;
   o.validation_size = validation_size;
   return o;
 }
 
-std::string ReadAll(const std::string& path) {
+std::string FileBytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
@@ -55,7 +55,7 @@ double XValue(const std::string& dtype, int64_t i) {
   const int64_t v = i % 251;
   return dtype == "i1" ? static_cast<double>(v % 128) : static_cast<double>(v);
 }
-int TrainLabel(int64_t n) { return static_cast<int>(n % 7); }
+int NpzTrainLabel(int64_t n) { return static_cast<int>(n % 7); }
 int TestLabel(int64_t n) { return static_cast<int>((n + 3) % 7); }
 int ValLabel(int64_t n) { return static_cast<int>((n + 5) % 7); }
 
@@ -83,19 +83,19 @@ class NpzDatasetTest : public ::testing::Test {
     SCOPED_TRACE(name);
     std::vector<std::string> with_file = parts;
     with_file.push_back(Case(name));
-    auto load = LoadNpz(Npz(name, standardize), Options());
+    auto load = LoadNpz(Npz(name, standardize), NpzOptions());
     ASSERT_FALSE(load.ok());
     ExpectError(load.status(), code, with_file);
-    auto full = ProbeNpz(Npz(name, standardize), Options(), ProbeDepth::kFull);
+    auto full = ProbeNpz(Npz(name, standardize), NpzOptions(), ProbeDepth::kFull);
     ASSERT_FALSE(full.ok());
     ExpectError(full.status(), code, with_file);
     if (headers_too) {
-      auto headers = ProbeNpz(Npz(name, standardize), Options(), ProbeDepth::kHeaders);
+      auto headers = ProbeNpz(Npz(name, standardize), NpzOptions(), ProbeDepth::kHeaders);
       ASSERT_FALSE(headers.ok());
       ExpectError(headers.status(), code, with_file);
     }
-    const std::string bytes = ReadAll(Case(name));
-    auto parsed = ParseNpz(bytes, "mem.npz", Options(), standardize);
+    const std::string bytes = FileBytes(Case(name));
+    auto parsed = ParseNpz(bytes, "mem.npz", NpzOptions(), standardize);
     ASSERT_FALSE(parsed.ok());
     ExpectError(parsed.status(), code, parts);
   }
@@ -106,7 +106,7 @@ TEST_F(NpzDatasetTest, EveryXDtypeStoredAndDeflated) {
     for (const std::string tag : {"s", "z"}) {
       const std::string name = "img_" + dtype + "_" + tag + ".npz";
       SCOPED_TRACE(name);
-      auto ds = LoadNpz(Npz(name), Options());
+      auto ds = LoadNpz(Npz(name), NpzOptions());
       ASSERT_TRUE(ds.ok()) << ds.status().ToString();
       // 20 training examples of 4x5: a tenth (2) for validation, from the start.
       EXPECT_EQ(ds->train.images.shape(), (Shape{18, 4, 5, 1}));
@@ -130,14 +130,14 @@ TEST_F(NpzDatasetTest, EveryXDtypeStoredAndDeflated) {
         ASSERT_EQ(ds->test.images[i], u1 ? static_cast<float>(v) / 255.0f : static_cast<float>(v));
       }
       for (int64_t n = 0; n < 18; ++n)
-        EXPECT_EQ(ds->train.labels[static_cast<size_t>(n)], TrainLabel(n + 2));
+        EXPECT_EQ(ds->train.labels[static_cast<size_t>(n)], NpzTrainLabel(n + 2));
       for (int64_t n = 0; n < 2; ++n)
-        EXPECT_EQ(ds->validation.labels[static_cast<size_t>(n)], TrainLabel(n));
+        EXPECT_EQ(ds->validation.labels[static_cast<size_t>(n)], NpzTrainLabel(n));
       for (int64_t n = 0; n < 6; ++n)
         EXPECT_EQ(ds->test.labels[static_cast<size_t>(n)], TestLabel(n));
 
       for (ProbeDepth depth : {ProbeDepth::kHeaders, ProbeDepth::kFull}) {
-        auto info = ProbeNpz(Npz(name), Options(), depth);
+        auto info = ProbeNpz(Npz(name), NpzOptions(), depth);
         ASSERT_TRUE(info.ok()) << info.status().ToString();
         const std::map<std::string, std::string> names = {{"u1", "uint8"},   {"i1", "int8"},
                                                           {"i2", "int16"},   {"u2", "uint16"},
@@ -161,60 +161,60 @@ TEST_F(NpzDatasetTest, EveryXDtypeStoredAndDeflated) {
 
 TEST_F(NpzDatasetTest, ChannelsAndTables) {
   for (int c : {1, 3, 4}) {
-    auto ds = LoadNpz(Npz("chw" + std::to_string(c) + ".npz"), Options(0));
+    auto ds = LoadNpz(Npz("chw" + std::to_string(c) + ".npz"), NpzOptions(0));
     ASSERT_TRUE(ds.ok()) << ds.status().ToString();
     EXPECT_EQ(ds->train.images.shape(), (Shape{20, 4, 5, c}));
     EXPECT_EQ(ds->train.example_shape(), (Shape{4, 5, c}));
     EXPECT_EQ(ds->train.images[20 * c + 1], static_cast<float>((20 * c + 1) % 251) / 255.0f);
   }
-  auto t = LoadNpz(Npz("table_f4.npz"), Options());
+  auto t = LoadNpz(Npz("table_f4.npz"), NpzOptions());
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->train.images.shape(), (Shape{27, 3}));
   EXPECT_EQ(t->validation.images.shape(), (Shape{3, 3}));
   EXPECT_EQ(t->test.images.shape(), (Shape{8, 3}));
   EXPECT_EQ(t->preprocessing, Preprocessing::kNone);
   EXPECT_EQ(t->train.images[0], static_cast<float>(XValue("f4", 9)));
-  auto u = LoadNpz(Npz("table_u1.npz"), Options());
+  auto u = LoadNpz(Npz("table_u1.npz"), NpzOptions());
   ASSERT_TRUE(u.ok()) << u.status().ToString();
   EXPECT_EQ(u->preprocessing, Preprocessing::kScale255);
-  auto f8 = ProbeNpz(Npz("table_f8_z.npz"), Options(), ProbeDepth::kFull);
+  auto f8 = ProbeNpz(Npz("table_f8_z.npz"), NpzOptions(), ProbeDepth::kFull);
   ASSERT_TRUE(f8.ok()) << f8.status().ToString();
   EXPECT_EQ(f8->example_shape, (Shape{3}));
   EXPECT_EQ(f8->element_type, "float64");
 }
 
 TEST_F(NpzDatasetTest, OwnValidationSplit) {
-  auto ds = LoadNpz(Npz("with_val.npz"), Options());
+  auto ds = LoadNpz(Npz("with_val.npz"), NpzOptions());
   ASSERT_TRUE(ds.ok()) << ds.status().ToString();
   EXPECT_EQ(ds->train.size(), 20);
   EXPECT_EQ(ds->validation.size(), 4);
   EXPECT_EQ(ds->test.size(), 6);
   for (int64_t n = 0; n < 4; ++n)
     EXPECT_EQ(ds->validation.labels[static_cast<size_t>(n)], ValLabel(n));
-  EXPECT_EQ(ds->train.labels[0], TrainLabel(0));
+  EXPECT_EQ(ds->train.labels[0], NpzTrainLabel(0));
   EXPECT_EQ(ds->validation.images[21], static_cast<float>(21 % 251) / 255.0f);
 
-  auto none = LoadNpz(Npz("with_val.npz"), Options(0));
+  auto none = LoadNpz(Npz("with_val.npz"), NpzOptions(0));
   ASSERT_TRUE(none.ok()) << none.status().ToString();
   EXPECT_EQ(none->validation.size(), 0);
   EXPECT_EQ(none->train.size(), 20);
-  auto info = ProbeNpz(Npz("with_val.npz"), Options(0), ProbeDepth::kHeaders);
+  auto info = ProbeNpz(Npz("with_val.npz"), NpzOptions(0), ProbeDepth::kHeaders);
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->validation_examples, 0);
 
-  auto bad = LoadNpz(Npz("with_val.npz"), Options(3));
+  auto bad = LoadNpz(Npz("with_val.npz"), NpzOptions(3));
   ASSERT_FALSE(bad.ok());
   ExpectError(bad.status(), StatusCode::kInvalidArgument,
               {"validation_size: 3", "has its own validation split (x_val)"});
 
-  auto table = ProbeNpz(Npz("with_val_table.npz"), Options(), ProbeDepth::kFull);
+  auto table = ProbeNpz(Npz("with_val_table.npz"), NpzOptions(), ProbeDepth::kFull);
   ASSERT_TRUE(table.ok()) << table.status().ToString();
   EXPECT_EQ(table->validation_examples, 5);
   EXPECT_EQ(table->train_examples, 30);
 }
 
 TEST_F(NpzDatasetTest, SplitOptionsAsIdx) {
-  DatasetOptions o = Options(5);
+  DatasetOptions o = NpzOptions(5);
   o.max_train_examples = 4;
   o.max_test_examples = 2;
   auto ds = LoadNpz(Npz("img_u1_z.npz"), o);
@@ -222,34 +222,34 @@ TEST_F(NpzDatasetTest, SplitOptionsAsIdx) {
   EXPECT_EQ(ds->validation.size(), 5);
   EXPECT_EQ(ds->train.size(), 4);
   EXPECT_EQ(ds->test.size(), 2);
-  EXPECT_EQ(ds->train.labels[0], TrainLabel(5));
+  EXPECT_EQ(ds->train.labels[0], NpzTrainLabel(5));
   EXPECT_EQ(ds->train.images[0], static_cast<float>(100) / 255.0f);
   auto info = ProbeNpz(Npz("img_u1_z.npz"), o, ProbeDepth::kHeaders);
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->train_examples, 4);
   EXPECT_EQ(info->test_examples, 2);
 
-  auto too_many = LoadNpz(Npz("img_u1_z.npz"), Options(20));
+  auto too_many = LoadNpz(Npz("img_u1_z.npz"), NpzOptions(20));
   ASSERT_FALSE(too_many.ok());
   ExpectError(too_many.status(), StatusCode::kInvalidArgument,
               {"validation_size = 20", "less than the 20 training examples"});
-  auto negative = LoadNpz(Npz("img_u1_z.npz"), Options(-2));
+  auto negative = LoadNpz(Npz("img_u1_z.npz"), NpzOptions(-2));
   ASSERT_FALSE(negative.ok());
   EXPECT_EQ(negative.status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(NpzDatasetTest, EveryLabelWidthAndVersion) {
   for (const std::string dtype : {"i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8"}) {
-    auto ds = LoadNpz(Npz("labels_" + dtype + ".npz"), Options(0));
+    auto ds = LoadNpz(Npz("labels_" + dtype + ".npz"), NpzOptions(0));
     ASSERT_TRUE(ds.ok()) << dtype << ": " << ds.status().ToString();
     for (int64_t n = 0; n < 20; ++n)
-      EXPECT_EQ(ds->train.labels[static_cast<size_t>(n)], TrainLabel(n));
+      EXPECT_EQ(ds->train.labels[static_cast<size_t>(n)], NpzTrainLabel(n));
     for (int64_t n = 0; n < 6; ++n)
       EXPECT_EQ(ds->test.labels[static_cast<size_t>(n)], TestLabel(n));
   }
   for (const std::string v : {"1", "2", "3"}) {
     for (const std::string tag : {"s", "z"}) {
-      auto ds = LoadNpz(Npz("version_" + v + "_" + tag + ".npz"), Options(0));
+      auto ds = LoadNpz(Npz("version_" + v + "_" + tag + ".npz"), NpzOptions(0));
       ASSERT_TRUE(ds.ok()) << v << tag << ": " << ds.status().ToString();
       EXPECT_EQ(ds->train.images.shape(), (Shape{20, 4, 5, 1}));
       EXPECT_EQ(ds->train.images[399], static_cast<float>(399 % 251) / 255.0f);
@@ -259,9 +259,9 @@ TEST_F(NpzDatasetTest, EveryLabelWidthAndVersion) {
 }
 
 TEST_F(NpzDatasetTest, Zip64EndRecords) {
-  auto a = LoadNpz(Npz("zip64_end.npz"), Options(0));
+  auto a = LoadNpz(Npz("zip64_end.npz"), NpzOptions(0));
   ASSERT_TRUE(a.ok()) << a.status().ToString();
-  auto b = LoadNpz(Npz("img_u1_s.npz"), Options(0));
+  auto b = LoadNpz(Npz("img_u1_s.npz"), NpzOptions(0));
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ(a->train.images.shape(), b->train.images.shape());
   for (int64_t i = 0; i < a->train.images.size(); ++i)
@@ -270,28 +270,28 @@ TEST_F(NpzDatasetTest, Zip64EndRecords) {
 }
 
 TEST_F(NpzDatasetTest, ConversionExtremesAndBigEndian) {
-  auto u2 = LoadNpz(Npz("u2_max.npz"), Options(0));
+  auto u2 = LoadNpz(Npz("u2_max.npz"), NpzOptions(0));
   ASSERT_TRUE(u2.ok()) << u2.status().ToString();
   EXPECT_EQ(u2->train.images[0], 65535.0f);
   EXPECT_EQ(u2->train.images[1], 0.0f);
-  auto u1 = LoadNpz(Npz("u1_max.npz"), Options(0));
+  auto u1 = LoadNpz(Npz("u1_max.npz"), NpzOptions(0));
   ASSERT_TRUE(u1.ok()) << u1.status().ToString();
   EXPECT_EQ(u1->train.images[0], 1.0f);
   EXPECT_EQ(u1->train.images[3], 1.0f);
-  auto labels = ProbeNpz(Npz("label_255.npz"), Options(0), ProbeDepth::kHeaders);
+  auto labels = ProbeNpz(Npz("label_255.npz"), NpzOptions(0), ProbeDepth::kHeaders);
   ASSERT_TRUE(labels.ok()) << labels.status().ToString();
   EXPECT_EQ(labels->num_classes, 256);
-  auto be = LoadNpz(Npz("big_endian.npz"), Options(0));
+  auto be = LoadNpz(Npz("big_endian.npz"), NpzOptions(0));
   ASSERT_TRUE(be.ok()) << be.status().ToString();
   for (int64_t i = 0; i < 30; ++i)
     ASSERT_EQ(be->train.images[i], static_cast<float>(XValue("f4", i)));
   for (int64_t n = 0; n < 10; ++n)
-    EXPECT_EQ(be->train.labels[static_cast<size_t>(n)], TrainLabel(n));
+    EXPECT_EQ(be->train.labels[static_cast<size_t>(n)], NpzTrainLabel(n));
 }
 
 TEST_F(NpzDatasetTest, StandardizationUsesTheTrainSplit) {
   // Feature 0 of the training rows: 1 2 3 4 10 20 30 40 50 60; feature 1 is always 5.
-  auto ds = LoadNpz(Npz("standard.npz", true), Options(0));
+  auto ds = LoadNpz(Npz("standard.npz", true), NpzOptions(0));
   ASSERT_TRUE(ds.ok()) << ds.status().ToString();
   EXPECT_EQ(ds->preprocessing, Preprocessing::kStandard);
   const std::vector<double> f0 = {1, 2, 3, 4, 10, 20, 30, 40, 50, 60};
@@ -307,25 +307,25 @@ TEST_F(NpzDatasetTest, StandardizationUsesTheTrainSplit) {
   EXPECT_EQ(ds->train.images[1], 0.0f);
   EXPECT_EQ(ds->test.images[3], 1.0f);  // (6 - 5) / 1
 
-  auto probe = ProbeNpz(Npz("standard.npz", true), Options(0), ProbeDepth::kFull);
+  auto probe = ProbeNpz(Npz("standard.npz", true), NpzOptions(0), ProbeDepth::kFull);
   ASSERT_TRUE(probe.ok()) << probe.status().ToString();
   EXPECT_EQ(probe->feature_mean, ds->feature_mean);
   EXPECT_EQ(probe->feature_std, ds->feature_std);
-  auto headers = ProbeNpz(Npz("standard.npz", true), Options(0), ProbeDepth::kHeaders);
+  auto headers = ProbeNpz(Npz("standard.npz", true), NpzOptions(0), ProbeDepth::kHeaders);
   ASSERT_TRUE(headers.ok());
   EXPECT_EQ(headers->preprocessing, Preprocessing::kStandard);
   EXPECT_TRUE(headers->feature_mean.empty());
 
   // With the automatic validation split, the first row is validation's and not in the stats.
-  auto auto_split = LoadNpz(Npz("standard.npz", true), Options());
+  auto auto_split = LoadNpz(Npz("standard.npz", true), NpzOptions());
   ASSERT_TRUE(auto_split.ok());
   EXPECT_FLOAT_EQ(auto_split->feature_mean[0], static_cast<float>((mean * 10 - 1) / 9));
 }
 
 TEST_F(NpzDatasetTest, StandardizationMatchesNumPyOverManyChunks) {
-  auto ds = LoadNpz(Npz("table_big_z.npz", true), Options());
+  auto ds = LoadNpz(Npz("table_big_z.npz", true), NpzOptions());
   ASSERT_TRUE(ds.ok()) << ds.status().ToString();
-  auto probe = ProbeNpz(Npz("table_big_z.npz", true), Options(), ProbeDepth::kFull);
+  auto probe = ProbeNpz(Npz("table_big_z.npz", true), NpzOptions(), ProbeDepth::kFull);
   ASSERT_TRUE(probe.ok()) << probe.status().ToString();
   EXPECT_EQ(probe->feature_mean, ds->feature_mean);
   EXPECT_EQ(probe->feature_std, ds->feature_std);
@@ -349,16 +349,16 @@ TEST_F(NpzDatasetTest, StandardizationMatchesNumPyOverManyChunks) {
 }
 
 TEST_F(NpzDatasetTest, LargeFilesStreamAndMatchNumPy) {
-  auto z = LoadNpz(Npz("big_z.npz"), Options(0));
+  auto z = LoadNpz(Npz("big_z.npz"), NpzOptions(0));
   ASSERT_TRUE(z.ok()) << z.status().ToString();
-  auto s = LoadNpz(Npz("big_s.npz"), Options(0));
+  auto s = LoadNpz(Npz("big_s.npz"), NpzOptions(0));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(z->train.images.shape(), (Shape{500, 32, 32, 3}));
   ASSERT_EQ(z->train.images.size(), s->train.images.size());
   for (int64_t i = 0; i < z->train.images.size(); ++i)
     ASSERT_EQ(z->train.images[i], s->train.images[i]);
   EXPECT_EQ(z->train.labels, s->train.labels);
-  const std::string npy = ReadAll(Case("big_x_train.npy"));
+  const std::string npy = FileBytes(Case("big_x_train.npy"));
   const size_t data = npy.size() - 500 * 32 * 32 * 3;
   for (int64_t i = 0; i < z->train.images.size(); i += 997) {
     ASSERT_EQ(
@@ -368,13 +368,13 @@ TEST_F(NpzDatasetTest, LargeFilesStreamAndMatchNumPy) {
   // A probe holds no array: its largest allocation is a chunk buffer.
   for (ProbeDepth depth : {ProbeDepth::kHeaders, ProbeDepth::kFull}) {
     LargestAllocation largest;
-    auto info = ProbeNpz(Npz("big_z.npz"), Options(), depth);
+    auto info = ProbeNpz(Npz("big_z.npz"), NpzOptions(), depth);
     ASSERT_TRUE(info.ok()) << info.status().ToString();
     EXPECT_LE(largest.bytes(), size_t{1} << 20);
   }
   // ParseNpz reads the same from memory.
-  const std::string bytes = ReadAll(Case("big_z.npz"));
-  auto parsed = ParseNpz(bytes, "mem", Options(0), false);
+  const std::string bytes = FileBytes(Case("big_z.npz"));
+  auto parsed = ParseNpz(bytes, "mem", NpzOptions(0), false);
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed->test.labels, z->test.labels);
   for (int64_t i = 0; i < z->test.images.size(); ++i)
@@ -382,13 +382,13 @@ TEST_F(NpzDatasetTest, LargeFilesStreamAndMatchNumPy) {
 }
 
 TEST_F(NpzDatasetTest, DispatchThroughProbeAndLoadDataset) {
-  auto info = ProbeDataset(Npz("chw3.npz"), Options(), ProbeDepth::kFull);
+  auto info = ProbeDataset(Npz("chw3.npz"), NpzOptions(), ProbeDepth::kFull);
   ASSERT_TRUE(info.ok()) << info.status().ToString();
   EXPECT_EQ(info->example_shape, (Shape{4, 5, 3}));
-  auto ds = LoadDataset(Npz("chw3.npz"), Options());
+  auto ds = LoadDataset(Npz("chw3.npz"), NpzOptions());
   ASSERT_TRUE(ds.ok()) << ds.status().ToString();
   EXPECT_EQ(ds->train.size(), 18);
-  auto missing = LoadNpz(Npz("no-such.npz"), Options());
+  auto missing = LoadNpz(Npz("no-such.npz"), NpzOptions());
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
@@ -446,7 +446,7 @@ TEST_F(NpzDatasetTest, ZipBombsAreRefusedWithoutInflatingThem) {
   {
     // A valid 20 MB stream of zeros at ~1000:1: a probe streams it in bounded memory.
     LargestAllocation largest;
-    auto info = ProbeNpz(Npz("bomb_valid_ratio.npz"), Options(), ProbeDepth::kFull);
+    auto info = ProbeNpz(Npz("bomb_valid_ratio.npz"), NpzOptions(), ProbeDepth::kFull);
     ASSERT_TRUE(info.ok()) << info.status().ToString();
     EXPECT_EQ(info->example_shape, (Shape{1000}));
     EXPECT_LE(largest.bytes(), size_t{1} << 20);
@@ -454,7 +454,7 @@ TEST_F(NpzDatasetTest, ZipBombsAreRefusedWithoutInflatingThem) {
   {
     // The same with a wrong CRC: LoadNpz verifies such a stream before allocating 80 MB.
     LargestAllocation largest;
-    auto ds = LoadNpz(Npz("bomb_bad_crc.npz"), Options());
+    auto ds = LoadNpz(Npz("bomb_bad_crc.npz"), NpzOptions());
     ASSERT_FALSE(ds.ok());
     ExpectError(ds.status(), StatusCode::kDataLoss, {"x_train.npy", "CRC-32"});
     EXPECT_LE(largest.bytes(), size_t{1} << 20);
@@ -465,9 +465,9 @@ TEST_F(NpzDatasetTest, ZipBombsAreRefusedWithoutInflatingThem) {
 TEST_F(NpzDatasetTest, FuzzRegressions) {
   // A shape dimension of 19 digits: the parser multiplied before checking (signed overflow).
   const std::string overflow =
-      ReadAll(TRAININGD_FUZZ_REGRESSIONS_DIR "/npz/shape-dimension-overflows-int64");
+      FileBytes(TRAININGD_FUZZ_REGRESSIONS_DIR "/npz/shape-dimension-overflows-int64");
   ASSERT_FALSE(overflow.empty());
-  auto r = ParseNpz(overflow, "f.npz", Options(), false);
+  auto r = ParseNpz(overflow, "f.npz", NpzOptions(), false);
   ASSERT_FALSE(r.ok());
   ExpectError(r.status(), StatusCode::kInvalidArgument,
               {"f.npz: x_train.npy", "dimension too large"});

@@ -40,7 +40,7 @@ std::unique_ptr<Optimizer> Make(const OptimizerOptions& options) {
   return std::move(made).value();
 }
 
-OptimizerOptions Options(Type type, LearningRateSchedule lr) {
+OptimizerOptions MakeOptions(Type type, LearningRateSchedule lr) {
   OptimizerOptions o;
   o.type = type;
   o.learning_rate = std::move(lr);
@@ -102,7 +102,7 @@ TEST(OptimizerOptionsTest, ValidateNamesTheBadField) {
                           }),
                           "decay_steps"));
 
-  OptimizerOptions momentum = Options(Type::kMomentum, LearningRateSchedule::Constant(0.1f));
+  OptimizerOptions momentum = MakeOptions(Type::kMomentum, LearningRateSchedule::Constant(0.1f));
   momentum.momentum = -0.5f;
   EXPECT_TRUE(FailsNaming(momentum.Validate(), "momentum"));
   momentum.momentum = nan;
@@ -114,7 +114,7 @@ TEST(OptimizerOptionsTest, ValidateNamesTheBadField) {
 }
 
 TEST(OptimizerOptionsTest, ValidateIgnoresFieldsTheTypeDoesNotUse) {
-  OptimizerOptions sgd = Options(Type::kSgd, LearningRateSchedule::Constant(0.1f));
+  OptimizerOptions sgd = MakeOptions(Type::kSgd, LearningRateSchedule::Constant(0.1f));
   sgd.beta1 = 5.0f;
   sgd.epsilon = -1.0f;
   sgd.momentum = -1.0f;
@@ -125,9 +125,9 @@ TEST(OptimizerOptionsTest, ValidateIgnoresFieldsTheTypeDoesNotUse) {
 }
 
 TEST(OptimizerTest, MakeOptimizerBuildsTheRequestedTypeWithTensorFlowsName) {
-  EXPECT_STREQ(Make(Options(Type::kSgd, {}))->name(), "GradientDescent");
-  EXPECT_STREQ(Make(Options(Type::kMomentum, {}))->name(), "Momentum");
-  EXPECT_STREQ(Make(Options(Type::kAdam, {}))->name(), "Adam");
+  EXPECT_STREQ(Make(MakeOptions(Type::kSgd, {}))->name(), "GradientDescent");
+  EXPECT_STREQ(Make(MakeOptions(Type::kMomentum, {}))->name(), "Momentum");
+  EXPECT_STREQ(Make(MakeOptions(Type::kAdam, {}))->name(), "Adam");
   EXPECT_NE(dynamic_cast<AdamOptimizer*>(Make(OptimizerOptions{}).get()), nullptr);
 }
 
@@ -140,7 +140,7 @@ TEST(OptimizerTest, MakeOptimizerReturnsTheValidationError) {
 }
 
 TEST(OptimizerTest, LearningRateFollowsTheSchedule) {
-  auto opt = Make(Options(Type::kSgd, LearningRateSchedule::StepDecay({10}, {0.5f, 0.05f})));
+  auto opt = Make(MakeOptions(Type::kSgd, LearningRateSchedule::StepDecay({10}, {0.5f, 0.05f})));
   EXPECT_EQ(opt->LearningRate(0), 0.5f);
   EXPECT_EQ(opt->LearningRate(10), 0.5f);
   EXPECT_EQ(opt->LearningRate(11), 0.05f);
@@ -151,7 +151,7 @@ TEST(OptimizerTest, LearningRateFollowsTheSchedule) {
 TEST(SgdOptimizerTest, UpdatesMatchHandComputedValuesWithTheStepsLearningRate) {
   // lr = 0.1 for the update at step 0 and 0.01 from step 1 on: the step passed is the one before
   // the update.
-  auto opt = Make(Options(Type::kSgd, LearningRateSchedule::StepDecay({0}, {0.1f, 0.01f})));
+  auto opt = Make(MakeOptions(Type::kSgd, LearningRateSchedule::StepDecay({0}, {0.1f, 0.01f})));
   Parameter w = MakeParam("w", kP0);
   std::vector<Parameter*> params = {&w};
   const std::vector<std::vector<double>> expected = {
@@ -168,7 +168,7 @@ TEST(SgdOptimizerTest, UpdatesMatchHandComputedValuesWithTheStepsLearningRate) {
 }
 
 TEST(SgdOptimizerTest, HasNoSlots) {
-  auto opt = Make(Options(Type::kSgd, LearningRateSchedule::Constant(0.1f)));
+  auto opt = Make(MakeOptions(Type::kSgd, LearningRateSchedule::Constant(0.1f)));
   Parameter w = MakeParam("w", kP0);
   std::vector<Parameter*> params = {&w};
   ASSERT_TRUE(opt->CreateSlots(params).ok());
@@ -184,7 +184,7 @@ TEST(SgdOptimizerTest, HasNoSlots) {
 TEST(MomentumOptimizerTest, UpdatesMatchHandComputedValues) {
   // accum = 0.9 * accum + g; p -= 0.1 * accum.
   //   accum: {0.5, -1, 2} -> {0.7, -0.4, -2.2} -> {1.63, 0.64, -0.98}
-  auto opt = Make(Options(Type::kMomentum, LearningRateSchedule::Constant(0.1f)));
+  auto opt = Make(MakeOptions(Type::kMomentum, LearningRateSchedule::Constant(0.1f)));
   Parameter w = MakeParam("w", kP0);
   std::vector<Parameter*> params = {&w};
   const std::vector<std::vector<double>> expected_p = {
@@ -208,7 +208,7 @@ TEST(MomentumOptimizerTest, NesterovUpdatesMatchHandComputedValues) {
   //   step 0: 0.1 * 1.9 * g0                   = {0.095, -0.19, 0.38}
   //   step 1: 0.1 * ({0.25, 0.5, -4} + 0.9 * {0.7, -0.4, -2.2}) = {0.088, 0.014, -0.598}
   //   step 2: 0.1 * ({1, 1, 1} + 0.9 * {1.63, 0.64, -0.98})     = {0.2467, 0.1576, 0.0118}
-  OptimizerOptions o = Options(Type::kMomentum, LearningRateSchedule::Constant(0.1f));
+  OptimizerOptions o = MakeOptions(Type::kMomentum, LearningRateSchedule::Constant(0.1f));
   o.use_nesterov = true;
   auto opt = Make(o);
   Parameter w = MakeParam("w", kP0);
@@ -224,7 +224,7 @@ TEST(MomentumOptimizerTest, NesterovUpdatesMatchHandComputedValues) {
 }
 
 TEST(MomentumOptimizerTest, StateFollowsTheParameterNameNotItsAddress) {
-  auto opt = Make(Options(Type::kMomentum, LearningRateSchedule::Constant(0.1f)));
+  auto opt = Make(MakeOptions(Type::kMomentum, LearningRateSchedule::Constant(0.1f)));
   Parameter a = MakeParam("w", {1.0f});
   SetGrad(a, {1.0f});
   std::vector<Parameter*> first = {&a};
@@ -265,7 +265,7 @@ struct AdamReference {
 };
 
 TEST(AdamOptimizerTest, BiasCorrectionAtTheFirstTwoSteps) {
-  auto opt = Make(Options(Type::kAdam, LearningRateSchedule::Constant(0.01f)));
+  auto opt = Make(MakeOptions(Type::kAdam, LearningRateSchedule::Constant(0.01f)));
   Parameter w = MakeParam("w", kP0);
   std::vector<Parameter*> params = {&w};
 
@@ -303,7 +303,8 @@ TEST(AdamOptimizerTest, BiasCorrectionAtTheFirstTwoSteps) {
 }
 
 TEST(AdamOptimizerTest, MatchesADoubleReferenceWithADecayingRateAndCustomBetas) {
-  OptimizerOptions o = Options(Type::kAdam, LearningRateSchedule::ExponentialDecay(0.05f, 2, 0.5f));
+  OptimizerOptions o =
+      MakeOptions(Type::kAdam, LearningRateSchedule::ExponentialDecay(0.05f, 2, 0.5f));
   o.beta1 = 0.8f;
   o.beta2 = 0.99f;
   o.epsilon = 1e-3f;  // large enough to matter
@@ -396,11 +397,11 @@ void ExpectRestoredOptimizerContinuesIdentically(const OptimizerOptions& options
 
 TEST(OptimizerTest, RestoreSlotRoundTripContinuesIdenticallyForAdam) {
   ExpectRestoredOptimizerContinuesIdentically(
-      Options(Type::kAdam, LearningRateSchedule::Constant(0.01f)));
+      MakeOptions(Type::kAdam, LearningRateSchedule::Constant(0.01f)));
 }
 
 TEST(OptimizerTest, RestoreSlotRoundTripContinuesIdenticallyForMomentum) {
-  OptimizerOptions o = Options(Type::kMomentum, LearningRateSchedule::Constant(0.1f));
+  OptimizerOptions o = MakeOptions(Type::kMomentum, LearningRateSchedule::Constant(0.1f));
   o.use_nesterov = true;
   ExpectRestoredOptimizerContinuesIdentically(o);
 }
@@ -416,7 +417,7 @@ TEST(OptimizerTest, RestoreSlotRejectsUnknownSlotKindsAndNamesTheSlot) {
   EXPECT_EQ(empty.code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(adam->Slots().empty());
 
-  auto momentum = Make(Options(Type::kMomentum, {}));
+  auto momentum = Make(MakeOptions(Type::kMomentum, {}));
   EXPECT_EQ(momentum->RestoreSlot("w/Adam", Tensor(Shape{3})).code(), StatusCode::kNotFound);
   EXPECT_TRUE(momentum->RestoreSlot("w/Momentum", Tensor(Shape{3})).ok());
 }
@@ -439,7 +440,7 @@ TEST(OptimizerTest, RestoreSlotRejectsAShapeMismatchNamingBothShapes) {
 }
 
 TEST(OptimizerTest, CreateSlotsReportsARestoredSlotThatDoesNotFitItsParam) {
-  auto opt = Make(Options(Type::kMomentum, {}));
+  auto opt = Make(MakeOptions(Type::kMomentum, {}));
   ASSERT_TRUE(opt->RestoreSlot("w/Momentum", Tensor(Shape{4}, 1.0f)).ok());
   Parameter w = MakeParam("w", kP0);
   std::vector<Parameter*> params = {&w};
@@ -513,13 +514,13 @@ void ExpectBitwiseEqual(const std::vector<Tensor>& a, const std::vector<Tensor>&
 
 TEST(OptimizerTest, LargeParamsUpdateBitwiseTheSameOnOneTwoOrThreeThreads) {
   ComputeThreadsGuard guard;
-  OptimizerOptions nesterov = Options(Type::kMomentum, LearningRateSchedule::Constant(0.01f));
+  OptimizerOptions nesterov = MakeOptions(Type::kMomentum, LearningRateSchedule::Constant(0.01f));
   nesterov.use_nesterov = true;
   const std::vector<std::pair<std::string, OptimizerOptions>> cases = {
-      {"sgd", Options(Type::kSgd, LearningRateSchedule::Constant(0.01f))},
-      {"momentum", Options(Type::kMomentum, LearningRateSchedule::Constant(0.01f))},
+      {"sgd", MakeOptions(Type::kSgd, LearningRateSchedule::Constant(0.01f))},
+      {"momentum", MakeOptions(Type::kMomentum, LearningRateSchedule::Constant(0.01f))},
       {"nesterov", nesterov},
-      {"adam", Options(Type::kAdam, LearningRateSchedule::Constant(0.001f))},
+      {"adam", MakeOptions(Type::kAdam, LearningRateSchedule::Constant(0.001f))},
   };
   for (const auto& [what, options] : cases) {
     const auto one = RunLarge(options, 1);
@@ -543,7 +544,7 @@ TEST(AdamOptimizerTest, LargeParamMatchesTheDoubleReference) {
     w.value[i] = rng.Uniform(-1.0f, 1.0f);
     ref.p.push_back(w.value[i]);
   }
-  auto opt = Make(Options(Type::kAdam, LearningRateSchedule::Constant(0.001f)));
+  auto opt = Make(MakeOptions(Type::kAdam, LearningRateSchedule::Constant(0.001f)));
   std::vector<Parameter*> params = {&w};
   std::vector<float> g(static_cast<size_t>(n));
   for (int64_t step = 0; step < 3; ++step) {
@@ -569,7 +570,7 @@ TEST(OptimizerTest, PartsOfAParameterAreUpdatedAsTheWholeIs) {
   }
   for (Type type : {Type::kSgd, Type::kMomentum, Type::kAdam}) {
     SCOPED_TRACE(static_cast<int>(type));
-    const OptimizerOptions options = Options(type, LearningRateSchedule::Constant(0.01f));
+    const OptimizerOptions options = MakeOptions(type, LearningRateSchedule::Constant(0.01f));
     auto whole = Make(options);
     Parameter w = MakeParam("w", p0);
     SetGrad(w, g);

@@ -13,7 +13,7 @@ namespace {
 using testing::kSanitized;
 using testing::SmallFashionMnist;
 
-OptimizerOptions Optimizer(OptimizerOptions::Type type, float lr) {
+OptimizerOptions MakeOptimizer(OptimizerOptions::Type type, float lr) {
   OptimizerOptions o;
   o.type = type;
   o.learning_rate = LearningRateSchedule::Constant(lr);
@@ -23,8 +23,9 @@ OptimizerOptions Optimizer(OptimizerOptions::Type type, float lr) {
 TEST(TrainingTest, SoftmaxRegressionBeats75PercentTestAccuracyOnAFewThousandExamples) {
   const Datasets& data = SmallFashionMnist();
   ASSERT_EQ(data.train.size(), 5000);
-  auto t = Trainer::Create(*PresetModel("softmax"), Optimizer(OptimizerOptions::Type::kSgd, 0.5f),
-                           data.train, data.num_classes, {100, 1});
+  auto t =
+      Trainer::Create(*PresetModel("softmax"), MakeOptimizer(OptimizerOptions::Type::kSgd, 0.5f),
+                      data.train, data.num_classes, {100, 1});
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   const double before = (*t)->Evaluate(data.test)->accuracy;
   for (int i = 0; i < 500; ++i) (void)(*t)->Step();  // 10 epochs of 5000 examples
@@ -40,7 +41,7 @@ TEST(TrainingTest, CnnLossFallsOverItsFirstSteps) {
                     "the CNN's layers run under the sanitizers in SameSeedGivesTheSameLosses";
   }
   const Datasets& data = SmallFashionMnist();
-  auto t = Trainer::Create(*PresetModel("cnn"), Optimizer(OptimizerOptions::Type::kAdam, 1e-3f),
+  auto t = Trainer::Create(*PresetModel("cnn"), MakeOptimizer(OptimizerOptions::Type::kAdam, 1e-3f),
                            data.train, data.num_classes, {50, 2});
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   double first = 0, last = 0;
@@ -57,8 +58,9 @@ TEST(TrainingTest, CnnLossFallsOverItsFirstSteps) {
 TEST(TrainingTest, SameSeedGivesTheSameLosses) {
   const Datasets& data = SmallFashionMnist();
   auto run = [&](uint64_t seed) {
-    auto t = Trainer::Create(*PresetModel("cnn"), Optimizer(OptimizerOptions::Type::kAdam, 1e-3f),
-                             data.train, data.num_classes, {20, seed});
+    auto t =
+        Trainer::Create(*PresetModel("cnn"), MakeOptimizer(OptimizerOptions::Type::kAdam, 1e-3f),
+                        data.train, data.num_classes, {20, seed});
     std::vector<double> losses;
     for (int i = 0; i < (kSanitized ? 4 : 8); ++i) losses.push_back((*t)->Step().loss);
     return losses;
@@ -70,8 +72,9 @@ TEST(TrainingTest, SameSeedGivesTheSameLosses) {
 
 TEST(TrainingTest, MlpLearnsWithMomentum) {
   const Datasets& data = SmallFashionMnist();
-  auto t = Trainer::Create(*PresetModel("mlp"), Optimizer(OptimizerOptions::Type::kMomentum, 0.05f),
-                           data.train, data.num_classes, {100, 3});
+  auto t =
+      Trainer::Create(*PresetModel("mlp"), MakeOptimizer(OptimizerOptions::Type::kMomentum, 0.05f),
+                      data.train, data.num_classes, {100, 3});
   ASSERT_TRUE(t.ok());
   for (int i = 0; i < 300; ++i) (void)(*t)->Step();
   EXPECT_GT((*t)->Evaluate(data.test)->accuracy, 0.72);
@@ -79,11 +82,12 @@ TEST(TrainingTest, MlpLearnsWithMomentum) {
 
 TEST(TrainingTest, CreateRejectsABadBatchSizeAndOptimizer) {
   const Datasets& data = SmallFashionMnist();
-  auto t = Trainer::Create(*PresetModel("softmax"), Optimizer(OptimizerOptions::Type::kSgd, 0.5f),
-                           data.train, data.num_classes, {0, 1});
+  auto t =
+      Trainer::Create(*PresetModel("softmax"), MakeOptimizer(OptimizerOptions::Type::kSgd, 0.5f),
+                      data.train, data.num_classes, {0, 1});
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("batch_size"), std::string::npos);
-  t = Trainer::Create(*PresetModel("softmax"), Optimizer(OptimizerOptions::Type::kSgd, -1.0f),
+  t = Trainer::Create(*PresetModel("softmax"), MakeOptimizer(OptimizerOptions::Type::kSgd, -1.0f),
                       data.train, data.num_classes, {10, 1});
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("learning_rate"), std::string::npos) << t.status().message();

@@ -156,7 +156,7 @@ constexpr char kDeleteJobSeries[] = "DELETE FROM series WHERE job_id = ?1";
 constexpr char kDeleteJob[] = "DELETE FROM jobs WHERE id = ?1";
 
 // Runs a statement that returns no rows; SQLITE_DONE or the error code.
-int Run(sqlite::Stmt& stmt) {
+int RunStatement(sqlite::Stmt& stmt) {
   const int rc = stmt.Step();
   stmt.Reset();
   return rc;
@@ -244,7 +244,7 @@ Status StoreWriter::Do(PutJobOp& op) {
   s.Bind(15, j.experiment_id);
   s.Bind(16, j.trial_index);
   s.Bind(17, j.hyperparameters_json);
-  const int rc = Run(s);
+  const int rc = RunStatement(s);
   if (rc != SQLITE_DONE) return Fail(rc, "storing job '" + j.id + "'", true);
   known_jobs_.insert(j.id);
   return Status::Ok();
@@ -260,7 +260,7 @@ Status StoreWriter::Do(UpdateJobStateOp& op) {
   s.Bind(4, op.finished_at);
   s.Bind(5, op.error);
   s.Bind(6, op.reason);
-  const int rc = Run(s);
+  const int rc = RunStatement(s);
   if (rc != SQLITE_DONE) return Fail(rc, "updating the state of job '" + op.id + "'", true);
   return Status::Ok();
 }
@@ -271,7 +271,7 @@ Status StoreWriter::Do(UpdateJobStepOp& op) {
   sqlite::Stmt& s = **stmt;
   s.Bind(1, op.id);
   s.Bind(2, op.global_step);
-  const int rc = Run(s);
+  const int rc = RunStatement(s);
   if (rc != SQLITE_DONE) return Fail(rc, "updating the step of job '" + op.id + "'", true);
   return Status::Ok();
 }
@@ -283,7 +283,7 @@ Status StoreWriter::Do(UpdateJobCounterOp& op) {
   sqlite::Stmt& s = **stmt;
   s.Bind(1, op.id);
   s.Bind(2, op.value);
-  const int rc = Run(s);
+  const int rc = RunStatement(s);
   if (rc != SQLITE_DONE) {
     return Fail(rc,
                 std::string("updating the ") + (crashes ? "crash count" : "Slurm job id") +
@@ -305,7 +305,7 @@ Status StoreWriter::Do(PutAttemptOp& op) {
   s.Bind(5, a.started_at);
   s.Bind(6, a.ended_at);
   s.Bind(7, a.end);
-  const int rc = Run(s);
+  const int rc = RunStatement(s);
   if (rc != SQLITE_DONE) return Fail(rc, "storing an attempt of job '" + op.job_id + "'", true);
   return Status::Ok();
 }
@@ -473,7 +473,7 @@ engine::Result<StoreWriter::SeriesState*> StoreWriter::Series(const std::string&
       sqlite::Stmt& c = **create;
       c.Bind(1, job_id);
       c.Bind(2, tag);
-      const int crc = Run(c);
+      const int crc = RunStatement(c);
       if (crc != SQLITE_DONE) return db_->Error(crc, "creating series '" + tag + "'");
       s.id = db_->last_insert_rowid();
       s.max_known = true;
@@ -517,7 +517,7 @@ Status StoreWriter::InsertNew(int64_t series_id, const std::string& tag,
         m.Bind(column++, p->wall_time);
         m.Bind(column++, p->value);
       }
-      const int rc = Run(m);
+      const int rc = RunStatement(m);
       if (rc != SQLITE_DONE) return db_->Error(rc, "storing scalars of '" + tag + "'");
     }
   }
@@ -530,7 +530,7 @@ Status StoreWriter::InsertNew(int64_t series_id, const std::string& tag,
     o.Bind(2, p->step);
     o.Bind(3, p->wall_time);
     o.Bind(4, p->value);
-    const int rc = Run(o);
+    const int rc = RunStatement(o);
     if (rc != SQLITE_DONE) return db_->Error(rc, "storing scalar '" + tag + "'");
   }
   return Status::Ok();
@@ -547,7 +547,7 @@ Status StoreWriter::InsertOrReplace(int64_t series_id, const std::string& tag,
     ins.Bind(2, p.step);
     ins.Bind(3, p.wall_time);
     ins.Bind(4, p.value);
-    int rc = Run(ins);
+    int rc = RunStatement(ins);
     if (rc != SQLITE_DONE) return db_->Error(rc, "storing scalar '" + tag + "'");
     if (db_->changes() != 0) continue;
     // (series, step) exists: overwrite it.
@@ -558,7 +558,7 @@ Status StoreWriter::InsertOrReplace(int64_t series_id, const std::string& tag,
     up.Bind(2, p.step);
     up.Bind(3, p.wall_time);
     up.Bind(4, p.value);
-    rc = Run(up);
+    rc = RunStatement(up);
     if (rc != SQLITE_DONE) return db_->Error(rc, "replacing scalar '" + tag + "'");
     p.replaced = true;
   }
@@ -635,7 +635,7 @@ Status StoreWriter::MergeBlock(int64_t series_id, const std::string& tag, int le
   s.Bind(6, b.last_step);
   s.Bind(7, b.last_wall_time);
   s.Bind(8, b.last_value);
-  const int rc = Run(s);
+  const int rc = RunStatement(s);
   if (rc != SQLITE_DONE) return db_->Error(rc, "updating the rollups of '" + tag + "'");
   return Status::Ok();
 }
@@ -659,7 +659,7 @@ Status StoreWriter::InsertBlocks(int64_t series_id, const std::string& tag, int 
     if (!many.ok()) return many.status();
     for (; blocks.size() - i >= kBlocksPerInsert; i += kBlocksPerInsert) {
       for (int k = 0; k < kBlocksPerInsert; ++k) bind(**many, 8 * k + 1, blocks[i + k]);
-      const int rc = Run(**many);
+      const int rc = RunStatement(**many);
       if (rc != SQLITE_DONE) return db_->Error(rc, what);
     }
   }
@@ -668,7 +668,7 @@ Status StoreWriter::InsertBlocks(int64_t series_id, const std::string& tag, int 
   if (!one.ok()) return one.status();
   for (; i < blocks.size(); ++i) {
     bind(**one, 1, blocks[i]);
-    const int rc = Run(**one);
+    const int rc = RunStatement(**one);
     if (rc != SQLITE_DONE) return db_->Error(rc, what);
   }
   return Status::Ok();
@@ -683,7 +683,7 @@ Status StoreWriter::RecomputeBlock(int64_t series_id, const std::string& tag, in
   d.Bind(1, series_id);
   d.Bind(2, int64_t{level});
   d.Bind(3, block);
-  int rc = Run(d);
+  int rc = RunStatement(d);
   if (rc != SQLITE_DONE) return db_->Error(rc, what);
 
   auto ins = db_->Prepare(level == 1 ? kRollupFromScalars : kRollupFromRollups);
@@ -695,7 +695,7 @@ Status StoreWriter::RecomputeBlock(int64_t series_id, const std::string& tag, in
   s.Bind(3, block);
   s.Bind(4, first_child);
   s.Bind(5, first_child | 15);
-  rc = Run(s);
+  rc = RunStatement(s);
   if (rc != SQLITE_DONE) return db_->Error(rc, what);
   return Status::Ok();
 }
@@ -723,7 +723,7 @@ Status StoreWriter::Do(DropScalarsAfterOp& op) {
     sqlite::Stmt& d = **del;
     d.Bind(1, id);
     d.Bind(2, op.step);
-    int rc = Run(d);
+    int rc = RunStatement(d);
     if (rc != SQLITE_DONE) return db_->Error(rc, what);
     if (db_->changes() == 0) continue;
     for (int level = 1; level <= kRollupLevels; ++level) {
@@ -734,7 +734,7 @@ Status StoreWriter::Do(DropScalarsAfterOp& op) {
       r.Bind(1, id);
       r.Bind(2, int64_t{level});
       r.Bind(3, block);
-      rc = Run(r);
+      rc = RunStatement(r);
       if (rc != SQLITE_DONE) return db_->Error(rc, what);
       // The block holding `step` lost its points after it.
       TRAININGD_RETURN_IF_ERROR(RecomputeBlock(id, tag, level, block));
@@ -756,7 +756,7 @@ Status StoreWriter::Do(DeleteJobOp& op) {
     if (!stmt.ok()) return Lost(stmt.status());
     sqlite::Stmt& s = **stmt;
     s.Bind(1, op.id);
-    const int rc = Run(s);
+    const int rc = RunStatement(s);
     if (rc != SQLITE_DONE) return Fail(rc, "deleting job '" + op.id + "'");
   }
   known_jobs_.erase(op.id);

@@ -35,7 +35,7 @@ Status ChangedWhileRead(const std::string& name) {
 }
 
 // Reads the header row of `r` into `layout`.
-Status ReadHeader(CsvReader& r, const std::string& label_column, Layout* layout) {
+Status ReadCsvHeader(CsvReader& r, const std::string& label_column, Layout* layout) {
   bool end = false;
   TRAININGD_RETURN_IF_ERROR(r.Next(&end));
   if (end) return Status::InvalidArgument(r.name() + ": empty: no header row");
@@ -106,7 +106,7 @@ Status ScanFile(const Opener& open, const std::string& name, const std::string& 
   auto source = open();
   if (!source.ok()) return source.status();
   CsvReader r(source->get(), name);
-  TRAININGD_RETURN_IF_ERROR(ReadHeader(r, label_column, layout));
+  TRAININGD_RETURN_IF_ERROR(ReadCsvHeader(r, label_column, layout));
   if (train) TRAININGD_RETURN_IF_ERROR(CheckSameHeader(r, *train, *layout, train_name));
   *rows = 0;
   for (;;) {
@@ -158,7 +158,7 @@ Status ReadValues(const Opener& open, const std::string& name, const std::string
   if (!source.ok()) return source.status();
   CsvReader r(source->get(), name);
   Layout again;
-  TRAININGD_RETURN_IF_ERROR(ReadHeader(r, label_column, &again));
+  TRAININGD_RETURN_IF_ERROR(ReadCsvHeader(r, label_column, &again));
   if (again.columns != layout.columns) return ChangedWhileRead(name);
   std::vector<float> values(static_cast<size_t>(layout.num_features()));
   int64_t seen = 0;

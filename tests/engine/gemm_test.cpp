@@ -29,7 +29,17 @@ std::vector<float> Random(int64_t n, uint32_t seed) {
   return v;
 }
 
+// Built for a CPU without FMA (gemm_tests_x86_64), the references' std::fma is a call into libm,
+// which took a third of that test's time; a clone for CPUs with FMA makes it one instruction where
+// the test runs on one. The result is the same, rounded once, either way.
+#if defined(__x86_64__) && !defined(__FMA__)
+#define TRAININGD_REFERENCE_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define TRAININGD_REFERENCE_CLONES
+#endif
+
 // The promise, one element at a time.
+TRAININGD_REFERENCE_CLONES
 void Reference(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   for (int64_t i = 0; i < m; ++i) {
@@ -180,6 +190,7 @@ float RoundToBf16(float x) {
 }
 float Flush(float x) { return std::fabs(x) < FLT_MIN ? std::copysign(0.0f, x) : x; }
 
+TRAININGD_REFERENCE_CLONES
 void ReferenceBf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   const auto at = [&](int64_t i, int64_t l) {

@@ -596,8 +596,10 @@ def main():
                           ("resources", lambda: own_resources(daemons[-1], conf)),
                           ("node-down", lambda: node_down(daemons[-1], conf))]:
             if name in only:
+                t0 = time.time()
                 wait_node_idle(conf)  # the previous job's allocation released
                 run()
+                print("%s: %.1f s" % (name, time.time() - t0), flush=True)
 
         code, log = daemons[-1].stop()
         expect(code == 0, "clean exit on SIGTERM: %d\n%s" % (code, log[-3000:]))

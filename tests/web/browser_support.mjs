@@ -156,7 +156,9 @@ export async function waitAttr(page, sel, name, pred, what, timeout = 60000) {
   const deadline = Date.now() + timeout;
   let last;
   while (Date.now() < deadline) {
-    last = await page.locator(sel).first().getAttribute(name).catch(() => null);
+    // A short timeout: where `sel` matches nothing yet (or no longer), the next poll asks again
+    // rather than the default 30 s wait for it.
+    last = await page.locator(sel).first().getAttribute(name, { timeout: 100 }).catch(() => null);
     if (last !== null && pred(last)) return last;
     await page.waitForTimeout(100);
   }

@@ -205,7 +205,9 @@ async function main() {
     await page.locator('#submit-job').click();
     for (let i = 0; i < 100; i++) {
       if (/#\/jobs\/[A-Za-z0-9_-]+$/.test(page.url())) return '';
-      const error = await page.locator('#spec-error').textContent().catch(() => '');
+      // Not a locator: once the job page replaced the form, it would wait its whole timeout
+      // (30 s) for an error line that no longer exists.
+      const error = await page.evaluate(() => document.getElementById('spec-error')?.textContent || '');
       if (error) return error;
       await page.waitForTimeout(100);
     }

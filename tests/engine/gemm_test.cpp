@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -38,18 +39,34 @@ std::vector<float> Random(int64_t n, uint32_t seed) {
 #define TRAININGD_REFERENCE_CLONES
 #endif
 
-// The promise, one element at a time.
+// Op(X) as a dense rows x cols matrix: X itself, or its transpose, from rows of `ld` floats;
+// `round` applied to each value (once, where the references would round it at every use).
+std::vector<float> Dense(bool transposed, int64_t rows, int64_t cols, const float* x, int64_t ld,
+                         float (*round)(float) = nullptr) {
+  std::vector<float> d(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t q = 0; q < cols; ++q) {
+      const float v = transposed ? x[q * ld + r] : x[r * ld + q];
+      d[static_cast<size_t>(r * cols + q)] = round ? round(v) : v;
+    }
+  }
+  return d;
+}
+
+// The promise: each element of C is the chain of std::fma over l = 0, 1, ..., k-1. Worked a row
+// of C at a time with l outermost, so the row's n chains advance side by side, each in its own
+// order (the same bits as one element after another, which waits out every FMA's latency).
 TRAININGD_REFERENCE_CLONES
 void Reference(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  const std::vector<float> da = Dense(ta, m, k, a, lda), db = Dense(tb, k, n, b, ldb);
   for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      float acc = accumulate ? c[i * ldc + j] : 0.0f;
-      for (int64_t l = 0; l < k; ++l) {
-        acc = std::fma(ta ? a[l * lda + i] : a[i * lda + l], tb ? b[j * ldb + l] : b[l * ldb + j],
-                       acc);
-      }
-      c[i * ldc + j] = acc;
+    float* row = c + i * ldc;
+    if (!accumulate) std::fill(row, row + n, 0.0f);
+    for (int64_t l = 0; l < k; ++l) {
+      const float x = da[static_cast<size_t>(i * k + l)];
+      const float* bl = db.data() + l * n;
+      for (int64_t j = 0; j < n; ++j) row[j] = std::fma(x, bl[j], row[j]);
     }
   }
 }
@@ -190,24 +207,27 @@ float RoundToBf16(float x) {
 }
 float Flush(float x) { return std::fabs(x) < FLT_MIN ? std::copysign(0.0f, x) : x; }
 
+// As Reference, with the operands rounded to bfloat16 and k taken in pairs (an odd k's last pair
+// completed by a zero), the odd element's product first, every sum flushed.
 TRAININGD_REFERENCE_CLONES
 void ReferenceBf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
-  const auto at = [&](int64_t i, int64_t l) {
-    return l < k ? RoundToBf16(ta ? a[l * lda + i] : a[i * lda + l]) : 0.0f;
-  };
-  const auto bt = [&](int64_t l, int64_t j) {
-    return l < k ? RoundToBf16(tb ? b[j * ldb + l] : b[l * ldb + j]) : 0.0f;
-  };
+  const std::vector<float> da = Dense(ta, m, k, a, lda, RoundToBf16),
+                           db = Dense(tb, k, n, b, ldb, RoundToBf16);
+  const std::vector<float> zeros(static_cast<size_t>(n), 0.0f);
   for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      float acc = accumulate ? c[i * ldc + j] : 0.0f;
-      for (int64_t l = 0; l < k; l += 2) {
-        acc = Flush(acc);
-        acc = Flush(std::fma(at(i, l + 1), bt(l + 1, j), acc));
-        acc = Flush(std::fma(at(i, l), bt(l, j), acc));
+    float* row = c + i * ldc;
+    if (!accumulate) std::fill(row, row + n, 0.0f);
+    for (int64_t l = 0; l < k; l += 2) {
+      const float x0 = da[static_cast<size_t>(i * k + l)];
+      const float x1 = l + 1 < k ? da[static_cast<size_t>(i * k + l + 1)] : 0.0f;
+      const float* b0 = db.data() + l * n;
+      const float* b1 = l + 1 < k ? b0 + n : zeros.data();
+      for (int64_t j = 0; j < n; ++j) {
+        float acc = Flush(row[j]);
+        acc = Flush(std::fma(x1, b1[j], acc));
+        row[j] = Flush(std::fma(x0, b0[j], acc));
       }
-      c[i * ldc + j] = acc;
     }
   }
 }

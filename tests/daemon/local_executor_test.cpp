@@ -96,8 +96,9 @@ TEST_F(LocalExecutorTest, StopEndsTheRunStoppedAfterAFinalCheckpoint) {
   executor.RequestStop("not-running");  // nothing
   ASSERT_TRUE(recorder_.WaitForEnd("long"));
   const RunEnded& end = recorder_.End("long");
-  ASSERT_TRUE(end.result.ok());
-  EXPECT_EQ(end.result->outcome, JobResult::Outcome::kStopped);
+  ASSERT_TRUE(end.result.ok()) << end.result.status().ToString();
+  EXPECT_EQ(end.result->outcome, JobResult::Outcome::kStopped)
+      << end.result->reason << " / " << end.result->error.ToString();
   EXPECT_TRUE(engine::HasCheckpointAt(dir_ + "/long", end.result->global_step));
 }
 

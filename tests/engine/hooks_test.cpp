@@ -427,9 +427,11 @@ TEST_F(HooksTest, GlobalStepWaiterEndsOnStopOrDeadlineAndRefusesToHang) {
   auto stop_hook =
       *GlobalStepWaiterHook::Create({.wait_until_step = 5, .global_step_source = never});
   auto ms = Make({stop_hook});
-  ms->RequestStop();
-  // The stop arrives while the session runs (simulated: requested before; Run refuses).
-  EXPECT_EQ(ms->Run({}).code(), StatusCode::kFailedPrecondition);
+  ms->RequestStop();  // from no run: the next run still starts, and the wait ends at once
+  const Status stopped = ms->Run({});
+  EXPECT_EQ(stopped.code(), StatusCode::kCancelled);
+  EXPECT_EQ(stopped.message(), "stop requested while waiting for global step 5");
+  EXPECT_TRUE(env_.sleeps.empty());
 
   auto deadline = *GlobalStepWaiterHook::Create(
       {.wait_until_step = 5, .poll_secs = 1, .max_wait_secs = 3, .global_step_source = never});

@@ -127,6 +127,32 @@ TEST_F(MonitoredSessionTest, RequestStopFromAnotherThread) {
   EXPECT_TRUE(ms->ShouldStop());
 }
 
+// A stop from another thread can land between the loop's ShouldStop() and its Run() (the
+// daemon's stop button, seen failing a stopped job under ASan): that run takes its step, and
+// only a Run after one that returned with ShouldStop() true is refused.
+TEST_F(MonitoredSessionTest, AStopBetweenTheLoopsCheckAndItsRunLetsThatStepRun) {
+  for (bool use_flag : {true, false}) {
+    SCOPED_TRACE(use_flag ? "stop_flag" : "RequestStop");
+    std::atomic<bool> stop{false};
+    auto o = Options();
+    o.stop_flag = &stop;
+    auto created = MonitoredSession::Create(Creator(), {Hook("a")}, o);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    MonitoredSession& ms = **created;
+    ASSERT_TRUE(ms.Run({}).ok());
+    ASSERT_FALSE(ms.ShouldStop());  // the loop's check
+    std::thread t([&] { use_flag ? stop.store(true) : ms.RequestStop(); });
+    t.join();
+    EXPECT_TRUE(ms.ShouldStop());
+    EXPECT_TRUE(ms.Run({}).ok());  // the step the loop had decided on
+    EXPECT_EQ(ms.global_step(), 2);
+    EXPECT_EQ(ms.Run({}).message(), "Run called even after should_stop requested.");
+    EXPECT_EQ(ms.global_step(), 2);
+    EXPECT_TRUE(ms.failure().ok());
+    EXPECT_TRUE(ms.Close().ok());
+  }
+}
+
 TEST_F(MonitoredSessionTest, CloseTwiceIsHarmlessAndRunAfterCloseFails) {
   auto a = Hook("a");
   auto ms = Make({a});

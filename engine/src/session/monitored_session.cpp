@@ -106,7 +106,7 @@ Status MonitoredSession::Run(const RunArgs& args, RunValues* values) {
     return Status::FailedPrecondition("Run called after the session failed: " +
                                       failure_.ToString());
   }
-  if (ShouldStop())
+  if (stopped_by_last_run_)
     return Status::FailedPrecondition("Run called even after should_stop requested.");
   Status st = WithRecovery([&] { return RunOnce(args, values); });
   if (st.code() == StatusCode::kOutOfRange) {
@@ -115,6 +115,7 @@ Status MonitoredSession::Run(const RunArgs& args, RunValues* values) {
   } else if (!st.ok()) {
     failure_ = st;
   }
+  stopped_by_last_run_ = ShouldStop();
   return st;
 }
 

@@ -55,8 +55,12 @@ class MonitoredSession final : public Coordinator {
   MonitoredSession& operator=(const MonitoredSession&) = delete;
 
   // One step with the hooks. `values` (may be null) gets the caller's own fetches.
-  // FailedPrecondition after a stop was requested ("Run called even after should_stop
-  // requested."), after Close, or after a failed run. OutOfRange when the input is exhausted
+  // FailedPrecondition once the previous Run returned with ShouldStop() true ("Run called even
+  // after should_stop requested."), after Close, or after a failed run. A stop from another
+  // thread (RequestStop, stop_flag) that lands after the previous Run returned takes effect after
+  // this run's step: the caller's loop cannot tell it from one that landed just after its
+  // ShouldStop() check, so it is not an error (TF raised it, a race its users hit with
+  // coordinator threads). OutOfRange when the input is exhausted
   // (num_epochs): logged, no step taken, ShouldStop() turns true, and Close() ends normally.
   // Any other error is the run's failure, returned after recovery gave up.
   Status Run(const RunArgs& args, RunValues* values = nullptr);
@@ -111,6 +115,7 @@ class MonitoredSession final : public Coordinator {
   MonitoredSessionOptions options_;
   std::unique_ptr<Session> session_;
   std::atomic<bool> stop_requested_{false};
+  bool stopped_by_last_run_ = false;      // ShouldStop() when the previous Run returned
   std::atomic<bool> stop_vote_{false};    // RequestStop in a data-parallel session
   std::atomic<bool> stop_agreed_{false};  // a step's reduction carried a stop vote
   std::atomic<bool> distributed_{false};  // the session has more than one rank

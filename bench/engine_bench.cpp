@@ -7,6 +7,7 @@
 // --profile adds a per-layer breakdown of the training step on stderr. --precision lists the
 // training arithmetics to measure at each batch size, in order ("float32,mixed_bfloat16,
 // float32,mixed_bfloat16" alternates them); a row names its own when it is not float32.
+// --bf16-kernels sets the kernels of mixed precision's products (gemm.h; the same bits whichever).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -53,12 +54,13 @@ std::vector<std::string> Split(const std::string& s) {
 }
 
 [[noreturn]] void Usage(const char* msg) {
-  std::fprintf(stderr,
-               "engine_bench: %s\nusage: engine_bench [--models cnn,mlp,softmax] "
-               "[--batches 50,100,256] [--threads 2] [--seconds 10] [--infer-batch 1000] "
-               "[--data DIR] [--profile] [--conv auto|im2col|winograd|direct[,...]] "
-               "[--precision float32|mixed_bfloat16[,...]]\n",
-               msg);
+  std::fprintf(
+      stderr,
+      "engine_bench: %s\nusage: engine_bench [--models cnn,mlp,softmax] "
+      "[--batches 50,100,256] [--threads 2] [--seconds 10] [--infer-batch 1000] "
+      "[--data DIR] [--profile] [--conv auto|im2col|winograd|direct[,...]] "
+      "[--precision float32|mixed_bfloat16[,...]] [--bf16-kernels instructions|fma|emulated]\n",
+      msg);
   std::exit(2);
 }
 
@@ -110,6 +112,18 @@ Args Parse(int argc, char** argv) {
           a.precisions.push_back(*precision);
         }
         if (a.precisions.empty()) Usage("--precision takes float32 or mixed_bfloat16");
+      } else if (flag == "--bf16-kernels") {
+        namespace in = eng::internal;
+        const std::string k = value();
+        in::Bf16Kernels kernels = in::Bf16Kernels::kEmulated;
+        if (k == "instructions") {
+          kernels = in::Bf16Kernels::kInstructions;
+        } else if (k == "fma") {
+          kernels = in::Bf16Kernels::kFloatFma;
+        } else if (k != "emulated") {
+          Usage("--bf16-kernels takes instructions, fma or emulated");
+        }
+        if (!in::SetGemmBf16Kernels(kernels)) Usage("this build has no such bfloat16 kernels");
       } else
         Usage(("unknown flag " + flag).c_str());
     } catch (const std::exception&) {
@@ -193,7 +207,8 @@ void SetConvAlgorithm(const eng::Model& model, const std::vector<eng::ConvAlgori
 int main(int argc, char** argv) {
   const Args args = Parse(argc, argv);
   eng::SetComputeThreads(args.threads);
-  std::fprintf(stderr, "gemm: %s kernels\n", eng::internal::GemmKernels());
+  std::fprintf(stderr, "gemm: %s kernels, bfloat16 on %s\n", eng::internal::GemmKernels(),
+               eng::internal::Bf16KernelsName(eng::internal::GemmBf16Kernels()));
   auto data = eng::LoadMnistDirectory(args.data, {});
   if (!data.ok()) {
     std::fprintf(stderr, "engine_bench: %s\n", data.status().ToString().c_str());

@@ -1,8 +1,9 @@
 // gemm_shapes: the engine's matrix products (engine/src/nn/gemm.h) against OpenBLAS's SGEMM
 // (Debian's OpenMP build, the kernels it picks for this CPU), on the products the tutorial models'
 // training steps perform, at 1 and 2 threads; and the engine's mixed-precision products
-// (GemmBf16, its operands' rounding included). Each is timed A B C A B C and the better of two
-// runs kept. Usage: gemm_shapes [seconds per measurement, default 0.3]
+// (GemmBf16, its operands' rounding included), on each of the build's bfloat16 kernels. Each is
+// timed A B C A B C and the better of two runs kept. Usage: gemm_shapes [seconds per measurement,
+// default 0.3]
 #include <cblas.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "nn/gemm.h"
@@ -57,22 +59,29 @@ int main(int argc, char** argv) {
   };
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
-  std::printf("engine kernels: %s\n", trainingd::engine::internal::GemmKernels());
-  std::printf("bfloat16: %s\n", trainingd::engine::internal::GemmBf16Native()
-                                    ? "AVX512_BF16 instructions"
-                                    : "emulated (no AVX512_BF16)");
-  std::printf("%-46s %32s %32s\n", "product (GFLOP/s)", "1 thread: engine blas bf16",
-              "2 threads: engine blas bf16");
+  namespace in = trainingd::engine::internal;
+  std::printf("engine kernels: %s\n", in::GemmKernels());
+  std::printf("bfloat16: %s kernels chosen\n", in::Bf16KernelsName(in::GemmBf16Kernels()));
+  // A column for GemmBf16 on each of this build's bfloat16 kernels (the same bits each).
+  std::vector<in::Bf16Kernels> bf16_kernels;
+  std::string header;
+  for (in::Bf16Kernels k :
+       {in::Bf16Kernels::kInstructions, in::Bf16Kernels::kFloatFma, in::Bf16Kernels::kEmulated}) {
+    if (!in::Bf16KernelsAvailable(k)) continue;
+    bf16_kernels.push_back(k);
+    header += std::string(" ") + in::Bf16KernelsName(k);
+  }
+  std::printf("%-46s   1 thread: engine blas%s   2 threads: engine blas%s\n", "product (GFLOP/s)",
+              header.c_str(), header.c_str());
   for (const Product& p : products) {
     std::vector<float> a(static_cast<size_t>(p.m) * p.k), b(static_cast<size_t>(p.k) * p.n),
         c(static_cast<size_t>(p.m) * p.n),
-        scratch(static_cast<size_t>(trainingd::engine::internal::GemmBf16Floats(p.m, p.n, p.k)));
+        scratch(static_cast<size_t>(in::GemmBf16Floats(p.m, p.n, p.k)));
     for (float& x : a) x = normal(rng);
     for (float& x : b) x = normal(rng);
     const int lda = p.trans_a ? p.m : p.k, ldb = p.trans_b ? p.k : p.n;
     const auto engine = [&] {
-      trainingd::engine::internal::Gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, a.data(), lda,
-                                        b.data(), ldb, c.data(), p.n);
+      in::Gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, a.data(), lda, b.data(), ldb, c.data(), p.n);
     };
     const auto blas = [&] {
       cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
@@ -80,20 +89,25 @@ int main(int argc, char** argv) {
                   b.data(), ldb, 0.0f, c.data(), p.n);
     };
     const auto bf16 = [&] {
-      trainingd::engine::internal::GemmBf16(p.trans_a, p.trans_b, p.m, p.n, p.k, a.data(), lda,
-                                            b.data(), ldb, c.data(), p.n, scratch.data());
+      in::GemmBf16(p.trans_a, p.trans_b, p.m, p.n, p.k, a.data(), lda, b.data(), ldb, c.data(), p.n,
+                   scratch.data());
     };
     std::printf("%-46s", p.what);
     for (int threads : {1, 2}) {
       trainingd::engine::SetComputeThreads(threads);
       openblas_set_num_threads(threads);
-      double e = 0, o = 0, h = 0;
+      double e = 0, o = 0;
+      std::vector<double> h(bf16_kernels.size(), 0.0);
       for (int round = 0; round < 2; ++round) {
         e = std::max(e, GflopsOf(p, seconds, engine));
         o = std::max(o, GflopsOf(p, seconds, blas));
-        h = std::max(h, GflopsOf(p, seconds, bf16));
+        for (size_t i = 0; i < bf16_kernels.size(); ++i) {
+          in::SetGemmBf16Kernels(bf16_kernels[i]);
+          h[i] = std::max(h[i], GflopsOf(p, seconds, bf16));
+        }
       }
-      std::printf(" %10.1f %10.1f %10.1f", e, o, h);
+      std::printf("   %6.1f %6.1f", e, o);
+      for (double x : h) std::printf(" %6.1f", x);
     }
     std::printf("\n");
   }

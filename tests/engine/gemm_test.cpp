@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__SSE__)
+#include <pmmintrin.h>  // _MM_DENORMALS_ZERO_ON
+#endif
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -14,6 +18,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sanitized.h"
@@ -278,9 +283,56 @@ TEST(GemmTest, Bf16ProductsAreTheChainOfPairedBf16Steps) {
     scratch.resize(static_cast<size_t>(GemmBf16Floats(m, n, k)));
     GemmBf16(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, scratch.data(), accumulate);
   };
-  ExpectTheReferencesBits(products, RandomWithCorners, ReferenceBf16, bf16,
-                          std::string(GemmKernels()) + " kernels, " +
-                              (GemmBf16Native() ? "AVX512_BF16" : "bfloat16 emulated"));
+  // Every kernel this build has, whichever GemmBf16 would choose here.
+  const Bf16Kernels chosen = GemmBf16Kernels();
+  int tested = 0;
+  for (Bf16Kernels kernels :
+       {Bf16Kernels::kInstructions, Bf16Kernels::kFloatFma, Bf16Kernels::kEmulated}) {
+    if (!SetGemmBf16Kernels(kernels)) continue;
+    ++tested;
+    const std::string name =
+        std::string(GemmKernels()) + " kernels, bfloat16 on " + Bf16KernelsName(kernels);
+    ExpectTheReferencesBits(products, RandomWithCorners, ReferenceBf16, bf16, name);
+    // Every product below FLT_MIN (about 2^-128), so that every chain meets the flushes.
+    const auto tiny = [](int64_t n, uint32_t seed) {
+      std::vector<float> v = Random(n, seed);
+      for (float& x : v) x = std::ldexp(x, -64);
+      return v;
+    };
+    ExpectTheReferencesBits(std::span(products).first(8), tiny, ReferenceBf16, bf16,
+                            name + ", tiny products");
+  }
+  ASSERT_TRUE(SetGemmBf16Kernels(chosen));
+  EXPECT_GE(tested, 1);
+  EXPECT_EQ(tested, Bf16KernelsAvailable(Bf16Kernels::kInstructions) ? 2 : 1);
+}
+
+// Float FMAs take VDPBF16PS's steps only with denormals flushed, as inputs and results
+// (MXCSR's flags). GemmBf16 sets them on the calling thread, as SetComputeThreads does, so a
+// thread that never called that gets the same bits.
+TEST(GemmTest, Bf16OnFloatFmasFlushesDenormalsOnAThreadThatDidNot) {
+  const Bf16Kernels chosen = GemmBf16Kernels();
+  if (!SetGemmBf16Kernels(Bf16Kernels::kFloatFma)) GTEST_SKIP() << "no float FMA kernels";
+  // Products about 2^-127, below FLT_MIN: flushed or not, every chain ends elsewhere.
+  const int64_t m = 29, n = 40, k = 257;
+  std::vector<float> a = Random(m * k, 11), b = Random(k * n, 12);
+  for (float& x : a) x = std::ldexp(x, -63);
+  for (float& x : b) x = std::ldexp(x, -64);
+  std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
+  std::vector<float> scratch(static_cast<size_t>(GemmBf16Floats(m, n, k)));
+  ReferenceBf16(false, false, m, n, k, a.data(), k, b.data(), n, want.data(), n, false);
+  bool denormals_kept = false;
+  std::thread([&] {
+#if defined(__SSE__)
+    _mm_setcsr(_mm_getcsr() & ~(_MM_FLUSH_ZERO_ON | _MM_DENORMALS_ZERO_ON));
+#endif
+    volatile float tiny = FLT_MIN;
+    denormals_kept = tiny / 2 > 0.0f;
+    GemmBf16(false, false, m, n, k, a.data(), k, b.data(), n, got.data(), n, scratch.data());
+  }).join();
+  EXPECT_TRUE(denormals_kept);
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), 4 * want.size()), 0);
+  ASSERT_TRUE(SetGemmBf16Kernels(chosen));
 }
 
 }  // namespace

@@ -68,16 +68,21 @@ TEST(JobRunnerTest, WithoutAtEndOnlyThePeriodicEvaluationsRunAndNoneIsAFinalValu
   EXPECT_EQ(run.result.final_values.count("test/loss"), 0u);
 }
 
-// A mixed-precision job's log says whether this CPU runs bfloat16 products on its own
-// instructions or emulates them (the same results, more slowly); a float32 job's says nothing.
-TEST(JobRunnerTest, TheLogSaysWhetherMixedPrecisionIsEmulated) {
+// A mixed-precision job's log says what computes its bfloat16 products: this CPU's own
+// instructions, float32 FMAs (no faster than float32) or an emulation (slower); a float32 job's
+// says nothing.
+TEST(JobRunnerTest, TheLogSaysWhatComputesMixedPrecision) {
   ScopedDir mixed_dir("mixed"), float_dir("float32");
   const EvaluatedRun mixed = Evaluated(true, mixed_dir.path(), Precision::kMixedBfloat16);
   EXPECT_EQ(mixed.result.global_step, 30);
   EXPECT_EQ(mixed.logger->Matching("precision mixed_bfloat16: ").size(), 1u);
-  EXPECT_EQ(mixed.logger->Matching("emulated").size(), internal::GemmBf16Native() ? 0u : 1u);
+  const internal::Bf16Kernels kernels = internal::GemmBf16Kernels();
   EXPECT_EQ(mixed.logger->Matching("on this CPU's AVX512_BF16 instructions").size(),
-            internal::GemmBf16Native() ? 1u : 0u);
+            kernels == internal::Bf16Kernels::kInstructions ? 1u : 0u);
+  EXPECT_EQ(mixed.logger->Matching("float32 FMAs take their steps").size(),
+            kernels == internal::Bf16Kernels::kFloatFma ? 1u : 0u);
+  EXPECT_EQ(mixed.logger->Matching("emulated").size(),
+            kernels == internal::Bf16Kernels::kEmulated ? 1u : 0u);
   const EvaluatedRun float32 = Evaluated(true, float_dir.path());
   EXPECT_TRUE(float32.logger->Matching("precision").empty());
 }

@@ -322,12 +322,24 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   }
 
   if (spec.precision == Precision::kMixedBfloat16 && is_chief) {
-    if (internal::GemmBf16Native()) {
-      logger->Info("precision mixed_bfloat16: on this CPU's AVX512_BF16 instructions");
-    } else {
-      logger->Warning(
-          "precision mixed_bfloat16: this CPU has no AVX512_BF16 instructions, so they are "
-          "emulated (the same results, more slowly than float32)");
+    using internal::Bf16Kernels;
+    switch (internal::GemmBf16Kernels()) {
+      case Bf16Kernels::kInstructions:
+        logger->Info("precision mixed_bfloat16: on this CPU's AVX512_BF16 instructions");
+        break;
+      case Bf16Kernels::kFloatFma:
+        logger->Warning(
+            std::string("precision mixed_bfloat16: ") +
+            (internal::Bf16KernelsAvailable(Bf16Kernels::kInstructions)
+                 ? "this CPU's AVX512_BF16 instructions are slower than its float32 FMAs"
+                 : "this CPU has no AVX512_BF16 instructions") +
+            ", so float32 FMAs take their steps (the same results, at about float32's speed)");
+        break;
+      case Bf16Kernels::kEmulated:
+        logger->Warning(
+            "precision mixed_bfloat16: this CPU has no AVX512_BF16 instructions, so they are "
+            "emulated (the same results, more slowly than float32)");
+        break;
     }
   }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -25,14 +27,17 @@ using namespace v16;  // the kernels' vocabulary (nn/v16.h)
 // from B itself with every column there, or from B itself with fewer (masked).
 enum class BRows { kPacked, kWhole, kMasked };
 
-// How a chain takes a step of k: a fused multiply-add of floats (Gemm), or of a lane's two
-// bfloat16 pairs (GemmBf16, whose kernels read 32-bit pairs where Gemm's read floats).
+// How a chain takes a step of k: a fused multiply-add of floats (Gemm, and GemmBf16 on float
+// FMAs), or of a lane's two bfloat16 pairs (GemmBf16 on VDPBF16PS or its written-out steps, whose
+// kernels read 32-bit pairs where Gemm's read floats).
 struct FloatStep {
   static V16 Step(V16 a, V16 b, V16 c) { return Fma(a, b, c); }
 };
+#if defined(V16_DOT_BF16)
 struct Bf16Step {
   static V16 Step(V16 a, V16 b, V16 c) { return DotBf16(a, b, c); }
 };
+#endif
 
 template <int R, int NV, BRows kB, typename Op>
 void Micro(int kc, const float* a, int64_t ars, int64_t aks, const float* b, int64_t bks, float* c,
@@ -393,13 +398,14 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const flo
 }
 
 namespace {
-// The rounded operands of GemmBf16, as 32-bit pairs of bfloat16 values (v16.h) kept in float
-// storage, which is what the kernels read.
-void StorePair(float* p, uint32_t pair) { std::memcpy(p, &pair, 4); }
-
 // GCC 12 warns of the undefined pass-through operand inside its own AVX-512 conversion intrinsics.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#if defined(V16_DOT_BF16)
+// The rounded operands of GemmBf16 for DotBf16, as 32-bit pairs of bfloat16 values (v16.h) kept
+// in float storage, which is what the kernels read.
+void StorePair(float* p, uint32_t pair) { std::memcpy(p, &pair, 4); }
+
 // pairs[j] = (row[2j], row[2j+1]) for j < (k + 1) / 2; an odd k's last pair is (row[k-1], 0).
 void PairAlong(const float* row, int64_t k, float* pairs) {
   int64_t j = 0;
@@ -428,6 +434,34 @@ void PairAcross(const float* even, const float* odd, int64_t n, float* pairs) {
 #endif
   for (; x < n; ++x) StorePair(pairs + x, Bf16Pair(even[x], odd ? odd[x] : 0.0f));
 }
+#endif
+
+#if V16_FLOAT_FMA_BF16
+// The rounded operands of GemmBf16 for float FMAs: each pair of k as two floats, the odd element
+// first, since its product is added first. out[2j] = row[2j+1] and out[2j+1] = row[2j], rounded,
+// for j < (k + 1) / 2; an odd k's last pair is (0, row[k-1]).
+void FloatsAlong(const float* row, int64_t k, float* out) {
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) StoreN(out + i, SwapPairs(RoundToBf16(LoadU(row + i))), 16);
+  for (; i + 1 < k; i += 2) {
+    out[i] = Bf16Float(row[i + 1]);
+    out[i + 1] = Bf16Float(row[i]);
+  }
+  if (k % 2) {
+    out[k - 1] = 0.0f;
+    out[k] = Bf16Float(row[k - 1]);
+  }
+}
+
+// first[x] = odd[x] (0 when odd is null) and second[x] = even[x], rounded, for x < n.
+void FloatsAcross(const float* even, const float* odd, int64_t n, float* first, float* second) {
+  for (int64_t x = 0; x < n; x += 16) {
+    const int lanes = static_cast<int>(std::min<int64_t>(16, n - x));
+    StoreN(first + x, odd ? RoundToBf16(LoadN(odd + x, lanes)) : Zero(), lanes);
+    StoreN(second + x, RoundToBf16(LoadN(even + x, lanes)), lanes);
+  }
+}
+#endif
 #pragma GCC diagnostic pop
 
 // Rows of `width` values per conversion task: about 64K values, so that a small product's
@@ -435,30 +469,143 @@ void PairAcross(const float* even, const float* odd, int64_t n, float* pairs) {
 int64_t RowsPerTask(int64_t width) {
   return std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(width, 1));
 }
+
+constexpr bool Available(Bf16Kernels kernels) {
+  switch (kernels) {
+    case Bf16Kernels::kInstructions:
+      return kBf16Instructions;
+    case Bf16Kernels::kFloatFma:
+      return V16_FLOAT_FMA_BF16;
+    case Bf16Kernels::kEmulated:
+      return !kBf16Instructions && !V16_FLOAT_FMA_BF16;
+  }
+  return false;
+}
+
+#if defined(__AVX512BF16__)
+volatile float timing_sink;
+
+// The best of five times of 12 independent chains of 1,024 `step`s, each step one pair of
+// bfloat16 products a lane: some 10 microseconds a time.
+template <typename Step>
+double BestTime(Step step) {
+  double best = 1e30;
+  for (int round = 0; round < 5; ++round) {
+    __m512 acc[12];  // each its own start, or the compiler computes one chain for all
+    for (int c = 0; c < 12; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 1024; ++i) {
+#pragma GCC unroll 12  // the chains in registers
+      for (__m512& x : acc) x = step(x);
+    }
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    alignas(64) float lanes[16];
+    __m512 sum = acc[0];
+    for (int c = 1; c < 12; ++c) sum = _mm512_add_ps(sum, acc[c]);
+    _mm512_store_ps(lanes, sum);
+    timing_sink = lanes[0];
+  }
+  return best;
+}
+#endif
+
+// The kernels GemmBf16 uses unless a test or benchmark set others: with AVX512_BF16, whichever
+// takes a pair of products faster on this CPU, one VDPBF16PS or two FMAs. A VDPBF16PS costs Zen 4
+// what one FMA does, and Intel family 6 model 207 what four do
+// (docs/benchmarks.md#mixed-precision). Both give the same bits, so the choice is only speed.
+Bf16Kernels FastestBf16Kernels() {
+#if defined(__AVX512BF16__)
+  const __m512 x = _mm512_set1_ps(1.0f + 0x1p-7f), y = _mm512_set1_ps(1.0f - 0x1p-7f);
+  const auto dot = [&](__m512 c) { return _mm512_dpbf16_ps(c, (__m512bh)x, (__m512bh)y); };
+  const auto fmas = [&](__m512 c) { return _mm512_fmadd_ps(x, y, _mm512_fmadd_ps(y, x, c)); };
+  double t_dot = 1e30, t_fmas = 1e30;
+  for (int round = 0; round < 2; ++round) {
+    t_dot = std::min(t_dot, BestTime(dot));
+    t_fmas = std::min(t_fmas, BestTime(fmas));
+  }
+  // Float FMAs read and convert twice the operands' bytes: they must be clearly faster.
+  return t_fmas < 0.8 * t_dot ? Bf16Kernels::kFloatFma : Bf16Kernels::kInstructions;
+#elif V16_FLOAT_FMA_BF16
+  return Bf16Kernels::kFloatFma;
+#else
+  return Bf16Kernels::kEmulated;
+#endif
+}
+
+std::atomic<int> bf16_kernels_set{-1};  // SetGemmBf16Kernels's, or -1
 }  // namespace
 
-int64_t GemmBf16Floats(int64_t m, int64_t n, int64_t k) { return (m + n) * ((k + 1) / 2); }
+Bf16Kernels GemmBf16Kernels() {
+  const int set = bf16_kernels_set.load(std::memory_order_relaxed);
+  if (set >= 0) return static_cast<Bf16Kernels>(set);
+  static const Bf16Kernels fastest = FastestBf16Kernels();
+  return fastest;
+}
+
+bool Bf16KernelsAvailable(Bf16Kernels kernels) { return Available(kernels); }
+
+bool SetGemmBf16Kernels(Bf16Kernels kernels) {
+  if (!Available(kernels)) return false;
+  bf16_kernels_set.store(static_cast<int>(kernels), std::memory_order_relaxed);
+  return true;
+}
+
+const char* Bf16KernelsName(Bf16Kernels kernels) {
+  switch (kernels) {
+    case Bf16Kernels::kInstructions:
+      return "AVX512_BF16";
+    case Bf16Kernels::kFloatFma:
+      return "float FMA";
+    case Bf16Kernels::kEmulated:
+      return "emulated";
+  }
+  return "?";
+}
+
+int64_t GemmBf16Floats(int64_t m, int64_t n, int64_t k) { return (m + n) * 2 * ((k + 1) / 2); }
 
 void GemmBf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
               int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, float* scratch,
               bool accumulate) {
   const int64_t kp = (k + 1) / 2;
+  // Floats per row of op(A) (column of op(B)) as the kernels read it: a pair in one, or in two.
+  const bool fmas = GemmBf16Kernels() == Bf16Kernels::kFloatFma;
+  const int64_t ks = fmas ? 2 * kp : kp;
   float* ap = scratch;
-  float* bp = scratch + m * kp;
-  // op(A)'s rows paired along k: [m][kp] from A's rows, or [kp][m] from A's rows 2j and 2j+1.
-  // op(B)'s columns paired along k: [kp][n] from B's rows 2j and 2j+1, or [n][kp] from B's
-  // rows. The kernels then read them as Gemm reads A, A^T, B and B^T.
-  const auto across = [kp, k](const float* x, int64_t ld, int64_t width, float* pairs) {
+  float* bp = scratch + m * ks;
+  // op(A)'s rows laid out along k: [m][ks] from A's rows, or [ks][m] from A's rows 2j and 2j+1.
+  // op(B)'s columns likewise: [ks][n] from B's rows 2j and 2j+1, or [n][ks] from B's rows. The
+  // kernels then read them as Gemm reads A, A^T, B and B^T.
+  const auto across = [&](const float* x, int64_t ld, int64_t width, float* out) {
     ParallelFor(kp, RowsPerTask(width), [&](int64_t begin, int64_t end) {
       for (int64_t j = begin; j < end; ++j) {
-        PairAcross(x + 2 * j * ld, 2 * j + 1 < k ? x + (2 * j + 1) * ld : nullptr, width,
-                   pairs + j * width);
+        const float* odd = 2 * j + 1 < k ? x + (2 * j + 1) * ld : nullptr;
+#if V16_FLOAT_FMA_BF16
+        if (fmas) {
+          FloatsAcross(x + 2 * j * ld, odd, width, out + 2 * j * width, out + (2 * j + 1) * width);
+          continue;
+        }
+#endif
+#if defined(V16_DOT_BF16)
+        PairAcross(x + 2 * j * ld, odd, width, out + j * width);
+#endif
       }
     });
   };
-  const auto along = [kp, k](const float* x, int64_t ld, int64_t rows, float* pairs) {
+  const auto along = [&](const float* x, int64_t ld, int64_t rows, float* out) {
     ParallelFor(rows, RowsPerTask(k), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) PairAlong(x + i * ld, k, pairs + i * kp);
+      for (int64_t i = begin; i < end; ++i) {
+#if V16_FLOAT_FMA_BF16
+        if (fmas) {
+          FloatsAlong(x + i * ld, k, out + i * ks);
+          continue;
+        }
+#endif
+#if defined(V16_DOT_BF16)
+        PairAlong(x + i * ld, k, out + i * ks);
+#endif
+      }
     });
   };
   if (trans_a) {
@@ -471,11 +618,20 @@ void GemmBf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const
   } else {
     across(b, ldb, n, bp);
   }
-  GemmThreads<Bf16Step>(trans_a, trans_b, m, n, kp, ap, trans_a ? m : kp, bp, trans_b ? kp : n, c,
-                        ldc, accumulate);
+  const int64_t lda_s = trans_a ? m : ks, ldb_s = trans_b ? ks : n;
+#if V16_FLOAT_FMA_BF16
+  if (fmas) {
+    // VDPBF16PS's flushes are MXCSR's flush-to-zero and denormals-are-zero, which the thread
+    // team's threads have (parallel.h) and this one now too.
+    FlushDenormalsOnThisThread();
+    GemmThreads<FloatStep>(trans_a, trans_b, m, n, ks, ap, lda_s, bp, ldb_s, c, ldc, accumulate);
+    return;
+  }
+#endif
+#if defined(V16_DOT_BF16)
+  GemmThreads<Bf16Step>(trans_a, trans_b, m, n, kp, ap, lda_s, bp, ldb_s, c, ldc, accumulate);
+#endif
 }
-
-bool GemmBf16Native() { return kBf16Instructions; }
 
 const char* GemmKernels() { return kKernels; }
 

@@ -44,19 +44,37 @@ void GemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
 // Mixed precision (a job's "precision": "mixed_bfloat16", docs/job-spec.md): C = op(A) * op(B),
 // or += with `accumulate`, as Gemm, but with A's and B's values rounded to bfloat16 (to nearest
 // even) and k taken two at a time. Every element of C is the chain over the pairs of k, in order,
-// of v16.h's DotBf16, which is AVX512_BF16's VDPBF16PS: the odd element's product added, then the
-// even one's, each sum rounded once to float (a product of bfloat16 values is exact), values
-// below FLT_MIN flushed to zero; an odd k ends with a pair (a[k-1], 0).
+// of AVX512_BF16's VDPBF16PS step (v16.h): the odd element's product added, then the even one's,
+// each sum rounded once to float (a product of bfloat16 values is exact), values below FLT_MIN
+// flushed to zero; an odd k ends with a pair (a[k-1], 0).
 //
-// Like Gemm's, an element's bits do not depend on the shape of the call around it, the threads or
-// the CPU (a NaN's payload aside): where the CPU lacks AVX512_BF16, the instructions' steps are
-// emulated (slower than Gemm). `scratch`: GemmBf16Floats(m, n, k) floats for the rounded operands.
+// Like Gemm's, an element's bits do not depend on the shape of the call around it, the threads,
+// the CPU or the kernels that compute it (a NaN's payload aside). `scratch`: GemmBf16Floats(m, n,
+// k) floats for the rounded operands.
 int64_t GemmBf16Floats(int64_t m, int64_t n, int64_t k);
 void GemmBf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
               int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, float* scratch,
               bool accumulate = false);
-// Whether GemmBf16 runs on the CPU's bfloat16 instructions (else it emulates them).
-bool GemmBf16Native();
+
+// The kernels that compute GemmBf16's steps, all to the same bits:
+//   kInstructions  VDPBF16PS on the operands as bfloat16 pairs (a build for a CPU with
+//                  AVX512_BF16);
+//   kFloatFma      two float FMAs a pair, the odd element's first, on the operands rounded and
+//                  held as floats, with MXCSR's flush-to-zero and denormals-are-zero on: Gemm's
+//                  own kernels, at its speed (x86 builds with AVX2 and FMA, or AVX-512);
+//   kEmulated      VDPBF16PS's steps written out, lane by lane (the scalar build), slower than
+//                  Gemm.
+// With AVX512_BF16 the first two are there, and GemmBf16 takes whichever does a pair of products
+// faster on this CPU, measured once at first use (in some 0.2 ms).
+enum class Bf16Kernels { kInstructions, kFloatFma, kEmulated };
+Bf16Kernels GemmBf16Kernels();
+// Whether this build has `kernels`.
+bool Bf16KernelsAvailable(Bf16Kernels kernels);
+// For tests and benchmarks: GemmBf16 uses `kernels` from now on; false, and nothing changes,
+// if this build has none such.
+bool SetGemmBf16Kernels(Bf16Kernels kernels);
+// "AVX512_BF16", "float FMA" or "emulated".
+const char* Bf16KernelsName(Bf16Kernels kernels);
 
 // The instruction set the kernels were built for: "avx512", "avx2" or "scalar".
 const char* GemmKernels();

@@ -195,8 +195,8 @@ TEST(GemmTest, PartsOfAProductEqualTheWhole) {
 // GemmBf16's promise (gemm.h), written out from the definitions of AVX512_BF16's instructions:
 // VCVTNEPS2BF16 rounds to nearest even, flushes values below FLT_MIN to zero and keeps NaNs;
 // VDPBF16PS adds the odd element's product, then the even one's, each sum rounded once and
-// flushed. On a CPU with those instructions the test holds them to this; on one without, the
-// emulation.
+// flushed. The test holds every kernel of the build to this (gemm.h's Bf16Kernels): on a CPU
+// with those instructions, the instructions themselves and the float FMAs.
 float RoundToBf16(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);

@@ -313,7 +313,7 @@ TEST(GemmTest, Bf16ProductsAreTheChainOfPairedBf16Steps) {
   };
   ExpectTheReferencesBits(std::span(products).subspan(5, 7), tiny, ReferenceBf16, kernels);
   ASSERT_TRUE(SetGemmBf16Kernels(chosen));
-  EXPECT_GE(tested, 1);
+  // The instructions where the build has them, and one of the others.
   EXPECT_EQ(tested, Bf16KernelsAvailable(Bf16Kernels::kInstructions) ? 2 : 1);
 }
 

@@ -453,12 +453,13 @@ void FloatsAlong(const float* row, int64_t k, float* out) {
   }
 }
 
-// first[x] = odd[x] (0 when odd is null) and second[x] = even[x], rounded, for x < n.
-void FloatsAcross(const float* even, const float* odd, int64_t n, float* first, float* second) {
+// out[x] = odd[x] (0 when odd is null) and out[n + x] = even[x], rounded, for x < n: the pair's
+// two rows.
+void FloatsAcross(const float* even, const float* odd, int64_t n, float* out) {
   for (int64_t x = 0; x < n; x += 16) {
     const int lanes = static_cast<int>(std::min<int64_t>(16, n - x));
-    StoreN(first + x, odd ? RoundToBf16(LoadN(odd + x, lanes)) : Zero(), lanes);
-    StoreN(second + x, RoundToBf16(LoadN(even + x, lanes)), lanes);
+    StoreN(out + x, odd ? RoundToBf16(LoadN(odd + x, lanes)) : Zero(), lanes);
+    StoreN(out + n + x, RoundToBf16(LoadN(even + x, lanes)), lanes);
   }
 }
 #endif
@@ -569,9 +570,23 @@ void GemmBf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const
               int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, float* scratch,
               bool accumulate) {
   const int64_t kp = (k + 1) / 2;
-  // Floats per row of op(A) (column of op(B)) as the kernels read it: a pair in one, or in two.
+  // How the kernels read the operands: a pair of k in one float (VDPBF16PS's pairs) or in two.
   const bool fmas = GemmBf16Kernels() == Bf16Kernels::kFloatFma;
-  const int64_t ks = fmas ? 2 * kp : kp;
+  void (*along_k)(const float* row, int64_t k, float* out) = nullptr;
+  void (*across_k)(const float* even, const float* odd, int64_t n, float* out) = nullptr;
+#if V16_FLOAT_FMA_BF16
+  if (fmas) {
+    along_k = FloatsAlong;
+    across_k = FloatsAcross;
+  }
+#endif
+#if defined(V16_DOT_BF16)
+  if (!fmas) {
+    along_k = PairAlong;
+    across_k = PairAcross;
+  }
+#endif
+  const int64_t slots = fmas ? 2 : 1, ks = slots * kp;
   float* ap = scratch;
   float* bp = scratch + m * ks;
   // op(A)'s rows laid out along k: [m][ks] from A's rows, or [ks][m] from A's rows 2j and 2j+1.
@@ -580,32 +595,14 @@ void GemmBf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const
   const auto across = [&](const float* x, int64_t ld, int64_t width, float* out) {
     ParallelFor(kp, RowsPerTask(width), [&](int64_t begin, int64_t end) {
       for (int64_t j = begin; j < end; ++j) {
-        const float* odd = 2 * j + 1 < k ? x + (2 * j + 1) * ld : nullptr;
-#if V16_FLOAT_FMA_BF16
-        if (fmas) {
-          FloatsAcross(x + 2 * j * ld, odd, width, out + 2 * j * width, out + (2 * j + 1) * width);
-          continue;
-        }
-#endif
-#if defined(V16_DOT_BF16)
-        PairAcross(x + 2 * j * ld, odd, width, out + j * width);
-#endif
+        across_k(x + 2 * j * ld, 2 * j + 1 < k ? x + (2 * j + 1) * ld : nullptr, width,
+                 out + j * slots * width);
       }
     });
   };
   const auto along = [&](const float* x, int64_t ld, int64_t rows, float* out) {
     ParallelFor(rows, RowsPerTask(k), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-#if V16_FLOAT_FMA_BF16
-        if (fmas) {
-          FloatsAlong(x + i * ld, k, out + i * ks);
-          continue;
-        }
-#endif
-#if defined(V16_DOT_BF16)
-        PairAlong(x + i * ld, k, out + i * ks);
-#endif
-      }
+      for (int64_t i = begin; i < end; ++i) along_k(x + i * ld, k, out + i * ks);
     });
   };
   if (trans_a) {

@@ -5,7 +5,28 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include <sys/mman.h>
+
 namespace trainingd::engine {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr std::align_val_t kCacheLine{64}, kHugePageAlignment{kHugePage};
+
+}  // namespace
+
+void* AllocateBuffer(size_t bytes) {
+  if (bytes < kHugePage) return ::operator new(bytes, kCacheLine);
+  const size_t whole = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = ::operator new(whole, kHugePageAlignment);
+  // Advice only: where THP is off ("never") or unsupported this fails, and 4 KiB pages serve.
+  (void)madvise(p, whole, MADV_HUGEPAGE);
+  return p;
+}
+
+void FreeBuffer(void* p, size_t bytes) noexcept {
+  ::operator delete(p, bytes < kHugePage ? kCacheLine : kHugePageAlignment);
+}
 
 int64_t Shape::num_elements() const {
   int64_t n = 1;

@@ -46,18 +46,25 @@ class Shape {
   std::vector<int64_t> dims_;
 };
 
+// The engine's large buffers (tensors, kernel scratch): `bytes` aligned to 64 bytes, and from 2 MiB
+// up to a whole 2 MiB page that the kernel is asked to back with transparent huge pages
+// (madvise(MADV_HUGEPAGE), as PyTorch's THP_MEM_ALLOC_ENABLE does). Fresh memory costs a page
+// fault per 4 KiB page on first touch; under some hypervisors that is ~3.6 ms per MiB, more than
+// a training step's arithmetic on the same bytes (docs/engine.md#memory). Free with the same size.
+void* AllocateBuffer(size_t bytes);
+void FreeBuffer(void* p, size_t bytes) noexcept;
+
 // Storage aligned to 64 bytes (a cache line, and AVX-512's vector), whatever the CPU: Eigen's own
 // aligned_allocator aligns only to EIGEN_MAX_ALIGN_BYTES, which is 32 on an AVX2 build, while the
-// maps below promise 64.
+// maps below promise 64. Large ones on huge pages (AllocateBuffer).
 template <typename T>
 struct Align64Allocator {
   using value_type = T;
-  static constexpr std::align_val_t kAlignment{64};
   Align64Allocator() = default;
   template <typename U>
   Align64Allocator(const Align64Allocator<U>&) {}  // NOLINT: rebinding is implicit
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
-  void deallocate(T* p, size_t) { ::operator delete(p, kAlignment); }
+  T* allocate(size_t n) { return static_cast<T*>(AllocateBuffer(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { FreeBuffer(p, n * sizeof(T)); }
   friend bool operator==(const Align64Allocator&, const Align64Allocator&) { return true; }
 };
 

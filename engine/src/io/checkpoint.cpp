@@ -350,8 +350,8 @@ Status WriteAll(int fd, const std::string& path, std::string_view contents) {
 // WriteFileAtomically with the contents produced by `produce`, which passes them to the Emit it
 // is given in pieces. Small pieces are gathered into writes of about kGather bytes; large ones
 // are written from where they are.
-Status WriteAtomicallyFrom(const std::string& path, const std::function<Status(const Emit&)>& produce,
-                           bool* replaced) {
+Status WriteAtomicallyFrom(const std::string& path,
+                           const std::function<Status(const Emit&)>& produce, bool* replaced) {
   constexpr size_t kGather = size_t{1} << 20;
   if (replaced != nullptr) *replaced = false;
   static std::atomic<uint64_t> counter{0};

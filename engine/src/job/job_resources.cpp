@@ -160,8 +160,8 @@ Result<JobResources> PlanJob(const JobSpec& given, const DatasetInfo& data,
   r.activations = Sum(r.activations, Mul(batch, Mul(example, kFloat) + 4),
                       Mul(Mul(batch, data.num_classes), kFloat),
                       Mul(r.eval_batch, Mul(example, kFloat) + 4), Mul(data.train_examples, 8));
-  // Writing a checkpoint copies the state (values and slots), then encodes the copy; restoring
-  // reads the file, then decodes it: twice the state either way.
+  // Writing a checkpoint copies the state (values and slots) and streams the copy to the file;
+  // restoring reads the file, then decodes it: twice the state.
   const int64_t state = Mul(Mul(r.num_parameters, 1 + slots), kFloat);
   r.checkpoint_io = h.checkpoint.enabled ? Mul(2, state) : 0;
   r.runtime = kRuntimeBytes + threads * kRuntimeBytesPerThread;

@@ -72,7 +72,7 @@ int64_t DenseLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
 
 void DenseLayer::Product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                          const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                         int64_t ldc, std::vector<float>& bf16) const {
+                         int64_t ldc, FloatBuffer& bf16) const {
   if (!mixed_) {
     internal::Gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
     return;

@@ -1,11 +1,11 @@
 #include "trainingd/engine/nn/tensor.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
 #include <stdexcept>
-
-#include <sys/mman.h>
 
 namespace trainingd::engine {
 namespace {

@@ -84,7 +84,7 @@ class DenseLayer final : public Layer {
   // operands in `bf16`.
   void Product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
                int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-               std::vector<float>& bf16) const;
+               FloatBuffer& bf16) const;
 
   LayerSpec spec_;
   int64_t in_ = 0;
@@ -99,14 +99,14 @@ class DenseLayer final : public Layer {
   // Gathered: the global batch's inputs and output gradients, and the ranks' column parts.
   std::vector<float> all_x_, all_dy_, parts_by_rank_;
   // PackKernelForInference's copy of the kernel; empty when there is none.
-  std::vector<float, Align64Allocator<float>> packed_kernel_;
+  FloatBuffer packed_kernel_;
 
   Tensor dy_;                  // output gradient masked by the ReLU
   Tensor dbias_part_;          // one block's bias gradient
   std::vector<Tensor> parts_;  // per chunk: one tile of one block's kernel gradient
   // Mixed precision: the rounded operands of the step's products, and of each chunk's tiles.
-  std::vector<float> bf16_;
-  std::vector<std::vector<float>> bf16_parts_;
+  FloatBuffer bf16_;
+  std::vector<FloatBuffer> bf16_parts_;
 };
 
 }  // namespace trainingd::engine

@@ -121,7 +121,7 @@ class Model {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Shape> shapes_;
   std::vector<Parameter*> params_;
-  std::vector<float, Align64Allocator<float>> flat_grads_;
+  FloatBuffer flat_grads_;
   std::vector<int64_t, Align64Allocator<int64_t>> flat_sums_;
   // needs_input_grad_[i]: some layer before i has parameters, so layer i must pass a gradient
   // down. A parameter-free prefix (e.g. the flatten in front of the first dense layer) gets none.

@@ -46,11 +46,12 @@ class Shape {
   std::vector<int64_t> dims_;
 };
 
-// The engine's large buffers (tensors, kernel scratch): `bytes` aligned to 64 bytes, and from 2 MiB
-// up to a whole 2 MiB page that the kernel is asked to back with transparent huge pages
+// The engine's buffers (tensors, FloatBuffer below): `bytes` aligned to 64 bytes, and from 2 MiB
+// up on whole 2 MiB pages that the kernel is asked to back with transparent huge pages
 // (madvise(MADV_HUGEPAGE), as PyTorch's THP_MEM_ALLOC_ENABLE does). Fresh memory costs a page
 // fault per 4 KiB page on first touch; under some hypervisors that is ~3.6 ms per MiB, more than
-// a training step's arithmetic on the same bytes (docs/engine.md#memory). Free with the same size.
+// a training step's arithmetic on the same bytes (docs/engine.md#memory). Free with the same
+// size.
 void* AllocateBuffer(size_t bytes);
 void FreeBuffer(void* p, size_t bytes) noexcept;
 
@@ -67,6 +68,9 @@ struct Align64Allocator {
   void deallocate(T* p, size_t n) { FreeBuffer(p, n * sizeof(T)); }
   friend bool operator==(const Align64Allocator&, const Align64Allocator&) { return true; }
 };
+
+// Floats on the engine's allocation (AllocateBuffer), for scratch that can be large.
+using FloatBuffer = std::vector<float, Align64Allocator<float>>;
 
 using MatrixRM = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MatrixMap = Eigen::Map<MatrixRM, Eigen::Aligned64>;
@@ -116,7 +120,7 @@ class Tensor {
 
  private:
   Shape shape_;
-  std::vector<float, Align64Allocator<float>> data_;
+  FloatBuffer data_;
   float* view_ = nullptr;  // set for a view; data_ is empty then
   int64_t view_size_ = 0;
 };

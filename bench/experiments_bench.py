@@ -213,7 +213,12 @@ def run_search(d, args, seed, searcher):
             "final_test": best_test, "steps": e["steps_used"],
             "peak_disk_bytes": e["peak_disk_bytes"], "wall_s": time.time() - t0,
             "trials": e["trials_started"], "best": best and best["hyperparameters"],
-            "best_validation": best and best["metric"]}
+            "best_validation": best and best["metric"],
+            # Each trial's results at its rungs, with the seconds since the search's start when
+            # each was recorded: how the searcher ranked the trials, and when.
+            "trial_results": [{"index": t["index"], "metrics": t["rung_metrics"],
+                               "at_s": [round(w - t0, 1) for w in t.get("rung_recorded_at", [])]}
+                              for t in trials]}
 
 
 def reached(d, experiment_id, target, done):

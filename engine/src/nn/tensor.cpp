@@ -19,7 +19,8 @@ void* AllocateBuffer(size_t bytes) {
   if (bytes < kHugePage) return ::operator new(bytes, kCacheLine);
   const size_t whole = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   void* p = ::operator new(whole, kHugePageAlignment);
-  // Advice only: where THP is off ("never") or unsupported this fails, and 4 KiB pages serve.
+  // Advice only: where THP is "never" or not built it has no effect (or fails), and 4 KiB pages
+  // serve.
   (void)madvise(p, whole, MADV_HUGEPAGE);
   return p;
 }

@@ -7,7 +7,8 @@
 - one case per exit code: completed 0, failed 1 (a NaN learning rate), usage 2 (locally and at
   the daemon), stopped 3, 401 -> 4, a closed port -> 5, wait --timeout -> 124, Ctrl-C -> 130;
 - `logs -f` across kill -9 of the daemon and its restart: every line of the job's log exactly
-  once, in order, and the exit code of how the job ended;
+  once, in order, and the exit code of how the job ended; and across a daemon gone (a proxy
+  that drops connections) between the log's first page and the follow's first look;
 - `watch`'s progress bar in a pseudo-terminal (script -qc); `completion bash` in bash: verbs,
   flags and the daemon's job ids.
 
@@ -18,12 +19,14 @@ import io
 import json
 import os
 import re
+import select
 import shlex
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -419,6 +422,89 @@ def check_follow_across_kill9(tmp):
           % len(printed))
 
 
+class DroppingProxy:
+    """A TCP proxy to daemon d that goes away once, as a restarting daemon does: from the first
+    request whose request line starts with `trigger`, for `down` seconds, every connection is
+    closed unanswered. Counts them in `dropped`."""
+
+    def __init__(self, d, trigger, down):
+        self.daemon_port, self.trigger, self.down = d.port, trigger, down
+        self.until, self.dropped, self.lock = None, 0, threading.Lock()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self):
+        self.listener.close()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
+
+    def _one(self, conn):
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = conn.recv(65536)
+            if not chunk:
+                conn.close()
+                return
+            head += chunk
+        with self.lock:
+            now = time.time()
+            if self.until is None and head.startswith(self.trigger):
+                self.until = now + self.down
+            drop = self.until is not None and now < self.until
+            self.dropped += drop
+        if drop:
+            conn.close()
+            return
+        # The daemon answers only its own Host.
+        head = head.replace(b"Host: 127.0.0.1:%d" % self.port,
+                            b"Host: 127.0.0.1:%d" % self.daemon_port)
+        up = socket.create_connection(("127.0.0.1", self.daemon_port))
+        up.sendall(head)
+        socks = [conn, up]
+        try:
+            while True:
+                readable, _, _ = select.select(socks, [], [], 30)
+                if not readable:
+                    return
+                for r in readable:
+                    data = r.recv(65536)
+                    if not data:
+                        return
+                    (up if r is conn else conn).sendall(data)
+        except OSError:
+            return
+        finally:
+            conn.close()
+            up.close()
+
+
+def check_follow_rides_out_a_drop_after_the_first_answer(d):
+    """`logs -f` has read the log so far when the daemon goes away, just as the follow takes its
+    first look: a restart to ride out (the command had its answer), not exit 5."""
+    status, job = d.call("POST", "/api/v1/jobs", spec("cli-drop", 200))
+    expect(status == 201, job)
+    d.wait_state(job["id"], {"completed"})
+    proxy = DroppingProxy(d, b"GET /api/v1/jobs/%s " % job["id"].encode(), 1.5)
+    try:
+        t = time.time()
+        code, out, err = cli(d, "jobs", "logs", job["id"], "-f",
+                             env=cli_env(d, TRAININGD_URL="http://127.0.0.1:%d" % proxy.port))
+        took = time.time() - t
+    finally:
+        proxy.close()
+    expect(code == 0 and proxy.dropped >= 1 and took >= 1.5, (code, err, proxy.dropped, took))
+    expect(out.splitlines() == api_log(d, job["id"]), "every line once: %r" % out[-500:])
+    print("logs -f: the daemon away after the log's first page, ridden out (%d connections "
+          "dropped), exit 0: ok" % proxy.dropped)
+
+
 def check_completion(d):
     jobs = {j["id"] for j in d.call("GET", "/api/v1/jobs")[1]["jobs"]}
     offered = completions(TRAININGD, d, ["trainingd", "jobs", "s"],
@@ -445,6 +531,7 @@ def main():
             check_list_watch(d, tmp)
             check_datasets(d, tmp)
             check_completion(d)
+            check_follow_rides_out_a_drop_after_the_first_answer(d)
         finally:
             d.stop()
         check_auth_and_unreachable(tmp)

@@ -239,6 +239,7 @@ std::optional<nlohmann::json> Client::Call(std::string_view method, const std::s
     *failure = FromStatus(reply.status());
     return std::nullopt;
   }
+  answered_ = true;
   if (reply->status / 100 != 2) {
     *failure = FromReply(*reply, invalid_is_usage);
     return std::nullopt;

@@ -81,6 +81,10 @@ class Client {
   bool stdout_tty() const { return stdout_tty_; }
   bool stderr_tty() const { return stderr_tty_; }
   bool colour() const { return colour_; }
+  // True once the daemon has answered a Call of this command (with any status): from then on,
+  // not reaching it is a restart or a dropped connection to ride out, not a daemon that is not
+  // there.
+  bool answered() const { return answered_; }
   // Prints "trainingd <command>: <message>" on stderr and returns the exit code.
   int Fail(const Failure& failure) const;
 
@@ -90,6 +94,7 @@ class Client {
   api::HttpClient http_;
   OutputMode mode_ = OutputMode::kTable;
   bool stdout_tty_ = false, stderr_tty_ = false, colour_ = false;
+  bool answered_ = false;
 };
 
 // True once Ctrl-C was pressed (after Client::Make installed the handler).

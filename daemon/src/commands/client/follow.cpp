@@ -43,18 +43,17 @@ int FollowLoop(Client& c, const std::string& events_path, FollowTarget& target,
   std::optional<Clock::time_point> failing_since;
   auto backoff = std::chrono::milliseconds(200);
   int64_t last_event_id = -1;
-  bool answered = false;
   while (true) {
     // What the records say now: whatever is new since the last look, and whether it ended.
     Failure f;
     if (std::optional<int> done = target.Check(&f)) return *done;
-    // Unreachable before the first answer: the daemon is not there (exit 5 at once); after
-    // it, a restart or a dropped connection, to ride out.
-    if (!f.message.empty() && (f.exit_code != kExitUnreachable || !answered)) {
+    // Unreachable before the command's first answer (this look's, or a call's before the
+    // follow: a submit, the log so far): the daemon is not there (exit 5 at once); after it, a
+    // restart or a dropped connection, to ride out.
+    if (!f.message.empty() && (f.exit_code != kExitUnreachable || !c.answered())) {
       return target.Finish(f);
     }
     if (f.message.empty()) {
-      answered = true;
       failing_since.reset();
       std::optional<int> ended;
       api::SseParser parser;

@@ -15,16 +15,13 @@ after its last step's, then their medians and ranges.
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from experiments_bench import HERE, Daemon
 
 
 def main():
@@ -37,26 +34,11 @@ def main():
     args = p.parse_args()
 
     root = tempfile.mkdtemp(prefix="segment-bench-")
-    with open(os.path.join(root, "config.json"), "w") as f:
-        json.dump({"max_concurrent_jobs": 1, "threads_per_job": 2}, f)
-    daemon = subprocess.Popen(
-        [args.trainingd, "serve", "--listen", "127.0.0.1:0", "--data-dir",
-         os.path.join(root, "var"), "--config", os.path.join(root, "config.json")],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    daemon = Daemon(args.trainingd, os.path.join(root, "var"), threads=2)
+    call = daemon.call
     try:
-        m = re.search(r"127\.0\.0\.1:(\d+)", daemon.stdout.readline())
-        if not m:
-            raise SystemExit("the daemon did not start")
-        base = "http://127.0.0.1:%s" % m.group(1)
-
-        def call(method, path, body=None):
-            data = json.dumps(body).encode() if body is not None else None
-            req = urllib.request.Request(base + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
-            with urllib.request.urlopen(req, timeout=60) as r:
-                raw = r.read()
-                return json.loads(raw) if raw else None
-
+        # Polled every 10 ms (experiments_bench's wait_job polls every 0.5 s): the segment's
+        # wall time ends at the job's end.
         def wait(job_id):
             while True:
                 job = call("GET", "/api/v1/jobs/" + job_id)
@@ -88,8 +70,7 @@ def main():
             print("segment %d: %.2f s, first step done at %.2f s, %.2f s after the last step"
                   % ((i + 1,) + rows[-1]), flush=True)
     finally:
-        daemon.terminate()
-        daemon.wait()
+        daemon.stop()
         shutil.rmtree(root, ignore_errors=True)
     for k, name in enumerate(["segment", "to the first step", "after the last step"]):
         v = sorted(r[k] for r in rows)

@@ -2,9 +2,12 @@
 """Dataset uploads into `trainingd serve` on loopback: throughput and the daemon's peak memory.
 
     /usr/bin/python3 bench/upload_bench.py build/daemon/trainingd [--sizes 50,200] [--rounds 3]
+        [--format npz|csv]
 
 For each size (MB), writes an uncompressed .npz of uint8 images with real NumPy (Debian's
-python3-numpy), starts a fresh daemon (data in a temporary directory), reads its resident memory
+python3-numpy), or with --format csv a table as people export them (20 number and 10
+categorical columns of 3 to 5,000 levels, 5% of the cells blank or "NA", a string label),
+starts a fresh daemon (data in a temporary directory), reads its resident memory
 when idle, then uploads the file --rounds times under new names and deletes each again. Each
 upload is timed from the first byte sent to the 201 (streaming, hashing, the full check of every
 value, the rename), the body sent from the file in 1 MiB pieces, never held whole by the client.
@@ -34,17 +37,40 @@ def write_npz(path, megabytes):
     np.savez(path, x_train=x[test:], y_train=y[test:], x_test=x[:test], y_test=y[:test])
 
 
+def write_csv(path, megabytes):
+    """20 number columns, 10 categorical ones (3, 10, 50, ... 5,000 levels), blanks and "NA"s in
+    5% of the cells, a label of three names: about 170 bytes a row."""
+    rng = np.random.default_rng(1)
+    levels = [3, 10, 50, 200, 1000, 5000, 7, 30, 300, 2000]
+    header = ["x%d" % i for i in range(20)] + ["c%d" % i for i in range(10)] + ["label"]
+    with open(path, "w") as f:
+        f.write(",".join(header) + "\n")
+        written = 0
+        while written < megabytes * 1_000_000:
+            n = 20_000
+            cols = [np.char.mod("%.4g", rng.normal(50, 20, n)) for _ in range(20)]
+            cols += [np.char.add("v", rng.integers(0, k, n).astype(str)) for k in levels]
+            for c in cols:
+                gone = rng.random(n) < 0.05
+                c[gone & (rng.random(n) < 0.5)] = ""
+                c[gone & (c != "")] = "NA"
+            cols.append(np.array(["yes", "no", "maybe"])[rng.integers(0, 3, n)])
+            block = "\n".join(",".join(row) for row in zip(*cols)) + "\n"
+            f.write(block)
+            written += len(block)
+
+
 def status_kb(pid, field):
     with open("/proc/%d/status" % pid) as f:
         m = re.search(r"^%s:\s+(\d+) kB" % field, f.read(), re.M)
     return int(m.group(1))
 
 
-def upload(port, name, path):
+def upload(port, name, path, fmt):
     size = os.path.getsize(path)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     start = time.perf_counter()
-    conn.putrequest("POST", "/api/v1/datasets?name=%s&format=npz" % name)
+    conn.putrequest("POST", "/api/v1/datasets?name=%s&format=%s" % (name, fmt))
     conn.putheader("Content-Type", "application/octet-stream")
     conn.putheader("Content-Length", str(size))
     conn.endheaders()
@@ -76,6 +102,7 @@ def main():
     p.add_argument("trainingd")
     p.add_argument("--sizes", default="50,200")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--format", choices=["npz", "csv"], default="npz")
     a = p.parse_args()
     with open("/proc/cpuinfo") as f:
         cpu = re.search(r"^model name\s*:\s*(.*)$", f.read(), re.M).group(1)
@@ -83,8 +110,8 @@ def main():
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for mb in [int(s) for s in a.sizes.split(",")]:
-            path = os.path.join(tmp, "x%d.npz" % mb)
-            write_npz(path, mb)
+            path = os.path.join(tmp, "x%d.%s" % (mb, a.format))
+            (write_csv if a.format == "csv" else write_npz)(path, mb)
             data_dir = os.path.join(tmp, "var%d" % mb)
             proc = subprocess.Popen(
                 [a.trainingd, "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir],
@@ -94,7 +121,7 @@ def main():
             idle = status_kb(proc.pid, "VmRSS")
             speeds = []
             for r in range(a.rounds):
-                speed = upload(port, "u%d" % r, path)
+                speed = upload(port, "u%d" % r, path, a.format)
                 speeds.append(speed)
                 print("%d MB file (%d bytes), upload %d: %.0f MB/s" %
                       (mb, os.path.getsize(path), r + 1, speed))

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "table_columns_json.h"
 #include "trainingd/api/strict_json.h"
 
 namespace trainingd::api {
@@ -22,6 +23,8 @@ json UploadToJson(const DatasetRecord& d) {
       u["test_fraction"] = d.upload.test_fraction;
       u["split_seed"] = d.upload.split_seed;
     }
+    json columns = ColumnOptionsToJson(d.upload.columns);
+    if (!columns.empty()) u["columns"] = std::move(columns);
   }
   return u;
 }
@@ -70,6 +73,12 @@ json DatasetToJson(const DatasetRecord& d) {
             {"element_type", d.element_type},
             {"preprocessing", std::move(preprocessing)},
             {"created_at", d.created_at > 0 ? json(d.created_at) : json(nullptr)}};
+  if (d.format == "csv") {
+    json columns = json::array();
+    for (const engine::ColumnSummary& c : d.columns) columns.push_back(ColumnSummaryToJson(c));
+    v["columns"] = std::move(columns);
+    v["feature_names"] = d.feature_names;
+  }
   if (!d.read_only) {
     v["upload"] = UploadToJson(d);
     v["files"] = {{"train", FileToJson(d.train_file)}};
@@ -148,7 +157,17 @@ engine::Result<DatasetRecord> DatasetFromJson(std::string_view text) {
           d.upload.test_fraction = u->at("test_fraction").get<double>();
           d.upload.split_seed = u->at("split_seed").get<uint64_t>();
         }
+        if (const auto c = u->find("columns"); c != u->end()) {
+          TRAININGD_RETURN_IF_ERROR(ColumnOptionsFromJson(*c, "upload.columns", &d.upload.columns));
+        }
       }
+    }
+    // Records written before tables had typed columns have neither.
+    if (const auto c = v.find("columns"); c != v.end()) {
+      for (const json& column : *c) d.columns.push_back(ColumnSummaryFromJson(column));
+    }
+    if (const auto f = v.find("feature_names"); f != v.end()) {
+      d.feature_names = f->get<std::vector<std::string>>();
     }
     // Records written before datasets had two files name only the one.
     if (const auto f = v.find("files"); f != v.end()) {

@@ -58,6 +58,11 @@ Status Flatten(const json& v, const std::string& path, bool uint8, size_t limit,
     out->push_back(static_cast<float>(x));
     return Status::Ok();
   }
+  // null is a missing value (NaN), which a table's model fills in (TrainedModel::Predict).
+  if (v.is_null()) {
+    out->push_back(std::numeric_limits<float>::quiet_NaN());
+    return Status::Ok();
+  }
   if (!v.is_number()) return sj::Bad(path, std::string("must be a number, got ") + sj::TypeName(v));
   const double d = v.get<double>();
   if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<float>::max()) {

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "table_columns_json.h"
 #include "trainingd/api/strict_json.h"
 
 namespace trainingd::api {
@@ -281,7 +282,7 @@ Status ReadDataset(const json& v, engine::DatasetSpec* d) {
   TRAININGD_RETURN_IF_ERROR(CheckObject(
       v, "dataset",
       {"name", "format", "sha256", "label_column", "test_file", "test_fraction", "split_seed",
-       "normalize", "validation_size", "max_train_examples", "max_test_examples"}));
+       "normalize", "columns", "validation_size", "max_train_examples", "max_test_examples"}));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "name", &d->name));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "format", &d->format));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "sha256", &d->sha256));
@@ -290,6 +291,9 @@ Status ReadDataset(const json& v, engine::DatasetSpec* d) {
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "test_fraction", &d->test_fraction));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "split_seed", &d->split_seed));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "normalize", &d->normalize));
+  if (const auto c = v.find("columns"); c != v.end()) {
+    TRAININGD_RETURN_IF_ERROR(ColumnOptionsFromJson(*c, "dataset.columns", &d->columns));
+  }
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "validation_size", &d->validation_size));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "max_train_examples", &d->max_train_examples));
   return Field(v, "dataset", "max_test_examples", &d->max_test_examples);
@@ -594,6 +598,8 @@ json DatasetValue(const engine::DatasetSpec& d) {
   }
   if (d.format == "csv") {
     v["label_column"] = d.label_column;
+    json columns = ColumnOptionsToJson(d.columns);
+    if (!columns.empty()) v["columns"] = std::move(columns);
     v["test_file"] = d.test_file;
     if (!d.test_file) {
       v["test_fraction"] = d.test_fraction;

@@ -52,10 +52,10 @@ Status ReadFloats(const json& root, const char* key, std::vector<float>* out) {
 }
 
 Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
-  TRAININGD_RETURN_IF_ERROR(
-      CheckObject(root, "",
-                  {"version", "example_shape", "num_classes", "class_names", "preprocessing",
-                   "feature_mean", "feature_std", "dataset", "model"}));
+  TRAININGD_RETURN_IF_ERROR(CheckObject(
+      root, "",
+      {"version", "example_shape", "num_classes", "class_names", "preprocessing", "feature_mean",
+       "feature_std", "feature_names", "feature_impute", "dataset", "model"}));
   for (const char* key : {"version", "example_shape", "num_classes", "class_names", "preprocessing",
                           "dataset", "model"}) {
     TRAININGD_RETURN_IF_ERROR(Require(root, "", key));
@@ -86,6 +86,8 @@ Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
   }
   TRAININGD_RETURN_IF_ERROR(ReadFloats(root, "feature_mean", &in->feature_mean));
   TRAININGD_RETURN_IF_ERROR(ReadFloats(root, "feature_std", &in->feature_std));
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "feature_names", &in->feature_names));
+  TRAININGD_RETURN_IF_ERROR(ReadFloats(root, "feature_impute", &in->feature_impute));
   const json& dataset = root["dataset"];
   if (!dataset.is_object()) {
     return Bad("dataset", std::string("must be an object, got ") + TypeName(dataset));
@@ -116,6 +118,8 @@ std::string ModelInputToJson(const engine::ModelInput& in) {
     root["feature_mean"] = FloatArray(in.feature_mean);
     root["feature_std"] = FloatArray(in.feature_std);
   }
+  if (!in.feature_names.empty()) root["feature_names"] = in.feature_names;
+  if (!in.feature_impute.empty()) root["feature_impute"] = FloatArray(in.feature_impute);
   root["dataset"] = {
       {"name", in.dataset_name}, {"format", in.dataset_format}, {"sha256", in.dataset_sha256}};
   root["model"] = {{"layers", LayersToJsonValue(in.model)}};

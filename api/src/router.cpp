@@ -939,14 +939,29 @@ HttpResponse Router::Metrics() {
 
 namespace {
 
+// "a,b,,c" -> a, b, c (empty items dropped); "" -> none.
+std::vector<std::string> SplitCommas(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    if (!item.empty()) out.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
 // The query parameters of an upload (docs/data.md); the service checks what they mean.
 Result<DatasetUploadOptions> UploadOptions(const QueryParams& query) {
   for (const auto& [key, value] : query) {
     if (key != "name" && key != "format" && key != "label_column" && key != "test_fraction" &&
-        key != "split_seed" && key != "normalize") {
+        key != "split_seed" && key != "normalize" && key != "categorical" && key != "number" &&
+        key != "ignore" && key != "missing_values" && key != "impute" && key != "max_levels") {
       return Status::InvalidArgument(key.substr(0, 64) +
                                      ": unknown parameter; known: name, format, label_column, "
-                                     "test_fraction, split_seed, normalize");
+                                     "test_fraction, split_seed, normalize, categorical, number, "
+                                     "ignore, missing_values, impute, max_levels");
     }
   }
   DatasetUploadOptions o;
@@ -969,6 +984,25 @@ Result<DatasetUploadOptions> UploadOptions(const QueryParams& query) {
   auto seed = IntParam(query, "split_seed", 0, kMaxInt);
   if (!seed.ok()) return seed.status();
   o.split_seed = static_cast<uint64_t>(seed->value_or(0));
+  // The columns' options: names and markers separated by commas (docs/data.md#columns).
+  const auto list = [&](const char* key, std::vector<std::string>* out) {
+    if (auto text = QueryValue(query, key)) *out = SplitCommas(*text);
+  };
+  list("categorical", &o.columns.categorical);
+  list("number", &o.columns.number);
+  list("ignore", &o.columns.ignore);
+  list("missing_values", &o.columns.missing_values);
+  if (auto text = QueryValue(query, "impute")) {
+    const auto impute = engine::ImputeNamed(*text);
+    if (!impute) {
+      return Status::InvalidArgument("impute: must be mean or median, got \"" +
+                                     text->substr(0, 64) + "\"");
+    }
+    o.columns.impute = *impute;
+  }
+  auto levels = IntParam(query, "max_levels", 1, engine::kMaxMaxLevels);
+  if (!levels.ok()) return levels.status();
+  o.columns.max_levels = levels->value_or(o.columns.max_levels);
   return o;
 }
 

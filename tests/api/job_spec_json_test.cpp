@@ -250,7 +250,7 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
   // A key that is not an identifier is named in the message; the path stays splittable.
   e = MustFail(Spec(R"("dataset": {"a: b": 1})"),
                "dataset: unknown field 'a: b'; known: name, format, sha256, label_column, "
-               "test_file, test_fraction, split_seed, normalize, validation_size, "
+               "test_file, test_fraction, split_seed, normalize, columns, validation_size, "
                "max_train_examples, max_test_examples");
   EXPECT_EQ(e.field, "dataset");
   // A field of another optimizer type is not silently ignored.
@@ -390,6 +390,29 @@ TEST(JobSpecJsonTest, DatasetMayBeABareName) {
   EXPECT_EQ(e.field, "dataset.name");
 }
 
+// A CSV's column options (docs/data.md#columns): read strictly, written only where they differ
+// from the defaults, so older canonical specs are unchanged.
+TEST(JobSpecJsonTest, TheDatasetsColumnOptions) {
+  const JobSpec s = MustParse(Spec(R"("dataset": {"name": "t", "columns": {"ignore": ["id"],
+      "categorical": ["zip"], "missing_values": ["-"], "impute": "median", "max_levels": 50}})"));
+  EXPECT_EQ(s.dataset.columns.ignore, (std::vector<std::string>{"id"}));
+  EXPECT_EQ(s.dataset.columns.categorical, (std::vector<std::string>{"zip"}));
+  EXPECT_EQ(s.dataset.columns.missing_values, (std::vector<std::string>{"-"}));
+  EXPECT_EQ(s.dataset.columns.impute, engine::Impute::kMedian);
+  EXPECT_EQ(s.dataset.columns.max_levels, 50);
+  EXPECT_EQ(MustFail(Spec(R"("dataset": {"name": "t", "columns": {"impute": "mode"}})"),
+                     "dataset.columns.impute: must be mean or median, got 'mode'")
+                .field,
+            "dataset.columns.impute");
+  MustFail(Spec(R"("dataset": {"name": "t", "columns": {"max_levels": 0}})"),
+           "dataset.columns.max_levels: must be an integer in [1, 1000000], got 0");
+  MustFail(Spec(R"("dataset": {"name": "t", "columns": {"ignore": "id"}})"),
+           "dataset.columns.ignore: must be an array, got string");
+  MustFail(Spec(R"("dataset": {"name": "t", "columns": {"drop": []}})"),
+           "dataset.columns.drop: unknown field; known: categorical, number, ignore, "
+           "missing_values, impute, max_levels");
+}
+
 TEST(JobSpecJsonTest, HooksMayBeGivenAsBooleans) {
   const JobSpec s = MustParse(Spec(
       R"("hooks": {"checkpoint": false, "summary": false, "step_counter": false, "logging": false,
@@ -471,6 +494,9 @@ TEST(JobSpecJsonTest, CanonicalJsonRoundTrips) {
                                 "values": [0.3, 0.03, 0.003]}})"),
       Spec(R"("optimizer": {"type": "sgd", "learning_rate": {"type": "exponential_decay",
               "learning_rate": 0.7, "decay_steps": 7, "decay_rate": 0.33}})"),
+      Spec(R"("dataset": {"name": "t", "format": "csv", "sha256":
+              "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "columns": {"ignore":
+              ["id", "name"], "missing_values": [], "impute": "median"}})"),
       Spec(R"("dataset": {"name": "mnist", "validation_size": 0, "max_train_examples": 17,
                           "max_test_examples": 3},
               "optimizer": {"beta1": 0.5, "beta2": 0.75, "epsilon": 1e-7, "learning_rate": 3e-5},

@@ -85,6 +85,10 @@ class DatasetStoreTest : public ::testing::Test {
     o.name = name;
     o.format = format;
     o.normalize = normalize;
+    return UploadWith(o, body);
+  }
+  engine::Result<api::DatasetRecord> UploadWith(const api::DatasetUploadOptions& o,
+                                                const std::string& body) {
     auto upload = store_->BeginUpload(o, static_cast<int64_t>(body.size()));
     if (!upload.ok()) return upload.status();
     // In pieces, as the server feeds it.
@@ -262,6 +266,53 @@ TEST_F(DatasetStoreTest, DeleteIsRefusedWhileAJobUsesIt) {
   EXPECT_EQ(store_->DeleteDataset("animals").code(), StatusCode::kNotFound);
   EXPECT_EQ(store_->DeleteDataset("fashion-mnist").code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(Upload("animals", Csv(50)).ok());  // the name is free again
+}
+
+// A CSV's columns: typed and summarized at upload, kept in the record across a restart, and
+// its column options handed to the jobs that name it (a spec with others is refused).
+TEST_F(DatasetStoreTest, ACsvsColumnsAreTypedSummarizedAndGivenToItsJobs) {
+  api::DatasetUploadOptions o;
+  o.name = "churn";
+  o.format = "csv";
+  o.columns.ignore = {"id"};
+  o.columns.impute = engine::Impute::kMedian;
+  std::string body = "age,city,id,label\n";
+  for (int i = 0; i < 40; ++i) {
+    body += (i % 5 == 0 ? std::string("NA") : std::to_string(20 + i)) + "," +
+            (i % 2 ? "paris" : "rome") + ",c" + std::to_string(i) + "," + (i % 3 ? "a" : "b") +
+            "\n";
+  }
+  auto r = UploadWith(o, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->columns.size(), 4u);
+  EXPECT_EQ(r->columns[0].type, engine::ColumnType::kNumber);
+  EXPECT_EQ(r->columns[0].missing, 8);
+  EXPECT_EQ(r->columns[1].type, engine::ColumnType::kCategorical);
+  EXPECT_EQ(r->columns[1].levels, 2);
+  EXPECT_EQ(r->columns[2].type, engine::ColumnType::kIgnored);
+  EXPECT_EQ(r->feature_names, (std::vector<std::string>{"age"}));
+  Open();  // a restart reads the record back
+  auto again = store_->GetDataset("churn");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->columns, r->columns);
+  EXPECT_EQ(again->upload.columns, o.columns);
+  engine::DatasetSpec d;
+  d.name = "churn";
+  ASSERT_TRUE(store_->ResolveJobDataset(&d).ok());
+  EXPECT_EQ(d.columns, o.columns);
+  engine::DatasetSpec other;
+  other.name = "churn";
+  other.columns.ignore = {"city"};
+  const engine::Status st = store_->ResolveJobDataset(&other);
+  EXPECT_EQ(st.message().rfind("dataset.columns: ", 0), 0u) << st.message();
+  // An option naming a column the file lacks: 400 naming the option, nothing kept.
+  o.name = "churn2";
+  o.columns.ignore = {"nope"};
+  auto bad = UploadWith(o, body);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind("body: ignore: churn2 has no column 'nope'", 0), 0u)
+      << bad.status().message();
+  EXPECT_FALSE(store_->GetDataset("churn2").ok());
 }
 
 TEST_F(DatasetStoreTest, AJobsDatasetIsResolvedToTheExactUpload) {

@@ -77,7 +77,8 @@ def colour_npz(path):
 
 
 def table_csv(path):
-    """Five features on very different scales (what standardization is for), string labels."""
+    """Five features on very different scales (what standardization is for), string labels,
+    and missing values as exports have them: blanks in b, "NA" in d (filled in by the model)."""
     rng = np.random.default_rng(11)
     n = 1000
     x = rng.normal(size=(n, 5)) * np.array([1.0, 100.0, 0.01, 5.0, 1000.0]) + \
@@ -87,8 +88,13 @@ def table_csv(path):
     y = names[np.digitize(score, [-0.8, 0.8])]
     with open(path, "w") as f:
         f.write("a,b,c,d,e,label\n")
-        for row, label in zip(x, y):
-            f.write(",".join("%.6g" % v for v in row) + "," + label + "\n")
+        for i, (row, label) in enumerate(zip(x, y)):
+            cells = ["%.6g" % v for v in row]
+            if i % 17 == 3:
+                cells[1] = ""
+            if i % 23 == 5:
+                cells[3] = "NA"
+            f.write(",".join(cells) + "," + label + "\n")
 
 
 def run(args, expect_code=0):
@@ -235,7 +241,7 @@ def cases(rgb_sha, table_sha):
                                     "normalize": "standard"},
                         "model": "mlp", "optimizer": {"type": "adam", "learning_rate": 1e-2},
                         "batch_size": 50, "seed": 5}, "table-mlp", 100),
-             first_ops=["Sub", "Div", "Gemm", "Relu"]),
+             first_ops=["IsNaN", "Where", "Sub", "Div", "Gemm", "Relu"]),
     ]
 
 

@@ -18,6 +18,7 @@
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/api/model_json.h"
 #include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/data/csv_dataset.h"
 #include "trainingd/engine/job/job_runner.h"
 #include "trainingd/engine/job/trained_model.h"
 
@@ -65,7 +66,10 @@ int main(int argc, char** argv) {
   auto source = eng::JobDatasetSource(spec->dataset, argv[3], argv[4]);
   if (!source.ok()) return Fail(source.status().ToString());
   source->standardize = false;
-  auto data = eng::LoadDataset(*source, eng::JobDatasetOptions(spec->dataset));
+  // A table's missing values stay NaN: the model fills them in (Predict, the ONNX graph).
+  auto data = source->format == eng::DatasetSource::Format::kCsv
+                  ? eng::LoadCsv(*source, eng::JobDatasetOptions(spec->dataset), /*raw=*/true)
+                  : eng::LoadDataset(*source, eng::JobDatasetOptions(spec->dataset));
   if (!data.ok()) return Fail(data.status().ToString());
   eng::Split& test = data->test;
   if (data->preprocessing == eng::Preprocessing::kScale255) {

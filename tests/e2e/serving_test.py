@@ -54,7 +54,7 @@ def upload(d, name, fmt, path, query=""):
 
 
 def infer_body(x, uint8):
-    data = x.astype(np.int64).ravel().tolist() if uint8 else [float(v) for v in x.ravel()]
+    data = x.astype(np.int64).ravel().tolist() if uint8 else [None if np.isnan(v) else float(v) for v in x.ravel()]
     return {"inputs": [{"name": "input", "shape": list(x.shape),
                         "datatype": "UINT8" if uint8 else "FP32", "data": data}]}
 

@@ -333,8 +333,11 @@ TEST(CsvDatasetTest, QuotedFields) {
   EXPECT_EQ(d->class_names, (std::vector<std::string>{"a,b", "two\nlines"}));
   // A row that spans lines counts them: the row after it is line 6.
   EXPECT_EQ(ParseError(csv + "1,2\n"), "train.csv: line 6: 2 fields, the header has 3");
-  EXPECT_EQ(ParseError("\"x \"\"one\"\"\",label\nz,0\n1,1\n"),
-            "train.csv: line 2: column 'x \"one\"': 'z' is not a number");
+  DatasetSource number = Source();
+  number.columns.number = {"x \"one\""};
+  EXPECT_EQ(ParseError("\"x \"\"one\"\"\",label\nz,0\n1,1\n", number),
+            "train.csv: line 2: column 'x \"one\"': 'z' is not a number (the column is typed "
+            "number)");
 }
 
 TEST(CsvDatasetTest, CrlfBomBlankLinesAndNoFinalNewline) {
@@ -346,10 +349,13 @@ TEST(CsvDatasetTest, CrlfBomBlankLinesAndNoFinalNewline) {
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->train.size() + d->test.size(), 2);
   // A BOM anywhere else is a character like any other.
+  DatasetSource number = Source();
+  number.columns.number = {"x"};
   EXPECT_EQ(ParseError("x,label\n\xEF\xBB\xBF"
-                       "1,0\n2,1\n"),
+                       "1,0\n2,1\n",
+                       number),
             "train.csv: line 2: column 'x': '\xEF\xBB\xBF"
-            "1' is not a number");
+            "1' is not a number (the column is typed number)");
 }
 
 TEST(CsvDatasetTest, NumbersInEveryForm) {
@@ -368,19 +374,23 @@ TEST(CsvDatasetTest, NumbersInEveryForm) {
 }
 
 TEST(CsvDatasetTest, BadFeatures) {
-  const auto error = [](const std::string& value) {
-    return ParseError("a,label\n1,0\n" + value + ",1\n");
+  // A column typed number: text is an error in the first pass; a number a float cannot hold in
+  // the second. Missing values (an empty cell, a marker, a NaN) are not errors.
+  DatasetSource number = Source();
+  number.columns.number = {"a"};
+  const auto error = [&](const std::string& value) {
+    return ParseError("a,label\n1,0\n" + value + ",1\n", number);
   };
-  EXPECT_EQ(error("abc"), "train.csv: line 3: column 'a': 'abc' is not a number");
-  EXPECT_EQ(error(""), "train.csv: line 3: column 'a': empty; every feature needs a number");
-  EXPECT_EQ(error("\"\""), "train.csv: line 3: column 'a': empty; every feature needs a number");
-  EXPECT_EQ(error("1.2.3"), "train.csv: line 3: column 'a': '1.2.3' is not a number");
-  EXPECT_EQ(error("0x10"), "train.csv: line 3: column 'a': '0x10' is not a number");
-  EXPECT_EQ(error("1 2"), "train.csv: line 3: column 'a': '1 2' is not a number");
-  EXPECT_EQ(error("--1"), "train.csv: line 3: column 'a': '--1' is not a number");
-  EXPECT_EQ(error("+-1"), "train.csv: line 3: column 'a': '+-1' is not a number");
-  EXPECT_EQ(error("nan"), "train.csv: line 3: column 'a': 'nan' is not a finite number");
-  EXPECT_EQ(error("NaN"), "train.csv: line 3: column 'a': 'NaN' is not a finite number");
+  const std::string typed = " is not a number (the column is typed number)";
+  EXPECT_EQ(error("abc"), "train.csv: line 3: column 'a': 'abc'" + typed);
+  EXPECT_EQ(error("1.2.3"), "train.csv: line 3: column 'a': '1.2.3'" + typed);
+  EXPECT_EQ(error("0x10"), "train.csv: line 3: column 'a': '0x10'" + typed);
+  EXPECT_EQ(error("1 2"), "train.csv: line 3: column 'a': '1 2'" + typed);
+  EXPECT_EQ(error("--1"), "train.csv: line 3: column 'a': '--1'" + typed);
+  EXPECT_EQ(error("+-1"), "train.csv: line 3: column 'a': '+-1'" + typed);
+  for (const char* missing : {"", "\"\"", "nan", "NaN", "-nan", "NA", "?", "null", " NA "}) {
+    EXPECT_EQ(error(missing), "") << missing;
+  }
   EXPECT_EQ(error("inf"), "train.csv: line 3: column 'a': 'inf' is not a finite number");
   EXPECT_EQ(error("-Infinity"),
             "train.csv: line 3: column 'a': '-Infinity' is not a finite number");
@@ -390,7 +400,10 @@ TEST(CsvDatasetTest, BadFeatures) {
   EXPECT_EQ(error("1e39"),
             "train.csv: line 3: column 'a': '1e39' is outside float32's range (±3.4e38)");
   EXPECT_EQ(error(std::string(100, '7') + "x"),
-            "train.csv: line 3: column 'a': '" + std::string(64, '7') + "...' is not a number");
+            "train.csv: line 3: column 'a': '" + std::string(64, '7') + "...'" + typed);
+  // Untyped, an infinity is still a number (an error), not a category.
+  EXPECT_EQ(ParseError("a,label\n1,0\ninf,1\n"),
+            "train.csv: line 3: column 'a': 'inf' is not a finite number");
 }
 
 TEST(CsvDatasetTest, MalformedRows) {
@@ -478,12 +491,18 @@ TEST_F(CsvFiles, TestFileErrors) {
   EXPECT_EQ(d.status().message(), s.test_path +
                                       ": line 1: no label column 'label'; the columns "
                                       "are 'a', 'b'");
+  // Text in the test file makes the column categorical: typed over both files.
   s.test_path = Write("test.csv", "a,b,label\n1,2,0\n1,x,0\n");
   auto info = ProbeCsv(s, Options(), ProbeDepth::kFull);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->columns[1].type, ColumnType::kCategorical);
+  EXPECT_EQ(info->columns[1].levels, 2);
+  s.columns.number = {"b"};
+  info = ProbeCsv(s, Options(), ProbeDepth::kHeaders);
   ASSERT_FALSE(info.ok());
-  EXPECT_EQ(info.status().message(), s.test_path + ": line 3: column 'b': 'x' is not a number");
-  // The first pass does not read the features.
-  EXPECT_TRUE(ProbeCsv(s, Options(), ProbeDepth::kHeaders).ok());
+  EXPECT_EQ(info.status().message(),
+            s.test_path + ": line 3: column 'b': 'x' is not a number (the column is typed number)");
+  s.columns.number.clear();
   s.test_path = (dir_ / "missing.csv").string();
   d = LoadCsv(s, Options());
   EXPECT_EQ(d.status().code(), StatusCode::kNotFound);

@@ -236,6 +236,50 @@ TEST(TrainedModelTest, ValidateModelInputNamesTheField) {
   EXPECT_TRUE(FailsNaming(ValidateModelInput(in), "model.layers[6].units"));
 }
 
+// A NaN is a missing value where the model records what fills it in: Predict gives exactly what
+// it gives for the recorded value in its place. Without the record, a NaN is refused as before.
+TEST(TrainedModelTest, MissingValuesTakeTheRecordedValue) {
+  ModelInput in = TableInput();
+  in.feature_names = {"a", "b", "c", "d"};
+  in.feature_impute = {1.25f, -19.0f, 0.5f, 900.0f};
+  ASSERT_TRUE(ValidateModelInput(in).ok());
+  ScopedDir dir("trained_model_impute");
+  Save(dir.path(), *BuildModel(in, 8), 10);
+  auto trained = LoadTrainedModel(dir.path(), std::nullopt, in);
+  ASSERT_TRUE(trained.ok()) << trained.status().ToString();
+  Tensor raw = RawExamples(in, 3, 5);
+  Tensor filled = raw;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  raw[1] = nan;  // example 0, feature b
+  filled[1] = in.feature_impute[1];
+  raw[8] = raw[11] = nan;  // example 2, features a and d
+  filled[8] = in.feature_impute[0];
+  filled[11] = in.feature_impute[3];
+  std::vector<float> got(6), want(6);
+  ASSERT_TRUE(trained->Predict(raw.data(), 3, got.data(), nullptr).ok());
+  ASSERT_TRUE(trained->Predict(filled.data(), 3, want.data(), nullptr).ok());
+  EXPECT_EQ(got, want);
+  EXPECT_TRUE(std::isnan(raw[1]));  // the caller's values are left as they were
+  raw[1] = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(trained->Predict(raw.data(), 3, got.data(), nullptr).message(),
+            "input[1]: must be finite or NaN (missing), got inf");
+
+  in.feature_impute.clear();
+  auto strict = LoadTrainedModel(dir.path(), std::nullopt, in);
+  ASSERT_TRUE(strict.ok());
+  raw[1] = nan;
+  EXPECT_EQ(strict->Predict(raw.data(), 3, got.data(), nullptr).message(),
+            "input[1]: must be finite, got nan");
+
+  in.feature_impute = {1, 2};
+  EXPECT_TRUE(FailsNaming(ValidateModelInput(in), "feature_impute: 2 values"));
+  in.feature_impute = {1, 2, nan, 4};
+  EXPECT_TRUE(FailsNaming(ValidateModelInput(in), "feature_impute[2]"));
+  in.feature_impute.clear();
+  in.feature_names = {"a", "b", "a", "d"};
+  EXPECT_TRUE(FailsNaming(ValidateModelInput(in), "feature_names[2]"));
+}
+
 // RunJob hands the chief's ModelInput over once, before anything trains, with the preset fitted
 // to the data; the model it describes, loaded from the run's last checkpoint, predicts what the
 // trainer's final evaluation measured. A hook that fails stops the run before its first step.

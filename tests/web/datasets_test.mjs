@@ -29,14 +29,19 @@ if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get i
 fs.mkdirSync(SHOTS, { recursive: true });
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trainingd-datasets-'));
 
-// 60 rows of two features and a string label (classes bird, cat, dog in sorted order).
+// 60 rows of two features, an id the form leaves out and a string label (classes bird, cat, dog
+// in sorted order); f1 is blank in every seventh row (9 of them) and "NA" in row 5.
 function validCsv() {
   const labels = ['cat', 'dog', 'bird'];
-  const rows = ['f1,f2,label'];
-  for (let i = 0; i < 60; i++) rows.push(`${(i * 0.37 % 5).toFixed(3)},${(-i * 1.9 % 7).toFixed(3)},${labels[i % 3]}`);
+  const rows = ['f1,f2,id,label'];
+  for (let i = 0; i < 60; i++) {
+    const f1 = i % 7 === 0 ? '' : i === 5 ? 'NA' : (i * 0.37 % 5).toFixed(3);
+    rows.push(`${f1},${(-i * 1.9 % 7).toFixed(3)},row-${i},${labels[i % 3]}`);
+  }
   return `${rows.join('\n')}\n`;
 }
-const BROKEN_CSV = 'f1,f2,label\n1.5,2,cat\n3,not-a-number,dog\n';
+// A row without its label: what the daemon refuses, naming the line.
+const BROKEN_CSV = 'f1,f2,label\n1.5,2,cat\n3,4,NA\n';
 
 const text = async (page, sel) => (await page.locator(sel).first().textContent()).trim();
 
@@ -162,6 +167,7 @@ async function main() {
   await chooseFile(page, 'pets.csv', csv);
   await page.locator('#upload-test-fraction').fill('0.25');
   await page.locator('#upload-normalize').selectOption('standard');
+  await page.locator('#upload-ignore').fill('id');
   // Every value the progress bar took, as it took them.
   await page.evaluate(() => {
     window.__sent = [];
@@ -182,6 +188,21 @@ async function main() {
   check(splits.reduce((a, b) => a + b, 0) === 60 && splits[2] === 15, `60 rows, a quarter of them test: ${petCells[4]}`);
   check(await row.locator('.sha').getAttribute('data-sha256') === answer.body.sha256, 'the full digest on the short one');
   check(answer.body.preprocessing.kind === 'standard', 'normalize=standard sent');
+  check(JSON.stringify(answer.body.upload.columns) === '{"ignore":["id"]}', `ignore=id sent: ${JSON.stringify(answer.body.upload)}`);
+  // Its columns, as `trainingd datasets get` shows them: f1's ten missing cells, id left out.
+  await row.locator('button[data-action="columns"]').click();
+  const columns = page.locator('table.columns-table[data-dataset="pets"] tbody tr');
+  await columns.first().waitFor({ timeout: 5000 });
+  const colCells = async (name) => (await page.locator(`table.columns-table tr[data-column="${name}"] td`).allTextContents()).map((t) => t.trim());
+  check(await columns.count() === 4, `one row per column: ${await columns.count()}`);
+  const f1 = await colCells('f1');
+  check(f1[1] === 'number' && f1[2] === '10', `f1: a number column with 10 missing: ${f1}`);
+  const idCells = await colCells('id');
+  check(idCells[1] === 'ignored *', `id: left out by the form: ${idCells}`);
+  check((await colCells('label'))[1] === 'label', 'the label column');
+  await page.screenshot({ path: path.join(SHOTS, 'datasets-columns.png'), fullPage: true });
+  await row.locator('button[data-action="columns"]').click();
+  check(await page.locator('table.columns-table').count() === 0, 'the columns fold away');
   check(JSON.stringify(await datasetNames(page)) === '["fashion-mnist","pets"]', 'both in the list');
   await page.screenshot({ path: path.join(SHOTS, 'datasets.png'), fullPage: true });
   log(`valid CSV: 201, in the list: ${petCells.slice(1, 5).join(' | ')}`);
@@ -252,7 +273,7 @@ async function main() {
   // 5. A CSV with its own test file: no split asked for, both files sent (multipart), the test
   // split is the test file's rows.
   await chooseFile(page, 'split.csv', csv);
-  await page.locator('#upload-test-file').setInputFiles({ name: 'split-test.csv', mimeType: 'text/csv', buffer: Buffer.from(BROKEN_CSV.split('\n')[0] + '\n1,2,cat\n3,4,dog\n5,6,bird\n7,8,cat\n') });
+  await page.locator('#upload-test-file').setInputFiles({ name: 'split-test.csv', mimeType: 'text/csv', buffer: Buffer.from(csv.split('\n')[0] + '\n1,2,a,cat\n3,4,b,dog\n,6,c,bird\n7,8,d,cat\n') });
   check(await page.locator('#upload-test-fraction').isDisabled() && await page.locator('#upload-split-seed').isDisabled(),
     'a test file disables the split options');
   const withTest = await upload(page);

@@ -1,5 +1,6 @@
 // The datasets (#/datasets): every dataset the daemon has (uploads, and the data root's IDX
-// directories, read-only) with its shape, classes, splits, size and digest; an upload form (the
+// directories, read-only) with its shape, classes, splits, size and digest, and a CSV's columns
+// (type, missing values, statistics, levels: what `trainingd datasets get` shows); an upload form (the
 // file streamed as the request body, with the bytes sent shown as they go); delete after a
 // confirmation. The daemon's errors are shown as it words them, with the field they name.
 import { api, enc, uploadDataset } from './api.js';
@@ -34,6 +35,7 @@ export function mountDatasets(root) {
   const abort = new AbortController();
   let upload = null; // the upload in progress: its AbortController
   let datasets = [];
+  const open = new Set(); // the datasets whose columns are shown
 
   const tbody = h('tbody');
   const table = h('table', { class: 'datasets-table', hidden: true },
@@ -60,6 +62,14 @@ export function mountDatasets(root) {
   const normalize = h('select', { id: 'upload-normalize', name: 'normalize', class: 'input' },
     h('option', { value: 'none' }, 'none'), h('option', { value: 'standard' }, 'standard'));
   const normalizeHint = h('span', { class: 'muted hint' });
+  // A CSV's columns (docs/data.md#columns): names separated by commas, as the query takes them.
+  const text = (id, name, placeholder, value) => h('input', { type: 'text', id, name, class: 'input', autocomplete: 'off', spellcheck: 'false', placeholder, value: value || '' });
+  const categorical = text('upload-categorical', 'categorical', 'typed from the data');
+  const numberColumns = text('upload-number', 'number', 'typed from the data');
+  const ignore = text('upload-ignore', 'ignore', 'none');
+  const missingValues = text('upload-missing-values', 'missing_values', '', 'NA,NaN,?,null');
+  const impute = h('select', { id: 'upload-impute', name: 'impute', class: 'input' },
+    h('option', { value: 'mean' }, 'mean'), h('option', { value: 'median' }, 'median'));
   const field = (label, input, hint, narrow) => h('label', { class: narrow ? 'field field-narrow' : 'field', dataset: { field: input.name } },
     h('span', { class: 'field-label' }, label), input, hint || '');
   const csvOptions = h('div', { class: 'field-row csv-options' },
@@ -67,6 +77,12 @@ export function mountDatasets(root) {
     field('Test file (optional)', testFile),
     field('Test fraction', testFraction),
     field('Split seed', splitSeed));
+  const columnOptions = h('div', { class: 'field-row csv-columns' },
+    field('Categorical columns', categorical),
+    field('Number columns', numberColumns),
+    field('Leave out', ignore),
+    field('Missing values', missingValues, h('span', { class: 'muted hint' }, 'besides an empty cell')),
+    field('Fill a missing number with', impute, '', true));
   const bar = h('div', { class: 'progress-bar' });
   const progress = h('div', { class: 'progress', role: 'progressbar', 'aria-label': 'Bytes sent', 'aria-valuemin': 0 }, bar);
   const progressText = h('div', { class: 'progress-text', id: 'upload-progress-text' });
@@ -74,7 +90,10 @@ export function mountDatasets(root) {
   const uploadError = h('p', { id: 'upload-error', class: 'form-error', role: 'alert' });
   const submitBtn = h('button', { type: 'submit', class: 'btn btn-primary', id: 'upload-submit' }, 'Upload');
   const cancelBtn = h('button', { type: 'button', class: 'btn', id: 'upload-cancel', hidden: true, onclick: () => upload && upload.abort() }, 'Cancel');
-  const inputs = { name: nameInput, format: formatSelect, label_column: labelColumn, test_fraction: testFraction, split_seed: splitSeed, normalize, train: fileInput, test: testFile };
+  const inputs = {
+    name: nameInput, format: formatSelect, label_column: labelColumn, test_fraction: testFraction, split_seed: splitSeed, normalize, train: fileInput, test: testFile,
+    categorical, number: numberColumns, ignore, missing_values: missingValues, impute,
+  };
   const form = h('form', { class: 'card upload-form', id: 'upload-form', novalidate: true, onsubmit: (e) => { e.preventDefault(); send(); } },
     h('div', { class: 'card-head' }, h('h2', {}, 'Upload a dataset'),
       h('span', { class: 'muted hint' }, 'NumPy .npz (x_train, y_train, x_test, y_test) or a CSV table; the formats: docs/data.md')),
@@ -83,6 +102,7 @@ export function mountDatasets(root) {
       field('Name', nameInput),
       field('Format', formatSelect)),
     csvOptions,
+    columnOptions,
     h('div', { class: 'field-row' }, field('Normalize', normalize, normalizeHint, true)),
     progressBox,
     h('div', { class: 'form-foot' }, uploadError, cancelBtn, submitBtn));
@@ -112,6 +132,7 @@ export function mountDatasets(root) {
   // The CSV options only for CSV; normalize for both (an npz table can be standardized too).
   function showOptions() {
     csvOptions.hidden = formatSelect.value !== 'csv';
+    columnOptions.hidden = formatSelect.value !== 'csv';
     // With a test file there is no split to ask for.
     const split = !testFile.files.length;
     testFraction.disabled = !split;
@@ -142,9 +163,13 @@ export function mountDatasets(root) {
   function query() {
     const q = new URLSearchParams({ name: nameInput.value.trim(), format: formatSelect.value });
     if (formatSelect.value === 'csv') {
-      for (const [k, el] of [['label_column', labelColumn], ['test_fraction', testFraction], ['split_seed', splitSeed]]) {
+      for (const [k, el] of [['label_column', labelColumn], ['test_fraction', testFraction], ['split_seed', splitSeed],
+        ['categorical', categorical], ['number', numberColumns], ['ignore', ignore]]) {
         if (!el.disabled && el.value.trim() !== '') q.set(k, el.value.trim());
       }
+      // Sent only when changed: an emptied field means "no markers besides an empty cell".
+      if (missingValues.value.trim() !== 'NA,NaN,?,null') q.set('missing_values', missingValues.value.trim());
+      if (impute.value !== 'mean') q.set('impute', impute.value);
     }
     if (normalize.value !== 'none') q.set('normalize', normalize.value);
     return q.toString();
@@ -229,6 +254,23 @@ export function mountDatasets(root) {
     }
   }
 
+  // A CSV's columns, one row each, under its dataset's row (toggled by its Columns button).
+  function columnsTable(d) {
+    const num = (v) => (typeof v === 'number' ? fmt.metric(v) : fmt.DASH);
+    return h('table', { class: 'columns-table', dataset: { dataset: d.name } },
+      h('thead', {}, h('tr', {}, ['Column', 'Type', 'Missing', 'Mean', 'Std', 'Min', 'Max', 'Levels', 'Most frequent', 'Note']
+        .map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, ...(d.columns || []).map((c) => h('tr', { dataset: { column: c.name, type: c.type } },
+        h('td', {}, h('code', {}, c.name)),
+        h('td', { title: c.typed_by_user ? 'set by an upload option' : 'typed from the data' }, c.type + (c.typed_by_user ? ' *' : '')),
+        h('td', { class: 'num' }, c.type === 'label' || c.type === 'ignored' ? fmt.DASH : fmt.int(c.missing)),
+        h('td', { class: 'num' }, num(c.mean)), h('td', { class: 'num' }, num(c.std)),
+        h('td', { class: 'num' }, num(c.min)), h('td', { class: 'num' }, num(c.max)),
+        h('td', { class: 'num' }, c.levels === undefined ? fmt.DASH : fmt.int(c.levels)),
+        h('td', {}, (c.top_levels || []).slice(0, 3).map((l) => `${l.value} (${fmt.int(l.count)})`).join(', ') || fmt.DASH),
+        h('td', {}, c.dropped ? `dropped: ${c.dropped}` : (c.note || fmt.DASH))))));
+  }
+
   function row(d) {
     const [shape, kind] = shapeText(d);
     const names = namedClasses(d);
@@ -248,6 +290,10 @@ export function mountDatasets(root) {
         : fmt.DASH),
       h('td', { 'data-label': 'Created', title: fmt.absolute(d.created_at) }, d.created_at ? fmt.relative(d.created_at) : fmt.DASH),
       h('td', { class: 'cell-actions' },
+        d.columns ? h('button', {
+          type: 'button', class: 'btn btn-small', dataset: { action: 'columns' }, 'aria-expanded': String(open.has(d.name)), 'aria-label': `The columns of ${d.name}`,
+          onclick: () => { if (open.has(d.name)) open.delete(d.name); else open.add(d.name); render(); },
+        }, 'Columns') : '',
         h('a', { class: 'btn btn-small', href: `#/submit?dataset=${enc(d.name)}`, 'aria-label': `Train a model on ${d.name}` }, 'Train…'),
         d.read_only ? '' : h('button', {
           type: 'button', class: 'btn btn-small btn-ghost-danger', dataset: { action: 'delete' }, 'aria-label': `Delete ${d.name}`,
@@ -256,7 +302,9 @@ export function mountDatasets(root) {
   }
 
   function render() {
-    tbody.replaceChildren(...datasets.map(row));
+    tbody.replaceChildren(...datasets.flatMap((d) => (d.columns && open.has(d.name)
+      ? [row(d), h('tr', { class: 'columns-row' }, h('td', { colspan: 9 }, h('div', { class: 'table-wrap' }, columnsTable(d))))]
+      : [row(d)])));
     table.hidden = datasets.length === 0;
     message.hidden = datasets.length !== 0;
     if (!datasets.length) message.replaceChildren(h('p', {}, 'No datasets yet: upload one below.'));

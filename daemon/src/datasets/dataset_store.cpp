@@ -95,6 +95,8 @@ api::DatasetRecord RecordFromInfo(const eng::DatasetInfo& info) {
   r.preprocessing = eng::PreprocessingName(info.preprocessing);
   r.feature_mean = info.feature_mean;
   r.feature_std = info.feature_std;
+  r.columns = info.columns;
+  r.feature_names = info.feature_names;
   return r;
 }
 
@@ -107,6 +109,7 @@ eng::DatasetSpec SpecOf(const api::DatasetRecord& r) {
   d.normalize = r.upload.normalize;
   if (r.format == "csv") {
     d.label_column = r.upload.label_column;
+    d.columns = r.upload.columns;
     d.test_file = r.upload.test_file;
     if (!d.test_file) {
       d.test_fraction = r.upload.test_fraction;
@@ -580,6 +583,13 @@ Status DatasetStore::ResolveJobDataset(eng::DatasetSpec* d) const {
       agree("split_seed", d->split_seed, defaults.split_seed, want.split_seed, &d->split_seed));
   TRAININGD_RETURN_IF_ERROR(
       agree("test_file", d->test_file, defaults.test_file, want.test_file, &d->test_file));
+  if (d->columns != defaults.columns && d->columns != want.columns) {
+    return Status::InvalidArgument("dataset.columns: dataset '" + d->name +
+                                   "' was uploaded with other column options (GET "
+                                   "/api/v1/datasets/" +
+                                   d->name + ": upload.columns)");
+  }
+  d->columns = want.columns;
   return Status::Ok();
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "data/csv_columns.h"
 #include "data/csv_labels.h"
 #include "data/csv_reader.h"
 #include "data/feature_stats.h"
@@ -23,7 +24,6 @@ using Opener = std::function<Result<std::unique_ptr<ByteSource>>()>;
 struct Layout {
   std::vector<std::string> columns;
   size_t label = 0;  // the label column's index
-  int64_t num_features() const { return static_cast<int64_t>(columns.size()) - 1; }
 };
 
 std::string At(const CsvReader& r) {
@@ -98,69 +98,65 @@ Status CheckFieldCount(const CsvReader& r, const Layout& layout) {
                                  std::to_string(layout.columns.size()));
 }
 
-// Pass 1 over a file: the header, every row's field count and label. Nothing of the features.
-// With `train` (a test file), the header must be train's.
-Status ScanFile(const Opener& open, const std::string& name, const std::string& label_column,
+// Pass 1 over a file: the header, every row's field count and label, and each cell's kind
+// (missing, a number, other text) for `columns`. With `train` (a test file), the header must be
+// train's; without, `columns` is resolved from the header and `options`.
+Status ScanFile(const Opener& open, const std::string& name, const DatasetSource& source,
                 const Layout* train, const std::string& train_name, Layout* layout,
-                CsvLabels* labels, int64_t* rows) {
-  auto source = open();
-  if (!source.ok()) return source.status();
-  CsvReader r(source->get(), name);
-  TRAININGD_RETURN_IF_ERROR(ReadCsvHeader(r, label_column, layout));
-  if (train) TRAININGD_RETURN_IF_ERROR(CheckSameHeader(r, *train, *layout, train_name));
+                CsvColumns* columns, CsvLabels* labels, int64_t* rows) {
+  auto file = open();
+  if (!file.ok()) return file.status();
+  CsvReader r(file->get(), name);
+  TRAININGD_RETURN_IF_ERROR(ReadCsvHeader(r, source.label_column, layout));
+  if (train) {
+    TRAININGD_RETURN_IF_ERROR(CheckSameHeader(r, *train, *layout, train_name));
+  } else {
+    TRAININGD_RETURN_IF_ERROR(
+        columns->Resolve(layout->columns, layout->label, source.columns, name));
+  }
   *rows = 0;
   for (;;) {
     bool end = false;
     TRAININGD_RETURN_IF_ERROR(r.Next(&end));
     if (end) break;
     TRAININGD_RETURN_IF_ERROR(CheckFieldCount(r, *layout));
-    TRAININGD_RETURN_IF_ERROR(
-        labels->Add(r.field(layout->label), name, r.line(), layout->columns[layout->label]));
+    const std::string_view label = r.field(layout->label);
+    if (!label.empty() && columns->IsMissing(TrimCell(label))) {
+      return Status::InvalidArgument(At(r) + "column " + CsvQuote(source.label_column) +
+                                     ": the label is missing (" + CsvQuote(label) +
+                                     " is a missing_values marker); every row needs one");
+    }
+    TRAININGD_RETURN_IF_ERROR(labels->Add(label, name, r.line(), layout->columns[layout->label]));
+    for (size_t i = 0; i < layout->columns.size(); ++i) {
+      if (i != layout->label) TRAININGD_RETURN_IF_ERROR(columns->Scan(i, r.field(i), r));
+    }
     ++*rows;
   }
   if (*rows == 0) return Status::InvalidArgument(name + ": no rows after the header");
   return Status::Ok();
 }
 
-// One feature's value: a decimal number (std::from_chars: digits, an optional fraction and
-// exponent, a leading '-' or '+'), finite, and within float32's range.
-Status ParseFeature(std::string_view text, const CsvReader& r, const std::string& column,
-                    float* out) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  const auto fail = [&](const std::string& what) {
-    return Status::InvalidArgument(At(r) + "column " + CsvQuote(column) + ": " + what);
-  };
-  if (text.empty()) return fail("empty; every feature needs a number");
-  std::string_view digits = text;
-  if (digits.size() > 1 && digits[0] == '+' && digits[1] != '-') digits.remove_prefix(1);
-  double value = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (ec == std::errc::result_out_of_range) {
-    return fail(CsvQuote(text) + " is too large or too small in magnitude for a double");
-  }
-  if (ec != std::errc() || end != digits.data() + digits.size()) {
-    return fail(CsvQuote(text) + " is not a number");
-  }
-  if (!std::isfinite(value)) return fail(CsvQuote(text) + " is not a finite number");
-  const float f = static_cast<float>(value);
-  if (!std::isfinite(f)) return fail(CsvQuote(text) + " is outside float32's range (±3.4e38)");
-  *out = f;
-  return Status::Ok();
-}
-
-// Pass 2 over a file: every feature parsed, every label mapped, and each row (its features and
-// class id) given to visit(values, id) in file order. The file must still be what pass 1 saw.
+// Pass 2 over a file: every number feature parsed (missing: NaN), every categorical value
+// counted, every label mapped, and each row (its features and class id) given to
+// visit(values, id) in file order. The file must still be what pass 1 saw.
 template <typename Visit>
 Status ReadValues(const Opener& open, const std::string& name, const std::string& label_column,
-                  const Layout& layout, const CsvLabels& labels, int64_t rows, Visit visit) {
+                  const Layout& layout, CsvColumns& columns, const CsvLabels& labels, int64_t rows,
+                  Visit visit) {
   auto source = open();
   if (!source.ok()) return source.status();
   CsvReader r(source->get(), name);
   Layout again;
   TRAININGD_RETURN_IF_ERROR(ReadCsvHeader(r, label_column, &again));
   if (again.columns != layout.columns) return ChangedWhileRead(name);
-  std::vector<float> values(static_cast<size_t>(layout.num_features()));
+  const std::vector<size_t>& features = columns.features();
+  std::vector<size_t> categorical;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns.type(i) == ColumnType::kCategorical && !columns.dropped(i)) {
+      categorical.push_back(i);
+    }
+  }
+  std::vector<float> values(features.size());
   int64_t seen = 0;
   for (;;) {
     bool end = false;
@@ -168,11 +164,11 @@ Status ReadValues(const Opener& open, const std::string& name, const std::string
     if (end) break;
     TRAININGD_RETURN_IF_ERROR(CheckFieldCount(r, layout));
     if (++seen > rows) return ChangedWhileRead(name);
-    float* v = values.data();
-    for (size_t i = 0; i < layout.columns.size(); ++i) {
-      if (i == layout.label) continue;
-      TRAININGD_RETURN_IF_ERROR(ParseFeature(r.field(i), r, layout.columns[i], v++));
+    for (size_t f = 0; f < features.size(); ++f) {
+      TRAININGD_RETURN_IF_ERROR(
+          columns.ReadNumber(features[f], r.field(features[f]), r, &values[f]));
     }
+    for (size_t i : categorical) TRAININGD_RETURN_IF_ERROR(columns.ReadLevel(i, r.field(i), r));
     const int32_t id = labels.Id(r.field(layout.label));
     if (id < 0) return ChangedWhileRead(name);
     visit(values.data(), id);
@@ -221,24 +217,74 @@ Status CheckOptions(const DatasetSource& source, const DatasetOptions& options, 
   return Status::Ok();
 }
 
+// Per feature, the median of the present (not NaN) values of `split`'s rows: the middle one, or
+// the mean of the two middle ones in double; 0 for a feature without a present value.
+std::vector<float> MedianOfColumns(const Split& split) {
+  const int64_t features = split.images.shape()[1];
+  std::vector<float> median(static_cast<size_t>(features), 0.0f);
+  std::vector<float> column;
+  for (int64_t k = 0; k < features; ++k) {
+    column.clear();
+    for (int64_t r = 0; r < split.size(); ++r) {
+      const float v = split.images.data()[r * features + k];
+      if (!std::isnan(v)) column.push_back(v);
+    }
+    if (column.empty()) continue;
+    const size_t mid = column.size() / 2;
+    std::nth_element(column.begin(), column.begin() + static_cast<std::ptrdiff_t>(mid),
+                     column.end());
+    double m = column[mid];
+    if (column.size() % 2 == 0) {
+      const float below =
+          *std::max_element(column.begin(), column.begin() + static_cast<std::ptrdiff_t>(mid));
+      m = (double{below} + m) / 2;
+    }
+    median[static_cast<size_t>(k)] = static_cast<float>(m);
+  }
+  return median;
+}
+
+// Each NaN (a missing value) of `rows` rows of impute.size() features becomes its feature's value.
+void ImputeRows(const std::vector<float>& impute, float* data, int64_t rows) {
+  const size_t features = impute.size();
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = data + static_cast<size_t>(r) * features;
+    for (size_t k = 0; k < features; ++k) {
+      if (std::isnan(row[k])) row[k] = impute[k];
+    }
+  }
+}
+
 // What ProbeCsv and LoadCsv share: pass 1 over the file(s) for the header, the labels and the
 // counts (`info` without the statistics); with `values`, pass 2 for every feature and the
 // statistics; with `ds` as well, the splits filled.
 Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const Opener& train,
-               const Opener* test, bool values, DatasetInfo* info, Datasets* ds) {
+               const Opener* test, bool values, DatasetInfo* info, Datasets* ds, bool raw = false) {
   TRAININGD_RETURN_IF_ERROR(CheckOptions(source, options, test != nullptr));
   const std::string& train_name = source.path;
   const std::string& test_name = source.test_path;
   Layout layout, test_layout;
+  CsvColumns columns;
   CsvLabels labels;
   int64_t file_rows = 0, test_file_rows = 0;
   TRAININGD_RETURN_IF_ERROR(
-      ScanFile(train, train_name, source.label_column, nullptr, "", &layout, &labels, &file_rows));
+      ScanFile(train, train_name, source, nullptr, "", &layout, &columns, &labels, &file_rows));
   if (test) {
-    TRAININGD_RETURN_IF_ERROR(ScanFile(*test, test_name, source.label_column, &layout, train_name,
-                                       &test_layout, &labels, &test_file_rows));
+    TRAININGD_RETURN_IF_ERROR(ScanFile(*test, test_name, source, &layout, train_name, &test_layout,
+                                       &columns, &labels, &test_file_rows));
   }
   TRAININGD_RETURN_IF_ERROR(labels.Finish());
+  columns.Decide();
+  info->columns = columns.Summaries();
+  bool categorical = false;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    categorical |= columns.type(i) == ColumnType::kCategorical && !columns.dropped(i);
+  }
+  if (columns.features().empty() && !categorical) {
+    return Status::InvalidArgument(train_name +
+                                   ": no feature columns: every column but the label "
+                                   "is left out (ignore) or has no value");
+  }
 
   // The split: the test file, or `test_fraction` of the rows (at least one each way).
   int64_t test_rows = test_file_rows;
@@ -260,7 +306,9 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
                                    " must be less than the " + std::to_string(train_rows) +
                                    " training examples in " + train_name);
   }
-  const int64_t features = layout.num_features();
+  const int64_t features = static_cast<int64_t>(columns.features().size());
+  info->feature_names.clear();
+  for (size_t i : columns.features()) info->feature_names.push_back(layout.columns[i]);
   info->format = DatasetSource::Format::kCsv;
   info->example_shape = Shape{features};
   info->num_classes = labels.num_classes();
@@ -278,6 +326,7 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   if (options.max_test_examples > 0) {
     info->test_examples = std::min(info->test_examples, options.max_test_examples);
   }
+  if (ds) TRAININGD_RETURN_IF_ERROR(CheckColumnsTrainable(info->columns));
   if (!values) return Status::Ok();
 
   if (ds) {
@@ -285,7 +334,9 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
     Allocate(info->validation_examples, features, &ds->validation);
     Allocate(info->test_examples, features, &ds->test);
   }
-  FeatureStats stats(source.standardize ? features : 0);
+  // The train split's statistics of each feature's present values: its mean fills a missing
+  // value (Impute::kMean), and with `standardize` the mean and deviation scale every value.
+  FeatureStats stats(features);
   int64_t train_seen = 0, test_seen = 0;
   const auto to_test = [&](const float* v, int32_t id) {
     if (ds && test_seen < info->test_examples) Store(v, id, test_seen, &ds->test);
@@ -297,12 +348,12 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
       if (ds) Store(v, id, t, &ds->validation);
       return;
     }
-    if (source.standardize) stats.Add((t - validation) * features, v, features);
+    stats.Add((t - validation) * features, v, features);
     if (ds && t - validation < info->train_examples) Store(v, id, t - validation, &ds->train);
   };
   RowSelector selector(source.split_seed, file_rows, test ? 0 : test_rows);
-  TRAININGD_RETURN_IF_ERROR(ReadValues(train, train_name, source.label_column, layout, labels,
-                                       file_rows, [&](const float* v, int32_t id) {
+  TRAININGD_RETURN_IF_ERROR(ReadValues(train, train_name, source.label_column, layout, columns,
+                                       labels, file_rows, [&](const float* v, int32_t id) {
                                          if (selector.Next()) {
                                            to_test(v, id);
                                          } else {
@@ -310,17 +361,29 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
                                          }
                                        }));
   if (test) {
-    TRAININGD_RETURN_IF_ERROR(
-        ReadValues(*test, test_name, source.label_column, layout, labels, test_file_rows, to_test));
+    TRAININGD_RETURN_IF_ERROR(ReadValues(*test, test_name, source.label_column, layout, columns,
+                                         labels, test_file_rows, to_test));
   }
-  if (source.standardize) stats.Finish(&info->feature_mean, &info->feature_std);
+  info->columns = columns.Summaries();
+  std::vector<float> mean, stddev;
+  stats.Finish(&mean, &stddev);
+  if (source.standardize) {
+    info->feature_mean = mean;
+    info->feature_std = stddev;
+  }
   if (ds) {
     ds->num_classes = info->num_classes;
     ds->class_names = info->class_names;
     ds->preprocessing = info->preprocessing;
     ds->feature_mean = info->feature_mean;
     ds->feature_std = info->feature_std;
-    if (source.standardize) {
+    ds->feature_names = info->feature_names;
+    ds->feature_impute =
+        source.columns.impute == Impute::kMedian ? MedianOfColumns(ds->train) : std::move(mean);
+    for (Split* split : {&ds->train, &ds->validation, &ds->test}) {
+      if (!raw) ImputeRows(ds->feature_impute, split->images.data(), split->size());
+    }
+    if (source.standardize && !raw) {
       for (Split* split : {&ds->train, &ds->validation, &ds->test}) {
         StandardizeRows(ds->feature_mean, ds->feature_std, split->images.data(), split->size());
       }
@@ -334,6 +397,19 @@ Opener FileOpener(const std::string& path) {
 }
 
 }  // namespace
+
+Status CheckColumnsTrainable(const std::vector<ColumnSummary>& columns) {
+  for (const ColumnSummary& c : columns) {
+    if (c.type == ColumnType::kCategorical && c.dropped.empty()) {
+      return Status::InvalidArgument(
+          "column " + CsvQuote(c.name) +
+          " is categorical: a model cannot take categorical columns yet (docs/data.md, "
+          "\"Columns\"); upload the table again with ignore=" +
+          c.name + " to leave it out");
+    }
+  }
+  return Status::Ok();
+}
 
 int64_t CsvLoadOverheadBytes(int64_t num_features) {
   constexpr int64_t kRecord = static_cast<int64_t>(kMaxCsvRecordBytes);
@@ -359,13 +435,13 @@ Result<DatasetInfo> ProbeCsv(const DatasetSource& source, const DatasetOptions& 
   return info;
 }
 
-Result<Datasets> LoadCsv(const DatasetSource& source, const DatasetOptions& options) {
+Result<Datasets> LoadCsv(const DatasetSource& source, const DatasetOptions& options, bool raw) {
   const Opener train = FileOpener(source.path);
   const Opener test = FileOpener(source.test_path);
   DatasetInfo info;
   Datasets ds;
-  TRAININGD_RETURN_IF_ERROR(ReadCsv(source, options, train,
-                                    source.test_path.empty() ? nullptr : &test, true, &info, &ds));
+  TRAININGD_RETURN_IF_ERROR(ReadCsv(
+      source, options, train, source.test_path.empty() ? nullptr : &test, true, &info, &ds, raw));
   return ds;
 }
 

@@ -337,10 +337,10 @@ Result<RawExamples> ReadIdxTestExamples(const std::string& dir, int64_t offset, 
 }
 
 Result<RawExamples> ReadCsvTestExamples(DatasetSource source, int64_t offset, int64_t limit) {
-  source.standardize = false;  // the values as in the file
   DatasetOptions options;
   options.validation_size = kAutoValidationSize;
-  Result<Datasets> ds = LoadCsv(source, options);
+  // The values as in the file: a missing one stays NaN, for the model to fill in.
+  Result<Datasets> ds = LoadCsv(source, options, /*raw=*/true);
   if (!ds.ok()) return ds.status();
   const Split& test = ds->test;
   RawExamples out;

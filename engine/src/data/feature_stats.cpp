@@ -8,24 +8,22 @@ namespace trainingd::engine {
 
 FeatureStats::FeatureStats(int64_t features)
     : features_(features),
+      count_(static_cast<size_t>(features), 0.0),
       mean_(static_cast<size_t>(features), 0.0),
       m2_(static_cast<size_t>(features), 0.0) {}
 
 void FeatureStats::Add(int64_t first, const float* values, int64_t n) {
   if (features_ == 0) return;
-  added_ += n;
   int64_t f = first % features_;
-  double count = static_cast<double>(first / features_ + 1);
   for (int64_t i = 0; i < n; ++i) {
     const size_t k = static_cast<size_t>(f);
     const double v = values[i];
-    const double delta = v - mean_[k];
-    mean_[k] += delta / count;
-    m2_[k] += delta * (v - mean_[k]);
-    if (++f == features_) {
-      f = 0;
-      count += 1;
+    if (!std::isnan(v)) {
+      const double delta = v - mean_[k];
+      mean_[k] += delta / (count_[k] += 1);
+      m2_[k] += delta * (v - mean_[k]);
     }
+    if (++f == features_) f = 0;
   }
 }
 
@@ -33,10 +31,8 @@ void FeatureStats::Finish(std::vector<float>* mean, std::vector<float>* stddev) 
   mean->assign(mean_.begin(), mean_.end());
   stddev->resize(mean_.size());
   if (features_ == 0) return;
-  // Only whole rows are added, so every feature has the same count.
-  const double rows = static_cast<double>(added_ / features_);
   for (size_t k = 0; k < mean_.size(); ++k) {
-    float s = static_cast<float>(std::sqrt(m2_[k] / rows));
+    float s = count_[k] > 0 ? static_cast<float>(std::sqrt(m2_[k] / count_[k])) : 1.0f;
     if (!(s > 0)) s = 1.0f;                                    // constant, or below float's range
     if (std::isinf(s)) s = std::numeric_limits<float>::max();  // beyond it
     (*stddev)[k] = s;

@@ -15,17 +15,17 @@ class FeatureStats {
   explicit FeatureStats(int64_t features);
 
   // Adds `n` values that are elements [first, first + n) of the rows, counted from the first row
-  // added. Calls must come in order, without gaps.
+  // added. Calls must come in order, without gaps. A NaN (a missing value) is skipped: each
+  // feature's statistics are those of its present values.
   void Add(int64_t first, const float* values, int64_t n);
   // The means and standard deviations as floats; a feature whose deviation is 0 (constant, or
   // too small for a float) gets 1, so that it maps to 0; one beyond float's range gets its
-  // largest value.
+  // largest value; one without a present value mean 0 and deviation 1.
   void Finish(std::vector<float>* mean, std::vector<float>* stddev) const;
 
  private:
   int64_t features_;
-  int64_t added_ = 0;
-  std::vector<double> mean_, m2_;
+  std::vector<double> count_, mean_, m2_;
 };
 
 // (value - mean) / stddev in place, computed in double and kept within float's range, for `rows`

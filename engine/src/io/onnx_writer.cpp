@@ -221,6 +221,13 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
   enum class Layout { kNhwc, kNchw, kFlat };
   Layout layout = in.example_shape.rank() == 3 ? Layout::kNhwc : Layout::kFlat;
 
+  // A missing value (NaN) becomes its feature's recorded value first, as in TrainedModel.
+  if (!in.feature_impute.empty()) {
+    const int64_t features = static_cast<int64_t>(in.feature_impute.size());
+    g.Initializer("feature_impute", {features}, in.feature_impute.data());
+    const std::string missing = g.Node("IsNaN", "missing", {x});
+    x = g.Node("Where", "imputed", {missing, "feature_impute", x});
+  }
   switch (in.preprocessing) {
     case Preprocessing::kNone:
       break;

@@ -5,6 +5,7 @@
 
 #include "nn/gemm.h"
 #include "session/hooks/hook_util.h"
+#include "trainingd/engine/data/csv_dataset.h"
 #include "trainingd/engine/io/checkpoint_manager.h"
 #include "trainingd/engine/session/hooks/early_stopping_hook.h"
 #include "trainingd/engine/session/hooks/evaluation_hook.h"
@@ -221,6 +222,7 @@ Result<DatasetSource> JobDatasetSource(const DatasetSpec& dataset, const std::st
   source.test_fraction = dataset.test_fraction;
   source.split_seed = dataset.split_seed;
   source.standardize = dataset.normalize == "standard";
+  source.columns = dataset.columns;
   return source;
 }
 
@@ -250,7 +252,14 @@ Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::strin
   auto source = JobDatasetSource(dataset, data_root, datasets_dir);
   if (!source.ok()) return source.status();
   auto info = ProbeDataset(*source, JobDatasetOptions(dataset));
-  if (info.ok()) return info;
+  if (info.ok()) {
+    const Status trainable = CheckColumnsTrainable(info->columns);
+    if (!trainable.ok()) {
+      return Status::InvalidArgument("dataset.name: dataset '" + dataset.name +
+                                     "': " + trainable.message());
+    }
+    return info;
+  }
   const std::string& m = info.status().message();
   std::error_code ec;
   if (dataset.format != "idx" && info.status().code() == StatusCode::kNotFound) {

@@ -1,5 +1,6 @@
 #include "trainingd/engine/job/model_input.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "trainingd/engine/nn/model.h"
@@ -19,6 +20,8 @@ ModelInput MakeModelInput(const JobSpec& fitted, const Datasets& data) {
     in.feature_mean = data.feature_mean;
     in.feature_std = data.feature_std;
   }
+  in.feature_names = data.feature_names;
+  in.feature_impute = data.feature_impute;
   in.dataset_name = fitted.dataset.name;
   in.dataset_format = fitted.dataset.format;
   in.dataset_sha256 = fitted.dataset.sha256;
@@ -69,6 +72,33 @@ Status ValidateModelInput(const ModelInput& input) {
                                        "]: must be finite" + (is_std ? " and > 0" : "") + ", got " +
                                        std::to_string(v));
       }
+    }
+  }
+  const int64_t flat = shape.rank() == 1 ? shape[0] : 0;
+  if (!input.feature_names.empty() && static_cast<int64_t>(input.feature_names.size()) != flat) {
+    return Status::InvalidArgument("feature_names: " + std::to_string(input.feature_names.size()) +
+                                   " names for an example of " + shape.ToString());
+  }
+  for (size_t k = 0; k < input.feature_names.size(); ++k) {
+    const std::string& name = input.feature_names[k];
+    if (name.empty() ||
+        std::find(input.feature_names.begin(),
+                  input.feature_names.begin() + static_cast<std::ptrdiff_t>(k),
+                  name) != input.feature_names.begin() + static_cast<std::ptrdiff_t>(k)) {
+      return Status::InvalidArgument("feature_names[" + std::to_string(k) +
+                                     "]: empty or named twice");
+    }
+  }
+  if (!input.feature_impute.empty() && static_cast<int64_t>(input.feature_impute.size()) != flat) {
+    return Status::InvalidArgument(
+        "feature_impute: " + std::to_string(input.feature_impute.size()) +
+        " values for an example of " + shape.ToString());
+  }
+  for (size_t k = 0; k < input.feature_impute.size(); ++k) {
+    if (!std::isfinite(input.feature_impute[k])) {
+      return Status::InvalidArgument("feature_impute[" + std::to_string(k) +
+                                     "]: must be finite, got " +
+                                     std::to_string(input.feature_impute[k]));
     }
   }
   auto planned = Model::Plan(input.model, shape, input.num_classes, /*seed=*/0);

@@ -73,9 +73,13 @@ Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits, flo
     return Status::InvalidArgument("batch: must be >= 0, got " + std::to_string(batch));
   const int64_t size = example_size();
   const int64_t classes = num_classes();
+  // A NaN is a missing value where the model records what fills it in; else every value must be
+  // finite.
+  const bool imputes = !input_.feature_impute.empty();
   for (int64_t i = 0; i < batch * size; ++i) {
-    if (!std::isfinite(raw[i])) {
-      return Status::InvalidArgument("input[" + std::to_string(i) + "]: must be finite, got " +
+    if (!std::isfinite(raw[i]) && !(imputes && std::isnan(raw[i]))) {
+      return Status::InvalidArgument("input[" + std::to_string(i) + "]: must be finite" +
+                                     (imputes ? " or NaN (missing)" : "") + ", got " +
                                      std::to_string(raw[i]));
     }
   }
@@ -83,6 +87,16 @@ Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits, flo
     const int64_t n = std::min(kPredictSlice, batch - first);
     batch_.Resize(input_.example_shape.with_batch(n));
     const float* in = raw + first * size;
+    if (imputes) {
+      // Filled in place of the caller's values, as the loader did (csv_dataset.cpp ImputeRows).
+      imputed_.assign(in, in + n * size);
+      for (int64_t i = 0; i < n * size; ++i) {
+        if (std::isnan(imputed_[static_cast<size_t>(i)])) {
+          imputed_[static_cast<size_t>(i)] = input_.feature_impute[static_cast<size_t>(i % size)];
+        }
+      }
+      in = imputed_.data();
+    }
     float* x = batch_.data();
     // Exactly the loaders' arithmetic (dataset.cpp, npz_dataset.cpp, feature_stats.cpp): a uint8
     // value v became float(v) / 255.0f, a table value (double(v) - mean) / std clamped to floats.

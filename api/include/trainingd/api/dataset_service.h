@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "trainingd/engine/base/status.h"
+#include "trainingd/engine/data/table_columns.h"
 
 namespace trainingd::api {
 
@@ -22,6 +23,7 @@ struct DatasetUploadOptions {
   double test_fraction = 0.2;          // csv: the share of rows that become the test split
   uint64_t split_seed = 0;             // csv: the seed of that split
   std::string normalize = "none";      // "none" or "standard" (tables)
+  engine::TableColumnOptions columns;  // csv: the columns' types and missing values
   // csv: the upload brought its own test file (a multipart part "test"), so test_fraction and
   // split_seed do not apply. Set by the store when it commits, not by the query.
   bool test_file = false;
@@ -60,7 +62,10 @@ struct DatasetRecord {
   std::string preprocessing;                     // "scale_255", "none", "standard"
   std::vector<float> feature_mean, feature_std;  // "standard" only
   DatasetUploadOptions upload;                   // how it was uploaded (uploads only)
-  double created_at = 0;                         // Unix seconds; 0 for an IDX directory
+  // csv: every column of the header, typed, with what it holds; the features' names.
+  std::vector<engine::ColumnSummary> columns;
+  std::vector<std::string> feature_names;
+  double created_at = 0;  // Unix seconds; 0 for an IDX directory
 };
 
 // Examples of a dataset's split in its raw units (GET /api/v1/datasets/{name}/examples): what

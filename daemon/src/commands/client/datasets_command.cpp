@@ -83,6 +83,44 @@ std::vector<std::string> Row(const DatasetRow& d) {
           FormatTime(d.created_at)};
 }
 
+// A CSV's columns as `datasets get` shows them under the dataset: what the dashboard's datasets
+// page shows too (docs/data.md#columns).
+Table ColumnsTable(const json& columns) {
+  const auto number = [](const json& c, const char* key) -> std::string {
+    const auto it = c.find(key);
+    if (it == c.end() || !it->is_number()) return "-";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", it->get<double>());
+    return buf;
+  };
+  Table t{
+      {"COLUMN", "TYPE", "MISSING", "MEAN", "STD", "MIN", "MAX", "LEVELS", "MOST FREQUENT", "NOTE"},
+      {},
+      -1};
+  for (const json& c : columns) {
+    if (!c.is_object()) continue;
+    const std::string type = c.value("type", "");
+    std::string top;
+    if (const auto it = c.find("top_levels"); it != c.end() && it->is_array()) {
+      for (size_t i = 0; i < it->size() && i < 3; ++i) {
+        const json& l = (*it)[i];
+        top += (i ? ", " : "") + l.value("value", "") + " (" +
+               std::to_string(l.value("count", int64_t{0})) + ")";
+      }
+    }
+    std::string note = c.value("dropped", "");
+    if (!note.empty()) note = "dropped: " + note;
+    if (note.empty()) note = c.value("note", "");
+    const bool label = type == "label" || type == "ignored";  // nothing counted
+    t.rows.push_back({c.value("name", ""), type + (c.value("typed_by_user", false) ? "*" : ""),
+                      label ? "-" : std::to_string(c.value("missing", int64_t{0})),
+                      number(c, "mean"), number(c, "std"), number(c, "min"), number(c, "max"),
+                      c.contains("levels") ? std::to_string(c.value("levels", int64_t{0})) : "-",
+                      top.empty() ? "-" : top, note.empty() ? "-" : note});
+  }
+  return t;
+}
+
 int PrintOne(const Client& c, const json& doc) {
   auto d = RowFromJson(doc);
   if (!d.ok()) return c.Fail({kExitFailed, "the daemon's answer: " + d.status().message()});
@@ -95,12 +133,21 @@ int NeedName(const std::string& verb, const Flags& flags) {
   return kExitUsage;
 }
 
+// A flag whose value may be empty ("--missing-values ''": no markers) and still be given.
+Flags::Handler Set(std::optional<std::string>* out) {
+  return [out](const std::string& value) -> std::optional<std::string> {
+    *out = value;
+    return std::nullopt;
+  };
+}
+
 int Upload(const std::vector<std::string>& args) {
   ClientOptions o;
   std::vector<std::string> files;
   std::string name, format, label_column, normalize, test_file;
+  std::optional<std::string> categorical, number, ignore, missing_values, impute;
   std::optional<double> test_fraction;
-  std::optional<int64_t> split_seed;
+  std::optional<int64_t> split_seed, max_levels;
   Flags flags("datasets upload", "FILE --name N",
               "Uploads an npz (Keras's mnist.npz layout) or a CSV file, streamed from disk; the\n"
               "daemon checks it whole before keeping it (docs/data.md#uploading). A progress\n"
@@ -114,7 +161,19 @@ int Upload(const std::vector<std::string>& args) {
       .Int("--split-seed", "csv: the seed of that split (0)", 0, INT64_MAX, &split_seed)
       .String("--normalize", "HOW", "tables: none or standard (none)", &normalize)
       .String("--test-file", "F", "csv: the test rows in a file of their own (multipart)",
-              &test_file);
+              &test_file)
+      .Add("--categorical", "COLS", "csv: columns typed categorical (comma-separated)",
+           Set(&categorical))
+      .Add("--number", "COLS", "csv: columns typed number (comma-separated)", Set(&number))
+      .Add("--ignore", "COLS", "csv: columns left out (comma-separated)", Set(&ignore))
+      .Add("--missing-values", "M",
+           "csv: missing-value markers besides an empty cell (NA,NaN,?,null)", Set(&missing_values))
+      .Add("--impute", "HOW",
+           "csv: a missing number becomes the train split's mean or median "
+           "(mean)",
+           Set(&impute))
+      .Int("--max-levels", "csv: the most distinct values of a categorical column (10000)", 1,
+           1000000, &max_levels);
   AddClientFlags(flags, &o);
   return WithClient("datasets upload", flags, o, args, [&](Client& c) -> int {
     if (files.size() != 1 || name.empty()) {
@@ -132,6 +191,14 @@ int Upload(const std::vector<std::string>& args) {
     if (test_fraction) target += "&test_fraction=" + std::to_string(*test_fraction);
     if (split_seed) target += "&split_seed=" + std::to_string(*split_seed);
     if (!normalize.empty()) target += "&normalize=" + Encode(normalize);
+    for (const auto& [key, value] : {std::pair{"categorical", &categorical},
+                                     {"number", &number},
+                                     {"ignore", &ignore},
+                                     {"missing_values", &missing_values},
+                                     {"impute", &impute}}) {
+      if (*value) target += std::string("&") + key + "=" + Encode(**value);
+    }
+    if (max_levels) target += "&max_levels=" + std::to_string(*max_levels);
     std::vector<api::BodyPart> parts;
     std::string content_type = "application/octet-stream";
     if (test_file.empty()) {
@@ -215,7 +282,15 @@ int Get(const std::vector<std::string>& args) {
     Failure f;
     auto doc = c.Call("GET", "/api/v1/datasets/" + Encode(names[0]), &f);
     if (!doc) return c.Fail(f);
-    return PrintOne(c, *doc);
+    const int status = PrintOne(c, *doc);
+    const auto columns = doc->find("columns");
+    if (status != 0 || c.mode() != OutputMode::kTable || columns == doc->end() ||
+        !columns->is_array()) {
+      return status;
+    }
+    std::printf("\n");
+    PrintTable(c, ColumnsTable(*columns));
+    return 0;
   });
 }
 

@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/data/dataset.h"
@@ -61,13 +62,20 @@ namespace trainingd::engine {
 // what LoadCsv does, statistics included, with the same errors.
 Result<DatasetInfo> ProbeCsv(const DatasetSource& source, const DatasetOptions& options,
                              ProbeDepth depth);
-Result<Datasets> LoadCsv(const DatasetSource& source, const DatasetOptions& options);
+// With `raw`, a missing value stays NaN (no imputation) and nothing is standardized: the
+// values as in the file, what ReadTestExamples serves.
+Result<Datasets> LoadCsv(const DatasetSource& source, const DatasetOptions& options,
+                         bool raw = false);
 
 // LoadCsv's parse of a training file already in memory, the test split cut off by
 // source.test_fraction (source.path stands for the file in messages; test_path is not read):
 // what the CSV fuzzer calls.
 Result<Datasets> ParseCsv(std::string_view bytes, const DatasetSource& source,
                           const DatasetOptions& options);
+
+// InvalidArgument naming the first categorical column that is not dropped: a model cannot take
+// one yet, so LoadCsv, and a job's admission, refuse such a table (an upload keeps it).
+Status CheckColumnsTrainable(const std::vector<ColumnSummary>& columns);
 
 // What LoadCsv holds besides the Datasets it returns, at most (DatasetInfo::PeakLoadBytes).
 int64_t CsvLoadOverheadBytes(int64_t num_features);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "trainingd/engine/base/status.h"
+#include "trainingd/engine/data/table_columns.h"
 #include "trainingd/engine/nn/tensor.h"
 
 namespace trainingd::engine {
@@ -55,6 +56,12 @@ struct Datasets {
   // kStandard: per feature, the train split's mean and standard deviation (a constant feature's
   // is 1, so it maps to 0). Empty otherwise.
   std::vector<float> feature_mean, feature_std;
+  // Tables: the name of each feature (a CSV's number columns that are features, in header order;
+  // an npz's none), and the value a missing feature (NaN in the file) became in every split: the
+  // train split's mean or median of its present values (CSV only; empty for a table without
+  // missing values handling, npz).
+  std::vector<std::string> feature_names;
+  std::vector<float> feature_impute;
 };
 
 // Where a dataset's files are and how to read them: what the format needs besides the job's
@@ -69,6 +76,7 @@ struct DatasetSource {
   double test_fraction = 0.2;          // CSV without a test file: in (0, 1)
   uint64_t split_seed = 0;             // CSV without a test file
   bool standardize = false;            // tables ([F] examples) only: Preprocessing::kStandard
+  TableColumnOptions columns;          // CSV only: the columns' types and missing values
 };
 const char* DatasetFormatName(DatasetSource::Format f);  // "idx", "npz", "csv"
 
@@ -104,6 +112,10 @@ struct DatasetInfo {
   int64_t test_examples = 0;
   int64_t file_train_examples = 0;  // in the training and test files
   int64_t file_test_examples = 0;
+  // CSV: every column of the header, typed (after the first pass), with what it holds (after a
+  // kFull probe: its missing values, a number's statistics, a categorical column's levels).
+  std::vector<ColumnSummary> columns;
+  std::vector<std::string> feature_names;  // as Datasets::feature_names
 
   // The bytes of the Datasets LoadDataset returns.
   int64_t LoadedBytes() const;

@@ -35,6 +35,7 @@ struct DatasetSpec {
   double test_fraction = 0.2;          // csv without a test file
   uint64_t split_seed = 0;             // csv without a test file
   std::string normalize = "none";      // "none" or "standard" (tables)
+  TableColumnOptions columns;          // csv: the columns' types and missing values
   // kAutoValidationSize: 5000 for IDX (TensorFlow's tutorials); for an upload, its own
   // validation split (x_val) or a tenth of the training examples. See DatasetOptions.
   int64_t validation_size = kAutoValidationSize;

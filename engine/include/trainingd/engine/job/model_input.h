@@ -30,6 +30,12 @@ struct ModelInput {
   Preprocessing preprocessing = Preprocessing::kNone;
   // kStandard only: per feature, the train split's mean and standard deviation. Empty otherwise.
   std::vector<float> feature_mean, feature_std;
+  // Tables from a CSV: each feature's column name, and the value a missing feature (NaN) takes
+  // before the preprocessing above (the train split's mean or median, Datasets::feature_impute).
+  // Empty for images, an npz table and a model recorded before missing values were handled: its
+  // inputs must then be finite.
+  std::vector<std::string> feature_names;
+  std::vector<float> feature_impute;
   // The job's dataset (DatasetSpec): its name, format ("idx", "npz", "csv") and, for an upload,
   // the sha256 of its file (empty for an IDX directory).
   std::string dataset_name;
@@ -47,8 +53,10 @@ ModelInput MakeModelInput(const JobSpec& fitted, const Datasets& data);
 // Checks that `input` describes a model that can be built and fed: an example shape of rank 1 or
 // 3 with positive sizes, num_classes in [1, kMaxClasses] with as many class names, feature_mean
 // and feature_std of one finite value per feature (std > 0) exactly when kStandard, and layers
-// that Model::Plan accepts for that shape and those classes. InvalidArgument naming the field as
-// model.json writes it ("feature_std[3]: must be finite and > 0, got 0").
+// that Model::Plan accepts; feature_names and feature_impute empty or one per feature of an [F]
+// example (the names non-empty and distinct, the values finite); for that shape and those classes.
+// InvalidArgument naming the field as model.json writes it ("feature_std[3]: must be finite and >
+// 0, got 0").
 Status ValidateModelInput(const ModelInput& input);
 
 }  // namespace trainingd::engine

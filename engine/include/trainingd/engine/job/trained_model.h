@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/job/model_input.h"
@@ -34,9 +35,11 @@ class TrainedModel {
 
   // `batch` examples, row-major [batch, example_shape...] in the dataset's raw units (uint8
   // images as floats 0..255; a table's values as in its file), preprocessed as in training, then
-  // the model in inference mode (dropout off). Writes [batch, num_classes] logits and softmax
-  // probabilities where they are not null. Runs in slices of kPredictSlice examples, so its
-  // memory does not grow with `batch`. InvalidArgument for batch < 0 or a non-finite input
+  // the model in inference mode (dropout off). A NaN is a missing value where input().
+  // feature_impute has one (a CSV table's model): it becomes that value before the preprocessing.
+  // Writes [batch, num_classes] logits and softmax probabilities where they are not null. Runs in
+  // slices of kPredictSlice examples, so its memory does not grow with `batch`. InvalidArgument for
+  // batch < 0 or a non-finite input
   // ("input[12]: ..."); nothing is written then. Not thread-safe: one caller at a time per object
   // (it reuses its buffers); load one object per thread to predict in parallel. Uses the calling
   // thread's compute threads (SetComputeThreads).
@@ -54,7 +57,8 @@ class TrainedModel {
   ModelInput input_;
   int64_t step_ = 0;
   std::unique_ptr<Model> model_;
-  Tensor batch_;  // one slice, preprocessed
+  Tensor batch_;                // one slice, preprocessed
+  std::vector<float> imputed_;  // one slice, its missing values filled in
 };
 
 // The model of checkpoint `step` in `checkpoint_dir` (the latest when nullopt), laid out by

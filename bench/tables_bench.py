@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""trainingd's MLP on real tables no one here wrote, beside scikit-learn on the same split.
+
+    /usr/bin/python3 bench/tables_bench.py build/daemon/trainingd [--steps 2000] [--seeds 1,2,3]
+
+The tables are scikit-learn's bundled data sets (Debian's python3-sklearn; nothing is
+downloaded): breast_cancer (569 x 30, 2 classes), wine (178 x 13, 3 classes), digits (1797 x 64,
+10 classes), and breast_cancer again with 10% of its cells blanked at random ("" or "NA", as an
+export has them), which trainingd fills with the train split's mean. Each is split once,
+stratified, 75/25 (random_state 0), and saved as a training and a test CSV; trainingd gets both
+files in one multipart upload with normalize=standard.
+
+trainingd: one fixed recipe for every table, not tuned on the test split: the `mlp` preset
+(128-32 ReLU), Adam 1e-3, batch 32, --steps steps, the test split evaluated once at the end;
+the median test accuracy over --seeds. scikit-learn on the same files: LogisticRegression and
+MLPClassifier (128, 32) after StandardScaler (and SimpleImputer(mean) where cells are missing),
+and HistGradientBoostingClassifier (which takes missing values as they are), random_state 0.
+Prints a Markdown table; the goal (issue 50): the MLP within 1 point of the best of them.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+
+import numpy as np
+from sklearn import datasets as skd
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from experiments_bench import Daemon, wait_job  # noqa: E402
+
+
+def tables():
+    out = []
+    for name, loader in [("breast_cancer", skd.load_breast_cancer), ("wine", skd.load_wine),
+                         ("digits", skd.load_digits)]:
+        d = loader()
+        out.append((name, d.data.astype(np.float64), d.target, False))
+    d = skd.load_breast_cancer()
+    x = d.data.astype(np.float64).copy()
+    rng = np.random.default_rng(0)
+    x[rng.random(x.shape) < 0.10] = np.nan
+    out.append(("breast_cancer, 10% blank", x, d.target, True))
+    return out
+
+
+def write_csv(path, x, y, rng):
+    with open(path, "w") as f:
+        f.write(",".join("f%d" % i for i in range(x.shape[1])) + ",label\n")
+        for row, label in zip(x, y):
+            cells = []
+            for v in row:
+                cells.append(("" if rng.random() < 0.5 else "NA") if np.isnan(v) else repr(float(v)))
+            f.write(",".join(cells) + ",c%d\n" % label)
+
+
+def upload(d, name, train, test):
+    boundary = "bench-" + uuid.uuid4().hex
+    body = b""
+    for part, path in (("train", train), ("test", test)):
+        with open(path, "rb") as f:
+            body += (("--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s\"\r\n"
+                      "Content-Type: text/csv\r\n\r\n") % (boundary, part, part + ".csv")).encode()
+            body += f.read() + b"\r\n"
+    body += ("--%s--\r\n" % boundary).encode()
+    req = urllib.request.Request(
+        d.base + "/api/v1/datasets?name=%s&format=csv&normalize=standard" % name, data=body,
+        method="POST", headers={"Content-Type": "multipart/form-data; boundary=" + boundary})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return json.loads(r.read())
+
+
+def trainingd_accuracy(d, dataset, steps, seed):
+    job = d.call("POST", "/api/v1/jobs", {
+        "name": "%s-%d" % (dataset, seed), "dataset": dataset, "model": "mlp", "seed": seed,
+        "batch_size": 32, "max_steps": steps,
+        "optimizer": {"type": "adam", "learning_rate": 1e-3},
+        "hooks": {"checkpoint": {"every_steps": steps}, "logging": {"every_n_iter": steps},
+                  "final_eval": {"split": "test"}}})
+    t0 = time.monotonic()
+    done, _ = wait_job(d, job["id"])
+    took = time.monotonic() - t0
+    if done["state"] != "completed":
+        raise SystemExit("job %s: %s %s" % (job["id"], done["state"], done.get("error")))
+    return done["latest_scalars"]["test/accuracy"], took
+
+
+def baselines(xtr, ytr, xte, yte, missing):
+    pre = [SimpleImputer(strategy="mean")] if missing else []
+    models = {
+        "LogisticRegression": make_pipeline(*pre, StandardScaler(),
+                                            LogisticRegression(max_iter=5000)),
+        "MLPClassifier": make_pipeline(*pre, StandardScaler(),
+                                       MLPClassifier((128, 32), max_iter=2000, random_state=0)),
+        "HistGradientBoosting": HistGradientBoostingClassifier(random_state=0),
+    }
+    return {name: float(m.fit(xtr, ytr).score(xte, yte)) for name, m in models.items()}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("trainingd")
+    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--seeds", default="1,2,3")
+    a = p.parse_args()
+    seeds = [int(s) for s in a.seeds.split(",")]
+    with open("/proc/cpuinfo") as f:
+        cpu = re.search(r"^model name\s*:\s*(.*)$", f.read(), re.M).group(1)
+    print("CPU: %s, %d cores" % (cpu, os.cpu_count()))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Daemon(a.trainingd, os.path.join(tmp, "var"), 2)
+        try:
+            for i, (name, x, y, missing) in enumerate(tables()):
+                xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.25, stratify=y,
+                                                      random_state=0)
+                rng = np.random.default_rng(i)
+                train, test = os.path.join(tmp, "train%d.csv" % i), os.path.join(tmp, "test%d.csv" % i)
+                write_csv(train, xtr, ytr, rng)
+                write_csv(test, xte, yte, rng)
+                ds = "t%d" % i
+                upload(d, ds, train, test)
+                runs = [trainingd_accuracy(d, ds, a.steps, s) for s in seeds]
+                accs = [r[0] for r in runs]
+                base = baselines(xtr, ytr, xte, yte, missing)
+                best = max(base.values())
+                rows.append((name, x.shape, len(yte), accs, statistics.median(r[1] for r in runs),
+                             base, best))
+                print("%s: trainingd %s, sklearn %s" % (name, accs, base), flush=True)
+        finally:
+            d.stop()
+    print()
+    print("| table | rows x features | test rows | trainingd MLP, median [min-max] | "
+          "LogisticRegression | MLPClassifier | HistGradientBoosting | MLP - best |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, shape, n, accs, took, base, best in rows:
+        med = statistics.median(accs)
+        print("| %s | %d x %d | %d | %.4f [%.4f-%.4f] (%.1f s a run) | %.4f | %.4f | %.4f | %+.1f pt |"
+              % (name, shape[0], shape[1], n, med, min(accs), max(accs), took,
+                 base["LogisticRegression"], base["MLPClassifier"],
+                 base["HistGradientBoosting"], 100 * (med - best)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+#include "data/csv_columns.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace trainingd::engine {
+namespace {
+
+std::string CellAt(const CsvReader& r) {
+  return r.name() + ": line " + std::to_string(r.line()) + ": ";
+}
+
+// A decimal number as std::from_chars reads it, also with a leading '+'. kNotANumber for any
+// other text; kOutOfRange beyond a double's range.
+enum class CellNumber { kOk, kNotANumber, kOutOfRange };
+CellNumber ParseCellNumber(std::string_view text, double* value) {
+  if (text.size() > 1 && text[0] == '+' && text[1] != '-') text.remove_prefix(1);
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  if (ec == std::errc::result_out_of_range) return CellNumber::kOutOfRange;
+  if (ec != std::errc() || end != text.data() + text.size()) return CellNumber::kNotANumber;
+  return CellNumber::kOk;
+}
+
+const char* const kOptionNames[] = {"categorical", "number", "ignore"};
+
+}  // namespace
+
+std::string_view TrimCell(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+Status CsvColumns::Resolve(const std::vector<std::string>& names, size_t label,
+                           const TableColumnOptions& options, const std::string& file) {
+  if (options.max_levels < 1 || options.max_levels > kMaxMaxLevels) {
+    return Status::InvalidArgument("max_levels: must be in [1, " + std::to_string(kMaxMaxLevels) +
+                                   "], got " + std::to_string(options.max_levels));
+  }
+  for (const std::string& m : options.missing_values) {
+    if (TrimCell(m).empty()) {
+      return Status::InvalidArgument(
+          "missing_values: an empty marker (an empty cell is always missing)");
+    }
+  }
+  missing_values_.clear();
+  for (const std::string& m : options.missing_values) missing_values_.emplace_back(TrimCell(m));
+  max_levels_ = options.max_levels;
+  columns_.assign(names.size(), Column{});
+  for (size_t i = 0; i < names.size(); ++i) {
+    columns_[i].summary.name = names[i];
+    columns_[i].summary.type = i == label ? ColumnType::kLabel : ColumnType::kNumber;
+  }
+  const std::vector<std::string>* lists[] = {&options.categorical, &options.number,
+                                             &options.ignore};
+  const ColumnType types[] = {ColumnType::kCategorical, ColumnType::kNumber, ColumnType::kIgnored};
+  for (size_t o = 0; o < 3; ++o) {
+    for (const std::string& name : *lists[o]) {
+      const auto it = std::find(names.begin(), names.end(), name);
+      const std::string option = kOptionNames[o];
+      if (it == names.end()) {
+        std::string known;
+        for (size_t i = 0; i < names.size() && i < 20; ++i) {
+          known += (i ? ", " : "") + CsvQuote(names[i]);
+        }
+        if (names.size() > 20) known += ", ... (" + std::to_string(names.size()) + " in all)";
+        return Status::InvalidArgument(option + ": " + file + " has no column " + CsvQuote(name) +
+                                       "; the columns are " + known);
+      }
+      Column& c = columns_[static_cast<size_t>(it - names.begin())];
+      if (c.summary.type == ColumnType::kLabel) {
+        return Status::InvalidArgument(option + ": " + CsvQuote(name) +
+                                       " is the label column (label_column)");
+      }
+      if (c.summary.typed_by_user && c.summary.type != types[o]) {
+        return Status::InvalidArgument(option + ": column " + CsvQuote(name) + " is also typed " +
+                                       ColumnTypeName(c.summary.type));
+      }
+      c.summary.type = types[o];
+      c.summary.typed_by_user = true;
+    }
+  }
+  return Status::Ok();
+}
+
+bool CsvColumns::IsMissing(std::string_view trimmed) const {
+  if (trimmed.empty()) return true;
+  for (const std::string& m : missing_values_) {
+    if (trimmed == m) return true;
+  }
+  return false;
+}
+
+Status CsvColumns::Scan(size_t i, std::string_view cell, const CsvReader& r) {
+  Column& c = columns_[i];
+  if (c.summary.type == ColumnType::kIgnored) return Status::Ok();
+  const std::string_view text = TrimCell(cell);
+  double value = 0;
+  const CellNumber parsed =
+      IsMissing(text) ? CellNumber::kNotANumber : ParseCellNumber(text, &value);
+  if (IsMissing(text) || (parsed == CellNumber::kOk && std::isnan(value))) {
+    ++c.summary.missing;
+    return Status::Ok();
+  }
+  ++c.summary.present;
+  if (!c.numeric || c.summary.type == ColumnType::kCategorical) return Status::Ok();
+  if (parsed == CellNumber::kNotANumber) {
+    if (c.summary.typed_by_user) {
+      return Status::InvalidArgument(CellAt(r) + "column " + CsvQuote(c.summary.name) + ": " +
+                                     CsvQuote(text) +
+                                     " is not a number (the column is typed "
+                                     "number)");
+    }
+    c.numeric = false;
+  }
+  return Status::Ok();
+}
+
+void CsvColumns::Decide() {
+  features_.clear();
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    ColumnSummary& s = columns_[i].summary;
+    if (s.type == ColumnType::kLabel || s.type == ColumnType::kIgnored) continue;
+    if (!s.typed_by_user)
+      s.type = columns_[i].numeric ? ColumnType::kNumber : ColumnType::kCategorical;
+    if (s.present == 0) {
+      s.dropped = "every value is missing";
+      continue;
+    }
+    if (s.type == ColumnType::kNumber) features_.push_back(i);
+  }
+}
+
+Status CsvColumns::ReadNumber(size_t i, std::string_view cell, const CsvReader& r, float* out) {
+  Column& c = columns_[i];
+  const std::string_view text = TrimCell(cell);
+  const auto fail = [&](const std::string& what) {
+    return Status::InvalidArgument(CellAt(r) + "column " + CsvQuote(c.summary.name) + ": " + what);
+  };
+  double value = 0;
+  const CellNumber parsed =
+      IsMissing(text) ? CellNumber::kNotANumber : ParseCellNumber(text, &value);
+  if (IsMissing(text) || (parsed == CellNumber::kOk && std::isnan(value))) {
+    *out = std::numeric_limits<float>::quiet_NaN();
+    return Status::Ok();
+  }
+  if (parsed == CellNumber::kOutOfRange) {
+    return fail(CsvQuote(text) + " is too large or too small in magnitude for a double");
+  }
+  if (parsed != CellNumber::kOk) return fail(CsvQuote(text) + " is not a number");
+  if (!std::isfinite(value)) return fail(CsvQuote(text) + " is not a finite number");
+  const float f = static_cast<float>(value);
+  if (!std::isfinite(f)) return fail(CsvQuote(text) + " is outside float32's range (±3.4e38)");
+  *out = f;
+  // The summary's statistics, over the float values as the model sees them.
+  ColumnSummary& s = c.summary;
+  const double v = f;
+  const double seen = static_cast<double>(++s.levels);  // `levels` counts a number's values here
+  if (seen == 1) {
+    s.min = s.max = v;
+  } else {
+    s.min = std::min(s.min, v);
+    s.max = std::max(s.max, v);
+  }
+  const double delta = v - s.mean;
+  s.mean += delta / seen;
+  c.m2 += delta * (v - s.mean);
+  return Status::Ok();
+}
+
+Status CsvColumns::ReadLevel(size_t i, std::string_view cell, const CsvReader& r) {
+  Column& c = columns_[i];
+  const std::string_view text = TrimCell(cell);
+  double value = 0;
+  if (IsMissing(text) || (ParseCellNumber(text, &value) == CellNumber::kOk && std::isnan(value))) {
+    return Status::Ok();
+  }
+  const auto it = c.levels.find(text);
+  if (it != c.levels.end()) {
+    ++it->second;
+    return Status::Ok();
+  }
+  if (static_cast<int64_t>(c.levels.size()) == max_levels_) {
+    return Status::InvalidArgument(CellAt(r) + "column " + CsvQuote(c.summary.name) +
+                                   ": more than " + std::to_string(max_levels_) +
+                                   " distinct values (max_levels); leave the column out (ignore=" +
+                                   c.summary.name + ") or raise max_levels");
+  }
+  c.levels.emplace(std::string(text), 1);
+  return Status::Ok();
+}
+
+std::vector<ColumnSummary> CsvColumns::Summaries() const {
+  std::vector<ColumnSummary> out;
+  out.reserve(columns_.size());
+  for (const Column& c : columns_) {
+    ColumnSummary s = c.summary;
+    if (s.type == ColumnType::kNumber) {
+      const int64_t n = s.levels;
+      s.levels = 0;
+      if (n == 0) {
+        s.mean = s.stddev = s.min = s.max = std::numeric_limits<double>::quiet_NaN();
+      } else {
+        s.stddev = std::sqrt(c.m2 / static_cast<double>(n));
+        if (s.min == s.max && s.dropped.empty())
+          s.note = "constant: every present value is the same";
+      }
+    } else if (s.type == ColumnType::kCategorical) {
+      s.levels = static_cast<int64_t>(c.levels.size());
+      std::vector<std::pair<std::string, int64_t>> top(c.levels.begin(), c.levels.end());
+      const size_t keep = std::min(top.size(), kSummaryTopLevels);
+      std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(keep), top.end(),
+                        [](const auto& a, const auto& b) {
+                          return a.second != b.second ? a.second > b.second : a.first < b.first;
+                        });
+      top.resize(keep);
+      s.top_levels = std::move(top);
+      if (s.levels == 1 && s.missing == 0 && s.dropped.empty()) {
+        s.note = "constant: every value is the same";
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+const char* ColumnTypeName(ColumnType t) {
+  switch (t) {
+    case ColumnType::kNumber:
+      return "number";
+    case ColumnType::kCategorical:
+      return "categorical";
+    case ColumnType::kLabel:
+      return "label";
+    case ColumnType::kIgnored:
+      return "ignored";
+  }
+  return "number";
+}
+
+std::optional<ColumnType> ColumnTypeNamed(std::string_view name) {
+  for (ColumnType t :
+       {ColumnType::kNumber, ColumnType::kCategorical, ColumnType::kLabel, ColumnType::kIgnored}) {
+    if (name == ColumnTypeName(t)) return t;
+  }
+  return std::nullopt;
+}
+
+const char* ImputeName(Impute i) { return i == Impute::kMedian ? "median" : "mean"; }
+
+std::optional<Impute> ImputeNamed(std::string_view name) {
+  if (name == "mean") return Impute::kMean;
+  if (name == "median") return Impute::kMedian;
+  return std::nullopt;
+}
+
+}  // namespace trainingd::engine

@@ -248,6 +248,10 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
   const auto relu = [&](const std::string& name) { x = g.Node("Relu", name, {x}); };
 
   const auto& layers = model.layers();
+  if (model.is_graph()) {
+    return Status::FailedPrecondition(
+        "model.layers: a model graph (layers with inputs) cannot be exported to ONNX yet");
+  }
   if (layers.size() != in.model.layers.size()) {
     return Status::Internal("the model has " + std::to_string(layers.size()) +
                             " layers but its spec " + std::to_string(in.model.layers.size()));
@@ -318,6 +322,16 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
         layout = Layout::kFlat;
         break;
       }
+      case LayerType::kAdd:
+      case LayerType::kConcat:
+      case LayerType::kAvgPool2d:
+      case LayerType::kGlobalAvgPool:
+      case LayerType::kSigmoid:
+      case LayerType::kTanh:
+      case LayerType::kGelu:
+        return Status::FailedPrecondition("model.layers[" + std::to_string(i) +
+                                          "]: " + LayerTypeName(spec.type) +
+                                          " layers cannot be exported to ONNX yet");
     }
   }
   if (layout != Layout::kFlat) {

@@ -94,8 +94,17 @@ Status CheckLayer(const std::string& path, const LayerSpec& l) {
         return Bad(path + ".rate", "must be in [0, 1), got " + FloatToString(l.rate));
       }
       return Status::Ok();
+    case LayerType::kAvgPool2d:
+      TRAININGD_RETURN_IF_ERROR(CheckInRange(path + ".pool", l.pool, 1, 64));
+      return CheckInRange(path + ".stride", l.stride, 0, 64);
     case LayerType::kRelu:
     case LayerType::kFlatten:
+    case LayerType::kAdd:
+    case LayerType::kConcat:
+    case LayerType::kGlobalAvgPool:
+    case LayerType::kSigmoid:
+    case LayerType::kTanh:
+    case LayerType::kGelu:
       return Status::Ok();
     default:
       return Bad(path + ".type",
@@ -132,7 +141,10 @@ Status CheckModel(const JobSpec& spec) {
     TRAININGD_RETURN_IF_ERROR(
         CheckLayer("model.layers[" + std::to_string(i) + "]", spec.model.layers[i]));
   }
-  return Status::Ok();
+  // The graph's names and edges: cycles, dangling inputs, unused outputs (the shapes need the
+  // dataset: PlanJob).
+  const Result<std::vector<std::vector<int>>> graph = ResolveModelGraph(spec.model);
+  return graph.ok() ? Status::Ok() : graph.status();
 }
 
 Status CheckOptimizer(const OptimizerOptions& options) {

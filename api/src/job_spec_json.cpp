@@ -45,7 +45,8 @@ constexpr EnumName<engine::LayerType> kLayerTypes[] = {
     {"global_avg_pool", engine::LayerType::kGlobalAvgPool},
     {"sigmoid", engine::LayerType::kSigmoid},
     {"tanh", engine::LayerType::kTanh},
-    {"gelu", engine::LayerType::kGelu}};
+    {"gelu", engine::LayerType::kGelu},
+    {"batch_norm", engine::LayerType::kBatchNorm}};
 constexpr EnumName<engine::Padding> kPaddings[] = {{"same", engine::Padding::kSame},
                                                    {"valid", engine::Padding::kValid}};
 constexpr EnumName<engine::Activation> kActivations[] = {{"relu", engine::Activation::kRelu},
@@ -168,6 +169,12 @@ Status ReadLayer(const json& v, const std::string& path, engine::LayerSpec* out)
     case LayerType::kTanh:
     case LayerType::kGelu:
       TRAININGD_RETURN_IF_ERROR(CheckObject(v, path, {"type", "name", "inputs"}));
+      break;
+    case LayerType::kBatchNorm:
+      TRAININGD_RETURN_IF_ERROR(
+          CheckObject(v, path, {"type", "name", "inputs", "momentum", "epsilon"}));
+      TRAININGD_RETURN_IF_ERROR(Field(v, path, "momentum", &l.momentum));
+      TRAININGD_RETURN_IF_ERROR(Field(v, path, "epsilon", &l.epsilon));
       break;
   }
   // The graph (engine/nn/model_spec.h): ValidateJobSpec checks the names and edges.
@@ -534,6 +541,10 @@ json LayerValue(const engine::LayerSpec& l) {
     case LayerType::kSigmoid:
     case LayerType::kTanh:
     case LayerType::kGelu:
+      break;
+    case LayerType::kBatchNorm:
+      o["momentum"] = FloatValue(l.momentum);
+      o["epsilon"] = FloatValue(l.epsilon);
       break;
   }
   // Only a graph's layers carry these, so a sequential stack's JSON is what it always was.

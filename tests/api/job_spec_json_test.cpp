@@ -52,8 +52,9 @@ constexpr const char* kDesignSketch = R"({
 
 // Every field, as tuples gtest can compare and print.
 auto Fields(const LayerSpec& l) {
-  return std::tie(l.type, l.name, l.inputs, l.filters, l.kernel, l.stride, l.padding, l.units,
-                  l.pool, l.rate, l.activation, l.initializer, l.stddev, l.bias_init);
+  return std::tie(l.type, l.name, l.inputs, l.momentum, l.epsilon, l.filters, l.kernel, l.stride,
+                  l.padding, l.units, l.pool, l.rate, l.activation, l.initializer, l.stddev,
+                  l.bias_init);
 }
 auto Fields(const engine::LearningRateSchedule& s) {
   return std::tie(s.type, s.learning_rate, s.decay_steps, s.decay_rate, s.staircase, s.boundaries,
@@ -157,11 +158,13 @@ TEST(JobSpecJsonTest, PresetsExpandToTheirLayers) {
     }
     ExpectSameSpec(by_name, by_object);
   }
-  const FieldError e = MustFail(R"({"name": "t", "max_steps": 1, "model": "resnet"})",
-                                "model: unknown model preset 'resnet' (known: softmax, mlp, cnn)");
+  const FieldError e = MustFail(R"({"name": "t", "max_steps": 1, "model": "vgg"})",
+                                "model: unknown model preset 'vgg' (known: softmax, mlp, cnn, "
+                                "resnet, resnet20, resnet32, resnet56)");
   EXPECT_EQ(e.field, "model");
   MustFail(R"({"name": "t", "max_steps": 1, "model": {"preset": "vgg"}})",
-           "model.preset: unknown model preset 'vgg' (known: softmax, mlp, cnn)");
+           "model.preset: unknown model preset 'vgg' (known: softmax, mlp, cnn, resnet, resnet20, "
+           "resnet32, resnet56)");
   MustFail(R"({"name": "t", "max_steps": 1})",
            "model: required: a preset name (cnn, mlp, softmax) or {\"layers\": [...]}");
   MustFail(R"({"name": "t", "max_steps": 1, "model": {}})", "model: give \"preset\" or \"layers\"");
@@ -353,10 +356,10 @@ TEST(JobSpecJsonTest, BadLayersAreNamedByIndex) {
            "initializer, stddev, bias_init");
   MustFail(head + R"({"type": "conv3d"})" + tail,
            "model.layers[3].type: must be one of conv2d, max_pool2d, dense, dropout, flatten, "
-           "relu, add, concat, avg_pool2d, global_avg_pool, sigmoid, tanh, gelu; got 'conv3d'");
+           "relu, add, concat, avg_pool2d, global_avg_pool, sigmoid, tanh, gelu, batch_norm; got 'conv3d'");
   MustFail(head + R"({"units": 5})" + tail,
            "model.layers[3].type: required; one of conv2d, max_pool2d, dense, dropout, flatten, "
-           "relu, add, concat, avg_pool2d, global_avg_pool, sigmoid, tanh, gelu");
+           "relu, add, concat, avg_pool2d, global_avg_pool, sigmoid, tanh, gelu, batch_norm");
   MustFail(head + R"({"type": "dropout", "rate": 1.0})" + tail,
            "model.layers[3].rate: must be in [0, 1), got 1");
   MustFail(head + R"({"type": "dense", "units": 5, "activation": "tanh"})" + tail,
@@ -492,6 +495,29 @@ TEST(JobSpecJsonTest, GraphLayersParseAndRoundTrip) {
   // stays what it was.
   EXPECT_EQ(layers[1], json::parse(R"({"type": "relu"})"));
   EXPECT_FALSE(layers[6].contains("inputs"));
+}
+
+TEST(JobSpecJsonTest, BatchNormTakesKerasDefaultsAndRoundTrips) {
+  const std::string head = R"({"name": "b", "max_steps": 1, "model": {"layers": [
+      {"type": "conv2d", "filters": 8, "kernel": 3}, )";
+  const std::string tail = R"(, {"type": "flatten"}, {"type": "dense", "units": 10}]}})";
+  const JobSpec s = MustParse(head + R"({"type": "batch_norm"})" + tail);
+  EXPECT_EQ(s.model.layers[1].type, engine::LayerType::kBatchNorm);
+  EXPECT_EQ(s.model.layers[1].momentum, 0.99f);
+  EXPECT_EQ(s.model.layers[1].epsilon, 1e-3f);
+  const JobSpec t =
+      MustParse(head + R"({"type": "batch_norm", "momentum": 0.9, "epsilon": 1e-5})" + tail);
+  ExpectSameSpec(MustParse(JobSpecToJson(t)), t);
+  EXPECT_EQ(json::parse(JobSpecToJson(t))["model"]["layers"][1],
+            json::parse(R"({"type": "batch_norm", "momentum": 0.9, "epsilon": 1e-5})"));
+  MustFail(head + R"({"type": "batch_norm", "momentum": 2})" + tail,
+           "model.layers[1].momentum: must be in [0, 1], got 2");
+  MustFail(head + R"({"type": "batch_norm", "units": 2})" + tail,
+           "model.layers[1].units: unknown field; known: type, name, inputs, momentum, epsilon");
+  MustFail(head + R"({"type": "batch_norm"})" + tail.substr(0, tail.size() - 1) +
+               R"(, "batch_size": 1})",
+           "batch_size: 1 is too small for model.layers[1] (batch_norm): it trains on the "
+           "statistics of each batch, which one example does not have; use 2 or more");
 }
 
 TEST(JobSpecJsonTest, BadGraphsAreRefusedNamingTheField) {

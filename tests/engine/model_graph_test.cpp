@@ -355,5 +355,81 @@ TEST(SmoothActivationsTest, ValuesAndGradients) {
   CheckLayerInputGradient(gelu, Shape{4, 5}, 3);
 }
 
+// The CIFAR ResNets of He et al.: 6n + 2 weighted layers, option B projection shortcuts at the
+// stage starts, sized to the examples and classes; a table is refused.
+TEST(ResNetPresetTest, ResNet20HasItsShapesAndParameterCount) {
+  auto spec = PresetModel("resnet20", Shape{32, 32, 3}, 10);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(*spec, *PresetModel("resnet", Shape{32, 32, 3}, 10));
+  EXPECT_TRUE(IsPresetModel("resnet", *spec));
+  auto built = Model::Plan(*spec, Shape{32, 32, 3}, 10, 1);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  const Model& m = **built;
+  int convs = 0;
+  for (const auto& l : m.layers()) convs += std::string(l->type()) == "conv2d";
+  EXPECT_EQ(convs, 19 + 2);  // 19 of the 3x3 path and 2 projections; + dense = 20 + 2
+  // stem 3x3x3x16 + bias + bn; stage 1: 3 blocks of 2 x (3x3x16x16 + 16 + 32); stages 2 and 3:
+  // a first block with a strided conv and a 1x1 projection, then 2 blocks; dense 64 x 10.
+  EXPECT_EQ(m.num_parameters(), 273258);
+  const auto& shapes = m.output_shapes();
+  EXPECT_EQ(shapes[2], (Shape{32, 32, 16}));
+  EXPECT_EQ(shapes[shapes.size() - 3], (Shape{8, 8, 64}));
+  EXPECT_EQ(shapes.back(), (Shape{10}));
+  auto fashion = PresetModel("resnet", Shape{28, 28, 1}, 10);
+  ASSERT_TRUE(fashion.ok());
+  auto f = Model::Plan(*fashion, Shape{28, 28, 1}, 10, 1);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ((*f)->num_parameters(), 273258 - 2 * 9 * 16);  // one input channel, not three
+  EXPECT_EQ((*f)->output_shapes()[(*f)->output_shapes().size() - 3], (Shape{7, 7, 64}));
+  for (const auto& [name, n] : {std::pair{"resnet32", 5}, std::pair{"resnet56", 9}}) {
+    auto deeper = PresetModel(name, Shape{32, 32, 3}, 100);
+    ASSERT_TRUE(deeper.ok());
+    auto d = Model::Plan(*deeper, Shape{32, 32, 3}, 100, 1);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    int k = 0;
+    for (const auto& l : (*d)->layers()) k += std::string(l->type()) == "conv2d";
+    EXPECT_EQ(k, 6 * n + 1 + 2) << name;
+  }
+  const auto table = PresetModel("resnet", Shape{13}, 3);
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().message(),
+            "model: the resnet preset needs images [H, W, C]; the dataset's examples are [13] (a "
+            "table): use mlp or softmax");
+}
+
+// A few training steps of ResNet-20 on small images: forward and backward through every block.
+TEST(ResNetPresetTest, ResNet20TrainsOnSmallImages) {
+  auto spec = PresetModel("resnet", Shape{8, 8, 3}, 4);
+  ASSERT_TRUE(spec.ok());
+  auto built = Model::Build(*spec, Shape{8, 8, 3}, 4, 2);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  Model& m = **built;
+  Rng rng(8);
+  Tensor x(Shape{6, 8, 8, 3});
+  for (int64_t i = 0; i < x.size(); ++i) x[i] = rng.Uniform(-1, 1);
+  const std::vector<int32_t> labels{0, 1, 2, 3, 0, 1};
+  Tensor dlogits;
+  const double before = SoftmaxCrossEntropy(m.Forward(x, Mode::kTrain), labels, &dlogits).loss;
+  for (int step = 0; step < 30; ++step) {
+    SoftmaxCrossEntropy(m.Forward(x, Mode::kTrain), labels, &dlogits);
+    m.Backward(dlogits);
+    for (Parameter* p : m.parameters()) {
+      for (int64_t i = 0; i < p->value.size(); ++i) p->value[i] -= 0.05f * p->grad[i];
+    }
+  }
+  const double after = SoftmaxCrossEntropy(m.Forward(x, Mode::kTrain), labels, nullptr).loss;
+  EXPECT_LT(after, 0.5 * before) << before << " -> " << after;
+}
+
+TEST(ResNetPresetTest, DeeperResNetsHaveTheirParameterCounts) {
+  for (const auto& [name, count] : {std::pair{"resnet32", 468138}, std::pair{"resnet56", 857898}}) {
+    auto spec = PresetModel(name, Shape{32, 32, 3}, 10);
+    ASSERT_TRUE(spec.ok());
+    auto m = Model::Plan(*spec, Shape{32, 32, 3}, 10, 1);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ((*m)->num_parameters(), count) << name;
+  }
+}
+
 }  // namespace
 }  // namespace trainingd::engine

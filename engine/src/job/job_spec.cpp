@@ -97,6 +97,15 @@ Status CheckLayer(const std::string& path, const LayerSpec& l) {
     case LayerType::kAvgPool2d:
       TRAININGD_RETURN_IF_ERROR(CheckInRange(path + ".pool", l.pool, 1, 64));
       return CheckInRange(path + ".stride", l.stride, 0, 64);
+    case LayerType::kBatchNorm:
+      if (!(l.momentum >= 0.0f && l.momentum <= 1.0f)) {
+        return Bad(path + ".momentum", "must be in [0, 1], got " + FloatToString(l.momentum));
+      }
+      if (!(l.epsilon > 0.0f && std::isfinite(l.epsilon))) {
+        return Bad(path + ".epsilon",
+                   "must be positive and finite, got " + FloatToString(l.epsilon));
+      }
+      return Status::Ok();
     case LayerType::kRelu:
     case LayerType::kFlatten:
     case LayerType::kAdd:
@@ -369,6 +378,13 @@ Status ValidateJobSpec(const JobSpec& spec) {
 
   if (spec.batch_size < 1) {
     return Bad("batch_size", "must be >= 1, got " + std::to_string(spec.batch_size));
+  }
+  for (size_t i = 0; spec.batch_size == 1 && i < spec.model.layers.size(); ++i) {
+    if (spec.model.layers[i].type == LayerType::kBatchNorm) {
+      return Bad("batch_size", "1 is too small for model.layers[" + std::to_string(i) +
+                                   "] (batch_norm): it trains on the statistics of each batch, "
+                                   "which one example does not have; use 2 or more");
+    }
   }
   TRAININGD_RETURN_IF_ERROR(CheckNonNegative("max_steps", spec.max_steps));
   TRAININGD_RETURN_IF_ERROR(CheckNonNegative("num_epochs", spec.num_epochs));

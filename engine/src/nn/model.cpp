@@ -8,6 +8,7 @@
 #include <set>
 
 #include "trainingd/engine/nn/avg_pool2d_layer.h"
+#include "trainingd/engine/nn/batch_norm_layer.h"
 #include "trainingd/engine/nn/conv2d_layer.h"
 #include "trainingd/engine/nn/dense_layer.h"
 #include "trainingd/engine/nn/elementwise_layers.h"
@@ -45,6 +46,8 @@ std::unique_ptr<Layer> MakeLayer(const LayerSpec& spec, std::string name, uint64
     case LayerType::kTanh:
     case LayerType::kGelu:
       return std::make_unique<SmoothActivationLayer>(std::move(name), spec.type);
+    case LayerType::kBatchNorm:
+      return std::make_unique<BatchNormLayer>(std::move(name), spec);
   }
   return nullptr;
 }
@@ -68,6 +71,7 @@ Result<std::unique_ptr<Model>> Model::Build(const ModelSpec& spec, const Shape& 
   for (auto& layer : (*m)->layers_) {
     layer->InitializeParameters(init_rng);
     for (Parameter* p : layer->parameters()) (*m)->params_.push_back(p);
+    for (Parameter* v : layer->variables()) (*m)->variables_.push_back(v);
   }
   // The gradients and their exact sums move into one flat buffer each, every parameter's part
   // padded to 16 elements (64 bytes or more).
@@ -184,6 +188,10 @@ Result<std::unique_ptr<Model>> Model::Configure(const ModelSpec& spec, const Sha
 
 void Model::set_precision(Precision precision) {
   for (auto& layer : layers_) layer->set_precision(precision);
+}
+
+void Model::set_step_blocks(GradientBlocks* blocks) {
+  for (auto& layer : layers_) layer->set_step_blocks(blocks);
 }
 
 void Model::set_example_offset(int64_t offset) {

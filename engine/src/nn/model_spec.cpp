@@ -59,6 +59,14 @@ LayerSpec LayerSpec::AvgPool2d(int64_t pool, int64_t stride) {
   return s;
 }
 
+LayerSpec LayerSpec::BatchNorm(float momentum, float epsilon) {
+  LayerSpec s;
+  s.type = LayerType::kBatchNorm;
+  s.momentum = momentum;
+  s.epsilon = epsilon;
+  return s;
+}
+
 LayerSpec LayerSpec::Of(LayerType type) {
   LayerSpec s;
   s.type = type;
@@ -215,11 +223,60 @@ const char* LayerTypeName(LayerType type) {
       return "tanh";
     case LayerType::kGelu:
       return "gelu";
+    case LayerType::kBatchNorm:
+      return "batch_norm";
   }
   return "unknown";
 }
 
-std::vector<std::string> PresetModelNames() { return {"softmax", "mlp", "cnn"}; }
+std::vector<std::string> PresetModelNames() {
+  return {"softmax", "mlp", "cnn", "resnet", "resnet20", "resnet32", "resnet56"};
+}
+
+namespace {
+
+// The CIFAR ResNet of He et al. (2016, section 4.2) with 6n + 2 weighted layers: a 3x3
+// convolution of 16 filters, then three stages of n basic blocks of 16, 32 and 64 filters (two
+// 3x3 convolutions, each followed by batch norm, the first by a ReLU too; the block's input added
+// to its output, then a ReLU), global average pooling and the dense classifier. The first block
+// of stages 2 and 3 halves the height and width with a stride-2 first convolution, and its
+// shortcut is a strided 1x1 convolution with batch norm (the paper's option B, projection
+// shortcuts where the shape changes).
+ModelSpec CifarResNet(int n) {
+  const auto conv = [](int64_t filters, int64_t kernel, int64_t stride) {
+    return LayerSpec::Conv2d(filters, kernel, Padding::kSame, Activation::kNone, stride);
+  };
+  ModelSpec m;
+  m.layers = {conv(16, 3, 1), LayerSpec::BatchNorm(), LayerSpec::Relu().Named("stem")};
+  std::string in = "stem";
+  const int64_t filters[3] = {16, 32, 64};
+  for (int s = 0; s < 3; ++s) {
+    for (int b = 0; b < n; ++b) {
+      const std::string block = "stage" + std::to_string(s + 1) + "_block" + std::to_string(b + 1);
+      const bool down = s > 0 && b == 0;
+      m.layers.push_back(conv(filters[s], 3, down ? 2 : 1).Named(block + "_conv1", {in}));
+      m.layers.push_back(LayerSpec::BatchNorm().Named(block + "_bn1"));
+      m.layers.push_back(LayerSpec::Relu().Named(block + "_relu1"));
+      m.layers.push_back(conv(filters[s], 3, 1).Named(block + "_conv2"));
+      m.layers.push_back(LayerSpec::BatchNorm().Named(block + "_bn2"));
+      std::string shortcut = in;
+      if (down) {
+        m.layers.push_back(conv(filters[s], 1, 2).Named(block + "_proj", {in}));
+        m.layers.push_back(LayerSpec::BatchNorm().Named(block + "_proj_bn"));
+        shortcut = block + "_proj_bn";
+      }
+      m.layers.push_back(
+          LayerSpec::Of(LayerType::kAdd).Named(block + "_add", {block + "_bn2", shortcut}));
+      m.layers.push_back(LayerSpec::Relu().Named(block + "_out"));
+      in = block + "_out";
+    }
+  }
+  m.layers.push_back(LayerSpec::Of(LayerType::kGlobalAvgPool));
+  m.layers.push_back(LayerSpec::Dense(10, Activation::kNone));
+  return m;
+}
+
+}  // namespace
 
 Result<ModelSpec> PresetModel(std::string_view name) {
   ModelSpec m;
@@ -237,6 +294,12 @@ Result<ModelSpec> PresetModel(std::string_view name) {
                 LayerSpec::Dense(1024, Activation::kRelu),
                 LayerSpec::Dropout(0.4f),
                 LayerSpec::Dense(10, Activation::kNone)};
+  } else if (name == "resnet" || name == "resnet20") {
+    m = CifarResNet(3);
+  } else if (name == "resnet32") {
+    m = CifarResNet(5);
+  } else if (name == "resnet56") {
+    m = CifarResNet(9);
   } else {
     std::string known;
     for (const auto& n : PresetModelNames()) known += (known.empty() ? "" : ", ") + n;
@@ -259,6 +322,11 @@ Result<ModelSpec> PresetModel(std::string_view name, const Shape& example_shape,
     return Status::InvalidArgument("model: the " + std::string(name) +
                                    " preset needs examples [H, W, C] or [F]; the dataset's are " +
                                    example_shape.ToString());
+  }
+  if (std::string_view(name).substr(0, 6) == "resnet" && example_shape.rank() != 3) {
+    return Status::InvalidArgument("model: the " + std::string(name) +
+                                   " preset needs images [H, W, C]; the dataset's examples are " +
+                                   example_shape.ToString() + " (a table): use mlp or softmax");
   }
   if (name == "cnn") {
     if (example_shape.rank() != 3) {

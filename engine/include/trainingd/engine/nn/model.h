@@ -68,6 +68,11 @@ class Model {
 
   // Every trainable parameter, in layer order (kernel before bias).
   const std::vector<Parameter*>& parameters() const { return params_; }
+  // Every variable saved with them but not trained (Layer::variables), in layer order.
+  const std::vector<Parameter*>& variables() const { return variables_; }
+  // The blocks of the coming training step, for the layers that sum over the batch in Forward
+  // (Layer::set_step_blocks); null after the step.
+  void set_step_blocks(GradientBlocks* blocks);
   // Every parameter's gradient lives in one buffer, and its exact sum in another (each grad and
   // sum is a view into them, in parameter order, each starting on a 64-byte boundary; the
   // padding stays zero), so a data-parallel step reduces all gradients with one call and no
@@ -132,6 +137,7 @@ class Model {
   bool graph_ = false;
   std::vector<Shape> shapes_;
   std::vector<Parameter*> params_;
+  std::vector<Parameter*> variables_;
   FloatBuffer flat_grads_;
   std::vector<int64_t, Align64Allocator<int64_t>> flat_sums_;
   // needs_input_grad_[i]: some layer below i (one it takes, directly or not) has parameters, so

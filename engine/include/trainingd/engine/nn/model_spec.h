@@ -36,7 +36,8 @@ enum class LayerType {
   kGlobalAvgPool,  // [H, W, C] -> [C], the mean of each channel (GlobalAveragePooling2D)
   kSigmoid,
   kTanh,
-  kGelu,  // x * Phi(x), the exact (erf) form, Keras' gelu(approximate=False)
+  kGelu,       // x * Phi(x), the exact (erf) form, Keras' gelu(approximate=False)
+  kBatchNorm,  // keras.layers.BatchNormalization over the last axis (batch_norm_layer.h)
 };
 enum class Padding { kSame, kValid };
 enum class Activation { kNone, kRelu };
@@ -60,6 +61,9 @@ struct LayerSpec {
   int64_t pool = 2;
   // dropout: fraction of units dropped in training (tf.layers.dropout's `rate`)
   float rate = 0.0f;
+  // batch_norm: Keras' defaults
+  float momentum = 0.99f;
+  float epsilon = 1e-3f;
   // conv2d and dense
   Activation activation = Activation::kNone;
   Initializer initializer = Initializer::kGlorotUniform;
@@ -74,6 +78,7 @@ struct LayerSpec {
   static LayerSpec Dropout(float rate);
   static LayerSpec Flatten();
   static LayerSpec AvgPool2d(int64_t pool, int64_t stride);
+  static LayerSpec BatchNorm(float momentum = 0.99f, float epsilon = 1e-3f);
   // Layers without fields of their own: relu, flatten, add, concat, global_avg_pool, sigmoid,
   // tanh, gelu.
   static LayerSpec Of(LayerType type);

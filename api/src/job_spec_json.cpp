@@ -34,9 +34,20 @@ struct EnumName {
 };
 
 constexpr EnumName<engine::LayerType> kLayerTypes[] = {
-    {"conv2d", engine::LayerType::kConv2d},   {"max_pool2d", engine::LayerType::kMaxPool2d},
-    {"dense", engine::LayerType::kDense},     {"dropout", engine::LayerType::kDropout},
-    {"flatten", engine::LayerType::kFlatten}, {"relu", engine::LayerType::kRelu}};
+    {"conv2d", engine::LayerType::kConv2d},
+    {"max_pool2d", engine::LayerType::kMaxPool2d},
+    {"dense", engine::LayerType::kDense},
+    {"dropout", engine::LayerType::kDropout},
+    {"flatten", engine::LayerType::kFlatten},
+    {"relu", engine::LayerType::kRelu},
+    {"add", engine::LayerType::kAdd},
+    {"concat", engine::LayerType::kConcat},
+    {"avg_pool2d", engine::LayerType::kAvgPool2d},
+    {"global_avg_pool", engine::LayerType::kGlobalAvgPool},
+    {"sigmoid", engine::LayerType::kSigmoid},
+    {"tanh", engine::LayerType::kTanh},
+    {"gelu", engine::LayerType::kGelu},
+    {"batch_norm", engine::LayerType::kBatchNorm}};
 constexpr EnumName<engine::Padding> kPaddings[] = {{"same", engine::Padding::kSame},
                                                    {"valid", engine::Padding::kValid}};
 constexpr EnumName<engine::Activation> kActivations[] = {{"relu", engine::Activation::kRelu},
@@ -120,9 +131,10 @@ Status ReadLayer(const json& v, const std::string& path, engine::LayerSpec* out)
   TRAININGD_RETURN_IF_ERROR(ReadEnum(*type_it, Child(path, "type"), kLayerTypes, &l.type));
   switch (l.type) {
     case LayerType::kConv2d:
-      TRAININGD_RETURN_IF_ERROR(CheckObject(v, path,
-                                            {"type", "filters", "kernel", "stride", "padding",
-                                             "activation", "initializer", "stddev", "bias_init"}));
+      TRAININGD_RETURN_IF_ERROR(
+          CheckObject(v, path,
+                      {"type", "name", "inputs", "filters", "kernel", "stride", "padding",
+                       "activation", "initializer", "stddev", "bias_init"}));
       TRAININGD_RETURN_IF_ERROR(Require(v, path, "filters"));
       TRAININGD_RETURN_IF_ERROR(Require(v, path, "kernel"));
       TRAININGD_RETURN_IF_ERROR(Field(v, path, "filters", &l.filters));
@@ -131,27 +143,44 @@ Status ReadLayer(const json& v, const std::string& path, engine::LayerSpec* out)
       TRAININGD_RETURN_IF_ERROR(EnumField(v, path, "padding", kPaddings, &l.padding));
       break;
     case LayerType::kMaxPool2d:
+    case LayerType::kAvgPool2d:
       l.stride = 0;  // = the pool size, tf.layers.max_pooling2d's rule
-      TRAININGD_RETURN_IF_ERROR(CheckObject(v, path, {"type", "pool", "stride"}));
+      TRAININGD_RETURN_IF_ERROR(CheckObject(v, path, {"type", "name", "inputs", "pool", "stride"}));
       TRAININGD_RETURN_IF_ERROR(Field(v, path, "pool", &l.pool));
       TRAININGD_RETURN_IF_ERROR(Field(v, path, "stride", &l.stride));
       break;
     case LayerType::kDense:
       TRAININGD_RETURN_IF_ERROR(CheckObject(
-          v, path, {"type", "units", "activation", "initializer", "stddev", "bias_init"}));
+          v, path,
+          {"type", "name", "inputs", "units", "activation", "initializer", "stddev", "bias_init"}));
       TRAININGD_RETURN_IF_ERROR(Require(v, path, "units"));
       TRAININGD_RETURN_IF_ERROR(Field(v, path, "units", &l.units));
       break;
     case LayerType::kDropout:
-      TRAININGD_RETURN_IF_ERROR(CheckObject(v, path, {"type", "rate"}));
+      TRAININGD_RETURN_IF_ERROR(CheckObject(v, path, {"type", "name", "inputs", "rate"}));
       TRAININGD_RETURN_IF_ERROR(Require(v, path, "rate"));
       TRAININGD_RETURN_IF_ERROR(Field(v, path, "rate", &l.rate));
       break;
     case LayerType::kRelu:
     case LayerType::kFlatten:
-      TRAININGD_RETURN_IF_ERROR(CheckObject(v, path, {"type"}));
+    case LayerType::kAdd:
+    case LayerType::kConcat:
+    case LayerType::kGlobalAvgPool:
+    case LayerType::kSigmoid:
+    case LayerType::kTanh:
+    case LayerType::kGelu:
+      TRAININGD_RETURN_IF_ERROR(CheckObject(v, path, {"type", "name", "inputs"}));
+      break;
+    case LayerType::kBatchNorm:
+      TRAININGD_RETURN_IF_ERROR(
+          CheckObject(v, path, {"type", "name", "inputs", "momentum", "epsilon"}));
+      TRAININGD_RETURN_IF_ERROR(Field(v, path, "momentum", &l.momentum));
+      TRAININGD_RETURN_IF_ERROR(Field(v, path, "epsilon", &l.epsilon));
       break;
   }
+  // The graph (engine/nn/model_spec.h): ValidateJobSpec checks the names and edges.
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "name", &l.name));
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "inputs", &l.inputs));
   if (l.type == LayerType::kConv2d || l.type == LayerType::kDense) {
     TRAININGD_RETURN_IF_ERROR(EnumField(v, path, "activation", kActivations, &l.activation));
     TRAININGD_RETURN_IF_ERROR(EnumField(v, path, "initializer", kInitializers, &l.initializer));
@@ -498,6 +527,7 @@ json LayerValue(const engine::LayerSpec& l) {
       o["padding"] = NameOf(kPaddings, l.padding);
       break;
     case LayerType::kMaxPool2d:
+    case LayerType::kAvgPool2d:
       o["pool"] = l.pool;
       o["stride"] = l.stride;
       break;
@@ -509,8 +539,21 @@ json LayerValue(const engine::LayerSpec& l) {
       break;
     case LayerType::kRelu:
     case LayerType::kFlatten:
+    case LayerType::kAdd:
+    case LayerType::kConcat:
+    case LayerType::kGlobalAvgPool:
+    case LayerType::kSigmoid:
+    case LayerType::kTanh:
+    case LayerType::kGelu:
+      break;
+    case LayerType::kBatchNorm:
+      o["momentum"] = FloatValue(l.momentum);
+      o["epsilon"] = FloatValue(l.epsilon);
       break;
   }
+  // Only a graph's layers carry these, so a sequential stack's JSON is what it always was.
+  if (!l.name.empty()) o["name"] = l.name;
+  if (!l.inputs.empty()) o["inputs"] = l.inputs;
   if (l.type == LayerType::kConv2d || l.type == LayerType::kDense) {
     o["activation"] = NameOf(kActivations, l.activation);
     o["initializer"] = NameOf(kInitializers, l.initializer);

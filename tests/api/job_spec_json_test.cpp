@@ -52,8 +52,9 @@ constexpr const char* kDesignSketch = R"({
 
 // Every field, as tuples gtest can compare and print.
 auto Fields(const LayerSpec& l) {
-  return std::tie(l.type, l.filters, l.kernel, l.stride, l.padding, l.units, l.pool, l.rate,
-                  l.activation, l.initializer, l.stddev, l.bias_init);
+  return std::tie(l.type, l.name, l.inputs, l.momentum, l.epsilon, l.filters, l.kernel, l.stride,
+                  l.padding, l.units, l.pool, l.rate, l.activation, l.initializer, l.stddev,
+                  l.bias_init);
 }
 auto Fields(const engine::LearningRateSchedule& s) {
   return std::tie(s.type, s.learning_rate, s.decay_steps, s.decay_rate, s.staircase, s.boundaries,
@@ -157,11 +158,13 @@ TEST(JobSpecJsonTest, PresetsExpandToTheirLayers) {
     }
     ExpectSameSpec(by_name, by_object);
   }
-  const FieldError e = MustFail(R"({"name": "t", "max_steps": 1, "model": "resnet"})",
-                                "model: unknown model preset 'resnet' (known: softmax, mlp, cnn)");
+  const FieldError e = MustFail(R"({"name": "t", "max_steps": 1, "model": "vgg"})",
+                                "model: unknown model preset 'vgg' (known: softmax, mlp, cnn, "
+                                "resnet, resnet20, resnet32, resnet56)");
   EXPECT_EQ(e.field, "model");
   MustFail(R"({"name": "t", "max_steps": 1, "model": {"preset": "vgg"}})",
-           "model.preset: unknown model preset 'vgg' (known: softmax, mlp, cnn)");
+           "model.preset: unknown model preset 'vgg' (known: softmax, mlp, cnn, resnet, resnet20, "
+           "resnet32, resnet56)");
   MustFail(R"({"name": "t", "max_steps": 1})",
            "model: required: a preset name (cnn, mlp, softmax) or {\"layers\": [...]}");
   MustFail(R"({"name": "t", "max_steps": 1, "model": {}})", "model: give \"preset\" or \"layers\"");
@@ -349,14 +352,15 @@ TEST(JobSpecJsonTest, BadLayersAreNamedByIndex) {
   EXPECT_EQ(e.field, "model.layers[3].units");
   MustFail(head + R"({"type": "dense"})" + tail, "model.layers[3].units: required");
   MustFail(head + R"({"type": "dense", "units": 5, "filters": 3})" + tail,
-           "model.layers[3].filters: unknown field; known: type, units, activation, initializer, "
-           "stddev, bias_init");
+           "model.layers[3].filters: unknown field; known: type, name, inputs, units, activation, "
+           "initializer, stddev, bias_init");
   MustFail(head + R"({"type": "conv3d"})" + tail,
            "model.layers[3].type: must be one of conv2d, max_pool2d, dense, dropout, flatten, "
-           "relu; got 'conv3d'");
+           "relu, add, concat, avg_pool2d, global_avg_pool, sigmoid, tanh, gelu, batch_norm; got "
+           "'conv3d'");
   MustFail(head + R"({"units": 5})" + tail,
            "model.layers[3].type: required; one of conv2d, max_pool2d, dense, dropout, flatten, "
-           "relu");
+           "relu, add, concat, avg_pool2d, global_avg_pool, sigmoid, tanh, gelu, batch_norm");
   MustFail(head + R"({"type": "dropout", "rate": 1.0})" + tail,
            "model.layers[3].rate: must be in [0, 1), got 1");
   MustFail(head + R"({"type": "dense", "units": 5, "activation": "tanh"})" + tail,
@@ -482,6 +486,88 @@ TEST(JobSpecJsonTest, LearningRateSchedules) {
            "optimizer.learning_rate: must be positive and finite, got -1");
   MustFail(Spec(R"("optimizer": {"learning_rate": {"learning_rate": 0}})"),
            "optimizer.learning_rate: must be positive and finite, got 0");
+}
+
+// A residual block as the JSON of docs/job-spec.md#graph writes it.
+constexpr const char* kResidualGraph = R"({"name": "g", "max_steps": 1, "model": {"layers": [
+    {"type": "conv2d", "name": "stem", "filters": 8, "kernel": 3, "padding": "same"},
+    {"type": "relu"},
+    {"type": "conv2d", "name": "branch", "filters": 8, "kernel": 3, "padding": "same"},
+    {"type": "add", "name": "sum", "inputs": ["stem", "branch"]},
+    {"type": "concat", "inputs": ["sum", "input"]},
+    {"type": "avg_pool2d", "pool": 2},
+    {"type": "gelu"}, {"type": "sigmoid"}, {"type": "tanh"},
+    {"type": "global_avg_pool"},
+    {"type": "dense", "units": 10}]}})";
+
+TEST(JobSpecJsonTest, GraphLayersParseAndRoundTrip) {
+  const JobSpec s = MustParse(kResidualGraph);
+  ASSERT_EQ(s.model.layers.size(), 11u);
+  EXPECT_EQ(s.model.layers[0].name, "stem");
+  EXPECT_TRUE(s.model.layers[1].name.empty());
+  EXPECT_EQ(s.model.layers[3].inputs, (std::vector<std::string>{"stem", "branch"}));
+  EXPECT_EQ(s.model.layers[4].type, engine::LayerType::kConcat);
+  EXPECT_EQ(s.model.layers[5].type, engine::LayerType::kAvgPool2d);
+  EXPECT_EQ(s.model.layers[5].stride, 0);
+  EXPECT_EQ(s.model.layers[9].type, engine::LayerType::kGlobalAvgPool);
+  const std::string canonical = JobSpecToJson(s);
+  ExpectSameSpec(MustParse(canonical), s);
+  const json layers = json::parse(canonical)["model"]["layers"];
+  EXPECT_EQ(layers[3], json::parse(R"({"type": "add", "name": "sum",
+                                       "inputs": ["stem", "branch"]})"));
+  // A layer of a plain stack writes neither field: the canonical JSON of every existing spec
+  // stays what it was.
+  EXPECT_EQ(layers[1], json::parse(R"({"type": "relu"})"));
+  EXPECT_FALSE(layers[6].contains("inputs"));
+}
+
+TEST(JobSpecJsonTest, BatchNormTakesKerasDefaultsAndRoundTrips) {
+  const std::string head = R"({"name": "b", "max_steps": 1, "model": {"layers": [
+      {"type": "conv2d", "filters": 8, "kernel": 3}, )";
+  const std::string tail = R"(, {"type": "flatten"}, {"type": "dense", "units": 10}]}})";
+  const JobSpec s = MustParse(head + R"({"type": "batch_norm"})" + tail);
+  EXPECT_EQ(s.model.layers[1].type, engine::LayerType::kBatchNorm);
+  EXPECT_EQ(s.model.layers[1].momentum, 0.99f);
+  EXPECT_EQ(s.model.layers[1].epsilon, 1e-3f);
+  const JobSpec t =
+      MustParse(head + R"({"type": "batch_norm", "momentum": 0.9, "epsilon": 1e-5})" + tail);
+  ExpectSameSpec(MustParse(JobSpecToJson(t)), t);
+  EXPECT_EQ(json::parse(JobSpecToJson(t))["model"]["layers"][1],
+            json::parse(R"({"type": "batch_norm", "momentum": 0.9, "epsilon": 1e-5})"));
+  MustFail(head + R"({"type": "batch_norm", "momentum": 2})" + tail,
+           "model.layers[1].momentum: must be in [0, 1], got 2");
+  MustFail(head + R"({"type": "batch_norm", "units": 2})" + tail,
+           "model.layers[1].units: unknown field; known: type, name, inputs, momentum, epsilon");
+  MustFail(head + R"({"type": "batch_norm"})" + tail.substr(0, tail.size() - 1) +
+               R"(, "batch_size": 1})",
+           "batch_size: 1 is too small for model.layers[1] (batch_norm): it trains on the "
+           "statistics of each batch, which one example does not have; use 2 or more");
+}
+
+TEST(JobSpecJsonTest, BadGraphsAreRefusedNamingTheField) {
+  const auto with = [](const std::string& from, const std::string& to) {
+    std::string s = kResidualGraph;
+    const size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return s.replace(at, from.size(), to);
+  };
+  // A later layer (a cycle), an unknown one, the layer itself.
+  MustFail(with(R"(["stem", "branch"])", R"(["stem", "later"])"),
+           "model.layers[3].inputs[1]: 'later' names no layer of the model (nor 'input')");
+  MustFail(with(R"("name": "branch", )", R"("name": "branch", "inputs": ["sum"], )"),
+           "model.layers[2].inputs[0]: 'sum' names model.layers[3], which comes later: a layer "
+           "takes only earlier layers (no cycles)");
+  MustFail(with(R"(["stem", "branch"])", R"(["sum", "branch"])"),
+           "model.layers[3].inputs[0]: 'sum' is this layer itself: a layer takes only earlier "
+           "layers (no cycles)");
+  MustFail(with(R"(["stem", "branch"])", R"(["branch"])"),
+           "model.layers[3].inputs: add takes two or more inputs, got 1");
+  MustFail(with(R"({"type": "add", "name": "sum", )", R"({"type": "add", "name": "stem", )"),
+           "model.layers[3].name: 'stem' is also the name of model.layers[0]");
+  MustFail(with(R"(["stem", "branch"])", R"("stem")"),
+           "model.layers[3].inputs: must be an array, got string");
+  MustFail(with(R"({"type": "gelu"})", R"({"type": "gelu", "pool": 2})"),
+           "model.layers[6].pool: unknown field; known: type, name, inputs");
 }
 
 TEST(JobSpecJsonTest, CanonicalJsonRoundTrips) {

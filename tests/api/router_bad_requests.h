@@ -53,7 +53,7 @@ inline std::vector<BadRequest> BadRequests() {
       {"empty body", "POST", "/api/v1/jobs", "", json, 400, inv, ""},
       {"trailing garbage", "POST", "/api/v1/jobs", spec(R"("model": "mlp")") + "x", json, 400, inv,
        ""},
-      {"unknown preset", "POST", "/api/v1/jobs", spec(R"("model": "resnet")"), json, 400, inv,
+      {"unknown preset", "POST", "/api/v1/jobs", spec(R"("model": "vgg")"), json, 400, inv,
        "model"},
       {"missing model", "POST", "/api/v1/jobs", R"({"name": "t", "max_steps": 10})", json, 400, inv,
        "model"},

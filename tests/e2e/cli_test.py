@@ -199,7 +199,7 @@ def check_failed_stopped_timeout_interrupt(d, tmp):
     code, out, err = cli(d, "jobs", "submit", path, "--follow")
     expect(code == 1 and "NaN" in out, (code, out, err))
     # Usage: a spec that fails validation here (no request made) and one the daemon refuses.
-    code, out, err = cli(d, "jobs", "submit", path, "--set", "model=resnet")
+    code, out, err = cli(d, "jobs", "submit", path, "--set", "model=vgg")
     expect(code == 2 and "invalid spec: model: unknown model preset" in err, (code, err))
     code, out, err = cli(d, "jobs", "submit", path, "--set", "dataset.name=no-such-data")
     expect(code == 2 and "dataset" in err, (code, err))

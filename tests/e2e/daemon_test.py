@@ -129,7 +129,7 @@ def bad_requests(tmp):
     try:
         cases = [
             ("POST", "/api/v1/jobs", "{not json", {}, 400),
-            ("POST", "/api/v1/jobs", {"name": "x", "model": "resnet", "max_steps": 1}, {}, 400),
+            ("POST", "/api/v1/jobs", {"name": "x", "model": "vgg", "max_steps": 1}, {}, 400),
             ("POST", "/api/v1/jobs", {"name": "x", "model": "cnn", "batch_size": -5}, {}, 400),
             ("POST", "/api/v1/jobs", {"name": "x", "model": "cnn", "max_steps": 1,
                                       "dataset": "../../etc"}, {}, 400),

@@ -142,9 +142,34 @@ TEST(JobSpecTest, ModelLayersAreCheckedOneByOne) {
   s.model.layers[7].bias_init = std::numeric_limits<float>::infinity();
   EXPECT_TRUE(FailsWith(ValidateJobSpec(s), "model.layers[7].bias_init: must be finite, got inf"));
   s = ValidSpec();
-  s.model_preset = "resnet";
+  s.model_preset = "vgg";
+  EXPECT_TRUE(FailsWith(
+      ValidateJobSpec(s),
+      "model.preset: unknown model preset 'vgg' " +
+          std::string("(known: softmax, mlp, cnn, resnet, resnet20, resnet32, resnet56)")));
+}
+
+// A batch norm trains on the statistics of each batch, which one example does not have; a
+// graph's names and edges are checked here too, before any data is read.
+TEST(JobSpecTest, BatchNormNeedsBatchesOfTwoAndGraphsAreChecked) {
+  JobSpec s = ValidSpec();
+  s.model.layers.insert(s.model.layers.begin() + 1, LayerSpec::BatchNorm());
+  EXPECT_TRUE(ValidateJobSpec(s).ok()) << ValidateJobSpec(s).ToString();
+  s.batch_size = 1;
   EXPECT_TRUE(FailsWith(ValidateJobSpec(s),
-                        "model.preset: unknown model preset 'resnet' (known: softmax, mlp, cnn)"));
+                        "batch_size: 1 is too small for model.layers[1] (batch_norm): it trains "
+                        "on the statistics of each batch, which one example does not have; use 2 "
+                        "or more"));
+  s.batch_size = 2;
+  s.model.layers[1].momentum = 1.5f;
+  EXPECT_TRUE(
+      FailsWith(ValidateJobSpec(s), "model.layers[1].momentum: must be in [0, 1], got 1.5"));
+  s.model.layers[1].momentum = 0.9f;
+  s.model.layers[1].epsilon = -1.0f;
+  EXPECT_TRUE(FailsNaming(ValidateJobSpec(s), "model.layers[1].epsilon: must be positive"));
+  s = ValidSpec();
+  s.model.layers[2].inputs = {"later"};
+  EXPECT_TRUE(FailsNaming(ValidateJobSpec(s), "model.layers[2].inputs[0]: 'later' names no layer"));
 }
 
 TEST(JobSpecTest, OptimizerErrorsArePrefixedWithTheirPath) {

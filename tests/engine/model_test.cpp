@@ -41,8 +41,8 @@ TEST(ModelTest, MlpAndSoftmaxPresets) {
   auto sm = Model::Build(*PresetModel("softmax"), Shape{28, 28, 1}, 10, 1);
   ASSERT_TRUE(sm.ok());
   EXPECT_EQ((*sm)->num_parameters(), 7850);
-  EXPECT_FALSE(PresetModel("resnet").ok());
-  EXPECT_NE(PresetModel("resnet").status().message().find("cnn"), std::string::npos);
+  EXPECT_FALSE(PresetModel("vgg").ok());
+  EXPECT_NE(PresetModel("vgg").status().message().find("cnn"), std::string::npos);
 }
 
 // The dense layers whose kernel gradient is one product over the whole batch: the wide ones

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "io/protobuf_writer.h"
 #include "trainingd/engine/base/version.h"
+#include "trainingd/engine/nn/batch_norm_layer.h"
 #include "trainingd/engine/nn/layer.h"
 
 namespace trainingd::engine {
@@ -33,8 +35,8 @@ constexpr uint32_t kGraphNode = 1, kGraphName = 2, kGraphInitializer = 5, kGraph
 constexpr uint32_t kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4,
                    kNodeAttribute = 5;
 // AttributeProto and its AttributeType
-constexpr uint32_t kAttrName = 1, kAttrI = 3, kAttrInts = 8, kAttrType = 20;
-constexpr int64_t kAttrTypeInt = 2, kAttrTypeInts = 7;
+constexpr uint32_t kAttrName = 1, kAttrF = 2, kAttrI = 3, kAttrInts = 8, kAttrType = 20;
+constexpr int64_t kAttrTypeFloat = 1, kAttrTypeInt = 2, kAttrTypeInts = 7;
 // TensorProto and its DataType
 constexpr uint32_t kTensorDims = 1, kTensorDataType = 2, kTensorName = 8, kTensorRawData = 9;
 constexpr int64_t kFloat = 1;
@@ -52,6 +54,14 @@ static_assert(std::endian::native == std::endian::little,
 ProtoWriter IntAttribute(std::string_view name, int64_t value) {
   ProtoWriter a;
   a.Bytes(onnx::kAttrName, name).Int(onnx::kAttrI, value).Int(onnx::kAttrType, onnx::kAttrTypeInt);
+  return a;
+}
+
+ProtoWriter FloatAttribute(std::string_view name, float value) {
+  ProtoWriter a;
+  a.Bytes(onnx::kAttrName, name)
+      .Float(onnx::kAttrF, value)
+      .Int(onnx::kAttrType, onnx::kAttrTypeFloat);
   return a;
 }
 
@@ -157,6 +167,8 @@ class GraphBuilder {
   // Names the last node's output `name` (a graph output). The caller knows there is a node and
   // that its output is the graph's last value.
   void RenameLastOutput(const std::string& name) { nodes_.back().output = name; }
+  // The last node's output ("" before the first node).
+  std::string LastOutput() const { return nodes_.empty() ? std::string() : nodes_.back().output; }
 
   ProtoWriter Graph(const ProtoWriter& input, const std::vector<ProtoWriter>& outputs) const {
     ProtoWriter g;
@@ -247,12 +259,34 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
     }
   }
 
-  const auto transpose = [&](const std::string& name, std::vector<int64_t> perm) {
-    std::vector<ProtoWriter> attrs;
-    attrs.push_back(IntsAttribute("perm", perm));
-    x = g.Node("Transpose", name, {x}, std::move(attrs));
+  // Every layer's output as a value of the graph, in a layout: the engine's NHWC, ONNX's NCHW
+  // (Conv, the pools and BatchNormalization read and write it) or flat. A value is transposed
+  // where a layer needs the other image layout, once per value and layout.
+  struct Value {
+    std::string name;
+    Layout layout;
   };
-  const auto relu = [&](const std::string& name) { x = g.Node("Relu", name, {x}); };
+  std::vector<Value> values;  // values[i]: layer i's output
+  std::map<std::pair<std::string, Layout>, std::string> converted;
+  const Value model_input{x, layout};
+  const auto as = [&](const Value& v, Layout want) -> std::string {
+    if (v.layout == want || v.layout == Layout::kFlat || want == Layout::kFlat) return v.name;
+    const auto key = std::make_pair(v.name, want);
+    const auto it = converted.find(key);
+    if (it != converted.end()) return it->second;
+    std::vector<ProtoWriter> attrs;
+    const bool to_nchw = want == Layout::kNchw;
+    attrs.push_back(IntsAttribute(
+        "perm", to_nchw ? std::vector<int64_t>{0, 3, 1, 2} : std::vector<int64_t>{0, 2, 3, 1}));
+    const std::string name = g.Node("Transpose", v.name + (to_nchw ? "/to_nchw" : "/to_nhwc"),
+                                    {v.name}, std::move(attrs));
+    converted.emplace(key, name);
+    return name;
+  };
+  const auto image_layout = [](const Value& v) {
+    return v.layout == Layout::kFlat ? Layout::kFlat : Layout::kNchw;
+  };
+  std::string gelu_constants;  // "" until the first gelu writes them
 
   const auto& layers = model.layers();
   if (layers.size() != in.model.layers.size()) {
@@ -263,12 +297,19 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
     Layer& layer = *layers[i];
     const LayerSpec& spec = in.model.layers[i];
     const std::string& name = layer.name();
-    const Shape& shape_in = i == 0 ? in.example_shape : model.output_shapes()[i - 1];
+    std::vector<Value> ins;
+    for (const int j : model.layer_inputs()[i]) {
+      ins.push_back(j < 0 ? model_input : values[static_cast<size_t>(j)]);
+    }
+    const Shape& shape_in =
+        model.layer_inputs()[i][0] < 0
+            ? in.example_shape
+            : model.output_shapes()[static_cast<size_t>(model.layer_inputs()[i][0])];
     const std::vector<Parameter*> params = layer.parameters();
+    Value out = ins[0];
     switch (spec.type) {
       case LayerType::kConv2d: {
-        if (layout == Layout::kNhwc) transpose(name + "/to_nchw", {0, 3, 1, 2});
-        layout = Layout::kNchw;
+        const std::string x_in = as(ins[0], Layout::kNchw);
         const Tensor& kernel = params[0]->value;
         const std::vector<float> oihw = HwioToOihw(kernel);
         const Shape& ks = kernel.shape();
@@ -284,59 +325,134 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
         attrs.push_back(IntsAttribute("kernel_shape", {spec.kernel, spec.kernel}));
         attrs.push_back(IntsAttribute("strides", {spec.stride, spec.stride}));
         attrs.push_back(IntsAttribute("pads", pads));
-        x = g.Node("Conv", name, {x, params[0]->name, params[1]->name}, std::move(attrs));
-        if (spec.activation == Activation::kRelu) relu(name + "/relu");
+        out = {g.Node("Conv", name, {x_in, params[0]->name, params[1]->name}, std::move(attrs)),
+               Layout::kNchw};
+        if (spec.activation == Activation::kRelu) {
+          out.name = g.Node("Relu", name + "/relu", {out.name});
+        }
         break;
       }
-      case LayerType::kMaxPool2d: {
-        if (layout == Layout::kNhwc) transpose(name + "/to_nchw", {0, 3, 1, 2});
-        layout = Layout::kNchw;
+      case LayerType::kMaxPool2d:
+      case LayerType::kAvgPool2d: {
+        const std::string x_in = as(ins[0], Layout::kNchw);
         const int64_t stride = spec.stride > 0 ? spec.stride : spec.pool;
         std::vector<ProtoWriter> attrs;
         attrs.push_back(IntsAttribute("kernel_shape", {spec.pool, spec.pool}));
         attrs.push_back(IntsAttribute("strides", {stride, stride}));
-        x = g.Node("MaxPool", name, {x}, std::move(attrs));
+        const char* op = spec.type == LayerType::kMaxPool2d ? "MaxPool" : "AveragePool";
+        out = {g.Node(op, name, {x_in}, std::move(attrs)), Layout::kNchw};
+        break;
+      }
+      case LayerType::kGlobalAvgPool: {
+        const std::string pooled =
+            g.Node("GlobalAveragePool", name + "/pool", {as(ins[0], Layout::kNchw)});
+        std::vector<ProtoWriter> attrs;
+        attrs.push_back(IntAttribute("axis", 1));
+        out = {g.Node("Flatten", name, {pooled}, std::move(attrs)), Layout::kFlat};
+        break;
+      }
+      case LayerType::kBatchNorm: {
+        // Inference: the moving statistics (ONNX's BatchNormalization with training_mode 0).
+        const std::string x_in = as(ins[0], image_layout(ins[0]));
+        const std::vector<Parameter*> vars = layer.variables();
+        for (Parameter* p : {params[0], params[1], vars[0], vars[1]}) {
+          g.Initializer(p->name, {p->value.size()}, p->value.data());
+        }
+        const auto* bn = static_cast<const BatchNormLayer*>(&layer);
+        std::vector<ProtoWriter> attrs;
+        attrs.push_back(FloatAttribute("epsilon", bn->epsilon()));
+        out = {g.Node("BatchNormalization", name,
+                      {x_in, params[0]->name, params[1]->name, vars[0]->name, vars[1]->name},
+                      std::move(attrs)),
+               image_layout(ins[0])};
         break;
       }
       case LayerType::kDense: {
-        if (layout != Layout::kFlat) {
+        if (ins[0].layout != Layout::kFlat) {
           return Status::InvalidArgument("model.layers[" + std::to_string(i) +
                                          "] (dense): needs a flat input");
         }
         const Tensor& kernel = params[0]->value;
         g.Initializer(params[0]->name, {kernel.shape()[0], kernel.shape()[1]}, kernel.data());
         g.Initializer(params[1]->name, {params[1]->value.size()}, params[1]->value.data());
-        x = g.Node("Gemm", name, {x, params[0]->name, params[1]->name});
-        if (spec.activation == Activation::kRelu) relu(name + "/relu");
+        out = {g.Node("Gemm", name, {ins[0].name, params[0]->name, params[1]->name}),
+               Layout::kFlat};
+        if (spec.activation == Activation::kRelu) {
+          out.name = g.Node("Relu", name + "/relu", {out.name});
+        }
         break;
       }
       case LayerType::kRelu:
-        relu(name);
+        out.name = g.Node("Relu", name, {ins[0].name});
         break;
+      case LayerType::kSigmoid:
+        out.name = g.Node("Sigmoid", name, {ins[0].name});
+        break;
+      case LayerType::kTanh:
+        out.name = g.Node("Tanh", name, {ins[0].name});
+        break;
+      case LayerType::kGelu: {
+        // Opset 13 has no Gelu: x * (1 + erf(x / sqrt 2)) / 2, as the engine computes it.
+        if (gelu_constants.empty()) {
+          const float sqrt2 = 1.41421356237309505f, one = 1.0f, half = 0.5f;
+          g.Initializer("gelu/sqrt2", {}, &sqrt2);
+          g.Initializer("gelu/one", {}, &one);
+          g.Initializer("gelu/half", {}, &half);
+          gelu_constants = "gelu";
+        }
+        const std::string scaled = g.Node("Div", name + "/scaled", {ins[0].name, "gelu/sqrt2"});
+        const std::string erf = g.Node("Erf", name + "/erf", {scaled});
+        const std::string plus = g.Node("Add", name + "/plus_one", {erf, "gelu/one"});
+        const std::string times = g.Node("Mul", name + "/times_x", {ins[0].name, plus});
+        out.name = g.Node("Mul", name, {times, "gelu/half"});
+        break;
+      }
       case LayerType::kDropout:
         break;  // the identity at inference
       case LayerType::kFlatten: {
-        if (layout == Layout::kFlat) break;  // a table row [F] is flat already
+        if (ins[0].layout == Layout::kFlat) break;  // a table row [F] is flat already
         // The engine's activations are NHWC: its dense layers read features in that order.
-        if (layout == Layout::kNchw) transpose(name + "/to_nhwc", {0, 2, 3, 1});
         std::vector<ProtoWriter> attrs;
         attrs.push_back(IntAttribute("axis", 1));
-        x = g.Node("Flatten", name, {x}, std::move(attrs));
-        layout = Layout::kFlat;
+        out = {g.Node("Flatten", name, {as(ins[0], Layout::kNhwc)}, std::move(attrs)),
+               Layout::kFlat};
+        break;
+      }
+      case LayerType::kAdd:
+      case LayerType::kConcat: {
+        // Every input in the first one's layout; concat along the channels, which NCHW has on
+        // axis 1 and NHWC on axis 3.
+        const Layout common = ins[0].layout;
+        std::vector<std::string> names;
+        for (const Value& v : ins) names.push_back(as(v, common));
+        if (spec.type == LayerType::kAdd) {
+          std::string sum = names[0];
+          for (size_t k = 1; k < names.size(); ++k) {
+            sum = g.Node("Add", k + 1 == names.size() ? name : name + "/" + std::to_string(k),
+                         {sum, names[k]});
+          }
+          out = {sum, common};
+        } else {
+          std::vector<ProtoWriter> attrs;
+          attrs.push_back(IntAttribute("axis", common == Layout::kNhwc ? 3 : 1));
+          out = {g.Node("Concat", name, names, std::move(attrs)), common};
+        }
         break;
       }
     }
+    values.push_back(out);
   }
-  if (layout != Layout::kFlat) {
+  const Value& last = values.back();
+  if (last.layout != Layout::kFlat) {
     return Status::InvalidArgument("the model's last layer is not flat: its output is " +
                                    model.output_shapes().back().ToString());
   }
-  // The last value becomes "logits": the last node's output, or an Identity of the input for a
-  // model with no node at all.
-  if (x == "input") {
-    x = g.Node("Identity", "logits", {x});
-  } else {
+  // The last value becomes "logits": the last node's output renamed, or an Identity of it when
+  // it is not the last node's (the input itself, or a value a dropout at the end passed on).
+  if (g.LastOutput() == last.name) {
     g.RenameLastOutput("logits");
+  } else {
+    g.Node("Identity", "logits", {last.name});
   }
   std::vector<ProtoWriter> softmax_attrs;
   softmax_attrs.push_back(IntAttribute("axis", 1));

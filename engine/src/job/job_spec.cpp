@@ -94,8 +94,26 @@ Status CheckLayer(const std::string& path, const LayerSpec& l) {
         return Bad(path + ".rate", "must be in [0, 1), got " + FloatToString(l.rate));
       }
       return Status::Ok();
+    case LayerType::kAvgPool2d:
+      TRAININGD_RETURN_IF_ERROR(CheckInRange(path + ".pool", l.pool, 1, 64));
+      return CheckInRange(path + ".stride", l.stride, 0, 64);
+    case LayerType::kBatchNorm:
+      if (!(l.momentum >= 0.0f && l.momentum <= 1.0f)) {
+        return Bad(path + ".momentum", "must be in [0, 1], got " + FloatToString(l.momentum));
+      }
+      if (!(l.epsilon > 0.0f && std::isfinite(l.epsilon))) {
+        return Bad(path + ".epsilon",
+                   "must be positive and finite, got " + FloatToString(l.epsilon));
+      }
+      return Status::Ok();
     case LayerType::kRelu:
     case LayerType::kFlatten:
+    case LayerType::kAdd:
+    case LayerType::kConcat:
+    case LayerType::kGlobalAvgPool:
+    case LayerType::kSigmoid:
+    case LayerType::kTanh:
+    case LayerType::kGelu:
       return Status::Ok();
     default:
       return Bad(path + ".type",
@@ -132,7 +150,10 @@ Status CheckModel(const JobSpec& spec) {
     TRAININGD_RETURN_IF_ERROR(
         CheckLayer("model.layers[" + std::to_string(i) + "]", spec.model.layers[i]));
   }
-  return Status::Ok();
+  // The graph's names and edges: cycles, dangling inputs, unused outputs (the shapes need the
+  // dataset: PlanJob).
+  const Result<std::vector<std::vector<int>>> graph = ResolveModelGraph(spec.model);
+  return graph.ok() ? Status::Ok() : graph.status();
 }
 
 Status CheckOptimizer(const OptimizerOptions& options) {
@@ -357,6 +378,13 @@ Status ValidateJobSpec(const JobSpec& spec) {
 
   if (spec.batch_size < 1) {
     return Bad("batch_size", "must be >= 1, got " + std::to_string(spec.batch_size));
+  }
+  for (size_t i = 0; spec.batch_size == 1 && i < spec.model.layers.size(); ++i) {
+    if (spec.model.layers[i].type == LayerType::kBatchNorm) {
+      return Bad("batch_size", "1 is too small for model.layers[" + std::to_string(i) +
+                                   "] (batch_norm): it trains on the statistics of each batch, "
+                                   "which one example does not have; use 2 or more");
+    }
   }
   TRAININGD_RETURN_IF_ERROR(CheckNonNegative("max_steps", spec.max_steps));
   TRAININGD_RETURN_IF_ERROR(CheckNonNegative("num_epochs", spec.num_epochs));

@@ -6,6 +6,7 @@
 
 #include "base/float_format.h"
 #include "nn/activation_kernels.h"
+#include "trainingd/engine/base/parallel.h"
 
 namespace trainingd::engine {
 
@@ -25,6 +26,68 @@ void ReluLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& 
   if (!din) return;
   din->Resize(in.shape());
   internal::ReluGrad(in.data(), dout.data(), din->data(), in.size());
+}
+
+Result<Shape> SmoothActivationLayer::Configure(const Shape& input) {
+  if (kind_ != LayerType::kSigmoid && kind_ != LayerType::kTanh && kind_ != LayerType::kGelu) {
+    return Status::InvalidArgument(std::string(LayerTypeName(kind_)) +
+                                   " is not a smooth activation");
+  }
+  return input;
+}
+
+void SmoothActivationLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
+  out.Resize(in.shape());
+  const float* x = in.data();
+  float* y = out.data();
+  const int64_t n = in.size();
+  const LayerType kind = kind_;
+  ParallelFor(n, 1 << 14, [&](int64_t begin, int64_t end) {
+    switch (kind) {
+      case LayerType::kSigmoid:
+        for (int64_t i = begin; i < end; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+        break;
+      case LayerType::kTanh:
+        for (int64_t i = begin; i < end; ++i) y[i] = std::tanh(x[i]);
+        break;
+      default:  // kGelu
+        for (int64_t i = begin; i < end; ++i) {
+          y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+        }
+        break;
+    }
+  });
+}
+
+void SmoothActivationLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dout,
+                                     Tensor* din, GradientBlocks& /*blocks*/) {
+  if (!din) return;
+  din->Resize(in.shape());
+  const float* x = in.data();
+  const float* y = out.data();
+  const float* g = dout.data();
+  float* d = din->data();
+  const int64_t n = in.size();
+  const LayerType kind = kind_;
+  ParallelFor(n, 1 << 14, [&](int64_t begin, int64_t end) {
+    switch (kind) {
+      case LayerType::kSigmoid:
+#pragma omp simd
+        for (int64_t i = begin; i < end; ++i) d[i] = g[i] * y[i] * (1.0f - y[i]);
+        break;
+      case LayerType::kTanh:
+#pragma omp simd
+        for (int64_t i = begin; i < end; ++i) d[i] = g[i] * (1.0f - y[i] * y[i]);
+        break;
+      default:  // kGelu
+        for (int64_t i = begin; i < end; ++i) {
+          const float cdf = 0.5f * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+          const float pdf = 0.39894228040143268f * std::exp(-0.5f * x[i] * x[i]);
+          d[i] = g[i] * (cdf + x[i] * pdf);
+        }
+        break;
+    }
+  });
 }
 
 DropoutLayer::DropoutLayer(std::string name, float rate, uint64_t seed)

@@ -72,6 +72,10 @@ void GradientBlocks::AgreeMax(std::span<float> values) {
   if (comm_ && status_.ok()) status_ = comm_->AllreduceMax(values);
 }
 
+void GradientBlocks::AgreeSum(std::span<int64_t> values) {
+  if (comm_ && status_.ok()) status_ = comm_->AllreduceSum(values);
+}
+
 int FixedPointExponent(double bound) {
   if (!std::isfinite(bound)) return kNonFiniteExponent;
   if (bound <= 0) return 0;

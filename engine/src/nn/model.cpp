@@ -5,11 +5,15 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <set>
 
+#include "trainingd/engine/nn/avg_pool2d_layer.h"
+#include "trainingd/engine/nn/batch_norm_layer.h"
 #include "trainingd/engine/nn/conv2d_layer.h"
 #include "trainingd/engine/nn/dense_layer.h"
 #include "trainingd/engine/nn/elementwise_layers.h"
 #include "trainingd/engine/nn/max_pool2d_layer.h"
+#include "trainingd/engine/nn/merge_layers.h"
 
 namespace trainingd::engine {
 namespace {
@@ -30,6 +34,20 @@ std::unique_ptr<Layer> MakeLayer(const LayerSpec& spec, std::string name, uint64
                                             Rng::ForStream(seed, 1000 + index).Next());
     case LayerType::kFlatten:
       return std::make_unique<FlattenLayer>(std::move(name));
+    case LayerType::kAdd:
+      return std::make_unique<AddLayer>(std::move(name));
+    case LayerType::kConcat:
+      return std::make_unique<ConcatLayer>(std::move(name));
+    case LayerType::kAvgPool2d:
+      return std::make_unique<AvgPool2dLayer>(std::move(name), spec);
+    case LayerType::kGlobalAvgPool:
+      return std::make_unique<GlobalAvgPoolLayer>(std::move(name));
+    case LayerType::kSigmoid:
+    case LayerType::kTanh:
+    case LayerType::kGelu:
+      return std::make_unique<SmoothActivationLayer>(std::move(name), spec.type);
+    case LayerType::kBatchNorm:
+      return std::make_unique<BatchNormLayer>(std::move(name), spec);
   }
   return nullptr;
 }
@@ -53,6 +71,7 @@ Result<std::unique_ptr<Model>> Model::Build(const ModelSpec& spec, const Shape& 
   for (auto& layer : (*m)->layers_) {
     layer->InitializeParameters(init_rng);
     for (Parameter* p : layer->parameters()) (*m)->params_.push_back(p);
+    for (Parameter* v : layer->variables()) (*m)->variables_.push_back(v);
   }
   // The gradients and their exact sums move into one flat buffer each, every parameter's part
   // padded to 16 elements (64 bytes or more).
@@ -85,17 +104,39 @@ Result<std::unique_ptr<Model>> Model::Configure(const ModelSpec& spec, const Sha
                       "needs [H, W, C] examples; the dataset's are " + input_shape.ToString() +
                           (input_shape.rank() == 1 ? " (a table)" : ""));
   }
+  Result<std::vector<std::vector<int>>> edges = ResolveModelGraph(spec);
+  if (!edges.ok()) return edges.status();
   std::unique_ptr<Model> m(new Model());
   m->input_shape_ = input_shape;
+  m->inputs_ = std::move(edges).value();
+  m->graph_ = spec.IsGraph();
+  // Unnamed layers are named after their type, skipping the names the spec gives (a sequential
+  // stack gives none, so its names are tf.layers' as they always were).
+  std::set<std::string, std::less<>> given;
+  for (const LayerSpec& ls : spec.layers) {
+    if (!ls.name.empty()) given.insert(ls.name);
+  }
   std::map<std::string, int> counts;
   Shape shape = input_shape;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& ls = spec.layers[i];
     const std::string type = LayerTypeName(ls.type);
-    const int n = counts[type]++;
-    std::string name = n == 0 ? type : type + "_" + std::to_string(n);
+    std::string name = ls.name;
+    while (name.empty() || (ls.name.empty() && given.count(name))) {
+      const int n = counts[type]++;
+      name = n == 0 ? type : type + "_" + std::to_string(n);
+    }
     auto layer = MakeLayer(ls, name, seed, i);
-    Result<Shape> out = layer->Configure(shape);
+    std::vector<Shape> in_shapes;
+    for (const int j : m->inputs_[i]) {
+      in_shapes.push_back(j < 0 ? input_shape : m->shapes_[static_cast<size_t>(j)]);
+    }
+    auto* merge = dynamic_cast<MergeLayer*>(layer.get());
+    Result<Shape> out = merge ? merge->ConfigureInputs(in_shapes) : layer->Configure(in_shapes[0]);
+    if (!out.ok() && merge) {
+      return Status::InvalidArgument("model.layers[" + std::to_string(i) +
+                                     "].inputs: " + out.status().message());
+    }
     if (!out.ok()) return LayerError(i, type, out.status().message());
     if (out->num_elements() <= 0 || out->num_elements() > (int64_t{1} << 28)) {
       return LayerError(i, type, "output shape " + out->ToString() + " is empty or too large");
@@ -127,18 +168,30 @@ Result<std::unique_ptr<Model>> Model::Configure(const ModelSpec& spec, const Sha
                           " classes: the last layer must be a dense layer of " +
                           std::to_string(num_classes) + " units");
   }
-  bool params_below = false;
-  for (const auto& layer : m->layers_) {
-    m->needs_input_grad_.push_back(params_below);
-    params_below = params_below || layer->NumParameters() > 0;
+  for (size_t i = 0; i < m->layers_.size(); ++i) {
+    bool below = false;
+    for (const int j : m->inputs_[i]) below = below || (j >= 0 && m->wants_grad_[j]);
+    m->needs_input_grad_.push_back(below);
+    m->wants_grad_.push_back(below || m->layers_[i]->NumParameters() > 0);
   }
   m->acts_.resize(m->layers_.size());
   m->grads_.resize(2);
+  if (m->graph_) {
+    m->out_grads_.resize(m->layers_.size());
+    m->has_grad_.assign(m->layers_.size(), 0);
+    size_t slots = 0;
+    for (const auto& in : m->inputs_) slots = std::max(slots, in.size());
+    m->merge_grads_.resize(slots);
+  }
   return m;
 }
 
 void Model::set_precision(Precision precision) {
   for (auto& layer : layers_) layer->set_precision(precision);
+}
+
+void Model::set_step_blocks(GradientBlocks* blocks) {
+  for (auto& layer : layers_) layer->set_step_blocks(blocks);
 }
 
 void Model::set_example_offset(int64_t offset) {
@@ -148,11 +201,21 @@ void Model::set_example_offset(int64_t offset) {
 const Tensor& Model::Forward(const Tensor& input, Mode mode) {
   input_ = &input;
   const Tensor* x = &input;
+  std::vector<const Tensor*> ins;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const bool timed = forward_times_ || trace_;
     const auto t0 =
         timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    layers_[i]->Forward(*x, acts_[i], mode);
+    if (graph_) {
+      ins.clear();
+      for (const int j : inputs_[i]) ins.push_back(j < 0 ? &input : &acts_[static_cast<size_t>(j)]);
+      x = ins[0];
+    }
+    if (auto* merge = graph_ ? dynamic_cast<MergeLayer*>(layers_[i].get()) : nullptr) {
+      merge->ForwardInputs(ins, acts_[i], mode);
+    } else {
+      layers_[i]->Forward(*x, acts_[i], mode);
+    }
     if (forward_times_) {
       (*forward_times_)[i] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -169,6 +232,7 @@ void Model::Backward(const Tensor& dlogits) {
 }
 
 void Model::Backward(const Tensor& dlogits, GradientBlocks& blocks) {
+  if (graph_) return BackwardGraph(dlogits, blocks);
   const Tensor* dy = &dlogits;
   for (size_t i = layers_.size(); i-- > 0;) {
     if (!needs_input_grad_[i] && layers_[i]->parameters().empty()) break;  // nothing left to do
@@ -184,6 +248,56 @@ void Model::Backward(const Tensor& dlogits, GradientBlocks& blocks) {
     }
     if (trace_) trace_->Add(layers_[i]->name(), "backward", t0);
     dy = dx;
+  }
+}
+
+void Model::BackwardGraph(const Tensor& dlogits, GradientBlocks& blocks) {
+  std::fill(has_grad_.begin(), has_grad_.end(), 0);
+  std::vector<const Tensor*> ins;
+  std::vector<Tensor*> dins;
+  std::vector<int> added;  // input slots whose gradient went to merge_grads_, to be added
+  for (size_t i = layers_.size(); i-- > 0;) {
+    const bool last = i + 1 == layers_.size();
+    if (!last && !has_grad_[i]) continue;  // nothing below needs this layer's gradient
+    if (!needs_input_grad_[i] && layers_[i]->parameters().empty()) continue;
+    const Tensor* dy = last ? &dlogits : &out_grads_[i];
+    ins.clear();
+    dins.clear();
+    added.clear();
+    for (size_t k = 0; k < inputs_[i].size(); ++k) {
+      const int j = inputs_[i][k];
+      ins.push_back(j < 0 ? input_ : &acts_[static_cast<size_t>(j)]);
+      if (j < 0 || !wants_grad_[static_cast<size_t>(j)]) {
+        dins.push_back(nullptr);
+      } else if (!has_grad_[static_cast<size_t>(j)]) {
+        dins.push_back(&out_grads_[static_cast<size_t>(j)]);
+        has_grad_[static_cast<size_t>(j)] = 1;
+      } else {
+        dins.push_back(&merge_grads_[k]);
+        added.push_back(static_cast<int>(k));
+      }
+    }
+    const bool timed = backward_times_ || trace_;
+    const auto t0 =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (auto* merge = dynamic_cast<MergeLayer*>(layers_[i].get())) {
+      merge->BackwardInputs(ins, *dy, dins);
+    } else {
+      layers_[i]->Backward(*ins[0], acts_[i], *dy, dins[0], blocks);
+    }
+    for (const int k : added) {
+      Tensor& sum = out_grads_[static_cast<size_t>(inputs_[i][static_cast<size_t>(k)])];
+      const float* part = merge_grads_[static_cast<size_t>(k)].data();
+      float* g = sum.data();
+      const int64_t n = sum.size();
+#pragma omp simd
+      for (int64_t e = 0; e < n; ++e) g[e] += part[e];
+    }
+    if (backward_times_) {
+      (*backward_times_)[i] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    if (trace_) trace_->Add(layers_[i]->name(), "backward", t0);
   }
 }
 
@@ -252,6 +366,32 @@ std::vector<ModelMemory> Model::LayerMemoryUse(int64_t train_batch, int64_t eval
       }
     }
   }
+  if (graph_) {
+    // A graph keeps each needed output gradient (the last layer's is the loss's), and one buffer
+    // per input slot for second parts, as large as the largest input it carries.
+    std::vector<int64_t> slot_bytes(merge_grads_.size(), 0);
+    std::vector<size_t> slot_owner(merge_grads_.size(), 0);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      out[i].gradients = 0;
+      if (wants_grad_[i] && i + 1 < layers_.size()) {
+        out[i].gradients = SatMul(SatMul(f, train_batch), shapes_[i].num_elements());
+      }
+      for (size_t k = 0; k < inputs_[i].size(); ++k) {
+        const int j = inputs_[i][k];
+        if (j < 0 || !wants_grad_[static_cast<size_t>(j)]) continue;
+        const int64_t bytes =
+            SatMul(SatMul(f, train_batch), shapes_[static_cast<size_t>(j)].num_elements());
+        if (bytes > slot_bytes[k]) {
+          slot_bytes[k] = bytes;
+          slot_owner[k] = i;
+        }
+      }
+    }
+    for (size_t k = 0; k < slot_bytes.size(); ++k) {
+      out[slot_owner[k]].gradients = SatAdd(out[slot_owner[k]].gradients, slot_bytes[k]);
+    }
+    return out;
+  }
   for (int b = 0; b < 2; ++b) {
     if (largest[b] > 0) out[owner[b]].gradients = SatAdd(out[owner[b]].gradients, largest[b]);
   }
@@ -295,9 +435,18 @@ std::string Model::Summary() const {
   s += line;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const int64_t n = layers_[i]->NumParameters();
-    std::snprintf(line, sizeof line, "%-14s %-12s %-16s %12lld\n", layers_[i]->name().c_str(),
+    std::snprintf(line, sizeof line, "%-14s %-12s %-16s %12lld", layers_[i]->name().c_str(),
                   layers_[i]->type(), shapes_[i].ToString().c_str(), static_cast<long long>(n));
     s += line;
+    if (graph_) {
+      std::string from;
+      for (const int j : inputs_[i]) {
+        from += (from.empty() ? "  <- " : ", ") +
+                (j < 0 ? std::string(kModelInputName) : layers_[static_cast<size_t>(j)]->name());
+      }
+      s += from;
+    }
+    s += "\n";
   }
   std::snprintf(line, sizeof line, "total parameters: %lld\n",
                 static_cast<long long>(num_parameters()));

@@ -144,6 +144,7 @@ StepResult Trainer::Step(const StepOptions& options) {
   model_->set_trace(trace);
   model_->set_example_offset(shard.begin);
   for (DenseLayer* layer : gathered_) layer->set_step(&blocks);
+  model_->set_step_blocks(&blocks);
   const Tensor& logits = model_->Forward(*images, Mode::kTrain);
   if (timed) t0 = Clock::now();
   LossAndAccuracy la = SoftmaxCrossEntropy(logits, *labels, &dlogits_, global_batch);
@@ -152,6 +153,7 @@ StepResult Trainer::Step(const StepOptions& options) {
   model_->Backward(dlogits_, blocks);
   model_->set_trace(nullptr);
   for (DenseLayer* layer : gathered_) layer->set_step(nullptr);
+  model_->set_step_blocks(nullptr);
   StepResult r;
   bool whole_state_agreed = false;  // data-parallel: a stop or whole-state vote on this step
   if (comm_) {

@@ -29,8 +29,15 @@ Status IndexTensors(const CheckpointData& data, TensorsByName* tensors) {
 }
 
 // Every model parameter is in `tensors`, with its shape.
+// The parameters, then the variables that are not trained (batch norm's moving statistics).
+std::vector<Parameter*> SavedVariables(const Model& model) {
+  std::vector<Parameter*> all = model.parameters();
+  all.insert(all.end(), model.variables().begin(), model.variables().end());
+  return all;
+}
+
 Status CheckModelParameters(const Model& model, const TensorsByName& tensors) {
-  for (const Parameter* p : model.parameters()) {
+  for (const Parameter* p : SavedVariables(model)) {
     const auto it = tensors.find(p->name);
     if (it == tensors.end())
       return Status::InvalidArgument(p->name + ": missing from the checkpoint");
@@ -45,7 +52,7 @@ Status CheckModelParameters(const Model& model, const TensorsByName& tensors) {
 
 // After CheckModelParameters.
 void CopyModelParameters(Model& model, const TensorsByName& tensors) {
-  for (Parameter* p : model.parameters()) {
+  for (Parameter* p : SavedVariables(model)) {
     const Tensor& t = *tensors.find(p->name)->second;
     std::copy_n(t.data(), t.size(), p->value.data());
   }
@@ -72,7 +79,7 @@ Result<CheckpointData> CaptureTrainer(Trainer& trainer) {
   TRAININGD_RETURN_IF_ERROR(trainer.optimizer().CreateSlots(model.parameters()));
   CheckpointData data;
   data.global_step = trainer.global_step();
-  for (const Parameter* p : model.parameters()) data.tensors.emplace_back(p->name, p->value);
+  for (const Parameter* p : SavedVariables(model)) data.tensors.emplace_back(p->name, p->value);
   for (const auto& [name, slot] : trainer.optimizer().Slots()) {
     data.tensors.emplace_back(name, *slot);
   }
@@ -101,7 +108,7 @@ Status RestoreTrainer(Trainer& trainer, const CheckpointData& data) {
   // 1. Every model parameter, with its shape.
   TRAININGD_RETURN_IF_ERROR(CheckModelParameters(model, tensors));
   std::set<std::string, std::less<>> param_names;
-  for (const Parameter* p : model.parameters()) param_names.insert(p->name);
+  for (const Parameter* p : SavedVariables(model)) param_names.insert(p->name);
 
   // 2. Every other tensor must be a slot of this optimizer for one of those parameters. A scratch
   // optimizer of the same kind takes them first, so the real one changes only once all is valid.

@@ -1,10 +1,12 @@
 // The layers without parameters that act element by element or only reshape:
-// ReluLayer, DropoutLayer (tf.layers.dropout) and FlattenLayer (tf.layers.flatten).
+// ReluLayer, SmoothActivationLayer (sigmoid, tanh, gelu), DropoutLayer (tf.layers.dropout) and
+// FlattenLayer (tf.layers.flatten).
 #pragma once
 
 #include <vector>
 
 #include "trainingd/engine/nn/layer.h"
+#include "trainingd/engine/nn/model_spec.h"
 
 namespace trainingd::engine {
 
@@ -17,6 +19,26 @@ class ReluLayer final : public Layer {
   using Layer::Backward;
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
                 GradientBlocks& blocks) override;
+};
+
+// y = f(x) element by element, for f one of (LayerType):
+//   kSigmoid: 1 / (1 + exp(-x)), whose derivative is y (1 - y);
+//   kTanh:    tanh(x), whose derivative is 1 - y^2;
+//   kGelu:    x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 (the exact form, tf.nn.gelu's default),
+//             whose derivative is Phi(x) + x phi(x), phi the standard normal density.
+class SmoothActivationLayer final : public Layer {
+ public:
+  // `kind` must be kSigmoid, kTanh or kGelu.
+  SmoothActivationLayer(std::string name, LayerType kind) : Layer(std::move(name)), kind_(kind) {}
+  const char* type() const override { return LayerTypeName(kind_); }
+  Result<Shape> Configure(const Shape& input) override;
+  void Forward(const Tensor& in, Tensor& out, Mode mode) override;
+  using Layer::Backward;
+  void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
+                GradientBlocks& blocks) override;
+
+ private:
+  LayerType kind_;
 };
 
 // In training, zeroes each unit with probability `rate` and scales the rest by 1 / (1 - rate);

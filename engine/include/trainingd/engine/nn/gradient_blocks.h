@@ -58,6 +58,9 @@ class GradientBlocks {
   // Replaces every value by its maximum over the ranks. A failed reduction (a rank gone) is kept
   // in status() and leaves the values as they are; the step then fails.
   void AgreeMax(std::span<float> values);
+  // Replaces every value by its sum over the ranks (exact: integers), with AgreeMax's failure
+  // handling.
+  void AgreeSum(std::span<int64_t> values);
   const Status& status() const { return status_; }
 
   // The ranks, for layers that split their work over them by columns rather than by examples

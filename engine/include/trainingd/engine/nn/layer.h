@@ -110,6 +110,13 @@ class Layer {
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din);
 
   virtual std::vector<Parameter*> parameters() { return {}; }
+  // Variables that are not trained but saved and restored with the parameters (batch norm's
+  // moving statistics): name and value only, no gradient or sum.
+  virtual std::vector<Parameter*> variables() { return {}; }
+  // The blocks of the coming training step (set before its Forward, null after its Backward):
+  // layers whose Forward sums over the batch (batch norm's statistics) sum over these blocks and
+  // ranks. Null: the batch given to Forward is the whole batch, in one process.
+  virtual void set_step_blocks(GradientBlocks* /*blocks*/) {}
 
   // The layer's random stream (dropout), or nullptr; checkpoints save and restore its state.
   virtual Rng* rng() { return nullptr; }

@@ -1,11 +1,13 @@
-// Model: a validated stack of layers built from a ModelSpec.
+// Model: a validated stack -- or graph (model_spec.h) -- of layers built from a ModelSpec.
 //
 // Build() checks every layer against the shape flowing into it and fails with an InvalidArgument
 // naming the layer ("model.layers[5] (dense): ..."). Plan() does the same checks without
 // allocating a parameter, so a model can be sized (MemoryUse) before anyone commits memory to it.
 // Layer and parameter names follow tf.layers ("conv2d", "conv2d_1", "dense/kernel"), so
-// checkpoints and summaries read like TensorFlow's. A Model is not thread-safe; it parallelises
-// internally.
+// checkpoints and summaries read like TensorFlow's; a layer given a name in the spec takes that
+// name instead. In a graph, a layer's output gradient is the sum of what the layers taking it pass
+// down, added in descending order of those layers (the same for every batch split, so data
+// parallelism stays bit-identical). A Model is not thread-safe; it parallelises internally.
 #pragma once
 
 #include <memory>
@@ -66,6 +68,11 @@ class Model {
 
   // Every trainable parameter, in layer order (kernel before bias).
   const std::vector<Parameter*>& parameters() const { return params_; }
+  // Every variable saved with them but not trained (Layer::variables), in layer order.
+  const std::vector<Parameter*>& variables() const { return variables_; }
+  // The blocks of the coming training step, for the layers that sum over the batch in Forward
+  // (Layer::set_step_blocks); null after the step.
+  void set_step_blocks(GradientBlocks* blocks);
   // Every parameter's gradient lives in one buffer, and its exact sum in another (each grad and
   // sum is a view into them, in parameter order, each starting on a 64-byte boundary; the
   // padding stays zero), so a data-parallel step reduces all gradients with one call and no
@@ -92,6 +99,11 @@ class Model {
   // is less than what they held (12 bytes per parameter): MemoryUse stays an upper bound. kEval
   // Forward gives the same bits; Backward must not run after it, so training never calls it.
   void PrepareForInference();
+  // For each layer, the layers whose outputs it takes, in input order (-1: the model's input);
+  // {i - 1} for every layer i of a sequential stack.
+  const std::vector<std::vector<int>>& layer_inputs() const { return inputs_; }
+  // The model is a graph (ModelSpec::IsGraph), not a plain stack.
+  bool is_graph() const { return graph_; }
   // Per-example output shape of each layer.
   const std::vector<Shape>& output_shapes() const { return shapes_; }
   const Shape& input_shape() const { return input_shape_; }
@@ -117,19 +129,33 @@ class Model {
   static Result<std::unique_ptr<Model>> Configure(const ModelSpec& spec, const Shape& input_shape,
                                                   int64_t num_classes, uint64_t seed);
 
+  void BackwardGraph(const Tensor& dlogits, GradientBlocks& blocks);
+
   Shape input_shape_;
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<std::vector<int>> inputs_;  // layer_inputs()
+  bool graph_ = false;
   std::vector<Shape> shapes_;
   std::vector<Parameter*> params_;
+  std::vector<Parameter*> variables_;
   FloatBuffer flat_grads_;
   std::vector<int64_t, Align64Allocator<int64_t>> flat_sums_;
-  // needs_input_grad_[i]: some layer before i has parameters, so layer i must pass a gradient
-  // down. A parameter-free prefix (e.g. the flatten in front of the first dense layer) gets none.
+  // needs_input_grad_[i]: some layer below i (one it takes, directly or not) has parameters, so
+  // layer i must pass a gradient down. A parameter-free prefix (e.g. the flatten in front of the
+  // first dense layer) gets none. wants_grad_[j]: layer j or one below it has parameters, so
+  // j's output gradient is needed.
   std::vector<bool> needs_input_grad_;
+  std::vector<bool> wants_grad_;
   const Tensor* input_ = nullptr;
   StepTrace* trace_ = nullptr;
   std::vector<Tensor> acts_;   // acts_[i] = output of layer i
   std::vector<Tensor> grads_;  // two ping-pong buffers for the gradients flowing backwards
+  // A graph's gradients instead: out_grads_[j] = dLoss/d(output of j), complete once every layer
+  // taking j has passed its part down (has_grad_[j] once the first has); a second part is formed
+  // in merge_grads_[k] (k: its input slot) and added.
+  std::vector<Tensor> out_grads_;
+  std::vector<char> has_grad_;
+  std::vector<Tensor> merge_grads_;
   std::vector<double>* forward_times_ = nullptr;
   std::vector<double>* backward_times_ = nullptr;
 };

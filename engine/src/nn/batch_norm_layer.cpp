@@ -1,0 +1,254 @@
+#include "trainingd/engine/nn/batch_norm_layer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/float_format.h"
+#include "nn/fixed_point.h"
+#include "trainingd/engine/base/parallel.h"
+#include "trainingd/engine/nn/gradient_blocks.h"
+
+namespace trainingd::engine {
+namespace {
+
+// parts[k * channels + c] = the sum of f(r, c) over the rows r (pixels of examples) of block k,
+// in double, in row order: the same bits whoever forms it.
+template <typename F>
+void BlockPartials(const GradientBlocks& b, int64_t pixels, int64_t channels, F&& f,
+                   std::vector<double>& parts) {
+  parts.assign(static_cast<size_t>(b.size() * channels), 0.0);
+  ParallelFor(b.size(), 2, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      double* part = parts.data() + k * channels;
+      const int64_t r1 = b.end(static_cast<int>(k)) * pixels;
+      for (int64_t r = b.begin(static_cast<int>(k)) * pixels; r < r1; ++r) {
+        for (int64_t c = 0; c < channels; ++c) part[c] += f(r, c);
+      }
+    }
+  });
+}
+
+// Adds every block's partial of channel c, rounded onto the grid 2^-exponents[c], to sums[c].
+void AddPartials(const std::vector<double>& parts, int64_t channels, const int* exponents,
+                 int64_t* sums) {
+  const int64_t blocks = static_cast<int64_t>(parts.size()) / std::max<int64_t>(channels, 1);
+  for (int64_t k = 0; k < blocks; ++k) {
+    for (int64_t c = 0; c < channels; ++c) {
+      if (exponents[c] == kNonFiniteExponent) continue;
+      sums[c] +=
+          std::llrint(std::ldexp(parts[static_cast<size_t>(k * channels + c)], exponents[c]));
+    }
+  }
+}
+
+double FromFixed(int64_t sum, int exponent) {
+  return exponent == kNonFiniteExponent ? NAN : std::ldexp(static_cast<double>(sum), -exponent);
+}
+
+}  // namespace
+
+BatchNormLayer::BatchNormLayer(std::string name, const LayerSpec& spec)
+    : Layer(std::move(name)), momentum_(spec.momentum), epsilon_(spec.epsilon) {}
+
+Result<Shape> BatchNormLayer::Configure(const Shape& input) {
+  if (input.rank() != 1 && input.rank() != 3) {
+    return Status::InvalidArgument("batch_norm normalizes [H, W, C] or [F] inputs, got " +
+                                   input.ToString());
+  }
+  if (!(momentum_ >= 0.0f && momentum_ <= 1.0f)) {
+    return Status::InvalidArgument("momentum must be in [0, 1], got " +
+                                   internal::FloatToString(momentum_));
+  }
+  if (!(epsilon_ > 0.0f && std::isfinite(epsilon_))) {
+    return Status::InvalidArgument("epsilon must be positive and finite, got " +
+                                   internal::FloatToString(epsilon_));
+  }
+  channels_ = input[input.rank() - 1];
+  pixels_ = input.num_elements() / channels_;
+  return input;
+}
+
+void BatchNormLayer::InitializeParameters(Rng& /*init_rng*/) {
+  const Shape shape{channels_};
+  gamma_ = {this->name() + "/gamma", Tensor(shape, 1.0f), Tensor(shape), {}, 0};
+  beta_ = {this->name() + "/beta", Tensor(shape, 0.0f), Tensor(shape), {}, 0};
+  moving_mean_ = {this->name() + "/moving_mean", Tensor(shape, 0.0f), Tensor(), {}, 0};
+  moving_variance_ = {this->name() + "/moving_variance", Tensor(shape, 1.0f), Tensor(), {}, 0};
+}
+
+int64_t BatchNormLayer::ScratchBytes(int64_t batch, Mode mode, int /*threads*/) const {
+  // The moving statistics, and in training xhat and the per-channel statistics.
+  const int64_t stats = 2 * 4 * channels_;
+  if (mode == Mode::kEval) return stats;
+  return stats + 4 * batch * pixels_ * channels_ + (4 + 2 * 8) * channels_;
+}
+
+template <typename F>
+void BatchNormLayer::ExactChannelSums(int64_t batch, GradientBlocks* blocks,
+                                      std::vector<float> bound, F&& f, std::vector<double>& sums) {
+  GradientBlocks whole = GradientBlocks::Whole(batch);
+  GradientBlocks& b = blocks ? *blocks : whole;
+  b.AgreeMax(bound);
+  std::vector<int> exponents(static_cast<size_t>(channels_));
+  for (int64_t c = 0; c < channels_; ++c) {
+    exponents[static_cast<size_t>(c)] =
+        FixedPointExponent(static_cast<double>(b.largest()) * static_cast<double>(pixels_) *
+                           static_cast<double>(bound[static_cast<size_t>(c)]));
+  }
+  std::vector<double> parts;
+  BlockPartials(b, pixels_, channels_, f, parts);
+  std::vector<int64_t> fixed(static_cast<size_t>(channels_), 0);
+  AddPartials(parts, channels_, exponents.data(), fixed.data());
+  b.AgreeSum(fixed);
+  sums.resize(static_cast<size_t>(channels_));
+  for (int64_t c = 0; c < channels_; ++c) {
+    sums[static_cast<size_t>(c)] =
+        FromFixed(fixed[static_cast<size_t>(c)], exponents[static_cast<size_t>(c)]);
+  }
+}
+
+void BatchNormLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
+  out.Resize(in.shape());
+  last_mode_ = mode;
+  const int64_t batch = in.shape()[0];
+  const int64_t rows = batch * pixels_, C = channels_;
+  const float* x = in.data();
+  float* y = out.data();
+  const float* gamma = gamma_.value.data();
+  const float* beta = beta_.value.data();
+  if (mode == Mode::kEval) {
+    std::vector<float> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) {
+      const float s = gamma[c] / std::sqrt(moving_variance_.value[c] + epsilon_);
+      scale[static_cast<size_t>(c)] = s;
+      shift[static_cast<size_t>(c)] = beta[c] - moving_mean_.value[c] * s;
+    }
+    ParallelFor(rows, 1024, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) y[r * C + c] = x[r * C + c] * scale[c] + shift[c];
+      }
+    });
+    return;
+  }
+  GradientBlocks* step = step_ && step_->examples() == batch ? step_ : nullptr;
+  const double n = static_cast<double>(step ? step->global() : batch) * pixels_;
+  // The mean, then the variance about it (two passes: no cancellation).
+  std::vector<float> bound(static_cast<size_t>(C), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < C; ++c) bound[c] = std::max(bound[c], std::fabs(x[r * C + c]));
+  }
+  for (int64_t i = 0; i < rows * C; ++i) {
+    if (!std::isfinite(x[i])) bound[static_cast<size_t>(i % C)] = INFINITY;
+  }
+  ExactChannelSums(
+      batch, step, bound, [&](int64_t r, int64_t c) { return static_cast<double>(x[r * C + c]); },
+      mean_);
+  for (double& m : mean_) m /= n;
+  std::fill(bound.begin(), bound.end(), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < C; ++c) {
+      const double d = x[r * C + c] - mean_[static_cast<size_t>(c)];
+      bound[c] = std::max(bound[c], static_cast<float>(d * d));
+    }
+  }
+  ExactChannelSums(
+      batch, step, bound,
+      [&](int64_t r, int64_t c) {
+        const double d = x[r * C + c] - mean_[static_cast<size_t>(c)];
+        return d * d;
+      },
+      var_);
+  for (double& v : var_) v /= n;
+  inv_std_.resize(static_cast<size_t>(C));
+  std::vector<float> mean_f(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) {
+    inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var_[c] + static_cast<double>(epsilon_)));
+    mean_f[c] = static_cast<float>(mean_[c]);
+  }
+  xhat_.resize(static_cast<size_t>(rows * C));
+  float* xh = xhat_.data();
+  const float* inv = inv_std_.data();
+  const float* mu = mean_f.data();
+  ParallelFor(rows, 1024, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) {
+        const float h = (x[r * C + c] - mu[c]) * inv[c];
+        xh[r * C + c] = h;
+        y[r * C + c] = gamma[c] * h + beta[c];
+      }
+    }
+  });
+  // Keras: moving = moving * momentum + batch * (1 - momentum).
+  for (int64_t c = 0; c < C; ++c) {
+    float& mm = moving_mean_.value[c];
+    float& mv = moving_variance_.value[c];
+    mm = mm * momentum_ + mean_f[c] * (1.0f - momentum_);
+    mv = mv * momentum_ + static_cast<float>(var_[c]) * (1.0f - momentum_);
+  }
+}
+
+void BatchNormLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& dout,
+                              Tensor* din, GradientBlocks& blocks) {
+  const int64_t batch = in.shape()[0];
+  const int64_t rows = batch * pixels_, C = channels_;
+  const float* dy = dout.data();
+  const float* xh = xhat_.data();
+  // The grids: a block's partial of dy or dy * xhat per channel is a sum of largest() * pixels
+  // terms of at most max|dy| (times max|xhat|).
+  float maxima[2] = {internal::ParallelMaxAbs(dy, rows * C),
+                     internal::ParallelMaxAbs(xh, rows * C)};
+  blocks.AgreeMax(maxima);
+  const double dy_bound =
+      static_cast<double>(blocks.largest()) * static_cast<double>(pixels_) * maxima[0];
+  beta_.sum_exponent = FixedPointExponent(dy_bound);
+  gamma_.sum_exponent = FixedPointExponent(dy_bound * maxima[1]);
+  std::vector<double> dbeta_parts, dgamma_parts;
+  BlockPartials(
+      blocks, pixels_, C, [&](int64_t r, int64_t c) { return static_cast<double>(dy[r * C + c]); },
+      dbeta_parts);
+  BlockPartials(
+      blocks, pixels_, C,
+      [&](int64_t r, int64_t c) {
+        return static_cast<double>(dy[r * C + c]) * static_cast<double>(xh[r * C + c]);
+      },
+      dgamma_parts);
+  const std::vector<int> beta_exp(static_cast<size_t>(C), beta_.sum_exponent);
+  const std::vector<int> gamma_exp(static_cast<size_t>(C), gamma_.sum_exponent);
+  std::fill(beta_.sum.begin(), beta_.sum.end(), 0);
+  std::fill(gamma_.sum.begin(), gamma_.sum.end(), 0);
+  AddPartials(dbeta_parts, C, beta_exp.data(), beta_.sum.data());
+  AddPartials(dgamma_parts, C, gamma_exp.data(), gamma_.sum.data());
+  if (din) {
+    // dx = gamma / sqrt(var + eps) / n * (n dy - sum(dy) - xhat sum(dy xhat)), the sums over the
+    // global batch: this rank's integer sums added up over the ranks.
+    std::vector<int64_t> global(static_cast<size_t>(2 * C));
+    std::copy(beta_.sum.begin(), beta_.sum.end(), global.begin());
+    std::copy(gamma_.sum.begin(), gamma_.sum.end(), global.begin() + C);
+    blocks.AgreeSum(global);
+    const double n = static_cast<double>(blocks.global()) * static_cast<double>(pixels_);
+    std::vector<float> a(static_cast<size_t>(C)), sdy(static_cast<size_t>(C)),
+        sdyx(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) {
+      a[c] = static_cast<float>(gamma_.value[c] * inv_std_[c] / n);
+      sdy[c] = static_cast<float>(FromFixed(global[c], beta_.sum_exponent));
+      sdyx[c] = static_cast<float>(FromFixed(global[C + c], gamma_.sum_exponent));
+    }
+    din->Resize(in.shape());
+    float* dx = din->data();
+    const float nf = static_cast<float>(n);
+    ParallelFor(rows, 1024, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) {
+          const int64_t i = r * C + c;
+          dx[i] = a[c] * (nf * dy[i] - sdy[c] - xh[i] * sdyx[c]);
+        }
+      }
+    });
+  }
+  if (blocks.whole()) FinishGradients(parameters());
+}
+
+}  // namespace trainingd::engine

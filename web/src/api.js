@@ -195,14 +195,15 @@ export function jobAction(id, action, body) {
   return api(`/jobs/${enc(id)}/${action}`, { method: 'POST', body: body || {} });
 }
 
-// The URL of an event stream, with the token as a query parameter (EventSource cannot send
-// headers) and, for a new connection, where to resume.
-export function streamUrl(path, lastEventId) {
-  const params = [];
+// An event stream's request: its URL and headers. The token goes in the Authorization header,
+// as for every other call, never in the URL (where logs, histories and Referer would keep it):
+// live.js reads the stream with fetch, not EventSource, which cannot send headers.
+export function streamRequest(path, lastEventId) {
+  const headers = { Accept: 'text/event-stream' };
   const t = token();
-  if (t) params.push(`access_token=${enc(t)}`);
-  if (lastEventId) params.push(`last_event_id=${enc(lastEventId)}`);
-  return BASE + path + (params.length ? `?${params.join('&')}` : '');
+  if (t) headers.Authorization = `Bearer ${t}`;
+  if (lastEventId) headers['Last-Event-ID'] = String(lastEventId);
+  return { url: BASE + path, headers };
 }
 
 // Every experiment (following next_cursor), newest first; summaries without their specs.

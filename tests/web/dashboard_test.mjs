@@ -328,6 +328,31 @@ async function main() {
   log('token: prompt, wrong token refused, right one kept; live list; delete with the token');
   await context.close();
   context = null;
+
+  // 10. A team (docs/operations.md#team-use): a viewer's and another user's buttons on the
+  // admin's job are disabled, and the daemon refuses the stop anyway.
+  for (const [name, role] of [['vera', 'viewer'], ['alice', 'user']]) {
+    const made = await daemon.api('POST', '/users', { name, role }, TOKEN);
+    check(made.status === 201, `user ${name}: ${made.status}`);
+    const tok = await daemon.api('POST', `/users/${name}/tokens`, {}, TOKEN);
+    check(tok.status === 201, `token for ${name}: ${tok.status}`);
+    context = await newContext(path.join(tmp, `profile-${name}`));
+    await context.addInitScript((t) => sessionStorage.setItem('trainingd.token', t), tok.body.token);
+    const up = await watchedPage(context);
+    await up.goto(`${daemon.url}/`);
+    await up.locator(`tr[data-id="${first}"]`).waitFor({ timeout: 15000 });
+    const del = up.locator(`tr[data-id="${first}"] button[data-action="delete"]`);
+    check(await del.isDisabled(), `${name} (${role}): the admin's job's delete is disabled`);
+    check((await del.getAttribute('title') || '').length > 0, `${name}: the disabled button says why`);
+    await up.goto(`${daemon.url}/#/jobs/${first}`);
+    await up.locator('.actions button[data-action="delete"]').waitFor({ timeout: 15000 });
+    check(await up.locator('.actions button[data-action="delete"]').isDisabled(), `${name}: delete disabled on the job page`);
+    const refused = await daemon.api('DELETE', `/jobs/${first}`, undefined, tok.body.token);
+    check(refused.status === 403, `${name}'s delete through the API: ${refused.status}`);
+    await context.close();
+    context = null;
+  }
+  log('team: a viewer\'s and another user\'s buttons disabled on the admin\'s job; the API refuses with 403');
 }
 
 await runTest(async () => {

@@ -3,7 +3,7 @@
 // spec, the checkpoints, a live tail of the log, and the model panel (model.js) once there is a
 // checkpoint. Live data comes from the job's event stream
 // (/api/v1/jobs/<id>/events: state, scalar and log events).
-import { api, enc, jobAction } from './api.js';
+import { api, enc, jobAction, mayChange, whyNot } from './api.js';
 import { EventStream } from './live.js';
 import { MetricChart } from './chart.js';
 import { ModelPanel } from './model.js';
@@ -277,8 +277,10 @@ export function mountJob(root, id) {
   function renderActions() {
     const s = job.state;
     const focused = els.actions.contains(document.activeElement) ? document.activeElement.dataset.action : '';
+    const may = mayChange(job);
     const btn = (action, label, enabled, kind, fn) => h('button', {
-      type: 'button', class: `btn ${kind || ''}`, disabled: !enabled || Boolean(busy), dataset: { action },
+      type: 'button', class: `btn ${kind || ''}`, disabled: !enabled || !may || Boolean(busy), dataset: { action },
+      title: may ? undefined : whyNot(job),
       onclick: fn || (() => act(action)),
     }, busy === action ? `${label}…` : label);
     els.actions.replaceChildren(...[

@@ -571,6 +571,9 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
     return ErrorResponse(400, "invalid_argument", "query string has a malformed %-escape", "query");
   }
   if (matches.front()->path.find("{id}") != std::string_view::npos && !IsValidJobId(job_id)) {
+    if (target.path.starts_with("/api/v1/tokens/")) {
+      return ErrorResponse(400, "invalid_argument", "id: a token id is a positive integer", "id");
+    }
     const bool experiment = target.path.starts_with("/api/v1/experiments/");
     return ErrorResponse(400, "invalid_argument",
                          std::string("id: ") + (experiment ? "an experiment" : "a job") +

@@ -135,7 +135,7 @@ HttpResponse UpdateUser(UserService& users, const HttpRequest& request, const st
   }
   if (!role && !disabled) {
     return ErrorResponse(400, "invalid_argument",
-                         "request body must set \"role\" or \"disabled\" (or both)");
+                         "role: the body must set \"role\" or \"disabled\" (or both)", "role");
   }
   auto user = users.UpdateUser(name, role, disabled);
   if (!user.ok()) return StatusResponse(user.status());

@@ -274,6 +274,13 @@ TEST_F(RouterAccessTest, BadUserInputNamesTheField) {
                             {{"Content-Type", "application/json"}})),
               400, "invalid_argument", "disabled");
   ExpectError(As(root_, Req("GET", "/api/v1/users/Bad%20Name")), 400, "invalid_argument", "name");
+  ExpectError(As(root_, Req("DELETE", "/api/v1/tokens/a.b")), 400, "invalid_argument", "id");
+  ExpectError(As(root_, Req("PATCH", "/api/v1/users/alice", "{}",
+                            {{"Content-Type", "application/json"}})),
+              400, "invalid_argument", "role");
+  ExpectError(As(root_, JsonPost("/api/v1/users", "[1]")), 400, "invalid_argument");
+  ExpectError(As(root_, Req("PATCH", "/api/v1/users/alice", R"({"role":"user"})")), 415,
+              "unsupported_media_type", "Content-Type");
 }
 
 TEST_F(RouterAccessTest, EventStreamsTakeUsersTokensInTheQuery) {

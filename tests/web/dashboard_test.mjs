@@ -347,6 +347,7 @@ async function main() {
     await up.goto(`${daemon.url}/#/jobs/${first}`);
     await up.locator('.actions button[data-action="delete"]').waitFor({ timeout: 15000 });
     check(await up.locator('.actions button[data-action="delete"]').isDisabled(), `${name}: delete disabled on the job page`);
+    check((await up.locator('main').textContent()).includes('by admin'), `${name}: the job page names its owner`);
     const refused = await daemon.api('DELETE', `/jobs/${first}`, undefined, tok.body.token);
     check(refused.status === 403, `${name}'s delete through the API: ${refused.status}`);
     await context.close();

@@ -268,7 +268,8 @@ export function mountJob(root, id) {
     const now = Date.now() / 1000;
     setText(els.started, job.started_at ? fmt.relative(job.started_at, now) : job.state === 'queued' ? 'queued' : fmt.DASH);
     els.started.title = fmt.absolute(job.started_at);
-    setText(els.startedSub, job.started_at ? `at ${fmt.clock(job.started_at)}` : `created ${fmt.relative(job.created_at, now)}`);
+    setText(els.startedSub, (job.started_at ? `at ${fmt.clock(job.started_at)}` : `created ${fmt.relative(job.created_at, now)}`) +
+      (job.owner ? ` · by ${job.owner}` : ''));
     setText(els.elapsed, fmt.duration(elapsedSeconds(job, now)));
     setText(els.elapsedSub, job.finished_at && !['running', 'stopping', 'queued'].includes(job.state)
       ? `until ${fmt.clock(job.finished_at)}` : job.state === 'running' ? 'this run' : '');

@@ -27,6 +27,10 @@ void Usage(FILE* f) {
       "  experiments  submit, list, get, trials, wait, stop, resume, delete\n"
       "            (trainingd experiments --help)\n"
       "  datasets  upload, list, get, delete (trainingd datasets --help)\n"
+      "  users     create, list, get, update, delete (an admin's; trainingd users --help)\n"
+      "  tokens    create, list, revoke (an admin's; trainingd tokens --help)\n"
+      "  whoami    the user and role of this client's token\n"
+      "  audit     the record of changes and refusals (an admin's)\n"
       "  completion bash|zsh   a shell completion script\n"
       "  help exit-codes       what the client's exit codes mean\n");
 }
@@ -47,6 +51,10 @@ int main(int argc, char** argv) {
   if (cmd == "jobs") return trainingd::daemon::JobsCommand(args);
   if (cmd == "experiments") return trainingd::daemon::ExperimentsCommand(args);
   if (cmd == "datasets") return trainingd::daemon::DatasetsCommand(args);
+  if (cmd == "users") return trainingd::daemon::UsersCommand(args);
+  if (cmd == "tokens") return trainingd::daemon::TokensCommand(args);
+  if (cmd == "whoami") return trainingd::daemon::WhoamiCommand(args);
+  if (cmd == "audit") return trainingd::daemon::AuditCommand(args);
   if (cmd == "completion") return trainingd::daemon::CompletionCommand(args);
   if (cmd == "help" && !args.empty()) {
     const int code = trainingd::daemon::HelpTopicCommand(args);

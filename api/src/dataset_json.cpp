@@ -72,7 +72,8 @@ json DatasetToJson(const DatasetRecord& d) {
               {"test", d.test_examples}}},
             {"element_type", d.element_type},
             {"preprocessing", std::move(preprocessing)},
-            {"created_at", d.created_at > 0 ? json(d.created_at) : json(nullptr)}};
+            {"created_at", d.created_at > 0 ? json(d.created_at) : json(nullptr)},
+            {"owner", d.owner.empty() ? json(nullptr) : json(d.owner)}};
   if (d.format == "csv") {
     json columns = json::array();
     for (const engine::ColumnSummary& c : d.columns) columns.push_back(ColumnSummaryToJson(c));
@@ -133,6 +134,11 @@ engine::Result<DatasetRecord> DatasetFromJson(std::string_view text) {
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "num_classes", &d.num_classes));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "element_type", &d.element_type));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, "", "created_at", &d.created_at));
+  if (const auto owner = v.find("owner"); owner != v.end() && owner->is_string()) {
+    d.owner = owner->get<std::string>();
+  }
+  // Uploaded before there were users: the admin's.
+  if (d.owner.empty() && !d.read_only) d.owner = std::string(kAdminUser);
   try {
     d.example_shape = v.at("example_shape").get<std::vector<int64_t>>();
     d.class_names = v.at("class_names").get<std::vector<std::string>>();

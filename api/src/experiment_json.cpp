@@ -67,6 +67,7 @@ json ExperimentToJson(const ExperimentInfo& e, bool detail) {
       {"finished_at", TimeOrNull(e.finished_at)},
       {"error", TextOrNull(e.error)},
       {"reason", TextOrNull(e.reason)},
+      {"owner", e.owner},
       {"trials_started", e.trials_started},
       {"max_trials", e.max_trials},
       {"trials_by_state", std::move(by_state)},

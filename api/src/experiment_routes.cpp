@@ -61,11 +61,12 @@ std::optional<HttpResponse> CheckEmptyBody(const HttpRequest& request, size_t ma
 
 }  // namespace
 
-HttpResponse Submit(ExperimentService& service, const HttpRequest& request, size_t max_body_bytes) {
+HttpResponse Submit(ExperimentService& service, const HttpRequest& request, size_t max_body_bytes,
+                    const std::string& owner) {
   ExperimentSpec spec;
   if (auto refusal = ReadSpec(request, max_body_bytes, &spec)) return std::move(*refusal);
   std::string spec_json = DumpJson(ExperimentSpecToJson(spec));  // the canonical text
-  auto experiment = service.Submit(std::move(spec), std::move(spec_json));
+  auto experiment = service.Submit(std::move(spec), std::move(spec_json), owner);
   if (!experiment.ok()) return StatusResponse(experiment.status());
   HttpResponse r = JsonResponse(201, ExperimentToJson(*experiment, true));
   r.SetHeader("Location", "/api/v1/experiments/" + experiment->id);

@@ -14,8 +14,9 @@
 
 namespace trainingd::api::experiment_routes {
 
-// POST /api/v1/experiments: 201 with the experiment (detail) and its Location.
-HttpResponse Submit(ExperimentService& service, const HttpRequest& request, size_t max_body_bytes);
+// POST /api/v1/experiments: 201 with the experiment (detail) and its Location; `owner` submits.
+HttpResponse Submit(ExperimentService& service, const HttpRequest& request, size_t max_body_bytes,
+                    const std::string& owner);
 // POST /api/v1/experiments/preview: 200 with the plan.
 HttpResponse Preview(ExperimentService& service, const HttpRequest& request, size_t max_body_bytes);
 // GET /api/v1/experiments?state=&limit=&cursor=.

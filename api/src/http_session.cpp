@@ -38,7 +38,12 @@ bool IsHttpParseError(const error_code& ec) {
 }  // namespace
 
 HttpSession::HttpSession(net::ip::tcp::socket socket, ServerShared& shared)
-    : shared_(shared), stream_(std::move(socket)), keepalive_timer_(stream_.get_executor()) {}
+    : shared_(shared), stream_(std::move(socket)), keepalive_timer_(stream_.get_executor()) {
+  // For the audit (router.h): the peer's address, "" when the socket no longer knows it.
+  boost::system::error_code ec;
+  auto endpoint = stream_.socket().remote_endpoint(ec);
+  if (!ec) remote_ = endpoint.address().to_string();
+}
 
 HttpSession::~HttpSession() {
   CloseEventQueue();
@@ -155,6 +160,7 @@ void HttpSession::DoReadBody() {
 
 void HttpSession::StartUpload() {
   upload_header_ = HeaderToHttpRequest(parser_->get());
+  upload_header_.remote = remote_;
   // The router checks the header (browser rules, token, name, size) on the handler pool; the
   // body stays unread until it agrees.
   net::post(*shared_.handlers, [self = shared_from_this()]() mutable {
@@ -258,6 +264,7 @@ void HttpSession::OnRead(error_code ec, size_t) {
   stream_.expires_never();
   bool keep_alive = parser_->get().keep_alive();
   HttpRequest request = ToHttpRequest(parser_->release());
+  request.remote = remote_;
   parser_.reset();
   // The handler may wait for SQLite or the disk: it runs on the handler pool, and the response
   // comes back to this connection's strand. Nothing else touches the session meanwhile (it is

@@ -108,6 +108,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   ServerShared& shared_;
   boost::beast::tcp_stream stream_;
+  std::string remote_;  // the peer's address
   boost::asio::steady_timer keepalive_timer_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;

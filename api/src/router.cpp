@@ -19,6 +19,7 @@
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/api/strict_json.h"
 #include "trainingd/api/url.h"
+#include "user_routes.h"
 
 namespace trainingd::api {
 using engine::Result;
@@ -111,6 +112,16 @@ enum class RouteId {
   kInfer,
   kVersionInfer,
   kPredict,
+  kCreateUser,
+  kListUsers,
+  kGetUser,
+  kUpdateUser,
+  kDeleteUser,
+  kCreateToken,
+  kListTokens,
+  kRevokeToken,
+  kWhoami,
+  kAudit,
   kHealthz,
   kMetrics,
   kIndex,
@@ -121,51 +132,65 @@ struct RouteDef {
   RouteId id;
   std::string_view method;
   std::string_view path;
+  Access access;
 };
 
-// The one route table: matching, 405 Allow headers and Router::Routes() all come from it.
+using enum Access;
+
+// The one route table: matching, 405 Allow headers, who may use each route (router.h's Access,
+// checked before any route runs) and Router::Routes() all come from it.
 constexpr RouteDef kRoutes[] = {
-    {RouteId::kSubmitJob, "POST", "/api/v1/jobs"},
-    {RouteId::kListJobs, "GET", "/api/v1/jobs"},
-    {RouteId::kGetJob, "GET", "/api/v1/jobs/{id}"},
-    {RouteId::kDeleteJob, "DELETE", "/api/v1/jobs/{id}"},
-    {RouteId::kStopJob, "POST", "/api/v1/jobs/{id}/stop"},
-    {RouteId::kResumeJob, "POST", "/api/v1/jobs/{id}/resume"},
-    {RouteId::kScalars, "GET", "/api/v1/jobs/{id}/scalars"},
-    {RouteId::kScalarTags, "GET", "/api/v1/jobs/{id}/scalars/tags"},
-    {RouteId::kCheckpoints, "GET", "/api/v1/jobs/{id}/checkpoints"},
-    {RouteId::kLogs, "GET", "/api/v1/jobs/{id}/logs"},
-    {RouteId::kJobEvents, "GET", "/api/v1/jobs/{id}/events"},
-    {RouteId::kEvents, "GET", "/api/v1/events"},
-    {RouteId::kUploadDataset, "POST", "/api/v1/datasets"},
-    {RouteId::kListDatasets, "GET", "/api/v1/datasets"},
-    {RouteId::kGetDataset, "GET", "/api/v1/datasets/{name}"},
-    {RouteId::kDeleteDataset, "DELETE", "/api/v1/datasets/{name}"},
-    {RouteId::kDatasetExamples, "GET", "/api/v1/datasets/{name}/examples"},
-    {RouteId::kExportModel, "GET", "/api/v1/jobs/{id}/model"},
-    {RouteId::kSubmitExperiment, "POST", "/api/v1/experiments"},
-    {RouteId::kListExperiments, "GET", "/api/v1/experiments"},
+    {RouteId::kSubmitJob, "POST", "/api/v1/jobs", kCreate},
+    {RouteId::kListJobs, "GET", "/api/v1/jobs", kRead},
+    {RouteId::kGetJob, "GET", "/api/v1/jobs/{id}", kRead},
+    {RouteId::kDeleteJob, "DELETE", "/api/v1/jobs/{id}", kOwnJob},
+    {RouteId::kStopJob, "POST", "/api/v1/jobs/{id}/stop", kOwnJob},
+    {RouteId::kResumeJob, "POST", "/api/v1/jobs/{id}/resume", kOwnJob},
+    {RouteId::kScalars, "GET", "/api/v1/jobs/{id}/scalars", kRead},
+    {RouteId::kScalarTags, "GET", "/api/v1/jobs/{id}/scalars/tags", kRead},
+    {RouteId::kCheckpoints, "GET", "/api/v1/jobs/{id}/checkpoints", kRead},
+    {RouteId::kLogs, "GET", "/api/v1/jobs/{id}/logs", kRead},
+    {RouteId::kJobEvents, "GET", "/api/v1/jobs/{id}/events", kRead},
+    {RouteId::kEvents, "GET", "/api/v1/events", kRead},
+    {RouteId::kUploadDataset, "POST", "/api/v1/datasets", kCreate},
+    {RouteId::kListDatasets, "GET", "/api/v1/datasets", kRead},
+    {RouteId::kGetDataset, "GET", "/api/v1/datasets/{name}", kRead},
+    {RouteId::kDeleteDataset, "DELETE", "/api/v1/datasets/{name}", kOwnDataset},
+    {RouteId::kDatasetExamples, "GET", "/api/v1/datasets/{name}/examples", kRead},
+    {RouteId::kExportModel, "GET", "/api/v1/jobs/{id}/model", kRead},
+    {RouteId::kSubmitExperiment, "POST", "/api/v1/experiments", kCreate},
+    {RouteId::kListExperiments, "GET", "/api/v1/experiments", kRead},
     // Before {id}, so that its path's first match names no id.
-    {RouteId::kPreviewExperiment, "POST", "/api/v1/experiments/preview"},
-    {RouteId::kGetExperiment, "GET", "/api/v1/experiments/{id}"},
-    {RouteId::kDeleteExperiment, "DELETE", "/api/v1/experiments/{id}"},
-    {RouteId::kExperimentTrials, "GET", "/api/v1/experiments/{id}/trials"},
-    {RouteId::kStopExperiment, "POST", "/api/v1/experiments/{id}/stop"},
-    {RouteId::kResumeExperiment, "POST", "/api/v1/experiments/{id}/resume"},
-    {RouteId::kServerMetadata, "GET", "/v2"},
-    {RouteId::kServerLive, "GET", "/v2/health/live"},
-    {RouteId::kServerReady, "GET", "/v2/health/ready"},
-    {RouteId::kModelMetadata, "GET", "/v2/models/{id}"},
-    {RouteId::kModelVersionMetadata, "GET", "/v2/models/{id}/versions/{version}"},
-    {RouteId::kModelReady, "GET", "/v2/models/{id}/ready"},
-    {RouteId::kModelVersionReady, "GET", "/v2/models/{id}/versions/{version}/ready"},
-    {RouteId::kInfer, "POST", "/v2/models/{id}/infer"},
-    {RouteId::kVersionInfer, "POST", "/v2/models/{id}/versions/{version}/infer"},
-    {RouteId::kPredict, "POST", "/v1/models/{id}:predict"},
-    {RouteId::kHealthz, "GET", "/healthz"},
-    {RouteId::kMetrics, "GET", "/metrics"},
-    {RouteId::kIndex, "GET", "/"},
-    {RouteId::kStaticFile, "GET", "/{file}"},
+    {RouteId::kPreviewExperiment, "POST", "/api/v1/experiments/preview", kRead},
+    {RouteId::kGetExperiment, "GET", "/api/v1/experiments/{id}", kRead},
+    {RouteId::kDeleteExperiment, "DELETE", "/api/v1/experiments/{id}", kOwnExperiment},
+    {RouteId::kExperimentTrials, "GET", "/api/v1/experiments/{id}/trials", kRead},
+    {RouteId::kStopExperiment, "POST", "/api/v1/experiments/{id}/stop", kOwnExperiment},
+    {RouteId::kResumeExperiment, "POST", "/api/v1/experiments/{id}/resume", kOwnExperiment},
+    {RouteId::kServerMetadata, "GET", "/v2", kPublic},
+    {RouteId::kServerLive, "GET", "/v2/health/live", kPublic},
+    {RouteId::kServerReady, "GET", "/v2/health/ready", kPublic},
+    {RouteId::kModelMetadata, "GET", "/v2/models/{id}", kRead},
+    {RouteId::kModelVersionMetadata, "GET", "/v2/models/{id}/versions/{version}", kRead},
+    {RouteId::kModelReady, "GET", "/v2/models/{id}/ready", kRead},
+    {RouteId::kModelVersionReady, "GET", "/v2/models/{id}/versions/{version}/ready", kRead},
+    {RouteId::kInfer, "POST", "/v2/models/{id}/infer", kRead},
+    {RouteId::kVersionInfer, "POST", "/v2/models/{id}/versions/{version}/infer", kRead},
+    {RouteId::kPredict, "POST", "/v1/models/{id}:predict", kRead},
+    {RouteId::kCreateUser, "POST", "/api/v1/users", kAdmin},
+    {RouteId::kListUsers, "GET", "/api/v1/users", kAdmin},
+    {RouteId::kGetUser, "GET", "/api/v1/users/{name}", kAdmin},
+    {RouteId::kUpdateUser, "PATCH", "/api/v1/users/{name}", kAdmin},
+    {RouteId::kDeleteUser, "DELETE", "/api/v1/users/{name}", kAdmin},
+    {RouteId::kCreateToken, "POST", "/api/v1/users/{name}/tokens", kAdmin},
+    {RouteId::kListTokens, "GET", "/api/v1/users/{name}/tokens", kAdmin},
+    {RouteId::kRevokeToken, "DELETE", "/api/v1/tokens/{id}", kAdmin},
+    {RouteId::kWhoami, "GET", "/api/v1/whoami", kRead},
+    {RouteId::kAudit, "GET", "/api/v1/audit", kAdmin},
+    {RouteId::kHealthz, "GET", "/healthz", kPublic},
+    {RouteId::kMetrics, "GET", "/metrics", kRead},
+    {RouteId::kIndex, "GET", "/", kPublic},
+    {RouteId::kStaticFile, "GET", "/{file}", kPublic},
 };
 
 constexpr std::string_view kJson = "application/json";
@@ -266,6 +291,7 @@ struct Router::Context {
   QueryParams query;
   std::string job_id;
   const EventDeliver& deliver;
+  const Principal& principal;
 };
 
 HttpResponse ErrorResponse(int status, std::string_view code, std::string_view message,
@@ -377,7 +403,7 @@ void Router::SetListenEndpoint(std::string_view address, uint16_t port) {
 const std::vector<RouteInfo>& Router::Routes() {
   static const std::vector<RouteInfo> routes = [] {
     std::vector<RouteInfo> out;
-    for (const RouteDef& def : kRoutes) out.push_back({def.method, def.path});
+    for (const RouteDef& def : kRoutes) out.push_back({def.method, def.path, def.access});
     return out;
   }();
   return routes;
@@ -386,9 +412,10 @@ const std::vector<RouteInfo>& Router::Routes() {
 HttpResponse Router::Handle(const HttpRequest& request, const EventDeliver& deliver) {
   auto start = std::chrono::steady_clock::now();
   std::string route_label = "unmatched";
+  RequestAccess access;
   HttpResponse response;
   try {
-    response = Dispatch(request, deliver, &route_label);
+    response = Dispatch(request, deliver, &route_label, &access);
   } catch (const std::exception& e) {
     response = InternalErrorResponse(std::string("exception: ") + e.what());
   } catch (...) {
@@ -410,6 +437,7 @@ HttpResponse Router::Handle(const HttpRequest& request, const EventDeliver& deli
     };
     return response;
   }
+  AuditAnswer(request, route_label, access, response.status);
   Finish(request, route_label, start, response);
   return response;
 }
@@ -434,6 +462,13 @@ HttpResponse Router::FinishUpload(const HttpRequest& header, UploadBody& upload,
   } catch (const std::exception& e) {
     response = InternalErrorResponse(std::string("exception: ") + e.what());
   }
+  RequestAccess access;
+  access.access = Access::kCreate;
+  access.authenticated =
+      !Authenticate(header, false, ParseQuery(SplitRequestTarget(header.target).query),
+                    &access.principal)
+           .has_value();
+  AuditAnswer(header, "/api/v1/datasets", access, response.status);
   Finish(header, "/api/v1/datasets", start, response);
   return response;
 }
@@ -456,7 +491,7 @@ void Router::Finish(const HttpRequest& request, const std::string& route_label,
 }
 
 HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& deliver,
-                              std::string* route_label) {
+                              std::string* route_label, RequestAccess* access) {
   SplitTarget target = SplitRequestTarget(request.target);
   if (target.path.empty() || target.path.front() != '/') {
     return ErrorResponse(400, "invalid_argument", "request target must be an absolute path",
@@ -488,32 +523,14 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
   if (auto refused = CheckBrowserHeaders(request)) return std::move(*refused);
 
   std::optional<QueryParams> query = ParseQuery(target.query);
-  // Health probes reveal nothing about jobs: public, as /healthz is.
-  bool public_route = !api || target.path == "/healthz" || target.path == "/v2" ||
-                      target.path == "/v2/health/live" || target.path == "/v2/health/ready";
-  if (!options_.api_token.empty() && !public_route) {
+  // Health probes and the dashboard's files reveal nothing about jobs: public (their Access).
+  const bool public_route = !matches.empty() && matches.front()->access == Access::kPublic;
+  if (!public_route) {
     const bool stream = route != nullptr && IsEventStream(route->id, query);
-    std::optional<std::string> query_token;
-    if (query) query_token = QueryValue(*query, "access_token");
-    bool authorized = false;
-    std::string message = "missing or wrong \"Authorization: Bearer <token>\" header";
-    std::string_view auth = request.Header("Authorization");
-    if (query_token && !stream) {
-      // A token in a URL ends up in logs and histories: only EventSource, which cannot send
-      // headers, may put it there.
-      message =
-          "access_token in the query string is accepted on event streams only; send the token "
-          "in an \"Authorization: Bearer <token>\" header";
-    } else if (auth.size() > 7 && EqualsIgnoreCase(auth.substr(0, 7), "Bearer ")) {
-      authorized = ConstantTimeEquals(auth.substr(7), options_.api_token);
-    } else if (auth.empty() && query_token) {
-      authorized = ConstantTimeEquals(*query_token, options_.api_token);
+    if (auto refused = Authenticate(request, stream, query, &access->principal)) {
+      return std::move(*refused);
     }
-    if (!authorized) {
-      HttpResponse r = ErrorResponse(401, "unauthenticated", message);
-      r.SetHeader("WWW-Authenticate", "Bearer realm=\"trainingd\"");
-      return r;
-    }
+    access->authenticated = true;
   }
   if (matches.empty()) {
     return ErrorResponse(404, "not_found",
@@ -545,7 +562,8 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
                            "or multipart/form-data (parts train and test)",
                            "Content-Type");
     }
-  } else if (route->method == "POST" && !IsMediaType(content_type, kJson)) {
+  } else if ((route->method == "POST" || route->method == "PATCH") &&
+             !IsMediaType(content_type, kJson)) {
     return ErrorResponse(415, "unsupported_media_type",
                          "Content-Type must be " + std::string(kJson), "Content-Type");
   }
@@ -553,13 +571,23 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
     return ErrorResponse(400, "invalid_argument", "query string has a malformed %-escape", "query");
   }
   if (matches.front()->path.find("{id}") != std::string_view::npos && !IsValidJobId(job_id)) {
+    if (target.path.starts_with("/api/v1/tokens/")) {
+      return ErrorResponse(400, "invalid_argument", "id: a token id is a positive integer", "id");
+    }
     const bool experiment = target.path.starts_with("/api/v1/experiments/");
     return ErrorResponse(400, "invalid_argument",
                          std::string("id: ") + (experiment ? "an experiment" : "a job") +
                              " id is 1 to 64 of the characters A-Z a-z 0-9 _ -",
                          "id");
   }
-  if (matches.front()->path.find("{name}") != std::string_view::npos &&
+  const bool user_path = target.path.starts_with("/api/v1/users/");
+  if (user_path && !IsValidUserName(job_id)) {
+    return ErrorResponse(400, "invalid_argument",
+                         "name: a user name is 1 to 64 of the characters a-z 0-9 _ . -, starting "
+                         "with a letter or digit",
+                         "name");
+  }
+  if (!user_path && matches.front()->path.find("{name}") != std::string_view::npos &&
       !engine::IsSafeName(job_id)) {
     return ErrorResponse(400, "invalid_argument",
                          "name: a dataset name is 1 to 100 of the characters A-Z a-z 0-9 . _ -, "
@@ -588,7 +616,15 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
     return ErrorResponse(404, "not_found", "this server runs no experiments");
   }
 
-  Context c{request, target.path, std::move(*query), job_id, deliver};
+  // Who may: after the route is known to exist here, before it runs (so a refusal changes
+  // nothing).
+  access->access = route->access;
+  access->resource = job_id;
+  if (auto refused = Authorize(route->access, access->principal, job_id)) {
+    return std::move(*refused);
+  }
+
+  Context c{request, target.path, std::move(*query), job_id, deliver, access->principal};
   switch (route->id) {
     case RouteId::kSubmitJob:
       return SubmitJob(c);
@@ -649,7 +685,8 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
                                        QueryValue(c.query, "format").value_or("onnx"),
                                        QueryValue(c.query, "step"));
     case RouteId::kSubmitExperiment:
-      return experiment_routes::Submit(*experiments_, request, options_.max_body_bytes);
+      return experiment_routes::Submit(*experiments_, request, options_.max_body_bytes,
+                                       access->principal.name);
     case RouteId::kPreviewExperiment:
       return experiment_routes::Preview(*experiments_, request, options_.max_body_bytes);
     case RouteId::kListExperiments:
@@ -688,6 +725,17 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
       r.status = 204;
       return r;
     }
+    case RouteId::kCreateUser:
+    case RouteId::kListUsers:
+    case RouteId::kGetUser:
+    case RouteId::kUpdateUser:
+    case RouteId::kDeleteUser:
+    case RouteId::kCreateToken:
+    case RouteId::kListTokens:
+    case RouteId::kRevokeToken:
+    case RouteId::kWhoami:
+    case RouteId::kAudit:
+      return UserRoute(route->path, route->method, c, access->principal);
     case RouteId::kHealthz: {
       // 200 either way: the daemon serves; "degraded" says what it cannot do now.
       const ServiceHealth health = service_.Health();
@@ -702,6 +750,12 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
       return StaticFile(c);
   }
   return InternalErrorResponse("unhandled route " + std::string(route->path));
+}
+
+HttpResponse Router::UserRoute(std::string_view route_path, std::string_view method,
+                               const Context& c, const Principal& principal) {
+  return user_routes::Answer(users_, audit_, route_path, method, c.request, c.query, c.job_id,
+                             principal, options_.max_body_bytes);
 }
 
 std::optional<HttpResponse> Router::CheckBrowserHeaders(const HttpRequest& request) const {
@@ -750,7 +804,7 @@ HttpResponse Router::SubmitJob(const Context& c) {
     return ErrorResponse(400, "invalid_argument", field_error.message, field_error.field);
   }
   std::string spec_json = JobSpecToJson(*spec);  // the canonical text the service keeps
-  auto job = service_.Submit(std::move(*spec), std::move(spec_json));
+  auto job = service_.Submit(std::move(*spec), std::move(spec_json), c.principal.name);
   if (!job.ok()) return StatusResponse(job.status());
   HttpResponse r = JsonResponse(201, JobToJson(*job, true));
   r.SetHeader("Location", "/api/v1/jobs/" + job->id);
@@ -1011,6 +1065,7 @@ Result<DatasetUploadOptions> UploadOptions(const QueryParams& query) {
 HttpResponse Router::UploadDataset(const Context& c) {
   auto options = UploadOptions(c.query);
   if (!options.ok()) return StatusResponse(options.status());
+  options->owner = c.principal.name;
   int64_t declared = -1;  // chunked
   if (std::string_view length = c.request.Header("Content-Length"); !length.empty()) {
     std::from_chars(length.data(), length.data() + length.size(), declared);

@@ -131,6 +131,7 @@ class FakeDatasetService : public DatasetService {
       r.format = options_.format;
       r.upload = options_;
       r.upload.test_file = !body_[1].empty();
+      r.owner = options_.owner;
       r.bytes = static_cast<int64_t>(body_[0].size() + body_[1].size());
       std::lock_guard<std::mutex> lock(service_.mu_);
       service_.kept_[r.name] = Kept{r, {std::move(body_[0]), std::move(body_[1])}};

@@ -3,6 +3,7 @@
 // Records what it was asked (the last spec, spec text and trial query). Not thread-safe.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -34,10 +35,12 @@ class FakeExperimentService : public ExperimentService {
     plan.first_trials = {{{"batch_size", "64"}}};
     return plan;
   }
-  engine::Result<ExperimentInfo> Submit(ExperimentSpec spec, std::string spec_json) override {
+  engine::Result<ExperimentInfo> Submit(ExperimentSpec spec, std::string spec_json,
+                                        std::string owner = std::string(kAdminUser)) override {
     last_spec = spec;
     last_spec_json = spec_json;
     ExperimentInfo e = Info("exp-2", ExperimentState::kRunning);
+    e.owner = std::move(owner);
     e.name = spec.name;
     e.spec_json = std::move(spec_json);
     return e;
@@ -52,10 +55,16 @@ class FakeExperimentService : public ExperimentService {
     page.next_cursor = "c2";
     return page;
   }
+  // The owner Get answers for an experiment; the admin when not set.
+  std::map<std::string, std::string> owners;
+
   engine::Result<ExperimentInfo> Get(const std::string& id) override {
-    if (id == "exp-1") return Info(id, ExperimentState::kRunning);
-    if (id == "done") return Info(id, ExperimentState::kCompleted);
-    return engine::Status::NotFound("experiment " + id + " not found");
+    std::optional<ExperimentInfo> e;
+    if (id == "exp-1") e = Info(id, ExperimentState::kRunning);
+    if (id == "done") e = Info(id, ExperimentState::kCompleted);
+    if (!e) return engine::Status::NotFound("experiment " + id + " not found");
+    if (auto it = owners.find(id); it != owners.end()) e->owner = it->second;
+    return *e;
   }
   engine::Result<TrialPage> Trials(const std::string& id, const TrialQuery& query) override {
     TRAININGD_RETURN_IF_ERROR(Get(id).status());

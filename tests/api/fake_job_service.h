@@ -87,11 +87,17 @@ class FakeJobService : public JobService {
     return it == streams_.end() ? 0 : it->second.subscribers.size();
   }
 
-  engine::Result<JobInfo> Submit(engine::JobSpec spec, std::string spec_json) override {
+  engine::Result<JobInfo> Submit(engine::JobSpec spec, std::string spec_json,
+                                 std::string owner = std::string(kAdminUser)) override {
     std::lock_guard lock(mu_);
     if (auto s = Injected(); !s.ok()) return s;
     std::string id = AddLocked(spec.name, JobState::kQueued, spec.max_steps, std::move(spec_json));
+    jobs_.at(id).owner = std::move(owner);
     return jobs_.at(id);
+  }
+  void SetOwner(const std::string& id, const std::string& owner) {
+    std::lock_guard lock(mu_);
+    jobs_.at(id).owner = owner;
   }
 
   engine::Result<JobPage> List(std::optional<JobState> state, int64_t limit,

@@ -352,7 +352,10 @@ TEST(RouterTableTest, RoutesAreUniqueAndCoverTheApi) {
   for (const RouteInfo& route : Router::Routes()) {
     EXPECT_TRUE(seen.insert({route.method, route.path}).second) << route.path;
   }
-  EXPECT_EQ(seen.size(), 40u);
+  EXPECT_EQ(seen.size(), 50u);
+  EXPECT_TRUE(seen.count({"POST", "/api/v1/users/{name}/tokens"}));
+  EXPECT_TRUE(seen.count({"DELETE", "/api/v1/tokens/{id}"}));
+  EXPECT_TRUE(seen.count({"GET", "/api/v1/whoami"}));
   EXPECT_TRUE(seen.count({"POST", "/api/v1/datasets"}));
   EXPECT_TRUE(seen.count({"GET", "/api/v1/datasets/{name}/examples"}));
   EXPECT_TRUE(seen.count({"DELETE", "/api/v1/datasets/{name}"}));

@@ -9,7 +9,7 @@
 // it, sees it complete; submits a second job and compares the two; deletes one after a
 // confirmation; restarts the daemon under a running job's page (banner, reconnect, the job
 // finishes); checks the layout at 380 px; and runs with an API token (prompt, sessionStorage,
-// Authorization header, ?access_token= on the event stream). It fails on any console error the
+// Authorization header, on the event stream too: never in a URL). It fails on any console error the
 // step does not expect (the browser logs expected 4xx answers as errors), any page error, any
 // Content-Security-Policy violation (the daemon serves the page with a strict policy, which the
 // test checks is there), and any request to a host other than 127.0.0.1. Screenshots go to
@@ -299,7 +299,10 @@ async function main() {
   context = await newContext(path.join(tmp, 'profile-token'));
   const tp = await watchedPage(context);
   const streams = [];
-  tp.on('response', (r) => { if (r.url().includes('/api/v1/events')) streams.push({ url: r.url(), status: r.status() }); });
+  tp.on('response', async (r) => {
+    if (!r.url().includes('/api/v1/events')) return;
+    streams.push({ url: r.url(), status: r.status(), auth: await r.request().headerValue('authorization') });
+  });
   await expecting([/status of 401/], async () => {
     await tp.goto(`${daemon.url}/`);
     await tp.locator('#token-input').fill('wrong-token-wrong-token');
@@ -310,11 +313,13 @@ async function main() {
     await tp.locator(`tr[data-id="${first}"]`).waitFor({ timeout: 15000 });
   });
   check(await tp.evaluate(() => sessionStorage.getItem('trainingd.token')) === TOKEN, 'token kept in sessionStorage');
-  // The list's event stream authenticates with ?access_token= and brings a job created elsewhere.
+  // The list's event stream authenticates with the Authorization header (the token is in no URL)
+  // and brings a job created elsewhere.
   const made = await daemon.api('POST', '/jobs', spec('web-token', 200), TOKEN);
   check(made.status === 201, `submit with the token: ${made.status}`);
   await tp.locator(`tr[data-id="${made.body.id}"]`).waitFor({ timeout: 15000 });
-  check(streams.some((s) => s.status === 200 && s.url.includes(`access_token=${TOKEN}`)), 'event stream opened with ?access_token=');
+  check(streams.some((s) => s.status === 200 && s.auth === `Bearer ${TOKEN}`), `event stream opened with the header: ${JSON.stringify(streams)}`);
+  check(streams.every((s) => !s.url.includes('access_token')), `no token in a stream's URL: ${JSON.stringify(streams)}`);
   // One action with the token: stop or delete the new job from the list.
   await tp.locator(`tr[data-id="${made.body.id}"][data-state="completed"]`).waitFor({ timeout: 60000 });
   await tp.locator(`tr[data-id="${made.body.id}"] button[data-action="delete"]`).click();
@@ -323,6 +328,32 @@ async function main() {
   log('token: prompt, wrong token refused, right one kept; live list; delete with the token');
   await context.close();
   context = null;
+
+  // 10. A team (docs/operations.md#team-use): a viewer's and another user's buttons on the
+  // admin's job are disabled, and the daemon refuses the stop anyway.
+  for (const [name, role] of [['vera', 'viewer'], ['alice', 'user']]) {
+    const made = await daemon.api('POST', '/users', { name, role }, TOKEN);
+    check(made.status === 201, `user ${name}: ${made.status}`);
+    const tok = await daemon.api('POST', `/users/${name}/tokens`, {}, TOKEN);
+    check(tok.status === 201, `token for ${name}: ${tok.status}`);
+    context = await newContext(path.join(tmp, `profile-${name}`));
+    await context.addInitScript((t) => sessionStorage.setItem('trainingd.token', t), tok.body.token);
+    const up = await watchedPage(context);
+    await up.goto(`${daemon.url}/`);
+    await up.locator(`tr[data-id="${first}"]`).waitFor({ timeout: 15000 });
+    const del = up.locator(`tr[data-id="${first}"] button[data-action="delete"]`);
+    check(await del.isDisabled(), `${name} (${role}): the admin's job's delete is disabled`);
+    check((await del.getAttribute('title') || '').length > 0, `${name}: the disabled button says why`);
+    await up.goto(`${daemon.url}/#/jobs/${first}`);
+    await up.locator('.actions button[data-action="delete"]').waitFor({ timeout: 15000 });
+    check(await up.locator('.actions button[data-action="delete"]').isDisabled(), `${name}: delete disabled on the job page`);
+    check((await up.locator('main').textContent()).includes('by admin'), `${name}: the job page names its owner`);
+    const refused = await daemon.api('DELETE', `/jobs/${first}`, undefined, tok.body.token);
+    check(refused.status === 403, `${name}'s delete through the API: ${refused.status}`);
+    await context.close();
+    context = null;
+  }
+  log('team: a viewer\'s and another user\'s buttons disabled on the admin\'s job; the API refuses with 403');
 }
 
 await runTest(async () => {

@@ -4,6 +4,7 @@
 // A kind describes one resource: {call(id, action) -> Promise, can: {stop, resume, delete}
 // (state -> bool), deleteText(item), doneText: {stop, resume} (item -> string)}.
 import { h, toast, confirmDialog } from './dom.js';
+import { mayChange, whyNot } from './api.js';
 
 // Runs `action` on `item` ({id, name, state}) with feedback; resolves to the item after the
 // action (null if deleted, undefined if cancelled or refused).
@@ -23,10 +24,13 @@ export async function runResourceAction(kind, item, action) {
 }
 
 // The list row's buttons: stop and resume when the state allows them, delete always (disabled
-// while it is not allowed). onDone(action, result) gets runResourceAction's result.
+// while it is not allowed, and all of them when this tab's user may not change the item: a
+// viewer, or another user's). onDone(action, result) gets runResourceAction's result.
 export function resourceButtons(kind, item, onDone) {
+  const may = mayChange(item);
   const btn = (action, label, enabled, style) => h('button', {
-    type: 'button', class: `btn btn-small ${style || ''}`, disabled: !enabled,
+    type: 'button', class: `btn btn-small ${style || ''}`, disabled: !enabled || !may,
+    title: may ? undefined : whyNot(item),
     dataset: { action }, 'aria-label': `${label} ${item.name}`,
     onclick: async (ev) => {
       ev.currentTarget.disabled = true;

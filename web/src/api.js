@@ -32,6 +32,38 @@ export function token() {
   return sessionStorage.getItem(TOKEN_KEY) || '';
 }
 
+// Who this tab's token is (GET /api/v1/whoami: {name, role}), for the buttons that user may use;
+// the daemon decides anyway (403). null until loadPrincipal resolves, or when it failed.
+let who = null;
+export function principal() {
+  return who;
+}
+export async function loadPrincipal() {
+  try {
+    who = await api('/whoami');
+  } catch {
+    who = null;
+  }
+  return who;
+}
+
+// Whether the principal may stop, resume or delete `item` (a job or an experiment, with its
+// owner; docs/operations.md#team-use): an admin anything, a user its own, a viewer nothing. Not
+// known yet: true, and the daemon's answer says.
+export function mayChange(item) {
+  if (!who) return true;
+  if (who.role === 'admin') return true;
+  if (who.role === 'viewer') return false;
+  return !item.owner || item.owner === who.name;
+}
+
+// Why mayChange said no, for a disabled button's title.
+export function whyNot(item) {
+  if (!who) return '';
+  if (who.role === 'viewer') return `${who.name} is a viewer: it reads, it changes nothing`;
+  return `Only ${item.owner} or an admin may change it`;
+}
+
 // Asks for the token once, however many requests are waiting for it.
 let pendingPrompt = null;
 export function askToken(wrong) {
@@ -54,6 +86,8 @@ export function askToken(wrong) {
       pendingPrompt = null;
       if (v !== 'ok' || !input.value.trim()) return false;
       sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+      who = null; // another token may be another user: ask again
+      loadPrincipal();
       return true;
     });
   }
@@ -195,14 +229,15 @@ export function jobAction(id, action, body) {
   return api(`/jobs/${enc(id)}/${action}`, { method: 'POST', body: body || {} });
 }
 
-// The URL of an event stream, with the token as a query parameter (EventSource cannot send
-// headers) and, for a new connection, where to resume.
-export function streamUrl(path, lastEventId) {
-  const params = [];
+// An event stream's request: its URL and headers. The token goes in the Authorization header,
+// as for every other call, never in the URL (where logs, histories and Referer would keep it):
+// live.js reads the stream with fetch, not EventSource, which cannot send headers.
+export function streamRequest(path, lastEventId) {
+  const headers = { Accept: 'text/event-stream' };
   const t = token();
-  if (t) params.push(`access_token=${enc(t)}`);
-  if (lastEventId) params.push(`last_event_id=${enc(lastEventId)}`);
-  return BASE + path + (params.length ? `?${params.join('&')}` : '');
+  if (t) headers.Authorization = `Bearer ${t}`;
+  if (lastEventId) headers['Last-Event-ID'] = String(lastEventId);
+  return { url: BASE + path, headers };
 }
 
 // Every experiment (following next_cursor), newest first; summaries without their specs.

@@ -4,7 +4,7 @@
 // #/datasets, #/submit?preset=mlp&dataset=name. A view is
 // mount(container, params) -> {unmount()}; switching routes unmounts the old one (closing its
 // event stream, timers and charts).
-import { connectivity } from './api.js';
+import { connectivity, loadPrincipal } from './api.js';
 import { mountJobs } from './jobs.js';
 import { mountJob } from './job.js';
 import { mountCompare } from './compare.js';
@@ -85,4 +85,5 @@ connectivity.listen((state) => {
 
 window.addEventListener('hashchange', route);
 if (!location.hash) history.replaceState(null, '', '#/jobs');
-route();
+// Who the token is first (a 401 asks for it), so that the pages offer only what that user may do.
+loadPrincipal().finally(route);

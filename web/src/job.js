@@ -3,7 +3,7 @@
 // spec, the checkpoints, a live tail of the log, and the model panel (model.js) once there is a
 // checkpoint. Live data comes from the job's event stream
 // (/api/v1/jobs/<id>/events: state, scalar and log events).
-import { api, enc, jobAction } from './api.js';
+import { api, enc, jobAction, mayChange, whyNot } from './api.js';
 import { EventStream } from './live.js';
 import { MetricChart } from './chart.js';
 import { ModelPanel } from './model.js';
@@ -268,7 +268,8 @@ export function mountJob(root, id) {
     const now = Date.now() / 1000;
     setText(els.started, job.started_at ? fmt.relative(job.started_at, now) : job.state === 'queued' ? 'queued' : fmt.DASH);
     els.started.title = fmt.absolute(job.started_at);
-    setText(els.startedSub, job.started_at ? `at ${fmt.clock(job.started_at)}` : `created ${fmt.relative(job.created_at, now)}`);
+    setText(els.startedSub, (job.started_at ? `at ${fmt.clock(job.started_at)}` : `created ${fmt.relative(job.created_at, now)}`) +
+      (job.owner ? ` · by ${job.owner}` : ''));
     setText(els.elapsed, fmt.duration(elapsedSeconds(job, now)));
     setText(els.elapsedSub, job.finished_at && !['running', 'stopping', 'queued'].includes(job.state)
       ? `until ${fmt.clock(job.finished_at)}` : job.state === 'running' ? 'this run' : '');
@@ -277,8 +278,10 @@ export function mountJob(root, id) {
   function renderActions() {
     const s = job.state;
     const focused = els.actions.contains(document.activeElement) ? document.activeElement.dataset.action : '';
+    const may = mayChange(job);
     const btn = (action, label, enabled, kind, fn) => h('button', {
-      type: 'button', class: `btn ${kind || ''}`, disabled: !enabled || Boolean(busy), dataset: { action },
+      type: 'button', class: `btn ${kind || ''}`, disabled: !enabled || !may || Boolean(busy), dataset: { action },
+      title: may ? undefined : whyNot(job),
       onclick: fn || (() => act(action)),
     }, busy === action ? `${label}…` : label);
     els.actions.replaceChildren(...[

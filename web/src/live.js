@@ -1,14 +1,49 @@
 // Server-sent events (docs/http-api.md#server-sent-events) that outlive the daemon restarting.
 //
-// The browser's EventSource reconnects by itself after a dropped connection and sends
-// Last-Event-ID, so nothing is missed. It gives up for good when the daemon answers with an
-// error instead of a stream (401, 503 while shutting down, ...): then we reopen it ourselves with
-// backoff, passing the last id we saw as ?last_event_id=. A drop that lasts reports the daemon
-// 'down' (the banner); every reopening after an error calls onReconnect so the page refetches
-// what a restarted daemon may not replay.
-import { api, connectivity, streamUrl } from './api.js';
+// Read with fetch and a stream reader rather than the browser's EventSource, which cannot send
+// an Authorization header and so would need the token in its URL: the token stays in the header
+// (api.js streamRequest). The stream is parsed as EventSource parses it (event, data, id lines;
+// a blank line ends an event). When it ends, drops, or the daemon answers with an error instead
+// of a stream (401, 503 while shutting down, ...), we reopen it with backoff, sending the last id
+// we saw as Last-Event-ID, so nothing is missed. A drop that lasts reports the daemon 'down' (the
+// banner); every reopening after an error calls onReconnect so the page refetches what a
+// restarted daemon may not replay.
+import { api, connectivity, streamRequest } from './api.js';
 
 const DOWN_AFTER_MS = 1500;
+
+// Calls onEvent({type, data, id}) for each complete event in the text given to push(); keeps the
+// partial line and event between calls. `id` is the last id seen (it persists across events).
+export function sseParser(onEvent) {
+  let buffer = '';
+  let type = '';
+  let data = [];
+  let lastId = '';
+  function line(l) {
+    if (l === '') {
+      if (data.length) onEvent({ type: type || 'message', data: data.join('\n'), id: lastId });
+      type = '';
+      data = [];
+      return;
+    }
+    if (l.startsWith(':')) return;
+    const colon = l.indexOf(':');
+    const field = colon < 0 ? l : l.slice(0, colon);
+    let value = colon < 0 ? '' : l.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'event') type = value;
+    else if (field === 'data') data.push(value);
+    else if (field === 'id' && !value.includes('\0')) lastId = value;
+  }
+  return {
+    push(text) {
+      buffer += text;
+      const lines = buffer.split(/\r\n|\r|\n/);
+      buffer = lines.pop();
+      for (const l of lines) line(l);
+    },
+  };
+}
 
 export class EventStream {
   // path: '/events' or '/jobs/<id>/events'; handlers: {event kind: fn(data, id)}.
@@ -20,7 +55,8 @@ export class EventStream {
     this.failures = 0;
     this.hadError = false;
     this.closed = false;
-    this.es = null;
+    this.live = false;
+    this.abort = null;
     this.reopenTimer = 0;
     this.downTimer = 0;
     this.open();
@@ -28,44 +64,65 @@ export class EventStream {
 
   open() {
     if (this.closed) return;
-    const es = new EventSource(streamUrl(this.path, this.lastId));
-    this.es = es;
-    es.onopen = () => {
-      clearTimeout(this.downTimer);
-      this.downTimer = 0;
-      this.failures = 0;
-      connectivity.report('up');
-      if (this.hadError) {
-        this.hadError = false;
-        if (this.onReconnect) this.onReconnect();
+    const abort = new AbortController();
+    this.abort = abort;
+    const { url, headers } = streamRequest(this.path, this.lastId);
+    (async () => {
+      const r = await fetch(url, { headers, signal: abort.signal, cache: 'no-store' });
+      if (!r.ok || !r.body) {
+        r.body?.cancel();
+        return;
       }
-    };
-    for (const [kind, fn] of Object.entries(this.handlers)) {
-      es.addEventListener(kind, (e) => {
-        if (e.lastEventId) this.lastId = e.lastEventId;
-        let data;
-        try {
-          data = JSON.parse(e.data);
-        } catch {
-          return;
-        }
-        fn(data, e.lastEventId);
-      });
+      this.opened();
+      const parser = sseParser((e) => this.dispatch(e));
+      const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        parser.push(value);
+      }
+    })().catch(() => {}).finally(() => {
+      this.live = false;
+      if (!this.closed && this.abort === abort) this.failed();
+    });
+  }
+
+  opened() {
+    this.live = true;
+    clearTimeout(this.downTimer);
+    this.downTimer = 0;
+    this.failures = 0;
+    connectivity.report('up');
+    if (this.hadError) {
+      this.hadError = false;
+      if (this.onReconnect) this.onReconnect();
     }
-    es.onerror = () => {
-      if (this.closed) return;
-      this.hadError = true;
-      if (!this.downTimer) {
-        this.downTimer = setTimeout(() => {
-          this.downTimer = 0;
-          if (!this.closed && this.es && this.es.readyState !== EventSource.OPEN) connectivity.report('down');
-        }, DOWN_AFTER_MS);
-      }
-      if (es.readyState === EventSource.CLOSED) {
-        es.close();
-        this.reopenLater();
-      }
-    };
+  }
+
+  dispatch(e) {
+    if (this.closed) return;
+    if (e.id) this.lastId = e.id;
+    const fn = this.handlers[e.type];
+    if (!fn) return;
+    let data;
+    try {
+      data = JSON.parse(e.data);
+    } catch {
+      return;
+    }
+    fn(data, e.id);
+  }
+
+  // The stream ended, dropped or was refused: report 'down' if it lasts, reopen later.
+  failed() {
+    this.hadError = true;
+    if (!this.downTimer) {
+      this.downTimer = setTimeout(() => {
+        this.downTimer = 0;
+        if (!this.closed && !this.live) connectivity.report('down');
+      }, DOWN_AFTER_MS);
+    }
+    this.reopenLater();
   }
 
   reopenLater() {
@@ -92,7 +149,7 @@ export class EventStream {
     this.closed = true;
     clearTimeout(this.reopenTimer);
     clearTimeout(this.downTimer);
-    if (this.es) this.es.close();
+    if (this.abort) this.abort.abort();
   }
 }
 

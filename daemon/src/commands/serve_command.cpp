@@ -30,6 +30,8 @@
 #include "trainingd/daemon/service/systemd_notify.h"
 #include "trainingd/daemon/serving/model_server.h"
 #include "trainingd/daemon/store/store.h"
+#include "trainingd/daemon/users/audit_log.h"
+#include "trainingd/daemon/users/user_directory.h"
 
 namespace trainingd::daemon {
 namespace fs = std::filesystem;
@@ -282,6 +284,20 @@ int ServeCommand(const std::vector<std::string>& args) {
     (*manager)->Shutdown();
     return 1;
   }
+  // Users, roles and tokens, and the audit (docs/operations.md#team-use): beside the job
+  // manager, which only tells the directory which jobs a user owns.
+  UserDirectoryOptions udo;
+  udo.active_jobs_of = [jobs = manager->get()](const std::string& user) {
+    return jobs->ActiveJobsOf(user);
+  };
+  auto users = UserDirectory::Open(**store, std::move(udo));
+  if (!users.ok()) {
+    Say("users: " + users.status().message());
+    (*experiments)->Shutdown();
+    (*manager)->Shutdown();
+    return 1;
+  }
+  AuditLog audit(**store, config.audit_keep);
   api::RouterOptions ro;
   ro.api_token = config.token;
   ro.web_root = FindWebDir(config.web_dir);
@@ -293,6 +309,7 @@ int ServeCommand(const std::vector<std::string>& args) {
     std::fwrite(l.data(), 1, l.size(), stderr);
   };
   api::Router router(**manager, ro, datasets->get(), models->get(), experiments->get());
+  router.SetUsers(users->get(), &audit);
   if (engine::Status st = router.CheckOptions(); !st.ok()) {
     Say(st.message());
     return 2;

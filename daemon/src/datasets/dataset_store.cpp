@@ -263,6 +263,7 @@ class DatasetStore::Upload : public api::DatasetUpload {
     checked.test_file = record.test_file;
     eng::Env* env = store_.options_.env ? store_.options_.env : eng::Env::Default();
     checked.created_at = std::floor(env->NowSeconds() * 1000) / 1000;
+    checked.owner = record.upload.owner;
     TRAININGD_RETURN_IF_ERROR(
         WriteFileSynced(staging_ + "/" + kRecordFile, api::DumpJson(api::DatasetToJson(checked))));
     TRAININGD_RETURN_IF_ERROR(SyncDirectory(staging_));

@@ -456,14 +456,17 @@ void ExperimentManager::StartTrialLocked(Experiment& e, int64_t index) {
     refused = job.status();
   } else {
     api::TrialRef ref{e.rec.id, index, t.hyperparameters};
-    auto submitted = jobs_.SubmitTrial(job->first, job->second, ref, [&](const api::JobInfo& j) {
-      t.rec.job_id = j.id;
-      store_.PutTrial(t.rec);
-      DecideLocked(e, "start", index, 0,
-                   "to step " + std::to_string(t.rec.target_steps) +
-                       (e.rungs.size() > 1 ? " in bracket " + std::to_string(t.bracket) : "") +
-                       ": " + t.rec.hyperparameters_json);
-    });
+    auto submitted = jobs_.SubmitTrial(
+        job->first, job->second, ref,
+        [&](const api::JobInfo& j) {
+          t.rec.job_id = j.id;
+          store_.PutTrial(t.rec);
+          DecideLocked(e, "start", index, 0,
+                       "to step " + std::to_string(t.rec.target_steps) +
+                           (e.rungs.size() > 1 ? " in bracket " + std::to_string(t.bracket) : "") +
+                           ": " + t.rec.hyperparameters_json);
+        },
+        e.rec.owner);
     if (submitted.ok()) {
       t.job_state = submitted->state;
       trial_of_job_[t.rec.job_id] = {e.rec.id, index};
@@ -688,7 +691,8 @@ eng::Result<api::ExperimentPlan> ExperimentManager::Preview(const api::Experimen
 }
 
 eng::Result<api::ExperimentInfo> ExperimentManager::Submit(api::ExperimentSpec spec,
-                                                           std::string spec_json) {
+                                                           std::string spec_json,
+                                                           std::string owner) {
   TRAININGD_RETURN_IF_ERROR(CheckTrialSpecs(spec));
   api::ExperimentInfo info;
   {
@@ -700,6 +704,7 @@ eng::Result<api::ExperimentInfo> ExperimentManager::Submit(api::ExperimentSpec s
     } while (experiments_.count(e->rec.id));
     e->rec.name = spec.name;
     e->rec.spec_json = std::move(spec_json);
+    e->rec.owner = std::move(owner);
     e->rec.state = ExperimentState::kRunning;
     e->rec.created_at = env_->NowSeconds();
     e->rec.run_started_at = e->rec.created_at;
@@ -1034,6 +1039,7 @@ api::ExperimentInfo ExperimentManager::InfoLocked(const Experiment& e, bool deta
   api::ExperimentInfo i;
   i.id = e.rec.id;
   i.name = e.rec.name;
+  i.owner = e.rec.owner;
   i.state = e.rec.state;
   i.searcher = api::SearcherName(e.spec.searcher.name);
   i.metric = e.spec.searcher.metric;

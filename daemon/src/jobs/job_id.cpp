@@ -49,6 +49,8 @@ void FillRandom(unsigned char* out, size_t n) {
 
 }  // namespace
 
+void FillRandomBytes(unsigned char* out, size_t n) { FillRandom(out, n); }
+
 std::string JobIdFromBytes(const unsigned char* random_bytes) {
   static constexpr char kBase32[] = "abcdefghijklmnopqrstuvwxyz234567";
   std::string id = "j";

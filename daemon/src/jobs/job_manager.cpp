@@ -297,6 +297,7 @@ api::JobInfo JobManager::InfoLocked(const Job& job, bool with_spec) const {
   if (r.state == JobState::kRunning) i.ranks = job.ranks;
   i.executor = executor_->Name(job.spec);
   i.slurm = job.slurm;
+  i.owner = r.owner;
   if (!r.experiment_id.empty()) {
     i.trial.experiment_id = r.experiment_id;
     i.trial.index = r.trial_index;
@@ -319,8 +320,22 @@ void JobManager::SetStateLocked(Job& job, JobState state) {
   bus_.Publish("", api::EventKind::kJob, StateEvent(r));
 }
 
-eng::Result<api::JobInfo> JobManager::Submit(eng::JobSpec spec, std::string spec_json) {
-  return Recorded(SubmitUnrecorded(std::move(spec), std::move(spec_json)));
+eng::Result<api::JobInfo> JobManager::Submit(eng::JobSpec spec, std::string spec_json,
+                                             std::string owner) {
+  return Recorded(SubmitUnrecorded(std::move(spec), std::move(spec_json), std::move(owner)));
+}
+
+std::vector<std::string> JobManager::ActiveJobsOf(const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> ids;
+  for (const auto& [id, job] : jobs_) {
+    const JobState state = job->rec.state;
+    if (job->rec.owner == owner && (state == JobState::kQueued || state == JobState::kRunning ||
+                                    state == JobState::kStopping)) {
+      ids.push_back(id);
+    }
+  }
+  return ids;
 }
 
 eng::Result<api::JobInfo> JobManager::Recorded(eng::Result<api::JobInfo> changed) {
@@ -340,8 +355,9 @@ void JobManager::AwaitStored(const std::string& job_id, const char* what,
 
 eng::Result<api::JobInfo> JobManager::SubmitTrial(eng::JobSpec spec, std::string spec_json,
                                                   const api::TrialRef& trial,
-                                                  const RecordWith& with) {
-  return Recorded(SubmitUnrecorded(std::move(spec), std::move(spec_json), &trial, with));
+                                                  const RecordWith& with, std::string owner) {
+  return Recorded(
+      SubmitUnrecorded(std::move(spec), std::move(spec_json), std::move(owner), &trial, with));
 }
 
 eng::Status JobManager::CheckAdmission(eng::JobSpec spec) const {
@@ -350,6 +366,7 @@ eng::Status JobManager::CheckAdmission(eng::JobSpec spec) const {
 }
 
 eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::string spec_json,
+                                                       std::string owner,
                                                        const api::TrialRef* trial,
                                                        const RecordWith& with) {
   // Before the lock: the dataset's headers are read and the spec estimated.
@@ -370,6 +387,7 @@ eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::s
   r.created_at = env_->NowSeconds();
   r.max_steps = spec.max_steps;
   r.state = JobState::kQueued;
+  r.owner = std::move(owner);
   if (trial != nullptr) {
     r.experiment_id = trial->experiment_id;
     r.trial_index = trial->index;

@@ -137,6 +137,7 @@ eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
                                              "max_profiler_traces_per_job",
                                              "max_log_bytes_per_job",
                                              "max_crash_restarts",
+                                             "audit_keep",
                                              "mpi",
                                              "executor",
                                              "slurm",
@@ -192,6 +193,7 @@ eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
   TRAININGD_RETURN_IF_ERROR(
       integer("max_log_bytes_per_job", 4096, kBytes, &c.limits.max_log_bytes_per_job));
   TRAININGD_RETURN_IF_ERROR(integer("max_crash_restarts", 0, 1000, &c.limits.max_crash_restarts));
+  TRAININGD_RETURN_IF_ERROR(integer("audit_keep", 1000, int64_t{1} << 32, &c.audit_keep));
   if (const auto it = doc.find("serving"); it != doc.end()) {
     TRAININGD_RETURN_IF_ERROR(sj::CheckObject(
         *it, "serving",

@@ -16,6 +16,7 @@
 #include "store/store_query.h"
 #include "store/store_schema.h"
 #include "store/store_sqlite.h"
+#include "store/store_users.h"
 #include "store/store_writer.h"
 
 namespace trainingd::daemon {
@@ -26,30 +27,30 @@ using engine::Status;
 constexpr char kGetJob[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
        error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
-       hyperparameters_json
+       hyperparameters_json, owner
 FROM jobs WHERE id = ?1)sql";
 
 // Job listings, newest first: all, in a state (?2), after a job (?3), or both.
 constexpr char kListJobs[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
        error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
-       hyperparameters_json
+       hyperparameters_json, owner
 FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsInState[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
        error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
-       hyperparameters_json
+       hyperparameters_json, owner
 FROM jobs WHERE state = ?2 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsAfter[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
        error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
-       hyperparameters_json
+       hyperparameters_json, owner
 FROM jobs WHERE (created_at, id) < (SELECT created_at, id FROM jobs WHERE id = ?3)
 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsInStateAfter[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
        error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
-       hyperparameters_json
+       hyperparameters_json, owner
 FROM jobs WHERE state = ?2 AND (created_at, id) < (SELECT created_at, id FROM jobs WHERE id = ?3)
 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 
@@ -78,6 +79,7 @@ engine::Result<JobRecord> ReadJob(const sqlite::Db& db, const sqlite::Stmt& s) {
   r.experiment_id = s.Text(14);
   r.trial_index = s.Int(15);
   r.hyperparameters_json = s.Text(16);
+  r.owner = s.Text(17);
   return r;
 }
 
@@ -404,6 +406,12 @@ void Store::PutRungResult(const RungResultRecord& result) {
 }
 void Store::AddDecision(const DecisionRecord& decision) { impl_->Enqueue(AddDecisionOp{decision}); }
 void Store::DeleteExperiment(const std::string& id) { impl_->Enqueue(DeleteExperimentOp{id}); }
+void Store::PutUser(const UserRecord& user) { impl_->Enqueue(PutUserOp{user}); }
+void Store::DeleteUser(const std::string& name) { impl_->Enqueue(DeleteUserOp{name}); }
+void Store::PutToken(const TokenRecord& token) { impl_->Enqueue(PutTokenOp{token}); }
+void Store::AddAudit(const api::AuditEntry& entry, int64_t keep) {
+  impl_->Enqueue(AddAuditOp{entry, keep});
+}
 
 Store::WriteGroup::WriteGroup(Store& store) : store_(store) {
   // One store's group at a time per thread: a second store's writes would not be held.
@@ -501,6 +509,18 @@ engine::Result<std::vector<JobRecord>> Store::ListJobs(std::optional<api::JobSta
     return Status::InvalidArgument("after_id '" + after_id + "' is not a job");
   }
   return jobs;
+}
+
+engine::Result<std::vector<UserRecord>> Store::ListUsers() {
+  return impl_->Read([](sqlite::Db& db) { return QueryUsers(db); });
+}
+
+engine::Result<std::vector<TokenRecord>> Store::ListTokens() {
+  return impl_->Read([](sqlite::Db& db) { return QueryTokens(db); });
+}
+
+engine::Result<std::vector<api::AuditEntry>> Store::ListAudit(int64_t before, int64_t limit) {
+  return impl_->Read([&](sqlite::Db& db) { return QueryAudit(db, before, limit); });
 }
 
 engine::Result<std::vector<ExperimentRecord>> Store::ListExperiments() {

@@ -15,13 +15,14 @@ using engine::Status;
 
 constexpr char kPutExperiment[] = R"sql(
 INSERT INTO experiments (id, name, spec_json, state, created_at, finished_at, error, reason,
-                         seconds_used, run_started_at, peak_disk_bytes)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                         seconds_used, run_started_at, peak_disk_bytes, owner)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
 ON CONFLICT (id) DO UPDATE SET
   name = excluded.name, spec_json = excluded.spec_json, state = excluded.state,
   created_at = excluded.created_at, finished_at = excluded.finished_at, error = excluded.error,
   reason = excluded.reason, seconds_used = excluded.seconds_used,
-  run_started_at = excluded.run_started_at, peak_disk_bytes = excluded.peak_disk_bytes)sql";
+  run_started_at = excluded.run_started_at, peak_disk_bytes = excluded.peak_disk_bytes,
+  owner = excluded.owner)sql";
 
 constexpr char kPutTrial[] = R"sql(
 INSERT INTO trials (experiment_id, trial_index, job_id, hyperparameters_json, seed, state,
@@ -49,7 +50,7 @@ constexpr char kDeleteExperiment[] = "DELETE FROM experiments WHERE id = ?1";
 
 constexpr char kListExperiments[] = R"sql(
 SELECT id, name, spec_json, state, created_at, finished_at, error, reason, seconds_used,
-       run_started_at, peak_disk_bytes
+       run_started_at, peak_disk_bytes, owner
 FROM experiments ORDER BY created_at, id)sql";
 
 // ?1 = '' lists every experiment's.
@@ -123,6 +124,7 @@ Status StoreWriter::Do(PutExperimentOp& op) {
     s.Bind(9, e.seconds_used);
     s.Bind(10, e.run_started_at);
     s.Bind(11, e.peak_disk_bytes);
+    s.Bind(12, e.owner);
   });
 }
 
@@ -200,6 +202,7 @@ engine::Result<std::vector<ExperimentRecord>> QueryExperiments(sqlite::Db& db) {
                                      e.seconds_used = s.Real(8);
                                      e.run_started_at = s.Real(9);
                                      e.peak_disk_bytes = s.Int(10);
+                                     e.owner = s.Text(11);
                                      return e;
                                    });
 }

@@ -185,6 +185,44 @@ CREATE TABLE experiment_decisions (
 );
 CREATE INDEX experiment_decisions_by_experiment ON experiment_decisions (experiment_id, seq);
 )sql",
+    // 7: a daemon for a team (docs/operations.md#team-use): users with roles, their API tokens
+    // (only the SHA-256 of each secret), the audit of every change and refusal, and the owner
+    // of each job and experiment. What existed before is the admin's, and so is the configured
+    // token.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT 'admin';
+ALTER TABLE experiments ADD COLUMN owner TEXT NOT NULL DEFAULT 'admin';
+
+CREATE TABLE users (
+  name TEXT PRIMARY KEY NOT NULL,
+  role TEXT NOT NULL,
+  disabled INTEGER NOT NULL DEFAULT 0,
+  created_at REAL NOT NULL DEFAULT 0
+);
+INSERT INTO users (name, role) VALUES ('admin', 'admin');
+
+CREATE TABLE tokens (
+  id INTEGER PRIMARY KEY,
+  user TEXT NOT NULL,
+  sha256 TEXT NOT NULL UNIQUE,
+  created_at REAL NOT NULL,
+  expires_at REAL NOT NULL DEFAULT 0,
+  revoked INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX tokens_by_user ON tokens (user, id);
+
+CREATE TABLE audit (
+  seq INTEGER PRIMARY KEY,
+  at REAL NOT NULL,
+  user TEXT NOT NULL DEFAULT '',
+  token_id INTEGER NOT NULL DEFAULT 0,
+  remote TEXT NOT NULL DEFAULT '',
+  method TEXT NOT NULL,
+  route TEXT NOT NULL,
+  resource TEXT NOT NULL DEFAULT '',
+  status INTEGER NOT NULL
+);
+)sql",
 };
 
 constexpr int kVersion = static_cast<int>(std::size(kMigrations));

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -76,10 +77,23 @@ struct AddDecisionOp {
 struct DeleteExperimentOp {
   std::string id;
 };
-using WriteOp =
-    std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, UpdateJobCounterOp, AddScalarsOp,
-                 DropScalarsAfterOp, DeleteJobOp, PutAttemptOp, PutExperimentOp, PutTrialOp,
-                 PutRungResultOp, AddDecisionOp, DeleteExperimentOp>;
+struct PutUserOp {
+  UserRecord user;
+};
+struct DeleteUserOp {
+  std::string name;
+};
+struct PutTokenOp {
+  TokenRecord token;
+};
+struct AddAuditOp {
+  api::AuditEntry entry;
+  int64_t keep;  // rows kept after this one is added; <= 0 = all
+};
+using WriteOp = std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, UpdateJobCounterOp,
+                             AddScalarsOp, DropScalarsAfterOp, DeleteJobOp, PutAttemptOp,
+                             PutExperimentOp, PutTrialOp, PutRungResultOp, AddDecisionOp,
+                             DeleteExperimentOp, PutUserOp, DeleteUserOp, PutTokenOp, AddAuditOp>;
 
 // The number of scalars `op` writes (0 unless it is an AddScalarsOp).
 int64_t ScalarCount(const WriteOp& op);
@@ -146,6 +160,14 @@ class StoreWriter {
   engine::Status Do(PutRungResultOp& op);
   engine::Status Do(AddDecisionOp& op);
   engine::Status Do(DeleteExperimentOp& op);
+  // store_users.cpp
+  engine::Status Do(PutUserOp& op);
+  engine::Status Do(DeleteUserOp& op);
+  engine::Status Do(PutTokenOp& op);
+  engine::Status Do(AddAuditOp& op);
+  // Runs `sql` with `bind` binding its parameters; a failure is the op's (`what`).
+  engine::Status RunBound(const char* sql, std::string_view what,
+                          const std::function<void(sqlite::Stmt&)>& bind);
   // Runs `sql` with `bind` binding its parameters; a failure is the op's (`what`).
   template <typename Bind>
   engine::Status RunOne(const char* sql, std::string_view what, Bind&& bind);

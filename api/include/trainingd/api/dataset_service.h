@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trainingd/api/user_service.h"
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/data/table_columns.h"
 
@@ -27,6 +28,8 @@ struct DatasetUploadOptions {
   // csv: the upload brought its own test file (a multipart part "test"), so test_fraction and
   // split_seed do not apply. Set by the store when it commits, not by the query.
   bool test_file = false;
+  // The user uploading it (user_service.h); set by the router from the request's principal.
+  std::string owner{kAdminUser};
 };
 
 // One file of an upload (docs/data.md#uploading).
@@ -66,6 +69,7 @@ struct DatasetRecord {
   std::vector<engine::ColumnSummary> columns;
   std::vector<std::string> feature_names;
   double created_at = 0;  // Unix seconds; 0 for an IDX directory
+  std::string owner;      // the user who uploaded it; "" for an IDX directory (the operator's)
 };
 
 // Examples of a dataset's split in its raw units (GET /api/v1/datasets/{name}/examples): what

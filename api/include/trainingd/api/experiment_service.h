@@ -198,8 +198,9 @@ struct ExperimentInfo {
   // Disk: the bytes of the trials' job directories, now and at most so far.
   int64_t disk_bytes = 0;
   int64_t peak_disk_bytes = 0;
-  ExperimentPlan plan;    // with each rung's live counts
-  std::string spec_json;  // the canonical experiment spec (details only)
+  ExperimentPlan plan;            // with each rung's live counts
+  std::string spec_json;          // the canonical experiment spec (details only)
+  std::string owner{kAdminUser};  // the user who submitted it; its trials' jobs are its too
 };
 
 struct ExperimentPage {
@@ -230,8 +231,10 @@ class ExperimentService {
   // daemon cannot run (a trial job it would refuse, e.g. over the memory budget).
   virtual engine::Result<ExperimentPlan> Preview(const ExperimentSpec& spec) = 0;
   // Starts the experiment: its first trials are submitted at once. `spec_json` is its canonical
-  // JSON (ExperimentSpecToJson), which the service keeps and answers with.
-  virtual engine::Result<ExperimentInfo> Submit(ExperimentSpec spec, std::string spec_json) = 0;
+  // JSON (ExperimentSpecToJson), which the service keeps and answers with. `owner`: the user
+  // submitting it (user_service.h).
+  virtual engine::Result<ExperimentInfo> Submit(ExperimentSpec spec, std::string spec_json,
+                                                std::string owner = std::string(kAdminUser)) = 0;
   virtual engine::Result<ExperimentPage> List(std::optional<ExperimentState> state, int64_t limit,
                                               const std::string& cursor) = 0;
   virtual engine::Result<ExperimentInfo> Get(const std::string& id) = 0;

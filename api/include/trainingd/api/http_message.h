@@ -30,6 +30,8 @@ struct HttpRequest {
   // The server streams this request's body instead of reading it into `body` (an upload,
   // Router::StreamsBody): the route answers with an `upload` to feed, or a refusal.
   bool body_follows = false;
+  // The client's address as the server saw it ("" in tests); for the audit only.
+  std::string remote;
 
   // The first value of header `name`, or "" when absent.
   std::string_view Header(std::string_view name) const;

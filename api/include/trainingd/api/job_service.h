@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "trainingd/api/prometheus.h"
+#include "trainingd/api/user_service.h"
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/job/job_spec.h"
 
@@ -91,6 +92,7 @@ struct JobInfo {
   std::string executor = "local";                // what runs it: "local", "mpi" or "slurm"
   SlurmInfo slurm;                               // executor "slurm"
   TrialRef trial;                                // a trial of an experiment; else empty
+  std::string owner{kAdminUser};  // the user who submitted it (a trial: its experiment's)
 };
 
 struct JobPage {
@@ -201,8 +203,9 @@ class JobService {
   virtual ~JobService() = default;
 
   // `spec` as parsed and checked by api/, and its canonical JSON text (JobSpecToJson), which is
-  // what the service keeps and answers with.
-  virtual engine::Result<JobInfo> Submit(engine::JobSpec spec, std::string spec_json) = 0;
+  // what the service keeps and answers with. `owner` is the user submitting it (user_service.h).
+  virtual engine::Result<JobInfo> Submit(engine::JobSpec spec, std::string spec_json,
+                                         std::string owner = std::string(kAdminUser)) = 0;
   // limit in [1, kMaxListLimit].
   virtual engine::Result<JobPage> List(std::optional<JobState> state, int64_t limit,
                                        const std::string& cursor) = 0;

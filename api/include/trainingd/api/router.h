@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trainingd/api/audit_service.h"
 #include "trainingd/api/browser_policy.h"
 #include "trainingd/api/dataset_service.h"
 #include "trainingd/api/experiment_service.h"
@@ -36,6 +37,8 @@
 #include "trainingd/api/job_service.h"
 #include "trainingd/api/model_service.h"
 #include "trainingd/api/static_files.h"
+#include "trainingd/api/url.h"
+#include "trainingd/api/user_service.h"
 #include "trainingd/engine/base/status.h"
 
 namespace trainingd::api {
@@ -60,11 +63,27 @@ struct RouterOptions {
   std::function<void(std::string_view)> log;
 };
 
-// One (method, path template) pair the router answers; "{id}" is one job-id segment, "{file}" a
-// path under the web root.
+// Who may use a route (docs/operations.md#team-use): every route has exactly one rule, in the
+// router's route table, and Router checks it before the route runs. The owner of a job,
+// experiment or dataset is the user who created it; a trial's job is its experiment's owner's.
+// The first value is the strictest, so that a rule left out fails closed.
+enum class Access {
+  kAdmin,          // admins only: users, tokens and the audit
+  kPublic,         // anyone, without a token: health probes, the dashboard's files
+  kRead,           // any authenticated principal, viewers too; the route changes nothing
+  kCreate,         // users and admins; what the route creates belongs to the principal
+  kOwnJob,         // the owner of job {id} (a user), or an admin
+  kOwnExperiment,  // the owner of experiment {id}, or an admin
+  kOwnDataset,     // the owner of dataset {name}, or an admin
+};
+const char* AccessName(Access access);
+
+// One (method, path template) pair the router answers and its rule; "{id}" is one job-id
+// segment, "{file}" a path under the web root.
 struct RouteInfo {
   std::string_view method;
   std::string_view path;
+  Access access = Access::kAdmin;
 };
 
 class Router {
@@ -74,6 +93,13 @@ class Router {
   // without `experiments` the experiment routes.
   Router(JobService& service, RouterOptions options, DatasetService* datasets = nullptr,
          ModelService* models = nullptr, ExperimentService* experiments = nullptr);
+
+  // Team use (user_service.h): with `users`, a presented token is also looked up among the
+  // users' tokens, and what each principal may do is decided by the route's Access; without it
+  // every authenticated request is the admin's (as with one configured token). With `audit`,
+  // every change and every refusal (401, 403) is recorded. Both must outlive the router; call
+  // before Handle runs (serve_command.cpp does, before the server starts).
+  void SetUsers(UserService* users, AuditService* audit);
 
   // OK unless options name a web root that is not an existing directory, or an allowed host or
   // origin that does not parse (fatal at start-up).
@@ -109,9 +135,31 @@ class Router {
 
  private:
   struct Context;  // one request being answered (router.cpp)
+  // Who sent a request and what it touched, for the audit (router_access.cpp).
+  struct RequestAccess {
+    Principal principal;
+    bool authenticated = false;
+    Access access = Access::kPublic;
+    std::string resource;
+  };
 
   HttpResponse Dispatch(const HttpRequest& request, const EventDeliver& deliver,
-                        std::string* route_label);
+                        std::string* route_label, RequestAccess* access);
+  // router_access.cpp: the principal of a request to a non-public route into *principal, or
+  // the 401 answer. `stream`: the route is an event stream (a query token is allowed).
+  std::optional<HttpResponse> Authenticate(const HttpRequest& request, bool stream,
+                                           const std::optional<QueryParams>& query,
+                                           Principal* principal) const;
+  // The 403 (or the 404 of a job, experiment or dataset that does not exist) when `principal`
+  // may not use a route with rule `access` on resource `id`; nullopt when it may.
+  std::optional<HttpResponse> Authorize(Access access, const Principal& principal,
+                                        const std::string& id);
+  // Records the answer in the audit when it is a change or a refusal.
+  void AuditAnswer(const HttpRequest& request, const std::string& route_label,
+                   const RequestAccess& access, int status);
+  // The /api/v1/users, /tokens, /whoami and /audit routes (user_routes.cpp via router_access.cpp).
+  HttpResponse UserRoute(std::string_view route_path, std::string_view method, const Context& c,
+                         const Principal& principal);
   // The 400/421/403 answer when the Host or Origin header is not allowed; nullopt when fine.
   std::optional<HttpResponse> CheckBrowserHeaders(const HttpRequest& request) const;
   HttpResponse StopJob(const Context& c);
@@ -136,6 +184,8 @@ class Router {
   DatasetService* datasets_;
   ModelService* models_;
   ExperimentService* experiments_;
+  UserService* users_ = nullptr;
+  AuditService* audit_ = nullptr;
   RouterOptions options_;
   BrowserPolicy policy_;
   engine::Status policy_status_;  // why options_ give no policy; OK = they do

@@ -27,7 +27,7 @@ _trainingd() {
   local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]} verb=${COMP_WORDS[2]}
   local common="--server --token-file -o -q --help"
   if [[ $COMP_CWORD -eq 1 ]]; then
-    COMPREPLY=($(compgen -W "jobs experiments datasets completion help serve run validate train export" -- "$cur"))
+    COMPREPLY=($(compgen -W "jobs experiments datasets users tokens whoami audit completion help serve run validate train export" -- "$cur"))
     return
   fi
   case $cmd in
@@ -96,6 +96,38 @@ _trainingd() {
       else
         COMPREPLY=($(compgen -W "$(trainingd datasets list -q 2>/dev/null)" -- "$cur"))
       fi ;;
+    users)
+      if [[ $COMP_CWORD -eq 2 ]]; then
+        COMPREPLY=($(compgen -W "create list get update delete" -- "$cur"))
+        return
+      fi
+      case ${COMP_WORDS[COMP_CWORD-1]} in
+        --role) COMPREPLY=($(compgen -W "admin user viewer" -- "$cur")); return ;;
+        -o) COMPREPLY=($(compgen -W "json jsonl csv" -- "$cur")); return ;;
+      esac
+      if [[ $cur == -* ]]; then
+        local flags=$common
+        [[ $verb == create ]] && flags="$common --role"
+        [[ $verb == update ]] && flags="$common --role --disable --enable"
+        [[ $verb == delete ]] && flags="$common --yes"
+        COMPREPLY=($(compgen -W "$flags" -- "$cur"))
+      elif [[ $verb != create && $verb != list ]]; then
+        COMPREPLY=($(compgen -W "$(trainingd users list -q 2>/dev/null)" -- "$cur"))
+      fi ;;
+    tokens)
+      if [[ $COMP_CWORD -eq 2 ]]; then
+        COMPREPLY=($(compgen -W "create list revoke" -- "$cur"))
+        return
+      fi
+      if [[ $cur == -* ]]; then
+        local flags=$common
+        [[ $verb == create ]] && flags="$common --expires-in"
+        COMPREPLY=($(compgen -W "$flags" -- "$cur"))
+      elif [[ $verb != revoke ]]; then
+        COMPREPLY=($(compgen -W "$(trainingd users list -q 2>/dev/null)" -- "$cur"))
+      fi ;;
+    whoami) COMPREPLY=($(compgen -W "$common" -- "$cur")) ;;
+    audit) COMPREPLY=($(compgen -W "$common --limit --before" -- "$cur")) ;;
     completion) COMPREPLY=($(compgen -W "bash zsh" -- "$cur")) ;;
     help) COMPREPLY=($(compgen -W "exit-codes" -- "$cur")) ;;
     *) COMPREPLY=($(compgen -f -- "$cur")) ;;

@@ -63,8 +63,9 @@ class ExperimentManager final : public api::ExperimentService {
   void Shutdown();
 
   engine::Result<api::ExperimentPlan> Preview(const api::ExperimentSpec& spec) override;
-  engine::Result<api::ExperimentInfo> Submit(api::ExperimentSpec spec,
-                                             std::string spec_json) override;
+  engine::Result<api::ExperimentInfo> Submit(
+      api::ExperimentSpec spec, std::string spec_json,
+      std::string owner = std::string(api::kAdminUser)) override;
   engine::Result<api::ExperimentPage> List(std::optional<api::ExperimentState> state, int64_t limit,
                                            const std::string& cursor) override;
   engine::Result<api::ExperimentInfo> Get(const std::string& id) override;

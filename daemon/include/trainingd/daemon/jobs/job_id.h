@@ -20,6 +20,10 @@ inline constexpr int kJobIdRandomBits = 80;
 // aborts with a message rather than hand out a predictable id.
 std::string NewJobId();
 
+// Fills `out` with `n` bytes from getrandom(2), as NewJobId draws them (and aborts as it does);
+// for other secrets (API tokens).
+void FillRandomBytes(unsigned char* out, size_t n);
+
 // The id NewJobId makes of `random_bytes` (kJobIdRandomBits / 8 of them); for tests.
 std::string JobIdFromBytes(const unsigned char* random_bytes);
 

@@ -102,7 +102,11 @@ class JobManager final : public api::JobService, private RunListener {
   // Idempotent.
   void Shutdown();
 
-  engine::Result<api::JobInfo> Submit(engine::JobSpec spec, std::string spec_json) override;
+  engine::Result<api::JobInfo> Submit(engine::JobSpec spec, std::string spec_json,
+                                      std::string owner = std::string(api::kAdminUser)) override;
+  // The ids of the queued, running and stopping jobs `owner` owns (a user that has some cannot
+  // be deleted).
+  std::vector<std::string> ActiveJobsOf(const std::string& owner) const;
   // The ids of the queued, running and stopping jobs that read uploaded dataset `name`.
   std::vector<std::string> JobsUsingDataset(const std::string& name) const;
   // The directory of the job's checkpoints and model.json (what the model server serves);
@@ -138,9 +142,10 @@ class JobManager final : public api::JobService, private RunListener {
   // lock with the changed job, inside a Store::WriteGroup, so the change and these writes commit
   // in one transaction. It may only queue writes on the store.
   using RecordWith = std::function<void(const api::JobInfo&)>;
-  // Submit, of a job that is trial `trial` of an experiment.
+  // Submit, of a job that is trial `trial` of an experiment; `owner` is the experiment's.
   engine::Result<api::JobInfo> SubmitTrial(engine::JobSpec spec, std::string spec_json,
-                                           const api::TrialRef& trial, const RecordWith& with);
+                                           const api::TrialRef& trial, const RecordWith& with,
+                                           std::string owner = std::string(api::kAdminUser));
   // Resume, Stop and Delete of a trial's job by its experiment.
   engine::Result<api::JobInfo> ResumeTrial(const std::string& id, std::optional<int64_t> max_steps,
                                            const RecordWith& with);
@@ -170,6 +175,7 @@ class JobManager final : public api::JobService, private RunListener {
   // <job_id>: <what> is not yet in the database" if not. Not under mu_.
   void AwaitStored(const std::string& job_id, const char* what, std::chrono::seconds timeout);
   engine::Result<api::JobInfo> SubmitUnrecorded(engine::JobSpec spec, std::string spec_json,
+                                                std::string owner,
                                                 const api::TrialRef* trial = nullptr,
                                                 const RecordWith& with = nullptr);
   engine::Result<api::JobInfo> StopUnrecorded(const std::string& id, bool by_owner);

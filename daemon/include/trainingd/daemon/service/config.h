@@ -31,6 +31,7 @@
 //   "max_log_bytes_per_job": 16777216,  a job's log rotates at this size (one old file kept)
 //   "max_crash_restarts": 2,            a job running when the daemon died is queued again at
 //                                       most this many times in a row, then failed
+//   "audit_keep": 100000,               audit rows kept (the oldest are deleted beyond), 1000..2^32
 //   "mpi": {                            data-parallel jobs (distributed.workers > 1) with the
 //     "hostfile": "",                   local executor: an Open MPI hostfile of the hosts their
 //                                       ranks run on ("" = this machine, loopback only)
@@ -92,8 +93,9 @@ struct ServeConfig {
   std::vector<std::string> allowed_hosts;    // checked with api::ParseHostAndPort
   std::vector<std::string> allowed_origins;  // checked with api::NormalizeOrigin
   int max_connections = 1024;
-  JobLimits limits;          // the max_job_* and max_*_per_job keys, max_crash_restarts
-  std::string mpi_hostfile;  // "mpi": {"hostfile"}
+  JobLimits limits;             // the max_job_* and max_*_per_job keys, max_crash_restarts
+  int64_t audit_keep = 100000;  // audit rows kept (users/audit_log.h: kDefaultAuditKeep)
+  std::string mpi_hostfile;     // "mpi": {"hostfile"}
   std::vector<std::string> mpirun_options;  // "mpi": {"mpirun_options"}
   std::string executor = "local";           // or "slurm"
   SlurmOptions slurm;                       // its data_root "" = data_root

@@ -20,8 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "trainingd/api/audit_service.h"
 #include "trainingd/api/experiment_service.h"
 #include "trainingd/api/job_service.h"
+#include "trainingd/api/user_service.h"
 #include "trainingd/engine/base/status.h"
 
 namespace trainingd::daemon {
@@ -48,6 +50,8 @@ struct JobRecord {
   std::string experiment_id;
   int64_t trial_index = 0;
   std::string hyperparameters_json;
+  // The user who submitted it (a trial: its experiment's); jobs from before users: the admin.
+  std::string owner{api::kAdminUser};
 };
 
 // An experiment's row (docs/experiments.md): its spec and what is not derived from its trials.
@@ -63,6 +67,25 @@ struct ExperimentRecord {
   double seconds_used = 0;    // wall time spent running, up to run_started_at
   double run_started_at = 0;  // when the current running period began; 0 = not running
   int64_t peak_disk_bytes = 0;
+  std::string owner{api::kAdminUser};  // the user who submitted it
+};
+
+// A user of the daemon (api/user_service.h); the users table.
+struct UserRecord {
+  std::string name;
+  api::Role role = api::Role::kUser;
+  bool disabled = false;
+  double created_at = 0;
+};
+
+// An API token: only the SHA-256 of its secret is kept; the tokens table.
+struct TokenRecord {
+  int64_t id = 0;  // assigned by the caller, > 0, unique
+  std::string user;
+  std::string sha256;  // 64 lowercase hex digits
+  double created_at = 0;
+  double expires_at = 0;  // 0 = never
+  bool revoked = false;
 };
 
 // A trial of an experiment: its place in the search. Its job holds the training state.
@@ -193,6 +216,14 @@ class Store {
   void AddDecision(const DecisionRecord& decision);
   // The experiment's rows: itself, its trials, rung results and decisions (not its jobs).
   void DeleteExperiment(const std::string& id);
+  // Users and tokens (docs/operations.md#team-use). Put inserts or replaces the whole row;
+  // DeleteUser deletes the user and its tokens.
+  void PutUser(const UserRecord& user);
+  void DeleteUser(const std::string& name);
+  void PutToken(const TokenRecord& token);
+  // Appends an audit row (its seq is assigned by the store), then deletes the rows older than
+  // the newest `keep` (retention; keep <= 0 keeps all).
+  void AddAudit(const api::AuditEntry& entry, int64_t keep);
 
   // While a WriteGroup is alive, the writes this thread queues on the store are held back; when
   // it ends they are queued together, and the writer commits them in one transaction: a crash
@@ -255,6 +286,12 @@ class Store {
   engine::Result<std::vector<RungResultRecord>> ListRungResults(const std::string& experiment_id);
   engine::Result<std::vector<DecisionRecord>> ListDecisions(const std::string& experiment_id,
                                                             int64_t limit);
+
+  // Every user by name; every token by id; audit rows with seq < before (0 = from the newest),
+  // newest first, at most `limit`.
+  engine::Result<std::vector<UserRecord>> ListUsers();
+  engine::Result<std::vector<TokenRecord>> ListTokens();
+  engine::Result<std::vector<api::AuditEntry>> ListAudit(int64_t before, int64_t limit);
 
   StoreStats stats() const;
   const std::string& path() const;

@@ -120,7 +120,9 @@ TEST_F(StoreUpgradeTest, BacksUpBeforeMigratingAndKeepsTheData) {
   EXPECT_EQ(Query(db_, "PRAGMA user_version"), StoreSchemaVersionOfThisBuild());
   const std::vector<std::string> backups = ListMigrationBackups(db_);
   ASSERT_EQ(backups.size(), 1u);
-  EXPECT_EQ(backups[0].rfind(db_ + ".before-v6-", 0), 0u) << backups[0];
+  const std::string prefix =
+      db_ + ".before-v" + std::to_string(StoreSchemaVersionOfThisBuild()) + "-";
+  EXPECT_EQ(backups[0].rfind(prefix, 0), 0u) << backups[0];
   EXPECT_EQ(Query(backups[0], "PRAGMA user_version"), 5);
   EXPECT_EQ(Query(backups[0], "SELECT global_step FROM jobs WHERE id = 'j1'"), 200);
   EXPECT_EQ(Query(backups[0], "SELECT count(*) FROM scalars"), 1);

@@ -3,9 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <string>
@@ -101,20 +99,6 @@ int Backup(const std::string& dir, const std::string& file) {
   return 0;
 }
 
-Status CopyFileSynced(const std::string& from, const std::string& to) {
-  std::error_code ec;
-  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-  if (ec) return Status::IoError(to + ": cannot copy " + from + ": " + ec.message());
-  const int fd = open(to.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0 || fsync(fd) != 0) {
-    const int err = errno;
-    if (fd >= 0) close(fd);
-    return engine::ErrnoStatus(err, to + ": cannot fsync: " + std::strerror(err));
-  }
-  close(fd);
-  return Status::Ok();
-}
-
 int Restore(const std::string& dir, const std::string& file) {
   auto file_version = CheckStoreFile(file);
   if (!file_version.ok()) {
@@ -136,14 +120,15 @@ int Restore(const std::string& dir, const std::string& file) {
                                  "; move " + db + " and its -wal file aside and restore again");
     }
   }
-  // The copy goes in under a temporary name and is renamed over the database once it is on disk;
-  // the old database's WAL and shared-memory files go first (they would be applied to the new
-  // file). A crash in between leaves the old database (its WAL is checkpointed into it whenever
-  // the last connection closes; the copy above holds everything in any case) or the new one.
-  const std::string tmp = db + ".restore.tmp";
-  if (Status st = CopyFileSynced(file, tmp); !st.ok()) {
-    fs::remove(tmp, ec);
-    return Fail("restore", st.message());
+  // The copy is made with VACUUM INTO, so that a FILE with a WAL of its own is copied whole, and
+  // goes in under another name, renamed over the database once it is on disk; the old
+  // database's WAL and shared-memory files go first (they would be applied to the new file). A
+  // crash in between leaves the old database without its WAL (the copy kept above holds
+  // everything) or the new one.
+  const std::string tmp = db + ".restore";
+  fs::remove(tmp, ec);
+  if (Status st = BackupStoreFile(file, tmp); !st.ok()) {
+    return Fail("restore", "cannot copy " + file + ": " + st.message());
   }
   fs::remove(db + "-wal", ec);
   fs::remove(db + "-shm", ec);

@@ -187,7 +187,7 @@ TEST_F(StoreUpgradeTest, AFailedMigrationLeavesTheStoreAsItWas) {
   const std::string pristine = (dir_ / "pristine.db").string();
   MakeVersion1(pristine);
   int failed = 0;
-  for (int64_t k = 0;; k += 1 + k / 4) {
+  for (int64_t k = 0;; k += 1 + k / 32) {
     const fs::path work = dir_ / ("io" + std::to_string(k));
     fs::create_directories(work);
     const std::string db = (work / "trainingd.db").string();

@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kPoints = 3000;
+constexpr int kPoints = 600;
 
 // Runs `sql` on the file with a plain connection; returns the first column of the first row.
 int64_t Query(const std::string& path, const std::string& sql) {
@@ -187,7 +187,7 @@ TEST_F(StoreUpgradeTest, AFailedMigrationLeavesTheStoreAsItWas) {
   const std::string pristine = (dir_ / "pristine.db").string();
   MakeVersion1(pristine);
   int failed = 0;
-  for (int64_t k = 0;; k += 1 + k / 32) {
+  for (int64_t k = 0;; k += 1 + k / 16) {
     const fs::path work = dir_ / ("io" + std::to_string(k));
     fs::create_directories(work);
     const std::string db = (work / "trainingd.db").string();
@@ -222,7 +222,7 @@ TEST_F(StoreUpgradeTest, AMigrationKilledHalfwayLeavesTheStoreAsItWas) {
   FaultVfs::Get();              // registered before the fork
   int killed_in_migration = 0;  // the backup was complete, the migration not committed
   int killed = 0;
-  for (int64_t k = 0;; k += 1 + k / 8) {
+  for (int64_t k = 0;; k += 1 + k / 16) {
     const fs::path work = dir_ / ("kill" + std::to_string(k));
     fs::create_directories(work);
     const std::string db = (work / "trainingd.db").string();

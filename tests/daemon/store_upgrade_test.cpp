@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -329,6 +330,13 @@ TEST(DataDirFormatTest, WrittenReadAndNewerRefused) {
   ASSERT_TRUE(format.ok());
   EXPECT_EQ(*format, kDataDirFormat);
   EXPECT_FALSE(fs::exists(dir / "format.json.tmp"));
+  // The same marker again is not written (a start on a full disk must not need to).
+  const auto old_time = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  fs::last_write_time(dir / kDataDirFormatFile, old_time);
+  ASSERT_TRUE(WriteDataDirFormat(dir.string(), 6).ok());
+  EXPECT_EQ(fs::last_write_time(dir / kDataDirFormatFile), old_time);
+  ASSERT_TRUE(WriteDataDirFormat(dir.string(), 7).ok());  // another schema: written
+  EXPECT_NE(fs::last_write_time(dir / kDataDirFormatFile), old_time);
 
   std::ofstream(dir / kDataDirFormatFile)
       << R"({"format": )" << kDataDirFormat + 1 << R"(, "written_by": "trainingd 9.0"})";

@@ -147,7 +147,8 @@ int ServeCommand(const std::vector<std::string>& args) {
   // A data directory or database written by a newer trainingd is refused before anything in it
   // is touched, with an exit code of its own (docs/operations.md#upgrading).
   const std::string db_path = config.data_dir + "/trainingd.db";
-  if (auto format = ReadDataDirFormat(config.data_dir); !format.ok()) {
+  auto format = ReadDataDirFormat(config.data_dir);
+  if (!format.ok()) {
     Say(format.status().message());
     return format.status().message().find("newer than this trainingd") != std::string::npos
                ? client::kExitNewerData
@@ -187,10 +188,16 @@ int ServeCommand(const std::vector<std::string>& args) {
         std::to_string(StoreSchemaVersionOfThisBuild()) + "; the database before is in " +
         (backups.empty() ? std::string("(no backup found)") : backups.back()));
   }
+  // A directory already in this build's format may go without the new marker (a full disk must
+  // not keep the daemon from starting); one in an older format must get it before this build
+  // writes files in its own.
   if (engine::Status st = WriteDataDirFormat(config.data_dir, StoreSchemaVersionOfThisBuild());
       !st.ok()) {
-    Say(st.message());
-    return 1;
+    if (*format != kDataDirFormat) {
+      Say(st.message());
+      return 1;
+    }
+    Say("warning: " + st.message() + " (the directory is in this build's format already)");
   }
   EventBus bus;
   // Jobs never oversubscribe the cores: each of the concurrent runs gets its share.

@@ -56,6 +56,12 @@ Status WriteDataDirFormat(const std::string& dir, int store_schema) {
            {"written_by", std::string("trainingd ") + engine::TrainingdVersion()}}
           .dump() +
       "\n";
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream current;
+    current << in.rdbuf();
+    if (in && current.str() == text) return Status::Ok();  // nothing to write
+  }
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return engine::ErrnoStatus(errno, tmp + ": cannot create: " + std::strerror(errno));
   const bool written =

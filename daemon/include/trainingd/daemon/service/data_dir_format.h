@@ -25,8 +25,8 @@ inline constexpr char kDataDirFormatFile[] = "format.json";
 // build understands (naming the file); IoError when it cannot be read.
 engine::Result<int> ReadDataDirFormat(const std::string& dir);
 
-// Writes the marker of this build into `dir` (a temporary file renamed into place), with
-// `store_schema` as the database's version.
+// Writes the marker of this build into `dir` (a temporary file, fsynced, renamed into place), with
+// `store_schema` as the database's version; nothing when the marker already says exactly that.
 engine::Status WriteDataDirFormat(const std::string& dir, int store_schema);
 
 }  // namespace trainingd::daemon

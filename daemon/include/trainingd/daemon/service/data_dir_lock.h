@@ -1,5 +1,6 @@
 // The lock that keeps one process at a time on a data directory: an exclusive flock on
-// <data_dir>/trainingd.lock, with the holder's pid inside (docs/operations.md#running-it).
+// <data_dir>/trainingd.lock, with the holder's pid inside (docs/operations.md#running-it). Two
+// daemons on one directory would run the same queued jobs into the same checkpoint directories.
 // `trainingd serve` holds it for its life; `trainingd db restore` and `db migrate` take it too,
 // so they never run under a daemon. The lock is the kernel's: it goes away with the process, even
 // on kill -9.

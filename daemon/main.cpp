@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "trainingd/daemon/commands/client_commands.h"
+#include "trainingd/daemon/commands/db_command.h"
 #include "trainingd/daemon/commands/export_command.h"
 #include "trainingd/daemon/commands/run_command.h"
 #include "trainingd/daemon/commands/serve_command.h"
@@ -21,6 +22,8 @@ void Usage(FILE* f) {
       "  validate  check a job spec without running it\n"
       "  train     train a tutorial model in the foreground (trainingd train --help)\n"
       "  export    a checkpoint directory's model as an ONNX file (trainingd export --help)\n"
+      "  db        backup, restore, migrate, status of a data directory's database\n"
+      "            (trainingd db --help)\n"
       "the client of a running daemon (--server URL or TRAININGD_URL; docs/cli.md):\n"
       "  jobs      submit, list, get, logs, watch, wait, stop, resume, delete, scalars,\n"
       "            checkpoints, export (trainingd jobs --help)\n"
@@ -32,7 +35,7 @@ void Usage(FILE* f) {
       "  whoami    the user and role of this client's token\n"
       "  audit     the record of changes and refusals (an admin's)\n"
       "  completion bash|zsh   a shell completion script\n"
-      "  help exit-codes       what the client's exit codes mean\n");
+      "  help exit-codes       what the exit codes mean\n");
 }
 }  // namespace
 
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return trainingd::daemon::RunCommand(args);
   if (cmd == "validate") return trainingd::daemon::ValidateCommand(args);
   if (cmd == "export") return trainingd::daemon::ExportCommand(args);
+  if (cmd == "db") return trainingd::daemon::DbCommand(args);
   if (cmd == "jobs") return trainingd::daemon::JobsCommand(args);
   if (cmd == "experiments") return trainingd::daemon::ExperimentsCommand(args);
   if (cmd == "datasets") return trainingd::daemon::DatasetsCommand(args);

@@ -1,5 +1,6 @@
 #include "fault_vfs.h"
 
+#include <signal.h>
 #include <sqlite3.h>
 
 #include <atomic>
@@ -36,17 +37,25 @@ int Close(sqlite3_file* f) { return Real(f)->pMethods->xClose(Real(f)); }
 int Read(sqlite3_file* f, void* buf, int n, sqlite3_int64 off) {
   return Real(f)->pMethods->xRead(Real(f), buf, n, off);
 }
+// kKill: the process ends here, as under kill -9, with the write not done.
+void KillIfHit() {
+  if (Hit(FaultVfs::Fault::kKill)) raise(SIGKILL);
+}
+
 int Write(sqlite3_file* f, const void* buf, int n, sqlite3_int64 off) {
+  KillIfHit();
   if (Hit(FaultVfs::Fault::kFull)) return SQLITE_FULL;
   if (Hit(FaultVfs::Fault::kIoError)) return SQLITE_IOERR_WRITE;
   return Real(f)->pMethods->xWrite(Real(f), buf, n, off);
 }
 int Truncate(sqlite3_file* f, sqlite3_int64 size) {
+  KillIfHit();
   if (Hit(FaultVfs::Fault::kFull)) return SQLITE_FULL;
   if (Hit(FaultVfs::Fault::kIoError)) return SQLITE_IOERR_TRUNCATE;
   return Real(f)->pMethods->xTruncate(Real(f), size);
 }
 int Sync(sqlite3_file* f, int flags) {
+  KillIfHit();
   if (Hit(FaultVfs::Fault::kFull)) return SQLITE_FULL;
   if (Hit(FaultVfs::Fault::kIoError)) return SQLITE_IOERR_FSYNC;
   return Real(f)->pMethods->xSync(Real(f), flags);

@@ -9,6 +9,8 @@
 //   kBusy     a lock above SHARED on the database file (xLock) and an exclusive lock on the
 //             WAL index (xShmLock: the WAL write lock, checkpoints) answer SQLITE_BUSY, as if
 //             another process held them; SQLite's busy handler then waits busy_timeout_ms
+//   kKill     xWrite, xTruncate or xSync kills the process with SIGKILL before it writes (run
+//             it in a child process: a crash at that point of a transaction)
 // Everything else, and everything while no fault is on, goes to the default VFS unchanged.
 // The state is process-wide (one VFS registered once); tests that inject faults must not run
 // in parallel threads of one process. Thread-safe.
@@ -20,7 +22,7 @@ namespace trainingd::daemon {
 
 class FaultVfs {
  public:
-  enum class Fault { kNone, kFull, kIoError, kBusy };
+  enum class Fault { kNone, kFull, kIoError, kBusy, kKill };
 
   // The VFS, registered (not as the default) on first use.
   static FaultVfs& Get();

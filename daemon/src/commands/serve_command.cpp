@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include <string_view>
 #include <thread>
 
+#include "commands/client/client.h"
 #include "trainingd/api/http_server.h"
 #include "trainingd/api/router.h"
 #include "trainingd/daemon/datasets/dataset_store.h"
@@ -26,10 +26,13 @@
 #include "trainingd/daemon/jobs/event_bus.h"
 #include "trainingd/daemon/jobs/job_manager.h"
 #include "trainingd/daemon/service/config.h"
+#include "trainingd/daemon/service/data_dir_format.h"
+#include "trainingd/daemon/service/data_dir_lock.h"
 #include "trainingd/daemon/service/descriptor_limit.h"
 #include "trainingd/daemon/service/systemd_notify.h"
 #include "trainingd/daemon/serving/model_server.h"
 #include "trainingd/daemon/store/store.h"
+#include "trainingd/daemon/store/store_file.h"
 #include "trainingd/daemon/users/audit_log.h"
 #include "trainingd/daemon/users/user_directory.h"
 
@@ -54,32 +57,6 @@ std::string FindWebDir(const std::string& configured) {
     if (fs::is_directory(installed, ec)) return installed.string();
   }
   return "";
-}
-
-// Holds an exclusive lock on <data_dir>/trainingd.lock for the life of the process, so two
-// daemons never share a data directory (both would run the same queued jobs into the same
-// checkpoint directories). The lock is the kernel's: it goes away with the process, even on
-// kill -9. Returns the open descriptor, or -1 after printing why.
-int LockDataDir(const std::string& dir) {
-  const std::string path = dir + "/trainingd.lock";
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    Say("cannot open " + path + ": " + std::strerror(errno));
-    return -1;
-  }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    char pid[32] = {0};
-    const ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
-    Say("another trainingd (pid " + std::string(pid, n > 0 ? static_cast<size_t>(n) : 0) +
-        ") is using the data directory " + dir);
-    close(fd);
-    return -1;
-  }
-  const std::string mine = std::to_string(getpid());
-  if (ftruncate(fd, 0) != 0 || pwrite(fd, mine.data(), mine.size(), 0) < 0) {
-    Say("cannot write " + path + ": " + std::strerror(errno));
-  }
-  return fd;
 }
 
 // Which Host names requests may carry (api/browser_policy.h), for the start-up log.
@@ -164,16 +141,65 @@ int ServeCommand(const std::vector<std::string>& args) {
     Say("cannot create the data directory " + config.data_dir + ": " + ec.message());
     return 1;
   }
-  const int lock_fd = LockDataDir(config.data_dir);
-  if (lock_fd < 0) return 1;  // the lock is held until the process exits
+  auto lock_fd = LockDataDir(config.data_dir);  // held until the process exits
+  if (!lock_fd.ok()) {
+    Say(lock_fd.status().message());
+    return 1;
+  }
+  // A data directory or database written by a newer trainingd is refused before anything in it
+  // is touched, with an exit code of its own (docs/operations.md#upgrading).
+  const std::string db_path = config.data_dir + "/trainingd.db";
+  auto format = ReadDataDirFormat(config.data_dir);
+  if (!format.ok()) {
+    Say(format.status().message());
+    return format.status().message().find("newer than this trainingd") != std::string::npos
+               ? client::kExitNewerData
+               : 1;
+  }
+  int64_t stored_version = 0;
+  if (fs::exists(db_path, ec)) {
+    auto v = ReadStoreSchemaVersion(db_path);
+    if (v.ok()) stored_version = *v;  // else Store::Open says what is wrong with the file
+    if (v.ok() && *v > StoreSchemaVersionOfThisBuild()) {
+      Say(db_path + ": database schema version " + std::to_string(*v) +
+          " is newer than this trainingd supports (" +
+          std::to_string(StoreSchemaVersionOfThisBuild()) +
+          "); nothing was changed: use a newer trainingd, or restore a backup "
+          "(docs/operations.md#upgrading)");
+      return client::kExitNewerData;
+    }
+  }
   // On a full or failing disk the store retries its writes until they commit; at exit the
   // manager's shutdown has already waited for them, so the store gives them up soon after.
   StoreOptions store_options;
   store_options.give_up_after_stop = std::chrono::seconds(1);
-  auto store = Store::Open(config.data_dir + "/trainingd.db", store_options);
+  if (stored_version > 0 && stored_version < StoreSchemaVersionOfThisBuild()) {
+    Say("migrating the database from schema version " + std::to_string(stored_version) + " to " +
+        std::to_string(StoreSchemaVersionOfThisBuild()) + ", after a backup beside it");
+  }
+  auto store = Store::Open(db_path, store_options);
   if (!store.ok()) {
     Say(store.status().message());
-    return 1;
+    return store.status().message().find("newer than this trainingd") != std::string::npos
+               ? client::kExitNewerData
+               : 1;
+  }
+  if (stored_version > 0 && stored_version < StoreSchemaVersionOfThisBuild()) {
+    const std::vector<std::string> backups = ListMigrationBackups(db_path);
+    Say("migrated the database to schema version " +
+        std::to_string(StoreSchemaVersionOfThisBuild()) + "; the database before is in " +
+        (backups.empty() ? std::string("(no backup found)") : backups.back()));
+  }
+  // A directory already in this build's format may go without the new marker (a full disk must
+  // not keep the daemon from starting); one in an older format must get it before this build
+  // writes files in its own.
+  if (engine::Status st = WriteDataDirFormat(config.data_dir, StoreSchemaVersionOfThisBuild());
+      !st.ok()) {
+    if (*format != kDataDirFormat) {
+      Say(st.message());
+      return 1;
+    }
+    Say("warning: " + st.message() + " (the directory is in this build's format already)");
   }
   EventBus bus;
   // Jobs never oversubscribe the cores: each of the concurrent runs gets its share.

@@ -5,13 +5,16 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <ctime>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <span>
 #include <thread>
 #include <utility>
 
+#include "store/store_backup.h"
 #include "store/store_experiments.h"
 #include "store/store_query.h"
 #include "store/store_schema.h"
@@ -335,7 +338,22 @@ engine::Result<std::unique_ptr<Store>> Store::Open(const std::string& path,
   TRAININGD_RETURN_IF_ERROR(
       w.Exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -32768",
              "configuring the connection"));
-  TRAININGD_RETURN_IF_ERROR(MigrateStore(w));
+  const BeforeMigrating backup = [&](int64_t, int to) -> Status {
+    if (!options.backup_before_migration) return Status::Ok();
+    // Two migrations of one file within a second (tests) get numbered names.
+    const std::string base = MigrationBackupName(path, to, std::time(nullptr));
+    std::string name = base;
+    std::error_code ec;
+    for (int n = 2; std::filesystem::exists(name, ec) || std::filesystem::exists(name + ".tmp", ec);
+         ++n) {
+      name = base + "-" + std::to_string(n);
+    }
+    Status st = BackupDatabase(w, name);
+    if (!st.ok()) return Status(st.code(), "backing up before the migration: " + st.message());
+    PruneMigrationBackups(path, options.keep_migration_backups);
+    return Status::Ok();
+  };
+  TRAININGD_RETURN_IF_ERROR(MigrateStore(w, backup));
 
   auto impl = std::make_unique<Impl>();
   impl->path = path;

@@ -1,5 +1,6 @@
 #include "store/store_schema.h"
 
+#include <algorithm>
 #include <iterator>
 #include <string>
 
@@ -225,6 +226,18 @@ CREATE TABLE audit (
 )sql",
 };
 
+// What each migration does, one line each, for `trainingd db migrate --dry-run`.
+constexpr const char* kMigrationSummaries[] = {
+    "jobs, scalars and their rollups",
+    "series ids: scalars and rollups keyed by series (rewrites every point)",
+    "jobs.crash_count (crash containment)",
+    "attempts of data-parallel jobs",
+    "jobs.slurm_job_id",
+    "experiments, trials, rung results and decisions; a job's trial columns",
+    "users, tokens (hashes only) and the audit; the owner of each job and experiment",
+};
+static_assert(std::size(kMigrationSummaries) == std::size(kMigrations), "one summary each");
+
 constexpr int kVersion = static_cast<int>(std::size(kMigrations));
 static_assert(kStoreApplicationId == 1953656420, "the id in migration 1");
 
@@ -246,34 +259,61 @@ Status CheckVersion(sqlite::Db& db, int64_t version, int64_t app_id) {
 
 int StoreSchemaVersion() { return kVersion; }
 
-Status MigrateStore(sqlite::Db& db) {
+std::vector<MigrationStep> PendingMigrations(int64_t version) {
+  std::vector<MigrationStep> steps;
+  for (int64_t v = std::max<int64_t>(version, 0); v < kVersion; ++v) {
+    steps.push_back({static_cast<int>(v + 1), kMigrationSummaries[v]});
+  }
+  return steps;
+}
+
+Status MigrateStore(sqlite::Db& db, const BeforeMigrating& before) {
   auto version = db.QueryInt("PRAGMA user_version", "reading the schema version");
   if (!version.ok()) return version.status();
   auto app_id = db.QueryInt("PRAGMA application_id", "reading the application id");
   if (!app_id.ok()) return app_id.status();
   TRAININGD_RETURN_IF_ERROR(CheckVersion(db, *version, *app_id));
-  while (*version < kVersion) {
-    // Read the version again under the write lock: another process may have migrated meanwhile.
-    TRAININGD_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE", "starting a schema migration"));
-    version = db.QueryInt("PRAGMA user_version", "reading the schema version");
-    Status st = version.ok() ? CheckVersion(db, *version, 0) : version.status();
-    if (st.ok() && *version < kVersion) {
-      const int64_t to = *version + 1;
-      st = db.Exec(kMigrations[*version], "migrating to schema version " + std::to_string(to));
-      if (st.ok()) {
-        const std::string bump = "PRAGMA user_version = " + std::to_string(to);
-        st = db.Exec(bump.c_str(), "setting the schema version");
-      }
-    }
-    if (st.ok()) st = db.Exec("COMMIT", "committing a schema migration");
-    if (!st.ok()) {
-      db.RollbackIfOpen();
-      return st;
-    }
-    version = db.QueryInt("PRAGMA user_version", "reading the schema version");
-    if (!version.ok()) return version.status();
+  if (*version >= kVersion) return Status::Ok();
+  if (*version > 0 && before) TRAININGD_RETURN_IF_ERROR(before(*version, kVersion));
+  // Every missing migration and the user_version bump in one transaction: a crash or an error
+  // anywhere in them leaves the file exactly as it was. The version is read again under the
+  // write lock: another process may have migrated meanwhile.
+  TRAININGD_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE", "starting a schema migration"));
+  version = db.QueryInt("PRAGMA user_version", "reading the schema version");
+  Status st = version.ok() ? CheckVersion(db, *version, 0) : version.status();
+  for (int64_t v = st.ok() ? *version : kVersion; v < kVersion && st.ok(); ++v) {
+    st = db.Exec(kMigrations[v], "migrating to schema version " + std::to_string(v + 1));
   }
-  return Status::Ok();
+  if (st.ok() && *version < kVersion) {
+    const std::string bump = "PRAGMA user_version = " + std::to_string(kVersion);
+    st = db.Exec(bump.c_str(), "setting the schema version");
+  }
+  if (st.ok()) st = db.Exec("COMMIT", "committing a schema migration");
+  if (!st.ok()) db.RollbackIfOpen();
+  return st;
+}
+
+Status CreateStoreAtVersion(const std::string& path, int version) {
+  if (version < 1 || version > kVersion) {
+    return Status::InvalidArgument(path + ": no schema version " + std::to_string(version));
+  }
+  auto db = sqlite::Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 5000);
+  if (!db.ok()) return db.status();
+  sqlite::Db& d = **db;
+  auto current = d.QueryInt("PRAGMA user_version", "reading the schema version");
+  if (!current.ok()) return current.status();
+  if (*current != 0) return Status::FailedPrecondition(path + ": not an empty database");
+  TRAININGD_RETURN_IF_ERROR(d.Exec("PRAGMA journal_mode = WAL", "switching to WAL mode"));
+  TRAININGD_RETURN_IF_ERROR(d.Exec("BEGIN IMMEDIATE", "starting the schema"));
+  Status st;
+  for (int v = 0; v < version && st.ok(); ++v) {
+    st = d.Exec(kMigrations[v], "creating schema version " + std::to_string(v + 1));
+  }
+  const std::string bump = "PRAGMA user_version = " + std::to_string(version);
+  if (st.ok()) st = d.Exec(bump.c_str(), "setting the schema version");
+  if (st.ok()) st = d.Exec("COMMIT", "committing the schema");
+  if (!st.ok()) d.RollbackIfOpen();
+  return st;
 }
 
 namespace {

@@ -2,11 +2,13 @@
 // Private to daemon/src; docs/storage.md describes the tables.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string_view>
 
 #include "store/store_sqlite.h"
 #include "trainingd/api/job_service.h"
+#include "trainingd/daemon/store/store_file.h"
 #include "trainingd/engine/base/status.h"
 
 namespace trainingd::daemon {
@@ -22,10 +24,15 @@ int StoreSchemaVersion();
 const char* StoredStateName(api::JobState state);
 std::optional<api::JobState> ParseStoredState(std::string_view name);
 
+// Called before migrating a database that holds data (schema version `from` > 0) to `to`, outside
+// any transaction; an error stops the migration before anything is changed. Store::Open backs the
+// database up here.
+using BeforeMigrating = std::function<engine::Status(int64_t from, int to)>;
+
 // Brings the database behind `db` (the writer's connection, in WAL mode) to StoreSchemaVersion():
-// each missing migration runs in its own transaction, together with the user_version bump, so a
-// crash leaves the file at one version or the next. FailedPrecondition for a newer version or
-// another application's file; the others as Db errors.
-engine::Status MigrateStore(sqlite::Db& db);
+// `before` first, then every missing migration together with the user_version bump in one
+// transaction, so a crash or an error leaves the file as it was. FailedPrecondition for a newer
+// version or another application's file; the others as Db errors.
+engine::Status MigrateStore(sqlite::Db& db, const BeforeMigrating& before = nullptr);
 
 }  // namespace trainingd::daemon

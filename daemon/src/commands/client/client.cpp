@@ -73,7 +73,16 @@ const char* ExitCodesText() {
          "       stderr says how to reattach\n"
          "Commands that follow a job (submit -f, resume -f, logs -f, wait, stop --wait, watch)\n"
          "or an experiment (submit -f, resume -f, wait, stop --wait) exit with how it ended;\n"
-         "others with 0 on success.\n";
+         "others with 0 on success.\n"
+         "\n"
+         "Exit codes of trainingd serve and trainingd db (docs/operations.md#upgrading):\n"
+         "    0  serve: stopped cleanly; db: done\n"
+         "    1  any other failure (another trainingd holds the data directory, a file that is\n"
+         "       not a trainingd store, I/O; serve: writes lost at exit)\n"
+         "    2  a usage error or a bad config\n"
+         "    6  the data directory, its database or the file given was written by a newer\n"
+         "       trainingd (a newer schema or data format): nothing was changed; use that\n"
+         "       trainingd or a newer one, or restore a backup\n";
 }
 
 bool IsEndState(api::JobState s) {

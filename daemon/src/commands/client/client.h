@@ -26,6 +26,7 @@ inline constexpr int kExitUsage = 2;          // a usage error, or a spec that f
 inline constexpr int kExitStopped = 3;        // the job was stopped
 inline constexpr int kExitAuth = 4;           // the daemon refused the token (401)
 inline constexpr int kExitUnreachable = 5;    // no connection to the daemon
+inline constexpr int kExitNewerData = 6;      // serve, db: data written by a newer trainingd
 inline constexpr int kExitTimeout = 124;      // --timeout ran out
 inline constexpr int kExitInterrupted = 130;  // Ctrl-C: the client detached; the job runs on
 

@@ -27,7 +27,7 @@ _trainingd() {
   local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]} verb=${COMP_WORDS[2]}
   local common="--server --token-file -o -q --help"
   if [[ $COMP_CWORD -eq 1 ]]; then
-    COMPREPLY=($(compgen -W "jobs experiments datasets users tokens whoami audit completion help serve run validate train export" -- "$cur"))
+    COMPREPLY=($(compgen -W "jobs experiments datasets users tokens whoami audit completion help serve run validate train export db" -- "$cur"))
     return
   fi
   case $cmd in
@@ -128,6 +128,16 @@ _trainingd() {
       fi ;;
     whoami) COMPREPLY=($(compgen -W "$common" -- "$cur")) ;;
     audit) COMPREPLY=($(compgen -W "$common --limit --before" -- "$cur")) ;;
+    db)
+      if [[ $COMP_CWORD -eq 2 ]]; then
+        COMPREPLY=($(compgen -W "backup restore migrate status" -- "$cur"))
+      elif [[ $cur == -* ]]; then
+        local flags="--data-dir"
+        [[ $verb == migrate ]] && flags="--data-dir --dry-run"
+        COMPREPLY=($(compgen -W "$flags" -- "$cur"))
+      else
+        COMPREPLY=($(compgen -f -- "$cur"))
+      fi ;;
     completion) COMPREPLY=($(compgen -W "bash zsh" -- "$cur")) ;;
     help) COMPREPLY=($(compgen -W "exit-codes" -- "$cur")) ;;
     *) COMPREPLY=($(compgen -f -- "$cur")) ;;

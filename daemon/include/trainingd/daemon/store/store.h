@@ -24,6 +24,7 @@
 #include "trainingd/api/experiment_service.h"
 #include "trainingd/api/job_service.h"
 #include "trainingd/api/user_service.h"
+#include "trainingd/daemon/store/store_file.h"
 #include "trainingd/engine/base/status.h"
 
 namespace trainingd::daemon {
@@ -155,6 +156,12 @@ struct StoreOptions {
   std::chrono::milliseconds give_up_after_stop{10000};
   // The SQLite VFS to use; "" = the default (tests inject faults with their own).
   std::string vfs;
+  // Before migrating a database that holds data to a newer schema, Open writes a consistent copy
+  // of it beside it, <path>.before-v<N>-<UTC time> (store_file.h), and keeps the newest
+  // keep_migration_backups of those (older ones are deleted once the new one is written). A
+  // backup that cannot be written (a full disk) fails the Open with nothing migrated.
+  bool backup_before_migration = true;
+  int keep_migration_backups = kKeptMigrationBackups;
 };
 
 struct StoreStats {
@@ -181,7 +188,9 @@ class Store {
   // Opens (creating) the database at `path` and migrates it. Errors name the file: IoError (cannot
   // open or create), DataLoss (not an SQLite database, or corrupt), Unavailable (locked by another
   // connection for longer than busy_timeout_ms), FailedPrecondition (a schema version newer than
-  // this build knows, or another application's database).
+  // this build knows, or another application's database). A migration runs in one transaction
+  // after a backup (StoreOptions::backup_before_migration): killed or failed halfway, it leaves
+  // the file as it was, and the next Open migrates it again.
   static engine::Result<std::unique_ptr<Store>> Open(const std::string& path);
   static engine::Result<std::unique_ptr<Store>> Open(const std::string& path,
                                                      const StoreOptions& options);

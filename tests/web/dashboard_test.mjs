@@ -73,7 +73,7 @@ async function submitWithValidationError(page) {
     for (const [mutate, field] of [
       [(s) => { s.batch_size = -5; }, 'batch_size'],
       [(s) => { s.hooks.summary.every_step = 10; }, 'hooks.summary.every_step'],
-      [(s) => { s.model = 'resnet'; }, 'model'],
+      [(s) => { s.model = 'vgg'; }, 'model'],
     ]) {
       const s = spec('web-invalid', 100);
       mutate(s);

@@ -97,18 +97,6 @@ Status UnknownState(const sqlite::Db& db, std::string_view what, const std::stri
 
 }  // namespace
 
-template <typename Bind>
-Status StoreWriter::RunOne(const char* sql, std::string_view what, Bind&& bind) {
-  auto stmt = db_->Prepare(sql);
-  if (!stmt.ok()) return Lost(stmt.status());
-  sqlite::Stmt& s = **stmt;
-  bind(s);
-  const int rc = s.Step();
-  s.Reset();
-  if (rc != SQLITE_DONE) return Fail(rc, what, true);
-  return Status::Ok();
-}
-
 Status StoreWriter::Do(PutExperimentOp& op) {
   const ExperimentRecord& e = op.experiment;
   if (e.id.empty()) return Status::InvalidArgument("id of an experiment to store must be given");

@@ -57,22 +57,10 @@ engine::Result<std::vector<Record>> ReadRows(sqlite::Db& db, sqlite::Stmt& s, st
 
 }  // namespace
 
-Status StoreWriter::RunBound(const char* sql, std::string_view what,
-                             const std::function<void(sqlite::Stmt&)>& bind) {
-  auto stmt = db_->Prepare(sql);
-  if (!stmt.ok()) return Lost(stmt.status());
-  sqlite::Stmt& s = **stmt;
-  bind(s);
-  const int rc = s.Step();
-  s.Reset();
-  if (rc != SQLITE_DONE) return Fail(rc, what, true);
-  return Status::Ok();
-}
-
 Status StoreWriter::Do(PutUserOp& op) {
   const UserRecord& u = op.user;
   if (u.name.empty()) return Status::InvalidArgument("name of a user to store must be given");
-  return RunBound(kPutUser, "storing user '" + u.name + "'", [&](sqlite::Stmt& s) {
+  return RunOne(kPutUser, "storing user '" + u.name + "'", [&](sqlite::Stmt& s) {
     s.Bind(1, u.name);
     s.Bind(2, std::string_view(api::RoleName(u.role)));
     s.Bind(3, int64_t{u.disabled ? 1 : 0});
@@ -83,14 +71,14 @@ Status StoreWriter::Do(PutUserOp& op) {
 Status StoreWriter::Do(DeleteUserOp& op) {
   const std::string what = "deleting user '" + op.name + "'";
   auto bind = [&](sqlite::Stmt& s) { s.Bind(1, op.name); };
-  TRAININGD_RETURN_IF_ERROR(RunBound(kDeleteUserTokens, what, bind));
-  return RunBound(kDeleteUser, what, bind);
+  TRAININGD_RETURN_IF_ERROR(RunOne(kDeleteUserTokens, what, bind));
+  return RunOne(kDeleteUser, what, bind);
 }
 
 Status StoreWriter::Do(PutTokenOp& op) {
   const TokenRecord& t = op.token;
   if (t.id <= 0) return Status::InvalidArgument("id of a token to store must be positive");
-  return RunBound(kPutToken, "storing token " + std::to_string(t.id), [&](sqlite::Stmt& s) {
+  return RunOne(kPutToken, "storing token " + std::to_string(t.id), [&](sqlite::Stmt& s) {
     s.Bind(1, t.id);
     s.Bind(2, t.user);
     s.Bind(3, t.sha256);
@@ -102,7 +90,7 @@ Status StoreWriter::Do(PutTokenOp& op) {
 
 Status StoreWriter::Do(AddAuditOp& op) {
   const api::AuditEntry& e = op.entry;
-  TRAININGD_RETURN_IF_ERROR(RunBound(kAddAudit, "adding an audit row", [&](sqlite::Stmt& s) {
+  TRAININGD_RETURN_IF_ERROR(RunOne(kAddAudit, "adding an audit row", [&](sqlite::Stmt& s) {
     s.Bind(1, e.at);
     s.Bind(2, e.user);
     s.Bind(3, e.token_id);
@@ -113,7 +101,7 @@ Status StoreWriter::Do(AddAuditOp& op) {
     s.Bind(8, static_cast<int64_t>(e.status));
   }));
   if (op.keep <= 0) return Status::Ok();
-  return RunBound(kTrimAudit, "trimming the audit", [&](sqlite::Stmt& s) { s.Bind(1, op.keep); });
+  return RunOne(kTrimAudit, "trimming the audit", [&](sqlite::Stmt& s) { s.Bind(1, op.keep); });
 }
 
 engine::Result<std::vector<UserRecord>> QueryUsers(sqlite::Db& db) {

@@ -222,6 +222,18 @@ Status StoreWriter::Fail(int rc, std::string_view what, bool op_level) {
   return db_->Error(rc, what);
 }
 
+Status StoreWriter::RunOne(const char* sql, std::string_view what,
+                           const std::function<void(sqlite::Stmt&)>& bind) {
+  auto stmt = db_->Prepare(sql);
+  if (!stmt.ok()) return Lost(stmt.status());
+  sqlite::Stmt& s = **stmt;
+  bind(s);
+  const int rc = s.Step();
+  s.Reset();
+  if (rc != SQLITE_DONE) return Fail(rc, what, true);
+  return Status::Ok();
+}
+
 Status StoreWriter::Do(PutJobOp& op) {
   const JobRecord& j = op.job;
   if (j.id.empty()) return Status::InvalidArgument("id of a job to store must not be empty");

@@ -166,11 +166,8 @@ class StoreWriter {
   engine::Status Do(PutTokenOp& op);
   engine::Status Do(AddAuditOp& op);
   // Runs `sql` with `bind` binding its parameters; a failure is the op's (`what`).
-  engine::Status RunBound(const char* sql, std::string_view what,
-                          const std::function<void(sqlite::Stmt&)>& bind);
-  // Runs `sql` with `bind` binding its parameters; a failure is the op's (`what`).
-  template <typename Bind>
-  engine::Status RunOne(const char* sql, std::string_view what, Bind&& bind);
+  engine::Status RunOne(const char* sql, std::string_view what,
+                        const std::function<void(sqlite::Stmt&)>& bind);
 
   engine::Status CheckScalars(const std::vector<ScalarRecord>& scalars);
   engine::Result<bool> JobExists(const std::string& id);

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "nn/pool_geometry.h"
 #include "trainingd/engine/base/parallel.h"
 
 namespace trainingd::engine {
@@ -12,24 +13,14 @@ MaxPool2dLayer::MaxPool2dLayer(std::string name, const LayerSpec& spec)
       stride_(spec.stride > 0 ? spec.stride : spec.pool) {}
 
 Result<Shape> MaxPool2dLayer::Configure(const Shape& input) {
-  if (input.rank() != 3) {
-    return Status::InvalidArgument(
-        "max_pool2d expects an input of shape [height,width,channels], got " + input.ToString());
-  }
-  if (pool_ <= 0 || stride_ <= 0 || pool_ > 64 || stride_ > 64) {
-    return Status::InvalidArgument("pool and stride must be in [1, 64], got pool " +
-                                   std::to_string(pool_) + ", stride " + std::to_string(stride_));
-  }
-  h_ = input[0];
-  w_ = input[1];
-  c_ = input[2];
-  if (pool_ > h_ || pool_ > w_) {
-    return Status::InvalidArgument("pool " + std::to_string(pool_) + " is larger than the input " +
-                                   input.ToString());
-  }
-  oh_ = (h_ - pool_) / stride_ + 1;
-  ow_ = (w_ - pool_) / stride_ + 1;
-  return Shape{oh_, ow_, c_};
+  PoolGeometry g;
+  Result<Shape> out = ConfigurePool("max_pool2d", input, pool_, stride_, &g);
+  h_ = g.h;
+  w_ = g.w;
+  c_ = g.c;
+  oh_ = g.oh;
+  ow_ = g.ow;
+  return out;
 }
 
 int64_t MaxPool2dLayer::ScratchBytes(int64_t batch, Mode /*mode*/, int /*threads*/) const {

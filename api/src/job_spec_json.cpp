@@ -57,13 +57,18 @@ constexpr EnumName<engine::Initializer> kInitializers[] = {
     {"truncated_normal", engine::Initializer::kTruncatedNormal}};
 using OptimizerType = engine::OptimizerOptions::Type;
 constexpr EnumName<OptimizerType> kOptimizerTypes[] = {{"adam", OptimizerType::kAdam},
+                                                       {"adamw", OptimizerType::kAdamW},
                                                        {"sgd", OptimizerType::kSgd},
                                                        {"momentum", OptimizerType::kMomentum}};
+using DecayedParameters = engine::OptimizerOptions::DecayedParameters;
+constexpr EnumName<DecayedParameters> kDecayedParameters[] = {
+    {"kernels", DecayedParameters::kKernels}, {"all", DecayedParameters::kAll}};
 using ScheduleType = engine::LearningRateSchedule::Type;
 constexpr EnumName<ScheduleType> kScheduleTypes[] = {
     {"constant", ScheduleType::kConstant},
     {"exponential_decay", ScheduleType::kExponentialDecay},
-    {"piecewise_constant", ScheduleType::kStepDecay}};
+    {"piecewise_constant", ScheduleType::kStepDecay},
+    {"cosine", ScheduleType::kCosineDecay}};
 constexpr EnumName<engine::Precision> kPrecisions[] = {
     {engine::PrecisionName(engine::Precision::kFloat32), engine::Precision::kFloat32},
     {engine::PrecisionName(engine::Precision::kMixedBfloat16), engine::Precision::kMixedBfloat16}};
@@ -239,9 +244,10 @@ Status ReadSchedule(const json& v, const std::string& path, engine::LearningRate
   if (!v.is_object()) {
     return Bad(path, std::string("must be a number or a schedule object, got ") + TypeName(v));
   }
-  TRAININGD_RETURN_IF_ERROR(CheckObject(
-      v, path,
-      {"type", "learning_rate", "decay_steps", "decay_rate", "staircase", "boundaries", "values"}));
+  TRAININGD_RETURN_IF_ERROR(
+      CheckObject(v, path,
+                  {"type", "learning_rate", "decay_steps", "decay_rate", "staircase", "boundaries",
+                   "values", "warmup_steps", "alpha"}));
   engine::LearningRateSchedule s;
   TRAININGD_RETURN_IF_ERROR(EnumField(v, path, "type", kScheduleTypes, &s.type));
   const std::string what = std::string("schedule type ") + NameOf(kScheduleTypes, s.type);
@@ -260,6 +266,11 @@ Status ReadSchedule(const json& v, const std::string& path, engine::LearningRate
       TRAININGD_RETURN_IF_ERROR(Require(v, path, "boundaries"));
       TRAININGD_RETURN_IF_ERROR(Require(v, path, "values"));
       break;
+    case ScheduleType::kCosineDecay:
+      TRAININGD_RETURN_IF_ERROR(CheckUsed(
+          v, path, {"type", "learning_rate", "decay_steps", "warmup_steps", "alpha"}, what));
+      TRAININGD_RETURN_IF_ERROR(Require(v, path, "decay_steps"));
+      break;
   }
   TRAININGD_RETURN_IF_ERROR(Field(v, path, "learning_rate", &s.learning_rate));
   TRAININGD_RETURN_IF_ERROR(Field(v, path, "decay_steps", &s.decay_steps));
@@ -267,29 +278,43 @@ Status ReadSchedule(const json& v, const std::string& path, engine::LearningRate
   TRAININGD_RETURN_IF_ERROR(Field(v, path, "staircase", &s.staircase));
   TRAININGD_RETURN_IF_ERROR(Field(v, path, "boundaries", &s.boundaries));
   TRAININGD_RETURN_IF_ERROR(Field(v, path, "values", &s.values));
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "warmup_steps", &s.warmup_steps));
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "alpha", &s.alpha));
   *out = std::move(s);
   return Status::Ok();
 }
 
 Status ReadOptimizer(const json& v, engine::OptimizerOptions* out) {
   const std::string path = "optimizer";
-  TRAININGD_RETURN_IF_ERROR(CheckObject(
-      v, path, {"type", "learning_rate", "beta1", "beta2", "epsilon", "momentum", "use_nesterov"}));
+  TRAININGD_RETURN_IF_ERROR(
+      CheckObject(v, path,
+                  {"type", "learning_rate", "beta1", "beta2", "epsilon", "momentum", "use_nesterov",
+                   "weight_decay", "weight_decay_parameters"}));
   engine::OptimizerOptions o;
   TRAININGD_RETURN_IF_ERROR(EnumField(v, path, "type", kOptimizerTypes, &o.type));
   const std::string what = std::string("optimizer type ") + NameOf(kOptimizerTypes, o.type);
   switch (o.type) {
     case OptimizerType::kAdam:
-      TRAININGD_RETURN_IF_ERROR(
-          CheckUsed(v, path, {"type", "learning_rate", "beta1", "beta2", "epsilon"}, what));
+    case OptimizerType::kAdamW:
+      TRAININGD_RETURN_IF_ERROR(CheckUsed(v, path,
+                                          {"type", "learning_rate", "beta1", "beta2", "epsilon",
+                                           "weight_decay", "weight_decay_parameters"},
+                                          what));
       break;
     case OptimizerType::kMomentum:
-      TRAININGD_RETURN_IF_ERROR(
-          CheckUsed(v, path, {"type", "learning_rate", "momentum", "use_nesterov"}, what));
+      TRAININGD_RETURN_IF_ERROR(CheckUsed(v, path,
+                                          {"type", "learning_rate", "momentum", "use_nesterov",
+                                           "weight_decay", "weight_decay_parameters"},
+                                          what));
       break;
     case OptimizerType::kSgd:
-      TRAININGD_RETURN_IF_ERROR(CheckUsed(v, path, {"type", "learning_rate"}, what));
+      TRAININGD_RETURN_IF_ERROR(CheckUsed(
+          v, path, {"type", "learning_rate", "weight_decay", "weight_decay_parameters"}, what));
       break;
+  }
+  // tf.keras.optimizers.AdamW's default; the other types decay nothing unless asked.
+  if (o.type == OptimizerType::kAdamW) {
+    o.weight_decay = engine::OptimizerOptions::kDefaultAdamWWeightDecay;
   }
   if (const auto lr = v.find("learning_rate"); lr != v.end()) {
     TRAININGD_RETURN_IF_ERROR(ReadSchedule(*lr, Child(path, "learning_rate"), &o.learning_rate));
@@ -299,6 +324,9 @@ Status ReadOptimizer(const json& v, engine::OptimizerOptions* out) {
   TRAININGD_RETURN_IF_ERROR(Field(v, path, "epsilon", &o.epsilon));
   TRAININGD_RETURN_IF_ERROR(Field(v, path, "momentum", &o.momentum));
   TRAININGD_RETURN_IF_ERROR(Field(v, path, "use_nesterov", &o.use_nesterov));
+  TRAININGD_RETURN_IF_ERROR(Field(v, path, "weight_decay", &o.weight_decay));
+  TRAININGD_RETURN_IF_ERROR(EnumField(v, path, "weight_decay_parameters", kDecayedParameters,
+                                      &o.weight_decay_parameters));
   *out = std::move(o);
   return Status::Ok();
 }
@@ -453,10 +481,10 @@ Status ReadResources(const json& v, engine::ResourcesSpec* r) {
 }
 
 Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
-  TRAININGD_RETURN_IF_ERROR(
-      CheckObject(root, "",
-                  {"name", "dataset", "model", "precision", "optimizer", "batch_size", "max_steps",
-                   "num_epochs", "seed", "hooks", "distributed", "resources"}));
+  TRAININGD_RETURN_IF_ERROR(CheckObject(
+      root, "",
+      {"name", "dataset", "model", "precision", "optimizer", "label_smoothing", "batch_size",
+       "max_steps", "num_epochs", "seed", "hooks", "distributed", "resources"}));
   TRAININGD_RETURN_IF_ERROR(Require(root, "", "name"));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "name", &spec->name));
   if (const auto it = root.find("dataset"); it != root.end()) {
@@ -467,6 +495,7 @@ Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
   if (const auto it = root.find("optimizer"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(ReadOptimizer(*it, &spec->optimizer));
   }
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "label_smoothing", &spec->label_smoothing));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "batch_size", &spec->batch_size));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "max_steps", &spec->max_steps));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "num_epochs", &spec->num_epochs));
@@ -580,6 +609,12 @@ json ScheduleValue(const engine::LearningRateSchedule& s) {
               {"boundaries", s.boundaries},
               {"values", std::move(values)}};
     }
+    case ScheduleType::kCosineDecay:
+      return {{"type", NameOf(kScheduleTypes, s.type)},
+              {"learning_rate", FloatValue(s.learning_rate)},
+              {"decay_steps", s.decay_steps},
+              {"warmup_steps", s.warmup_steps},
+              {"alpha", FloatValue(s.alpha)}};
   }
   return nullptr;
 }
@@ -589,6 +624,7 @@ json OptimizerValue(const engine::OptimizerOptions& o) {
             {"learning_rate", ScheduleValue(o.learning_rate)}};
   switch (o.type) {
     case OptimizerType::kAdam:
+    case OptimizerType::kAdamW:
       v["beta1"] = FloatValue(o.beta1);
       v["beta2"] = FloatValue(o.beta2);
       v["epsilon"] = FloatValue(o.epsilon);
@@ -600,6 +636,9 @@ json OptimizerValue(const engine::OptimizerOptions& o) {
     case OptimizerType::kSgd:
       break;
   }
+  // Written for every type, so that an experiment's space may set it over any base job.
+  v["weight_decay"] = FloatValue(o.weight_decay);
+  v["weight_decay_parameters"] = NameOf(kDecayedParameters, o.weight_decay_parameters);
   return v;
 }
 
@@ -714,6 +753,7 @@ json JobSpecToJsonValue(const engine::JobSpec& spec) {
           {"model", std::move(model)},
           {"precision", NameOf(kPrecisions, spec.precision)},
           {"optimizer", OptimizerValue(spec.optimizer)},
+          {"label_smoothing", FloatValue(spec.label_smoothing)},
           {"batch_size", spec.batch_size},
           {"max_steps", spec.max_steps},
           {"num_epochs", spec.num_epochs},

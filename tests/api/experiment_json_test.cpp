@@ -430,6 +430,45 @@ TEST(TrialJobSpecTest, AppliesTheHyperparameters) {
   EXPECT_EQ(job.model.layers.size(), 8u);
 }
 
+// The image models' optimisation (docs/optimizers.md) is searchable over any base job: weight
+// decay and label smoothing are in every canonical spec, the cosine schedule's fields in a base
+// that uses it; and a value out of range is refused at submit, naming the space's path.
+TEST(TrialJobSpecTest, WeightDecayLabelSmoothingAndTheCosineScheduleAreSearchable) {
+  json doc = MinimalSpec();
+  doc["base_job"]["optimizer"] = {{"type", "adamw"},
+                                  {"learning_rate",
+                                   {{"type", "cosine"},
+                                    {"learning_rate", 0.01},
+                                    {"decay_steps", 6000},
+                                    {"warmup_steps", 100}}}};
+  doc["space"] = {
+      {"optimizer.weight_decay", {{"type", "log"}, {"min", 1e-5}, {"max", 1e-2}}},
+      {"label_smoothing", {{"type", "double"}, {"min", 0.0}, {"max", 0.2}}},
+      {"optimizer.learning_rate.warmup_steps", {{"type", "int"}, {"min", 0}, {"max", 500}}},
+      {"optimizer.type", {{"type", "categorical"}, {"values", {"adamw", "momentum"}}}}};
+  auto spec = Parse(doc);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const Hyperparameters hp = {{"optimizer.weight_decay", "0.0005"},
+                              {"label_smoothing", "0.1"},
+                              {"optimizer.learning_rate.warmup_steps", "250"},
+                              {"optimizer.type", "\"momentum\""}};
+  auto trial = TrialJobSpec(*spec, hp, 0, 1, 100);
+  ASSERT_TRUE(trial.ok()) << trial.status().ToString();
+  EXPECT_EQ(trial->first.optimizer.type, engine::OptimizerOptions::Type::kMomentum);
+  EXPECT_EQ(trial->first.optimizer.weight_decay, 0.0005f);
+  EXPECT_EQ(trial->first.label_smoothing, 0.1f);
+  EXPECT_EQ(trial->first.optimizer.learning_rate.warmup_steps, 250);
+
+  json plain = MinimalSpec();
+  plain["space"] = {{"label_smoothing", {{"type", "double"}, {"min", 0.0}, {"max", 1.0}}}};
+  FieldError error;
+  EXPECT_FALSE(Parse(plain, &error).ok());
+  EXPECT_EQ(error.field, "space[\"label_smoothing\"].max");
+  plain["space"] = {{"optimizer.weight_decay", {{"type", "double"}, {"min", -1.0}, {"max", 0.1}}}};
+  EXPECT_FALSE(Parse(plain, &error).ok());
+  EXPECT_EQ(error.field, "space[\"optimizer.weight_decay\"].min");
+}
+
 TEST(TrialJobSpecTest, CategoricalObjectsAndLongNames) {
   json doc = MinimalSpec();
   doc["name"] = std::string(100, 'x');

@@ -58,10 +58,11 @@ auto Fields(const LayerSpec& l) {
 }
 auto Fields(const engine::LearningRateSchedule& s) {
   return std::tie(s.type, s.learning_rate, s.decay_steps, s.decay_rate, s.staircase, s.boundaries,
-                  s.values);
+                  s.values, s.warmup_steps, s.alpha);
 }
 auto Fields(const engine::OptimizerOptions& o) {
-  return std::tie(o.type, o.momentum, o.use_nesterov, o.beta1, o.beta2, o.epsilon);
+  return std::tie(o.type, o.momentum, o.use_nesterov, o.beta1, o.beta2, o.epsilon, o.weight_decay,
+                  o.weight_decay_parameters);
 }
 auto Fields(const engine::TriggerSpec& t) { return std::tie(t.every_steps, t.every_secs); }
 auto Fields(const engine::HooksSpec& h) {
@@ -85,8 +86,8 @@ auto Fields(const engine::ResourcesSpec& r) {
   return std::tie(r.cpus_per_worker, r.time_limit_secs);
 }
 auto Fields(const JobSpec& s) {
-  return std::tie(s.name, s.model_preset, s.precision, s.batch_size, s.max_steps, s.num_epochs,
-                  s.seed);
+  return std::tie(s.name, s.model_preset, s.precision, s.label_smoothing, s.batch_size, s.max_steps,
+                  s.num_epochs, s.seed);
 }
 
 void ExpectSameSpec(const JobSpec& a, const JobSpec& b) {
@@ -245,7 +246,8 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
   EXPECT_EQ(e.field, "hooks.checkpoint.every_step");
   e = MustFail(Spec(R"("batchsize": 7)"),
                "batchsize: unknown field; known: name, dataset, model, precision, optimizer, "
-               "batch_size, max_steps, num_epochs, seed, hooks, distributed, resources");
+               "label_smoothing, batch_size, max_steps, num_epochs, seed, hooks, distributed, "
+               "resources");
   EXPECT_EQ(e.field, "batchsize");
   e = MustFail(Spec(R"("hooks": {"tensorboard": true})"),
                "hooks.tensorboard: unknown field; known: checkpoint, summary, step_counter, "
@@ -259,7 +261,7 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
   // A field of another optimizer type is not silently ignored.
   e = MustFail(Spec(R"("optimizer": {"type": "adam", "momentum": 0.9})"),
                "optimizer.momentum: not used by optimizer type adam (which takes type, "
-               "learning_rate, beta1, beta2, epsilon)");
+               "learning_rate, beta1, beta2, epsilon, weight_decay, weight_decay_parameters)");
   EXPECT_EQ(e.field, "optimizer.momentum");
 }
 
@@ -281,7 +283,7 @@ TEST(JobSpecJsonTest, WrongTypesAreErrors) {
   MustFail(Spec(R"("optimizer": {"learning_rate": "fast"})"),
            "optimizer.learning_rate: must be a number or a schedule object, got string");
   MustFail(Spec(R"("optimizer": {"type": "adagrad"})"),
-           "optimizer.type: must be one of adam, sgd, momentum; got 'adagrad'");
+           "optimizer.type: must be one of adam, adamw, sgd, momentum; got 'adagrad'");
   MustFail(Spec(R"("dataset": 3)"), "dataset: must be a name or an object, got integer");
   MustFail(Spec(R"("hooks": [])"), "hooks: must be an object, got array");
   // An integral number written with an exponent or a fraction of zero is an integer.
@@ -488,6 +490,54 @@ TEST(JobSpecJsonTest, LearningRateSchedules) {
            "optimizer.learning_rate: must be positive and finite, got 0");
 }
 
+TEST(JobSpecJsonTest, WeightDecayCosineScheduleAndLabelSmoothing) {
+  using Type = engine::OptimizerOptions::Type;
+  using Decayed = engine::OptimizerOptions::DecayedParameters;
+  const JobSpec a = MustParse(Spec(
+      R"("optimizer": {"type": "adamw", "learning_rate": {"type": "cosine", "learning_rate": 0.01,
+          "decay_steps": 1000, "warmup_steps": 50, "alpha": 0.1}}, "label_smoothing": 0.1)"));
+  EXPECT_EQ(a.optimizer.type, Type::kAdamW);
+  EXPECT_EQ(a.optimizer.weight_decay, 0.004f);  // Keras' AdamW default
+  EXPECT_EQ(a.optimizer.weight_decay_parameters, Decayed::kKernels);
+  EXPECT_EQ(Fields(a.optimizer.learning_rate),
+            Fields(engine::LearningRateSchedule::CosineDecay(0.01f, 1000, 0.1f, 50)));
+  EXPECT_EQ(a.label_smoothing, 0.1f);
+  const JobSpec s = MustParse(Spec(R"("optimizer": {"type": "sgd", "weight_decay": 1e-4,
+                                        "weight_decay_parameters": "all"})"));
+  EXPECT_EQ(s.optimizer.weight_decay, 1e-4f);
+  EXPECT_EQ(s.optimizer.weight_decay_parameters, Decayed::kAll);
+  EXPECT_EQ(MustParse(Spec(R"("optimizer": {"type": "adam"})")).optimizer.weight_decay, 0.0f);
+  // The canonical spec has them for every type, so an experiment's space may set them.
+  const json plain = JobSpecToJsonValue(MustParse(Spec()));
+  EXPECT_EQ(plain["label_smoothing"], 0.0);
+  EXPECT_EQ(plain["optimizer"]["weight_decay"], 0.0);
+  EXPECT_EQ(plain["optimizer"]["weight_decay_parameters"], "kernels");
+
+  MustFail(Spec(R"("optimizer": {"type": "momentum", "weight_decay": -1})"),
+           "optimizer.weight_decay: must be non-negative and finite, got -1");
+  MustFail(Spec(R"("optimizer": {"weight_decay_parameters": "biases"})"),
+           "optimizer.weight_decay_parameters: must be one of kernels, all; got 'biases'");
+  MustFail(Spec(R"("optimizer": {"learning_rate": {"type": "cosine", "learning_rate": 0.1}})"),
+           "optimizer.learning_rate.decay_steps: required");
+  MustFail(Spec(R"("optimizer": {"learning_rate": {"type": "cosine", "learning_rate": 0.1,
+                                                    "decay_steps": 10, "alpha": 2}})"),
+           "optimizer.learning_rate.alpha: must be in [0, 1], got 2");
+  MustFail(Spec(R"("optimizer": {"learning_rate": {"type": "cosine", "learning_rate": 0.1,
+                                                    "decay_steps": 10, "warmup_steps": -5}})"),
+           "optimizer.learning_rate.warmup_steps: must be >= 0, got -5");
+  MustFail(Spec(R"("optimizer": {"learning_rate": {"type": "cosine", "decay_steps": 10,
+                                                    "decay_rate": 0.5}})"),
+           "optimizer.learning_rate.decay_rate: not used by schedule type cosine (which takes "
+           "type, learning_rate, decay_steps, warmup_steps, alpha)");
+  MustFail(Spec(R"("optimizer": {"learning_rate": {"type": "exponential_decay",
+                   "decay_steps": 10, "decay_rate": 0.5, "warmup_steps": 3}})"),
+           "optimizer.learning_rate.warmup_steps: not used by schedule type exponential_decay "
+           "(which takes type, learning_rate, decay_steps, decay_rate, staircase)");
+  MustFail(Spec(R"("label_smoothing": 1)"), "label_smoothing: must be in [0, 1), got 1");
+  MustFail(Spec(R"("label_smoothing": -0.1)"), "label_smoothing: must be in [0, 1), got -0.1");
+  MustFail(Spec(R"("label_smoothing": "0.1")"), "label_smoothing: must be a number, got string");
+}
+
 // A residual block as the JSON of docs/job-spec.md#graph writes it.
 constexpr const char* kResidualGraph = R"({"name": "g", "max_steps": 1, "model": {"layers": [
     {"type": "conv2d", "name": "stem", "filters": 8, "kernel": 3, "padding": "same"},
@@ -609,6 +659,13 @@ TEST(JobSpecJsonTest, CanonicalJsonRoundTrips) {
       Spec(R"("distributed": {"workers": 2, "hostfile": "/etc/trainingd/hosts"})"),
       Spec(R"("resources": {"cpus_per_worker": 4, "time_limit_secs": 5400.5})"),
       Spec(R"("precision": "mixed_bfloat16")"),
+      Spec(R"("optimizer": {"type": "adamw", "learning_rate": {"type": "cosine",
+              "learning_rate": 0.003, "decay_steps": 900, "warmup_steps": 100, "alpha": 0.05}},
+              "label_smoothing": 0.1)"),
+      Spec(R"("optimizer": {"type": "momentum", "weight_decay": 5e-4,
+              "weight_decay_parameters": "all", "learning_rate": {"type": "cosine",
+              "learning_rate": 0.1, "decay_steps": 10}})"),
+      Spec(R"("optimizer": {"type": "adamw", "weight_decay": 0})"),
   };
   for (const std::string& input : inputs) {
     const JobSpec first = MustParse(input);
@@ -630,7 +687,8 @@ TEST(JobSpecJsonTest, CanonicalJsonIsFullyExpanded) {
                             "initializer": "glorot_uniform", "stddev": 0.1, "bias_init": 0})"));
   // Floats are written as the shortest decimal that reads back the same.
   EXPECT_EQ(j["optimizer"].dump(),
-            R"({"beta1":0.9,"beta2":0.999,"epsilon":1e-08,"learning_rate":0.001,"type":"adam"})");
+            R"({"beta1":0.9,"beta2":0.999,"epsilon":1e-08,"learning_rate":0.001,"type":"adam",)"
+            R"("weight_decay":0.0,"weight_decay_parameters":"kernels"})");
   EXPECT_EQ(j["hooks"]["checkpoint"],
             json::parse(R"({"enabled": true, "every_steps": 0, "every_secs": 0.0,
                             "max_to_keep": 5, "keep_checkpoint_every_n_hours": 0.0})"));

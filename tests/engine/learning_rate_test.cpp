@@ -79,6 +79,48 @@ TEST(LearningRateScheduleTest, StepDecayWithNoBoundariesIsConstant) {
   EXPECT_EQ(s.LearningRateAt(1000), 0.3f);
 }
 
+TEST(LearningRateScheduleTest, CosineDecayWithWarmupMatchesKerasCosineDecay) {
+  // keras.optimizers.schedules.CosineDecay(0.0, decay_steps=100, alpha=0.1, warmup_target=0.1,
+  // warmup_steps=10): linear from 0 to 0.1 over steps 0..10, then 0.1 * (0.9 * c + 0.1) with
+  // c = 0.5 * (1 + cos(pi * (s - 10) / 100)), held at 0.01 from step 110 on.
+  const auto s = LearningRateSchedule::CosineDecay(0.1f, 100, 0.1f, 10);
+  ASSERT_TRUE(s.Validate().ok());
+  EXPECT_EQ(s.LearningRateAt(0), 0.0f);
+  EXPECT_FLOAT_EQ(s.LearningRateAt(1), 0.01f);
+  EXPECT_FLOAT_EQ(s.LearningRateAt(5), 0.05f);
+  EXPECT_FLOAT_EQ(s.LearningRateAt(10), 0.1f);
+  EXPECT_FLOAT_EQ(s.LearningRateAt(35), 0.1f * (0.9f * 0.8535533905932737f + 0.1f));  // pi/4
+  EXPECT_FLOAT_EQ(s.LearningRateAt(60), 0.055f);                                      // pi/2
+  EXPECT_FLOAT_EQ(s.LearningRateAt(110), 0.01f);
+  EXPECT_FLOAT_EQ(s.LearningRateAt(1000000), 0.01f);
+  EXPECT_EQ(s.LearningRateAt(-3), 0.0f);
+}
+
+TEST(LearningRateScheduleTest, CosineDecayWithoutWarmupStartsAtTheRateAndEndsAtZero) {
+  // keras.optimizers.schedules.CosineDecay(0.2, decay_steps=4): alpha 0, no warmup.
+  const auto s = LearningRateSchedule::CosineDecay(0.2f, 4);
+  ASSERT_TRUE(s.Validate().ok());
+  EXPECT_EQ(s.LearningRateAt(0), 0.2f);
+  EXPECT_FLOAT_EQ(s.LearningRateAt(1), 0.2f * 0.8535533905932737f);
+  EXPECT_FLOAT_EQ(s.LearningRateAt(2), 0.1f);
+  EXPECT_NEAR(s.LearningRateAt(4), 0.0f, 1e-9f);
+  EXPECT_NEAR(s.LearningRateAt(5), 0.0f, 1e-9f);
+}
+
+TEST(LearningRateScheduleTest, CosineDecayValidateNamesTheBadField) {
+  EXPECT_TRUE(FailsNaming(LearningRateSchedule::CosineDecay(0.0f, 10).Validate(), "learning_rate"));
+  EXPECT_TRUE(FailsNaming(LearningRateSchedule::CosineDecay(0.1f, 0).Validate(), "decay_steps"));
+  EXPECT_TRUE(FailsNaming(LearningRateSchedule::CosineDecay(0.1f, 10, 0.0f, -1).Validate(),
+                          "warmup_steps"));
+  EXPECT_TRUE(FailsNaming(LearningRateSchedule::CosineDecay(0.1f, 10, 1.5f).Validate(), "alpha"));
+  EXPECT_TRUE(FailsNaming(LearningRateSchedule::CosineDecay(0.1f, 10, -0.1f).Validate(), "alpha"));
+  EXPECT_TRUE(FailsNaming(
+      LearningRateSchedule::CosineDecay(0.1f, 10, std::numeric_limits<float>::quiet_NaN())
+          .Validate(),
+      "alpha"));
+  EXPECT_TRUE(LearningRateSchedule::CosineDecay(0.1f, 10, 1.0f, 0).Validate().ok());
+}
+
 TEST(LearningRateScheduleTest, NegativeStepCountsAsZero) {
   EXPECT_FLOAT_EQ(LearningRateSchedule::ExponentialDecay(0.1f, 10, 0.5f).LearningRateAt(-5), 0.1f);
   EXPECT_EQ(LearningRateSchedule::StepDecay({0}, {1.0f, 2.0f}).LearningRateAt(-5), 1.0f);

@@ -516,11 +516,19 @@ TEST(OptimizerTest, LargeParamsUpdateBitwiseTheSameOnOneTwoOrThreeThreads) {
   ComputeThreadsGuard guard;
   OptimizerOptions nesterov = MakeOptions(Type::kMomentum, LearningRateSchedule::Constant(0.01f));
   nesterov.use_nesterov = true;
+  // RunLarge's params are vectors: decay them all.
+  OptimizerOptions adamw = MakeOptions(Type::kAdamW, LearningRateSchedule::Constant(0.001f));
+  adamw.weight_decay = 0.1f;
+  adamw.weight_decay_parameters = OptimizerOptions::DecayedParameters::kAll;
+  OptimizerOptions decayed_momentum = adamw;
+  decayed_momentum.type = Type::kMomentum;
   const std::vector<std::pair<std::string, OptimizerOptions>> cases = {
       {"sgd", MakeOptions(Type::kSgd, LearningRateSchedule::Constant(0.01f))},
       {"momentum", MakeOptions(Type::kMomentum, LearningRateSchedule::Constant(0.01f))},
       {"nesterov", nesterov},
       {"adam", MakeOptions(Type::kAdam, LearningRateSchedule::Constant(0.001f))},
+      {"adamw", adamw},
+      {"momentum with weight decay", decayed_momentum},
   };
   for (const auto& [what, options] : cases) {
     const auto one = RunLarge(options, 1);
@@ -568,9 +576,13 @@ TEST(OptimizerTest, PartsOfAParameterAreUpdatedAsTheWholeIs) {
     p0[static_cast<size_t>(i)] = rng.Normal();
     g[static_cast<size_t>(i)] = rng.Normal();
   }
-  for (Type type : {Type::kSgd, Type::kMomentum, Type::kAdam}) {
+  for (Type type : {Type::kSgd, Type::kMomentum, Type::kAdam, Type::kAdamW}) {
     SCOPED_TRACE(static_cast<int>(type));
-    const OptimizerOptions options = MakeOptions(type, LearningRateSchedule::Constant(0.01f));
+    OptimizerOptions options = MakeOptions(type, LearningRateSchedule::Constant(0.01f));
+    if (type == Type::kAdamW) {  // the decay of a vector, part by part
+      options.weight_decay = 0.1f;
+      options.weight_decay_parameters = OptimizerOptions::DecayedParameters::kAll;
+    }
     auto whole = Make(options);
     Parameter w = MakeParam("w", p0);
     SetGrad(w, g);

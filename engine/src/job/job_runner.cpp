@@ -319,6 +319,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   config.num_epochs = spec.num_epochs;
   config.reduction_blocks = spec.distributed.reduction_blocks;
   config.precision = spec.precision;
+  config.label_smoothing = spec.label_smoothing;
   const std::shared_ptr<Communicator>& comm = options.communicator;
   const bool distributed = comm && comm->size() > 1;
   if (distributed) {

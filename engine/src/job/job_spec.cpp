@@ -375,6 +375,10 @@ Status ValidateJobSpec(const JobSpec& spec) {
 
   TRAININGD_RETURN_IF_ERROR(CheckModel(spec));
   TRAININGD_RETURN_IF_ERROR(CheckOptimizer(spec.optimizer));
+  if (!(spec.label_smoothing >= 0.0f && spec.label_smoothing < 1.0f)) {
+    return Bad("label_smoothing",
+               "must be in [0, 1), got " + internal::FloatToString(spec.label_smoothing));
+  }
 
   if (spec.batch_size < 1) {
     return Bad("batch_size", "must be >= 1, got " + std::to_string(spec.batch_size));

@@ -6,12 +6,19 @@
 namespace trainingd::engine {
 
 LossAndAccuracy SoftmaxCrossEntropy(const Tensor& logits, std::span<const int32_t> labels,
-                                    Tensor* dlogits, int64_t normalizer) {
+                                    Tensor* dlogits, int64_t normalizer, float label_smoothing) {
   const int64_t batch = logits.shape()[0];
   const double denominator = static_cast<double>(normalizer > 0 ? normalizer : batch);
   const int64_t classes = batch ? logits.size() / batch : 0;
   assert(static_cast<int64_t>(labels.size()) == batch);
   if (dlogits) dlogits->Resize(logits.shape());
+  // Label smoothing's targets: `on` for the label, `off` for every class (the label included).
+  const bool smoothing = label_smoothing != 0.0f && classes > 0;
+  const double off =
+      smoothing ? static_cast<double>(label_smoothing) / static_cast<double>(classes) : 0.0;
+  const double on = 1.0 - static_cast<double>(label_smoothing);
+  const float off_grad = static_cast<float>(off / denominator);
+  const float on_grad = static_cast<float>(on / denominator);
   LossAndAccuracy r;
   double total = 0;
   for (int64_t i = 0; i < batch; ++i) {
@@ -31,12 +38,23 @@ LossAndAccuracy SoftmaxCrossEntropy(const Tensor& logits, std::span<const int32_
       sum += e;
     }
     const int32_t y = labels[static_cast<size_t>(i)];
-    total += std::log(sum) - static_cast<double>(z[y] - zmax);
     if (arg == y) ++r.correct;
+    if (!smoothing) {
+      total += std::log(sum) - static_cast<double>(z[y] - zmax);
+      if (d) {
+        const float inv = static_cast<float>(1.0 / (sum * denominator));
+        for (int64_t c = 0; c < classes; ++c) d[c] *= inv;
+        d[y] -= static_cast<float>(1.0 / denominator);
+      }
+      continue;
+    }
+    double shifted_sum = 0;
+    for (int64_t c = 0; c < classes; ++c) shifted_sum += static_cast<double>(z[c] - zmax);
+    total += std::log(sum) - on * static_cast<double>(z[y] - zmax) - off * shifted_sum;
     if (d) {
       const float inv = static_cast<float>(1.0 / (sum * denominator));
-      for (int64_t c = 0; c < classes; ++c) d[c] *= inv;
-      d[y] -= static_cast<float>(1.0 / denominator);
+      for (int64_t c = 0; c < classes; ++c) d[c] = d[c] * inv - off_grad;
+      d[y] -= on_grad;
     }
   }
   r.loss_sum = total;

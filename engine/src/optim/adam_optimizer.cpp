@@ -78,7 +78,8 @@ void AdamOptimizer::ApplyParts(std::span<const ParameterPart> parts, int64_t glo
   const double t = static_cast<double>(step) + 1.0;
   const double beta1 = options().beta1;
   const double beta2 = options().beta2;
-  const double lr = LearningRate(step);
+  const float lr_float = LearningRate(step);
+  const double lr = lr_float;
   AdamScalars s;
   s.lr_t =
       static_cast<float>(lr * std::sqrt(1.0 - std::pow(beta2, t)) / (1.0 - std::pow(beta1, t)));
@@ -93,7 +94,9 @@ void AdamOptimizer::ApplyParts(std::span<const ParameterPart> parts, int64_t glo
     Tensor* slots = SlotsFor(*param);
     float* m = slots[0].data();
     float* v = slots[1].data();
+    const float decay = DecayFactor(*param, lr_float);
     ParallelUpdate(part, [=](int64_t begin, int64_t end) {
+      if (decay != 0.0f) DecayWeights(p + begin, end - begin, decay);
       AdamUpdate(p + begin, g + begin, m + begin, v + begin, end - begin, s);
     });
   }

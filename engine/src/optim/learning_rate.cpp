@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <string>
 #include <utility>
 
@@ -44,6 +45,17 @@ LearningRateSchedule LearningRateSchedule::StepDecay(std::vector<int64_t> bounda
   return s;
 }
 
+LearningRateSchedule LearningRateSchedule::CosineDecay(float learning_rate, int64_t decay_steps,
+                                                       float alpha, int64_t warmup_steps) {
+  LearningRateSchedule s;
+  s.type = Type::kCosineDecay;
+  s.learning_rate = learning_rate;
+  s.decay_steps = decay_steps;
+  s.alpha = alpha;
+  s.warmup_steps = warmup_steps;
+  return s;
+}
+
 float LearningRateSchedule::LearningRateAt(int64_t global_step) const {
   const int64_t step = std::max<int64_t>(global_step, 0);
   switch (type) {
@@ -65,6 +77,19 @@ float LearningRateSchedule::LearningRateAt(int64_t global_step) const {
       const size_t i = std::min(static_cast<size_t>(it - boundaries.begin()), values.size() - 1);
       return values[i];
     }
+    case Type::kCosineDecay: {
+      const double peak = learning_rate;
+      if (step < warmup_steps) {
+        return static_cast<float>(peak * static_cast<double>(step) /
+                                  static_cast<double>(warmup_steps));
+      }
+      if (decay_steps <= 0) return learning_rate;
+      const double done = static_cast<double>(std::min(step - warmup_steps, decay_steps)) /
+                          static_cast<double>(decay_steps);
+      const double cosine = 0.5 * (1.0 + std::cos(std::numbers::pi * done));
+      const double a = alpha;
+      return static_cast<float>(peak * ((1.0 - a) * cosine + a));
+    }
   }
   return 0.0f;
 }
@@ -85,6 +110,23 @@ Status LearningRateSchedule::Validate() const {
       if (!PositiveFinite(decay_rate)) {
         return Status::InvalidArgument("decay_rate must be positive and finite, got " +
                                        FloatToString(decay_rate));
+      }
+      return Status::Ok();
+    case Type::kCosineDecay:
+      if (!PositiveFinite(learning_rate)) {
+        return Status::InvalidArgument("learning_rate must be positive and finite, got " +
+                                       FloatToString(learning_rate));
+      }
+      if (decay_steps <= 0) {
+        return Status::InvalidArgument("decay_steps must be positive, got " +
+                                       std::to_string(decay_steps));
+      }
+      if (warmup_steps < 0) {
+        return Status::InvalidArgument("warmup_steps must be >= 0, got " +
+                                       std::to_string(warmup_steps));
+      }
+      if (!(alpha >= 0.0f && alpha <= 1.0f)) {
+        return Status::InvalidArgument("alpha must be in [0, 1], got " + FloatToString(alpha));
       }
       return Status::Ok();
     case Type::kStepDecay:

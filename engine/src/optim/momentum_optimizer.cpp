@@ -42,7 +42,9 @@ void MomentumOptimizer::ApplyParts(std::span<const ParameterPart> parts, int64_t
     float* p = param->value.data();
     const float* g = param->grad.data();
     float* accum = SlotsFor(*param)[0].data();
+    const float decay = DecayFactor(*param, lr);
     ParallelUpdate(part, [=](int64_t begin, int64_t end) {
+      if (decay != 0.0f) DecayWeights(p + begin, end - begin, decay);
       if (nesterov) {
         NesterovMomentumUpdate(p + begin, g + begin, accum + begin, end - begin, lr, momentum);
       } else {

@@ -35,6 +35,7 @@ Status OptimizerOptions::Validate() const {
       }
       break;
     case Type::kAdam:
+    case Type::kAdamW:
       TRAININGD_RETURN_IF_ERROR(CheckUnitInterval("beta1", beta1));
       TRAININGD_RETURN_IF_ERROR(CheckUnitInterval("beta2", beta2));
       if (!std::isfinite(epsilon) || epsilon <= 0.0f) {
@@ -46,11 +47,34 @@ Status OptimizerOptions::Validate() const {
       return Status::InvalidArgument("type is not a known optimizer type: " +
                                      std::to_string(static_cast<int>(type)));
   }
+  if (!std::isfinite(weight_decay) || weight_decay < 0.0f) {
+    return Status::InvalidArgument("weight_decay must be non-negative and finite, got " +
+                                   FloatToString(weight_decay));
+  }
+  if (weight_decay_parameters != DecayedParameters::kKernels &&
+      weight_decay_parameters != DecayedParameters::kAll) {
+    return Status::InvalidArgument("weight_decay_parameters is not a known choice: " +
+                                   std::to_string(static_cast<int>(weight_decay_parameters)));
+  }
   return learning_rate.Validate();
 }
 
 Optimizer::Optimizer(const OptimizerOptions& options, std::vector<std::string> slot_kinds)
     : options_(options), slot_kinds_(std::move(slot_kinds)) {}
+
+float Optimizer::DecayFactor(const Parameter& param, float lr) const {
+  if (options_.weight_decay == 0.0f) return 0.0f;
+  if (options_.weight_decay_parameters == OptimizerOptions::DecayedParameters::kKernels &&
+      param.value.shape().rank() < 2) {
+    return 0.0f;
+  }
+  return lr * options_.weight_decay;
+}
+
+void Optimizer::DecayWeights(float* __restrict p, int64_t n, float decay) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) p[i] -= p[i] * decay;
+}
 
 void Optimizer::Apply(std::span<Parameter* const> params, int64_t global_step) {
   std::vector<ParameterPart> parts;
@@ -141,6 +165,7 @@ Result<std::unique_ptr<Optimizer>> MakeOptimizer(const OptimizerOptions& options
     case OptimizerOptions::Type::kMomentum:
       return std::unique_ptr<Optimizer>(std::make_unique<MomentumOptimizer>(options));
     case OptimizerOptions::Type::kAdam:
+    case OptimizerOptions::Type::kAdamW:
       return std::unique_ptr<Optimizer>(std::make_unique<AdamOptimizer>(options));
   }
   return Status::Internal("unreachable optimizer type");

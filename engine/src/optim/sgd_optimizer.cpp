@@ -22,7 +22,9 @@ void SgdOptimizer::ApplyParts(std::span<const ParameterPart> parts, int64_t glob
     assert(param->grad.shape() == param->value.shape());
     float* p = param->value.data();
     const float* g = param->grad.data();
+    const float decay = DecayFactor(*param, lr);
     ParallelUpdate(part, [=](int64_t begin, int64_t end) {
+      if (decay != 0.0f) DecayWeights(p + begin, end - begin, decay);
       GradientDescentUpdate(p + begin, g + begin, end - begin, lr);
     });
   }

@@ -58,7 +58,8 @@ Result<std::unique_ptr<Session>> Session::Create(const SessionConfig& config,
                                   .seed = config.seed,
                                   .communicator = config.communicator.get(),
                                   .reduction_blocks = config.reduction_blocks,
-                                  .precision = config.precision});
+                                  .precision = config.precision,
+                                  .label_smoothing = config.label_smoothing});
   if (!trainer.ok()) return trainer.status();
   s->trainer_ = std::move(trainer).value();
   return s;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "base/float_format.h"
 #include "trainingd/engine/nn/dense_layer.h"
 #include "trainingd/engine/nn/gradient_blocks.h"
 
@@ -64,6 +65,11 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
   if (!input.ok()) return input.status();
   t->input_ = std::make_unique<BatchIterator>(std::move(input).value());
   t->batch_size_ = options.batch_size;
+  if (!(options.label_smoothing >= 0.0f && options.label_smoothing < 1.0f)) {
+    return Status::InvalidArgument("label_smoothing must be in [0, 1), got " +
+                                   internal::FloatToString(options.label_smoothing));
+  }
+  t->label_smoothing_ = options.label_smoothing;
   t->comm_ =
       options.communicator && options.communicator->size() > 1 ? options.communicator : nullptr;
   if (options.reduction_blocks < 1 || options.reduction_blocks > kMaxReductionBlocks) {
@@ -147,7 +153,8 @@ StepResult Trainer::Step(const StepOptions& options) {
   model_->set_step_blocks(&blocks);
   const Tensor& logits = model_->Forward(*images, Mode::kTrain);
   if (timed) t0 = Clock::now();
-  LossAndAccuracy la = SoftmaxCrossEntropy(logits, *labels, &dlogits_, global_batch);
+  LossAndAccuracy la =
+      SoftmaxCrossEntropy(logits, *labels, &dlogits_, global_batch, label_smoothing_);
   if (profiling_) times_.loss_seconds += Since(t0);
   if (trace) trace->Add("softmax_cross_entropy", "loss", t0);
   model_->Backward(dlogits_, blocks);

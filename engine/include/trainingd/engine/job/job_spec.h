@@ -149,6 +149,8 @@ struct JobSpec {
   // docs/job-spec.md#precision).
   Precision precision = Precision::kFloat32;
   OptimizerOptions optimizer;
+  // The training loss's label smoothing, in [0, 1) (SoftmaxCrossEntropy, docs/optimizers.md).
+  float label_smoothing = 0.0f;
   int64_t batch_size = 50;
   // The job ends at this global step (StopAtStepHook's last_step); 0 = no step limit.
   int64_t max_steps = 0;

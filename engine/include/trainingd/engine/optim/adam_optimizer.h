@@ -17,10 +17,13 @@ namespace trainingd::engine {
 
 class AdamOptimizer final : public Optimizer {
  public:
-  // `options` must be valid (MakeOptimizer checks); uses learning_rate, beta1, beta2 and epsilon.
+  // `options` must be valid (MakeOptimizer checks); uses learning_rate, beta1, beta2, epsilon and
+  // the weight decay.
   explicit AdamOptimizer(const OptimizerOptions& options);
 
-  const char* name() const override { return "Adam"; }
+  const char* name() const override {
+    return options().type == OptimizerOptions::Type::kAdamW ? "AdamW" : "Adam";
+  }
   void ApplyParts(std::span<const ParameterPart> parts, int64_t global_step) override;
 };
 

@@ -13,7 +13,8 @@ namespace trainingd::engine {
 
 class MomentumOptimizer final : public Optimizer {
  public:
-  // `options` must be valid (MakeOptimizer checks); uses learning_rate, momentum and use_nesterov.
+  // `options` must be valid (MakeOptimizer checks); uses learning_rate, momentum and use_nesterov
+  // (and the weight decay, optimizer.h).
   explicit MomentumOptimizer(const OptimizerOptions& options);
 
   const char* name() const override { return "Momentum"; }

@@ -1,8 +1,10 @@
 // Optimizer: turns each parameter's gradient into an update of its value.
 //
 // The update rules are TensorFlow 1.x's (tf.train.GradientDescentOptimizer, MomentumOptimizer,
-// AdamOptimizer); docs/optimizers.md writes each one down exactly as implemented. Per-parameter
-// state lives in "slots" keyed by the parameter's name and named as TensorFlow names them
+// AdamOptimizer), with Keras' decoupled weight decay on top (tf.keras.optimizers.AdamW, and the
+// weight_decay of its SGD); docs/optimizers.md writes each one down exactly as implemented.
+// Per-parameter state lives in "slots" keyed by the parameter's name and named as TensorFlow names
+// them
 // ("dense/kernel/Momentum", "dense/kernel/Adam", "dense/kernel/Adam_1"), so a checkpoint can save
 // them with Slots() and a new optimizer can take them back with RestoreSlot(). Adam's beta powers
 // are derived from the global step rather than stored, so the slots are the whole state.
@@ -40,6 +42,7 @@ struct OptimizerOptions {
     kSgd,       // tf.train.GradientDescentOptimizer
     kMomentum,  // tf.train.MomentumOptimizer
     kAdam,      // tf.train.AdamOptimizer
+    kAdamW,  // tf.keras.optimizers.AdamW: kAdam with decoupled weight decay (Loshchilov & Hutter)
   };
   Type type = Type::kAdam;
 
@@ -51,16 +54,31 @@ struct OptimizerOptions {
   // kMomentum: Nesterov's variant (TensorFlow's use_nesterov).
   bool use_nesterov = false;
 
-  // kAdam: decay of the first and second moment estimates, each in [0, 1).
+  // kAdam, kAdamW: decay of the first and second moment estimates, each in [0, 1).
   float beta1 = 0.9f;
   float beta2 = 0.999f;
-  // kAdam: TensorFlow's epsilon, which is the paper's "epsilon hat" (added after bias correction);
-  // > 0 and finite.
+  // kAdam, kAdamW: TensorFlow's epsilon, which is the paper's "epsilon hat" (added after bias
+  // correction); > 0 and finite.
   float epsilon = 1e-8f;
 
+  // Every type: decoupled weight decay, as Keras' optimizers apply it. Before the type's update,
+  // each decayed parameter shrinks by p -= p * (lr * weight_decay), lr the step's learning rate:
+  // the decay goes to the weights, never through the gradient or the slots. >= 0 and finite; 0 =
+  // off. Keras' AdamW default is 0.004 (kDefaultAdamWWeightDecay); the engine's default is 0 for
+  // every type, and a job spec of type "adamw" fills in Keras' default.
+  float weight_decay = 0.0f;
+  static constexpr float kDefaultAdamWWeightDecay = 0.004f;
+
+  // Which parameters weight_decay shrinks.
+  enum class DecayedParameters {
+    kKernels,  // those of rank >= 2 (dense and conv kernels): not biases, not batch-norm gamma/beta
+    kAll,      // every trainable parameter, as Keras does unless told to exclude some
+  };
+  DecayedParameters weight_decay_parameters = DecayedParameters::kKernels;
+
   // OK, or InvalidArgument whose message starts with the offending field's name ("type",
-  // "momentum", "beta1", "beta2", "epsilon", or the schedule's field: "learning_rate",
-  // "decay_steps", ...).
+  // "momentum", "beta1", "beta2", "epsilon", "weight_decay", or the schedule's field:
+  // "learning_rate", "decay_steps", ...).
   Status Validate() const;
 };
 
@@ -80,8 +98,9 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // TensorFlow's default name for the optimizer, "GradientDescent", "Momentum" or "Adam"; also the
-  // suffix of its slots' names.
+  // TensorFlow's default name for the optimizer, "GradientDescent", "Momentum", "Adam" or "AdamW".
+  // The slots are named by slot kind ("<param>/Adam" for AdamW too, so an Adam checkpoint's slots
+  // are AdamW's).
   virtual const char* name() const = 0;
 
   // Updates every param's value from its grad (which must have the value's shape). `global_step`
@@ -141,6 +160,12 @@ class Optimizer {
   Tensor* SlotsFor(const Parameter& param);
 
   const std::vector<std::string>& slot_kinds() const { return slot_kinds_; }
+
+  // The factor decoupled weight decay scales `param` by this step: lr * weight_decay when the
+  // options decay it (weight_decay_parameters), else 0 (no decay pass at all).
+  float DecayFactor(const Parameter& param, float lr) const;
+  // p[i] -= p[i] * decay over n elements: the weight-decay pass before an update (decay != 0).
+  static void DecayWeights(float* p, int64_t n, float decay);
 
   // Params with at least this many elements are split across threads; smaller ones run inline.
   static constexpr int64_t kMinParallelElements = int64_t{1} << 15;

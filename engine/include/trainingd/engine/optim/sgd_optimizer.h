@@ -11,7 +11,8 @@ namespace trainingd::engine {
 
 class SgdOptimizer final : public Optimizer {
  public:
-  // `options` must be valid (MakeOptimizer checks); only its learning_rate is used.
+  // `options` must be valid (MakeOptimizer checks); only its learning_rate is used (and the weight
+  // decay, optimizer.h).
   explicit SgdOptimizer(const OptimizerOptions& options);
 
   const char* name() const override { return "GradientDescent"; }

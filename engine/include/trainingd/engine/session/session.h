@@ -97,6 +97,8 @@ struct SessionConfig {
   int reduction_blocks = kDefaultReductionBlocks;
   // The arithmetic of the training steps (TrainerOptions::precision).
   Precision precision = Precision::kFloat32;
+  // The training loss's label smoothing (TrainerOptions::label_smoothing).
+  float label_smoothing = 0.0f;
 };
 
 class Session {

@@ -39,6 +39,9 @@ struct TrainerOptions {
   int reduction_blocks = kDefaultReductionBlocks;
   // The arithmetic of the training steps (layer.h's Precision); evaluations are float32.
   Precision precision = Precision::kFloat32;
+  // The training loss's label smoothing, in [0, 1) (SoftmaxCrossEntropy); evaluations report the
+  // plain cross-entropy.
+  float label_smoothing = 0.0f;
 };
 
 // One rank's latest step of a data-parallel job: its compute (input, forward, loss, backward)
@@ -160,7 +163,8 @@ class Trainer {
 
   Communicator* comm_ = nullptr;  // null or size 1: one process
   int reduction_blocks_ = kDefaultReductionBlocks;
-  int64_t batch_size_ = 0;         // global
+  int64_t batch_size_ = 0;  // global
+  float label_smoothing_ = 0.0f;
   std::vector<double> step_sums_;  // the step's small reduction: loss, correct, votes, timings
   // Data parallelism: the dense layers formed from gathered inputs, the other parameters (their
   // sums are reduced), and buffers of the reduction.

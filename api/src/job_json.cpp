@@ -26,6 +26,7 @@ json JobToJson(const JobInfo& job, bool detail) {
       {"examples_per_sec", job.examples_per_sec},
       {"latest_scalars", json::object()},
       {"owner", job.owner},
+      {"priority", job.priority},
   };
   for (const auto& [tag, value] : job.latest_scalars) out["latest_scalars"][tag] = value;
   if (job.workers > 1 || !job.attempts.empty()) {

@@ -484,7 +484,7 @@ Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
   TRAININGD_RETURN_IF_ERROR(CheckObject(
       root, "",
       {"name", "dataset", "model", "precision", "optimizer", "label_smoothing", "batch_size",
-       "max_steps", "num_epochs", "seed", "hooks", "distributed", "resources"}));
+       "max_steps", "num_epochs", "seed", "hooks", "distributed", "resources", "priority"}));
   TRAININGD_RETURN_IF_ERROR(Require(root, "", "name"));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "name", &spec->name));
   if (const auto it = root.find("dataset"); it != root.end()) {
@@ -500,6 +500,7 @@ Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "max_steps", &spec->max_steps));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "num_epochs", &spec->num_epochs));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "seed", &spec->seed));
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "priority", &spec->priority));
   if (const auto it = root.find("hooks"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(ReadHooks(*it, &spec->hooks));
   }
@@ -748,27 +749,30 @@ json JobSpecToJsonValue(const engine::JobSpec& spec) {
   json model;
   if (!spec.model_preset.empty()) model["preset"] = spec.model_preset;
   model["layers"] = LayersToJsonValue(spec.model);
-  return {{"name", spec.name},
-          {"dataset", DatasetValue(spec.dataset)},
-          {"model", std::move(model)},
-          {"precision", NameOf(kPrecisions, spec.precision)},
-          {"optimizer", OptimizerValue(spec.optimizer)},
-          {"label_smoothing", FloatValue(spec.label_smoothing)},
-          {"batch_size", spec.batch_size},
-          {"max_steps", spec.max_steps},
-          {"num_epochs", spec.num_epochs},
-          {"seed", spec.seed},
-          {"hooks", HooksValue(spec.hooks)},
-          {"distributed",
-           {{"workers", spec.distributed.workers},
-            {"hosts", spec.distributed.hosts},
-            {"hostfile", spec.distributed.hostfile},
-            {"max_restarts", spec.distributed.max_restarts},
-            {"stall_timeout_secs", spec.distributed.stall_timeout_secs},
-            {"reduction_blocks", spec.distributed.reduction_blocks}}},
-          {"resources",
-           {{"cpus_per_worker", spec.resources.cpus_per_worker},
-            {"time_limit_secs", spec.resources.time_limit_secs}}}};
+  json out = {{"name", spec.name},
+              {"dataset", DatasetValue(spec.dataset)},
+              {"model", std::move(model)},
+              {"precision", NameOf(kPrecisions, spec.precision)},
+              {"optimizer", OptimizerValue(spec.optimizer)},
+              {"label_smoothing", FloatValue(spec.label_smoothing)},
+              {"batch_size", spec.batch_size},
+              {"max_steps", spec.max_steps},
+              {"num_epochs", spec.num_epochs},
+              {"seed", spec.seed},
+              {"hooks", HooksValue(spec.hooks)},
+              {"distributed",
+               {{"workers", spec.distributed.workers},
+                {"hosts", spec.distributed.hosts},
+                {"hostfile", spec.distributed.hostfile},
+                {"max_restarts", spec.distributed.max_restarts},
+                {"stall_timeout_secs", spec.distributed.stall_timeout_secs},
+                {"reduction_blocks", spec.distributed.reduction_blocks}}},
+              {"resources",
+               {{"cpus_per_worker", spec.resources.cpus_per_worker},
+                {"time_limit_secs", spec.resources.time_limit_secs}}}};
+  // Only when set, so the canonical spec of a job without one is what it always was.
+  if (spec.priority != 0) out["priority"] = spec.priority;
+  return out;
 }
 
 std::string JobSpecToJson(const engine::JobSpec& spec, int indent) {

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "experiment_routes.h"
+#include "job_priority_route.h"
 #include "model_routes.h"
 #include "route_util.h"
 #include "trainingd/api/dataset_json.h"
@@ -80,6 +81,7 @@ enum class RouteId {
   kListJobs,
   kGetJob,
   kDeleteJob,
+  kPatchJob,
   kStopJob,
   kResumeJob,
   kScalars,
@@ -144,6 +146,7 @@ constexpr RouteDef kRoutes[] = {
     {RouteId::kListJobs, "GET", "/api/v1/jobs", kRead},
     {RouteId::kGetJob, "GET", "/api/v1/jobs/{id}", kRead},
     {RouteId::kDeleteJob, "DELETE", "/api/v1/jobs/{id}", kOwnJob},
+    {RouteId::kPatchJob, "PATCH", "/api/v1/jobs/{id}", kOwnJob},
     {RouteId::kStopJob, "POST", "/api/v1/jobs/{id}/stop", kOwnJob},
     {RouteId::kResumeJob, "POST", "/api/v1/jobs/{id}/resume", kOwnJob},
     {RouteId::kScalars, "GET", "/api/v1/jobs/{id}/scalars", kRead},
@@ -642,6 +645,8 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
       r.status = 204;
       return r;
     }
+    case RouteId::kPatchJob:
+      return PatchJob(service_, c.request, job_id, options_.max_body_bytes);
     case RouteId::kStopJob:
       return StopJob(c);
     case RouteId::kResumeJob:

@@ -153,6 +153,15 @@ class FakeJobService : public JobService {
     return job;
   }
 
+  engine::Result<JobInfo> SetPriority(const std::string& id, int64_t priority) override {
+    std::lock_guard lock(mu_);
+    if (auto s = Injected(); !s.ok()) return s;
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return NotFound(id);
+    it->second.priority = priority;
+    return it->second;
+  }
+
   engine::Result<JobInfo> Resume(const std::string& id, std::optional<int64_t> max_steps) override {
     std::lock_guard lock(mu_);
     if (auto s = Injected(); !s.ok()) return s;

@@ -247,7 +247,7 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
   e = MustFail(Spec(R"("batchsize": 7)"),
                "batchsize: unknown field; known: name, dataset, model, precision, optimizer, "
                "label_smoothing, batch_size, max_steps, num_epochs, seed, hooks, distributed, "
-               "resources");
+               "resources, priority");
   EXPECT_EQ(e.field, "batchsize");
   e = MustFail(Spec(R"("hooks": {"tensorboard": true})"),
                "hooks.tensorboard: unknown field; known: checkpoint, summary, step_counter, "
@@ -862,6 +862,29 @@ TEST(JobSpecJsonTest, TheResourcesSectionIsCheckedFieldByField) {
            "resources.time_limit_secs: must be in [0, 31536000] seconds (a year; 0: no limit)");
   MustFail(Spec(R"("resources": {"time_limit_secs": "1h"})"),
            "resources.time_limit_secs: must be a number, got string");
+}
+
+TEST(JobSpecJsonTest, PriorityIsAnIntegerInItsRangeWrittenOnlyWhenSet) {
+  EXPECT_EQ(MustParse(Spec()).priority, 0);
+  EXPECT_EQ(JobSpecToJsonValue(MustParse(Spec())).count("priority"), 0u);
+  const JobSpec urgent = MustParse(Spec(R"("priority": 1000)"));
+  EXPECT_EQ(urgent.priority, 1000);
+  EXPECT_EQ(JobSpecToJsonValue(urgent)["priority"], 1000);
+  EXPECT_EQ(MustParse(JobSpecToJson(urgent)).priority, 1000);  // round trip
+  EXPECT_EQ(MustParse(Spec(R"("priority": -1000)")).priority, -1000);
+  EXPECT_EQ(MustFail(Spec(R"("priority": 1001)"),
+                     "priority: must be in [-1000, 1000] (higher starts first), got 1001")
+                .field,
+            "priority");
+  EXPECT_EQ(MustFail(Spec(R"("priority": -5000)"),
+                     "priority: must be in [-1000, 1000] (higher starts first), got -5000")
+                .field,
+            "priority");
+  FieldError e;
+  EXPECT_FALSE(ParseJobSpec(Spec(R"("priority": 2.5)"), &e).ok());
+  EXPECT_EQ(e.field, "priority");
+  EXPECT_FALSE(ParseJobSpec(Spec(R"("priority": "high")"), &e).ok());
+  EXPECT_EQ(e.field, "priority");
 }
 
 }  // namespace

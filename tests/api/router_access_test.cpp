@@ -31,6 +31,7 @@ const std::map<std::pair<std::string, std::string>, Access>& ExpectedRules() {
       {{"GET", "/api/v1/jobs"}, kRead},
       {{"GET", "/api/v1/jobs/{id}"}, kRead},
       {{"DELETE", "/api/v1/jobs/{id}"}, kOwnJob},
+      {{"PATCH", "/api/v1/jobs/{id}"}, kOwnJob},
       {{"POST", "/api/v1/jobs/{id}/stop"}, kOwnJob},
       {{"POST", "/api/v1/jobs/{id}/resume"}, kOwnJob},
       {{"GET", "/api/v1/jobs/{id}/scalars"}, kRead},
@@ -201,6 +202,40 @@ TEST_F(RouterAccessTest, UserChangesOnlyItsOwn) {
 
   // The owner of the job stops it.
   EXPECT_EQ(As(bob_, JsonPost("/api/v1/jobs/" + bobs_job_ + "/stop", "")).status, 202);
+}
+
+TEST_F(RouterAccessTest, PriorityIsTheOwnersOrAnAdminsToChange) {
+  const auto patch = [](const std::string& id, const std::string& body) {
+    return Req("PATCH", "/api/v1/jobs/" + id, body, {{"Content-Type", "application/json"}});
+  };
+  ExpectError(As(alice_, patch(bobs_job_, R"({"priority":5})")), 403, "forbidden");
+  ExpectError(As(viewer_, patch(bobs_job_, R"({"priority":5})")), 403, "forbidden");
+  EXPECT_EQ(jobs_.Get(bobs_job_)->priority, 0);
+  auto r = As(bob_, patch(bobs_job_, R"({"priority":5})"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(BodyJson(r)["priority"], 5);
+  r = As(root_, patch(bobs_job_, R"({"priority":-7})"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(jobs_.Get(bobs_job_)->priority, -7);
+  ExpectError(As(bob_, patch("jnothere", R"({"priority":1})")), 404, "not_found");
+}
+
+TEST_F(RouterAccessTest, PriorityBodiesAreCheckedNamingTheField) {
+  const auto patch = [this](const std::string& body) {
+    return As(bob_, Req("PATCH", "/api/v1/jobs/" + bobs_job_, body,
+                        {{"Content-Type", "application/json"}}));
+  };
+  for (const char* body : {R"({"priority":1001})", R"({"priority":-1001})", R"({"priority":1.5})",
+                           R"({"priority":"high"})", R"({})", R"([1])"}) {
+    ExpectError(patch(body), 400, "invalid_argument", "priority");
+  }
+  ExpectError(patch(R"({"priority":1,"nice":2})"), 400, "invalid_argument", "nice");
+  EXPECT_EQ(jobs_.Get(bobs_job_)->priority, 0);
+  ExpectError(As(bob_, Req("PATCH", "/api/v1/jobs/" + bobs_job_, R"({"priority":1})",
+                           {{"Content-Type", "text/plain"}})),
+              415, "unsupported_media_type", "Content-Type");
+  EXPECT_EQ(patch(R"({"priority":1000})").status, 200);
+  EXPECT_EQ(jobs_.Get(bobs_job_)->priority, 1000);
 }
 
 TEST_F(RouterAccessTest, AdminChangesAnything) {

@@ -230,7 +230,7 @@ TEST_F(RouterTest, ScalarsTagsCheckpointsLogs) {
 TEST_F(RouterTest, WrongMethodIs405WithAllowAndUnknownPathIs404) {
   HttpResponse r = router_.Handle(Req("PUT", "/api/v1/jobs/job-1"));
   ExpectError(r, 405, "method_not_allowed");
-  EXPECT_EQ(r.Header("Allow"), "GET, DELETE");
+  EXPECT_EQ(r.Header("Allow"), "GET, DELETE, PATCH");
   r = router_.Handle(Req("DELETE", "/api/v1/jobs"));
   EXPECT_EQ(r.Header("Allow"), "POST, GET");
   r = router_.Handle(Req("GET", "/api/v1/jobs/job-1/stop"));
@@ -352,7 +352,7 @@ TEST(RouterTableTest, RoutesAreUniqueAndCoverTheApi) {
   for (const RouteInfo& route : Router::Routes()) {
     EXPECT_TRUE(seen.insert({route.method, route.path}).second) << route.path;
   }
-  EXPECT_EQ(seen.size(), 50u);
+  EXPECT_EQ(seen.size(), 51u);
   EXPECT_TRUE(seen.count({"POST", "/api/v1/users/{name}/tokens"}));
   EXPECT_TRUE(seen.count({"DELETE", "/api/v1/tokens/{id}"}));
   EXPECT_TRUE(seen.count({"GET", "/api/v1/whoami"}));

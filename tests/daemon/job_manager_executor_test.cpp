@@ -130,6 +130,42 @@ TEST_F(JobManagerExecutorTest, RunsStartAsSlotsFreeUp) {
   EXPECT_TRUE(fake_->IsRunning(b->id));
 }
 
+TEST_F(JobManagerExecutorTest, HigherPriorityStartsFirstAndAChangeTakesEffectInTheQueue) {
+  auto a = Submit(SmallJob("a", 10));
+  WaitForStarts(1);
+  auto b = Submit(SmallJob("b", 10));
+  auto c = Submit(SmallJob("c", 10));
+  engine::JobSpec urgent = SmallJob("d", 10);
+  urgent.priority = 5;
+  auto d = Submit(urgent);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->priority, 5);
+  EXPECT_EQ(manager_->Get(b->id)->priority, 0);
+  // c overtakes d after its change; b, the oldest, waits behind both.
+  auto changed = manager_->SetPriority(c->id, 10);
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_EQ(changed->priority, 10);
+  EXPECT_EQ(manager_->SetPriority(c->id, 1001).status().code(),
+            engine::StatusCode::kInvalidArgument);
+  EXPECT_EQ(manager_->SetPriority("jnothere", 1).status().code(), engine::StatusCode::kNotFound);
+  fake_->End(a->id, FakeExecutor::Completed(10));
+  WaitForStarts(2);
+  EXPECT_EQ(fake_->started()[1].job_id, c->id);
+  fake_->End(c->id, FakeExecutor::Completed(10));
+  WaitForStarts(3);
+  EXPECT_EQ(fake_->started()[2].job_id, d->id);
+
+  // The priority is in the database: a restart keeps it and the order.
+  manager_->Shutdown();
+  Reopen(/*slots=*/1);
+  EXPECT_EQ(manager_->Get(c->id)->priority, 10);
+  WaitForStarts(1);
+  EXPECT_EQ(fake_->started()[0].job_id, d->id);  // interrupted while running, priority 5
+  fake_->End(d->id, FakeExecutor::Completed(10));
+  WaitForStarts(2);
+  EXPECT_EQ(fake_->started()[1].job_id, b->id);
+}
+
 TEST_F(JobManagerExecutorTest, AStartTheExecutorRefusesFailsTheJob) {
   fake_->FailStarts(engine::Status::Unavailable("no nodes"));
   auto job = Submit(SmallJob("refused", 10));

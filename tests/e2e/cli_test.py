@@ -510,7 +510,8 @@ def check_completion(d):
     offered = completions(TRAININGD, d, ["trainingd", "jobs", "s"],
                           ["trainingd", "jobs", "list", "--st"], ["trainingd", "da"],
                           ["trainingd", "jobs", "get", ""], ["trainingd", "jobs", "list", ""])
-    expect(offered[:3] == [{"submit", "stop", "scalars"}, {"--state"}, {"datasets"}], offered)
+    expect(offered[:3] == [{"submit", "stop", "set-priority", "scalars"}, {"--state"},
+                           {"datasets"}], offered)
     # A verb's operand is one of the daemon's jobs (list takes none).
     expect(jobs and offered[3] == jobs and offered[4] == set(), (offered, jobs))
     code, out2, _ = cli(d, "completion", "zsh")

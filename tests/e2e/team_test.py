@@ -102,6 +102,22 @@ def main():
                 expect(status == 403 and body["error"]["code"] == "forbidden", (who, status, body))
             status, body = d.call("DELETE", "/api/v1/jobs/" + jid, headers=auth(tokens["alice"]))
             expect(status == 403, (status, body))
+            # A priority is its owner's (or an admin's) to change, in its range, named when bad.
+            status, body = d.call("PATCH", "/api/v1/jobs/" + jid, {"priority": 9},
+                                  headers=auth(tokens["alice"]))
+            expect(status == 403, (status, body))
+            status, body = d.call("PATCH", "/api/v1/jobs/" + jid, {"priority": 5000},
+                                  headers=auth(tokens["bob"]))
+            expect(status == 400 and body["error"]["field"] == "priority", (status, body))
+            status, body = d.call("PATCH", "/api/v1/jobs/" + jid, {"priority": 7},
+                                  headers=auth(tokens["bob"]))
+            expect(status == 200 and body["priority"] == 7, (status, body))
+            code, out, err = cli(d, tokens["bob"], "jobs", "set-priority", jid, "--priority", "-3",
+                                 "-o", "json")
+            expect(code == 0 and json.loads(out)["priority"] == -3, (code, out, err))
+            code, out, err = cli(d, tokens["bob"], "jobs", "set-priority", jid, "--priority",
+                                 "1001")
+            expect(code == 2 and "--priority" in err, (code, out, err))
             status, body = d.call("POST", "/api/v1/jobs", small_spec("veras", 10),
                                   headers=auth(tokens["vera"]))
             expect(status == 403, (status, body))
@@ -181,7 +197,7 @@ def main():
             status, _ = d.call("GET", "/api/v1/whoami", headers=auth(tokens["alice"]))
             expect(status == 401, status)
             status, job = d.call("GET", "/api/v1/jobs/" + jid, headers=auth(tokens["bob"]))
-            expect(status == 200 and job["owner"] == "bob", job)
+            expect(status == 200 and job["owner"] == "bob" and job["priority"] == -3, job)
             status, body = d.call("DELETE", "/api/v1/users/bob", headers=auth(ADMIN))
             expect(status == 204, (status, body))
         finally:

@@ -44,6 +44,16 @@ struct JobManager::Job {
 
 namespace {
 
+// The scheduler's view of a job that joins the queue.
+QueuedJob Queued(const JobRecord& r) {
+  QueuedJob q;
+  q.id = r.id;
+  q.owner = r.owner;
+  q.priority = r.priority;
+  q.runs_alone = r.crash_count > 0;  // a suspect runs alone (crash containment)
+  return q;
+}
+
 bool IsEnded(JobState s) {
   return s == JobState::kCompleted || s == JobState::kFailed || s == JobState::kStopped;
 }
@@ -123,7 +133,7 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
       job->stop_on_start = r.state == JobState::kStopping;
       r.state = JobState::kQueued;
       r.reason = "the daemon restarted while it ran; following its run again";
-      m->queue_.push_back(r.id);
+      m->scheduler_.Enqueue(Queued(r));
     } else if (r.state == JobState::kRunning) {
       // Marked running before it trained and not ended: the daemon died under it.
       ++r.crash_count;
@@ -141,11 +151,11 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
         r.reason = "the daemon died while it ran; resumes from its latest checkpoint (restart " +
                    std::to_string(r.crash_count) + " of at most " +
                    std::to_string(m->options_.limits.max_crash_restarts) + ")";
-        m->queue_.push_back(r.id);
+        m->scheduler_.Enqueue(Queued(r));
       }
       store.UpdateJobCrashCount(r.id, r.crash_count);
     } else if (r.state == JobState::kQueued) {
-      m->queue_.push_back(r.id);
+      m->scheduler_.Enqueue(Queued(r));
     } else if (r.state == JobState::kStopping) {
       r.state = JobState::kStopped;
       r.reason = "stop requested";
@@ -166,7 +176,7 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
     m->jobs_.emplace(r.id, std::move(job));
   }
   store.SetHealthListener([p = m.get()](const StoreHealth& h) { p->OnStoreHealth(h); });
-  m->scheduler_ = std::thread([p = m.get()] { p->ScheduleLoop(); });
+  m->schedule_thread_ = std::thread([p = m.get()] { p->ScheduleLoop(); });
   return m;
 }
 
@@ -179,7 +189,7 @@ void JobManager::Shutdown() {
     shutting_down_ = true;
   }
   cv_.notify_all();
-  scheduler_.join();
+  schedule_thread_.join();
   // Every run stops after its current step; their ends (FinishLocked) leave the jobs queued.
   executor_->Shutdown();
   store_.SetHealthListener(nullptr);
@@ -298,6 +308,7 @@ api::JobInfo JobManager::InfoLocked(const Job& job, bool with_spec) const {
   i.executor = executor_->Name(job.spec);
   i.slurm = job.slurm;
   i.owner = r.owner;
+  i.priority = r.priority;
   if (!r.experiment_id.empty()) {
     i.trial.experiment_id = r.experiment_id;
     i.trial.index = r.trial_index;
@@ -388,6 +399,7 @@ eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::s
   r.max_steps = spec.max_steps;
   r.state = JobState::kQueued;
   r.owner = std::move(owner);
+  r.priority = spec.priority;
   if (trial != nullptr) {
     r.experiment_id = trial->experiment_id;
     r.trial_index = trial->index;
@@ -396,8 +408,8 @@ eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::s
   job->spec = std::move(spec);
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) return eng::Status::Unavailable("the daemon is shutting down");
-  if (queue_.size() >= options_.max_queued_jobs) {
-    return eng::Status::Unavailable("the queue is full (" + std::to_string(queue_.size()) +
+  if (scheduler_.size() >= options_.max_queued_jobs) {
+    return eng::Status::Unavailable("the queue is full (" + std::to_string(scheduler_.size()) +
                                     " jobs waiting)");
   }
   do {
@@ -410,7 +422,7 @@ eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::s
     if (with) with(InfoLocked(*job));
   }
   jobs_.emplace(r.id, job);
-  queue_.push_back(r.id);
+  scheduler_.Enqueue(Queued(r));
   bus_.Publish(r.id, api::EventKind::kState, StateEvent(r));
   bus_.Publish("", api::EventKind::kJob, StateEvent(r));
   cv_.notify_all();
@@ -506,7 +518,7 @@ eng::Result<api::JobInfo> JobManager::StopUnrecorded(const std::string& id, bool
         SetStateLocked(*job, JobState::kStopping);
         break;
       }
-      queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
+      scheduler_.Remove(id);
       job->rec.reason = "stopped before it started";
       SetStateLocked(*job, JobState::kStopped);
       break;
@@ -527,6 +539,27 @@ eng::Result<api::JobInfo> JobManager::StopUnrecorded(const std::string& id, bool
 eng::Result<api::JobInfo> JobManager::Resume(const std::string& id,
                                              std::optional<int64_t> max_steps) {
   return Recorded(ResumeUnrecorded(id, max_steps, /*by_owner=*/false));
+}
+
+eng::Result<api::JobInfo> JobManager::SetPriority(const std::string& id, int64_t priority) {
+  if (priority < eng::kMinJobPriority || priority > eng::kMaxJobPriority) {
+    return eng::Status::InvalidArgument("priority: must be in [" +
+                                        std::to_string(eng::kMinJobPriority) + ", " +
+                                        std::to_string(eng::kMaxJobPriority) +
+                                        "] (higher starts first), got " + std::to_string(priority));
+  }
+  eng::Result<api::JobInfo> changed = [&]() -> eng::Result<api::JobInfo> {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto job = FindLocked(id);
+    if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
+    job->rec.priority = priority;
+    store_.PutJob(job->rec);
+    // A queued job takes its new place at once; any other keeps it for its next time queued.
+    scheduler_.SetPriority(id, priority);
+    cv_.notify_all();
+    return InfoLocked(*job);
+  }();
+  return Recorded(std::move(changed));
 }
 
 eng::Result<api::JobInfo> JobManager::ResumeTrial(const std::string& id,
@@ -574,7 +607,7 @@ eng::Result<api::JobInfo> JobManager::ResumeUnrecorded(const std::string& id,
     SetStateLocked(*job, JobState::kQueued);
     if (with) with(InfoLocked(*job));
   }
-  queue_.push_back(id);
+  scheduler_.Enqueue(Queued(job->rec));
   cv_.notify_all();
   return InfoLocked(*job);
 }
@@ -596,7 +629,7 @@ eng::Status JobManager::DeleteJob(const std::string& id, bool by_owner) {
       return eng::Status::FailedPrecondition("job '" + id + "' is " + api::JobStateName(s) +
                                              ": stop it before deleting it");
     }
-    queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
+    scheduler_.Remove(id);
     jobs_.erase(id);
     store_.DeleteJob(id);
     api::JobStateEvent deleted;
@@ -796,22 +829,17 @@ void JobManager::OnStoreHealth(const StoreHealth& health) {
 std::shared_ptr<JobManager::Job> JobManager::NextRunnableLocked() {
   // Nothing starts while the database cannot be written (its state would not be kept) or the
   // disk is full, nor beside a job that was running when the daemon died.
-  if (shutting_down_ || queue_.empty() || !store_failure_.empty() || running_suspect_) {
+  if (shutting_down_ || scheduler_.empty() || !store_failure_.empty() || running_suspect_) {
     return nullptr;
   }
   if (!DiskProblems().empty()) return nullptr;
-  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
-    std::shared_ptr<Job> job = FindLocked(*it);
-    if (!job) {
-      queue_.erase(it);
-      return NextRunnableLocked();
-    }
-    // A suspect runs alone: it waits until nothing else runs.
-    if (job->rec.crash_count > 0 && running_ > 0) continue;
-    queue_.erase(it);
-    return job;
+  // Which job starts is the scheduler's to say (one at a time: this loop starts it, then asks
+  // again while slots are free).
+  for (;;) {
+    std::vector<QueuedJob> next = scheduler_.Take(1, running_);
+    if (next.empty()) return nullptr;
+    if (std::shared_ptr<Job> job = FindLocked(next.front().id)) return job;
   }
-  return nullptr;
 }
 
 void JobManager::ScheduleLoop() {

@@ -224,6 +224,11 @@ CREATE TABLE audit (
   status INTEGER NOT NULL
 );
 )sql",
+    // 8: the scheduler's priority of each job (docs/operations.md#team-use): the spec's until
+    // changed with PATCH /api/v1/jobs/{id}. Jobs from before keep the default order (0).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 // What each migration does, one line each, for `trainingd db migrate --dry-run`.
@@ -235,6 +240,7 @@ constexpr const char* kMigrationSummaries[] = {
     "jobs.slurm_job_id",
     "experiments, trials, rung results and decisions; a job's trial columns",
     "users, tokens (hashes only) and the audit; the owner of each job and experiment",
+    "jobs.priority (the scheduler's queue order)",
 };
 static_assert(std::size(kMigrationSummaries) == std::size(kMigrations), "one summary each");
 

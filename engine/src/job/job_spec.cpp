@@ -407,6 +407,11 @@ Status ValidateJobSpec(const JobSpec& spec) {
     return Bad("resources.time_limit_secs",
                "must be in [0, 31536000] seconds (a year; 0: no limit)");
   }
+  if (spec.priority < kMinJobPriority || spec.priority > kMaxJobPriority) {
+    return Bad("priority", "must be in [" + std::to_string(kMinJobPriority) + ", " +
+                               std::to_string(kMaxJobPriority) + "] (higher starts first), got " +
+                               std::to_string(spec.priority));
+  }
   return CheckDistributed(spec);
 }
 

@@ -93,6 +93,8 @@ struct JobInfo {
   SlurmInfo slurm;                               // executor "slurm"
   TrialRef trial;                                // a trial of an experiment; else empty
   std::string owner{kAdminUser};  // the user who submitted it (a trial: its experiment's)
+  // Its place in the queue: higher starts first (the spec's priority until changed).
+  int64_t priority = 0;
 };
 
 struct JobPage {
@@ -214,6 +216,13 @@ class JobService {
   virtual engine::Result<JobInfo> Resume(const std::string& id,
                                          std::optional<int64_t> max_steps) = 0;
   virtual engine::Status Delete(const std::string& id) = 0;
+  // Changes the job's priority (kMinJobPriority..kMaxJobPriority; InvalidArgument naming
+  // "priority" outside); a queued job takes its new place in the queue at once. A service
+  // without a queue of its own answers FailedPrecondition.
+  virtual engine::Result<JobInfo> SetPriority(const std::string& id, int64_t priority) {
+    (void)priority;
+    return engine::Status::FailedPrecondition("job '" + id + "': priorities are not supported");
+  }
   virtual engine::Result<std::vector<ScalarPoint>> Scalars(const std::string& id,
                                                            const ScalarQuery& query) = 0;
   virtual engine::Result<std::vector<std::string>> ScalarTags(const std::string& id) = 0;

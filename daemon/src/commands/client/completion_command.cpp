@@ -33,7 +33,7 @@ _trainingd() {
   case $cmd in
     jobs)
       if [[ $COMP_CWORD -eq 2 ]]; then
-        COMPREPLY=($(compgen -W "submit list get logs watch wait stop resume delete scalars checkpoints export" -- "$cur"))
+        COMPREPLY=($(compgen -W "submit list get logs watch wait stop resume set-priority delete scalars checkpoints export" -- "$cur"))
         return
       fi
       local flags=$common
@@ -44,6 +44,7 @@ _trainingd() {
         wait) flags="$common --timeout" ;;
         stop) flags="$common --wait" ;;
         resume) flags="$common --max-steps -f --follow" ;;
+        set-priority) flags="$common --priority" ;;
         delete) flags="$common --yes" ;;
         scalars) flags="$common --tag --max-points" ;;
         export) flags="--server --token-file --step -o --help" ;;

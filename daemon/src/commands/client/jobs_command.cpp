@@ -27,6 +27,7 @@ constexpr const char* kJobsUsage =
     "  wait ID           until the job ends; the exit code says how (trainingd help exit-codes)\n"
     "  stop ID           a graceful stop (final checkpoint); --wait until stopped\n"
     "  resume ID         a stopped job back to the queue\n"
+    "  set-priority ID   its place in the queue (--priority N, higher starts first)\n"
     "  delete ID         a job that is not running, with its files\n"
     "  scalars ID        one series (--tag)\n"
     "  checkpoints ID    the checkpoints kept\n"
@@ -537,6 +538,29 @@ int Export(const std::vector<std::string>& args) {
   });
 }
 
+int SetPriority(const std::vector<std::string>& args) {
+  ClientOptions o;
+  std::vector<std::string> ids;
+  std::optional<int64_t> priority;
+  Flags flags("jobs set-priority", "ID --priority N",
+              "Changes the job's priority: a queued job takes its new place in the queue at once\n"
+              "(higher starts first; equal priorities in arrival order). Its owner or an admin.\n");
+  flags.Positionals("job id", 1, &ids)
+      .Int("--priority", "the new priority, in [-1000, 1000] (the default of a job is 0)",
+           engine::kMinJobPriority, engine::kMaxJobPriority, &priority);
+  AddClientFlags(flags, &o);
+  return WithClient("jobs set-priority", flags, o, args, [&](Client& c) -> int {
+    if (ids.size() != 1) return NeedOne("jobs set-priority", "job id", ids, flags);
+    if (!priority) {
+      return c.Fail({kExitUsage, "jobs set-priority: --priority N is required"});
+    }
+    Failure f;
+    auto doc = c.Call("PATCH", JobPath(ids[0]), &f, json{{"priority", *priority}}.dump());
+    if (!doc) return c.Fail(f);
+    return PrintJob(c, *doc);
+  });
+}
+
 }  // namespace jobs_verbs
 
 int JobsCommand(const std::vector<std::string>& args) {
@@ -549,6 +573,7 @@ int JobsCommand(const std::vector<std::string>& args) {
       {"wait", jobs_verbs::Wait},
       {"stop", jobs_verbs::Stop},
       {"resume", jobs_verbs::Resume},
+      {"set-priority", jobs_verbs::SetPriority},
       {"delete", jobs_verbs::Delete},
       {"scalars", jobs_verbs::Scalars},
       {"checkpoints", jobs_verbs::Checkpoints},

@@ -1,7 +1,9 @@
-// JobManager: the service behind the HTTP API (api::JobService) -- the jobs' state machine, the
-// queue, admission and restart recovery, their rows and scalars in the Store and their live events
-// on the EventBus. It does not run jobs: it hands each to an Executor (executor.h) and learns
-// what the run does from the executor's events (docs/architecture.md).
+// JobManager: the service behind the HTTP API (api::JobService) -- the jobs' state machine,
+// admission and restart recovery, their rows and scalars in the Store and their live events on
+// the EventBus. Which queued job starts next is its Scheduler's to say (scheduler.h: priority,
+// then arrival), which it holds under its own lock. It does not run jobs: it hands each to an
+// Executor (executor.h) and learns what the run does from the executor's events
+// (docs/architecture.md).
 //
 // States: queued -> running -> completed | failed | stopped, with stopping while a stop is in
 // progress. Stop asks the executor to stop the run (it stops after its current step, writes a
@@ -31,13 +33,13 @@
 // Each job has a directory <data_dir>/jobs/<id>/ (JobFiles) holding its checkpoints, event files,
 // profiler timelines and its rotated log, which the manager writes from the run's log events.
 // HTTP threads call the JobService methods: they never train and never wait for SQLite writes.
-// One scheduler thread starts queued jobs as the executor's slots free up. Thread-safe.
+// One scheduling thread starts the queued jobs the Scheduler picks as the executor's slots free
+// up. Thread-safe.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -52,6 +54,7 @@
 #include "trainingd/daemon/jobs/event_bus.h"
 #include "trainingd/daemon/jobs/job_files.h"
 #include "trainingd/daemon/jobs/job_limits.h"
+#include "trainingd/daemon/scheduler/scheduler.h"
 #include "trainingd/daemon/store/store.h"
 #include "trainingd/engine/base/env.h"
 #include "trainingd/engine/job/job_resources.h"
@@ -119,6 +122,8 @@ class JobManager final : public api::JobService, private RunListener {
   engine::Result<api::JobInfo> Resume(const std::string& id,
                                       std::optional<int64_t> max_steps) override;
   engine::Status Delete(const std::string& id) override;
+  // The job's place in the queue (scheduler.h); kept for its later runs too.
+  engine::Result<api::JobInfo> SetPriority(const std::string& id, int64_t priority) override;
   engine::Result<std::vector<api::ScalarPoint>> Scalars(const std::string& id,
                                                         const api::ScalarQuery& query) override;
   engine::Result<std::vector<std::string>> ScalarTags(const std::string& id) override;
@@ -185,7 +190,8 @@ class JobManager final : public api::JobService, private RunListener {
   engine::Status DeleteJob(const std::string& id, bool by_owner);
   // FailedPrecondition when the job is a trial its experiment still drives. Needs mu_.
   engine::Status CheckNotDrivenLocked(const Job& job, const char* verb) const;
-  // The scheduler thread: starts queued jobs while the executor has free slots.
+  // The scheduling thread: starts the queued jobs scheduler_ picks while the executor has free
+  // slots.
   void ScheduleLoop();
   // The next job that may start, removed from the queue; null if none may start now. Needs mu_.
   std::shared_ptr<Job> NextRunnableLocked();
@@ -220,12 +226,12 @@ class JobManager final : public api::JobService, private RunListener {
   mutable std::mutex mu_;
   std::condition_variable cv_;  // the scheduler waits on it
   std::map<std::string, std::shared_ptr<Job>> jobs_;
-  std::deque<std::string> queue_;  // ids, oldest first
+  Scheduler scheduler_;  // the queued jobs and their order; guarded by mu_
   bool shutting_down_ = false;
   int running_ = 0;               // runs started and not ended
   bool running_suspect_ = false;  // one of them crashed the daemon before: it runs alone
   std::string store_failure_;     // why the database cannot be written; "" = it can
-  std::thread scheduler_;
+  std::thread schedule_thread_;
   std::function<bool(const std::string&, std::string_view)> trial_owner_;  // guarded by mu_
 
   JobFiles files_;

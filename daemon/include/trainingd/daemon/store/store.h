@@ -53,6 +53,8 @@ struct JobRecord {
   std::string hyperparameters_json;
   // The user who submitted it (a trial: its experiment's); jobs from before users: the admin.
   std::string owner{api::kAdminUser};
+  // Its queue priority (the spec's until PATCHed; schema 8); jobs from before: 0.
+  int64_t priority = 0;
 };
 
 // An experiment's row (docs/experiments.md): its spec and what is not derived from its trials.

@@ -161,7 +161,13 @@ struct JobSpec {
   HooksSpec hooks;
   DistributedSpec distributed;
   ResourcesSpec resources;
+  // The daemon's queue order: higher starts first, equal priorities in arrival order
+  // (docs/job-spec.md#priority). It does not change what the job computes.
+  int64_t priority = 0;
 };
+
+inline constexpr int64_t kMinJobPriority = -1000;
+inline constexpr int64_t kMaxJobPriority = 1000;
 
 inline constexpr int kMaxWorkers = 1024;
 

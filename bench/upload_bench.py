@@ -12,8 +12,9 @@ when idle, then uploads the file --rounds times under new names and deletes each
 upload is timed from the first byte sent to the 201 (streaming, hashing, the full check of every
 value, the rename), the body sent from the file in 1 MiB pieces, never held whole by the client.
 The daemon's peak RSS (VmHWM) is read after the uploads: its rise over idle must not grow with
-the file's size (docs/data.md). Prints each upload, then per size the median [min-max] MB/s and
-the peak over idle.
+the file's size (docs/data.md). Prints each upload, then per size the median [min-max] MB/s,
+the MB per CPU-second of the daemon (which the machine's other load does not change) and the
+peak over idle.
 """
 import argparse
 import http.client
@@ -89,6 +90,14 @@ def upload(port, name, path, fmt):
     return size / took / 1e6
 
 
+def cpu_seconds(pid):
+    """The process's user + system CPU time: what an upload costs the daemon, whatever else
+    the machine runs (wall-clock MB/s drops on a loaded machine; this does not)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def delete(port, name):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     conn.request("DELETE", "/api/v1/datasets/" + name)
@@ -119,23 +128,28 @@ def main():
             port = int(re.search(r":(\d+)/", proc.stdout.readline()).group(1))
             time.sleep(0.5)
             idle = status_kb(proc.pid, "VmRSS")
-            speeds = []
+            speeds, cpu_speeds = [], []
             for r in range(a.rounds):
+                cpu0 = cpu_seconds(proc.pid)
                 speed = upload(port, "u%d" % r, path, a.format)
+                cpu = cpu_seconds(proc.pid) - cpu0
                 speeds.append(speed)
-                print("%d MB file (%d bytes), upload %d: %.0f MB/s" %
-                      (mb, os.path.getsize(path), r + 1, speed))
+                cpu_speeds.append(os.path.getsize(path) / 1e6 / max(cpu, 1e-9))
+                print("%d MB file (%d bytes), upload %d: %.0f MB/s, %.0f MB per CPU-second" %
+                      (mb, os.path.getsize(path), r + 1, speed, cpu_speeds[-1]))
                 delete(port, "u%d" % r)
             peak = status_kb(proc.pid, "VmHWM")
             proc.terminate()
             proc.wait()
-            results.append((mb, speeds, idle, peak))
+            results.append((mb, speeds, cpu_speeds, idle, peak))
     print()
-    print("| file | MB/s, median [min-max] | idle RSS | peak RSS | peak over idle |")
-    print("|---:|---:|---:|---:|---:|")
-    for mb, speeds, idle, peak in results:
-        print("| %d MB | %.0f [%.0f-%.0f] | %.1f MB | %.1f MB | %.1f MB |" %
-              (mb, statistics.median(speeds), min(speeds), max(speeds), idle / 1024,
+    print("| file | MB/s, median [min-max] | MB per daemon CPU-second | idle RSS | peak RSS | "
+          "peak over idle |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for mb, speeds, cpu_speeds, idle, peak in results:
+        print("| %d MB | %.0f [%.0f-%.0f] | %.0f [%.0f-%.0f] | %.1f MB | %.1f MB | %.1f MB |" %
+              (mb, statistics.median(speeds), min(speeds), max(speeds),
+               statistics.median(cpu_speeds), min(cpu_speeds), max(cpu_speeds), idle / 1024,
                peak / 1024, (peak - idle) / 1024))
 
 

@@ -158,7 +158,7 @@ Status CsvColumns::ReadNumber(size_t i, std::string_view cell, const CsvReader& 
   // The summary's statistics, over the float values as the model sees them.
   ColumnSummary& s = c.summary;
   const double v = f;
-  const double seen = static_cast<double>(++s.levels);  // `levels` counts a number's values here
+  const double seen = static_cast<double>(++c.numbers);
   if (seen == 1) {
     s.min = s.max = v;
   } else {
@@ -199,8 +199,7 @@ std::vector<ColumnSummary> CsvColumns::Summaries() const {
   for (const Column& c : columns_) {
     ColumnSummary s = c.summary;
     if (s.type == ColumnType::kNumber) {
-      const int64_t n = s.levels;
-      s.levels = 0;
+      const int64_t n = c.numbers;
       if (n == 0) {
         s.mean = s.stddev = s.min = s.max = std::numeric_limits<double>::quiet_NaN();
       } else {

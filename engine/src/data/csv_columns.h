@@ -59,6 +59,7 @@ class CsvColumns {
   struct Column {
     ColumnSummary summary;
     bool numeric = true;  // pass 1: every present value so far is a number
+    int64_t numbers = 0;  // pass 2: the present numbers seen
     double m2 = 0;        // pass 2: Welford's sum of squares of the present numbers
     std::map<std::string, int64_t, std::less<>> levels;  // pass 2, categorical
   };

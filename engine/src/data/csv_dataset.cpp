@@ -326,7 +326,10 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   if (options.max_test_examples > 0) {
     info->test_examples = std::min(info->test_examples, options.max_test_examples);
   }
-  if (ds) TRAININGD_RETURN_IF_ERROR(CheckColumnsTrainable(info->columns));
+  if (ds) {
+    const Status trainable = CheckColumnsTrainable(info->columns);
+    if (!trainable.ok()) return Status::InvalidArgument(train_name + ": " + trainable.message());
+  }
   if (!values) return Status::Ok();
 
   if (ds) {

@@ -16,9 +16,24 @@ the median test accuracy over --seeds. scikit-learn on the same files: LogisticR
 MLPClassifier (128, 32) after StandardScaler (and SimpleImputer(mean) where cells are missing),
 and HistGradientBoostingClassifier (which takes missing values as they are), random_state 0.
 Prints a Markdown table; the goal (issue 50): the MLP within 1 point of the best of them.
+
+With --categorical, tables with categorical columns and blanks instead, from Debian's
+r-cran-cardata (the R package carData, data of Fox and Weisberg's "An R Companion to Applied
+Regression"; exported to CSV with Rscript, blanks for NA): TitanicSurvival (1,309 passengers:
+sex, age with 263 blanks, class; survived), Chile (2,700 voters of the 1988 plebiscite: region,
+population, sex, age, education, income, status quo score, with blanks; vote, its 168 rows
+without a vote left out) and Arrests (5,226 arrests for marijuana possession in Toronto:
+colour, year, age, sex, employed, citizen, checks; released). trainingd takes the files as they
+are (its categorical columns one-hot, none has more than 16 codes); scikit-learn gets a
+ColumnTransformer: numbers imputed with the mean and standardized, categories imputed with a
+"missing" level and one-hot encoded (unknown ones ignored), for LogisticRegression and
+MLPClassifier; HistGradientBoostingClassifier takes the categories ordinal-encoded as its
+categorical features and the blanks as they are.
 """
 import argparse
+import csv
 import json
+import subprocess
 import os
 import re
 import statistics
@@ -36,7 +51,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.compose import ColumnTransformer
+from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from experiments_bench import Daemon, wait_job  # noqa: E402
@@ -54,6 +70,73 @@ def tables():
     x[rng.random(x.shape) < 0.10] = np.nan
     out.append(("breast_cancer, 10% blank", x, d.target, True))
     return out
+
+
+# carData's tables: (name, label column, rows without a label dropped).
+R_TABLES = [("TitanicSurvival", "survived"), ("Chile", "vote"), ("Arrests", "released")]
+
+
+def r_tables(tmp):
+    """carData's tables as (name, header, rows of cells as text, labels), blanks for NA."""
+    out = []
+    for name, label in R_TABLES:
+        path = os.path.join(tmp, name + ".csv")
+        subprocess.run(["Rscript", "-e", "write.csv(carData::%s, '%s', row.names = FALSE, "
+                        "na = '')" % (name, path)], check=True, capture_output=True)
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+        header, rows = rows[0], rows[1:]
+        k = header.index(label)
+        rows = [r for r in rows if r[k] != ""]
+        labels = np.array([r[k] for r in rows])
+        cells = [[c for i, c in enumerate(r) if i != k] for r in rows]
+        out.append((name, [h for i, h in enumerate(header) if i != k], cells, labels))
+    return out
+
+
+def mixed_baselines(header, train, ytr, test, yte):
+    """scikit-learn on cells as text: a column is a number when every present cell is one."""
+    def number(c):
+        try:
+            float(c)
+            return True
+        except ValueError:
+            return False
+    numbers = [j for j in range(len(header))
+               if all(r[j] == "" or number(r[j]) for r in train + test)]
+    cats = [j for j in range(len(header)) if j not in numbers]
+
+    def frame(rows):
+        x = np.empty((len(rows), len(header)), dtype=object)
+        for i, r in enumerate(rows):
+            for j, c in enumerate(r):
+                x[i, j] = (float(c) if c != "" else np.nan) if j in numbers else (c or np.nan)
+        return x
+    xtr, xte = frame(train), frame(test)
+    dense = ColumnTransformer([
+        ("numbers", make_pipeline(SimpleImputer(strategy="mean"), StandardScaler()), numbers),
+        ("categories", make_pipeline(SimpleImputer(strategy="constant", fill_value="missing"),
+                                     OneHotEncoder(handle_unknown="ignore")), cats)])
+    trees = ColumnTransformer([
+        ("categories", OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan,
+                                      encoded_missing_value=np.nan), cats),
+        ("numbers", "passthrough", numbers)])
+    models = {
+        "LogisticRegression": make_pipeline(dense, LogisticRegression(max_iter=5000)),
+        "MLPClassifier": make_pipeline(dense, MLPClassifier((128, 32), max_iter=2000,
+                                                            random_state=0)),
+        "HistGradientBoosting": make_pipeline(trees, HistGradientBoostingClassifier(
+            categorical_features=list(range(len(cats))), random_state=0)),
+    }
+    return {name: float(m.fit(xtr, ytr).score(xte, yte)) for name, m in models.items()}
+
+
+def write_cells(path, header, rows, labels):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header + ["label"])
+        for r, label in zip(rows, labels):
+            w.writerow(r + [label])
 
 
 def write_csv(path, x, y, rng):
@@ -114,6 +197,8 @@ def main():
     p.add_argument("trainingd")
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--seeds", default="1,2,3")
+    p.add_argument("--categorical", action="store_true",
+                   help="carData's tables with categorical columns and blanks (r-cran-cardata)")
     a = p.parse_args()
     seeds = [int(s) for s in a.seeds.split(",")]
     with open("/proc/cpuinfo") as f:
@@ -123,18 +208,32 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         d = Daemon(a.trainingd, os.path.join(tmp, "var"), 2)
         try:
-            for i, (name, x, y, missing) in enumerate(tables()):
-                xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.25, stratify=y,
-                                                      random_state=0)
-                rng = np.random.default_rng(i)
+            for i, table in enumerate(r_tables(tmp) if a.categorical else tables()):
                 train, test = os.path.join(tmp, "train%d.csv" % i), os.path.join(tmp, "test%d.csv" % i)
-                write_csv(train, xtr, ytr, rng)
-                write_csv(test, xte, yte, rng)
+                if a.categorical:
+                    name, header, cells, y = table
+                    tr, te = train_test_split(np.arange(len(y)), test_size=0.25, stratify=y,
+                                              random_state=0)
+                    write_cells(train, header, [cells[k] for k in tr], y[tr])
+                    write_cells(test, header, [cells[k] for k in te], y[te])
+                    x = np.empty((len(y), len(header)))
+                else:
+                    name, x, y, missing = table
+                    xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.25, stratify=y,
+                                                          random_state=0)
+                    rng = np.random.default_rng(i)
+                    write_csv(train, xtr, ytr, rng)
+                    write_csv(test, xte, yte, rng)
                 ds = "t%d" % i
                 upload(d, ds, train, test)
                 runs = [trainingd_accuracy(d, ds, a.steps, s) for s in seeds]
                 accs = [r[0] for r in runs]
-                base = baselines(xtr, ytr, xte, yte, missing)
+                if a.categorical:
+                    base = mixed_baselines(header, [cells[k] for k in tr], y[tr],
+                                           [cells[k] for k in te], y[te])
+                    yte = y[te]
+                else:
+                    base = baselines(xtr, ytr, xte, yte, missing)
                 best = max(base.values())
                 rows.append((name, x.shape, len(yte), accs, statistics.median(r[1] for r in runs),
                              base, best))

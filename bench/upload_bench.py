@@ -38,17 +38,20 @@ def write_npz(path, megabytes):
     np.savez(path, x_train=x[test:], y_train=y[test:], x_test=x[:test], y_test=y[:test])
 
 
-def write_csv(path, megabytes):
+def write_csv(path, megabytes, rows=None):
     """20 number columns, 10 categorical ones (3, 10, 50, ... 5,000 levels), blanks and "NA"s in
-    5% of the cells, a label of three names: about 170 bytes a row."""
+    5% of the cells, a label of three names: about 170 bytes a row. `megabytes` of them, or
+    `rows` rows (a multiple of 20,000) when given."""
     rng = np.random.default_rng(1)
     levels = [3, 10, 50, 200, 1000, 5000, 7, 30, 300, 2000]
     header = ["x%d" % i for i in range(20)] + ["c%d" % i for i in range(10)] + ["label"]
     with open(path, "w") as f:
         f.write(",".join(header) + "\n")
         written = 0
-        while written < megabytes * 1_000_000:
+        done = 0
+        while (done < rows) if rows else (written < megabytes * 1_000_000):
             n = 20_000
+            done += n
             cols = [np.char.mod("%.4g", rng.normal(50, 20, n)) for _ in range(20)]
             cols += [np.char.add("v", rng.integers(0, k, n).astype(str)) for k in levels]
             for c in cols:

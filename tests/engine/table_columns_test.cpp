@@ -167,10 +167,11 @@ TEST_F(TableColumns, ACategoricalValueIsCodedAsTheLoaderCodesACell) {
   EXPECT_EQ(CategoricalMissingTexts({"NA", "NaN", " ? "}),
             (std::vector<std::string>{"", "NA", "NaN", "?", "nan", "NAN", "-nan", "-NaN", "-NAN",
                                       "+nan", "+NaN", "+NAN"}));
-  // fastai's rule for the embedding size, and one-hot up to one_hot_max_levels codes.
-  EXPECT_EQ(EmbeddingDimFor(10), 6);     // round(1.6 * 10^0.56) = round(5.81)
-  EXPECT_EQ(EmbeddingDimFor(1000), 77);  // round(76.6)
-  EXPECT_EQ(EmbeddingDimFor(1000000), 600);
+  // TensorFlow's rule for the embedding size, and one-hot up to one_hot_max_levels codes.
+  EXPECT_EQ(EmbeddingDimFor(10), 2);    // ceil(10^0.25) = ceil(1.78)
+  EXPECT_EQ(EmbeddingDimFor(1000), 6);  // ceil(5.62)
+  EXPECT_EQ(EmbeddingDimFor(10000), 10);
+  EXPECT_EQ(EmbeddingDimFor(1000002), 32);
   EXPECT_EQ(EmbeddingDimOf(16, CategoricalOptions{}), 0);
   EXPECT_EQ(EmbeddingDimOf(17, CategoricalOptions{}), EmbeddingDimFor(17));
   EXPECT_EQ(EmbeddingDimOf(17, CategoricalOptions{.one_hot_max_levels = 16, .embedding_dim = 4}),

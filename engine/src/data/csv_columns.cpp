@@ -324,8 +324,8 @@ int64_t CategoricalCode(const CategoricalFeature& feature, std::string_view valu
 }
 
 int64_t EmbeddingDimFor(int64_t codes) {
-  const double dim = std::round(1.6 * std::pow(static_cast<double>(codes), 0.56));
-  return std::clamp<int64_t>(static_cast<int64_t>(dim), 1, 600);
+  const double dim = std::ceil(std::pow(static_cast<double>(codes), 0.25));
+  return std::clamp<int64_t>(static_cast<int64_t>(dim), 1, kMaxEmbeddingDim);
 }
 
 int64_t EmbeddingDimOf(int64_t codes, const CategoricalOptions& options) {

@@ -140,10 +140,12 @@ Status ScanFile(const Opener& open, const std::string& name, const DatasetSource
 // counted and given its provisional code (CsvColumns::ReadLevel), every label mapped, and each
 // row (its number features, then its categorical codes, and its class id) given to
 // visit(values, id) in file order. The file must still be what pass 1 saw.
+// Without `numbers` (a probe that wants the categorical levels alone), the number features are
+// not parsed: they stay NaN.
 template <typename Visit>
 Status ReadValues(const Opener& open, const std::string& name, const std::string& label_column,
                   const Layout& layout, CsvColumns& columns, const CsvLabels& labels, int64_t rows,
-                  Visit visit) {
+                  bool numbers, Visit visit) {
   auto source = open();
   if (!source.ok()) return source.status();
   CsvReader r(source->get(), name);
@@ -152,7 +154,8 @@ Status ReadValues(const Opener& open, const std::string& name, const std::string
   if (again.columns != layout.columns) return ChangedWhileRead(name);
   const std::vector<size_t>& features = columns.features();
   const std::vector<size_t>& categorical = columns.categoricals();
-  std::vector<float> values(features.size() + categorical.size());
+  std::vector<float> values(features.size() + categorical.size(),
+                            std::numeric_limits<float>::quiet_NaN());
   int64_t seen = 0;
   for (;;) {
     bool end = false;
@@ -160,7 +163,7 @@ Status ReadValues(const Opener& open, const std::string& name, const std::string
     if (end) break;
     TRAININGD_RETURN_IF_ERROR(CheckFieldCount(r, layout));
     if (++seen > rows) return ChangedWhileRead(name);
-    for (size_t f = 0; f < features.size(); ++f) {
+    for (size_t f = 0; numbers && f < features.size(); ++f) {
       TRAININGD_RETURN_IF_ERROR(
           columns.ReadNumber(features[f], r.field(features[f]), r, &values[f]));
     }
@@ -330,7 +333,7 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
     info->test_examples = std::min(info->test_examples, options.max_test_examples);
   }
   // A categorical feature's levels, which size its encoding in the model, are known after pass 2
-  // only: a table with one is read whole even by a kHeaders probe.
+  // only: a table with one is read whole even by a kHeaders probe (its numbers not parsed).
   if (!values && columns.categoricals().empty()) return Status::Ok();
 
   if (ds) {
@@ -365,7 +368,7 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   };
   RowSelector selector(source.split_seed, file_rows, test ? 0 : test_rows);
   TRAININGD_RETURN_IF_ERROR(ReadValues(train, train_name, source.label_column, layout, columns,
-                                       labels, file_rows, [&](const float* v, int32_t id) {
+                                       labels, file_rows, values, [&](const float* v, int32_t id) {
                                          if (selector.Next()) {
                                            to_test(v, id);
                                          } else {
@@ -374,15 +377,15 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
                                        }));
   if (test) {
     TRAININGD_RETURN_IF_ERROR(ReadValues(*test, test_name, source.label_column, layout, columns,
-                                         labels, test_file_rows, to_test));
+                                         labels, test_file_rows, values, to_test));
   }
-  info->columns = columns.Summaries();
+  if (values) info->columns = columns.Summaries();
   std::vector<std::vector<float>> final_code;
   // Raw, every value of a column is a level, so that each code gives back its value.
   columns.Encode(raw ? nullptr : &kept, &info->categorical, &final_code);
   std::vector<float> mean, stddev;
   stats.Finish(&mean, &stddev);
-  if (source.standardize) {
+  if (source.standardize && values) {
     info->feature_mean = mean;
     info->feature_std = stddev;
   }

@@ -123,8 +123,9 @@ struct CategoricalOptions {
 };
 inline constexpr int64_t kMaxEmbeddingDim = 1024;
 inline constexpr int64_t kMaxOneHotLevels = 4096;
-// The embedding size of a column of `codes` codes by fastai's rule (tabular.model.emb_sz_rule):
-// min(600, round(1.6 * codes^0.56)).
+// The embedding size of a column of `codes` codes by TensorFlow's rule of thumb for embedding
+// columns (the fourth root of the number of categories, "Introducing TensorFlow Feature
+// Columns", 2017), rounded up: ceil(codes^0.25).
 int64_t EmbeddingDimFor(int64_t codes);
 // The embedding size of a column of `codes` codes under `options`: 0 (one-hot) for at most
 // one_hot_max_levels codes, else embedding_dim or, when that is 0, EmbeddingDimFor(codes).

@@ -257,6 +257,15 @@ def main():
             status, err = d.call("POST", "/api/v1/jobs", dict(spec, model="cnn",
                                                               dataset="animals"))
             expect(status == 400 and "model" in err["error"].get("field", ""), (status, err))
+            # Augmentation and per-channel normalization are for images: refused on a table.
+            status, err = d.call("POST", "/api/v1/jobs", dict(
+                spec, dataset="animals", augmentation={"horizontal_flip": True}))
+            expect(status == 400 and err["error"].get("field") == "augmentation.horizontal_flip",
+                   (status, err))
+            status, err = d.call("POST", "/api/v1/jobs", dict(
+                spec, dataset={"name": "animals", "normalize": "per_channel"}))
+            expect(status == 400 and err["error"].get("field") == "dataset.normalize",
+                   (status, err))
             done = d.wait_state(job["id"], {"completed", "failed"})
             expect(done["state"] == "completed", done)
 

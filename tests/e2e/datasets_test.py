@@ -268,6 +268,17 @@ def main():
                    (status, err))
             done = d.wait_state(job["id"], {"completed", "failed"})
             expect(done["state"] == "completed", done)
+            # The uint8 images uploaded without normalization train normalized per channel,
+            # augmented: the job's own options, kept in its canonical spec.
+            status, aug = d.call("POST", "/api/v1/jobs", dict(
+                spec, name="colours-per-channel", max_steps=20,
+                dataset={"name": "colours", "normalize": "per_channel"},
+                augmentation={"random_crop": {"padding": 2}, "horizontal_flip": True}))
+            expect(status == 201, (status, aug))
+            expect(aug["spec"]["dataset"]["normalize"] == "per_channel" and
+                   aug["spec"]["augmentation"]["random_crop"]["padding"] == 2, aug["spec"])
+            done = d.wait_state(aug["id"], {"completed", "failed"})
+            expect(done["state"] == "completed", done)
 
             # --- bad uploads: a clear 4xx each, nothing left behind
             for what, payload, fmt, query, want, names_it in bad_uploads():

@@ -85,6 +85,141 @@ Status NestedShape(const json& v, const std::string& path, std::vector<int64_t>*
   return Status::Ok();
 }
 
+// Appends the values of a BYTES tensor's data (strings or null, nested) to *out, stopping at
+// `limit` values.
+Status FlattenText(const json& v, const std::string& path, size_t limit, int depth,
+                   std::vector<std::optional<std::string>>* out) {
+  if (v.is_array()) {
+    if (depth >= 8) return sj::Bad(path, "nested more than 8 deep");
+    for (size_t i = 0; i < v.size(); ++i) {
+      TRAININGD_RETURN_IF_ERROR(FlattenText(v[i], sj::Index(path, i), limit, depth + 1, out));
+    }
+    return Status::Ok();
+  }
+  if (out->size() >= limit) return Status::Ok();
+  if (v.is_null()) {
+    out->push_back(std::nullopt);
+    return Status::Ok();
+  }
+  if (!v.is_string()) {
+    return sj::Bad(path, std::string("must be a string or null, got ") + sj::TypeName(v));
+  }
+  out->push_back(v.get<std::string>());
+  return Status::Ok();
+}
+
+std::string CountMismatch(size_t got, int64_t want, const std::vector<int64_t>& shape) {
+  return (static_cast<int64_t>(got) > want ? std::string("more values")
+                                           : std::to_string(got) + " values") +
+         " for shape " + ShapeText(shape) + ", which holds " + std::to_string(want);
+}
+
+// One tensor of a KServe v2 request at `path`: "input" (FP32 or UINT8) into r->shape and
+// r->data, setting *numbers; or "categorical" (BYTES) into r->categorical_shape and
+// r->categorical.
+Status ReadInferInput(const json& in, const std::string& path, size_t body_size, bool* numbers,
+                      InferRequest* r) {
+  if (!in.is_object()) return sj::Bad(path, "must be an object");
+  TRAININGD_RETURN_IF_ERROR(
+      sj::CheckObject(in, path, {"name", "shape", "datatype", "data", "parameters"}));
+  for (const char* key : {"name", "shape", "datatype", "data"}) {
+    TRAININGD_RETURN_IF_ERROR(sj::Require(in, path, key));
+  }
+  std::string name;
+  TRAININGD_RETURN_IF_ERROR(sj::Read(in["name"], path + ".name", &name));
+  const bool text = name == "categorical";
+  if (name != "input" && !text) {
+    return sj::Bad(path + ".name",
+                   "the model's inputs are 'input' and, for a table with categorical columns, "
+                   "'categorical'; not " +
+                       sj::Quote(name));
+  }
+  if ((text && !r->categorical_shape.empty()) || (!text && *numbers)) {
+    return sj::Bad(path + ".name", sj::Quote(name) + " is given twice");
+  }
+  std::string datatype;
+  TRAININGD_RETURN_IF_ERROR(sj::Read(in["datatype"], path + ".datatype", &datatype));
+  if (text ? datatype != "BYTES" : datatype != "FP32" && datatype != "UINT8") {
+    return sj::Bad(path + ".datatype", std::string("must be ") +
+                                           (text ? "BYTES" : "FP32 or UINT8") + ", got " +
+                                           sj::Quote(datatype));
+  }
+  if (in.contains("parameters") && !in["parameters"].is_object()) {
+    return sj::Bad(path + ".parameters", "must be an object");
+  }
+  const json& shape_json = in["shape"];
+  if (!shape_json.is_array()) return sj::Bad(path + ".shape", "must be an array of integers");
+  if (shape_json.size() > 8) return sj::Bad(path + ".shape", "at most 8 dimensions");
+  std::vector<int64_t>& shape = text ? r->categorical_shape : r->shape;
+  TRAININGD_RETURN_IF_ERROR(sj::Read(shape_json, path + ".shape", &shape));
+  auto elements = Elements(shape, path + ".shape");
+  if (!elements.ok()) return elements.status();
+  const json& data = in["data"];
+  if (!data.is_array()) {
+    return sj::Bad(path + ".data",
+                   text ? "must be an array of strings" : "must be an array of numbers");
+  }
+  // At most one value more than the shape holds: enough to tell that there are too many.
+  const auto limit = static_cast<size_t>(*elements) + 1;
+  size_t got = 0;
+  if (text) {
+    r->categorical.reserve(std::min<size_t>(limit, body_size / 2 + 1));
+    TRAININGD_RETURN_IF_ERROR(FlattenText(data, path + ".data", limit, 0, &r->categorical));
+    got = r->categorical.size();
+  } else {
+    *numbers = true;
+    r->input_name = name;
+    r->data.reserve(std::min<size_t>(limit, body_size / 2 + 1));
+    TRAININGD_RETURN_IF_ERROR(
+        Flatten(data, path + ".data", datatype == "UINT8", limit, 0, &r->data));
+    got = r->data.size();
+  }
+  if (static_cast<int64_t>(got) != *elements) {
+    return sj::Bad(path + ".data", CountMismatch(got, *elements, shape));
+  }
+  return Status::Ok();
+}
+
+// TF Serving's instances as objects keyed by column name ({"age": 41, "city": "Oslo", "x": null}),
+// into r->rows; r->shape becomes [rows] (ResolveTableRequest adds the model's columns).
+Status ReadInstanceRows(const json& instances, InferRequest* r) {
+  if (static_cast<int64_t>(instances.size()) > kMaxInferValues) {
+    return sj::Bad("instances", "more than " + std::to_string(kMaxInferValues) + " examples");
+  }
+  int64_t values = 0;
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const json& row = instances[i];
+    const std::string path = sj::Index("instances", i);
+    if (!row.is_object()) {
+      return sj::Bad(path, std::string("must be an object of column values, as the first "
+                                       "instance is; got ") +
+                               sj::TypeName(row));
+    }
+    values += static_cast<int64_t>(row.size());
+    if (values > kMaxInferValues) {
+      return sj::Bad("instances", "more than " + std::to_string(kMaxInferValues) + " values");
+    }
+    std::vector<std::pair<std::string, InferRequest::Cell>> cells;
+    for (const auto& [key, value] : row.items()) {
+      InferRequest::Cell c;
+      if (value.is_string()) {
+        c.kind = InferRequest::Cell::Kind::kText;
+        c.text = value.get<std::string>();
+      } else if (value.is_number()) {
+        c.kind = InferRequest::Cell::Kind::kNumber;
+        c.number = value.get<double>();
+      } else if (!value.is_null()) {
+        return sj::Bad(path + "." + key, std::string("must be a number, a string or null, got ") +
+                                             sj::TypeName(value));
+      }
+      cells.emplace_back(key, std::move(c));
+    }
+    r->rows.push_back(std::move(cells));
+  }
+  r->shape = {static_cast<int64_t>(instances.size())};
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<InferRequest> ParseInferRequest(std::string_view body) {
@@ -101,48 +236,17 @@ Result<InferRequest> ParseInferRequest(std::string_view body) {
   }
   TRAININGD_RETURN_IF_ERROR(sj::Require(v, "", "inputs"));
   const json& inputs = v["inputs"];
-  if (!inputs.is_array() || inputs.size() != 1) {
-    return sj::Bad("inputs", "must be an array of one tensor, the model's input 'input'");
+  if (!inputs.is_array() || inputs.empty() || inputs.size() > 2) {
+    return sj::Bad("inputs",
+                   "must be an array of the model's input 'input' and, for a table with "
+                   "categorical columns, 'categorical'");
   }
-  const json& in = inputs[0];
-  const std::string path = "inputs[0]";
-  if (!in.is_object()) return sj::Bad(path, "must be an object");
-  TRAININGD_RETURN_IF_ERROR(
-      sj::CheckObject(in, path, {"name", "shape", "datatype", "data", "parameters"}));
-  for (const char* key : {"name", "shape", "datatype", "data"}) {
-    TRAININGD_RETURN_IF_ERROR(sj::Require(in, path, key));
+  bool numbers = false;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    TRAININGD_RETURN_IF_ERROR(
+        ReadInferInput(inputs[k], sj::Index("inputs", k), body.size(), &numbers, &r));
   }
-  TRAININGD_RETURN_IF_ERROR(sj::Read(in["name"], path + ".name", &r.input_name));
-  if (r.input_name != "input") {
-    return sj::Bad(path + ".name", "the model's input is 'input', not " + sj::Quote(r.input_name));
-  }
-  std::string datatype;
-  TRAININGD_RETURN_IF_ERROR(sj::Read(in["datatype"], path + ".datatype", &datatype));
-  if (datatype != "FP32" && datatype != "UINT8") {
-    return sj::Bad(path + ".datatype", "must be FP32 or UINT8, got " + sj::Quote(datatype));
-  }
-  if (in.contains("parameters") && !in["parameters"].is_object()) {
-    return sj::Bad(path + ".parameters", "must be an object");
-  }
-  const json& shape = in["shape"];
-  if (!shape.is_array()) return sj::Bad(path + ".shape", "must be an array of integers");
-  if (shape.size() > 8) return sj::Bad(path + ".shape", "at most 8 dimensions");
-  TRAININGD_RETURN_IF_ERROR(sj::Read(shape, path + ".shape", &r.shape));
-  auto elements = Elements(r.shape, path + ".shape");
-  if (!elements.ok()) return elements.status();
-  const json& data = in["data"];
-  if (!data.is_array()) return sj::Bad(path + ".data", "must be an array of numbers");
-  // At most one value more than the shape holds: enough to tell that there are too many.
-  r.data.reserve(std::min<size_t>(static_cast<size_t>(*elements), body.size() / 2 + 1));
-  TRAININGD_RETURN_IF_ERROR(Flatten(data, path + ".data", datatype == "UINT8",
-                                    static_cast<size_t>(*elements) + 1, 0, &r.data));
-  if (static_cast<int64_t>(r.data.size()) != *elements) {
-    return sj::Bad(path + ".data", (static_cast<int64_t>(r.data.size()) > *elements
-                                        ? std::string("more values")
-                                        : std::to_string(r.data.size()) + " values") +
-                                       " for shape " + ShapeText(r.shape) + ", which holds " +
-                                       std::to_string(*elements));
-  }
+  if (!numbers) return sj::Bad("inputs", "needs the model's input 'input'");
   if (v.contains("outputs")) {
     const json& outputs = v["outputs"];
     if (!outputs.is_array()) return sj::Bad("outputs", "must be an array");
@@ -181,6 +285,12 @@ Result<InferRequest> ParsePredictRequest(std::string_view body) {
   TRAININGD_RETURN_IF_ERROR(sj::Require(v, "", "instances"));
   const json& instances = v["instances"];
   InferRequest r;
+  r.outputs = {"probabilities"};
+  r.shape_field = "instances";
+  if (instances.is_array() && !instances.empty() && instances[0].is_object()) {
+    TRAININGD_RETURN_IF_ERROR(ReadInstanceRows(instances, &r));
+    return r;
+  }
   TRAININGD_RETURN_IF_ERROR(NestedShape(instances, "instances", &r.shape));
   if (r.shape.empty()) return sj::Bad("instances", "must be an array of examples");
   auto elements = Elements(r.shape, "instances");
@@ -193,8 +303,6 @@ Result<InferRequest> ParsePredictRequest(std::string_view body) {
                    "ragged: every example must have the first one's shape " +
                        ShapeText(std::vector<int64_t>(r.shape.begin() + 1, r.shape.end())));
   }
-  r.outputs = {"probabilities"};
-  r.shape_field = "instances";
   return r;
 }
 

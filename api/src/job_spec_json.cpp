@@ -47,7 +47,8 @@ constexpr EnumName<engine::LayerType> kLayerTypes[] = {
     {"sigmoid", engine::LayerType::kSigmoid},
     {"tanh", engine::LayerType::kTanh},
     {"gelu", engine::LayerType::kGelu},
-    {"batch_norm", engine::LayerType::kBatchNorm}};
+    {"batch_norm", engine::LayerType::kBatchNorm},
+    {"categorical_encoding", engine::LayerType::kCategoricalEncoding}};
 constexpr EnumName<engine::Padding> kPaddings[] = {{"same", engine::Padding::kSame},
                                                    {"valid", engine::Padding::kValid}};
 constexpr EnumName<engine::Activation> kActivations[] = {{"relu", engine::Activation::kRelu},
@@ -181,6 +182,16 @@ Status ReadLayer(const json& v, const std::string& path, engine::LayerSpec* out)
           CheckObject(v, path, {"type", "name", "inputs", "momentum", "epsilon"}));
       TRAININGD_RETURN_IF_ERROR(Field(v, path, "momentum", &l.momentum));
       TRAININGD_RETURN_IF_ERROR(Field(v, path, "epsilon", &l.epsilon));
+      break;
+    case LayerType::kCategoricalEncoding:
+      // FitModelToData writes it from the data (and replaces one a spec gives): read back from a
+      // job's canonical spec and model.json.
+      TRAININGD_RETURN_IF_ERROR(
+          CheckObject(v, path, {"type", "name", "inputs", "category_codes", "embedding_dims"}));
+      TRAININGD_RETURN_IF_ERROR(Require(v, path, "category_codes"));
+      TRAININGD_RETURN_IF_ERROR(Require(v, path, "embedding_dims"));
+      TRAININGD_RETURN_IF_ERROR(Field(v, path, "category_codes", &l.category_codes));
+      TRAININGD_RETURN_IF_ERROR(Field(v, path, "embedding_dims", &l.embedding_dims));
       break;
   }
   // The graph (engine/nn/model_spec.h): ValidateJobSpec checks the names and edges.
@@ -501,8 +512,8 @@ Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
   TRAININGD_RETURN_IF_ERROR(
       CheckObject(root, "",
                   {"name", "dataset", "model", "precision", "optimizer", "label_smoothing",
-                   "augmentation", "batch_size", "max_steps", "num_epochs", "seed", "hooks",
-                   "distributed", "resources", "priority"}));
+                   "categorical", "augmentation", "batch_size", "max_steps", "num_epochs", "seed",
+                   "hooks", "distributed", "resources", "priority"}));
   TRAININGD_RETURN_IF_ERROR(Require(root, "", "name"));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "name", &spec->name));
   if (const auto it = root.find("dataset"); it != root.end()) {
@@ -514,6 +525,14 @@ Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
     TRAININGD_RETURN_IF_ERROR(ReadOptimizer(*it, &spec->optimizer));
   }
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "label_smoothing", &spec->label_smoothing));
+  if (const auto it = root.find("categorical"); it != root.end()) {
+    TRAININGD_RETURN_IF_ERROR(
+        CheckObject(*it, "categorical", {"one_hot_max_levels", "embedding_dim"}));
+    TRAININGD_RETURN_IF_ERROR(
+        Field(*it, "categorical", "one_hot_max_levels", &spec->categorical.one_hot_max_levels));
+    TRAININGD_RETURN_IF_ERROR(
+        Field(*it, "categorical", "embedding_dim", &spec->categorical.embedding_dim));
+  }
   if (const auto it = root.find("augmentation"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(ReadAugmentation(*it, &spec->augmentation));
   }
@@ -600,6 +619,10 @@ json LayerValue(const engine::LayerSpec& l) {
     case LayerType::kBatchNorm:
       o["momentum"] = FloatValue(l.momentum);
       o["epsilon"] = FloatValue(l.epsilon);
+      break;
+    case LayerType::kCategoricalEncoding:
+      o["category_codes"] = l.category_codes;
+      o["embedding_dims"] = l.embedding_dims;
       break;
   }
   // Only a graph's layers carry these, so a sequential stack's JSON is what it always was.
@@ -793,6 +816,10 @@ json JobSpecToJsonValue(const engine::JobSpec& spec) {
                 {"time_limit_secs", spec.resources.time_limit_secs}}}};
   // Only when set, so the canonical spec of a job without one is what it always was.
   if (spec.priority != 0) out["priority"] = spec.priority;
+  if (spec.categorical != engine::CategoricalOptions{}) {
+    out["categorical"] = {{"one_hot_max_levels", spec.categorical.one_hot_max_levels},
+                          {"embedding_dim", spec.categorical.embedding_dim}};
+  }
   const engine::AugmentationSpec& a = spec.augmentation;
   if (a.enabled()) {
     json aug = {{"horizontal_flip", a.horizontal_flip},

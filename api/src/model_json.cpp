@@ -54,10 +54,11 @@ Status ReadFloats(const json& root, const char* key, std::vector<float>* out) {
 }
 
 Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
-  TRAININGD_RETURN_IF_ERROR(CheckObject(
-      root, "",
-      {"version", "example_shape", "num_classes", "class_names", "preprocessing", "feature_mean",
-       "feature_std", "feature_names", "feature_impute", "dataset", "model"}));
+  TRAININGD_RETURN_IF_ERROR(
+      CheckObject(root, "",
+                  {"version", "example_shape", "num_classes", "class_names", "preprocessing",
+                   "feature_mean", "feature_std", "feature_names", "feature_impute", "categorical",
+                   "missing_values", "dataset", "model"}));
   for (const char* key : {"version", "example_shape", "num_classes", "class_names", "preprocessing",
                           "dataset", "model"}) {
     TRAININGD_RETURN_IF_ERROR(Require(root, "", key));
@@ -91,6 +92,24 @@ Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
   TRAININGD_RETURN_IF_ERROR(ReadFloats(root, "feature_std", &in->feature_std));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "feature_names", &in->feature_names));
   TRAININGD_RETURN_IF_ERROR(ReadFloats(root, "feature_impute", &in->feature_impute));
+  if (const auto it = root.find("categorical"); it != root.end()) {
+    if (!it->is_array()) {
+      return Bad("categorical", std::string("must be an array, got ") + TypeName(*it));
+    }
+    for (size_t c = 0; c < it->size(); ++c) {
+      const json& f = (*it)[c];
+      const std::string path = Index("categorical", c);
+      if (!f.is_object()) return Bad(path, std::string("must be an object, got ") + TypeName(f));
+      TRAININGD_RETURN_IF_ERROR(CheckObject(f, path, {"name", "levels"}));
+      TRAININGD_RETURN_IF_ERROR(Require(f, path, "name"));
+      TRAININGD_RETURN_IF_ERROR(Require(f, path, "levels"));
+      engine::CategoricalFeature feature;
+      TRAININGD_RETURN_IF_ERROR(Field(f, path, "name", &feature.name));
+      TRAININGD_RETURN_IF_ERROR(Field(f, path, "levels", &feature.levels));
+      in->categorical.push_back(std::move(feature));
+    }
+  }
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "missing_values", &in->missing_values));
   const json& dataset = root["dataset"];
   if (!dataset.is_object()) {
     return Bad("dataset", std::string("must be an object, got ") + TypeName(dataset));
@@ -124,6 +143,14 @@ std::string ModelInputToJson(const engine::ModelInput& in) {
   }
   if (!in.feature_names.empty()) root["feature_names"] = in.feature_names;
   if (!in.feature_impute.empty()) root["feature_impute"] = FloatArray(in.feature_impute);
+  if (!in.categorical.empty()) {
+    json categorical = json::array();
+    for (const engine::CategoricalFeature& f : in.categorical) {
+      categorical.push_back({{"name", f.name}, {"levels", f.levels}});
+    }
+    root["categorical"] = std::move(categorical);
+    root["missing_values"] = in.missing_values;
+  }
   root["dataset"] = {
       {"name", in.dataset_name}, {"format", in.dataset_format}, {"sha256", in.dataset_sha256}};
   root["model"] = {{"layers", LayersToJsonValue(in.model)}};

@@ -247,8 +247,8 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
   EXPECT_EQ(e.field, "hooks.checkpoint.every_step");
   e = MustFail(Spec(R"("batchsize": 7)"),
                "batchsize: unknown field; known: name, dataset, model, precision, optimizer, "
-               "label_smoothing, augmentation, batch_size, max_steps, num_epochs, seed, hooks, "
-               "distributed, resources, priority");
+               "label_smoothing, categorical, augmentation, batch_size, max_steps, num_epochs, "
+               "seed, hooks, distributed, resources, priority");
   EXPECT_EQ(e.field, "batchsize");
   e = MustFail(Spec(R"("hooks": {"tensorboard": true})"),
                "hooks.tensorboard: unknown field; known: checkpoint, summary, step_counter, "
@@ -359,11 +359,13 @@ TEST(JobSpecJsonTest, BadLayersAreNamedByIndex) {
            "initializer, stddev, bias_init");
   MustFail(head + R"({"type": "conv3d"})" + tail,
            "model.layers[3].type: must be one of conv2d, max_pool2d, dense, dropout, flatten, "
-           "relu, add, concat, avg_pool2d, global_avg_pool, sigmoid, tanh, gelu, batch_norm; got "
+           "relu, add, concat, avg_pool2d, global_avg_pool, sigmoid, tanh, gelu, batch_norm, "
+           "categorical_encoding; got "
            "'conv3d'");
   MustFail(head + R"({"units": 5})" + tail,
            "model.layers[3].type: required; one of conv2d, max_pool2d, dense, dropout, flatten, "
-           "relu, add, concat, avg_pool2d, global_avg_pool, sigmoid, tanh, gelu, batch_norm");
+           "relu, add, concat, avg_pool2d, global_avg_pool, sigmoid, tanh, gelu, batch_norm, "
+           "categorical_encoding");
   MustFail(head + R"({"type": "dropout", "rate": 1.0})" + tail,
            "model.layers[3].rate: must be in [0, 1), got 1");
   MustFail(head + R"({"type": "dense", "units": 5, "activation": "tanh"})" + tail,
@@ -943,6 +945,34 @@ TEST(JobSpecJsonTest, PriorityIsAnIntegerInItsRangeWrittenOnlyWhenSet) {
   EXPECT_EQ(e.field, "priority");
   EXPECT_FALSE(ParseJobSpec(Spec(R"("priority": "high")"), &e).ok());
   EXPECT_EQ(e.field, "priority");
+}
+
+TEST(JobSpecJsonTest, CategoricalEncodingOptionsAndTheLayerTheDataGives) {
+  EXPECT_EQ(JobSpecToJsonValue(MustParse(Spec())).count("categorical"), 0u);
+  const JobSpec s =
+      MustParse(Spec(R"("categorical": {"one_hot_max_levels": 4, "embedding_dim": 8})"));
+  EXPECT_EQ(s.categorical.one_hot_max_levels, 4);
+  EXPECT_EQ(s.categorical.embedding_dim, 8);
+  EXPECT_EQ(MustParse(JobSpecToJson(s)).categorical, s.categorical);  // round trip
+  MustFail(Spec(R"("categorical": {"one_hot_max_levels": 5000})"),
+           "categorical.one_hot_max_levels: must be in [0, 4096], got 5000");
+  MustFail(Spec(R"("categorical": {"embedding_dim": -1})"),
+           "categorical.embedding_dim: must be in [0, 1024], got -1");
+  MustFail(Spec(R"("categorical": {"size": 3})"),
+           "categorical.size: unknown field; known: one_hot_max_levels, embedding_dim");
+  // The layer FitModelToData writes reads back from a canonical spec.
+  const JobSpec fitted = MustParse(Spec(
+      R"("model": {"layers": [{"type": "categorical_encoding", "category_codes": [5, 42],
+                               "embedding_dims": [0, 13]}, {"type": "dense", "units": 3}]})"));
+  EXPECT_EQ(fitted.model.layers[0].category_codes, (std::vector<int64_t>{5, 42}));
+  EXPECT_EQ(fitted.model.layers[0].embedding_dims, (std::vector<int64_t>{0, 13}));
+  EXPECT_EQ(MustParse(JobSpecToJson(fitted)).model, fitted.model);
+  MustFail(Spec(R"("model": {"layers": [{"type": "categorical_encoding", "category_codes": [5],
+                                         "embedding_dims": [0, 3]}]})"),
+           "model.layers[0].embedding_dims: needs one value per category_codes value");
+  MustFail(Spec(R"("model": {"layers": [{"type": "categorical_encoding", "category_codes": [1],
+                                         "embedding_dims": [0]}]})"),
+           "model.layers[0].category_codes[0]: must be in [2, 1000002], got 1");
 }
 
 }  // namespace

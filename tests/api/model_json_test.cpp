@@ -46,8 +46,25 @@ eng::ModelInput ImageInput() {
   return in;
 }
 
+// A table with a number and two categorical columns (their codes last in a row).
+eng::ModelInput CategoricalInput() {
+  eng::ModelInput in = TableInput();
+  in.example_shape = eng::Shape{3};
+  in.feature_mean = {0.5f};
+  in.feature_std = {2.0f};
+  in.feature_names = {"age"};
+  in.feature_impute = {41.5f};
+  in.categorical = {{"city", {"berlin", "paris"}}, {"plan", {"1", "2", "3"}}};
+  in.missing_values = {"NA", "?"};
+  eng::LayerSpec encoding = eng::LayerSpec::Of(eng::LayerType::kCategoricalEncoding);
+  encoding.category_codes = {4, 5};
+  encoding.embedding_dims = {0, 2};
+  in.model.layers.insert(in.model.layers.begin(), encoding);
+  return in;
+}
+
 TEST(ModelJsonTest, RoundTripsEveryField) {
-  for (const eng::ModelInput& in : {TableInput(), ImageInput()}) {
+  for (const eng::ModelInput& in : {TableInput(), ImageInput(), CategoricalInput()}) {
     const std::string text = ModelInputToJson(in);
     auto back = ParseModelInput(text);
     ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;

@@ -89,7 +89,7 @@ TEST_F(TableColumns, TypedFromTheWholeFileWithWhatEachHolds) {
   EXPECT_TRUE(info->columns[3].typed_by_user);
   EXPECT_EQ(info->columns[4].type, ColumnType::kLabel);
   EXPECT_EQ(info->feature_names, (std::vector<std::string>{"age", "income"}));
-  EXPECT_EQ(info->example_shape, Shape{2});
+  EXPECT_EQ(info->example_shape, Shape{3});  // age, income, then the code of city
   // The first pass alone types the columns and counts what is missing.
   auto headers = ProbeCsv(source_, options_, ProbeDepth::kHeaders);
   ASSERT_TRUE(headers.ok());
@@ -97,14 +97,67 @@ TEST_F(TableColumns, TypedFromTheWholeFileWithWhatEachHolds) {
   EXPECT_EQ(headers->columns[0].missing, 2);
 }
 
-TEST_F(TableColumns, ACategoricalColumnIsKeptByAnUploadAndRefusedByATrainingLoad) {
-  auto loaded = LoadCsv(source_, options_);
-  ASSERT_FALSE(loaded.ok());
-  EXPECT_NE(loaded.status().message().find("column 'city' is categorical"), std::string::npos)
-      << loaded.status().message();
-  EXPECT_NE(loaded.status().message().find("ignore=city"), std::string::npos);
-  source_.columns.ignore = {"city", "id"};
-  EXPECT_TRUE(LoadCsv(source_, options_).ok());
+TEST_F(TableColumns, ACategoricalColumnIsCodedByTheTrainSplitsLevels) {
+  source_.columns.ignore = {"id"};
+  auto d = LoadCsv(source_, options_);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  // A row: the numbers (age, income), then city's code.
+  EXPECT_EQ(d->train.example_shape(), Shape{3});
+  EXPECT_EQ(d->feature_names, (std::vector<std::string>{"age", "income"}));
+  ASSERT_EQ(d->categorical.size(), 1u);
+  EXPECT_EQ(d->categorical[0].name, "city");
+  EXPECT_EQ(d->categorical[0].levels, (std::vector<std::string>{"berlin", "paris", "rome"}));
+  EXPECT_EQ(d->categorical[0].codes(), 5);
+  std::vector<float> codes;
+  for (int64_t r = 0; r < d->train.size(); ++r) codes.push_back(d->train.images[r * 3 + 2]);
+  // paris, berlin, paris, "?" (missing), rome.
+  EXPECT_EQ(codes, (std::vector<float>{3, 2, 3, 0, 4}));
+  EXPECT_EQ(d->test.images[2], 1.0f);  // tokyo: not a level of the train split
+  // The probe of a table with a categorical column reads it whole for its levels.
+  auto headers = ProbeCsv(source_, options_, ProbeDepth::kHeaders);
+  ASSERT_TRUE(headers.ok());
+  EXPECT_EQ(headers->categorical, d->categorical);
+  EXPECT_EQ(headers->example_shape, Shape{3});
+}
+
+TEST_F(TableColumns, LevelsSeenOnlyInValidationAreUnknown) {
+  source_.columns.ignore = {"id"};
+  options_.validation_size = 2;  // paris, berlin; the train split: paris, "?", rome
+  auto d = LoadCsv(source_, options_);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->categorical[0].levels, (std::vector<std::string>{"paris", "rome"}));
+  EXPECT_EQ(d->validation.images[2], 2.0f);  // paris
+  EXPECT_EQ(d->validation.images[5], 1.0f);  // berlin: unknown
+  // The numbers' statistics are the train split's too, and the code is not standardized.
+  source_.standardize = true;
+  auto s = LoadCsv(source_, options_);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->feature_mean.size(), 2u);
+  EXPECT_EQ(s->validation.images[2], 2.0f);
+}
+
+TEST_F(TableColumns, ACategoricalValueIsCodedAsTheLoaderCodesACell) {
+  CategoricalFeature city{"city", {"berlin", "paris", "rome"}};
+  const std::vector<std::string> markers = {"NA", "?"};
+  EXPECT_EQ(CategoricalCode(city, "paris", markers), 3);
+  EXPECT_EQ(CategoricalCode(city, " rome\t", markers), 4);  // trimmed, as a cell
+  EXPECT_EQ(CategoricalCode(city, "tokyo", markers), CategoricalFeature::kUnknownLevel);
+  EXPECT_EQ(CategoricalCode(city, "Paris", markers), CategoricalFeature::kUnknownLevel);
+  for (const char* missing : {"", "  ", "NA", "?", "nan", "-NaN"}) {
+    EXPECT_EQ(CategoricalCode(city, missing, markers), CategoricalFeature::kMissingLevel)
+        << missing;
+  }
+  EXPECT_EQ(CategoricalMissingTexts({"NA", "NaN", " ? "}),
+            (std::vector<std::string>{"", "NA", "NaN", "?", "nan", "NAN", "-nan", "-NaN", "-NAN",
+                                      "+nan", "+NaN", "+NAN"}));
+  // fastai's rule for the embedding size, and one-hot up to one_hot_max_levels codes.
+  EXPECT_EQ(EmbeddingDimFor(10), 6);     // round(1.6 * 10^0.56) = round(5.81)
+  EXPECT_EQ(EmbeddingDimFor(1000), 77);  // round(76.6)
+  EXPECT_EQ(EmbeddingDimFor(1000000), 600);
+  EXPECT_EQ(EmbeddingDimOf(16, CategoricalOptions{}), 0);
+  EXPECT_EQ(EmbeddingDimOf(17, CategoricalOptions{}), EmbeddingDimFor(17));
+  EXPECT_EQ(EmbeddingDimOf(17, CategoricalOptions{.one_hot_max_levels = 16, .embedding_dim = 4}),
+            4);
 }
 
 TEST_F(TableColumns, MissingNumbersTakeTheTrainSplitsMean) {

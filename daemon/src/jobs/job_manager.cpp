@@ -264,7 +264,8 @@ eng::Result<eng::JobResources> JobManager::Admit(eng::JobSpec* fitted) const {
   }
   auto data = eng::ProbeJobDataset(spec.dataset, options_.data_root, options_.datasets_dir);
   if (!data.ok()) return data.status();
-  TRAININGD_RETURN_IF_ERROR(eng::FitModelToData(fitted, data->example_shape, data->num_classes));
+  TRAININGD_RETURN_IF_ERROR(
+      eng::FitModelToData(fitted, data->example_shape, data->num_classes, data->categorical));
   auto plan = eng::PlanJob(spec, *data, RunLimits(spec));
   if (!plan.ok()) return plan.status();
   // The ranks of a data-parallel job run side by side here, each with the dataset, the model and

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "trainingd/api/infer_json.h"
 #include "trainingd/api/model_json.h"
 #include "trainingd/engine/base/parallel.h"
 #include "trainingd/engine/io/checkpoint_manager.h"
@@ -235,6 +236,11 @@ void ModelServer::RunBatch(const Key& key, std::vector<Pending> batch) {
   std::vector<Pending*> runs;
   int64_t total = 0;
   for (Pending& p : batch) {
+    // A table's rows by column name, or its categorical values apart, as the model's rows.
+    if (const Status table = api::ResolveTableRequest(input, &p.request); !table.ok()) {
+      p.done(table);
+      continue;
+    }
     const std::vector<int64_t> dims(p.request.shape.begin() + 1, p.request.shape.end());
     if (dims != example) {
       std::vector<int64_t> want = {-1};
@@ -403,9 +409,14 @@ Result<api::ModelMetadata> ModelServer::GetModel(const std::string& id,
     }
     return input.status();
   }
+  // A table with categorical columns: its numbers, and its categorical values as strings (the
+  // exported ONNX file's inputs).
   std::vector<int64_t> shape = {-1};
   for (int64_t d : input->example_shape.dims()) shape.push_back(d);
+  const auto categorical = static_cast<int64_t>(input->categorical.size());
+  shape.back() -= categorical;
   m.inputs = {{"input", "FP32", shape}};
+  if (categorical > 0) m.inputs.push_back({"categorical", "BYTES", {-1, categorical}});
   m.outputs = {{"logits", "FP32", {-1, input->num_classes}},
                {"probabilities", "FP32", {-1, input->num_classes}}};
   m.class_names = input->class_names;

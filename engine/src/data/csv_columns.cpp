@@ -121,6 +121,7 @@ Status CsvColumns::Scan(size_t i, std::string_view cell, const CsvReader& r) {
 
 void CsvColumns::Decide() {
   features_.clear();
+  categoricals_.clear();
   for (size_t i = 0; i < columns_.size(); ++i) {
     ColumnSummary& s = columns_[i].summary;
     if (s.type == ColumnType::kLabel || s.type == ColumnType::kIgnored) continue;
@@ -131,6 +132,7 @@ void CsvColumns::Decide() {
       continue;
     }
     if (s.type == ColumnType::kNumber) features_.push_back(i);
+    if (s.type == ColumnType::kCategorical) categoricals_.push_back(i);
   }
 }
 
@@ -171,26 +173,56 @@ Status CsvColumns::ReadNumber(size_t i, std::string_view cell, const CsvReader& 
   return Status::Ok();
 }
 
-Status CsvColumns::ReadLevel(size_t i, std::string_view cell, const CsvReader& r) {
+Status CsvColumns::ReadLevel(size_t i, std::string_view cell, const CsvReader& r, float* code) {
   Column& c = columns_[i];
   const std::string_view text = TrimCell(cell);
   double value = 0;
   if (IsMissing(text) || (ParseCellNumber(text, &value) == CellNumber::kOk && std::isnan(value))) {
+    *code = static_cast<float>(CategoricalFeature::kMissingLevel);
     return Status::Ok();
   }
-  const auto it = c.levels.find(text);
-  if (it != c.levels.end()) {
-    ++it->second;
-    return Status::Ok();
+  auto it = c.levels.find(text);
+  if (it == c.levels.end()) {
+    if (static_cast<int64_t>(c.levels.size()) == max_levels_) {
+      return Status::InvalidArgument(
+          CellAt(r) + "column " + CsvQuote(c.summary.name) + ": more than " +
+          std::to_string(max_levels_) +
+          " distinct values (max_levels); leave the column out (ignore=" + c.summary.name +
+          ") or raise max_levels");
+    }
+    const auto code_of_new = static_cast<int64_t>(c.by_code.size());
+    it = c.levels.emplace(std::string(text), std::pair<int64_t, int64_t>{0, code_of_new}).first;
+    c.by_code.push_back(&it->first);
   }
-  if (static_cast<int64_t>(c.levels.size()) == max_levels_) {
-    return Status::InvalidArgument(CellAt(r) + "column " + CsvQuote(c.summary.name) +
-                                   ": more than " + std::to_string(max_levels_) +
-                                   " distinct values (max_levels); leave the column out (ignore=" +
-                                   c.summary.name + ") or raise max_levels");
-  }
-  c.levels.emplace(std::string(text), 1);
+  ++it->second.first;
+  // Exact in a float: max_levels is at most kMaxMaxLevels < 2^24.
+  *code = static_cast<float>(CategoricalFeature::kFirstLevel + it->second.second);
   return Status::Ok();
+}
+
+void CsvColumns::Encode(const std::vector<std::vector<char>>& kept,
+                        std::vector<CategoricalFeature>* features,
+                        std::vector<std::vector<float>>* final_code) const {
+  features->clear();
+  final_code->clear();
+  for (size_t k = 0; k < categoricals_.size(); ++k) {
+    const Column& c = columns_[categoricals_[k]];
+    CategoricalFeature f;
+    f.name = c.summary.name;
+    std::vector<float> code(c.by_code.size() + CategoricalFeature::kFirstLevel,
+                            static_cast<float>(CategoricalFeature::kUnknownLevel));
+    code[CategoricalFeature::kMissingLevel] = static_cast<float>(CategoricalFeature::kMissingLevel);
+    // The map is in byte order: the kept levels take their codes in that order.
+    for (const auto& [value, count_code] : c.levels) {
+      const size_t provisional =
+          static_cast<size_t>(count_code.second + CategoricalFeature::kFirstLevel);
+      if (provisional >= kept[k].size() || !kept[k][provisional]) continue;
+      code[provisional] = static_cast<float>(f.codes());
+      f.levels.push_back(value);
+    }
+    features->push_back(std::move(f));
+    final_code->push_back(std::move(code));
+  }
 }
 
 std::vector<ColumnSummary> CsvColumns::Summaries() const {
@@ -209,7 +241,9 @@ std::vector<ColumnSummary> CsvColumns::Summaries() const {
       }
     } else if (s.type == ColumnType::kCategorical) {
       s.levels = static_cast<int64_t>(c.levels.size());
-      std::vector<std::pair<std::string, int64_t>> top(c.levels.begin(), c.levels.end());
+      std::vector<std::pair<std::string, int64_t>> top;
+      top.reserve(c.levels.size());
+      for (const auto& [value, count_code] : c.levels) top.emplace_back(value, count_code.first);
       const size_t keep = std::min(top.size(), kSummaryTopLevels);
       std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(keep), top.end(),
                         [](const auto& a, const auto& b) {
@@ -254,6 +288,49 @@ std::optional<Impute> ImputeNamed(std::string_view name) {
   if (name == "mean") return Impute::kMean;
   if (name == "median") return Impute::kMedian;
   return std::nullopt;
+}
+
+int64_t CategoricalFeature::CodeOf(std::string_view value) const {
+  const auto it = std::lower_bound(levels.begin(), levels.end(), value,
+                                   [](const std::string& a, std::string_view b) { return a < b; });
+  if (it == levels.end() || *it != value) return kUnknownLevel;
+  return kFirstLevel + (it - levels.begin());
+}
+
+std::vector<std::string> CategoricalMissingTexts(const std::vector<std::string>& missing_values) {
+  std::vector<std::string> texts = {""};
+  for (const std::string& m : missing_values) texts.emplace_back(TrimCell(m));
+  for (const char* sign : {"", "-", "+"}) {
+    for (const char* nan : {"nan", "NaN", "NAN"}) texts.push_back(std::string(sign) + nan);
+  }
+  std::vector<std::string> once;
+  for (std::string& t : texts) {
+    if (std::find(once.begin(), once.end(), t) == once.end()) once.push_back(std::move(t));
+  }
+  return once;
+}
+
+int64_t CategoricalCode(const CategoricalFeature& feature, std::string_view value,
+                        const std::vector<std::string>& missing_values) {
+  const std::string_view text = TrimCell(value);
+  double number = 0;
+  if (text.empty() || (ParseCellNumber(text, &number) == CellNumber::kOk && std::isnan(number))) {
+    return CategoricalFeature::kMissingLevel;
+  }
+  for (const std::string& m : missing_values) {
+    if (TrimCell(m) == text) return CategoricalFeature::kMissingLevel;
+  }
+  return feature.CodeOf(text);
+}
+
+int64_t EmbeddingDimFor(int64_t codes) {
+  const double dim = std::round(1.6 * std::pow(static_cast<double>(codes), 0.56));
+  return std::clamp<int64_t>(static_cast<int64_t>(dim), 1, 600);
+}
+
+int64_t EmbeddingDimOf(int64_t codes, const CategoricalOptions& options) {
+  if (codes <= options.one_hot_max_levels) return 0;
+  return options.embedding_dim > 0 ? options.embedding_dim : EmbeddingDimFor(codes);
 }
 
 }  // namespace trainingd::engine

@@ -48,8 +48,18 @@ class CsvColumns {
   // Pass 2: a number feature's value (NaN when missing): a decimal number, finite, within
   // float32's range; InvalidArgument naming the line and column otherwise.
   Status ReadNumber(size_t i, std::string_view cell, const CsvReader& r, float* out);
-  // Pass 2: a categorical column's cell, counted. InvalidArgument past max_levels levels.
-  Status ReadLevel(size_t i, std::string_view cell, const CsvReader& r);
+  // Pass 2: a categorical column's cell, counted, and its provisional code: kMissingLevel, or
+  // kFirstLevel + the order in which the value first appeared. InvalidArgument past max_levels
+  // levels.
+  Status ReadLevel(size_t i, std::string_view cell, const CsvReader& r, float* code);
+  // The categorical columns that are features (not dropped), in header order.
+  const std::vector<size_t>& categoricals() const { return categoricals_; }
+
+  // After pass 2: the categorical features, their levels those that `kept[c]` marks by
+  // provisional code (the train split's), in byte order; and `final_code[c]`, per provisional
+  // code of categoricals()[c], its code in the feature (kUnknownLevel for a value not kept).
+  void Encode(const std::vector<std::vector<char>>& kept, std::vector<CategoricalFeature>* features,
+              std::vector<std::vector<float>>* final_code) const;
 
   // After pass 2: every column's summary, in header order (the label's from `label_names`
   // and `label_counts`, which the caller keeps).
@@ -61,12 +71,15 @@ class CsvColumns {
     bool numeric = true;  // pass 1: every present value so far is a number
     int64_t numbers = 0;  // pass 2: the present numbers seen
     double m2 = 0;        // pass 2: Welford's sum of squares of the present numbers
-    std::map<std::string, int64_t, std::less<>> levels;  // pass 2, categorical
+    // Pass 2, categorical: each value's count and provisional code, and the values by code.
+    std::map<std::string, std::pair<int64_t, int64_t>, std::less<>> levels;
+    std::vector<const std::string*> by_code;
   };
   std::vector<Column> columns_;
   std::vector<std::string> missing_values_;
   int64_t max_levels_ = kDefaultMaxLevels;
   std::vector<size_t> features_;
+  std::vector<size_t> categoricals_;
 };
 
 }  // namespace trainingd::engine

@@ -137,7 +137,8 @@ Status ScanFile(const Opener& open, const std::string& name, const DatasetSource
 }
 
 // Pass 2 over a file: every number feature parsed (missing: NaN), every categorical value
-// counted, every label mapped, and each row (its features and class id) given to
+// counted and given its provisional code (CsvColumns::ReadLevel), every label mapped, and each
+// row (its number features, then its categorical codes, and its class id) given to
 // visit(values, id) in file order. The file must still be what pass 1 saw.
 template <typename Visit>
 Status ReadValues(const Opener& open, const std::string& name, const std::string& label_column,
@@ -150,13 +151,8 @@ Status ReadValues(const Opener& open, const std::string& name, const std::string
   TRAININGD_RETURN_IF_ERROR(ReadCsvHeader(r, label_column, &again));
   if (again.columns != layout.columns) return ChangedWhileRead(name);
   const std::vector<size_t>& features = columns.features();
-  std::vector<size_t> categorical;
-  for (size_t i = 0; i < columns.size(); ++i) {
-    if (columns.type(i) == ColumnType::kCategorical && !columns.dropped(i)) {
-      categorical.push_back(i);
-    }
-  }
-  std::vector<float> values(features.size());
+  const std::vector<size_t>& categorical = columns.categoricals();
+  std::vector<float> values(features.size() + categorical.size());
   int64_t seen = 0;
   for (;;) {
     bool end = false;
@@ -168,7 +164,10 @@ Status ReadValues(const Opener& open, const std::string& name, const std::string
       TRAININGD_RETURN_IF_ERROR(
           columns.ReadNumber(features[f], r.field(features[f]), r, &values[f]));
     }
-    for (size_t i : categorical) TRAININGD_RETURN_IF_ERROR(columns.ReadLevel(i, r.field(i), r));
+    for (size_t k = 0; k < categorical.size(); ++k) {
+      const size_t i = categorical[k];
+      TRAININGD_RETURN_IF_ERROR(columns.ReadLevel(i, r.field(i), r, &values[features.size() + k]));
+    }
     const int32_t id = labels.Id(r.field(layout.label));
     if (id < 0) return ChangedWhileRead(name);
     visit(values.data(), id);
@@ -217,16 +216,17 @@ Status CheckOptions(const DatasetSource& source, const DatasetOptions& options, 
   return Status::Ok();
 }
 
-// Per feature, the median of the present (not NaN) values of `split`'s rows: the middle one, or
-// the mean of the two middle ones in double; 0 for a feature without a present value.
-std::vector<float> MedianOfColumns(const Split& split) {
-  const int64_t features = split.images.shape()[1];
+// Per number feature (the first `features` values of a row), the median of the present (not NaN)
+// values of `split`'s rows: the middle one, or the mean of the two middle ones in double; 0 for a
+// feature without a present value.
+std::vector<float> MedianOfColumns(const Split& split, int64_t features) {
+  const int64_t stride = split.images.shape()[1];
   std::vector<float> median(static_cast<size_t>(features), 0.0f);
   std::vector<float> column;
   for (int64_t k = 0; k < features; ++k) {
     column.clear();
     for (int64_t r = 0; r < split.size(); ++r) {
-      const float v = split.images.data()[r * features + k];
+      const float v = split.images.data()[r * stride + k];
       if (!std::isnan(v)) column.push_back(v);
     }
     if (column.empty()) continue;
@@ -244,11 +244,12 @@ std::vector<float> MedianOfColumns(const Split& split) {
   return median;
 }
 
-// Each NaN (a missing value) of `rows` rows of impute.size() features becomes its feature's value.
-void ImputeRows(const std::vector<float>& impute, float* data, int64_t rows) {
+// Each NaN (a missing value) among the first impute.size() values of `rows` rows of `stride`
+// values becomes its feature's value.
+void ImputeRows(const std::vector<float>& impute, float* data, int64_t rows, int64_t stride) {
   const size_t features = impute.size();
   for (int64_t r = 0; r < rows; ++r) {
-    float* row = data + static_cast<size_t>(r) * features;
+    float* row = data + r * stride;
     for (size_t k = 0; k < features; ++k) {
       if (std::isnan(row[k])) row[k] = impute[k];
     }
@@ -306,7 +307,9 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
                                    " must be less than the " + std::to_string(train_rows) +
                                    " training examples in " + train_name);
   }
-  const int64_t features = static_cast<int64_t>(columns.features().size());
+  // A row: the number features, then the categorical features' codes.
+  const int64_t numbers = static_cast<int64_t>(columns.features().size());
+  const int64_t features = numbers + static_cast<int64_t>(columns.categoricals().size());
   info->feature_names.clear();
   for (size_t i : columns.features()) info->feature_names.push_back(layout.columns[i]);
   info->format = DatasetSource::Format::kCsv;
@@ -326,11 +329,9 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   if (options.max_test_examples > 0) {
     info->test_examples = std::min(info->test_examples, options.max_test_examples);
   }
-  if (ds) {
-    const Status trainable = CheckColumnsTrainable(info->columns);
-    if (!trainable.ok()) return Status::InvalidArgument(train_name + ": " + trainable.message());
-  }
-  if (!values) return Status::Ok();
+  // A categorical feature's levels, which size its encoding in the model, are known after pass 2
+  // only: a table with one is read whole even by a kHeaders probe.
+  if (!values && columns.categoricals().empty()) return Status::Ok();
 
   if (ds) {
     Allocate(info->train_examples, features, &ds->train);
@@ -339,7 +340,9 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   }
   // The train split's statistics of each feature's present values: its mean fills a missing
   // value (Impute::kMean), and with `standardize` the mean and deviation scale every value.
-  FeatureStats stats(features);
+  FeatureStats stats(numbers);
+  // Per categorical feature, the provisional codes the rows of the train split hold: its levels.
+  std::vector<std::vector<char>> kept(columns.categoricals().size());
   int64_t train_seen = 0, test_seen = 0;
   const auto to_test = [&](const float* v, int32_t id) {
     if (ds && test_seen < info->test_examples) Store(v, id, test_seen, &ds->test);
@@ -351,8 +354,14 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
       if (ds) Store(v, id, t, &ds->validation);
       return;
     }
-    stats.Add((t - validation) * features, v, features);
-    if (ds && t - validation < info->train_examples) Store(v, id, t - validation, &ds->train);
+    stats.Add((t - validation) * numbers, v, numbers);
+    if (t - validation >= info->train_examples) return;
+    for (size_t k = 0; k < kept.size(); ++k) {
+      const auto code = static_cast<size_t>(v[numbers + static_cast<int64_t>(k)]);
+      if (code >= kept[k].size()) kept[k].resize(code + 1, 0);
+      kept[k][code] = 1;
+    }
+    if (ds) Store(v, id, t - validation, &ds->train);
   };
   RowSelector selector(source.split_seed, file_rows, test ? 0 : test_rows);
   TRAININGD_RETURN_IF_ERROR(ReadValues(train, train_name, source.label_column, layout, columns,
@@ -368,6 +377,8 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
                                          labels, test_file_rows, to_test));
   }
   info->columns = columns.Summaries();
+  std::vector<std::vector<float>> final_code;
+  columns.Encode(kept, &info->categorical, &final_code);
   std::vector<float> mean, stddev;
   stats.Finish(&mean, &stddev);
   if (source.standardize) {
@@ -381,14 +392,22 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
     ds->feature_mean = info->feature_mean;
     ds->feature_std = info->feature_std;
     ds->feature_names = info->feature_names;
-    ds->feature_impute =
-        source.columns.impute == Impute::kMedian ? MedianOfColumns(ds->train) : std::move(mean);
+    ds->categorical = info->categorical;
+    ds->feature_impute = source.columns.impute == Impute::kMedian
+                             ? MedianOfColumns(ds->train, numbers)
+                             : std::move(mean);
     for (Split* split : {&ds->train, &ds->validation, &ds->test}) {
-      if (!raw) ImputeRows(ds->feature_impute, split->images.data(), split->size());
-    }
-    if (source.standardize && !raw) {
-      for (Split* split : {&ds->train, &ds->validation, &ds->test}) {
-        StandardizeRows(ds->feature_mean, ds->feature_std, split->images.data(), split->size());
+      float* rows = split->images.data();
+      for (int64_t r = 0; r < split->size(); ++r) {
+        float* code = rows + r * features + numbers;
+        for (size_t k = 0; k < final_code.size(); ++k) {
+          code[k] = final_code[k][static_cast<size_t>(code[k])];
+        }
+      }
+      if (raw) continue;
+      ImputeRows(ds->feature_impute, rows, split->size(), features);
+      if (source.standardize) {
+        StandardizeRows(ds->feature_mean, ds->feature_std, rows, split->size(), features);
       }
     }
   }
@@ -400,19 +419,6 @@ Opener FileOpener(const std::string& path) {
 }
 
 }  // namespace
-
-Status CheckColumnsTrainable(const std::vector<ColumnSummary>& columns) {
-  for (const ColumnSummary& c : columns) {
-    if (c.type == ColumnType::kCategorical && c.dropped.empty()) {
-      return Status::InvalidArgument(
-          "column " + CsvQuote(c.name) +
-          " is categorical: a model cannot take categorical columns yet (docs/data.md, "
-          "\"Columns\"); upload the table again with ignore=" +
-          c.name + " to leave it out");
-    }
-  }
-  return Status::Ok();
-}
 
 int64_t CsvLoadOverheadBytes(int64_t num_features) {
   constexpr int64_t kRecord = static_cast<int64_t>(kMaxCsvRecordBytes);

@@ -40,11 +40,12 @@ void FeatureStats::Finish(std::vector<float>* mean, std::vector<float>* stddev) 
 }
 
 void StandardizeRows(const std::vector<float>& mean, const std::vector<float>& stddev, float* data,
-                     int64_t rows) {
+                     int64_t rows, int64_t stride) {
   const size_t features = mean.size();
+  if (stride == 0) stride = static_cast<int64_t>(features);
   constexpr double kMax = std::numeric_limits<float>::max();
   for (int64_t r = 0; r < rows; ++r) {
-    float* row = data + static_cast<size_t>(r) * features;
+    float* row = data + r * stride;
     // In double: a value and the mean may be further apart than a float can say.
     for (size_t k = 0; k < features; ++k) {
       const double z = (double{row[k]} - mean[k]) / stddev[k];

@@ -28,9 +28,10 @@ class FeatureStats {
   std::vector<double> count_, mean_, m2_;
 };
 
-// (value - mean) / stddev in place, computed in double and kept within float's range, for `rows`
-// rows of mean.size() features. The npz and CSV readers share both.
+// (value - mean) / stddev in place, computed in double and kept within float's range, for the first
+// mean.size() values of `rows` rows of `stride` values (0: mean.size()). The npz and CSV readers
+// share both.
 void StandardizeRows(const std::vector<float>& mean, const std::vector<float>& stddev, float* data,
-                     int64_t rows);
+                     int64_t rows, int64_t stride = 0);
 
 }  // namespace trainingd::engine

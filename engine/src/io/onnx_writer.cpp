@@ -10,6 +10,7 @@
 #include "io/protobuf_writer.h"
 #include "trainingd/engine/base/version.h"
 #include "trainingd/engine/nn/batch_norm_layer.h"
+#include "trainingd/engine/nn/categorical_encoding_layer.h"
 #include "trainingd/engine/nn/layer.h"
 
 namespace trainingd::engine {
@@ -18,6 +19,9 @@ namespace {
 using internal::ProtoWriter;
 
 // onnx.proto's field numbers and enum values (ONNX 1.12; unchanged since IR version 7).
+// The name of a table's string input, its categorical values (one column each).
+constexpr const char* kCategoricalInput = "categorical";
+
 namespace onnx {
 constexpr int64_t kIrVersion = 7;
 constexpr int64_t kOpsetVersion = 13;
@@ -33,13 +37,17 @@ constexpr uint32_t kGraphNode = 1, kGraphName = 2, kGraphInitializer = 5, kGraph
                    kGraphOutput = 12;
 // NodeProto
 constexpr uint32_t kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4,
-                   kNodeAttribute = 5;
+                   kNodeAttribute = 5, kNodeDomain = 7;
 // AttributeProto and its AttributeType
-constexpr uint32_t kAttrName = 1, kAttrF = 2, kAttrI = 3, kAttrInts = 8, kAttrType = 20;
-constexpr int64_t kAttrTypeFloat = 1, kAttrTypeInt = 2, kAttrTypeInts = 7;
+constexpr uint32_t kAttrName = 1, kAttrF = 2, kAttrI = 3, kAttrInts = 8, kAttrStrings = 9,
+                   kAttrType = 20;
+constexpr int64_t kAttrTypeFloat = 1, kAttrTypeInt = 2, kAttrTypeInts = 7, kAttrTypeStrings = 8;
 // TensorProto and its DataType
 constexpr uint32_t kTensorDims = 1, kTensorDataType = 2, kTensorName = 8, kTensorRawData = 9;
-constexpr int64_t kFloat = 1;
+constexpr int64_t kFloat = 1, kString = 8, kInt64 = 7;
+// The traditional-ML operators' domain (LabelEncoder) and the version of it the file imports.
+constexpr const char* kMlDomain = "ai.onnx.ml";
+constexpr int64_t kMlOpsetVersion = 2;
 // ValueInfoProto, TypeProto, TypeProto.Tensor, TensorShapeProto, its Dimension
 constexpr uint32_t kValueInfoName = 1, kValueInfoType = 2;
 constexpr uint32_t kTypeTensorType = 1;
@@ -73,8 +81,18 @@ ProtoWriter IntsAttribute(std::string_view name, const std::vector<int64_t>& val
   return a;
 }
 
-// A float32 value of `dims`, with one symbolic dimension name where dims holds -1.
-ProtoWriter ValueInfo(std::string_view name, const std::vector<int64_t>& dims) {
+ProtoWriter StringsAttribute(std::string_view name, const std::vector<std::string>& values) {
+  ProtoWriter a;
+  a.Bytes(onnx::kAttrName, name);
+  for (const std::string& v : values) a.Bytes(onnx::kAttrStrings, v);
+  a.Int(onnx::kAttrType, onnx::kAttrTypeStrings);
+  return a;
+}
+
+// A value of `dims` (float32, or `elem_type`), with one symbolic dimension name where dims
+// holds -1.
+ProtoWriter ValueInfo(std::string_view name, const std::vector<int64_t>& dims,
+                      int64_t elem_type = onnx::kFloat) {
   ProtoWriter shape;
   for (int64_t d : dims) {
     ProtoWriter dim;
@@ -86,7 +104,7 @@ ProtoWriter ValueInfo(std::string_view name, const std::vector<int64_t>& dims) {
     shape.Message(onnx::kShapeDim, dim);
   }
   ProtoWriter tensor_type;
-  tensor_type.Int(onnx::kTensorTypeElemType, onnx::kFloat).Message(onnx::kTensorTypeShape, shape);
+  tensor_type.Int(onnx::kTensorTypeElemType, elem_type).Message(onnx::kTensorTypeShape, shape);
   ProtoWriter type;
   type.Message(onnx::kTypeTensorType, tensor_type);
   ProtoWriter info;
@@ -154,13 +172,21 @@ class GraphBuilder {
                                                    static_cast<size_t>(count) * sizeof(float)));
     initializers_.push_back(t.Take());
   }
+  // An int64 scalar initializer.
+  void ScalarInitializer(const std::string& name, int64_t value) {
+    ProtoWriter t;
+    t.Int(onnx::kTensorDataType, onnx::kInt64).Bytes(onnx::kTensorName, name);
+    t.Bytes(onnx::kTensorRawData,
+            std::string_view(reinterpret_cast<const char*>(&value), sizeof(value)));
+    initializers_.push_back(t.Take());
+  }
 
   // Adds a node of `op` on `inputs`, named `name` (unique in the graph), whose one output has
   // the same name; returns it.
   std::string Node(const std::string& op, const std::string& name,
-                   const std::vector<std::string>& inputs,
-                   std::vector<ProtoWriter> attributes = {}) {
-    nodes_.push_back({op, name, inputs, name, std::move(attributes)});
+                   const std::vector<std::string>& inputs, std::vector<ProtoWriter> attributes = {},
+                   std::string domain = "") {
+    nodes_.push_back({op, name, inputs, name, std::move(attributes), std::move(domain)});
     return name;
   }
 
@@ -170,7 +196,8 @@ class GraphBuilder {
   // The last node's output ("" before the first node).
   std::string LastOutput() const { return nodes_.empty() ? std::string() : nodes_.back().output; }
 
-  ProtoWriter Graph(const ProtoWriter& input, const std::vector<ProtoWriter>& outputs) const {
+  ProtoWriter Graph(const std::vector<ProtoWriter>& inputs,
+                    const std::vector<ProtoWriter>& outputs) const {
     ProtoWriter g;
     for (const NodeSpec& n : nodes_) {
       ProtoWriter node;
@@ -178,11 +205,12 @@ class GraphBuilder {
       node.Bytes(onnx::kNodeOutput, n.output).Bytes(onnx::kNodeName, n.name);
       node.Bytes(onnx::kNodeOpType, n.op);
       for (const ProtoWriter& a : n.attributes) node.Message(onnx::kNodeAttribute, a);
+      if (!n.domain.empty()) node.Bytes(onnx::kNodeDomain, n.domain);
       g.Message(onnx::kGraphNode, node);
     }
     g.Bytes(onnx::kGraphName, "trainingd");
     for (const std::string& t : initializers_) g.Bytes(onnx::kGraphInitializer, t);
-    g.Message(onnx::kGraphInput, input);
+    for (const ProtoWriter& in : inputs) g.Message(onnx::kGraphInput, in);
     for (const ProtoWriter& o : outputs) g.Message(onnx::kGraphOutput, o);
     return g;
   }
@@ -193,6 +221,7 @@ class GraphBuilder {
     std::vector<std::string> inputs;
     std::string output;
     std::vector<ProtoWriter> attributes;
+    std::string domain;
   };
   std::vector<NodeSpec> nodes_;
   std::vector<std::string> initializers_;
@@ -215,6 +244,60 @@ std::vector<float> HwioToOihw(const Tensor& kernel) {
     }
   }
   return out;
+}
+
+// The categorical_encoding layer: the numbers `numbers` (preprocessed) joined with each column's
+// encoding of its string, column c of the "categorical" input: Gather picks the column,
+// LabelEncoder maps a level to its code (the empty string and the missing markers to
+// kMissingLevel, any other string to kUnknownLevel), and Gather takes the code's row of the
+// column's table, the one-hot identity or the learned embedding.
+std::string EncodeCategorical(GraphBuilder& g, const ModelInput& in,
+                              const CategoricalEncodingLayer& layer, const std::string& numbers) {
+  const std::string& name = layer.name();
+  std::vector<std::string> parts = {numbers};
+  for (size_t c = 0; c < layer.columns(); ++c) {
+    const CategoricalFeature& f = in.categorical[c];
+    const std::string col = name + "/" + std::to_string(c);
+    g.ScalarInitializer(col + "/index", static_cast<int64_t>(c));
+    std::vector<ProtoWriter> pick;
+    pick.push_back(IntAttribute("axis", 1));
+    const std::string text =
+        g.Node("Gather", col + "/value", {kCategoricalInput, col + "/index"}, std::move(pick));
+    std::vector<std::string> keys = f.levels;
+    std::vector<int64_t> codes;
+    for (size_t k = 0; k < f.levels.size(); ++k) {
+      codes.push_back(CategoricalFeature::kFirstLevel + static_cast<int64_t>(k));
+    }
+    for (const std::string& missing : CategoricalMissingTexts(in.missing_values)) {
+      keys.push_back(missing);
+      codes.push_back(CategoricalFeature::kMissingLevel);
+    }
+    std::vector<ProtoWriter> encode;
+    encode.push_back(StringsAttribute("keys_strings", keys));
+    encode.push_back(IntsAttribute("values_int64s", codes));
+    encode.push_back(IntAttribute("default_int64", CategoricalFeature::kUnknownLevel));
+    const std::string code =
+        g.Node("LabelEncoder", col + "/code", {text}, std::move(encode), onnx::kMlDomain);
+    const Parameter* table = layer.table(c);
+    std::string table_name;
+    if (table) {
+      table_name = table->name;
+      g.Initializer(table_name, {table->value.shape()[0], table->value.shape()[1]},
+                    table->value.data());
+    } else {
+      const int64_t n = layer.codes(c);
+      std::vector<float> identity(static_cast<size_t>(n * n), 0.0f);
+      for (int64_t k = 0; k < n; ++k) identity[static_cast<size_t>(k * n + k)] = 1.0f;
+      table_name = col + "/one_hot";
+      g.Initializer(table_name, {n, n}, identity.data());
+    }
+    std::vector<ProtoWriter> row;
+    row.push_back(IntAttribute("axis", 0));
+    parts.push_back(g.Node("Gather", col + "/encoded", {table_name, code}, std::move(row)));
+  }
+  std::vector<ProtoWriter> join;
+  join.push_back(IntAttribute("axis", 1));
+  return g.Node("Concat", name, parts, std::move(join));
 }
 
 }  // namespace
@@ -419,6 +502,11 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
         out.name = g.Node("Mul", name, {times, "gelu/half"});
         break;
       }
+      case LayerType::kCategoricalEncoding:
+        out = {EncodeCategorical(g, in, dynamic_cast<const CategoricalEncodingLayer&>(layer),
+                                 ins[0].name),
+               Layout::kFlat};
+        break;
       case LayerType::kDropout:
         break;  // the identity at inference
       case LayerType::kFlatten: {
@@ -470,11 +558,20 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
   softmax_attrs.push_back(IntAttribute("axis", 1));
   g.Node("Softmax", "probabilities", {"logits"}, std::move(softmax_attrs));
 
+  // A table's categorical values are a string input of their own, the rest stay "input".
+  const auto categoricals = static_cast<int64_t>(in.categorical.size());
   std::vector<int64_t> input_dims = {-1};
   for (int64_t d : in.example_shape.dims()) input_dims.push_back(d);
-  const ProtoWriter graph =
-      g.Graph(ValueInfo("input", input_dims), {ValueInfo("logits", {-1, in.num_classes}),
-                                               ValueInfo("probabilities", {-1, in.num_classes})});
+  std::vector<ProtoWriter> inputs;
+  if (categoricals > 0) {
+    input_dims.back() -= categoricals;
+    inputs.push_back(ValueInfo("input", input_dims));
+    inputs.push_back(ValueInfo(kCategoricalInput, {-1, categoricals}, onnx::kString));
+  } else {
+    inputs.push_back(ValueInfo("input", input_dims));
+  }
+  const ProtoWriter graph = g.Graph(inputs, {ValueInfo("logits", {-1, in.num_classes}),
+                                             ValueInfo("probabilities", {-1, in.num_classes})});
 
   ProtoWriter m;
   m.Int(onnx::kModelIrVersion, onnx::kIrVersion);
@@ -487,6 +584,12 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
   ProtoWriter opset;
   opset.Bytes(onnx::kOpsetDomain, "").Int(onnx::kOpsetVersionField, onnx::kOpsetVersion);
   m.Message(onnx::kModelOpsetImport, opset);
+  if (categoricals > 0) {
+    ProtoWriter ml;
+    ml.Bytes(onnx::kOpsetDomain, onnx::kMlDomain)
+        .Int(onnx::kOpsetVersionField, onnx::kMlOpsetVersion);
+    m.Message(onnx::kModelOpsetImport, ml);
+  }
   std::string class_names = "[";
   for (size_t c = 0; c < in.class_names.size(); ++c) {
     class_names += (c ? ", " : "") + JsonString(in.class_names[c]);

@@ -94,7 +94,8 @@ int64_t TrainingSteps(const JobSpec& spec, const DatasetInfo& data) {
 }
 
 bool HasParameters(LayerType type) {
-  return type == LayerType::kConv2d || type == LayerType::kDense;
+  return type == LayerType::kConv2d || type == LayerType::kDense ||
+         type == LayerType::kCategoricalEncoding;
 }
 
 }  // namespace
@@ -111,7 +112,8 @@ Result<JobResources> PlanJob(const JobSpec& given, const DatasetInfo& data,
   TRAININGD_RETURN_IF_ERROR(ValidateJobSpec(given));
   // The job as it runs: a preset has the dataset's classes (RunJob does the same).
   JobSpec spec = given;
-  TRAININGD_RETURN_IF_ERROR(FitModelToData(&spec, data.example_shape, data.num_classes));
+  TRAININGD_RETURN_IF_ERROR(
+      FitModelToData(&spec, data.example_shape, data.num_classes, data.categorical));
   if (spec.batch_size > data.train_examples) {
     return Status::InvalidArgument("batch_size: " + std::to_string(spec.batch_size) +
                                    " is more than the " + std::to_string(data.train_examples) +

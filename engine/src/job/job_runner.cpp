@@ -267,14 +267,7 @@ Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::strin
     }
     info->preprocessing = Preprocessing::kPerChannel;
   }
-  if (info.ok()) {
-    const Status trainable = CheckColumnsTrainable(info->columns);
-    if (!trainable.ok()) {
-      return Status::InvalidArgument("dataset.name: dataset '" + dataset.name +
-                                     "': " + trainable.message());
-    }
-    return info;
-  }
+  if (info.ok()) return info;
   const std::string& m = info.status().message();
   std::error_code ec;
   if (dataset.format != "idx" && info.status().code() == StatusCode::kNotFound) {
@@ -323,8 +316,8 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
 
   // A preset gets the dataset's classes, as PlanJob admitted it.
   JobSpec fitted = spec;
-  TRAININGD_RETURN_IF_ERROR(
-      FitModelToData(&fitted, datasets->train.example_shape(), datasets->num_classes));
+  TRAININGD_RETURN_IF_ERROR(FitModelToData(&fitted, datasets->train.example_shape(),
+                                           datasets->num_classes, datasets->categorical));
 
   SessionConfig config;
   config.model = fitted.model;

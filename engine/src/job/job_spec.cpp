@@ -76,6 +76,19 @@ Status CheckSplit(const std::string& path, const std::string& split) {
 
 Status CheckLayer(const std::string& path, const LayerSpec& l) {
   switch (l.type) {
+    case LayerType::kCategoricalEncoding:
+      if (l.category_codes.empty() || l.category_codes.size() != l.embedding_dims.size()) {
+        return Bad(path + ".embedding_dims", "needs one value per category_codes value");
+      }
+      for (size_t c = 0; c < l.category_codes.size(); ++c) {
+        const std::string at = "[" + std::to_string(c) + "]";
+        TRAININGD_RETURN_IF_ERROR(CheckInRange(path + ".category_codes" + at, l.category_codes[c],
+                                               CategoricalFeature::kFirstLevel,
+                                               kMaxMaxLevels + CategoricalFeature::kFirstLevel));
+        TRAININGD_RETURN_IF_ERROR(
+            CheckInRange(path + ".embedding_dims" + at, l.embedding_dims[c], 0, kMaxEmbeddingDim));
+      }
+      return Status::Ok();
     case LayerType::kConv2d:
       TRAININGD_RETURN_IF_ERROR(CheckInRange(path + ".filters", l.filters, 1, 65536));
       TRAININGD_RETURN_IF_ERROR(CheckInRange(path + ".kernel", l.kernel, 1, 64));
@@ -377,6 +390,10 @@ Status ValidateJobSpec(const JobSpec& spec) {
 
   TRAININGD_RETURN_IF_ERROR(CheckModel(spec));
   TRAININGD_RETURN_IF_ERROR(CheckOptimizer(spec.optimizer));
+  TRAININGD_RETURN_IF_ERROR(CheckInRange("categorical.one_hot_max_levels",
+                                         spec.categorical.one_hot_max_levels, 0, kMaxOneHotLevels));
+  TRAININGD_RETURN_IF_ERROR(CheckInRange("categorical.embedding_dim",
+                                         spec.categorical.embedding_dim, 0, kMaxEmbeddingDim));
   if (!(spec.label_smoothing >= 0.0f && spec.label_smoothing < 1.0f)) {
     return Bad("label_smoothing",
                "must be in [0, 1), got " + internal::FloatToString(spec.label_smoothing));
@@ -419,14 +436,32 @@ Status ValidateJobSpec(const JobSpec& spec) {
   return CheckDistributed(spec);
 }
 
-Status FitModelToData(JobSpec* spec, const Shape& example_shape, int64_t num_classes) {
+Status FitModelToData(JobSpec* spec, const Shape& example_shape, int64_t num_classes,
+                      const std::vector<CategoricalFeature>& categorical) {
   TRAININGD_RETURN_IF_ERROR(CheckAugmentationFits(spec->augmentation, example_shape));
-  if (spec->model_preset.empty() || !IsPresetModel(spec->model_preset, spec->model)) {
-    return Status::Ok();
+  std::vector<LayerSpec>& layers = spec->model.layers;
+  std::erase_if(layers,
+                [](const LayerSpec& l) { return l.type == LayerType::kCategoricalEncoding; });
+  if (!spec->model_preset.empty() && IsPresetModel(spec->model_preset, spec->model)) {
+    Result<ModelSpec> fitted = PresetModel(spec->model_preset, example_shape, num_classes);
+    if (!fitted.ok()) return fitted.status();
+    spec->model = std::move(fitted).value();
   }
-  Result<ModelSpec> fitted = PresetModel(spec->model_preset, example_shape, num_classes);
-  if (!fitted.ok()) return fitted.status();
-  spec->model = std::move(fitted).value();
+  if (categorical.empty()) return Status::Ok();
+  LayerSpec encoding = LayerSpec::Of(LayerType::kCategoricalEncoding);
+  for (const CategoricalFeature& c : categorical) {
+    encoding.category_codes.push_back(c.codes());
+    encoding.embedding_dims.push_back(EmbeddingDimOf(c.codes(), spec->categorical));
+  }
+  if (spec->model.IsGraph()) {
+    encoding.name = kCategoricalEncodingName;
+    for (LayerSpec& l : layers) {
+      for (std::string& in : l.inputs) {
+        if (in == kModelInputName) in = kCategoricalEncodingName;
+      }
+    }
+  }
+  layers.insert(layers.begin(), std::move(encoding));
   return Status::Ok();
 }
 

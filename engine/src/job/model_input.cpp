@@ -6,6 +6,47 @@
 #include "trainingd/engine/nn/model.h"
 
 namespace trainingd::engine {
+namespace {
+
+// The categorical features: named, each name once among every feature's; levels strictly in
+// byte order (CategoricalFeature::CodeOf searches them) and not empty (an empty cell is
+// missing); and the model's first layer encodes exactly their codes.
+Status CheckCategorical(const ModelInput& input) {
+  std::vector<std::string> names = input.feature_names;
+  for (size_t c = 0; c < input.categorical.size(); ++c) {
+    const CategoricalFeature& f = input.categorical[c];
+    const std::string at = "categorical[" + std::to_string(c) + "]";
+    if (f.name.empty() || std::find(names.begin(), names.end(), f.name) != names.end()) {
+      return Status::InvalidArgument(at + ".name: empty or named twice");
+    }
+    names.push_back(f.name);
+    for (size_t k = 0; k < f.levels.size(); ++k) {
+      if (f.levels[k].empty() || (k > 0 && !(f.levels[k - 1] < f.levels[k]))) {
+        return Status::InvalidArgument(at + ".levels[" + std::to_string(k) +
+                                       "]: empty, or not after the level before it in byte order");
+      }
+    }
+  }
+  if (input.categorical.empty()) return Status::Ok();
+  const std::vector<LayerSpec>& layers = input.model.layers;
+  if (layers.empty() || layers[0].type != LayerType::kCategoricalEncoding ||
+      layers[0].category_codes.size() != input.categorical.size()) {
+    return Status::InvalidArgument(
+        "model.layers[0]: a model of categorical features starts with a categorical_encoding of "
+        "each");
+  }
+  for (size_t c = 0; c < input.categorical.size(); ++c) {
+    if (layers[0].category_codes[c] != input.categorical[c].codes()) {
+      return Status::InvalidArgument("model.layers[0].category_codes[" + std::to_string(c) +
+                                     "]: " + std::to_string(layers[0].category_codes[c]) +
+                                     ", but categorical[" + std::to_string(c) + "] has " +
+                                     std::to_string(input.categorical[c].codes()) + " codes");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 ModelInput MakeModelInput(const JobSpec& fitted, const Datasets& data) {
   ModelInput in;
@@ -23,6 +64,8 @@ ModelInput MakeModelInput(const JobSpec& fitted, const Datasets& data) {
   }
   in.feature_names = data.feature_names;
   in.feature_impute = data.feature_impute;
+  in.categorical = data.categorical;
+  if (!in.categorical.empty()) in.missing_values = fitted.dataset.columns.missing_values;
   in.dataset_name = fitted.dataset.name;
   in.dataset_format = fitted.dataset.format;
   in.dataset_sha256 = fitted.dataset.sha256;
@@ -54,13 +97,20 @@ Status ValidateModelInput(const ModelInput& input) {
     return Status::InvalidArgument("class_names: " + std::to_string(input.class_names.size()) +
                                    " names for " + std::to_string(input.num_classes) + " classes");
   }
+  // A table's row: its number features, then its categorical features' codes.
+  const auto categoricals = static_cast<int64_t>(input.categorical.size());
+  if (categoricals > 0 && (shape.rank() != 1 || categoricals > shape[0])) {
+    return Status::InvalidArgument("categorical: " + std::to_string(categoricals) +
+                                   " categorical features for an example of " + shape.ToString());
+  }
+  const int64_t numbers = shape.num_elements() - categoricals;
   const bool standard = input.preprocessing == Preprocessing::kStandard;
   const bool per_channel = input.preprocessing == Preprocessing::kPerChannel;
   if (per_channel && shape.rank() != 3) {
     return Status::InvalidArgument("preprocessing: per_channel is for images [H, W, C], not " +
                                    shape.ToString());
   }
-  const size_t features = standard      ? static_cast<size_t>(shape.num_elements())
+  const size_t features = standard      ? static_cast<size_t>(numbers)
                           : per_channel ? static_cast<size_t>(shape[2])
                                         : 0;
   for (const auto& [name, values] :
@@ -84,7 +134,7 @@ Status ValidateModelInput(const ModelInput& input) {
       }
     }
   }
-  const int64_t flat = shape.rank() == 1 ? shape[0] : 0;
+  const int64_t flat = shape.rank() == 1 ? numbers : 0;
   if (!input.feature_names.empty() && static_cast<int64_t>(input.feature_names.size()) != flat) {
     return Status::InvalidArgument("feature_names: " + std::to_string(input.feature_names.size()) +
                                    " names for an example of " + shape.ToString());
@@ -111,6 +161,7 @@ Status ValidateModelInput(const ModelInput& input) {
                                      std::to_string(input.feature_impute[k]));
     }
   }
+  TRAININGD_RETURN_IF_ERROR(CheckCategorical(input));
   auto planned = Model::Plan(input.model, shape, input.num_classes, /*seed=*/0);
   if (!planned.ok()) return planned.status();
   return Status::Ok();

@@ -73,11 +73,24 @@ Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits, flo
     return Status::InvalidArgument("batch: must be >= 0, got " + std::to_string(batch));
   const int64_t size = example_size();
   const int64_t classes = num_classes();
-  // A NaN is a missing value where the model records what fills it in; else every value must be
-  // finite.
+  // A table row: its numbers, then its categorical codes (model_input.h).
+  const auto categoricals = static_cast<int64_t>(input_.categorical.size());
+  const int64_t numbers = size - categoricals;
+  // A NaN is a missing value where the model records what fills it in, and a missing categorical
+  // value; else every number must be finite, every code one of its column's.
   const bool imputes = !input_.feature_impute.empty();
   for (int64_t i = 0; i < batch * size; ++i) {
-    if (!std::isfinite(raw[i]) && !(imputes && std::isnan(raw[i]))) {
+    const int64_t k = i % size;
+    if (k >= numbers) {
+      const int64_t codes = input_.categorical[static_cast<size_t>(k - numbers)].codes();
+      const float v = raw[i];
+      if (!std::isnan(v) && !(v >= 0 && v < static_cast<float>(codes) && v == std::floor(v))) {
+        return Status::InvalidArgument(
+            "input[" + std::to_string(i) + "]: must be a code of categorical[" +
+            std::to_string(k - numbers) + "], an integer in [0, " + std::to_string(codes) +
+            "), or NaN (missing), got " + std::to_string(v));
+      }
+    } else if (!std::isfinite(raw[i]) && !(imputes && std::isnan(raw[i]))) {
       return Status::InvalidArgument("input[" + std::to_string(i) + "]: must be finite" +
                                      (imputes ? " or NaN (missing)" : "") + ", got " +
                                      std::to_string(raw[i]));
@@ -87,13 +100,15 @@ Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits, flo
     const int64_t n = std::min(kPredictSlice, batch - first);
     batch_.Resize(input_.example_shape.with_batch(n));
     const float* in = raw + first * size;
-    if (imputes) {
+    if (imputes || categoricals > 0) {
       // Filled in place of the caller's values, as the loader did (csv_dataset.cpp ImputeRows).
       imputed_.assign(in, in + n * size);
       for (int64_t i = 0; i < n * size; ++i) {
-        if (std::isnan(imputed_[static_cast<size_t>(i)])) {
-          imputed_[static_cast<size_t>(i)] = input_.feature_impute[static_cast<size_t>(i % size)];
-        }
+        float& v = imputed_[static_cast<size_t>(i)];
+        if (!std::isnan(v)) continue;
+        const int64_t k = i % size;
+        v = k >= numbers ? static_cast<float>(CategoricalFeature::kMissingLevel)
+                         : input_.feature_impute[static_cast<size_t>(k)];
       }
       in = imputed_.data();
     }
@@ -109,8 +124,9 @@ Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits, flo
         break;
       case Preprocessing::kStandard: {
         constexpr double kMax = std::numeric_limits<float>::max();
+        std::copy_n(in, n * size, x);
         for (int64_t r = 0; r < n; ++r) {
-          for (int64_t k = 0; k < size; ++k) {
+          for (int64_t k = 0; k < numbers; ++k) {
             const size_t f = static_cast<size_t>(k);
             const double z =
                 (double{in[r * size + k]} - input_.feature_mean[f]) / input_.feature_std[f];

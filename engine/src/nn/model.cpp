@@ -9,6 +9,7 @@
 
 #include "trainingd/engine/nn/avg_pool2d_layer.h"
 #include "trainingd/engine/nn/batch_norm_layer.h"
+#include "trainingd/engine/nn/categorical_encoding_layer.h"
 #include "trainingd/engine/nn/conv2d_layer.h"
 #include "trainingd/engine/nn/dense_layer.h"
 #include "trainingd/engine/nn/elementwise_layers.h"
@@ -48,6 +49,8 @@ std::unique_ptr<Layer> MakeLayer(const LayerSpec& spec, std::string name, uint64
       return std::make_unique<SmoothActivationLayer>(std::move(name), spec.type);
     case LayerType::kBatchNorm:
       return std::make_unique<BatchNormLayer>(std::move(name), spec);
+    case LayerType::kCategoricalEncoding:
+      return std::make_unique<CategoricalEncodingLayer>(std::move(name), spec);
   }
   return nullptr;
 }

@@ -225,6 +225,8 @@ const char* LayerTypeName(LayerType type) {
       return "gelu";
     case LayerType::kBatchNorm:
       return "batch_norm";
+    case LayerType::kCategoricalEncoding:
+      return "categorical_encoding";
   }
   return "unknown";
 }

@@ -15,6 +15,7 @@
 
 #include "trainingd/api/model_service.h"
 #include "trainingd/engine/base/status.h"
+#include "trainingd/engine/job/model_input.h"
 
 namespace trainingd::api {
 
@@ -30,6 +31,17 @@ engine::Result<InferRequest> ParseInferRequest(std::string_view body);
 // A TF Serving predict body: {"instances": [example, ...], "signature_name"?}, each example a
 // (nested) array of numbers of one shape.
 engine::Result<InferRequest> ParsePredictRequest(std::string_view body);
+
+// A request to a table's model as TrainedModel::Predict takes it: rows by column name (TF
+// Serving's instances as objects), or KServe v2's "input" (the numbers) beside "categorical" (the
+// categorical values), become `data` [batch, F], the numbers in the model's feature_names order
+// (NaN where missing: null or a column left out) and then each categorical value's code
+// (engine::CategoricalCode: a level, missing or unknown). A request of `data` alone passes
+// as it is, unless the model has categorical columns, which only these two forms can give.
+// InvalidArgument naming the field: a column the model lacks (the message lists its columns), a
+// string for a number column, a number that is not an integer for a categorical one, shapes that
+// disagree ("inputs[1].shape: [2, 3] for 2 examples of the model's 2 categorical columns").
+engine::Status ResolveTableRequest(const engine::ModelInput& model, InferRequest* request);
 
 // {"model_name", "model_version", "id"?, "outputs": [{"name", "datatype": "FP32", "shape",
 // "data"}, ...]} (KServe v2), the data row-major and flat; plus "parameters": {"class_names"}.

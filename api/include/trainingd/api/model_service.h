@@ -54,6 +54,19 @@ struct InferRequest {
   // Serving).
   std::string shape_field = "inputs[0].shape";
   std::vector<float> data;
+  // A table's rows by column name, instead of `data` (TF Serving's instances as objects): each
+  // row's (column, value) pairs as given; ResolveTableRequest orders them by the model's columns.
+  struct Cell {
+    enum class Kind { kMissing, kNumber, kText };  // kMissing: JSON null
+    Kind kind = Kind::kMissing;
+    double number = 0;
+    std::string text;
+  };
+  std::vector<std::vector<std::pair<std::string, Cell>>> rows;
+  // KServe v2's second input "categorical" (BYTES [batch, C]) of a table with categorical
+  // columns, beside "input" (FP32 [batch, numbers]): the values row-major, nullopt for null.
+  std::vector<int64_t> categorical_shape;
+  std::vector<std::optional<std::string>> categorical;
   // Which outputs to return ("logits", "probabilities"); empty = both.
   std::vector<std::string> outputs;
 };

@@ -43,7 +43,7 @@ class BatchIterator {
                                       bool shuffle = true);
 
   // Fills the next batch: `images` is resized to [batch_size, H, W, 1] and `labels` to batch_size.
-  // Reuses their allocations; copies one example per memcpy.
+  // Reuses their allocations; copies one example per memcpy (through the Augmenter, when set).
   void Next(Tensor& images, std::vector<int32_t>& labels);
   // The same step through the sequence, but only examples [slice_begin, slice_begin +
   // slice_count) of the batch are copied (one rank's share of a data-parallel global batch):

@@ -73,10 +73,6 @@ Result<Datasets> LoadCsv(const DatasetSource& source, const DatasetOptions& opti
 Result<Datasets> ParseCsv(std::string_view bytes, const DatasetSource& source,
                           const DatasetOptions& options);
 
-// InvalidArgument naming the first categorical column that is not dropped: a model cannot take
-// one yet, so LoadCsv, and a job's admission, refuse such a table (an upload keeps it).
-Status CheckColumnsTrainable(const std::vector<ColumnSummary>& columns);
-
 // What LoadCsv holds besides the Datasets it returns, at most (DatasetInfo::PeakLoadBytes).
 int64_t CsvLoadOverheadBytes(int64_t num_features);
 

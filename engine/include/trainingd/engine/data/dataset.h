@@ -66,6 +66,9 @@ struct Datasets {
   // missing values handling, npz).
   std::vector<std::string> feature_names;
   std::vector<float> feature_impute;
+  // A CSV's categorical features (table_columns.h), in header order: the last
+  // categorical.size() values of a row are their codes, after the feature_names.size() numbers.
+  std::vector<CategoricalFeature> categorical;
 };
 
 // Where a dataset's files are and how to read them: what the format needs besides the job's
@@ -120,6 +123,8 @@ struct DatasetInfo {
   // kFull probe: its missing values, a number's statistics, a categorical column's levels).
   std::vector<ColumnSummary> columns;
   std::vector<std::string> feature_names;  // as Datasets::feature_names
+  // As Datasets::categorical; a probe of a CSV with categorical columns reads it whole for them.
+  std::vector<CategoricalFeature> categorical;
 
   // The bytes of the Datasets LoadDataset returns.
   int64_t LoadedBytes() const;

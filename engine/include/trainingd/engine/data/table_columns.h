@@ -79,4 +79,55 @@ struct ColumnSummary {
   friend bool operator==(const ColumnSummary&, const ColumnSummary&) = default;
 };
 
+// A categorical feature as a model takes it: the column's name and its levels, the distinct
+// values the train split's rows hold, in byte order. In an example (a row [F] of a CSV
+// dataset) the column is one value, its code: kMissingLevel for a missing cell, kUnknownLevel
+// for a value the train split does not hold (seen only in validation, test or serving), and
+// kFirstLevel + k for levels[k]. A model encodes the code (CategoricalEncodingLayer): one-hot
+// or a learned embedding.
+struct CategoricalFeature {
+  std::string name;
+  std::vector<std::string> levels;
+
+  // The codes a column takes: levels.size() + kFirstLevel.
+  int64_t codes() const { return static_cast<int64_t>(levels.size()) + kFirstLevel; }
+  // The code of a present value (kUnknownLevel when not a level). Missing values are the
+  // caller's to recognize (a CSV's markers, JSON null): they are kMissingLevel.
+  int64_t CodeOf(std::string_view value) const;
+
+  static constexpr int64_t kMissingLevel = 0;
+  static constexpr int64_t kUnknownLevel = 1;
+  static constexpr int64_t kFirstLevel = 2;
+
+  friend bool operator==(const CategoricalFeature&, const CategoricalFeature&) = default;
+};
+
+// The texts a categorical value is missing as where it cannot be trimmed or parsed (the ONNX
+// graph's LabelEncoder): the empty string, `missing_values` and the spellings of NaN
+// std::from_chars reads ("nan", "NaN", "NAN", "-nan", ...), each once.
+std::vector<std::string> CategoricalMissingTexts(const std::vector<std::string>& missing_values);
+// The code of a categorical value as a CSV cell of the training file would get it: trimmed of
+// spaces and tabs, missing (kMissingLevel) when empty, one of `missing_values` or a number that
+// reads as NaN, else feature.CodeOf. What serving applies to a value it is sent.
+int64_t CategoricalCode(const CategoricalFeature& feature, std::string_view value,
+                        const std::vector<std::string>& missing_values);
+
+// How a job's model encodes its categorical features (the job spec's `categorical`,
+// docs/job-spec.md#categorical): one-hot for a column of at most one_hot_max_levels codes, else a
+// learned embedding of embedding_dim values per code (0: EmbeddingDimFor's rule).
+struct CategoricalOptions {
+  int64_t one_hot_max_levels = 16;
+  int64_t embedding_dim = 0;
+
+  friend bool operator==(const CategoricalOptions&, const CategoricalOptions&) = default;
+};
+inline constexpr int64_t kMaxEmbeddingDim = 1024;
+inline constexpr int64_t kMaxOneHotLevels = 4096;
+// The embedding size of a column of `codes` codes by fastai's rule (tabular.model.emb_sz_rule):
+// min(600, round(1.6 * codes^0.56)).
+int64_t EmbeddingDimFor(int64_t codes);
+// The embedding size of a column of `codes` codes under `options`: 0 (one-hot) for at most
+// one_hot_max_levels codes, else embedding_dim or, when that is 0, EmbeddingDimFor(codes).
+int64_t EmbeddingDimOf(int64_t codes, const CategoricalOptions& options);
+
 }  // namespace trainingd::engine

@@ -154,6 +154,8 @@ struct JobSpec {
   OptimizerOptions optimizer;
   // The training loss's label smoothing, in [0, 1) (SoftmaxCrossEntropy, docs/optimizers.md).
   float label_smoothing = 0.0f;
+  // How the model encodes a table's categorical columns (docs/job-spec.md#categorical).
+  CategoricalOptions categorical;
   // Random transforms of the training split's images (augmentation.h, docs/data.md#augmentation).
   AugmentationSpec augmentation;
   int64_t batch_size = 50;
@@ -191,7 +193,13 @@ Status ValidateJobSpec(const JobSpec& spec);
 // ..." when the augmentation does not (a flip of a table, a padding over half the image). PlanJob
 // and RunJob apply it; a caller that keeps the spec (the daemon's canonical spec) applies it too,
 // so the spec it keeps is the model that runs.
-Status FitModelToData(JobSpec* spec, const Shape& example_shape, int64_t num_classes);
+//
+// A table with `categorical` columns (Datasets::categorical) gets a categorical_encoding layer
+// first, one-hot or embedding each column by spec->categorical (EncodedWidth), in place of any
+// the model had: the data decides it, so fitting a spec again gives the same model. In a graph
+// it is named "categorical_encoding" and takes the place of "input" in the layers' inputs.
+Status FitModelToData(JobSpec* spec, const Shape& example_shape, int64_t num_classes,
+                      const std::vector<CategoricalFeature>& categorical = {});
 
 // What a job must satisfy to run on `workers` > 1 ranks, with errors naming the field: at least
 // one block of examples per worker in every batch, and the hooks that evaluate (collectively, on

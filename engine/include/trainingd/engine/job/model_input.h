@@ -38,6 +38,14 @@ struct ModelInput {
   // inputs must then be finite.
   std::vector<std::string> feature_names;
   std::vector<float> feature_impute;
+  // A CSV table's categorical features: the last categorical.size() values of an example are
+  // their codes (CategoricalFeature), after feature_names.size() numbers, which feature_mean,
+  // feature_std and feature_impute cover. The model's first layer encodes them.
+  std::vector<CategoricalFeature> categorical;
+  // With categorical features: the texts that mean a missing value besides the empty one (the
+  // dataset's TableColumnOptions::missing_values), so a served or exported model reads a
+  // categorical value as training did. Empty without them.
+  std::vector<std::string> missing_values;
   // The job's dataset (DatasetSpec): its name, format ("idx", "npz", "csv") and, for an upload,
   // the sha256 of its file (empty for an IDX directory).
   std::string dataset_name;

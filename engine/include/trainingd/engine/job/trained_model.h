@@ -37,9 +37,11 @@ class TrainedModel {
   // images as floats 0..255; a table's values as in its file), preprocessed as in training, then
   // the model in inference mode (dropout off). A NaN is a missing value where input().
   // feature_impute has one (a CSV table's model): it becomes that value before the preprocessing.
+  // A table with categorical features takes their codes last in each row (model_input.h; NaN:
+  // missing), which input().categorical[c].CodeOf gives for a value.
   // Writes [batch, num_classes] logits and softmax probabilities where they are not null. Runs in
   // slices of kPredictSlice examples, so its memory does not grow with `batch`. InvalidArgument for
-  // batch < 0 or a non-finite input
+  // batch < 0, a code that is not one or a non-finite input
   // ("input[12]: ..."); nothing is written then. Not thread-safe: one caller at a time per object
   // (it reuses its buffers); load one object per thread to predict in parallel. Uses the calling
   // thread's compute threads (SetComputeThreads).

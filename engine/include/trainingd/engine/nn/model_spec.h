@@ -38,6 +38,9 @@ enum class LayerType {
   kTanh,
   kGelu,       // x * Phi(x), the exact (erf) form, Keras' gelu(approximate=False)
   kBatchNorm,  // keras.layers.BatchNormalization over the last axis (batch_norm_layer.h)
+  // A table's categorical codes one-hot or embedded (categorical_encoding_layer.h): the first
+  // layer FitModelToData gives a model of a table with categorical columns.
+  kCategoricalEncoding,
 };
 enum class Padding { kSame, kValid };
 enum class Activation { kNone, kRelu };
@@ -69,6 +72,9 @@ struct LayerSpec {
   Initializer initializer = Initializer::kGlorotUniform;
   float stddev = 0.1f;     // truncated normal stddev
   float bias_init = 0.0f;  // constant bias initial value (the tutorial's 0.1 with truncated normal)
+  // categorical_encoding: per categorical column, its codes and its embedding size (0: one-hot)
+  std::vector<int64_t> category_codes;
+  std::vector<int64_t> embedding_dims;
 
   static LayerSpec Conv2d(int64_t filters, int64_t kernel, Padding padding, Activation act,
                           int64_t stride = 1);
@@ -94,6 +100,8 @@ bool IsMergeLayer(LayerType type);
 
 // The name by which `inputs` names the model's input.
 inline constexpr const char* kModelInputName = "input";
+// The name of the categorical_encoding layer FitModelToData puts first in a graph.
+inline constexpr const char* kCategoricalEncodingName = "categorical_encoding";
 
 struct ModelSpec {
   std::vector<LayerSpec> layers;

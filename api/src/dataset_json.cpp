@@ -106,13 +106,27 @@ json DatasetExamplesToJson(const DatasetExamples& e) {
     const std::string name = label < static_cast<int32_t>(e.class_names.size())
                                  ? e.class_names[static_cast<size_t>(label)]
                                  : std::to_string(label);
-    list.push_back({{"index", e.first + static_cast<int64_t>(i)},
+    json example = {{"index", e.first + static_cast<int64_t>(i)},
                     {"label", label},
                     {"class_name", name},
                     {"shape", e.example_shape},
-                    {"data", std::move(data)}});
+                    {"data", std::move(data)}};
+    // A CSV's categorical values, as the model server's "categorical" input takes them.
+    const size_t columns = e.categorical_names.size();
+    if (columns > 0) {
+      json values = json::array();
+      for (size_t c = 0; c < columns; ++c) {
+        const std::string& v = e.categorical[i * columns + c];
+        values.push_back(v.empty() ? json(nullptr) : json(v));
+      }
+      example["categorical"] = std::move(values);
+    }
+    list.push_back(std::move(example));
   }
-  return {{"offset", e.first}, {"total", e.split_examples}, {"examples", std::move(list)}};
+  json out = {{"offset", e.first}, {"total", e.split_examples}, {"examples", std::move(list)}};
+  if (!e.feature_names.empty()) out["feature_names"] = e.feature_names;
+  if (!e.categorical_names.empty()) out["categorical_names"] = e.categorical_names;
+  return out;
 }
 
 json DatasetListToJson(const std::vector<DatasetRecord>& datasets) {

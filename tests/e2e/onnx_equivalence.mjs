@@ -3,7 +3,8 @@
 // examples onnx_predict wrote to PREFIX.input.f32 and compares its probabilities with the
 // engine's (PREFIX.probs.f32). Prints one JSON line: the examples, how many argmaxes agree, the
 // largest |probability difference|, both accuracies, and the graph's input and output names
-// and shapes as the runtime sees them. With PREFIX.infer.f32 (the daemon's /infer answers on
+// and shapes as the runtime sees them. A table with categorical columns also feeds the graph's
+// string input "categorical" from PREFIX.categorical.json. With PREFIX.infer.f32 (the daemon's /infer answers on
 // the same examples, serving_test.py), the same three numbers for /infer against onnxruntime.
 // onnx_export_test.py and serving_test.py judge the numbers.
 import { createRequire } from 'node:module';
@@ -23,6 +24,9 @@ const floats = (file) => {
   return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
 };
 const input = floats(`${prefix}.input.f32`);
+// A table with categorical columns: their values as strings, one array per example.
+const categorical = meta.categorical > 0
+  ? JSON.parse(fs.readFileSync(`${prefix}.categorical.json`, 'utf8')) : null;
 const engineProbs = floats(`${prefix}.probs.f32`);
 const inferProbs = fs.existsSync(`${prefix}.infer.f32`) ? floats(`${prefix}.infer.f32`) : null;
 if (inferProbs && inferProbs.length !== engineProbs.length) throw new Error(`${prefix}.infer.f32: size`);
@@ -45,7 +49,11 @@ const batch = 1000;
 for (let first = 0; first < n; first += batch) {
   const m = Math.min(batch, n - first);
   const x = input.subarray(first * exampleSize, (first + m) * exampleSize);
-  const out = await session.run({ input: new ort.Tensor('float32', x, [m, ...meta.example_shape]) });
+  const feeds = { input: new ort.Tensor('float32', x, [m, ...meta.example_shape]) };
+  if (categorical) {
+    feeds.categorical = new ort.Tensor('string', categorical.slice(first, first + m).flat(), [m, meta.categorical]);
+  }
+  const out = await session.run(feeds);
   const probs = out.probabilities.data;
   const logits = out.logits.data;
   if (probs.length !== m * classes || logits.length !== m * classes) throw new Error('output size');

@@ -77,24 +77,32 @@ def colour_npz(path):
 
 
 def table_csv(path):
-    """Five features on very different scales (what standardization is for), string labels,
-    and missing values as exports have them: blanks in b, "NA" in d (filled in by the model)."""
+    """Five number features on very different scales (what standardization is for) and two
+    categorical ones between them, string labels, and missing values as exports have them:
+    blanks in b, "NA" in d, blanks and "?" in color (5 levels: one-hot), "NA" in city (40 levels:
+    an embedding). The label depends on all of them."""
     rng = np.random.default_rng(11)
     n = 1000
     x = rng.normal(size=(n, 5)) * np.array([1.0, 100.0, 0.01, 5.0, 1000.0]) + \
         np.array([0.0, 500.0, -3.0, 10.0, 2e4])
-    score = x[:, 0] + (x[:, 1] - 500) / 100 - (x[:, 4] - 2e4) / 1000
+    colors = np.array(["red", "green", "blue", "black", "white"])
+    color = rng.integers(0, 5, n)
+    city = rng.integers(0, 40, n)
+    score = x[:, 0] + (x[:, 1] - 500) / 100 - (x[:, 4] - 2e4) / 1000 + \
+        np.array([1.5, 0, -1.5, 0.5, -0.5])[color] + (city % 3 - 1) * 1.2
     names = np.array(["low", "mid", "high"])
     y = names[np.digitize(score, [-0.8, 0.8])]
     with open(path, "w") as f:
-        f.write("a,b,c,d,e,label\n")
+        f.write("a,b,color,c,d,city,e,label\n")
         for i, (row, label) in enumerate(zip(x, y)):
             cells = ["%.6g" % v for v in row]
             if i % 17 == 3:
                 cells[1] = ""
             if i % 23 == 5:
                 cells[3] = "NA"
-            f.write(",".join(cells) + "," + label + "\n")
+            c = colors[color[i]] if i % 13 != 2 else ("" if i % 2 else "?")
+            t = "city%02d" % city[i] if i % 29 != 4 else "NA"
+            f.write(",".join(cells[:2] + [c] + cells[2:4] + [t, cells[4], label]) + "\n")
 
 
 def run(args, expect_code=0):
@@ -115,9 +123,14 @@ def check_file(path, case, ckpt_dir, final_step, job_id):
     model = onnx.load(path)
     onnx.checker.check_model(model, full_check=True)
     expect(model.ir_version == 7, model.ir_version)
-    expect([(o.domain, o.version) for o in model.opset_import] == [("", 13)], model.opset_import)
+    categorical = case.get("categorical", 0)
+    expect([(o.domain, o.version) for o in model.opset_import] ==
+           [("", 13)] + ([("ai.onnx.ml", 2)] if categorical else []), model.opset_import)
+    # A table's categorical values are a string input of their own (onnx.TensorProto.STRING 8).
     expect([value_info(v) for v in model.graph.input] ==
-           [("input", 1, ["batch"] + case["shape"])], model.graph.input)
+           [("input", 1, ["batch"] + case["shape"])] +
+           ([("categorical", 8, ["batch", categorical])] if categorical else []),
+           model.graph.input)
     expect([value_info(v) for v in model.graph.output] ==
            [("logits", 1, ["batch", case["classes"]]),
             ("probabilities", 1, ["batch", case["classes"]])], model.graph.output)
@@ -151,8 +164,11 @@ def check_file(path, case, ckpt_dir, final_step, job_id):
     expect(meta["preprocessing"] == case["preprocessing"], meta)
     with open(os.path.join(ckpt_dir, "model.json")) as f:
         recorded = json.load(f)
-    expect(recorded["example_shape"] == case["shape"] and
-           recorded["class_names"] == case["class_names"], recorded)
+    expect(recorded["example_shape"] == [case["shape"][0] + categorical] if categorical else
+           recorded["example_shape"] == case["shape"], recorded)
+    expect(recorded["class_names"] == case["class_names"], recorded)
+    expect([c["name"] for c in recorded.get("categorical", [])] == case.get("categorical_names", []),
+           recorded)
 
 
 def engine_predictions(onnx_predict, ckpt_dir, spec_path, datasets_dir, prefix):
@@ -172,7 +188,8 @@ def onnxruntime_report(node, onnx_path, prefix):
 
 def judge(case, r, trainer_accuracy):
     """onnxruntime's report `r` on a model's whole test split against the engine's Predict."""
-    expect(r["inputs"] == ["input"] and r["outputs"] == ["logits", "probabilities"], r)
+    expect(r["inputs"] == ["input"] + (["categorical"] if case.get("categorical") else []) and
+           r["outputs"] == ["logits", "probabilities"], r)
     expect(r["n"] == case["test_examples"], r)
     expect(r["agree"] >= 0.999 * r["n"], r)
     expect(r["max_prob_diff"] <= 1e-4, r)
@@ -212,6 +229,15 @@ def export_errors(ckpt_dir, tmp):
     expect(meta["step"] == "0" and "job_id" not in meta, meta)
 
 
+# The table of table_csv() as its jobs see it: five numbers and two categorical columns, whose
+# strings the ONNX graph encodes itself (a column picked, LabelEncoder, the one-hot or embedding
+# row gathered), then joins to the numbers.
+TABLE = dict(dataset="table", shape=[5], categorical=2, categorical_names=["color", "city"],
+             classes=3, class_names=["high", "low", "mid"], preprocessing="standard",
+             test_examples=200)
+ENCODING_OPS = ["Gather", "LabelEncoder", "Gather"] * 2 + ["Concat"]
+
+
 def cases(rgb_sha, table_sha):
     """The five models: the three presets on Fashion-MNIST, a colour CNN on the npz of
     colour_npz() and a standardized MLP on the CSV of table_csv() (uploads of these digests),
@@ -237,13 +263,12 @@ def cases(rgb_sha, table_sha):
                         "model": "cnn", "optimizer": {"type": "adam", "learning_rate": 1e-3},
                         "batch_size": 50, "seed": 3}, "rgb-cnn", 30),
              first_ops=["Div", "Transpose", "Conv"]),
-        dict(name="table-mlp", dataset="table", sha256=table_sha, shape=[5], classes=3,
-             class_names=["high", "low", "mid"], preprocessing="standard", test_examples=200,
+        dict(TABLE, name="table-mlp", sha256=table_sha,
              spec=tiny({"dataset": {"name": "table", "format": "csv", "sha256": table_sha,
                                     "normalize": "standard"},
                         "model": "mlp", "optimizer": {"type": "adam", "learning_rate": 1e-2},
                         "batch_size": 50, "seed": 5}, "table-mlp", 100),
-             first_ops=["IsNaN", "Where", "Sub", "Div", "Gemm", "Relu"]),
+             first_ops=["IsNaN", "Where", "Sub", "Div"] + ENCODING_OPS + ["Gemm", "Relu"]),
     ]
 
 
@@ -255,8 +280,7 @@ def graph_cases(rgb_sha, table_sha):
     branches. Every layer type the ONNX writer has beyond the presets' is in one of them."""
     rgb = dict(dataset="rgb", sha256=rgb_sha, shape=[16, 16, 3], classes=3,
                class_names=["0", "1", "2"], preprocessing="scale_255", test_examples=300)
-    table = dict(dataset="table", sha256=table_sha, shape=[5], classes=3,
-                 class_names=["high", "low", "mid"], preprocessing="standard", test_examples=200)
+    table = dict(TABLE, sha256=table_sha)
     conv = lambda filters, kernel, **kw: dict(type="conv2d", filters=filters, kernel=kernel,
                                                padding="same", **kw)
     resnet = [
@@ -312,8 +336,8 @@ def graph_cases(rgb_sha, table_sha):
                         "model": {"layers": rows},
                         "optimizer": {"type": "adam", "learning_rate": 1e-2},
                         "batch_size": 50, "seed": 6}, "table-graph", 100),
-             first_ops=["IsNaN", "Where", "Sub", "Div", "BatchNormalization", "Gemm", "Relu",
-                        "Gemm", "Add"]),
+             first_ops=["IsNaN", "Where", "Sub", "Div"] + ENCODING_OPS +
+             ["BatchNormalization", "Gemm", "Relu", "Gemm", "Add"]),
     ]
 
 

@@ -3,9 +3,14 @@
 // does (model.json, LoadTrainedModel), reads the job's whole test split in the dataset's raw
 // units (the loader without its scaling: uint8 values 0..255, a table's values as in its file),
 // runs TrainedModel::Predict over it and writes
-//   OUT.input.f32  the raw examples, row-major float32 [n, example_shape...]
+//   OUT.input.f32  the raw examples, row-major float32 [n, example_shape...]; for a table with
+//                  categorical columns its numbers only, [n, numbers]
+//   OUT.categorical.json  (a table with categorical columns) each example's categorical values
+//                  as strings, [[...], ...]: as in the file, "" or a missing_values marker (taken
+//                  in turn) for a missing one; Predict gets the codes the model gives them
 //   OUT.probs.f32  the engine's probabilities, float32 [n, classes]
-//   OUT.json       {"n", "example_shape", "classes", "labels", "step", "accuracy"}
+//   OUT.json       {"n", "example_shape", "categorical", "classes", "labels", "step", "accuracy"}
+//                  (example_shape: the numbers' [numbers] for such a table)
 // for onnx_equivalence.mjs to feed the same examples to onnxruntime. Exit 1 on any error.
 #include <cmath>
 #include <cstdio>
@@ -81,9 +86,38 @@ int main(int argc, char** argv) {
     return Fail("the test split's examples are " + test.example_shape().ToString() +
                 ", model.json says " + input->example_shape.ToString());
   }
+  // A table's categorical values: the raw load's codes give back the values as in the file
+  // (every value is one of its levels), which the model codes as it will when served.
+  const auto columns = static_cast<int64_t>(input->categorical.size());
   const int64_t n = test.size(), classes = model->num_classes();
+  const int64_t width = test.example_shape().num_elements(), numbers = width - columns;
+  std::vector<float> raw, rows(test.images.data(), test.images.data() + test.images.size());
+  nlohmann::json categorical = nlohmann::json::array();
+  for (int64_t i = 0; i < n; ++i) {
+    float* row = rows.data() + i * width;
+    raw.insert(raw.end(), row, row + numbers);
+    if (columns == 0) continue;
+    nlohmann::json values = nlohmann::json::array();
+    for (int64_t c = 0; c < columns; ++c) {
+      const auto code = static_cast<int64_t>(row[numbers + c]);
+      const std::vector<std::string>& levels = data->categorical[static_cast<size_t>(c)].levels;
+      std::string value;
+      if (code >= eng::CategoricalFeature::kFirstLevel) {
+        value = levels[static_cast<size_t>(code - eng::CategoricalFeature::kFirstLevel)];
+      } else {
+        // Missing: "" or one of the markers, in turn.
+        const std::vector<std::string>& markers = input->missing_values;
+        const size_t turn = static_cast<size_t>(i) % (markers.size() + 1);
+        if (turn < markers.size()) value = markers[turn];
+      }
+      row[numbers + c] = static_cast<float>(eng::CategoricalCode(
+          input->categorical[static_cast<size_t>(c)], value, input->missing_values));
+      values.push_back(value);
+    }
+    categorical.push_back(std::move(values));
+  }
   std::vector<float> probs(static_cast<size_t>(n * classes));
-  if (auto st = model->Predict(test.images.data(), n, nullptr, probs.data()); !st.ok()) {
+  if (auto st = model->Predict(rows.data(), n, nullptr, probs.data()); !st.ok()) {
     return Fail(st.ToString());
   }
   int64_t correct = 0;
@@ -95,17 +129,19 @@ int main(int argc, char** argv) {
     }
     if (arg == test.labels[static_cast<size_t>(i)]) ++correct;
   }
-  if (!WriteFile(out + ".input.f32", test.images.data(),
-                 static_cast<size_t>(test.images.size()) * sizeof(float)) ||
+  if (columns > 0) std::ofstream(out + ".categorical.json") << categorical.dump() << "\n";
+  if (!WriteFile(out + ".input.f32", raw.data(), raw.size() * sizeof(float)) ||
       !WriteFile(out + ".probs.f32", probs.data(), probs.size() * sizeof(float))) {
     return Fail("cannot write " + out + ".*");
   }
-  nlohmann::json meta = {{"n", n},
-                         {"example_shape", test.example_shape().dims()},
-                         {"classes", classes},
-                         {"labels", test.labels},
-                         {"step", model->step()},
-                         {"accuracy", n ? static_cast<double>(correct) / n : 0.0}};
+  nlohmann::json meta = {
+      {"n", n},
+      {"example_shape", columns > 0 ? std::vector<int64_t>{numbers} : test.example_shape().dims()},
+      {"categorical", columns},
+      {"classes", classes},
+      {"labels", test.labels},
+      {"step", model->step()},
+      {"accuracy", n ? static_cast<double>(correct) / n : 0.0}};
   std::ofstream(out + ".json") << meta.dump() << "\n";
   return 0;
 }

@@ -53,10 +53,16 @@ def upload(d, name, fmt, path, query=""):
     return ds
 
 
-def infer_body(x, uint8):
+def infer_body(x, uint8, categorical=None):
+    """KServe v2's request: the examples `x`; for a table with categorical columns also their
+    values as strings (a list of rows), the BYTES input "categorical"."""
     data = x.astype(np.int64).ravel().tolist() if uint8 else [None if np.isnan(v) else float(v) for v in x.ravel()]
-    return {"inputs": [{"name": "input", "shape": list(x.shape),
-                        "datatype": "UINT8" if uint8 else "FP32", "data": data}]}
+    inputs = [{"name": "input", "shape": list(x.shape),
+               "datatype": "UINT8" if uint8 else "FP32", "data": data}]
+    if categorical is not None:
+        inputs.append({"name": "categorical", "shape": [len(categorical), len(categorical[0])],
+                       "datatype": "BYTES", "data": [v for row in categorical for v in row]})
+    return {"inputs": inputs}
 
 
 def probabilities(r):
@@ -65,9 +71,9 @@ def probabilities(r):
     return np.array(probs["data"], dtype=np.float32).reshape(probs["shape"])
 
 
-def infer(d, job, x, uint8, version=None):
+def infer(d, job, x, uint8, version=None, categorical=None):
     path = "/v2/models/%s%s/infer" % (job, "" if version is None else "/versions/%d" % version)
-    status, r = d.call("POST", path, infer_body(x, uint8), timeout=120)
+    status, r = d.call("POST", path, infer_body(x, uint8, categorical), timeout=120)
     expect(status == 200, (status, r))
     probs = probabilities(r)
     expect(probs.ndim == 2 and probs.shape[0] == len(x), probs.shape)
@@ -90,10 +96,18 @@ def equivalence(d, case, job, data_dir, datasets_dir, tmp):
     uint8 = case["preprocessing"] == "scale_255"
     if uint8:
         expect(np.array_equal(x, np.round(x)), "raw images are whole numbers")
+    categorical = None
+    if meta["categorical"]:
+        with open(prefix + ".categorical.json") as f:
+            categorical = json.load(f)
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        parts = list(pool.map(lambda i: infer(d, job, x[i:i + CHUNK], uint8)[0],
-                              range(0, n, CHUNK)))
+        parts = list(pool.map(
+            lambda i: infer(d, job, x[i:i + CHUNK], uint8,
+                            categorical=categorical and categorical[i:i + CHUNK])[0],
+            range(0, n, CHUNK)))
     served = np.concatenate(parts)
+    if categorical:
+        table_rows(d, job, data_dir, x, categorical, engine)
     served.tofile(prefix + ".infer.f32")
     # The server runs the engine's own Predict: the same numbers, whatever the batch.
     expect(np.array_equal(served, engine),
@@ -128,6 +142,36 @@ def equivalence(d, case, job, data_dir, datasets_dir, tmp):
     expect(q["infer_max_prob_diff"] <= 1e-4, q)
     expect(q["infer_accuracy"] == q["ort_accuracy"] == q["engine_accuracy"], q)
     return x, engine
+
+
+def table_rows(d, job, data_dir, x, categorical, engine):
+    """TF Serving's instances as objects keyed by column name, in an order of their own, a
+    missing value as null or left out: the same probabilities as Predict on the same rows."""
+    with open(os.path.join(data_dir, "jobs", job, "model.json")) as f:
+        recorded = json.load(f)
+    numbers = recorded["feature_names"]
+    names = [c["name"] for c in recorded["categorical"]]
+    rows = []
+    for i in range(40):
+        row = {}
+        for name, v in reversed(list(zip(numbers, x[i]))):
+            if not np.isnan(v):
+                row[name] = float(v)
+            elif i % 2:
+                row[name] = None
+        for name, v in zip(names, categorical[i]):
+            row[name] = v
+        rows.append(row)
+    status, r = d.call("POST", "/v1/models/%s:predict" % job, {"instances": rows})
+    expect(status == 200 and np.array_equal(np.array(r["predictions"], dtype=np.float32),
+                                            engine[:40]), (status, str(r)[:300]))
+    status, m = d.call("GET", "/v2/models/%s" % job)
+    expect(m["inputs"] == [{"name": "input", "datatype": "FP32", "shape": [-1, len(numbers)]},
+                           {"name": "categorical", "datatype": "BYTES",
+                            "shape": [-1, len(names)]}], m)
+    status, r = d.call("POST", "/v1/models/%s:predict" % job, {"instances": [{"colour": "red"}]})
+    expect(status == 400 and "instances[0].colour: the model has no column 'colour'" in r["error"],
+           (status, r))
 
 
 def protocol(d, jobs, samples):

@@ -120,6 +120,23 @@ TEST_F(TableColumns, ACategoricalColumnIsCodedByTheTrainSplitsLevels) {
   EXPECT_EQ(headers->example_shape, Shape{3});
 }
 
+TEST_F(TableColumns, RawTestExamplesGiveTheCategoricalValuesBackAsInTheFile) {
+  source_.columns.ignore = {"id"};
+  source_.path = Write("train.csv", std::string(kTrain) + "20,,300,6,yes\n");
+  source_.test_path = Write("test.csv", std::string(kTest) + "25,,NA,7,no\n");
+  auto raw = ReadTestExamples(source_, 0, 10);
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  EXPECT_EQ(raw->example_shape, Shape{2});  // the numbers; the categorical values apart
+  EXPECT_EQ(raw->feature_names, (std::vector<std::string>{"age", "income"}));
+  EXPECT_EQ(raw->categorical_names, (std::vector<std::string>{"city"}));
+  // tokyo is in no training row, yet given back as it is; a blank is missing ("").
+  EXPECT_EQ(raw->categorical, (std::vector<std::string>{"tokyo", ""}));
+  ASSERT_EQ(raw->values.size(), 4u);
+  EXPECT_TRUE(std::isnan(raw->values[0]));  // "NA"
+  EXPECT_EQ(raw->values[1], 150);
+  EXPECT_EQ(raw->values[2], 25);
+}
+
 TEST_F(TableColumns, LevelsSeenOnlyInValidationAreUnknown) {
   source_.columns.ignore = {"id"};
   options_.validation_size = 2;  // paris, berlin; the train split: paris, "?", rome

@@ -189,12 +189,15 @@ async function main() {
   await table(page);
 }
 
-// A table: a CSV upload (standardized) and a softmax job on it. Its test example is shown as a
-// row, sent as FP32 in the file's own units, and predicted as /infer predicts it; no drop zone.
+// A table: a CSV upload (standardized) with a categorical column and blanks, and a softmax job on
+// it. Its test example is shown as a row with the columns' names, its numbers sent as FP32 in
+// the file's own units and its categorical value as a string, and predicted as /infer predicts
+// it; no drop zone.
 async function table(page) {
   const labels = ['cat', 'dog', 'bird'];
-  const rows = ['f1,f2,label'];
-  for (let i = 0; i < 60; i++) rows.push(`${(i % 3) * 2 + (i * 0.37 % 1).toFixed(2) * 1},${(i * 1.9 % 7).toFixed(2)},${labels[i % 3]}`);
+  const habitats = ['house', 'garden', 'sky', ''];
+  const rows = ['f1,f2,habitat,label'];
+  for (let i = 0; i < 60; i++) rows.push(`${(i % 3) * 2 + (i * 0.37 % 1).toFixed(2) * 1},${(i * 1.9 % 7).toFixed(2)},${habitats[i % 7 === 5 ? 3 : i % 3]},${labels[i % 3]}`);
   const up = await fetch(`${daemon.url}/api/v1/datasets?name=animals&format=csv&normalize=standard`, {
     method: 'POST', headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/octet-stream' }, body: `${rows.join('\n')}\n`,
   });
@@ -216,7 +219,11 @@ async function table(page) {
   await panel.locator('.model-index').press('Enter');
   await panel.locator('.model-prediction[data-source="example 2"]:not(.pending)').waitFor({ timeout: 20000 });
   const ex = (await call('GET', '/api/v1/datasets/animals/examples?offset=2&limit=1')).body.examples[0];
-  const infer = await call('POST', `/v2/models/${id}/infer`, { inputs: [{ name: 'input', shape: [1, 2], datatype: 'FP32', data: ex.data }] });
+  check(ex.categorical && ex.categorical.length === 1, `the example has its categorical value: ${JSON.stringify(ex)}`);
+  const infer = await call('POST', `/v2/models/${id}/infer`, {
+    inputs: [{ name: 'input', shape: [1, 2], datatype: 'FP32', data: ex.data },
+      { name: 'categorical', shape: [1, 1], datatype: 'BYTES', data: ex.categorical }],
+  });
   const probs = infer.body.outputs.find((o) => o.name === 'probabilities').data;
   const names = infer.body.parameters.class_names;
   check(names.join() === 'bird,cat,dog', `the class names are the CSV's: ${names}`);
@@ -224,11 +231,14 @@ async function table(page) {
   check(shownName === names[argmax(probs)], `the table's example 2: the page predicts ${shownName}, /infer ${names[argmax(probs)]}`);
   check((await panel.locator('.model-truth').textContent()).includes(ex.class_name), 'its true label is shown');
   check(await panel.locator('.model-row').isVisible() && await panel.locator('.model-canvas').isHidden(), 'a row, not a canvas');
-  check(await panel.locator('.model-row td').count() === 2, 'the row has its two features');
+  check(await panel.locator('.model-row td').count() === 3, 'the row has its two numbers and its category');
+  const headers = await panel.locator('.model-row th').allTextContents();
+  check(headers.join() === 'f1,f2,habitat', `the row's columns are named: ${headers}`);
+  check((await panel.locator('.model-row td').nth(2).textContent()) === (ex.categorical[0] ?? '—'), 'the category is shown as in the file');
   check(await panel.locator('.model-drop').isHidden(), 'a table takes no image file');
   check(await panel.locator('.model-bars li').count() === 3, 'three bars');
   await panel.screenshot({ path: path.join(SHOTS, 'model-panel-table.png') });
-  log(`table example 2 (${ex.class_name}, ${ex.data}): predicted ${shownName}, as /infer`);
+  log(`table example 2 (${ex.class_name}, ${ex.data}, ${ex.categorical}): predicted ${shownName}, as /infer`);
 }
 
 // The job page with its panel at a phone's width.

@@ -196,10 +196,10 @@ export class ModelPanel {
       if (!ex) return;
       // Bytes of an image go as UINT8; anything else (a table's values) as FP32.
       const integer = ex.shape.length === 3 && ex.data.every((v) => Number.isInteger(v) && v >= 0 && v <= 255);
-      this.show(ex.shape, ex.data);
+      this.show(ex.shape, ex.data, r.feature_names, r.categorical_names, ex.categorical);
       setText(this.truth, `True label: ${ex.class_name}`);
       this.truth.dataset.label = String(ex.label);
-      this.input = { data: ex.data, datatype: integer ? 'UINT8' : 'FP32', source: `example ${index}` };
+      this.input = { data: ex.data, datatype: integer ? 'UINT8' : 'FP32', source: `example ${index}`, categorical: ex.categorical };
       this.canvas.setAttribute('aria-label', `Test example ${index}, a ${ex.class_name}`);
       this.showError(null);
       await this.infer();
@@ -209,14 +209,19 @@ export class ModelPanel {
   }
 
   // Draws an image example on the canvas (its values stretched to 0..255 unless they are
-  // bytes), or a table row as a table.
-  show(shape, data) {
+  // bytes), or a table row as a table: its numbers, then its categorical values (a CSV's
+  // columns by name; a missing value as an em dash).
+  show(shape, data, names = [], categoricalNames = [], categorical = []) {
     this.canvas.hidden = shape.length !== 3;
     this.table.hidden = shape.length === 3;
     if (shape.length !== 3) {
+      const cells = [
+        ...data.map((v, i) => ({ name: (names || [])[i] ?? `x${i}`, text: v === null ? '—' : fmt.metric(v), num: true })),
+        ...(categorical || []).map((v, i) => ({ name: categoricalNames[i], text: v ?? '—', num: false })),
+      ];
       this.table.replaceChildren(h('table', { class: 'table-compact' },
-        h('thead', {}, h('tr', {}, data.map((_, i) => h('th', { scope: 'col', class: 'num' }, `x${i}`)))),
-        h('tbody', {}, h('tr', {}, data.map((v) => h('td', { class: 'num' }, fmt.metric(v)))))));
+        h('thead', {}, h('tr', {}, cells.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : null }, c.name)))),
+        h('tbody', {}, h('tr', {}, cells.map((c) => h('td', { class: c.num ? 'num' : null }, c.text))))));
       return;
     }
     const [H, W, C] = shape;
@@ -287,7 +292,11 @@ export class ModelPanel {
         method: 'POST',
         signal: this.signal,
         body: {
-          inputs: [{ name: 'input', shape: [1, ...shape], datatype: input.datatype, data: input.data }],
+          inputs: [
+            { name: 'input', shape: [1, ...shape], datatype: input.datatype, data: input.data },
+            // A CSV's categorical values, as strings (the model codes them).
+            ...(input.categorical ? [{ name: 'categorical', shape: [1, input.categorical.length], datatype: 'BYTES', data: input.categorical }] : []),
+          ],
           outputs: [{ name: 'probabilities' }],
         },
       });

@@ -515,6 +515,11 @@ eng::Result<api::DatasetExamples> DatasetStore::TestExamples(const std::string& 
     part.values.assign(whole->values.begin() + offset * per,
                        whole->values.begin() + (offset + count) * per);
     part.labels.assign(whole->labels.begin() + offset, whole->labels.begin() + offset + count);
+    part.feature_names = whole->feature_names;
+    part.categorical_names = whole->categorical_names;
+    const auto columns = static_cast<int64_t>(whole->categorical_names.size());
+    part.categorical.assign(whole->categorical.begin() + offset * columns,
+                            whole->categorical.begin() + (offset + count) * columns);
     raw = std::move(part);
   } else {
     raw = eng::ReadTestExamples(*source, offset, limit);
@@ -526,6 +531,9 @@ eng::Result<api::DatasetExamples> DatasetStore::TestExamples(const std::string& 
   out.first = raw->first;
   out.values = std::move(raw->values);
   out.labels = std::move(raw->labels);
+  out.feature_names = std::move(raw->feature_names);
+  out.categorical_names = std::move(raw->categorical_names);
+  out.categorical = std::move(raw->categorical);
   out.integer_values = record->element_type == "uint8";
   for (int c = 0; c < record->num_classes; ++c) {
     out.class_names.push_back(c < static_cast<int>(record->class_names.size())

@@ -200,7 +200,7 @@ Status CsvColumns::ReadLevel(size_t i, std::string_view cell, const CsvReader& r
   return Status::Ok();
 }
 
-void CsvColumns::Encode(const std::vector<std::vector<char>>& kept,
+void CsvColumns::Encode(const std::vector<std::vector<char>>* kept,
                         std::vector<CategoricalFeature>* features,
                         std::vector<std::vector<float>>* final_code) const {
   features->clear();
@@ -216,7 +216,7 @@ void CsvColumns::Encode(const std::vector<std::vector<char>>& kept,
     for (const auto& [value, count_code] : c.levels) {
       const size_t provisional =
           static_cast<size_t>(count_code.second + CategoricalFeature::kFirstLevel);
-      if (provisional >= kept[k].size() || !kept[k][provisional]) continue;
+      if (kept && (provisional >= (*kept)[k].size() || !(*kept)[k][provisional])) continue;
       code[provisional] = static_cast<float>(f.codes());
       f.levels.push_back(value);
     }

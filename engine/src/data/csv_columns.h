@@ -56,9 +56,10 @@ class CsvColumns {
   const std::vector<size_t>& categoricals() const { return categoricals_; }
 
   // After pass 2: the categorical features, their levels those that `kept[c]` marks by
-  // provisional code (the train split's), in byte order; and `final_code[c]`, per provisional
-  // code of categoricals()[c], its code in the feature (kUnknownLevel for a value not kept).
-  void Encode(const std::vector<std::vector<char>>& kept, std::vector<CategoricalFeature>* features,
+  // provisional code (the train split's), or every value when `kept` is null, in byte order;
+  // and `final_code[c]`, per provisional code of categoricals()[c], its code in the feature
+  // (kUnknownLevel for a value not kept).
+  void Encode(const std::vector<std::vector<char>>* kept, std::vector<CategoricalFeature>* features,
               std::vector<std::vector<float>>* final_code) const;
 
   // After pass 2: every column's summary, in header order (the label's from `label_names`

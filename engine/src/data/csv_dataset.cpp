@@ -378,7 +378,8 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   }
   info->columns = columns.Summaries();
   std::vector<std::vector<float>> final_code;
-  columns.Encode(kept, &info->categorical, &final_code);
+  // Raw, every value of a column is a level, so that each code gives back its value.
+  columns.Encode(raw ? nullptr : &kept, &info->categorical, &final_code);
   std::vector<float> mean, stddev;
   stats.Finish(&mean, &stddev);
   if (source.standardize) {

@@ -389,13 +389,29 @@ Result<RawExamples> ReadCsvTestExamples(DatasetSource source, int64_t offset, in
   if (!ds.ok()) return ds.status();
   const Split& test = ds->test;
   RawExamples out;
-  out.example_shape = test.example_shape();
+  // A row's numbers, then its categorical codes (every value a level: raw), which become the
+  // values again.
+  const auto columns = static_cast<int64_t>(ds->categorical.size());
+  const int64_t width = test.example_shape().num_elements(), numbers = width - columns;
+  out.example_shape = Shape{numbers};
   out.split_examples = test.size();
   out.first = offset;
+  out.feature_names = ds->feature_names;
+  for (const CategoricalFeature& c : ds->categorical) out.categorical_names.push_back(c.name);
   TRAININGD_RETURN_IF_ERROR(CheckTestRange(offset, limit, out.split_examples));
   const int64_t count = std::min(limit, out.split_examples - offset);
-  const int64_t per = out.example_shape.num_elements();
-  out.values.assign(test.images.data() + offset * per, test.images.data() + (offset + count) * per);
+  for (int64_t i = offset; i < offset + count; ++i) {
+    const float* row = test.images.data() + i * width;
+    out.values.insert(out.values.end(), row, row + numbers);
+    for (int64_t c = 0; c < columns; ++c) {
+      const auto code = static_cast<int64_t>(row[numbers + c]);
+      const std::vector<std::string>& levels = ds->categorical[static_cast<size_t>(c)].levels;
+      out.categorical.push_back(
+          code >= CategoricalFeature::kFirstLevel
+              ? levels[static_cast<size_t>(code - CategoricalFeature::kFirstLevel)]
+              : std::string());
+    }
+  }
   out.labels.assign(test.labels.begin() + offset, test.labels.begin() + offset + count);
   return out;
 }

@@ -82,6 +82,11 @@ struct DatasetExamples {
   std::vector<int32_t> labels;           // class ids
   std::vector<std::string> class_names;  // every class's name, by id
   bool integer_values = false;           // uint8 data: the values are whole numbers 0..255
+  // A CSV: its number columns' names, and its categorical columns' names with each example's
+  // values of them ("" where missing), row-major (engine::RawExamples).
+  std::vector<std::string> feature_names;
+  std::vector<std::string> categorical_names;
+  std::vector<std::string> categorical;
 };
 
 // The most examples one call returns.

@@ -62,8 +62,9 @@ namespace trainingd::engine {
 // what LoadCsv does, statistics included, with the same errors.
 Result<DatasetInfo> ProbeCsv(const DatasetSource& source, const DatasetOptions& options,
                              ProbeDepth depth);
-// With `raw`, a missing value stays NaN (no imputation) and nothing is standardized: the
-// values as in the file, what ReadTestExamples serves.
+// With `raw`, a missing value stays NaN (no imputation), nothing is standardized, and a
+// categorical column's levels are every value of the file (none is unknown), so each code gives
+// back the value as in the file: what ReadTestExamples serves.
 Result<Datasets> LoadCsv(const DatasetSource& source, const DatasetOptions& options,
                          bool raw = false);
 

@@ -193,6 +193,12 @@ struct RawExamples {
   int64_t first = 0;            // the index of the first example here
   std::vector<float> values;    // size() * example_shape.num_elements(), row-major
   std::vector<int32_t> labels;  // class ids
+  // A CSV: its number columns' names (example_shape is [F] of them), and its categorical
+  // columns' names with each example's values of them as in the file ("" where missing),
+  // row-major, size() * categorical_names.size().
+  std::vector<std::string> feature_names;
+  std::vector<std::string> categorical_names;
+  std::vector<std::string> categorical;
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
 };
 

@@ -491,12 +491,29 @@ Status ReadResources(const json& v, engine::ResourcesSpec* r) {
   return Field(v, kPath, "time_limit_secs", &r->time_limit_secs);
 }
 
+Status ReadAugmentation(const json& v, engine::AugmentationSpec* a) {
+  constexpr const char* kPath = "augmentation";
+  TRAININGD_RETURN_IF_ERROR(CheckObject(
+      v, kPath, {"random_crop", "horizontal_flip", "translate", "brightness", "contrast"}));
+  if (const auto it = v.find("random_crop"); it != v.end()) {
+    const std::string path = Child(kPath, "random_crop");
+    TRAININGD_RETURN_IF_ERROR(CheckObject(*it, path, {"padding"}));
+    TRAININGD_RETURN_IF_ERROR(Require(*it, path, "padding"));
+    TRAININGD_RETURN_IF_ERROR(ReadInt(it->at("padding"), Child(path, "padding"), int64_t{1},
+                                      engine::kMaxCropPadding, &a->random_crop_padding));
+  }
+  TRAININGD_RETURN_IF_ERROR(Field(v, kPath, "horizontal_flip", &a->horizontal_flip));
+  TRAININGD_RETURN_IF_ERROR(Field(v, kPath, "translate", &a->translate));
+  TRAININGD_RETURN_IF_ERROR(Field(v, kPath, "brightness", &a->brightness));
+  return Field(v, kPath, "contrast", &a->contrast);
+}
+
 Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
   TRAININGD_RETURN_IF_ERROR(
       CheckObject(root, "",
                   {"name", "dataset", "model", "precision", "optimizer", "label_smoothing",
-                   "categorical", "batch_size", "max_steps", "num_epochs", "seed", "hooks",
-                   "distributed", "resources", "priority"}));
+                   "categorical", "augmentation", "batch_size", "max_steps", "num_epochs", "seed",
+                   "hooks", "distributed", "resources", "priority"}));
   TRAININGD_RETURN_IF_ERROR(Require(root, "", "name"));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "name", &spec->name));
   if (const auto it = root.find("dataset"); it != root.end()) {
@@ -515,6 +532,9 @@ Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
         Field(*it, "categorical", "one_hot_max_levels", &spec->categorical.one_hot_max_levels));
     TRAININGD_RETURN_IF_ERROR(
         Field(*it, "categorical", "embedding_dim", &spec->categorical.embedding_dim));
+  }
+  if (const auto it = root.find("augmentation"); it != root.end()) {
+    TRAININGD_RETURN_IF_ERROR(ReadAugmentation(*it, &spec->augmentation));
   }
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "batch_size", &spec->batch_size));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "max_steps", &spec->max_steps));
@@ -799,6 +819,15 @@ json JobSpecToJsonValue(const engine::JobSpec& spec) {
   if (spec.categorical != engine::CategoricalOptions{}) {
     out["categorical"] = {{"one_hot_max_levels", spec.categorical.one_hot_max_levels},
                           {"embedding_dim", spec.categorical.embedding_dim}};
+  }
+  const engine::AugmentationSpec& a = spec.augmentation;
+  if (a.enabled()) {
+    json aug = {{"horizontal_flip", a.horizontal_flip},
+                {"translate", FloatValue(a.translate)},
+                {"brightness", FloatValue(a.brightness)},
+                {"contrast", FloatValue(a.contrast)}};
+    if (a.random_crop_padding > 0) aug["random_crop"] = {{"padding", a.random_crop_padding}};
+    out["augmentation"] = std::move(aug);
   }
   return out;
 }

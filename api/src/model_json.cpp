@@ -25,9 +25,11 @@ struct PreprocessingName {
   const char* name;
   engine::Preprocessing value;
 };
-constexpr PreprocessingName kPreprocessings[] = {{"none", engine::Preprocessing::kNone},
-                                                 {"scale_255", engine::Preprocessing::kScale255},
-                                                 {"standard", engine::Preprocessing::kStandard}};
+constexpr PreprocessingName kPreprocessings[] = {
+    {"none", engine::Preprocessing::kNone},
+    {"scale_255", engine::Preprocessing::kScale255},
+    {"standard", engine::Preprocessing::kStandard},
+    {"per_channel", engine::Preprocessing::kPerChannel}};
 
 json FloatArray(const std::vector<float>& values) {
   json a = json::array();
@@ -83,7 +85,8 @@ Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
     }
   }
   if (!known) {
-    return Bad("preprocessing", "must be one of none, scale_255, standard; got " + Quote(pre));
+    return Bad("preprocessing",
+               "must be one of none, scale_255, standard, per_channel; got " + Quote(pre));
   }
   TRAININGD_RETURN_IF_ERROR(ReadFloats(root, "feature_mean", &in->feature_mean));
   TRAININGD_RETURN_IF_ERROR(ReadFloats(root, "feature_std", &in->feature_std));
@@ -133,7 +136,8 @@ std::string ModelInputToJson(const engine::ModelInput& in) {
                {"num_classes", in.num_classes},
                {"class_names", in.class_names},
                {"preprocessing", engine::PreprocessingName(in.preprocessing)}};
-  if (in.preprocessing == engine::Preprocessing::kStandard) {
+  if (in.preprocessing == engine::Preprocessing::kStandard ||
+      in.preprocessing == engine::Preprocessing::kPerChannel) {
     root["feature_mean"] = FloatArray(in.feature_mean);
     root["feature_std"] = FloatArray(in.feature_std);
   }

@@ -469,6 +469,39 @@ TEST(TrialJobSpecTest, WeightDecayLabelSmoothingAndTheCosineScheduleAreSearchabl
   EXPECT_EQ(error.field, "space[\"optimizer.weight_decay\"].min");
 }
 
+// Augmentation is searchable over a base job that has it on: its canonical form then holds every
+// field (random_crop when its padding is set); over a base without it, the path is refused at
+// submit, naming it, as any path the base job does not have.
+TEST(TrialJobSpecTest, AugmentationIsSearchableOverABaseThatHasIt) {
+  json doc = MinimalSpec();
+  doc["base_job"]["augmentation"] = {{"random_crop", {{"padding", 2}}}};
+  doc["space"] = {
+      {"augmentation.random_crop.padding", {{"type", "int"}, {"min", 1}, {"max", 4}}},
+      {"augmentation.horizontal_flip", {{"type", "categorical"}, {"values", {true, false}}}},
+      {"augmentation.brightness", {{"type", "double"}, {"min", 0.0}, {"max", 0.3}}}};
+  auto spec = Parse(doc);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const Hyperparameters hp = {{"augmentation.random_crop.padding", "3"},
+                              {"augmentation.horizontal_flip", "true"},
+                              {"augmentation.brightness", "0.25"}};
+  auto trial = TrialJobSpec(*spec, hp, 0, 1, 100);
+  ASSERT_TRUE(trial.ok()) << trial.status().ToString();
+  EXPECT_EQ(trial->first.augmentation.random_crop_padding, 3);
+  EXPECT_TRUE(trial->first.augmentation.horizontal_flip);
+  EXPECT_EQ(trial->first.augmentation.brightness, 0.25f);
+
+  json bad = doc;
+  bad["space"] = {{"augmentation.brightness", {{"type", "double"}, {"min", 0.0}, {"max", 2.0}}}};
+  FieldError error;
+  EXPECT_FALSE(Parse(bad, &error).ok());
+  EXPECT_EQ(error.field, "space[\"augmentation.brightness\"].max");
+  json without = MinimalSpec();
+  without["space"] = {
+      {"augmentation.brightness", {{"type", "double"}, {"min", 0.0}, {"max", 0.3}}}};
+  EXPECT_FALSE(Parse(without, &error).ok());
+  EXPECT_EQ(error.field.rfind("space", 0), 0u) << error.field;
+}
+
 TEST(TrialJobSpecTest, CategoricalObjectsAndLongNames) {
   json doc = MinimalSpec();
   doc["name"] = std::string(100, 'x');

@@ -102,6 +102,7 @@ void ExpectSameSpec(const JobSpec& a, const JobSpec& b) {
   EXPECT_EQ(Fields(a.hooks), Fields(b.hooks));
   EXPECT_EQ(Fields(a.distributed), Fields(b.distributed));
   EXPECT_EQ(Fields(a.resources), Fields(b.resources));
+  EXPECT_EQ(a.augmentation, b.augmentation);
   EXPECT_EQ(Fields(a.hooks.checkpoint.trigger), Fields(b.hooks.checkpoint.trigger));
   EXPECT_EQ(Fields(a.hooks.summary.trigger), Fields(b.hooks.summary.trigger));
   EXPECT_EQ(Fields(a.hooks.evaluation.trigger), Fields(b.hooks.evaluation.trigger));
@@ -244,11 +245,10 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
                           "hooks.checkpoint.every_step: unknown field; known: enabled, "
                           "every_steps, every_secs, max_to_keep, keep_checkpoint_every_n_hours");
   EXPECT_EQ(e.field, "hooks.checkpoint.every_step");
-  e = MustFail(
-      Spec(R"("batchsize": 7)"),
-      "batchsize: unknown field; known: name, dataset, model, precision, optimizer, "
-      "label_smoothing, categorical, batch_size, max_steps, num_epochs, seed, hooks, distributed, "
-      "resources, priority");
+  e = MustFail(Spec(R"("batchsize": 7)"),
+               "batchsize: unknown field; known: name, dataset, model, precision, optimizer, "
+               "label_smoothing, categorical, augmentation, batch_size, max_steps, num_epochs, "
+               "seed, hooks, distributed, resources, priority");
   EXPECT_EQ(e.field, "batchsize");
   e = MustFail(Spec(R"("hooks": {"tensorboard": true})"),
                "hooks.tensorboard: unknown field; known: checkpoint, summary, step_counter, "
@@ -539,6 +539,63 @@ TEST(JobSpecJsonTest, WeightDecayCosineScheduleAndLabelSmoothing) {
   MustFail(Spec(R"("label_smoothing": 1)"), "label_smoothing: must be in [0, 1), got 1");
   MustFail(Spec(R"("label_smoothing": -0.1)"), "label_smoothing: must be in [0, 1), got -0.1");
   MustFail(Spec(R"("label_smoothing": "0.1")"), "label_smoothing: must be a number, got string");
+}
+
+TEST(JobSpecJsonTest, AugmentationParsesRoundTripsAndIsCheckedFieldByField) {
+  const JobSpec a = MustParse(Spec(
+      R"("augmentation": {"random_crop": {"padding": 4}, "horizontal_flip": true,
+                          "translate": 0.1, "brightness": 0.2, "contrast": 0.3})"));
+  EXPECT_EQ(a.augmentation.random_crop_padding, 4);
+  EXPECT_TRUE(a.augmentation.horizontal_flip);
+  EXPECT_EQ(a.augmentation.translate, 0.1f);
+  EXPECT_EQ(a.augmentation.brightness, 0.2f);
+  EXPECT_EQ(a.augmentation.contrast, 0.3f);
+  const json canonical = JobSpecToJsonValue(a);
+  EXPECT_EQ(canonical["augmentation"]["random_crop"]["padding"], 4);
+  EXPECT_EQ(MustParse(JobSpecToJson(a)).augmentation, a.augmentation);
+  const JobSpec flip = MustParse(Spec(R"("augmentation": {"horizontal_flip": true})"));
+  EXPECT_EQ(flip.augmentation.random_crop_padding, 0);
+  EXPECT_FALSE(JobSpecToJsonValue(flip)["augmentation"].contains("random_crop"));
+  EXPECT_EQ(MustParse(JobSpecToJson(flip)).augmentation, flip.augmentation);
+  // Without one (or with every transform off), the canonical spec is what it always was.
+  EXPECT_FALSE(JobSpecToJsonValue(MustParse(Spec())).contains("augmentation"));
+  EXPECT_FALSE(
+      JobSpecToJsonValue(MustParse(Spec(R"("augmentation": {})"))).contains("augmentation"));
+
+  FieldError e = MustFail(Spec(R"("augmentation": {"random_crop": {"padding": 0}})"),
+                          "augmentation.random_crop.padding: must be an integer in [1, 64], got 0");
+  EXPECT_EQ(e.field, "augmentation.random_crop.padding");
+  MustFail(Spec(R"("augmentation": {"random_crop": {"padding": 1000}})"),
+           "augmentation.random_crop.padding: must be an integer in [1, 64], got 1000");
+  MustFail(Spec(R"("augmentation": {"random_crop": {}})"),
+           "augmentation.random_crop.padding: required");
+  MustFail(Spec(R"("augmentation": {"random_crop": 4})"),
+           "augmentation.random_crop: must be an object, got integer");
+  MustFail(Spec(R"("augmentation": {"random_crop": {"padding": 4, "size": 20}})"),
+           "augmentation.random_crop.size: unknown field; known: padding");
+  e = MustFail(Spec(R"("augmentation": {"vertical_flip": true})"),
+               "augmentation.vertical_flip: unknown field; known: random_crop, horizontal_flip, "
+               "translate, brightness, contrast");
+  EXPECT_EQ(e.field, "augmentation.vertical_flip");
+  MustFail(Spec(R"("augmentation": {"horizontal_flip": 1})"),
+           "augmentation.horizontal_flip: must be a boolean, got integer");
+  e = MustFail(Spec(R"("augmentation": {"translate": 2})"),
+               "augmentation.translate: must be a fraction of the height and width in [0, 0.5], "
+               "got 2");
+  EXPECT_EQ(e.field, "augmentation.translate");
+  MustFail(Spec(R"("augmentation": {"brightness": -0.5})"),
+           "augmentation.brightness: must be in [0, 1] (a fraction of the image's range), got "
+           "-0.5");
+  MustFail(Spec(R"("augmentation": {"contrast": 1e30})"),
+           "augmentation.contrast: must be in [0, 1), got 1e+30");
+  MustFail(Spec(R"("augmentation": true)"), "augmentation: must be an object, got boolean");
+  // per_channel is the images' normalization, computed as the job loads its dataset.
+  EXPECT_EQ(MustParse(Spec(R"("dataset": {"name": "fashion-mnist", "normalize": "per_channel"})"))
+                .dataset.normalize,
+            "per_channel");
+  MustFail(Spec(R"("dataset": {"name": "fashion-mnist", "normalize": "zscore"})"),
+           "dataset.normalize: must be none, standard (tables) or per_channel (images); got "
+           "'zscore'");
 }
 
 // A residual block as the JSON of docs/job-spec.md#graph writes it.

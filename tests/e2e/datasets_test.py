@@ -257,7 +257,27 @@ def main():
             status, err = d.call("POST", "/api/v1/jobs", dict(spec, model="cnn",
                                                               dataset="animals"))
             expect(status == 400 and "model" in err["error"].get("field", ""), (status, err))
+            # Augmentation and per-channel normalization are for images: refused on a table.
+            status, err = d.call("POST", "/api/v1/jobs", dict(
+                spec, dataset="animals", augmentation={"horizontal_flip": True}))
+            expect(status == 400 and err["error"].get("field") == "augmentation.horizontal_flip",
+                   (status, err))
+            status, err = d.call("POST", "/api/v1/jobs", dict(
+                spec, dataset={"name": "animals", "normalize": "per_channel"}))
+            expect(status == 400 and err["error"].get("field") == "dataset.normalize",
+                   (status, err))
             done = d.wait_state(job["id"], {"completed", "failed"})
+            expect(done["state"] == "completed", done)
+            # The uint8 images uploaded without normalization train normalized per channel,
+            # augmented: the job's own options, kept in its canonical spec.
+            status, aug = d.call("POST", "/api/v1/jobs", dict(
+                spec, name="colours-per-channel", max_steps=20,
+                dataset={"name": "colours", "normalize": "per_channel"},
+                augmentation={"random_crop": {"padding": 2}, "horizontal_flip": True}))
+            expect(status == 201, (status, aug))
+            expect(aug["spec"]["dataset"]["normalize"] == "per_channel" and
+                   aug["spec"]["augmentation"]["random_crop"]["padding"] == 2, aug["spec"])
+            done = d.wait_state(aug["id"], {"completed", "failed"})
             expect(done["state"] == "completed", done)
 
             # --- bad uploads: a clear 4xx each, nothing left behind

@@ -319,6 +319,17 @@ def graph_cases(rgb_sha, table_sha):
                         "batch_size": 50, "seed": 4}, "rgb-resnet", 30),
              first_ops=["Div", "Transpose", "Conv", "BatchNormalization", "Relu"],
              ops=["Add", "Concat", "AveragePool", "GlobalAveragePool", "Sigmoid", "Tanh", "Erf"]),
+        # Per-channel normalization (its Sub and Div of [C] before the first layer) and an
+        # augmented training split, which the export does not see.
+        dict(rgb, name="rgb-per-channel", graph=True, preprocessing="per_channel",
+             spec=tiny({"dataset": {"name": "rgb", "format": "npz", "sha256": rgb_sha,
+                                    "normalize": "per_channel"},
+                        "model": {"layers": resnet},
+                        "augmentation": {"random_crop": {"padding": 2}, "horizontal_flip": True,
+                                         "brightness": 0.1, "contrast": 0.2},
+                        "optimizer": {"type": "adam", "learning_rate": 1e-2},
+                        "batch_size": 50, "seed": 4}, "rgb-per-channel", 30),
+             first_ops=["Div", "Sub", "Div", "Transpose", "Conv", "BatchNormalization", "Relu"]),
         dict(table, name="table-graph", graph=True,
              spec=tiny({"dataset": {"name": "table", "format": "csv", "sha256": table_sha,
                                     "normalize": "standard"},
@@ -333,7 +344,7 @@ def graph_cases(rgb_sha, table_sha):
 # The models trained here by `trainingd run`, which reads their uploads itself from
 # --datasets-dir: the daemon's jobs load their data otherwise, and serving_test.py checks the
 # exports of all five trained as daemon jobs. The graphs are trained here only.
-RUN_CASES = ("rgb-cnn", "table-mlp", "rgb-resnet", "table-graph")
+RUN_CASES = ("rgb-cnn", "table-mlp", "rgb-resnet", "table-graph", "rgb-per-channel")
 
 
 def main():

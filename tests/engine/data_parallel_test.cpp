@@ -474,6 +474,66 @@ TEST(DataParallelTest, WeightDecayCosineScheduleAndLabelSmoothingKeepThePromises
   }
 }
 
+// Augmentation of colour images normalized per channel (every transform, docs/data.md), on the
+// residual graph with batch norm over two epochs of the training split: one process's results bit
+// for bit on 2 and 3 ranks, and after a stop and a resume, in one process and from 2 ranks onto 1,
+// across the epoch boundary. And it is in use: the run differs from one without it.
+TEST(DataParallelTest, AugmentationKeepsThePromises) {
+  Datasets data = RandomDatasets(Shape{8, 8, 3}, 3, 4);  // 120 training examples: 4 batches
+  data.preprocessing = Preprocessing::kScale255;
+  ASSERT_TRUE(NormalizePerChannel(&data).ok());
+  const int64_t steps = testing::kSanitized ? 5 : 8;  // into the second epoch
+  JobSpec spec = SmallCnnJob(steps);
+  spec.model.layers = {
+      LayerSpec::Conv2d(8, 3, Padding::kSame, Activation::kNone),
+      LayerSpec::BatchNorm(),
+      LayerSpec::Relu().Named("a"),
+      LayerSpec::Conv2d(8, 3, Padding::kSame, Activation::kNone),
+      LayerSpec::BatchNorm().Named("bn_b"),
+      LayerSpec::Of(LayerType::kAdd).Named("sum", {"a", "bn_b"}),
+      LayerSpec::Relu(),
+      LayerSpec::Of(LayerType::kGlobalAvgPool),
+      LayerSpec::Dense(3, Activation::kNone),
+  };
+  spec.batch_size = 30;
+  spec.distributed.reduction_blocks = 12;
+  JobSpec plain = spec;
+  spec.augmentation.random_crop_padding = 2;
+  spec.augmentation.horizontal_flip = true;
+  spec.augmentation.translate = 0.125f;
+  spec.augmentation.brightness = 0.1f;
+  spec.augmentation.contrast = 0.2f;
+  ASSERT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec).ToString();
+  ScopedDir d1("aug1");
+  const Outcome one = RunOnRanks(spec, 1, d1.path(), -1, 1, Clock::kReal, &data);
+  ASSERT_EQ(one.global_step, steps);
+  {
+    ScopedDir dp("augplain");
+    const Outcome without = RunOnRanks(plain, 1, dp.path(), -1, 1, Clock::kReal, &data);
+    EXPECT_NE(without.losses.at(1), one.losses.at(1));  // the first batch is augmented
+    EXPECT_FALSE(BitIdentical(without.checkpoint, one.checkpoint));
+  }
+  for (int ranks : {2, 3}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    ScopedDir dn("augn" + std::to_string(ranks));
+    ExpectIdentical(one, RunOnRanks(spec, ranks, dn.path(), -1, 1, Clock::kReal, &data));
+  }
+  for (int first_ranks : {1, 2}) {
+    SCOPED_TRACE("stopped after 3 steps on " + std::to_string(first_ranks) + " rank(s)");
+    ScopedDir dr("augresume");
+    JobSpec first = spec;
+    first.max_steps = 3;
+    ASSERT_EQ(RunOnRanks(first, first_ranks, dr.path(), -1, 1, Clock::kReal, &data).global_step, 3);
+    const Outcome resumed = RunOnRanks(spec, 1, dr.path(), -1, 1, Clock::kReal, &data);
+    EXPECT_EQ(resumed.global_step, steps);
+    EXPECT_TRUE(BitIdentical(one.checkpoint, resumed.checkpoint))
+        << "largest difference " << RelativeDifference(one.checkpoint, resumed.checkpoint);
+    for (int64_t step = 4; step <= steps; ++step) {
+      EXPECT_EQ(resumed.losses.at(step), one.losses.at(step)) << "step " << step;
+    }
+  }
+}
+
 // Each rank updates only its own part of every parameter (a gathered kernel's rows, a share of
 // the others) and of the optimizer's slots; the parameters' parts are exchanged every step, the
 // slots' only when a checkpoint needs them. Until then a rank refuses to capture one; after a

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -348,6 +349,79 @@ TEST(TrainedModelTest, RunJobRecordsTheModelInputBeforeTheFirstStep) {
   auto failed = RunJob(spec, o);
   EXPECT_EQ(failed.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(LatestCheckpointStep(other.path()), 0);
+}
+
+// dataset.normalize "per_channel": the job's data is normalized as it loads, model.json's input
+// records the channel's statistics, and Predict on the raw pixels (as the model server and the
+// ONNX export take them) classifies the test split as the final evaluation measured, with the
+// training split augmented (which the model's input does not record: training only).
+TEST(TrainedModelTest, PerChannelNormalizationIsRecordedAndPredictAppliesIt) {
+  JobSpec spec;
+  spec.name = "per-channel";
+  spec.model_preset = "softmax";
+  spec.model = *PresetModel("softmax");
+  spec.dataset.name = "fashion-mnist";
+  spec.dataset.normalize = "per_channel";
+  spec.dataset.validation_size = 1000;
+  spec.dataset.max_train_examples = 2000;
+  spec.dataset.max_test_examples = 500;
+  spec.augmentation.random_crop_padding = 2;
+  spec.augmentation.horizontal_flip = true;
+  spec.batch_size = 50;
+  spec.max_steps = 40;
+  spec.hooks.final_eval.enabled = true;
+  const std::string root = std::filesystem::path(TRAININGD_FASHION_MNIST_DIR).parent_path();
+  auto data = LoadJobDatasets(spec.dataset, root, "");
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ((*data)->preprocessing, Preprocessing::kPerChannel);
+  ASSERT_EQ((*data)->feature_mean.size(), 1u);
+  EXPECT_NEAR((*data)->feature_mean[0], 0.286, 0.01);  // Fashion-MNIST's mean pixel
+  EXPECT_NEAR((*data)->feature_std[0], 0.353, 0.01);
+  auto probed = ProbeJobDataset(spec.dataset, root, "");
+  ASSERT_TRUE(probed.ok()) << probed.status().ToString();
+  EXPECT_EQ(probed->preprocessing, Preprocessing::kPerChannel);
+
+  ScopedDir dir("per_channel");
+  JobRunOptions o;
+  o.checkpoint_dir = dir.path();
+  o.datasets = *data;
+  o.logger = std::make_shared<testing::CapturingLogger>();
+  std::optional<ModelInput> recorded;
+  o.on_model_input = [&](const ModelInput& in) {
+    recorded = in;
+    return Status::Ok();
+  };
+  auto result = RunJob(spec, o);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_TRUE(recorded.has_value());
+  EXPECT_EQ(recorded->preprocessing, Preprocessing::kPerChannel);
+  EXPECT_EQ(recorded->feature_mean, (*data)->feature_mean);
+  EXPECT_EQ(recorded->feature_std, (*data)->feature_std);
+  EXPECT_TRUE(ValidateModelInput(*recorded).ok());
+
+  auto trained = LoadTrainedModel(dir.path(), std::nullopt, *recorded);
+  ASSERT_TRUE(trained.ok()) << trained.status().ToString();
+  auto source = JobDatasetSource(spec.dataset, root, "");
+  ASSERT_TRUE(source.ok());
+  auto raw = ReadTestExamples(*source, 0, 500);
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  std::vector<float> logits(500 * 10);
+  ASSERT_TRUE(trained->Predict(raw->values.data(), 500, logits.data(), nullptr).ok());
+  int correct = 0;
+  for (int i = 0; i < 500; ++i) {
+    const auto* row = logits.data() + i * 10;
+    correct += std::max_element(row, row + 10) - row == raw->labels[static_cast<size_t>(i)];
+  }
+  EXPECT_GT(correct, 250);
+  EXPECT_DOUBLE_EQ(correct / 500.0, result->final_values["test/accuracy"]);
+
+  // One value per channel, exactly.
+  ModelInput bad = *recorded;
+  bad.feature_std = {1.0f, 1.0f};
+  EXPECT_TRUE(FailsNaming(ValidateModelInput(bad), "feature_std: 2 values"));
+  // The augmentation is for images.
+  JobSpec flat = spec;
+  EXPECT_TRUE(FailsNaming(FitModelToData(&flat, Shape{12}, 2), "augmentation.random_crop: "));
 }
 
 }  // namespace

@@ -156,8 +156,25 @@ async function main() {
   check(await page.locator('.preset:disabled').count() === 0, 'every preset fits fashion-mnist');
   const cnnSpec = JSON.parse(await page.locator('#spec-editor').inputValue());
   check(cnnSpec.name === 'cnn-fashion-mnist' && cnnSpec.dataset.validation_size === 5000, `the cnn preset as before: ${JSON.stringify(cnnSpec.dataset)}`);
+  // The ResNet preset: the image models' recipe, its crop fitted to the 28 x 28 images.
+  await page.locator('.preset[data-preset="resnet20"]').click();
+  const resnetSpec = JSON.parse(await page.locator('#spec-editor').inputValue());
+  check(resnetSpec.model === 'resnet20' && resnetSpec.dataset.normalize === 'per_channel' &&
+    resnetSpec.augmentation.random_crop.padding === 4 && resnetSpec.augmentation.horizontal_flip === true &&
+    resnetSpec.optimizer.type === 'adamw', `the resnet20 preset: ${JSON.stringify(resnetSpec)}`);
+  // The daemon takes it as the form wrote it (stopped at once: only the admission is tested).
+  const accepted = await daemon.api('POST', '/jobs', resnetSpec, TOKEN);
+  check(accepted.status === 201, `the resnet20 preset's spec is accepted: ${accepted.status} ${JSON.stringify(accepted.body)}`);
+  if (accepted.status === 201) {
+    await daemon.api('POST', `/jobs/${accepted.body.id}/stop`, {}, TOKEN);
+    for (let i = 0; i < 300; i++) {
+      const s = (await daemon.api('GET', `/jobs/${accepted.body.id}`, null, TOKEN)).body.state;
+      if (!['queued', 'running', 'stopping'].includes(s)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
   await page.screenshot({ path: path.join(SHOTS, 'datasets-submit.png') });
-  log('submit: the picker lists fashion-mnist; softmax, mlp and cnn offered');
+  log('submit: the picker lists fashion-mnist; softmax, mlp, cnn and resnet20 offered');
 
   // 4. A valid CSV: progress, the list with its class names, the picker, delete (409 while a job
   // uses it, then gone).
@@ -215,6 +232,7 @@ async function main() {
   check(spec.model === 'mlp' && spec.name === 'mlp-pets' && JSON.stringify(spec.dataset) === '{"name":"pets"}',
     `mlp on pets, validation_size left to the daemon: ${JSON.stringify(spec)}`);
   check(await page.locator('.preset[data-preset="cnn"]').isDisabled(), 'no cnn for a table');
+  check(await page.locator('.preset[data-preset="resnet20"]').isDisabled(), 'no resnet20 for a table');
   check(!(await page.locator('.preset[data-preset="softmax"]').isDisabled()) && !(await page.locator('.preset[data-preset="mlp"]').isDisabled()), 'softmax and mlp for a table');
   check((await text(page, '#dataset-hint')).includes('cnn needs images'), 'the hint says why not cnn');
   check(spec.batch_size === splits[0], `the batch fits the ${splits[0]} training examples: ${spec.batch_size}`);

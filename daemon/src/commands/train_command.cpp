@@ -29,6 +29,13 @@ struct Options {
   std::string optimizer = "adam";
   std::string precision = "float32";
   std::optional<double> learning_rate;  // unset: the preset's default
+  std::optional<double> weight_decay;   // unset: the optimizer type's default
+  bool cosine = false;                  // a cosine decay over the steps
+  int64_t warmup_steps = 0;             // with --cosine
+  std::optional<double> label_smoothing;
+  int64_t random_crop = 0;  // padding; 0 = none
+  bool flip = false;
+  std::string normalize = "none";
   int threads = 2;
   uint64_t seed = 42;
   int64_t log_every = 100;
@@ -56,9 +63,23 @@ eng::Result<eng::JobSpec> SpecFor(const Options& o) {
     s.optimizer.type = eng::OptimizerOptions::Type::kMomentum;
   } else if (o.optimizer == "sgd") {
     s.optimizer.type = eng::OptimizerOptions::Type::kSgd;
+  } else if (o.optimizer == "adamw") {
+    s.optimizer.type = eng::OptimizerOptions::Type::kAdamW;
+    s.optimizer.weight_decay = eng::OptimizerOptions::kDefaultAdamWWeightDecay;
   } else {
     return eng::Status::InvalidArgument("--optimizer: unknown '" + o.optimizer +
-                                        "' (adam, momentum, sgd)");
+                                        "' (adam, adamw, momentum, sgd)");
+  }
+  if (o.weight_decay) s.optimizer.weight_decay = static_cast<float>(*o.weight_decay);
+  if (o.label_smoothing) s.label_smoothing = static_cast<float>(*o.label_smoothing);
+  s.augmentation.random_crop_padding = o.random_crop;
+  s.augmentation.horizontal_flip = o.flip;
+  if (o.normalize != "none" && o.normalize != "per_channel") {
+    return eng::Status::InvalidArgument("--normalize: unknown '" + o.normalize +
+                                        "' (none, per_channel)");
+  }
+  if (o.warmup_steps > 0 && !o.cosine) {
+    return eng::Status::InvalidArgument("--warmup-steps: only with --cosine");
   }
   if (const auto precision = eng::PrecisionNamed(o.precision)) {
     s.precision = *precision;
@@ -66,8 +87,18 @@ eng::Result<eng::JobSpec> SpecFor(const Options& o) {
     return eng::Status::InvalidArgument("--precision: unknown '" + o.precision +
                                         "' (float32, mixed_bfloat16)");
   }
-  s.optimizer.learning_rate = eng::LearningRateSchedule::Constant(
-      static_cast<float>(o.learning_rate.value_or(cnn ? 1e-4 : 1e-3)));
+  const auto rate = static_cast<float>(o.learning_rate.value_or(cnn ? 1e-4 : 1e-3));
+  s.optimizer.learning_rate = eng::LearningRateSchedule::Constant(rate);
+  if (o.cosine) {
+    if (o.warmup_steps >= s.max_steps) {
+      return eng::Status::InvalidArgument("--warmup-steps: " + std::to_string(o.warmup_steps) +
+                                          " is not less than the " + std::to_string(s.max_steps) +
+                                          " steps");
+    }
+    // Warmup, then a decay to 0 at the last step.
+    s.optimizer.learning_rate = eng::LearningRateSchedule::CosineDecay(
+        rate, s.max_steps - o.warmup_steps, 0.0f, o.warmup_steps);
+  }
   // The directory's name, for the logs; "data" when it is not a valid dataset name.
   s.dataset.name = fs::path(o.data).filename().string();
   if (s.dataset.name.empty() || s.dataset.name.size() > 100 || s.dataset.name == "." ||
@@ -77,6 +108,7 @@ eng::Result<eng::JobSpec> SpecFor(const Options& o) {
     s.dataset.name = "data";
   }
   s.dataset.validation_size = o.validation_size;
+  s.dataset.normalize = o.normalize;
   eng::HooksSpec& h = s.hooks;
   h.checkpoint.enabled = !o.checkpoint_dir.empty();
   h.summary.enabled = false;
@@ -96,12 +128,25 @@ int TrainCommand(const std::vector<std::string>& args) {
               "Trains a tutorial model in a monitored training session (like trainingd run).\n"
               "Defaults per model (steps, batch, learning rate): cnn 20000, 50, 1e-4;\n"
               "mlp and softmax 10000, 100, 1e-3.\n");
-  flags.String("--model", "NAME", "cnn, mlp or softmax (cnn)", &o.model)
+  flags
+      .String("--model", "NAME", "a preset: cnn, mlp, softmax, resnet, resnet20/32/56 (cnn)",
+              &o.model)
       .String("--data", "DIR", "a directory of MNIST-format IDX files (Fashion-MNIST)", &o.data)
       .Int("--steps", "global steps to train", 1, INT64_MAX, &o.steps)
       .Int("--batch-size", "examples per step", 1, INT64_MAX, &o.batch_size)
-      .String("--optimizer", "NAME", "adam, momentum or sgd (adam)", &o.optimizer)
+      .String("--optimizer", "NAME", "adam, adamw, momentum or sgd (adam)", &o.optimizer)
       .Positive("--learning-rate", "the learning rate", &o.learning_rate)
+      .Positive("--weight-decay", "decoupled weight decay (adamw: 0.004; others: none)",
+                &o.weight_decay)
+      .Switch("--cosine", "a cosine decay of the learning rate to 0 over the steps", &o.cosine)
+      .Int("--warmup-steps", "with --cosine: a linear warmup over the first N steps (0)", 0,
+           INT64_MAX, &o.warmup_steps)
+      .Positive("--label-smoothing", "the loss's label smoothing, in (0, 1) (none)",
+                &o.label_smoothing)
+      .Int("--random-crop", "augmentation: pad by N pixels and crop at random (0: none)", 0,
+           eng::kMaxCropPadding, &o.random_crop)
+      .Switch("--flip", "augmentation: mirror left to right at random", &o.flip)
+      .String("--normalize", "HOW", "none or per_channel (none; docs/data.md)", &o.normalize)
       .String("--precision", "NAME",
               "float32 or mixed_bfloat16 (float32; docs/job-spec.md#precision)", &o.precision)
       .Int("--threads", "compute threads (2)", 1, 256, &o.threads)
@@ -126,6 +171,12 @@ int TrainCommand(const std::vector<std::string>& args) {
     if (!data.ok()) {
       std::fprintf(stderr, "trainingd train: %s\n", data.status().ToString().c_str());
       return 1;
+    }
+    if (o.normalize == "per_channel") {
+      if (eng::Status s = eng::NormalizePerChannel(&*data); !s.ok()) {
+        std::fprintf(stderr, "trainingd train: --%s\n", s.message().c_str());
+        return 2;
+      }
     }
     // The session needs a directory for what it writes; without --checkpoint-dir, a temporary
     // one that nothing is written to (checkpoints and summaries are off).

@@ -582,8 +582,12 @@ Status DatasetStore::ResolveJobDataset(eng::DatasetSpec* d) const {
   }
   d->format = r.format;
   d->sha256 = r.sha256;
-  TRAININGD_RETURN_IF_ERROR(
-      agree("normalize", d->normalize, defaults.normalize, want.normalize, &d->normalize));
+  // per_channel is the job's own normalization of images, computed as it loads them
+  // (eng::NormalizePerChannel), over an upload made without one; the probe checks it fits.
+  if (d->normalize != "per_channel" || want.normalize != "none") {
+    TRAININGD_RETURN_IF_ERROR(
+        agree("normalize", d->normalize, defaults.normalize, want.normalize, &d->normalize));
+  }
   TRAININGD_RETURN_IF_ERROR(agree("label_column", d->label_column, defaults.label_column,
                                   want.label_column, &d->label_column));
   TRAININGD_RETURN_IF_ERROR(agree("test_fraction", d->test_fraction, defaults.test_fraction,

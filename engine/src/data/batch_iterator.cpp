@@ -84,7 +84,12 @@ void BatchIterator::Next(Tensor& images, std::vector<int32_t>& labels, int64_t s
         for (int64_t k = begin; k < end; ++k) {
           const int64_t example_index = order_[static_cast<size_t>(first + k)];
           const int64_t to = lo - slice_begin + k;
-          std::memcpy(dst + to * per_example, src + example_index * per_example, bytes);
+          if (augmenter_) {
+            augmenter_->Apply(epoch_, example_index, src + example_index * per_example,
+                              dst + to * per_example);
+          } else {
+            std::memcpy(dst + to * per_example, src + example_index * per_example, bytes);
+          }
           labels[static_cast<size_t>(to)] = split_->labels[static_cast<size_t>(example_index)];
         }
       });

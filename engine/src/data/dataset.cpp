@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <system_error>
 
@@ -206,6 +207,8 @@ const char* PreprocessingName(Preprocessing p) {
       return "scale_255";
     case Preprocessing::kStandard:
       return "standard";
+    case Preprocessing::kPerChannel:
+      return "per_channel";
   }
   return "none";
 }
@@ -306,6 +309,48 @@ Result<Datasets> LoadDataset(const DatasetSource& source, const DatasetOptions& 
       break;
   }
   return LoadMnistDirectory(source.path, options);
+}
+
+Status NormalizePerChannel(Datasets* data) {
+  const Shape example = data->train.example_shape();
+  if (data->preprocessing != Preprocessing::kScale255 || example.rank() != 3) {
+    return Status::InvalidArgument(
+        std::string("normalize: per_channel applies to uint8 images [H, W, C]; these examples "
+                    "are ") +
+        example.ToString() + " with preprocessing " + PreprocessingName(data->preprocessing));
+  }
+  const auto channels = static_cast<size_t>(example[2]);
+  // Sums in double, in example order: the same statistics on every run and every rank.
+  std::vector<double> sum(channels, 0.0), squares(channels, 0.0);
+  const float* x = data->train.images.data();
+  const int64_t values = data->train.images.size();
+  for (int64_t i = 0; i < values; ++i) sum[static_cast<size_t>(i) % channels] += x[i];
+  const double count = static_cast<double>(values / static_cast<int64_t>(channels));
+  data->feature_mean.assign(channels, 0.0f);
+  data->feature_std.assign(channels, 1.0f);
+  for (size_t k = 0; k < channels; ++k) {
+    data->feature_mean[k] = count > 0 ? static_cast<float>(sum[k] / count) : 0.0f;
+  }
+  for (int64_t i = 0; i < values; ++i) {
+    const size_t k = static_cast<size_t>(i) % channels;
+    const double d = double{x[i]} - data->feature_mean[k];
+    squares[k] += d * d;
+  }
+  for (size_t k = 0; k < channels; ++k) {
+    const double sd = count > 0 ? std::sqrt(squares[k] / count) : 0.0;
+    // A constant channel maps to 0, as a constant table feature does.
+    data->feature_std[k] = sd > 0 ? static_cast<float>(sd) : 1.0f;
+  }
+  for (Split* s : {&data->train, &data->validation, &data->test}) {
+    float* v = s->images.data();
+    const int64_t n = s->images.size();
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = static_cast<size_t>(i) % channels;
+      v[i] = (v[i] - data->feature_mean[k]) / data->feature_std[k];
+    }
+  }
+  data->preprocessing = Preprocessing::kPerChannel;
+  return Status::Ok();
 }
 
 namespace {

@@ -340,6 +340,18 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
       x = g.Node("Div", "standardized", {x, "feature_std"});
       break;
     }
+    case Preprocessing::kPerChannel: {
+      // The input is NHWC: [C] initializers broadcast over its last axis, the channels.
+      const float scale = 255.0f;
+      const int64_t channels = static_cast<int64_t>(in.feature_mean.size());
+      g.Initializer("scale_255", {}, &scale);
+      g.Initializer("channel_mean", {channels}, in.feature_mean.data());
+      g.Initializer("channel_std", {channels}, in.feature_std.data());
+      x = g.Node("Div", "scaled", {x, "scale_255"});
+      x = g.Node("Sub", "centered", {x, "channel_mean"});
+      x = g.Node("Div", "standardized", {x, "channel_std"});
+      break;
+    }
   }
 
   // Every layer's output as a value of the graph, in a layout: the engine's NHWC, ONNX's NCHW

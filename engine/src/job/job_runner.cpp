@@ -239,6 +239,11 @@ Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& datas
     return Status(data.status().code(),
                   "dataset '" + dataset.name + "': " + data.status().message());
   }
+  if (dataset.normalize == "per_channel") {
+    if (Status s = NormalizePerChannel(&*data); !s.ok()) {
+      return Status::InvalidArgument("dataset." + s.message());
+    }
+  }
   return std::shared_ptr<const Datasets>(std::make_shared<Datasets>(std::move(data).value()));
 }
 
@@ -252,6 +257,16 @@ Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::strin
   auto source = JobDatasetSource(dataset, data_root, datasets_dir);
   if (!source.ok()) return source.status();
   auto info = ProbeDataset(*source, JobDatasetOptions(dataset));
+  if (info.ok() && dataset.normalize == "per_channel") {
+    // NormalizePerChannel's condition, known from the headers; its statistics come at load.
+    if (info->preprocessing != Preprocessing::kScale255 || info->example_shape.rank() != 3) {
+      return Status::InvalidArgument(
+          "dataset.normalize: per_channel applies to uint8 images [H, W, C]; dataset '" +
+          dataset.name + "' holds " + info->example_shape.ToString() + " examples (" +
+          info->element_type + ")");
+    }
+    info->preprocessing = Preprocessing::kPerChannel;
+  }
   if (info.ok()) return info;
   const std::string& m = info.status().message();
   std::error_code ec;
@@ -313,6 +328,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   config.reduction_blocks = spec.distributed.reduction_blocks;
   config.precision = spec.precision;
   config.label_smoothing = spec.label_smoothing;
+  config.augmentation = spec.augmentation;
   const std::shared_ptr<Communicator>& comm = options.communicator;
   const bool distributed = comm && comm->size() > 1;
   if (distributed) {

@@ -373,8 +373,10 @@ Status ValidateJobSpec(const JobSpec& spec) {
   if (d.format == "idx" && !d.sha256.empty()) {
     return Bad("dataset.sha256", "only uploaded (npz, csv) datasets have one");
   }
-  if (d.normalize != "none" && d.normalize != "standard") {
-    return Bad("dataset.normalize", "must be none or standard; got " + Quote(d.normalize));
+  if (d.normalize != "none" && d.normalize != "standard" && d.normalize != "per_channel") {
+    return Bad(
+        "dataset.normalize",
+        "must be none, standard (tables) or per_channel (images); got " + Quote(d.normalize));
   }
   if (d.format == "csv" && !d.test_file && !(d.test_fraction > 0 && d.test_fraction < 1)) {
     return Bad("dataset.test_fraction",
@@ -396,6 +398,8 @@ Status ValidateJobSpec(const JobSpec& spec) {
     return Bad("label_smoothing",
                "must be in [0, 1), got " + internal::FloatToString(spec.label_smoothing));
   }
+
+  TRAININGD_RETURN_IF_ERROR(CheckAugmentationValues(spec.augmentation));
 
   if (spec.batch_size < 1) {
     return Bad("batch_size", "must be >= 1, got " + std::to_string(spec.batch_size));
@@ -434,6 +438,7 @@ Status ValidateJobSpec(const JobSpec& spec) {
 
 Status FitModelToData(JobSpec* spec, const Shape& example_shape, int64_t num_classes,
                       const std::vector<CategoricalFeature>& categorical) {
+  TRAININGD_RETURN_IF_ERROR(CheckAugmentationFits(spec->augmentation, example_shape));
   std::vector<LayerSpec>& layers = spec->model.layers;
   std::erase_if(layers,
                 [](const LayerSpec& l) { return l.type == LayerType::kCategoricalEncoding; });

@@ -57,7 +57,8 @@ ModelInput MakeModelInput(const JobSpec& fitted, const Datasets& data) {
     for (int c = 0; c < data.num_classes; ++c) in.class_names.push_back(std::to_string(c));
   }
   in.preprocessing = data.preprocessing;
-  if (data.preprocessing == Preprocessing::kStandard) {
+  if (data.preprocessing == Preprocessing::kStandard ||
+      data.preprocessing == Preprocessing::kPerChannel) {
     in.feature_mean = data.feature_mean;
     in.feature_std = data.feature_std;
   }
@@ -104,7 +105,14 @@ Status ValidateModelInput(const ModelInput& input) {
   }
   const int64_t numbers = shape.num_elements() - categoricals;
   const bool standard = input.preprocessing == Preprocessing::kStandard;
-  const size_t features = standard ? static_cast<size_t>(numbers) : 0;
+  const bool per_channel = input.preprocessing == Preprocessing::kPerChannel;
+  if (per_channel && shape.rank() != 3) {
+    return Status::InvalidArgument("preprocessing: per_channel is for images [H, W, C], not " +
+                                   shape.ToString());
+  }
+  const size_t features = standard      ? static_cast<size_t>(numbers)
+                          : per_channel ? static_cast<size_t>(shape[2])
+                                        : 0;
   for (const auto& [name, values] :
        {std::pair<const char*, const std::vector<float>*>{"feature_mean", &input.feature_mean},
         {"feature_std", &input.feature_std}}) {
@@ -112,7 +120,9 @@ Status ValidateModelInput(const ModelInput& input) {
       return Status::InvalidArgument(
           std::string(name) + ": " + std::to_string(values->size()) + " values; " +
           (standard ? "preprocessing standard needs one per feature, " + std::to_string(features)
-                    : std::string("only preprocessing standard has them")));
+           : per_channel
+               ? "preprocessing per_channel needs one per channel, " + std::to_string(features)
+               : std::string("only preprocessing standard and per_channel have them")));
     }
     for (size_t k = 0; k < values->size(); ++k) {
       const float v = (*values)[k];

@@ -135,6 +135,15 @@ Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits, flo
         }
         break;
       }
+      case Preprocessing::kPerChannel: {
+        // NormalizePerChannel's arithmetic on the loader's value / 255.
+        const auto channels = static_cast<int64_t>(input_.feature_mean.size());
+        for (int64_t i = 0; i < n * size; ++i) {
+          const size_t k = static_cast<size_t>(i % channels);
+          x[i] = (in[i] / 255.0f - input_.feature_mean[k]) / input_.feature_std[k];
+        }
+        break;
+      }
     }
     const Tensor& out = model_->Forward(batch_, Mode::kEval);
     if (logits) std::copy_n(out.data(), n * classes, logits + first * classes);

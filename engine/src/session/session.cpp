@@ -28,6 +28,12 @@ bool IsStepFetch(std::string_view name) {
          name == kLearningRateFetch || name == kEpochFetch;
 }
 
+// How the training split's values relate to its images' [0, 1] units (augmentation.h).
+ChannelUnits ChannelUnitsOf(const Datasets& data) {
+  if (data.preprocessing != Preprocessing::kPerChannel) return {};
+  return {data.feature_mean, data.feature_std};
+}
+
 }  // namespace
 
 double RunValues::get(const std::string& name) const {
@@ -59,7 +65,9 @@ Result<std::unique_ptr<Session>> Session::Create(const SessionConfig& config,
                                   .communicator = config.communicator.get(),
                                   .reduction_blocks = config.reduction_blocks,
                                   .precision = config.precision,
-                                  .label_smoothing = config.label_smoothing});
+                                  .label_smoothing = config.label_smoothing,
+                                  .augmentation = config.augmentation,
+                                  .units = ChannelUnitsOf(*s->datasets_)});
   if (!trainer.ok()) return trainer.status();
   s->trainer_ = std::move(trainer).value();
   return s;

@@ -64,6 +64,13 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
   auto input = BatchIterator::Create(train, options.batch_size, data_seed);
   if (!input.ok()) return input.status();
   t->input_ = std::make_unique<BatchIterator>(std::move(input).value());
+  if (options.augmentation.enabled()) {
+    // Its own stream too: the draws of (epoch, example) never coincide with the order's.
+    auto augmenter = Augmenter::Create(options.augmentation, train.example_shape(),
+                                       Rng::ForStream(options.seed, 0xA06).Next(), options.units);
+    if (!augmenter.ok()) return augmenter.status();
+    t->input_->set_augmenter(std::move(augmenter).value());
+  }
   t->batch_size_ = options.batch_size;
   if (!(options.label_smoothing >= 0.0f && options.label_smoothing < 1.0f)) {
     return Status::InvalidArgument("label_smoothing must be in [0, 1), got " +

@@ -4,8 +4,9 @@
 // needs the dataset. docs/models.md describes its fields:
 //
 //   {"version": 1, "example_shape": [28, 28, 1], "num_classes": 10,
-//    "class_names": ["0", ..., "9"], "preprocessing": "scale_255",   // or "none", "standard"
-//    "feature_mean": [...], "feature_std": [...],                    // "standard" only
+//    "class_names": ["0", ..., "9"], "preprocessing": "scale_255",   // or "none", "standard",
+//                                                                     // "per_channel"
+//    "feature_mean": [...], "feature_std": [...],   // "standard" (per feature), "per_channel"
 //    "dataset": {"name": "fashion-mnist", "format": "idx", "sha256": ""},
 //    "model": {"layers": [...]}}                                     // as in a job spec
 //

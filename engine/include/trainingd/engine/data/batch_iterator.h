@@ -10,14 +10,20 @@
 // swap positions i and UniformInt(i + 1). Without shuffling it is file order. So the position
 // (state()) is all a checkpoint needs to resume the identical batch sequence with Restore().
 //
+// Augmentation (augmentation.h): with an Augmenter, each example is copied through it, with the
+// draws of (its epoch, its index in the split), so the batches stay a function of the position.
+//
 // Not thread-safe. The iterator refers to the Split it was created from, which must outlive it and
 // must not change while it is in use.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "trainingd/engine/base/status.h"
+#include "trainingd/engine/data/augmentation.h"
 #include "trainingd/engine/data/dataset.h"
 #include "trainingd/engine/nn/tensor.h"
 
@@ -37,12 +43,15 @@ class BatchIterator {
                                       bool shuffle = true);
 
   // Fills the next batch: `images` is resized to [batch_size, H, W, 1] and `labels` to batch_size.
-  // Reuses their allocations; copies one example per memcpy.
+  // Reuses their allocations; copies one example per memcpy (through the Augmenter, when set).
   void Next(Tensor& images, std::vector<int32_t>& labels);
   // The same step through the sequence, but only examples [slice_begin, slice_begin +
   // slice_count) of the batch are copied (one rank's share of a data-parallel global batch):
   // every rank advances through the same global order and takes its own slice of it.
   void Next(Tensor& images, std::vector<int32_t>& labels, int64_t slice_begin, int64_t slice_count);
+
+  // Every example Next() copies from now on goes through `augmenter` (training only).
+  void set_augmenter(Augmenter augmenter) { augmenter_ = std::move(augmenter); }
 
   State state() const { return {epoch_, index_in_epoch_}; }
   // Moves to `state` (e.g. one saved in a checkpoint), after which Next() returns exactly what it
@@ -68,6 +77,7 @@ class BatchIterator {
   int64_t epoch_ = 0;
   int64_t index_in_epoch_ = 0;
   std::vector<int64_t> order_;  // example indices of epoch_, in visiting order
+  std::optional<Augmenter> augmenter_;
 };
 
 // Copies examples [begin, begin + count) of `split`, in order, into `images` (resized to

@@ -32,8 +32,12 @@ enum class Preprocessing {
   kNone,      // float data as is
   kScale255,  // uint8 images: value / 255, into [0, 1]
   kStandard,  // tables: (value - mean) / std per feature, both of the train split
+  // uint8 images: (value / 255 - mean) / std per channel, both of the train split's value / 255
+  // (the job spec's dataset.normalize "per_channel", NormalizePerChannel).
+  kPerChannel,
 };
-const char* PreprocessingName(Preprocessing p);  // "none", "scale_255", "standard"
+// "none", "scale_255", "standard", "per_channel"
+const char* PreprocessingName(Preprocessing p);
 
 // One split of a dataset: N examples, in file order.
 struct Split {
@@ -54,7 +58,7 @@ struct Datasets {
   std::vector<std::string> class_names;
   Preprocessing preprocessing = Preprocessing::kScale255;
   // kStandard: per feature, the train split's mean and standard deviation (a constant feature's
-  // is 1, so it maps to 0). Empty otherwise.
+  // is 1, so it maps to 0). kPerChannel: the same per channel. Empty otherwise.
   std::vector<float> feature_mean, feature_std;
   // Tables: the name of each feature (a CSV's number columns that are features, in header order;
   // an npz's none), and the value a missing feature (NaN in the file) became in every split: the
@@ -173,6 +177,13 @@ enum class ProbeDepth {
 Result<DatasetInfo> ProbeDataset(const DatasetSource& source, const DatasetOptions& options,
                                  ProbeDepth depth = ProbeDepth::kHeaders);
 Result<Datasets> LoadDataset(const DatasetSource& source, const DatasetOptions& options);
+
+// Preprocessing::kPerChannel: each channel's mean and population standard deviation over the
+// train split's values (value / 255; a constant channel's deviation is 1), into feature_mean and
+// feature_std, and every split's values become (value - mean) / std in float arithmetic, as
+// TrainedModel::Predict and the ONNX export compute them from raw pixels. InvalidArgument
+// "normalize: ..." unless the data is uint8 images (kScale255, [H, W, C] examples).
+Status NormalizePerChannel(Datasets* data);
 
 // Examples of a dataset's test split in its raw units: what an exported model and the model
 // server take (uint8 pixels as 0..255, a table's values as in its file, never standardized).

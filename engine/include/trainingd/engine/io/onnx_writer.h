@@ -6,7 +6,8 @@
 //                  ("batch"), in the dataset's raw units (0..255 for uint8 images);
 //   preprocessing  inside the graph, as training applied it: Div by 255, or Sub the train split's
 //                  mean and Div by its std per feature (initializers "feature_mean",
-//                  "feature_std");
+//                  "feature_std"), or Div by 255, Sub the mean and Div by the std per channel
+//                  (per_channel: "channel_mean", "channel_std" of [C], broadcast over NHWC);
 //   layers         conv2d -> Conv (kernel HWIO transposed to OIHW, TF's SAME padding as explicit
 //                  pads) + Relu; max_pool2d -> MaxPool; both on NCHW, with a Transpose from NHWC
 //                  before the first and one back to NHWC before a flatten, so the first dense

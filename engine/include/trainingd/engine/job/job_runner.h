@@ -105,14 +105,17 @@ std::string UploadedDatasetFile(const std::string& sha256, const std::string& fo
 // The DatasetOptions the spec asks for.
 DatasetOptions JobDatasetOptions(const DatasetSpec& dataset);
 
-// Loads `spec.dataset` (JobDatasetSource).
+// Loads `spec.dataset` (JobDatasetSource), normalized per channel when it says so
+// (NormalizePerChannel).
 Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& dataset,
                                                         const std::string& data_root,
                                                         const std::string& datasets_dir);
 
 // What `dataset` holds (ProbeMnistDirectory), with errors naming the spec's field:
 // "dataset.name: no dataset 'x' in /usr/share/datasets (there are: fashion-mnist)",
-// "dataset.validation_size: ...", or "dataset.name: dataset 'x' cannot be read: ...".
+// "dataset.validation_size: ...", or "dataset.name: dataset 'x' cannot be read: ...";
+// "dataset.normalize: ..." for per_channel on data that is not uint8 images (the preprocessing is
+// then kPerChannel, without its statistics, which LoadJobDatasets computes).
 Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root,
                                     const std::string& datasets_dir);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trainingd/engine/base/status.h"
+#include "trainingd/engine/data/augmentation.h"
 #include "trainingd/engine/data/dataset.h"
 #include "trainingd/engine/nn/layer.h"
 #include "trainingd/engine/nn/model_spec.h"
@@ -34,8 +35,10 @@ struct DatasetSpec {
   bool test_file = false;              // csv: uploaded with a test file
   double test_fraction = 0.2;          // csv without a test file
   uint64_t split_seed = 0;             // csv without a test file
-  std::string normalize = "none";      // "none" or "standard" (tables)
-  TableColumnOptions columns;          // csv: the columns' types and missing values
+  // "none", "standard" (tables: an upload's, computed when it was uploaded) or "per_channel"
+  // (uint8 images: computed on the train split as the job loads it, NormalizePerChannel).
+  std::string normalize = "none";
+  TableColumnOptions columns;  // csv: the columns' types and missing values
   // kAutoValidationSize: 5000 for IDX (TensorFlow's tutorials); for an upload, its own
   // validation split (x_val) or a tenth of the training examples. See DatasetOptions.
   int64_t validation_size = kAutoValidationSize;
@@ -153,6 +156,8 @@ struct JobSpec {
   float label_smoothing = 0.0f;
   // How the model encodes a table's categorical columns (docs/job-spec.md#categorical).
   CategoricalOptions categorical;
+  // Random transforms of the training split's images (augmentation.h, docs/data.md#augmentation).
+  AugmentationSpec augmentation;
   int64_t batch_size = 50;
   // The job ends at this global step (StopAtStepHook's last_step); 0 = no step limit.
   int64_t max_steps = 0;
@@ -184,9 +189,10 @@ Status ValidateJobSpec(const JobSpec& spec);
 // layers (IsPresetModel), the model becomes PresetModel(preset, example_shape, num_classes), so
 // the last dense layer has the dataset's classes as its units. Any other model is the user's
 // own and is left as written (Model::Build then checks its last layer's units). InvalidArgument
-// "model: ..." when the preset does not fit the examples (cnn on a table). PlanJob and RunJob
-// apply it; a caller that keeps the spec (the daemon's canonical spec) applies it too, so the
-// spec it keeps is the model that runs.
+// "model: ..." when the preset does not fit the examples (cnn on a table), "augmentation.<field>:
+// ..." when the augmentation does not (a flip of a table, a padding over half the image). PlanJob
+// and RunJob apply it; a caller that keeps the spec (the daemon's canonical spec) applies it too,
+// so the spec it keeps is the model that runs.
 //
 // A table with `categorical` columns (Datasets::categorical) gets a categorical_encoding layer
 // first, one-hot or embedding each column by spec->categorical (EncodedWidth), in place of any

@@ -26,9 +26,11 @@ struct ModelInput {
   // One name per class, in class-id order: the dataset's (CSV string labels), else "0".."n-1".
   std::vector<std::string> class_names;
   // How an example in the dataset's raw units (0..255 for uint8 images, the file's values for
-  // tables) becomes what the model saw: value / 255, (value - mean) / std per feature, or as is.
+  // tables) becomes what the model saw: value / 255, (value - mean) / std per feature,
+  // (value / 255 - mean) / std per channel, or as is.
   Preprocessing preprocessing = Preprocessing::kNone;
-  // kStandard only: per feature, the train split's mean and standard deviation. Empty otherwise.
+  // kStandard: per feature, the train split's mean and standard deviation; kPerChannel: per
+  // channel. Empty otherwise.
   std::vector<float> feature_mean, feature_std;
   // Tables from a CSV: each feature's column name, and the value a missing feature (NaN) takes
   // before the preprocessing above (the train split's mean or median, Datasets::feature_impute).

@@ -99,6 +99,8 @@ struct SessionConfig {
   Precision precision = Precision::kFloat32;
   // The training loss's label smoothing (TrainerOptions::label_smoothing).
   float label_smoothing = 0.0f;
+  // The training split's augmentation (TrainerOptions::augmentation).
+  AugmentationSpec augmentation;
 };
 
 class Session {

@@ -42,6 +42,10 @@ struct TrainerOptions {
   // The training loss's label smoothing, in [0, 1) (SoftmaxCrossEntropy); evaluations report the
   // plain cross-entropy.
   float label_smoothing = 0.0f;
+  // The training split's augmentation (augmentation.h), drawn from a stream of `seed`; `units`
+  // says how the split's values relate to the images' [0, 1] range (per-channel normalization).
+  AugmentationSpec augmentation;
+  ChannelUnits units;
 };
 
 // One rank's latest step of a data-parallel job: its compute (input, forward, loss, backward)

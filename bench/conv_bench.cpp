@@ -79,8 +79,9 @@ int main(int argc, char** argv) {
   if (argc % 2 == 0 || batch < 1 || h < 1 || w < 1 || c < 1 || filters < 1 || kernel < 1 ||
       seconds <= 0 || threads < 1 || stride < 1 || (relu != 0 && relu != 1) ||
       (input_gradient != 0 && input_gradient != 1)) {
-    std::fprintf(stderr,
-                 "conv_bench: flags take one positive value each (--input-gradient and --relu 0 or 1)\n");
+    std::fprintf(
+        stderr,
+        "conv_bench: flags take one positive value each (--input-gradient and --relu 0 or 1)\n");
     return 2;
   }
   eng::SetComputeThreads(threads);
@@ -89,14 +90,14 @@ int main(int argc, char** argv) {
       static_cast<long long>(h), static_cast<long long>(w), static_cast<long long>(c),
       static_cast<long long>(filters), static_cast<long long>(kernel),
       static_cast<long long>(kernel), static_cast<long long>(stride), relu ? ", ReLU" : "",
-      static_cast<long long>(batch), threads,
-              input_gradient ? "" : ", no input gradient");
+      static_cast<long long>(batch), threads, input_gradient ? "" : ", no input gradient");
   eng::Tensor y_im2col, dx_im2col, dk_im2col;  // to compare the algorithms' results
   for (eng::ConvAlgorithm algorithm :
        {eng::ConvAlgorithm::kIm2col, eng::ConvAlgorithm::kWinograd, eng::ConvAlgorithm::kDirect}) {
-    eng::Conv2dLayer conv("conv", eng::LayerSpec::Conv2d(
-                                    filters, kernel, eng::Padding::kSame,
-                                    relu ? eng::Activation::kRelu : eng::Activation::kNone, stride));
+    eng::Conv2dLayer conv(
+        "conv",
+        eng::LayerSpec::Conv2d(filters, kernel, eng::Padding::kSame,
+                               relu ? eng::Activation::kRelu : eng::Activation::kNone, stride));
     conv.set_algorithm(algorithm);
     eng::Rng rng(1);
     if (!conv.Build(eng::Shape{h, w, c}, rng).ok()) {

@@ -1,6 +1,6 @@
 // engine_bench: training and inference throughput of the tutorial presets on real Fashion-MNIST,
-// and of the resnet20 preset on CIFAR-10-shaped data (32x32x3, 10 classes; random pixels and labels,
-// fixed seed: the speed of a step does not depend on the values).
+// and of the resnet20 preset on CIFAR-10-shaped data (32x32x3, 10 classes; random pixels and
+// labels, fixed seed: the speed of a step does not depend on the values).
 //
 // Prints one JSON object per line (the format bench/pytorch_reference.py prints too, so
 // bench/compare.py can put them side by side):

@@ -213,7 +213,15 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{6, 10, 1, 3, 4, 1, Padding::kSame, Activation::kNone},
                       ConvCase{5, 6, 1, 40, 1, 1, Padding::kValid, Activation::kNone},
                       ConvCase{11, 9, 1, 7, 7, 1, Padding::kSame, Activation::kRelu},
-                      ConvCase{9, 9, 1, 5, 3, 2, Padding::kSame, Activation::kNone}),
+                      ConvCase{9, 9, 1, 5, 3, 2, Padding::kSame, Activation::kNone},
+                      // ResNet's kinds (issue 51): 1x1 of stride 1 (a plain product) and 2 (the
+                      // projection shortcut), a strided 3x3, and a stride-1 3x3 whose channels
+                      // are not whole vectors, each with channel counts not multiples of 8.
+                      ConvCase{7, 9, 5, 6, 1, 1, Padding::kSame, Activation::kNone},
+                      ConvCase{6, 5, 3, 4, 1, 1, Padding::kValid, Activation::kRelu},
+                      ConvCase{9, 8, 6, 10, 1, 2, Padding::kSame, Activation::kNone},
+                      ConvCase{9, 11, 9, 10, 3, 2, Padding::kSame, Activation::kRelu},
+                      ConvCase{8, 8, 12, 20, 3, 1, Padding::kSame, Activation::kNone}),
     [](const ::testing::TestParamInfo<ConvCase>& info) {
       const ConvCase& c = info.param;
       return std::to_string(c.h) + "x" + std::to_string(c.w) + "x" + std::to_string(c.c) + "_k" +

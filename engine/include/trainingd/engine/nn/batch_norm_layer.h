@@ -47,12 +47,11 @@ class BatchNormLayer final : public Layer {
   float epsilon() const { return epsilon_; }
 
  private:
-  // The exact sum over the global batch of f(example e, pixel p, channel c) for every channel:
-  // block partials in double, in example and pixel order, summed on a grid of 2^-exponent[c]
-  // fitted to |f| <= bound[c], then over the ranks. `blocks` null: this batch is the whole.
-  template <typename F>
-  void ExactChannelSums(int64_t batch, GradientBlocks* blocks, std::vector<float> bound, F&& f,
-                        std::vector<double>& sums);
+  // The exact sum over the global batch of f(example e, pixel p, channel c) for every channel,
+  // from `parts`, the blocks' partials of f in double, in example and pixel order: summed on a
+  // grid of 2^-exponent[c] fitted to |f| <= bound[c], then over the ranks.
+  void ExactChannelSums(GradientBlocks& blocks, std::vector<float> bound,
+                        const std::vector<double>& parts, std::vector<double>& sums);
 
   float momentum_, epsilon_;
   int64_t pixels_ = 0, channels_ = 0;

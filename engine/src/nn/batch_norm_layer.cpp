@@ -58,6 +58,9 @@ void BlockPartialsAndBound(const GradientBlocks& b, int64_t pixels, int64_t chan
 inline uint32_t AbsBits(float x) { return std::bit_cast<uint32_t>(x) & 0x7FFFFFFFu; }
 // The larger of two, on values: std::max's references kept GCC from vectorizing these loops.
 inline uint32_t Larger(uint32_t a, uint32_t b) { return a < b ? b : a; }
+// xhat = (x - mean) / sqrt(var + epsilon), as Forward computes it and Backward again from the
+// layer's input: not kept, which saves a write of every activation and its memory.
+inline float Normalized(float x, float mean, float inv_std) { return (x - mean) * inv_std; }
 // The bound a largest AbsBits stands for: INFINITY for a non-finite value.
 inline float BoundOfBits(uint32_t m) {
   return m >= 0x7F800000u ? INFINITY : std::bit_cast<float>(m);
@@ -98,11 +101,12 @@ void BatchNormLayer::InitializeParameters(Rng& /*init_rng*/) {
   moving_variance_ = {this->name() + "/moving_variance", Tensor(shape, 1.0f), Tensor(), {}, 0};
 }
 
-int64_t BatchNormLayer::ScratchBytes(int64_t batch, Mode mode, int /*threads*/) const {
-  // The moving statistics, and in training xhat and the per-channel statistics.
+int64_t BatchNormLayer::ScratchBytes(int64_t /*batch*/, Mode mode, int /*threads*/) const {
+  // The moving statistics, and in training the per-channel statistics (xhat is recomputed in
+  // Backward, not kept).
   const int64_t stats = 2 * 4 * channels_;
   if (mode == Mode::kEval) return stats;
-  return stats + 4 * batch * pixels_ * channels_ + (4 + 2 * 8) * channels_;
+  return stats + (2 * 4 + 2 * 8) * channels_;
 }
 
 void BatchNormLayer::ExactChannelSums(GradientBlocks& b, std::vector<float> bound,
@@ -193,21 +197,18 @@ void BatchNormLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   ExactChannelSums(b, bound, parts, var_);
   for (double& v : var_) v /= n;
   inv_std_.resize(static_cast<size_t>(C));
-  std::vector<float> mean_f(static_cast<size_t>(C));
+  mean_f_.resize(static_cast<size_t>(C));
   for (int64_t c = 0; c < C; ++c) {
     inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var_[c] + static_cast<double>(epsilon_)));
-    mean_f[c] = static_cast<float>(mean_[c]);
+    mean_f_[c] = static_cast<float>(mean_[c]);
   }
-  xhat_.resize(static_cast<size_t>(rows * C));
-  float* xh = xhat_.data();
   const float* inv = inv_std_.data();
-  const float* mu = mean_f.data();
+  const float* mu = mean_f_.data();
   ParallelFor(rows, 1024, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
 #pragma omp simd
       for (int64_t c = 0; c < C; ++c) {
-        const float h = (x[r * C + c] - mu[c]) * inv[c];
-        xh[r * C + c] = h;
+        const float h = Normalized(x[r * C + c], mu[c], inv[c]);
         y[r * C + c] = gamma[c] * h + beta[c];
       }
     }
@@ -216,7 +217,7 @@ void BatchNormLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   for (int64_t c = 0; c < C; ++c) {
     float& mm = moving_mean_.value[c];
     float& mv = moving_variance_.value[c];
-    mm = mm * momentum_ + mean_f[c] * (1.0f - momentum_);
+    mm = mm * momentum_ + mean_f_[c] * (1.0f - momentum_);
     mv = mv * momentum_ + static_cast<float>(var_[c]) * (1.0f - momentum_);
   }
 }
@@ -226,7 +227,9 @@ void BatchNormLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Ten
   const int64_t batch = in.shape()[0];
   const int64_t rows = batch * pixels_, C = channels_;
   const float* dy = dout.data();
-  const float* xh = xhat_.data();
+  const float* x = in.data();
+  const float* mu = mean_f_.data();
+  const float* inv = inv_std_.data();
   // The grids: a block's partial of dy or dy * xhat per channel is a sum of largest() * pixels
   // terms of at most max|dy| (times max|xhat|). One pass forms both maxima and both partials.
   std::vector<double> dbeta_parts, dgamma_parts;
@@ -243,10 +246,14 @@ void BatchNormLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Ten
         double* pg = dgamma_parts.data() + k * C;
         uint32_t* mdy = most.data() + 2 * k * C;
         uint32_t* mxh = mdy + C;
+        std::vector<float> row(static_cast<size_t>(C));
+        float* h = row.data();
         const int64_t r1 = blocks.end(static_cast<int>(k)) * pixels_;
         for (int64_t r = blocks.begin(static_cast<int>(k)) * pixels_; r < r1; ++r) {
           const float* g = dy + r * C;
-          const float* h = xh + r * C;
+          const float* xr = x + r * C;
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) h[c] = Normalized(xr[c], mu[c], inv[c]);
 #pragma omp simd
           for (int64_t c = 0; c < C; ++c) pb[c] += static_cast<double>(g[c]);
 #pragma omp simd
@@ -302,7 +309,7 @@ void BatchNormLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Ten
 #pragma omp simd
         for (int64_t c = 0; c < C; ++c) {
           const int64_t i = r * C + c;
-          dx[i] = a[c] * (nf * dy[i] - sdy[c] - xh[i] * sdyx[c]);
+          dx[i] = a[c] * (nf * dy[i] - sdy[c] - Normalized(x[i], mu[c], inv[c]) * sdyx[c]);
         }
       }
     });

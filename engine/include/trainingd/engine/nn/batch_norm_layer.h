@@ -58,9 +58,10 @@ class BatchNormLayer final : public Layer {
   Parameter gamma_, beta_;
   Parameter moving_mean_, moving_variance_;  // value only
   GradientBlocks* step_ = nullptr;
-  // The latest training forward pass: xhat = (x - mean) / sqrt(var + epsilon) and 1/sqrt(...).
+  // The latest training forward pass: its mean and 1/sqrt(var + epsilon) in float, from which
+  // Backward recomputes xhat = (x - mean) / sqrt(var + epsilon) bit for bit.
   Mode last_mode_ = Mode::kEval;
-  std::vector<float> xhat_;
+  std::vector<float> mean_f_;
   std::vector<float> inv_std_;
   std::vector<double> mean_, var_;
 };

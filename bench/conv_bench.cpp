@@ -3,7 +3,10 @@
 // the rest of the training step around them. Default shape: the tutorial CNN's second convolution
 // (14x14x32 -> 64, 5x5, same, ReLU); its first: --h 28 --w 28 --c 1 --filters 32.
 // Usage: conv_bench [--batch 50] [--h 14] [--w 14] [--c 32] [--filters 64] [--kernel 5]
-//                   [--seconds 2] [--threads 1] [--input-gradient 1]
+//                   [--stride 1] [--relu 1] [--seconds 2] [--threads 1] [--input-gradient 1]
+// ResNet-20's convolutions (no ReLU: batch norm follows them): --h 32 --w 32 --c 16 --filters 16
+// --kernel 3 --relu 0 --batch 128, then 16x16x32 and 8x8x64; its strided ones --stride 2 (3x3 from
+// 16 to 32 channels, 1x1 projections).
 // --input-gradient 0 leaves the input gradient out of backward, as for a model's first layer.
 #include <algorithm>
 #include <chrono>
@@ -41,7 +44,8 @@ double MillisecondsPerCall(double seconds, Fn&& fn) {
 int main(int argc, char** argv) {
   int64_t batch = 50, h = 14, w = 14, c = 32, filters = 64, kernel = 5;
   double seconds = 2;
-  int threads = 1, input_gradient = 1;
+  int threads = 1, input_gradient = 1, relu = 1;
+  int64_t stride = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const char* v = argv[i + 1];
@@ -61,6 +65,10 @@ int main(int argc, char** argv) {
       seconds = std::atof(v);
     else if (flag == "--threads")
       threads = std::atoi(v);
+    else if (flag == "--stride")
+      stride = std::atoll(v);
+    else if (flag == "--relu")
+      relu = std::atoi(v);
     else if (flag == "--input-gradient")
       input_gradient = std::atoi(v);
     else {
@@ -69,22 +77,27 @@ int main(int argc, char** argv) {
     }
   }
   if (argc % 2 == 0 || batch < 1 || h < 1 || w < 1 || c < 1 || filters < 1 || kernel < 1 ||
-      seconds <= 0 || threads < 1 || (input_gradient != 0 && input_gradient != 1)) {
-    std::fprintf(stderr,
-                 "conv_bench: flags take one positive value each (--input-gradient 0 or 1)\n");
+      seconds <= 0 || threads < 1 || stride < 1 || (relu != 0 && relu != 1) ||
+      (input_gradient != 0 && input_gradient != 1)) {
+    std::fprintf(
+        stderr,
+        "conv_bench: flags take one positive value each (--input-gradient and --relu 0 or 1)\n");
     return 2;
   }
   eng::SetComputeThreads(threads);
-  std::printf("conv %lldx%lldx%lld -> %lld, %lldx%lld same, ReLU, batch %lld, %d thread(s)%s\n",
-              static_cast<long long>(h), static_cast<long long>(w), static_cast<long long>(c),
-              static_cast<long long>(filters), static_cast<long long>(kernel),
-              static_cast<long long>(kernel), static_cast<long long>(batch), threads,
-              input_gradient ? "" : ", no input gradient");
+  std::printf(
+      "conv %lldx%lldx%lld -> %lld, %lldx%lld same, stride %lld%s, batch %lld, %d thread(s)%s\n",
+      static_cast<long long>(h), static_cast<long long>(w), static_cast<long long>(c),
+      static_cast<long long>(filters), static_cast<long long>(kernel),
+      static_cast<long long>(kernel), static_cast<long long>(stride), relu ? ", ReLU" : "",
+      static_cast<long long>(batch), threads, input_gradient ? "" : ", no input gradient");
   eng::Tensor y_im2col, dx_im2col, dk_im2col;  // to compare the algorithms' results
   for (eng::ConvAlgorithm algorithm :
        {eng::ConvAlgorithm::kIm2col, eng::ConvAlgorithm::kWinograd, eng::ConvAlgorithm::kDirect}) {
-    eng::Conv2dLayer conv("conv", eng::LayerSpec::Conv2d(filters, kernel, eng::Padding::kSame,
-                                                         eng::Activation::kRelu));
+    eng::Conv2dLayer conv(
+        "conv",
+        eng::LayerSpec::Conv2d(filters, kernel, eng::Padding::kSame,
+                               relu ? eng::Activation::kRelu : eng::Activation::kNone, stride));
     conv.set_algorithm(algorithm);
     eng::Rng rng(1);
     if (!conv.Build(eng::Shape{h, w, c}, rng).ok()) {

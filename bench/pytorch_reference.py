@@ -2,7 +2,9 @@
 """PyTorch reference benchmark for trainingd.
 
 Trains the three TensorFlow MNIST-tutorial models (softmax regression, a small
-MLP and the "Deep MNIST" CNN) in PyTorch on the real Fashion-MNIST data and
+MLP and the "Deep MNIST" CNN) in PyTorch on the real Fashion-MNIST data, and
+the CIFAR ResNet-20 (trainingd's resnet20 preset) on CIFAR-10-shaped random
+data (32x32x3, 10 classes: a step's speed does not depend on the values), and
 reports throughput in examples/second, one JSON object per line on stdout,
 in the same format as the trainingd engine benchmark (bench/engine_bench):
 
@@ -28,7 +30,7 @@ import sys
 import time
 
 DEFAULT_DATA = "/usr/share/datasets/fashion-mnist"
-MODELS = ("softmax", "mlp", "cnn")
+MODELS = ("softmax", "mlp", "cnn", "resnet20")
 
 
 def log(*args):
@@ -130,7 +132,44 @@ def load_split(data_dir, prefix):
 # Models (the TensorFlow MNIST tutorials)
 # --------------------------------------------------------------------------
 
+class BasicBlock(nn.Module):
+    """trainingd's resnet block: conv3x3-BN-ReLU-conv3x3-BN, plus the input (or, where the
+    shape changes, a strided 1x1 convolution with BN: option B), then ReLU. trainingd's
+    convolutions have biases, so these do too (the same parameters and FLOPs)."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        # Keras' BatchNormalization defaults: momentum 0.99 (PyTorch's 0.01), epsilon 1e-3.
+        bn = lambda c: nn.BatchNorm2d(c, eps=1e-3, momentum=0.01)  # noqa: E731
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1)
+        self.bn1 = bn(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.bn2 = bn(cout)
+        self.proj = None
+        if stride != 1 or cin != cout:
+            self.proj = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride), bn(cout))
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return torch.relu(y + (x if self.proj is None else self.proj(x)))
+
+
+def resnet20():
+    layers = [nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16, eps=1e-3, momentum=0.01),
+              nn.ReLU()]
+    cin = 16
+    for s, cout in enumerate((16, 32, 64)):
+        for b in range(3):
+            layers.append(BasicBlock(cin, cout, 2 if s > 0 and b == 0 else 1))
+            cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
+    return nn.Sequential(*layers)
+
+
 def build_model(name):
+    if name == "resnet20":
+        return resnet20()
     if name == "softmax":
         # "MNIST for ML beginners": y = softmax(xW + b)
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
@@ -159,6 +198,10 @@ def build_model(name):
 
 
 def build_optimizer(name, params):
+    if name == "resnet20":
+        # He et al.'s recipe, as bench/engine_bench sets it: momentum 0.9 at 0.1, weight
+        # decay 1e-4 (decoupled there; the update costs the same).
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=1e-4)
     if name == "softmax":
         return torch.optim.SGD(params, lr=0.5)
     if name == "mlp":
@@ -170,6 +213,8 @@ def build_optimizer(name, params):
 
 def model_input(name, x):
     """Images [N,28,28] -> model input: [N,1,28,28] for the cnn, [N,784] otherwise."""
+    if name == "resnet20":
+        return x  # already [N, 3, 32, 32]
     if name == "cnn":
         return x.unsqueeze(1)
     return x.reshape(x.shape[0], 784)
@@ -229,6 +274,13 @@ def emit(model, mode, batch, threads, steps, elapsed):
     }
     print(json.dumps(row), flush=True)
     return row
+
+
+def cifar_shaped(n):
+    """n random images [3, 32, 32] in [0, 1) and labels in [0, 10), fixed seed."""
+    g = torch.Generator().manual_seed(42)
+    return (torch.rand(n, 3, 32, 32, generator=g).contiguous(),
+            torch.randint(0, 10, (n,), generator=g))
 
 
 def bench_train(name, batch, args, train_x, train_y):
@@ -334,10 +386,14 @@ def main(args):
     log("measuring %.1f s per config (warm-up >= %d steps / %.1f s), threads=%d"
         % (args.seconds, args.warmup_steps, args.warmup_seconds, args.threads))
 
+    cifar_x, cifar_y = cifar_shaped(2560)
     for name in args.models:
         model = None
         for batch in args.batches:
-            model = bench_train(name, batch, args, train_x, train_y)
+            if name == "resnet20":
+                model = bench_train(name, batch, args, cifar_x, cifar_y)
+            else:
+                model = bench_train(name, batch, args, train_x, train_y)
         if name == "cnn":
             bench_infer(name, args.infer_batch, args, test_x, test_y, model)
     return 0

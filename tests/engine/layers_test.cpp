@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "sanitized.h"
 #include "trainingd/engine/base/parallel.h"
@@ -213,7 +214,15 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{6, 10, 1, 3, 4, 1, Padding::kSame, Activation::kNone},
                       ConvCase{5, 6, 1, 40, 1, 1, Padding::kValid, Activation::kNone},
                       ConvCase{11, 9, 1, 7, 7, 1, Padding::kSame, Activation::kRelu},
-                      ConvCase{9, 9, 1, 5, 3, 2, Padding::kSame, Activation::kNone}),
+                      ConvCase{9, 9, 1, 5, 3, 2, Padding::kSame, Activation::kNone},
+                      // ResNet's kinds (issue 51): 1x1 of stride 1 (a plain product) and 2 (the
+                      // projection shortcut), a strided 3x3, and a stride-1 3x3 whose channels
+                      // are not whole vectors, each with channel counts not multiples of 8.
+                      ConvCase{7, 9, 5, 6, 1, 1, Padding::kSame, Activation::kNone},
+                      ConvCase{6, 5, 3, 4, 1, 1, Padding::kValid, Activation::kRelu},
+                      ConvCase{9, 8, 6, 10, 1, 2, Padding::kSame, Activation::kNone},
+                      ConvCase{9, 11, 9, 10, 3, 2, Padding::kSame, Activation::kRelu},
+                      ConvCase{8, 8, 12, 20, 3, 1, Padding::kSame, Activation::kNone}),
     [](const ::testing::TestParamInfo<ConvCase>& info) {
       const ConvCase& c = info.param;
       return std::to_string(c.h) + "x" + std::to_string(c.w) + "x" + std::to_string(c.c) + "_k" +
@@ -335,6 +344,45 @@ TEST(ConvTest, DirectIsIm2colBitForBit) {
         for (size_t p = 0; p < 2; ++p)
           EXPECT_TRUE(same(im2col.parameters()[p]->grad, direct.parameters()[p]->grad)) << p;
       }
+  }
+  SetComputeThreads(1);
+}
+
+// ResNet's kinds of convolution (3x3 of stride 1 on Winograd, 3x3 of stride 2 and 1x1 of stride
+// 2 on im2col, 1x1 of stride 1 as a plain GEMM): the output, the input gradient and the kernel
+// and bias gradients are the same bits on one thread and on two, with the batch's gradient cut
+// into 3 blocks (what N ranks need).
+TEST(ConvTest, ResNetKindsAreTheSameBitsOnOneAndTwoThreads) {
+  struct Kind {
+    int64_t c, filters, kernel, stride;
+  };
+  for (const Kind k :
+       {Kind{12, 20, 3, 1}, Kind{9, 10, 3, 2}, Kind{6, 10, 1, 2}, Kind{5, 6, 1, 1}}) {
+    SCOPED_TRACE("kernel " + std::to_string(k.kernel) + ", stride " + std::to_string(k.stride));
+    Conv2dLayer conv("conv2d", LayerSpec::Conv2d(k.filters, k.kernel, Padding::kSame,
+                                                 Activation::kNone, k.stride));
+    Rng init(4);
+    ASSERT_TRUE(conv.Build(Shape{9, 11, k.c}, init).ok());
+    Rng rng(5);
+    const Tensor x = RandomTensor(Shape{7, 9, 11, k.c}, rng);
+    // Copies of the results (a parameter's grad may be a view of a buffer the next pass reuses).
+    std::vector<float> results[2];
+    for (int threads : {1, 2}) {
+      SetComputeThreads(threads);
+      Tensor y, dx;
+      conv.Forward(x, y, Mode::kTrain);
+      Rng dy_rng(6);
+      const Tensor dy = RandomTensor(y.shape(), dy_rng);
+      conv.Backward(x, y, dy, &dx);  // sizes the parameters' sums
+      GradientBlocks b = GradientBlocks::ForRank(7, 3, 0, 1, nullptr);
+      conv.Backward(x, y, dy, &dx, b);
+      std::vector<float>& r = results[threads - 1];
+      for (const Tensor* t : {&y, &dx, &conv.parameters()[0]->grad, &conv.parameters()[1]->grad})
+        r.insert(r.end(), t->data(), t->data() + t->size());
+    }
+    ASSERT_EQ(results[0].size(), results[1].size());
+    EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), sizeof(float) * results[0].size()),
+              0);
   }
   SetComputeThreads(1);
 }

@@ -1,7 +1,9 @@
 #include "trainingd/engine/nn/batch_norm_layer.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "base/float_format.h"
 #include "nn/fixed_point.h"
@@ -10,23 +12,6 @@
 
 namespace trainingd::engine {
 namespace {
-
-// parts[k * channels + c] = the sum of f(r, c) over the rows r (pixels of examples) of block k,
-// in double, in row order: the same bits whoever forms it.
-template <typename F>
-void BlockPartials(const GradientBlocks& b, int64_t pixels, int64_t channels, F&& f,
-                   std::vector<double>& parts) {
-  parts.assign(static_cast<size_t>(b.size() * channels), 0.0);
-  ParallelFor(b.size(), 2, [&](int64_t k0, int64_t k1) {
-    for (int64_t k = k0; k < k1; ++k) {
-      double* part = parts.data() + k * channels;
-      const int64_t r1 = b.end(static_cast<int>(k)) * pixels;
-      for (int64_t r = b.begin(static_cast<int>(k)) * pixels; r < r1; ++r) {
-        for (int64_t c = 0; c < channels; ++c) part[c] += f(r, c);
-      }
-    }
-  });
-}
 
 // Adds every block's partial of channel c, rounded onto the grid 2^-exponents[c], to sums[c].
 void AddPartials(const std::vector<double>& parts, int64_t channels, const int* exponents,
@@ -39,6 +24,46 @@ void AddPartials(const std::vector<double>& parts, int64_t channels, const int* 
           std::llrint(std::ldexp(parts[static_cast<size_t>(k * channels + c)], exponents[c]));
     }
   }
+}
+
+// One pass over each block's rows (pixels of its examples) that forms what a channel statistic
+// needs: parts[k * channels + c] = the sum of row's values over block k's rows, in double, in
+// row order from zero (the same bits whoever forms it), and bound[c] = the largest magnitude over
+// all rows (a maximum is exact and order-free, so the split changes nothing). row(r, part, most)
+// adds row r's values to part[] and raises most[] (both `channels` long). One read of the rows
+// instead of two (bound, then partials); the row's loops each vectorize (one fused loop mixing
+// float, double and integer lanes made GCC gather).
+template <typename T, typename Row>
+void BlockPartialsAndBound(const GradientBlocks& b, int64_t pixels, int64_t channels, Row&& row,
+                           std::vector<double>& parts, std::vector<T>& bound) {
+  parts.assign(static_cast<size_t>(b.size() * channels), 0.0);
+  std::vector<T> most(static_cast<size_t>(b.size() * channels), T{0});
+  ParallelFor(b.size(), 2, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      double* part = parts.data() + k * channels;
+      T* mk = most.data() + k * channels;
+      const int64_t r1 = b.end(static_cast<int>(k)) * pixels;
+      for (int64_t r = b.begin(static_cast<int>(k)) * pixels; r < r1; ++r) row(r, part, mk);
+    }
+  });
+  bound.assign(static_cast<size_t>(channels), T{0});
+  for (int64_t k = 0; k < b.size(); ++k)
+    for (int64_t c = 0; c < channels; ++c)
+      bound[static_cast<size_t>(c)] =
+          std::max(bound[static_cast<size_t>(c)], most[static_cast<size_t>(k * channels + c)]);
+}
+
+// |x| as the integer of its bits: magnitudes order as these do; a NaN's or an infinity's are
+// 0x7F800000 and up.
+inline uint32_t AbsBits(float x) { return std::bit_cast<uint32_t>(x) & 0x7FFFFFFFu; }
+// The larger of two, on values: std::max's references kept GCC from vectorizing these loops.
+inline uint32_t Larger(uint32_t a, uint32_t b) { return a < b ? b : a; }
+// xhat = (x - mean) / sqrt(var + epsilon), as Forward computes it and Backward again from the
+// layer's input: not kept, which saves a write of every activation and its memory.
+inline float Normalized(float x, float mean, float inv_std) { return (x - mean) * inv_std; }
+// The bound a largest AbsBits stands for: INFINITY for a non-finite value.
+inline float BoundOfBits(uint32_t m) {
+  return m >= 0x7F800000u ? INFINITY : std::bit_cast<float>(m);
 }
 
 double FromFixed(int64_t sum, int exponent) {
@@ -76,18 +101,16 @@ void BatchNormLayer::InitializeParameters(Rng& /*init_rng*/) {
   moving_variance_ = {this->name() + "/moving_variance", Tensor(shape, 1.0f), Tensor(), {}, 0};
 }
 
-int64_t BatchNormLayer::ScratchBytes(int64_t batch, Mode mode, int /*threads*/) const {
-  // The moving statistics, and in training xhat and the per-channel statistics.
+int64_t BatchNormLayer::ScratchBytes(int64_t /*batch*/, Mode mode, int /*threads*/) const {
+  // The moving statistics, and in training the per-channel statistics (xhat is recomputed in
+  // Backward, not kept).
   const int64_t stats = 2 * 4 * channels_;
   if (mode == Mode::kEval) return stats;
-  return stats + 4 * batch * pixels_ * channels_ + (4 + 2 * 8) * channels_;
+  return stats + (2 * 4 + 2 * 8) * channels_;
 }
 
-template <typename F>
-void BatchNormLayer::ExactChannelSums(int64_t batch, GradientBlocks* blocks,
-                                      std::vector<float> bound, F&& f, std::vector<double>& sums) {
-  GradientBlocks whole = GradientBlocks::Whole(batch);
-  GradientBlocks& b = blocks ? *blocks : whole;
+void BatchNormLayer::ExactChannelSums(GradientBlocks& b, std::vector<float> bound,
+                                      const std::vector<double>& parts, std::vector<double>& sums) {
   b.AgreeMax(bound);
   std::vector<int> exponents(static_cast<size_t>(channels_));
   for (int64_t c = 0; c < channels_; ++c) {
@@ -95,8 +118,6 @@ void BatchNormLayer::ExactChannelSums(int64_t batch, GradientBlocks* blocks,
         FixedPointExponent(static_cast<double>(b.largest()) * static_cast<double>(pixels_) *
                            static_cast<double>(bound[static_cast<size_t>(c)]));
   }
-  std::vector<double> parts;
-  BlockPartials(b, pixels_, channels_, f, parts);
   std::vector<int64_t> fixed(static_cast<size_t>(channels_), 0);
   AddPartials(parts, channels_, exponents.data(), fixed.data());
   b.AgreeSum(fixed);
@@ -132,50 +153,62 @@ void BatchNormLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
     return;
   }
   GradientBlocks* step = step_ && step_->examples() == batch ? step_ : nullptr;
-  const double n = static_cast<double>(step ? step->global() : batch) * pixels_;
-  // The mean, then the variance about it (two passes: no cancellation).
-  std::vector<float> bound(static_cast<size_t>(C), 0.0f);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < C; ++c) bound[c] = std::max(bound[c], std::fabs(x[r * C + c]));
-  }
-  for (int64_t i = 0; i < rows * C; ++i) {
-    if (!std::isfinite(x[i])) bound[static_cast<size_t>(i % C)] = INFINITY;
-  }
-  ExactChannelSums(
-      batch, step, bound, [&](int64_t r, int64_t c) { return static_cast<double>(x[r * C + c]); },
-      mean_);
-  for (double& m : mean_) m /= n;
-  std::fill(bound.begin(), bound.end(), 0.0f);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < C; ++c) {
-      const double d = x[r * C + c] - mean_[static_cast<size_t>(c)];
-      bound[c] = std::max(bound[c], static_cast<float>(d * d));
-    }
-  }
-  ExactChannelSums(
-      batch, step, bound,
-      [&](int64_t r, int64_t c) {
-        const double d = x[r * C + c] - mean_[static_cast<size_t>(c)];
-        return d * d;
+  GradientBlocks whole = GradientBlocks::Whole(batch);
+  GradientBlocks& b = step ? *step : whole;
+  const double n = static_cast<double>(b.global()) * pixels_;
+  // The mean, then the variance about it (two passes: no cancellation). Each pass forms the block
+  // partials and the bound their grid is fitted to at once.
+  std::vector<double> parts;
+  std::vector<uint32_t> most;
+  BlockPartialsAndBound(
+      b, pixels_, C,
+      [&](int64_t r, double* part, uint32_t* m) {
+        const float* xr = x + r * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) part[c] += static_cast<double>(xr[c]);
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) m[c] = Larger(m[c], AbsBits(xr[c]));
       },
-      var_);
+      parts, most);
+  std::vector<float> bound(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) bound[c] = BoundOfBits(most[c]);
+  ExactChannelSums(b, bound, parts, mean_);
+  for (double& m : mean_) m /= n;
+  const double* mu_d = mean_.data();
+  // The squares' bound passes NaNs over, as std::max(bound, NaN) does (a NaN input already made
+  // the mean's bound infinite).
+  BlockPartialsAndBound(
+      b, pixels_, C,
+      [&](int64_t r, double* part, float* m) {
+        const float* xr = x + r * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) {
+          const double d = xr[c] - mu_d[c];
+          part[c] += d * d;
+        }
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) {
+          const double d = xr[c] - mu_d[c];
+          const float q = static_cast<float>(d * d);
+          m[c] = m[c] < q ? q : m[c];
+        }
+      },
+      parts, bound);
+  ExactChannelSums(b, bound, parts, var_);
   for (double& v : var_) v /= n;
   inv_std_.resize(static_cast<size_t>(C));
-  std::vector<float> mean_f(static_cast<size_t>(C));
+  mean_f_.resize(static_cast<size_t>(C));
   for (int64_t c = 0; c < C; ++c) {
     inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var_[c] + static_cast<double>(epsilon_)));
-    mean_f[c] = static_cast<float>(mean_[c]);
+    mean_f_[c] = static_cast<float>(mean_[c]);
   }
-  xhat_.resize(static_cast<size_t>(rows * C));
-  float* xh = xhat_.data();
   const float* inv = inv_std_.data();
-  const float* mu = mean_f.data();
+  const float* mu = mean_f_.data();
   ParallelFor(rows, 1024, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
 #pragma omp simd
       for (int64_t c = 0; c < C; ++c) {
-        const float h = (x[r * C + c] - mu[c]) * inv[c];
-        xh[r * C + c] = h;
+        const float h = Normalized(x[r * C + c], mu[c], inv[c]);
         y[r * C + c] = gamma[c] * h + beta[c];
       }
     }
@@ -184,7 +217,7 @@ void BatchNormLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   for (int64_t c = 0; c < C; ++c) {
     float& mm = moving_mean_.value[c];
     float& mv = moving_variance_.value[c];
-    mm = mm * momentum_ + mean_f[c] * (1.0f - momentum_);
+    mm = mm * momentum_ + mean_f_[c] * (1.0f - momentum_);
     mv = mv * momentum_ + static_cast<float>(var_[c]) * (1.0f - momentum_);
   }
 }
@@ -194,26 +227,59 @@ void BatchNormLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Ten
   const int64_t batch = in.shape()[0];
   const int64_t rows = batch * pixels_, C = channels_;
   const float* dy = dout.data();
-  const float* xh = xhat_.data();
+  const float* x = in.data();
+  const float* mu = mean_f_.data();
+  const float* inv = inv_std_.data();
   // The grids: a block's partial of dy or dy * xhat per channel is a sum of largest() * pixels
-  // terms of at most max|dy| (times max|xhat|).
-  float maxima[2] = {internal::ParallelMaxAbs(dy, rows * C),
-                     internal::ParallelMaxAbs(xh, rows * C)};
+  // terms of at most max|dy| (times max|xhat|). One pass forms both maxima and both partials.
+  std::vector<double> dbeta_parts, dgamma_parts;
+  float maxima[2];
+  {
+    const int64_t nb = blocks.size();
+    dbeta_parts.assign(static_cast<size_t>(nb * C), 0.0);
+    dgamma_parts.assign(static_cast<size_t>(nb * C), 0.0);
+    // Per block and channel the largest |dy| and |xhat| bits, for the whole-array maxima.
+    std::vector<uint32_t> most(static_cast<size_t>(2 * nb * C), 0);
+    ParallelFor(nb, 2, [&](int64_t k0, int64_t k1) {
+      for (int64_t k = k0; k < k1; ++k) {
+        double* pb = dbeta_parts.data() + k * C;
+        double* pg = dgamma_parts.data() + k * C;
+        uint32_t* mdy = most.data() + 2 * k * C;
+        uint32_t* mxh = mdy + C;
+        std::vector<float> row(static_cast<size_t>(C));
+        float* h = row.data();
+        const int64_t r1 = blocks.end(static_cast<int>(k)) * pixels_;
+        for (int64_t r = blocks.begin(static_cast<int>(k)) * pixels_; r < r1; ++r) {
+          const float* g = dy + r * C;
+          const float* xr = x + r * C;
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) h[c] = Normalized(xr[c], mu[c], inv[c]);
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) pb[c] += static_cast<double>(g[c]);
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c)
+            pg[c] += static_cast<double>(g[c]) * static_cast<double>(h[c]);
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) mdy[c] = Larger(mdy[c], AbsBits(g[c]));
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) mxh[c] = Larger(mxh[c], AbsBits(h[c]));
+        }
+      }
+    });
+    uint32_t mdy = 0, mxh = 0;
+    for (int64_t k = 0; k < nb; ++k)
+      for (int64_t c = 0; c < C; ++c) {
+        mdy = std::max(mdy, most[static_cast<size_t>(2 * k * C + c)]);
+        mxh = std::max(mxh, most[static_cast<size_t>((2 * k + 1) * C + c)]);
+      }
+    maxima[0] = BoundOfBits(mdy);
+    maxima[1] = BoundOfBits(mxh);
+  }
   blocks.AgreeMax(maxima);
   const double dy_bound =
       static_cast<double>(blocks.largest()) * static_cast<double>(pixels_) * maxima[0];
   beta_.sum_exponent = FixedPointExponent(dy_bound);
   gamma_.sum_exponent = FixedPointExponent(dy_bound * maxima[1]);
-  std::vector<double> dbeta_parts, dgamma_parts;
-  BlockPartials(
-      blocks, pixels_, C, [&](int64_t r, int64_t c) { return static_cast<double>(dy[r * C + c]); },
-      dbeta_parts);
-  BlockPartials(
-      blocks, pixels_, C,
-      [&](int64_t r, int64_t c) {
-        return static_cast<double>(dy[r * C + c]) * static_cast<double>(xh[r * C + c]);
-      },
-      dgamma_parts);
   const std::vector<int> beta_exp(static_cast<size_t>(C), beta_.sum_exponent);
   const std::vector<int> gamma_exp(static_cast<size_t>(C), gamma_.sum_exponent);
   std::fill(beta_.sum.begin(), beta_.sum.end(), 0);
@@ -243,7 +309,7 @@ void BatchNormLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Ten
 #pragma omp simd
         for (int64_t c = 0; c < C; ++c) {
           const int64_t i = r * C + c;
-          dx[i] = a[c] * (nf * dy[i] - sdy[c] - xh[i] * sdyx[c]);
+          dx[i] = a[c] * (nf * dy[i] - sdy[c] - Normalized(x[i], mu[c], inv[c]) * sdyx[c]);
         }
       }
     });

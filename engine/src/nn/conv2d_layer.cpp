@@ -137,7 +137,7 @@ int64_t Conv2dLayer::ScratchBytes(int64_t batch, Mode mode, int threads) const {
   // masked output gradient of one patch block.
   const int64_t chunks = train ? backward_chunks : NumChunks(batch, 2, threads);
   const int64_t rows = ExamplesPerBlock() * g_.out_pixels();
-  int64_t per_chunk = f * rows * g_.patch();
+  int64_t per_chunk = Pointwise() ? 0 : f * rows * g_.patch();
   if (train) {
     per_chunk += block_sums;
     if (spec_.activation == Activation::kRelu) per_chunk += f * rows * g_.oc;
@@ -373,24 +373,33 @@ void Conv2dLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
     // One example (batch-1 inference): the threads take its output pixels, each lowering and
     // multiplying its rows of the one patch matrix; every element is the same fma chain.
     Tensor& col = scratch_[0].col;
-    col.Resize(Shape{per_block * pix, P});
+    if (!Pointwise()) col.Resize(Shape{per_block * pix, P});
     ParallelFor(pix, 64, [&](int64_t p0, int64_t p1) {
-      Im2Col(in.data(), col.data(), p0, p1);
+      const float* a = in.data();
+      if (!Pointwise()) {
+        Im2Col(in.data(), col.data(), p0, p1);
+        a = col.data();
+      }
       float* y = out.data() + p0 * g_.oc;
-      internal::Gemm(false, false, p1 - p0, g_.oc, P, col.data() + p0 * P, P, w, g_.oc, y, g_.oc);
+      internal::Gemm(false, false, p1 - p0, g_.oc, P, a + p0 * P, P, w, g_.oc, y, g_.oc);
       internal::AddBiasActivation(y, p1 - p0, g_.oc, b, relu);
     });
     return;
   }
   ParallelChunks(batch, 2, [&](int chunk, int64_t begin, int64_t end) {
     Tensor& col = scratch_[static_cast<size_t>(chunk)].col;
-    col.Resize(Shape{per_block * pix, P});
+    if (!Pointwise()) col.Resize(Shape{per_block * pix, P});
     for (int64_t e0 = begin; e0 < end; e0 += per_block) {
       const int64_t ne = std::min(per_block, end - e0);
-      for (int64_t e = 0; e < ne; ++e)
-        Im2Col(in.data() + (e0 + e) * in_size, col.data() + e * pix * P);
+      // A 1x1 stride-1 convolution's patch matrix is its input: a plain product.
+      const float* a = in.data() + e0 * in_size;
+      if (!Pointwise()) {
+        for (int64_t e = 0; e < ne; ++e)
+          Im2Col(in.data() + (e0 + e) * in_size, col.data() + e * pix * P);
+        a = col.data();
+      }
       float* y = out.data() + e0 * pix * g_.oc;
-      internal::Gemm(false, false, ne * pix, g_.oc, P, col.data(), P, w, g_.oc, y, g_.oc);
+      internal::Gemm(false, false, ne * pix, g_.oc, P, a, P, w, g_.oc, y, g_.oc);
       internal::AddBiasActivation(y, ne * pix, g_.oc, b, relu);
     }
   });
@@ -406,7 +415,7 @@ void Conv2dLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& do
   const bool relu = spec_.activation == Activation::kRelu;
   const internal::DirectConvShape d = DirectShape();
   SumBlocks(in, dout, blocks, [&](Scratch& s, int64_t b0, int64_t b1) {
-    if (!direct_ || din) s.col.Resize(Shape{per_block * pix, P});
+    if (!Pointwise() && (!direct_ || din)) s.col.Resize(Shape{per_block * pix, P});
     if (direct_) s.padded.Resize(Shape{d.padded_size()});
     s.kpart.SetZero();
     if (relu) s.dy.Resize(Shape{per_block * pix, oc});
@@ -425,13 +434,20 @@ void Conv2dLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& do
           internal::DirectConvKernelGradient(d, s.padded.data(), g + e * pix * oc, s.kpart.data());
         }
       } else {
-        for (int64_t e = 0; e < ne; ++e)
-          Im2Col(in.data() + (e0 + e) * in_size, s.col.data() + e * pix * P);
+        const float* a = in.data() + e0 * in_size;
+        if (!Pointwise()) {
+          for (int64_t e = 0; e < ne; ++e)
+            Im2Col(in.data() + (e0 + e) * in_size, s.col.data() + e * pix * P);
+          a = s.col.data();
+        }
         // dK += patches^T * dY
-        internal::Gemm(true, false, P, oc, rows, s.col.data(), P, g, oc, s.kpart.data(), oc,
+        internal::Gemm(true, false, P, oc, rows, a, P, g, oc, s.kpart.data(), oc,
                        /*accumulate=*/true);
       }
-      if (din) {
+      if (din && Pointwise()) {
+        // dX = dY * K^T is the input gradient itself.
+        internal::Gemm(false, true, rows, P, oc, g, oc, w, oc, din->data() + e0 * in_size, P);
+      } else if (din) {
         // dPatches = dY * K^T, then scatter back onto the input positions.
         internal::Gemm(false, true, rows, P, oc, g, oc, w, oc, s.col.data(), P);
         float* dx = din->data() + e0 * in_size;

@@ -9,6 +9,10 @@
 #include "trainingd/engine/base/parallel.h"
 
 namespace trainingd::engine {
+namespace {
+// Below this many floats an element-wise pass stays on one thread: waking the other costs more.
+constexpr int64_t kElementwiseMinParallel = 1 << 15;
+}  // namespace
 
 Result<Shape> ReluLayer::Configure(const Shape& input) { return input; }
 
@@ -16,16 +20,20 @@ void ReluLayer::Forward(const Tensor& in, Tensor& out, Mode /*mode*/) {
   out.Resize(in.shape());
   const float* x = in.data();
   float* y = out.data();
-  const int64_t n = in.size();
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] = std::max(x[i], 0.0f);
+  // Element-wise, so the threads' split changes no bit.
+  ParallelFor(in.size(), kElementwiseMinParallel,
+              [&](int64_t i0, int64_t i1) { internal::Relu(x + i0, y + i0, i1 - i0); });
 }
 
 void ReluLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& dout, Tensor* din,
                          GradientBlocks& /*blocks*/) {
   if (!din) return;
   din->Resize(in.shape());
-  internal::ReluGrad(in.data(), dout.data(), din->data(), in.size());
+  const float* x = in.data();
+  const float* g = dout.data();
+  float* d = din->data();
+  ParallelFor(in.size(), kElementwiseMinParallel,
+              [&](int64_t i0, int64_t i1) { internal::ReluGrad(x + i0, g + i0, d + i0, i1 - i0); });
 }
 
 Result<Shape> SmoothActivationLayer::Configure(const Shape& input) {

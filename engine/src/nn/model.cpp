@@ -357,12 +357,15 @@ std::vector<ModelMemory> Model::LayerMemoryUse(int64_t train_batch, int64_t eval
     ModelMemory& m = out[i];
     // value, gradient and the gradient's exact sum
     m.parameters = SatMul(2 * f + 8, l.NumParameters());
-    m.activations = l.OutputViewsInput() ? 0 : SatMul(SatMul(f, widest), shapes_[i].num_elements());
+    // Tensors of 2 MiB and more take whole huge pages (BufferBytes).
+    m.activations = l.OutputViewsInput()
+                        ? 0
+                        : BufferBytes(SatMul(SatMul(f, widest), shapes_[i].num_elements()));
     m.scratch = std::max(l.ScratchBytes(train_batch, Mode::kTrain, threads),
                          eval_batch > 0 ? l.ScratchBytes(eval_batch, Mode::kEval, threads) : 0);
     if (needs_input_grad_[i]) {
       const Shape& in = i == 0 ? input_shape_ : shapes_[i - 1];
-      const int64_t bytes = SatMul(SatMul(f, train_batch), in.num_elements());
+      const int64_t bytes = BufferBytes(SatMul(SatMul(f, train_batch), in.num_elements()));
       if (bytes > largest[i % 2]) {
         largest[i % 2] = bytes;
         owner[i % 2] = i;
@@ -377,13 +380,13 @@ std::vector<ModelMemory> Model::LayerMemoryUse(int64_t train_batch, int64_t eval
     for (size_t i = 0; i < layers_.size(); ++i) {
       out[i].gradients = 0;
       if (wants_grad_[i] && i + 1 < layers_.size()) {
-        out[i].gradients = SatMul(SatMul(f, train_batch), shapes_[i].num_elements());
+        out[i].gradients = BufferBytes(SatMul(SatMul(f, train_batch), shapes_[i].num_elements()));
       }
       for (size_t k = 0; k < inputs_[i].size(); ++k) {
         const int j = inputs_[i][k];
         if (j < 0 || !wants_grad_[static_cast<size_t>(j)]) continue;
-        const int64_t bytes =
-            SatMul(SatMul(f, train_batch), shapes_[static_cast<size_t>(j)].num_elements());
+        const int64_t bytes = BufferBytes(
+            SatMul(SatMul(f, train_batch), shapes_[static_cast<size_t>(j)].num_elements()));
         if (bytes > slot_bytes[k]) {
           slot_bytes[k] = bytes;
           slot_owner[k] = i;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 
 namespace trainingd::engine {
@@ -23,6 +24,14 @@ void* AllocateBuffer(size_t bytes) {
   // serve.
   (void)madvise(p, whole, MADV_HUGEPAGE);
   return p;
+}
+
+int64_t BufferBytes(int64_t bytes) {
+  constexpr int64_t kHuge = static_cast<int64_t>(kHugePage);
+  if (bytes < kHuge) return bytes;
+  // Saturates for absurd sizes, as the estimate's sums do.
+  if (bytes > std::numeric_limits<int64_t>::max() - kHuge) return bytes;
+  return (bytes + kHuge - 1) / kHuge * kHuge;
 }
 
 void FreeBuffer(void* p, size_t bytes) noexcept {

@@ -47,21 +47,21 @@ class BatchNormLayer final : public Layer {
   float epsilon() const { return epsilon_; }
 
  private:
-  // The exact sum over the global batch of f(example e, pixel p, channel c) for every channel:
-  // block partials in double, in example and pixel order, summed on a grid of 2^-exponent[c]
-  // fitted to |f| <= bound[c], then over the ranks. `blocks` null: this batch is the whole.
-  template <typename F>
-  void ExactChannelSums(int64_t batch, GradientBlocks* blocks, std::vector<float> bound, F&& f,
-                        std::vector<double>& sums);
+  // The exact sum over the global batch of f(example e, pixel p, channel c) for every channel,
+  // from `parts`, the blocks' partials of f in double, in example and pixel order: summed on a
+  // grid of 2^-exponent[c] fitted to |f| <= bound[c], then over the ranks.
+  void ExactChannelSums(GradientBlocks& blocks, std::vector<float> bound,
+                        const std::vector<double>& parts, std::vector<double>& sums);
 
   float momentum_, epsilon_;
   int64_t pixels_ = 0, channels_ = 0;
   Parameter gamma_, beta_;
   Parameter moving_mean_, moving_variance_;  // value only
   GradientBlocks* step_ = nullptr;
-  // The latest training forward pass: xhat = (x - mean) / sqrt(var + epsilon) and 1/sqrt(...).
+  // The latest training forward pass: its mean and 1/sqrt(var + epsilon) in float, from which
+  // Backward recomputes xhat = (x - mean) / sqrt(var + epsilon) bit for bit.
   Mode last_mode_ = Mode::kEval;
-  std::vector<float> xhat_;
+  std::vector<float> mean_f_;
   std::vector<float> inv_std_;
   std::vector<double> mean_, var_;
 };

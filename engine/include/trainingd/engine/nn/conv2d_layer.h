@@ -6,6 +6,10 @@
 // buffer and multiplies it with one single-threaded GEMM, so the patch matrix of the whole batch is
 // never materialised. Backward recomputes the patches instead of storing them.
 //
+// A 1x1 convolution of stride 1 skips the lowering: its input is already the patch matrix, so
+// forward and both gradients are plain GEMMs on it (a strided 1x1, ResNet's projection shortcut,
+// lowers by picking every stride-th pixel, which im2col does).
+//
 // A convolution of one input channel with stride 1 (the first layer over grey images) is computed
 // directly from the zero-padded image instead (engine/src/nn/direct_conv.h), with im2col's bits.
 //
@@ -77,6 +81,8 @@ class Conv2dLayer final : public Layer {
     int64_t out_pixels() const { return oh * ow; }
   };
   // Rows [p0, p1) of one example's patch matrix (all of them by default).
+  // A 1x1 convolution of stride 1: its patch matrix is its input, so im2col is a plain GEMM.
+  bool Pointwise() const { return g_.k == 1 && g_.stride == 1; }
   void Im2Col(const float* x, float* col, int64_t p0 = 0, int64_t p1 = -1) const;
   void Col2ImAdd(const float* col, float* dx) const;
   int64_t ExamplesPerBlock() const;

@@ -54,6 +54,9 @@ class Shape {
 // size.
 void* AllocateBuffer(size_t bytes);
 void FreeBuffer(void* p, size_t bytes) noexcept;
+// The memory a buffer of `bytes` from AllocateBuffer takes once written: from 2 MiB up, whole huge
+// pages (a touched huge page is resident whole). What the admission estimate counts per tensor.
+int64_t BufferBytes(int64_t bytes);
 
 // Storage aligned to 64 bytes (a cache line, and AVX-512's vector), whatever the CPU: Eigen's own
 // aligned_allocator aligns only to EIGEN_MAX_ALIGN_BYTES, which is 32 on an AVX2 build, while the

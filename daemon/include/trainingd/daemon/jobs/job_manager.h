@@ -85,6 +85,9 @@ struct JobManagerOptions {
   engine::Env* env = nullptr;     // null = Env::Default()
 
   JobLimits limits;  // budgets, caps, crash restarts (job_limits.h)
+  // Fair share, quotas and preemption (scheduler.h); its clock null = env's. Preemption is off
+  // with an executor whose runs outlive the daemon (Slurm): not built there.
+  SchedulerOptions scheduler;
   // Testing only (TRAININGD_TEST_ABORT_JOB): a job with this name aborts the process once it
   // reaches global step abort_at_step (0 = as soon as it starts running).
   std::string abort_job_name;
@@ -93,6 +96,8 @@ struct JobManagerOptions {
 
 class JobManager final : public api::JobService, private RunListener {
  public:
+  struct Job;  // in-memory state of one job (src/jobs/job.h)
+
   // Loads the jobs from `store`, re-queues the ones a previous run left unfinished, and starts
   // scheduling them on `executor`. `store` and `bus` must outlive the manager.
   static engine::Result<std::unique_ptr<JobManager>> Create(Store& store, EventBus& bus,
@@ -168,7 +173,6 @@ class JobManager final : public api::JobService, private RunListener {
       std::function<bool(const std::string& experiment_id, std::string_view verb)> drives);
 
  private:
-  struct Job;  // in-memory state of one job
   JobManager(Store& store, EventBus& bus, std::unique_ptr<Executor> executor,
              JobManagerOptions options);
   // Submit, Stop and Resume change the job, then Recorded waits (at most kRecordTimeout) until
@@ -190,11 +194,17 @@ class JobManager final : public api::JobService, private RunListener {
   engine::Status DeleteJob(const std::string& id, bool by_owner);
   // FailedPrecondition when the job is a trial its experiment still drives. Needs mu_.
   engine::Status CheckNotDrivenLocked(const Job& job, const char* verb) const;
+  // Loads every job from the store and queues again the ones a previous daemon left unfinished
+  // (job_recovery.cpp). Called once, by Create, before the scheduling thread starts.
+  engine::Status Recover();
   // The scheduling thread: starts the queued jobs scheduler_ picks while the executor has free
   // slots.
   void ScheduleLoop();
   // The next job that may start, removed from the queue; null if none may start now. Needs mu_.
   std::shared_ptr<Job> NextRunnableLocked();
+  // Asks the runs the scheduler chooses as victims to stop for more urgent queued jobs (their
+  // final checkpoint is the stop's). Needs mu_.
+  void PreemptLocked();
   // RunListener: what a run reports (executor threads).
   void OnRunEvent(const std::string& job_id, RunEvent event) override;
   // Sets the job's end state from its run's result. Needs mu_.

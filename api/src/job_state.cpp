@@ -26,8 +26,9 @@ const char* JobStateName(JobState state) {
 }
 
 std::optional<JobState> ParseJobState(std::string_view name) {
-  for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kStopping,
-                     JobState::kCompleted, JobState::kFailed, JobState::kStopped, JobState::kPreempted}) {
+  for (JobState s :
+       {JobState::kQueued, JobState::kRunning, JobState::kStopping, JobState::kCompleted,
+        JobState::kFailed, JobState::kStopped, JobState::kPreempted}) {
     if (name == JobStateName(s)) return s;
   }
   return std::nullopt;

@@ -43,7 +43,6 @@ struct JobManager::Job {
   std::vector<api::RankInfo> ranks;
 };
 
-
 namespace job_detail {
 
 // The start of the reason of a job whose run stops for a preemption (recovery reads it).

@@ -241,8 +241,8 @@ std::vector<std::string> JobManager::ActiveJobsOf(const std::string& owner) cons
   std::vector<std::string> ids;
   for (const auto& [id, job] : jobs_) {
     const JobState state = job->rec.state;
-    if (job->rec.owner == owner && (IsWaiting(state) || state == JobState::kRunning ||
-                                    state == JobState::kStopping)) {
+    if (job->rec.owner == owner &&
+        (IsWaiting(state) || state == JobState::kRunning || state == JobState::kStopping)) {
       ids.push_back(id);
     }
   }
@@ -654,9 +654,9 @@ std::vector<api::Metric> JobManager::Metrics() {
     }
   }
   api::Metric jobs{"trainingd_jobs", "Jobs by state.", MetricType::kGauge, {}};
-  for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kStopping,
-                     JobState::kCompleted, JobState::kFailed, JobState::kStopped,
-                     JobState::kPreempted}) {
+  for (JobState s :
+       {JobState::kQueued, JobState::kRunning, JobState::kStopping, JobState::kCompleted,
+        JobState::kFailed, JobState::kStopped, JobState::kPreempted}) {
     jobs.samples.push_back(
         {"", {{"state", api::JobStateName(s)}}, static_cast<double>(by_state[s])});
   }

@@ -52,10 +52,10 @@ eng::Status JobManager::Recover() {
         r.state = JobState::kFailed;
         r.error = "Aborted: the daemon died while this job ran, " + std::to_string(r.crash_count) +
                   " times in a row";
-        r.reason =
-            "crashed the daemon: it was running each of the last " + std::to_string(r.crash_count) +
-            " times the daemon died, so it is not restarted again (max_crash_restarts " +
-            std::to_string(options_.limits.max_crash_restarts) + "); resume it to try again";
+        r.reason = "crashed the daemon: it was running each of the last " +
+                   std::to_string(r.crash_count) +
+                   " times the daemon died, so it is not restarted again (max_crash_restarts " +
+                   std::to_string(options_.limits.max_crash_restarts) + "); resume it to try again";
         r.finished_at = env_->NowSeconds();
       } else {
         r.state = JobState::kQueued;

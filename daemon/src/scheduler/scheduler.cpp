@@ -19,8 +19,7 @@ Scheduler::Scheduler(SchedulerOptions options) : options_(std::move(options)) {}
 
 double Scheduler::Now() const {
   if (options_.now) return options_.now();
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 const Quota& Scheduler::QuotaOf(const std::string& owner) const {

@@ -335,9 +335,9 @@ struct StoredState {
   const char* name;
 };
 constexpr StoredState kStoredStates[] = {
-    {api::JobState::kQueued, "queued"},     {api::JobState::kRunning, "running"},
-    {api::JobState::kStopping, "stopping"}, {api::JobState::kCompleted, "completed"},
-    {api::JobState::kFailed, "failed"},     {api::JobState::kStopped, "stopped"},
+    {api::JobState::kQueued, "queued"},      {api::JobState::kRunning, "running"},
+    {api::JobState::kStopping, "stopping"},  {api::JobState::kCompleted, "completed"},
+    {api::JobState::kFailed, "failed"},      {api::JobState::kStopped, "stopped"},
     {api::JobState::kPreempted, "preempted"}};
 
 }  // namespace

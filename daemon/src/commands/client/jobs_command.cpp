@@ -113,7 +113,9 @@ int List(const std::vector<std::string>& args) {
               "The jobs, newest first (all pages up to --limit). With --watch it stays: a\n"
               "terminal's table is redrawn on every change; piped, each job whose row changes\n"
               "is printed again (-o jsonl: its object), until Ctrl-C.\n");
-  flags.String("--state", "S", "queued, running, stopping, completed, failed, stopped or preempted", &state)
+  flags
+      .String("--state", "S", "queued, running, stopping, completed, failed, stopped or preempted",
+              &state)
       .Int("--limit", "at most N jobs (50)", 1, 1000000, &limit)
       .Switch("-w", "follow the list's changes", &watch)
       .Switch("--watch", "the same as -w", &watch);

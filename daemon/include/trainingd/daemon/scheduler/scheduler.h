@@ -49,8 +49,8 @@ struct QueuedJob {
   std::string id;
   int64_t priority = 0;  // higher starts first (kMinJobPriority..kMaxJobPriority)
   std::string owner;
-  bool runs_alone = false;  // it crashed the daemon before: it starts only when nothing runs
-  double submitted_at = 0;  // orders equal priority and share: the original submit time
+  bool runs_alone = false;   // it crashed the daemon before: it starts only when nothing runs
+  double submitted_at = 0;   // orders equal priority and share: the original submit time
   bool preemptible = false;  // a stop keeps its work (it checkpoints): it may be preempted
 };
 
@@ -69,7 +69,7 @@ struct SchedulerOptions {
   Quota default_quota;
   std::map<std::string, Quota> quotas;  // per owner, instead of default_quota
   bool preemption = true;
-  double min_run_secs = 120;  // a run younger than this is never preempted
+  double min_run_secs = 120;    // a run younger than this is never preempted
   std::function<double()> now;  // seconds; null = the system clock
 };
 

@@ -13,7 +13,16 @@ fair        two slots; alice submits --jobs short jobs, bob as many one second l
             submit of bob's to the first start of either user's last job), from the jobs'
             started_at and finished_at.
 weights     the same with fair_share weights alice 3, bob 1.
+auth        the authorization's cost per request: GET /api/v1/jobs?limit=1 on one keep-alive
+            connection, --requests each, against a daemon without a token (nothing checked) and
+            one where a user's token is looked up and the route's rule applied, A B A B
+            --rounds times; the difference of the medians per request.
+audit       the audit's write rate under a storm of refusals: 4 client threads POST stop with a
+            wrong token (401, each an audit row) for 5 s; rows committed per second, and that
+            every refusal has its row.
 """
+import http.client
+import threading
 import argparse
 import json
 import os
@@ -138,6 +147,89 @@ def fair(trainingd, tmp, jobs, weights, steps):
         d.stop()
 
 
+def keepalive_rate(port, path, headers, n):
+    """Seconds per request of n GETs of path on one keep-alive connection."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    h = dict(headers, Host="127.0.0.1:%d" % port)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        conn.request("GET", path, headers=h)
+        r = conn.getresponse()
+        r.read()
+        expect(r.status == 200, r.status)
+    dt = time.perf_counter() - t0
+    conn.close()
+    return dt / n
+
+
+def auth(trainingd, tmp, rounds, n):
+    open_d = Daemon(trainingd, os.path.join(tmp, "open"))
+    team_d = Daemon(trainingd, os.path.join(tmp, "team"), env={"TRAININGD_TOKEN": ADMIN})
+    try:
+        team_d.call("POST", "/api/v1/users", {"name": "alice", "role": "user"},
+                    headers={"Authorization": "Bearer " + ADMIN})
+        _, t = team_d.call("POST", "/api/v1/users/alice/tokens", {},
+                           headers={"Authorization": "Bearer " + ADMIN})
+        user = {"Authorization": "Bearer " + t["token"]}
+        path = "/api/v1/jobs?limit=1"
+        keepalive_rate(open_d.port, path, {}, 200)  # warm up both
+        keepalive_rate(team_d.port, path, user, 200)
+        a, b = [], []
+        for _ in range(rounds):
+            a.append(keepalive_rate(open_d.port, path, {}, n))
+            b.append(keepalive_rate(team_d.port, path, user, n))
+        med = statistics.median
+        print("authorization: GET %s, %d requests a round, %d rounds: no token %.1f us, a "
+              "user's token %.1f us per request (medians); difference %.1f us [round by round "
+              "%s]" % (path, n, rounds, 1e6 * med(a), 1e6 * med(b), 1e6 * (med(b) - med(a)),
+                       ", ".join("%.1f" % (1e6 * (y - x)) for x, y in zip(a, b))))
+    finally:
+        open_d.stop()
+        team_d.stop()
+
+
+def audit(trainingd, tmp, secs=5.0, threads=4):
+    d = Daemon(trainingd, os.path.join(tmp, "audit"), env={"TRAININGD_TOKEN": ADMIN})
+    admin = {"Authorization": "Bearer " + ADMIN}
+    try:
+        _, before = d.call("GET", "/api/v1/audit?limit=1", headers=admin)
+        first = before["entries"][0]["seq"] if before["entries"] else 0
+        sent = [0] * threads
+        stop_at = time.time() + secs
+
+        def storm(i):
+            conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
+            h = {"Host": "127.0.0.1:%d" % d.port, "Authorization": "Bearer tdk_wrong",
+                 "Content-Type": "application/json", "Content-Length": "2"}
+            while time.time() < stop_at:
+                conn.request("POST", "/api/v1/jobs/jnothere/stop", body=b"{}", headers=h)
+                r = conn.getresponse()
+                r.read()
+                expect(r.status == 401, r.status)
+                sent[i] += 1
+            conn.close()
+        t0 = time.time()
+        ts = [threading.Thread(target=storm, args=(i,)) for i in range(threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        # Every refusal's row committed (the writer may lag a moment behind the answers).
+        deadline = time.time() + 30
+        while True:
+            _, after = d.call("GET", "/api/v1/audit?limit=1", headers=admin)
+            rows = after["entries"][0]["seq"] - first  # reads (this GET) are not audited
+            if rows >= sum(sent) or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        done = time.time()
+        print("audit: %d refusals (401) from %d threads in %.1f s, %d rows committed %.2f s "
+              "after the storm: %.0f rows/s" % (sum(sent), threads, secs, rows,
+                                                done - t0 - secs, rows / (done - t0)))
+    finally:
+        d.stop()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -146,6 +238,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=20)
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--requests", type=int, default=3000)
     ap.add_argument("--mpi", action="store_true")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -154,6 +247,10 @@ def main():
                 preemption(a.trainingd, tmp, a.rounds, a.mpi)
             elif what == "fair":
                 fair(a.trainingd, tmp, a.jobs, None, a.steps)
+            elif what == "auth":
+                auth(a.trainingd, tmp, a.rounds * 2 + 1, a.requests)
+            elif what == "audit":
+                audit(a.trainingd, tmp)
             elif what == "weights":
                 fair(a.trainingd, tmp, a.jobs, (3, 1), a.steps)
             else:

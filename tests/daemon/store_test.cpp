@@ -398,7 +398,7 @@ TEST_F(StoreTest, NewerSchemaVersionIsRefused) {
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(store.status().message().find(path_), std::string::npos) << store.status().message();
-  EXPECT_NE(store.status().message().find("version 9 is newer"), std::string::npos)
+  EXPECT_NE(store.status().message().find("version 10 is newer"), std::string::npos)
       << store.status().message();
 }
 

@@ -58,8 +58,9 @@ inline QueuedJob Queued(const JobManager::Job& job, double submitted_at) {
   q.priority = r.priority;
   q.runs_alone = r.crash_count > 0;  // a suspect runs alone (crash containment)
   q.submitted_at = submitted_at;
-  // A stop keeps its work only with checkpoints; an experiment decides when its trials run.
-  q.preemptible = job.spec.hooks.checkpoint.enabled && r.experiment_id.empty();
+  // A stop keeps its work only with checkpoints. An experiment's trial is preempted as any job:
+  // its experiment waits while it is preempted (not an end) and takes its result at its rung.
+  q.preemptible = job.spec.hooks.checkpoint.enabled;
   return q;
 }
 

@@ -246,10 +246,10 @@ TEST_F(ExperimentManagerTest, APreemptedTrialResumesAndTheSearchDecidesTheSame) 
   OpenAll(1, o);
   OpenExperiments();
   // Rungs of 4000, 8000 and 16000 steps: long enough to be preempted in the middle of one.
-  const std::string spec = std::regex_replace(
-      std::regex_replace(SearchSpec("", 4), std::regex(R"("min_steps": 10)"),
-                         R"("min_steps": 4000)"),
-      std::regex(R"("max_steps": 40)"), R"("max_steps": 16000)");
+  const std::string spec =
+      std::regex_replace(std::regex_replace(SearchSpec("", 4), std::regex(R"("min_steps": 10)"),
+                                            R"("min_steps": 4000)"),
+                         std::regex(R"("max_steps": 40)"), R"("max_steps": 16000)");
   const std::string first = SubmitSearch(spec).id;
   WaitForExperiment(first, {ExperimentState::kCompleted});
   const std::vector<std::string> straight = Outcome(first);

@@ -1,18 +1,23 @@
 // JobManager: the service behind the HTTP API (api::JobService) -- the jobs' state machine,
 // admission and restart recovery, their rows and scalars in the Store and their live events on
-// the EventBus. Which queued job starts next is its Scheduler's to say (scheduler.h: priority,
-// then arrival), which it holds under its own lock. It does not run jobs: it hands each to an
-// Executor (executor.h) and learns what the run does from the executor's events
-// (docs/architecture.md).
+// the EventBus. Which queued job starts next, and which runs are preempted, is its Scheduler's
+// to say (scheduler.h: priority, fair share, submit time; quotas), which it holds under its own
+// lock. It does not run jobs: it hands each to an Executor (executor.h) and learns what the run
+// does from the executor's events (docs/architecture.md).
 //
 // States: queued -> running -> completed | failed | stopped, with stopping while a stop is in
-// progress. Stop asks the executor to stop the run (it stops after its current step, writes a
-// final checkpoint and runs its end hooks) or, for a queued job, stops it at once. Resume puts a
+// progress; running -> stopping -> preempted -> running when the scheduler preempts a run for a
+// more urgent job (PreemptLocked): the run stops as a user's stop does (final checkpoint), the
+// job waits at its original submit time and its next run resumes from that checkpoint; neither
+// a failure nor a crash restart.
+//
+// Stop asks the executor to stop the run (it stops after its current step, writes a final
+// checkpoint and runs its end hooks) or, for a queued job, stops it at once. Resume puts a
 // stopped, failed or completed job back in the queue, optionally with a new max_steps; its new
 // run restores the latest checkpoint, and scalars stamped after that checkpoint's step are
 // dropped so every series stays monotonic in step. On start (Create), jobs the previous daemon
-// left queued or running are queued again (and so resume from their checkpoints); a job that was
-// stopping is marked stopped.
+// left queued, preempted or running are queued again (and so resume from their checkpoints); a
+// job that was stopping is marked stopped, or preempted if a preemption was stopping it.
 //
 // Admission (docs/operations.md#admission): Submit and a Resume with a new max_steps check the
 // spec against its dataset and estimate its memory and disk (engine::PlanJob); a job over the

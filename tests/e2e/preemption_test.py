@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from trainingd_e2e import Daemon, expect, small_spec
+from trainingd_e2e import Daemon, cli_env, expect, small_spec
 
 TRAININGD = sys.argv[1]
 COMPARE = next((a for a in sys.argv[2:] if not a.startswith("--")), None)
@@ -78,6 +78,14 @@ def preemption(tmp):
                "final checkpoint at the preemption: %r vs %d" % (ck, preempted_step))
         status, page = d.call("GET", "/api/v1/jobs?state=preempted")
         expect([j["id"] for j in page["jobs"]] == [low_id], page)
+        # The CLI shows it too: the state, and who preempted it.
+        r = subprocess.run([TRAININGD, "jobs", "list", "--state", "preempted", "-q"],
+                           env=cli_env(d), capture_output=True, text=True, timeout=60)
+        expect(r.returncode == 0 and r.stdout.split() == [low_id], (r.returncode, r.stdout, r.stderr))
+        r = subprocess.run([TRAININGD, "jobs", "get", low_id], env=cli_env(d),
+                           capture_output=True, text=True, timeout=60)
+        expect(r.returncode == 0 and "preempted" in r.stdout and high_id in r.stdout,
+               (r.returncode, r.stdout, r.stderr))
         job = d.wait_state(high_id, {"completed", "failed"})
         expect(job["state"] == "completed", job)
         first_step, first_wall = first_loss(d, high_id)
@@ -135,6 +143,12 @@ def quotas(tmp):
         status, b = d.call("GET", "/api/v1/jobs/" + b["id"])
         expect(b["state"] == "queued" and
                b["waiting_reason"].startswith("quotas.running_slots"), b)
+        r = subprocess.run([TRAININGD, "jobs", "list"], env=cli_env(d), capture_output=True,
+                           text=True, timeout=60)
+        expect(r.returncode == 0 and "queued (quota)" in r.stdout, (r.returncode, r.stdout, r.stderr))
+        r = subprocess.run([TRAININGD, "jobs", "get", b["id"]], env=cli_env(d),
+                           capture_output=True, text=True, timeout=60)
+        expect(r.returncode == 0 and "quotas.running_slots" in r.stdout, (r.stdout, r.stderr))
         status, c = d.call("POST", "/api/v1/jobs", small_spec("qc", 100))
         expect(status == 429 and c["error"]["code"] == "quota_exceeded" and
                c["error"]["quota"] == "queued_jobs" and

@@ -738,8 +738,10 @@ void JobManager::OnStoreHealth(const StoreHealth& health) {
 }
 
 void JobManager::PreemptLocked() {
-  // Not while nothing may start anyway (the database, the disks, a suspect running alone).
+  // Not while nothing may start anyway (the database, a suspect running alone).
   if (shutting_down_ || !store_failure_.empty() || running_suspect_) return;
+  // Nor while a disk is full: the victim's final checkpoint might not fit.
+  if (scheduler_.empty() || !DiskProblems().empty()) return;
   for (const Preemption& p : scheduler_.ChooseVictims(executor_->slots() - running_)) {
     std::shared_ptr<Job> job = FindLocked(p.victim);
     if (!job || job->rec.state != JobState::kRunning) continue;  // ending anyway

@@ -254,6 +254,28 @@ TEST_F(JobManagerExecutorTest, APreemptedJobIsQueuedAgainAfterARestart) {
   EXPECT_EQ(fake_->started()[0].job_id, high->id);
 }
 
+// The daemon died while a preemption was stopping the victim (its row says stopping, with the
+// preemption's reason): the next start queues it again as preempted, not stopped.
+TEST_F(JobManagerExecutorTest, AVictimStoppingWhenTheDaemonDiedIsPreemptedAfterTheRestart) {
+  auto victim = Submit(SmallJob("victim", 100));
+  auto other = Submit(SmallJob("other", 100));
+  WaitForStarts(1);
+  manager_.reset();  // its run ends stopped at shutdown: queued in the database
+  {
+    auto store = Store::Open(dir_ + "/trainingd.db", store_options_);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    (*store)->UpdateJobState(victim->id, JobState::kStopping, 1.0, 0, "",
+                             "preempted by job jurgent (priority 5): stopping after a final "
+                             "checkpoint");
+    (*store)->UpdateJobState(other->id, JobState::kStopping, 1.0, 0, "", "stop requested");
+    ASSERT_TRUE((*store)->Flush().ok());
+  }
+  Reopen(/*slots=*/1);
+  EXPECT_EQ(manager_->Get(other->id)->state, JobState::kStopped);  // a user's stop, as before
+  WaitForStarts(1);
+  EXPECT_EQ(fake_->started()[0].job_id, victim->id);
+}
+
 // Quotas (scheduler.h): running_slots holds the owner's next job with a reason; queued_jobs and
 // max_priority refuse the submit naming the quota.
 TEST_F(JobManagerExecutorTest, QuotasHoldOrRefuseNamingTheQuota) {

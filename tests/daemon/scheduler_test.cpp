@@ -404,6 +404,22 @@ TEST(SchedulerPreemptionTest, NoVictimWhenASlotIsFreeOffOrNotPreemptible) {
   }
 }
 
+TEST(SchedulerPreemptionTest, ARunStillWaitingInAClustersQueueIsNoVictim) {
+  FakeClock clock;
+  SchedulerOptions o;
+  o.now = clock.fn();
+  o.min_run_secs = 0;
+  Scheduler s(o);
+  s.Enqueue(Job("trains", "alice", 1));
+  s.Enqueue(Job("pending", "alice", 2));
+  ASSERT_EQ(Ids(s.Take(2, 0)), (Ids_{"trains", "pending"}));
+  s.Enqueue(Job("urgent", "bob", 3, 5));
+  // The newest is still pending in Slurm: the one that trains is the victim.
+  auto v = s.ChooseVictims(0, [](const std::string& id) { return id == "trains"; });
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].victim, "trains");
+}
+
 TEST(SchedulerPreemptionTest, APreemptedJobRunsBeforeNewerJobsOfItsPriority) {
   // Determined #3340: after the preemptor ends, the victim (queued again at its original submit
   // time) starts, not a newer job of its priority.

@@ -27,9 +27,8 @@ using job_detail::StateEvent;
 
 namespace {
 
-SchedulerOptions SchedulerOptionsFor(SchedulerOptions o, eng::Env* env, const Executor& executor) {
+SchedulerOptions SchedulerOptionsFor(SchedulerOptions o, eng::Env* env) {
   if (!o.now) o.now = [env] { return env->NowSeconds(); };
-  if (executor.RunsOutliveDaemon()) o.preemption = false;
   return o;
 }
 
@@ -44,7 +43,7 @@ JobManager::JobManager(Store& store, EventBus& bus, std::unique_ptr<Executor> ex
       executor_(std::move(executor)),
       options_(std::move(options)),
       env_(options_.env ? options_.env : eng::Env::Default()),
-      scheduler_(SchedulerOptionsFor(options_.scheduler, env_, *executor_)),
+      scheduler_(SchedulerOptionsFor(options_.scheduler, env_)),
       files_(JobFilesOptions{options_.data_dir, options_.jobs_dir,
                              options_.limits.max_log_bytes_per_job}) {}
 
@@ -742,7 +741,13 @@ void JobManager::PreemptLocked() {
   if (shutting_down_ || !store_failure_.empty() || running_suspect_) return;
   // Nor while a disk is full: the victim's final checkpoint might not fit.
   if (scheduler_.empty() || !DiskProblems().empty()) return;
-  for (const Preemption& p : scheduler_.ChooseVictims(executor_->slots() - running_)) {
+  // Only runs that train: a cluster's run still waiting in its queue is not stopped for a
+  // preemption (it holds a slot here but frees nothing there).
+  const auto trains = [this](const std::string& id) {
+    std::shared_ptr<Job> job = FindLocked(id);
+    return job && job->rec.state == JobState::kRunning;
+  };
+  for (const Preemption& p : scheduler_.ChooseVictims(executor_->slots() - running_, trains)) {
     std::shared_ptr<Job> job = FindLocked(p.victim);
     if (!job || job->rec.state != JobState::kRunning) continue;  // ending anyway
     job->preempting = true;

@@ -155,7 +155,8 @@ void Scheduler::Finished(const std::string& id) {
   running_.erase(it);
 }
 
-std::vector<Preemption> Scheduler::ChooseVictims(int free_slots) {
+std::vector<Preemption> Scheduler::ChooseVictims(
+    int free_slots, const std::function<bool(const std::string&)>& running) {
   std::vector<Preemption> out;
   if (!options_.preemption || queued_.empty()) return out;
   const double now = Now();
@@ -166,7 +167,8 @@ std::vector<Preemption> Scheduler::ChooseVictims(int free_slots) {
   // The candidates, newest started first (ties: the later taken first).
   std::vector<Running*> candidates;
   for (auto& [id, r] : running_) {
-    if (!r.victim && r.job.preemptible && now - r.started_at >= options_.min_run_secs) {
+    if (!r.victim && r.job.preemptible && now - r.started_at >= options_.min_run_secs &&
+        (!running || running(id))) {
       candidates.push_back(&r);
     }
   }

@@ -90,8 +90,7 @@ struct JobManagerOptions {
   engine::Env* env = nullptr;     // null = Env::Default()
 
   JobLimits limits;  // budgets, caps, crash restarts (job_limits.h)
-  // Fair share, quotas and preemption (scheduler.h); its clock null = env's. Preemption is off
-  // with an executor whose runs outlive the daemon (Slurm): not built there.
+  // Fair share, quotas and preemption (scheduler.h); its clock null = env's.
   SchedulerOptions scheduler;
   // Testing only (TRAININGD_TEST_ABORT_JOB): a job with this name aborts the process once it
   // reaches global step abort_at_step (0 = as soon as it starts running).

@@ -102,8 +102,11 @@ class Scheduler {
   // A run Take handed out ended (or never started): its owner's charge becomes its run time.
   void Finished(const std::string& id);
   // The runs to stop now so that more urgent queued jobs can start, given `free_slots` free
-  // slots; each victim is chosen once (until it is Finished). Empty when preemption is off.
-  std::vector<Preemption> ChooseVictims(int free_slots);
+  // slots; each victim is chosen once (until it is Finished), and only among the runs for which
+  // `running(id)` is true (a run still waiting in a cluster's queue holds a slot but does not
+  // run: null = all). Empty when preemption is off.
+  std::vector<Preemption> ChooseVictims(
+      int free_slots, const std::function<bool(const std::string&)>& running = nullptr);
 
   // ResourceExhausted "quotas.queued_jobs: ..." when `owner` may not queue one more job.
   engine::Status CheckQueue(const std::string& owner) const;

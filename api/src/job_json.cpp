@@ -27,6 +27,8 @@ json JobToJson(const JobInfo& job, bool detail) {
       {"latest_scalars", json::object()},
       {"owner", job.owner},
       {"priority", job.priority},
+      {"preempted_by", TextOrNull(job.preempted_by)},
+      {"waiting_reason", TextOrNull(job.waiting_reason)},
   };
   for (const auto& [tag, value] : job.latest_scalars) out["latest_scalars"][tag] = value;
   if (job.workers > 1 || !job.attempts.empty()) {

@@ -43,6 +43,10 @@ engine::Result<JobInfo> JobAt(const json& v, const std::string& path) {
   TRAININGD_RETURN_IF_ERROR(Nullable(v, path, "reason", &job.reason));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "examples_per_sec", &job.examples_per_sec));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "executor", &job.executor));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "owner", &job.owner));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "priority", &job.priority));
+  TRAININGD_RETURN_IF_ERROR(Nullable(v, path, "preempted_by", &job.preempted_by));
+  TRAININGD_RETURN_IF_ERROR(Nullable(v, path, "waiting_reason", &job.waiting_reason));
   if (const auto it = v.find("latest_scalars"); it != v.end()) {
     const std::string p = sj::Child(path, "latest_scalars");
     TRAININGD_RETURN_IF_ERROR(NeedObject(*it, p));

@@ -19,13 +19,16 @@ const char* JobStateName(JobState state) {
       return "failed";
     case JobState::kStopped:
       return "stopped";
+    case JobState::kPreempted:
+      return "preempted";
   }
   return "unknown";
 }
 
 std::optional<JobState> ParseJobState(std::string_view name) {
-  for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kStopping,
-                     JobState::kCompleted, JobState::kFailed, JobState::kStopped}) {
+  for (JobState s :
+       {JobState::kQueued, JobState::kRunning, JobState::kStopping, JobState::kCompleted,
+        JobState::kFailed, JobState::kStopped, JobState::kPreempted}) {
     if (name == JobStateName(s)) return s;
   }
   return std::nullopt;

@@ -324,8 +324,20 @@ HttpResponse StatusResponse(const Status& status) {
       r.SetHeader("Retry-After", "1");
       return r;
     }
-    case StatusCode::kResourceExhausted:
+    case StatusCode::kResourceExhausted: {
+      // A user's quota ("quotas.<key>: <what>", scheduler.h): 429 for a limit that frees up
+      // (queued jobs), 403 for one that does not (the highest priority): retrying cannot help.
+      if (message.starts_with("quotas.")) {
+        const std::string key = message.substr(7, message.find(": ") - 7);
+        const bool forbidden = key == "max_priority";
+        json body = ErrorToJson("quota_exceeded", message, "quotas." + key);
+        body["error"]["quota"] = key;
+        HttpResponse r = JsonResponse(forbidden ? 403 : 429, body);
+        if (!forbidden) r.SetHeader("Retry-After", "10");
+        return r;
+      }
       return ErrorResponse(507, "resource_exhausted", message);
+    }
     default:
       return InternalErrorResponse(status.ToString());
   }
@@ -823,7 +835,7 @@ HttpResponse Router::ListJobs(const Context& c) {
     if (!state) {
       return ErrorResponse(400, "invalid_argument",
                            "state: must be one of queued, running, stopping, completed, failed, "
-                           "stopped",
+                           "stopped, preempted",
                            "state");
     }
   }

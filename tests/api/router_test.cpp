@@ -260,6 +260,26 @@ TEST_F(RouterTest, ResourceExhaustedIs507) {
   EXPECT_EQ(BodyJson(r)["error"]["code"], "resource_exhausted");
 }
 
+// A user's quota (daemon scheduler.h: "quotas.<key>: ..."): 429 for the queue, which frees up,
+// 403 for the priority, which does not; the body names the quota.
+TEST_F(RouterTest, QuotasAre429Or403NamingTheQuota) {
+  HttpResponse r = StatusResponse(engine::Status::ResourceExhausted(
+      "quotas.queued_jobs: user 'alice' has 2 jobs waiting, the most its quota (2) allows"));
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(r.Header("Retry-After"), "10");
+  auto body = BodyJson(r);
+  EXPECT_EQ(body["error"]["code"], "quota_exceeded");
+  EXPECT_EQ(body["error"]["field"], "quotas.queued_jobs");
+  EXPECT_EQ(body["error"]["quota"], "queued_jobs");
+  r = StatusResponse(engine::Status::ResourceExhausted(
+      "quotas.max_priority: user 'alice' may give its jobs a priority of at most 3, asked for 4"));
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(r.Header("Retry-After"), "");
+  body = BodyJson(r);
+  EXPECT_EQ(body["error"]["code"], "quota_exceeded");
+  EXPECT_EQ(body["error"]["quota"], "max_priority");
+}
+
 TEST_F(RouterTest, HealthzAndMetrics) {
   HttpResponse r = router_.Handle(Req("GET", "/healthz"));
   ASSERT_EQ(r.status, 200);

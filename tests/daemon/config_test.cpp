@@ -124,6 +124,47 @@ TEST_F(ConfigTest, TheModelServerIsConfiguredAndChecked) {
   }
 }
 
+TEST_F(ConfigTest, FairShareQuotasAndPreemptionAreConfiguredAndChecked) {
+  ServeConfig c;
+  EXPECT_TRUE(c.scheduler.preemption);  // on by default
+  EXPECT_EQ(c.scheduler.min_run_secs, 120);
+  ASSERT_TRUE(ParseConfigText(R"({"fair_share": {"half_life_secs": 3600, "estimate_secs": 30,
+                                                 "weights": {"alice": 3, "bob": 0.5}},
+                                  "quotas": {"default": {"running_slots": 2, "queued_jobs": 9},
+                                             "users": {"root": {"max_priority": -5}}},
+                                  "preemption": {"enabled": false, "min_run_secs": 10}})",
+                              "s.json", c)
+                  .ok());
+  EXPECT_EQ(c.scheduler.half_life_secs, 3600);
+  EXPECT_EQ(c.scheduler.default_estimate_secs, 30);
+  EXPECT_EQ(c.scheduler.weights.at("alice"), 3);
+  EXPECT_EQ(c.scheduler.weights.at("bob"), 0.5);
+  EXPECT_EQ(c.scheduler.default_quota.running_slots, 2);
+  EXPECT_EQ(c.scheduler.default_quota.queued_jobs, 9);
+  EXPECT_FALSE(c.scheduler.default_quota.max_priority.has_value());
+  EXPECT_EQ(c.scheduler.quotas.at("root").max_priority, -5);
+  EXPECT_FALSE(c.scheduler.quotas.at("root").running_slots.has_value());
+  EXPECT_FALSE(c.scheduler.preemption);
+  EXPECT_EQ(c.scheduler.min_run_secs, 10);
+  // A quota of zero or less, and every other bad value, refused naming the key.
+  for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"quotas": {"default": {"running_slots": 0}}})", "quotas.default.running_slots"},
+           {R"({"quotas": {"users": {"bob": {"queued_jobs": -1}}}})",
+            "quotas.users.bob.queued_jobs"},
+           {R"({"quotas": {"default": {"max_priority": 5000}}})", "quotas.default.max_priority"},
+           {R"({"quotas": {"default": {"slots": 1}}})", "quotas.default.slots"},
+           {R"({"quotas": {"alice": {}}})", "quotas.alice"},
+           {R"({"fair_share": {"weights": {"alice": 0}}})", "fair_share.weights.alice"},
+           {R"({"fair_share": {"half_life_secs": 0}})", "fair_share.half_life_secs"},
+           {R"({"preemption": {"min_run_secs": -1}})", "preemption.min_run_secs"},
+           {R"({"preemption": {"enabled": 1}})", "preemption.enabled"}}) {
+    ServeConfig fresh;
+    const engine::Status st = ParseConfigText(text, "s.json", fresh);
+    EXPECT_FALSE(st.ok()) << text;
+    EXPECT_NE(st.message().find(field), std::string::npos) << text << " -> " << st.message();
+  }
+}
+
 TEST_F(ConfigTest, FileThenFlagsWin) {
   const std::string f = Write("c.json", R"({"listen": "127.0.0.1:9000", "data_dir": "/srv/t",
                                           "max_concurrent_jobs": 2, "data_root": "/data"})");

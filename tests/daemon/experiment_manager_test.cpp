@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -230,6 +231,51 @@ TEST_F(ExperimentManagerTest, TheSameSearchDecidesTheSameAlsoAcrossARestart) {
   int starts = 0;
   for (const DecisionRecord& d : *decisions) starts += d.kind == "start";
   EXPECT_EQ(starts, 4);
+  EXPECT_EQ(done.trials_started, 4);
+}
+
+// A trial preempted by a more urgent job (operations.md#preemption) resumes from its final
+// checkpoint when the slot is free; its experiment waits for it and decides exactly as in a
+// search without the preemption.
+TEST_F(ExperimentManagerTest, APreemptedTrialResumesAndTheSearchDecidesTheSame) {
+  experiments_.reset();
+  manager_.reset();
+  store_.reset();
+  JobManagerOptions o;
+  o.scheduler.min_run_secs = 0;
+  OpenAll(1, o);
+  OpenExperiments();
+  // Rungs of 4000, 8000 and 16000 steps: long enough to be preempted in the middle of one.
+  const std::string spec =
+      std::regex_replace(std::regex_replace(SearchSpec("", 4), std::regex(R"("min_steps": 10)"),
+                                            R"("min_steps": 4000)"),
+                         std::regex(R"("max_steps": 40)"), R"("max_steps": 16000)");
+  const std::string first = SubmitSearch(spec).id;
+  WaitForExperiment(first, {ExperimentState::kCompleted});
+  const std::vector<std::string> straight = Outcome(first);
+
+  const std::string second = SubmitSearch(spec).id;
+  // Once its first trial has trained a little, a job of a higher priority comes.
+  std::string trial_job;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline && trial_job.empty()) {
+    for (const api::TrialInfo& t : AllTrials(second)) {
+      auto job = manager_->Get(t.job_id);
+      if (job.ok() && job->state == api::JobState::kRunning && job->global_step >= 100) {
+        trial_job = t.job_id;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_FALSE(trial_job.empty());
+  engine::JobSpec urgent = SmallJob("urgent", 10);
+  urgent.priority = 5;
+  auto high = Submit(urgent);
+  ASSERT_TRUE(high.ok()) << high.status().ToString();
+  WaitFor(high->id, {api::JobState::kCompleted});
+  EXPECT_EQ(manager_->Get(trial_job)->preempted_by, high->id);
+  const api::ExperimentInfo done = WaitForExperiment(second, {ExperimentState::kCompleted});
+  EXPECT_EQ(Outcome(second), straight);
   EXPECT_EQ(done.trials_started, 4);
 }
 

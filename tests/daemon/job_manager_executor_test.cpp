@@ -166,6 +166,154 @@ TEST_F(JobManagerExecutorTest, HigherPriorityStartsFirstAndAChangeTakesEffectInT
   EXPECT_EQ(fake_->started()[1].job_id, b->id);
 }
 
+// Preemption by checkpoint (scheduler.h): a higher-priority job stops the running lower one,
+// which ends preempted (not stopped, not failed), waits ahead of newer jobs of its priority and
+// runs again when the slot is free. Its owner's stop while it is being preempted wins.
+TEST_F(JobManagerExecutorTest, AHigherPriorityJobPreemptsTheRunningLowerOne) {
+  JobManagerOptions o;
+  o.scheduler.min_run_secs = 0;
+  Reopen(/*slots=*/1, o);
+  auto low = Submit(SmallJob("low", 100));
+  ASSERT_TRUE(low.ok()) << low.status().ToString();
+  WaitForStarts(1);
+  fake_->Emit(low->id, ScalarRecorded{"loss", 40, 1.0, 1.0});
+  engine::JobSpec urgent = SmallJob("urgent", 10);
+  urgent.priority = 5;
+  auto high = Submit(urgent);
+  auto newer = Submit(SmallJob("newer", 10));  // priority 0, after low
+  ASSERT_TRUE(high.ok() && newer.ok());
+  // The scheduling thread asks for the stop (at once: it is woken by the submit).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (fake_->stop_requests().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(fake_->stop_requests(), std::vector<std::string>{low->id});
+  api::JobInfo info = *manager_->Get(low->id);
+  EXPECT_EQ(info.state, JobState::kStopping);
+  EXPECT_EQ(info.preempted_by, high->id);
+  EXPECT_NE(info.reason.find("preempted by job " + high->id), std::string::npos) << info.reason;
+  fake_->End(low->id, FakeExecutor::Stopped(40));
+  info = *manager_->Get(low->id);
+  EXPECT_EQ(info.state, JobState::kPreempted);
+  EXPECT_EQ(info.preempted_by, high->id);
+  EXPECT_EQ(info.error, "");
+  WaitForStarts(2);
+  EXPECT_EQ(fake_->started()[1].job_id, high->id);
+  EXPECT_EQ(fake_->stop_requests().size(), 1u) << "one victim for one urgent job";
+  fake_->End(high->id, FakeExecutor::Completed(10));
+  // The preempted job runs before the newer one of its priority (Determined #3340).
+  WaitForStarts(3);
+  EXPECT_EQ(fake_->started()[2].job_id, low->id);
+  EXPECT_EQ(manager_->Get(low->id)->state, JobState::kRunning);
+  // Its state is in the database: a restart while preempted would queue it again (below).
+  fake_->End(low->id, FakeExecutor::Completed(100));
+  WaitForStarts(4);
+  EXPECT_EQ(fake_->started()[3].job_id, newer->id);
+  EXPECT_EQ(manager_->Get(low->id)->state, JobState::kCompleted);
+  EXPECT_EQ(manager_->Get(low->id)->preempted_by, high->id);  // who last preempted it
+
+  // The owner's stop while a preemption is under way: the job ends stopped.
+  engine::JobSpec urgent2 = SmallJob("urgent2", 10);
+  urgent2.priority = 5;
+  auto high2 = Submit(urgent2);
+  while (fake_->stop_requests().size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(fake_->stop_requests().size(), 2u);
+  EXPECT_EQ(fake_->stop_requests()[1], newer->id);
+  ASSERT_EQ(manager_->Stop(newer->id)->state, JobState::kStopping);
+  fake_->End(newer->id, FakeExecutor::Stopped(5));
+  EXPECT_EQ(manager_->Get(newer->id)->state, JobState::kStopped);
+  WaitForStarts(5);
+  EXPECT_EQ(fake_->started()[4].job_id, high2->id);
+}
+
+TEST_F(JobManagerExecutorTest, APreemptedJobIsQueuedAgainAfterARestart) {
+  JobManagerOptions o;
+  o.scheduler.min_run_secs = 0;
+  Reopen(/*slots=*/1, o);
+  auto low = Submit(SmallJob("low", 100));
+  WaitForStarts(1);
+  engine::JobSpec urgent = SmallJob("urgent", 10);
+  urgent.priority = 5;
+  auto high = Submit(urgent);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (fake_->stop_requests().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  fake_->End(low->id, FakeExecutor::Stopped(40));
+  WaitForStarts(2);
+  ASSERT_EQ(manager_->Get(low->id)->state, JobState::kPreempted);
+  // The daemon stops with the urgent job running: both wait for the next start, in their order.
+  manager_->Shutdown();
+  Reopen(/*slots=*/1, o);
+  const api::JobInfo after = *manager_->Get(low->id);
+  EXPECT_EQ(after.state, JobState::kPreempted);
+  EXPECT_EQ(after.preempted_by, high->id);
+  WaitForStarts(1);
+  EXPECT_EQ(fake_->started()[0].job_id, high->id);
+}
+
+// The daemon died while a preemption was stopping the victim (its row says stopping, with the
+// preemption's reason): the next start queues it again as preempted, not stopped.
+TEST_F(JobManagerExecutorTest, AVictimStoppingWhenTheDaemonDiedIsPreemptedAfterTheRestart) {
+  auto victim = Submit(SmallJob("victim", 100));
+  auto other = Submit(SmallJob("other", 100));
+  WaitForStarts(1);
+  manager_.reset();  // its run ends stopped at shutdown: queued in the database
+  {
+    auto store = Store::Open(dir_ + "/trainingd.db", store_options_);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    (*store)->UpdateJobState(victim->id, JobState::kStopping, 1.0, 0, "",
+                             "preempted by job jurgent (priority 5): stopping after a final "
+                             "checkpoint");
+    (*store)->UpdateJobState(other->id, JobState::kStopping, 1.0, 0, "", "stop requested");
+    ASSERT_TRUE((*store)->Flush().ok());
+  }
+  Reopen(/*slots=*/1);
+  EXPECT_EQ(manager_->Get(other->id)->state, JobState::kStopped);  // a user's stop, as before
+  WaitForStarts(1);
+  EXPECT_EQ(fake_->started()[0].job_id, victim->id);
+}
+
+// Quotas (scheduler.h): running_slots holds the owner's next job with a reason; queued_jobs and
+// max_priority refuse the submit naming the quota.
+TEST_F(JobManagerExecutorTest, QuotasHoldOrRefuseNamingTheQuota) {
+  JobManagerOptions o;
+  o.scheduler.quotas["alice"].running_slots = 1;
+  o.scheduler.quotas["alice"].queued_jobs = 1;
+  o.scheduler.quotas["alice"].max_priority = 3;
+  Reopen(/*slots=*/2, o);
+  const auto As = [&](const std::string& owner, const engine::JobSpec& spec) {
+    return manager_->Submit(spec, api::JobSpecToJson(spec), owner);
+  };
+  auto a1 = As("alice", SmallJob("a1", 10));
+  ASSERT_TRUE(a1.ok()) << a1.status().ToString();
+  WaitForStarts(1);
+  auto a2 = As("alice", SmallJob("a2", 10));
+  ASSERT_TRUE(a2.ok()) << a2.status().ToString();
+  auto b1 = As("bob", SmallJob("b1", 10));
+  WaitForStarts(2);
+  EXPECT_EQ(fake_->started()[1].job_id, b1->id);  // a free slot, but not for alice's a2
+  const api::JobInfo held = *manager_->Get(a2->id);
+  EXPECT_EQ(held.state, JobState::kQueued);
+  EXPECT_EQ(held.waiting_reason.rfind("quotas.running_slots: ", 0), 0u) << held.waiting_reason;
+  auto a3 = As("alice", SmallJob("a3", 10));
+  EXPECT_EQ(a3.status().code(), engine::StatusCode::kResourceExhausted);
+  EXPECT_EQ(a3.status().message().rfind("quotas.queued_jobs: ", 0), 0u) << a3.status().message();
+  engine::JobSpec high = SmallJob("a4", 10);
+  high.priority = 4;
+  auto a4 = As("alice", high);
+  EXPECT_EQ(a4.status().message().rfind("quotas.max_priority: ", 0), 0u) << a4.status().message();
+  EXPECT_EQ(manager_->SetPriority(a2->id, 4).status().code(),
+            engine::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(manager_->SetPriority(a2->id, 3).ok());
+  fake_->End(a1->id, FakeExecutor::Completed(10));
+  WaitForStarts(3);
+  EXPECT_EQ(fake_->started()[2].job_id, a2->id);
+  EXPECT_EQ(manager_->Get(a2->id)->waiting_reason, "");
+}
+
 TEST_F(JobManagerExecutorTest, AStartTheExecutorRefusesFailsTheJob) {
   fake_->FailStarts(engine::Status::Unavailable("no nodes"));
   auto job = Submit(SmallJob("refused", 10));

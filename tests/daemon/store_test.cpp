@@ -203,7 +203,7 @@ class StoreTest : public ::testing::Test {
 
 TEST_F(StoreTest, FreshDatabaseIsMigratedInWalMode) {
   { auto store = OpenStore(); }
-  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "8");
+  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "9");
   EXPECT_EQ(RawText(path_, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(RawText(path_, "PRAGMA application_id"), "1953656420");
   EXPECT_EQ(RawText(path_,
@@ -228,7 +228,7 @@ TEST_F(StoreTest, ReopenKeepsDataAndVersion) {
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   ASSERT_TRUE(job->has_value());
   EXPECT_EQ((*job)->name, "name-a");
-  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "8");
+  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "9");
 }
 
 TEST_F(StoreTest, ExperimentsTrialsResultsAndDecisionsRoundTrip) {
@@ -393,12 +393,12 @@ TEST_F(StoreTest, AttemptsAreKeptUpdatedInPlaceAndDeletedWithTheirJob) {
 
 TEST_F(StoreTest, NewerSchemaVersionIsRefused) {
   { auto store = OpenStore(); }
-  RawExec(path_, "PRAGMA user_version = 9");
+  RawExec(path_, "PRAGMA user_version = 10");
   auto store = Store::Open(path_);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(store.status().message().find(path_), std::string::npos) << store.status().message();
-  EXPECT_NE(store.status().message().find("version 9 is newer"), std::string::npos)
+  EXPECT_NE(store.status().message().find("version 10 is newer"), std::string::npos)
       << store.status().message();
 }
 

@@ -244,7 +244,8 @@ TEST(UserMigrationTest, Version6RowsBecomeTheAdmins) {
   // Take the file back to schema version 6 (what the previous release wrote), with a job and an
   // experiment in it.
   UsersDbExec(path,
-              "ALTER TABLE jobs DROP COLUMN priority;"  // migration 8's
+              "ALTER TABLE jobs DROP COLUMN preempted_by;"  // migration 9's
+              "ALTER TABLE jobs DROP COLUMN priority;"      // migration 8's
               "DROP TABLE users; DROP TABLE tokens; DROP TABLE audit;"
               "ALTER TABLE jobs DROP COLUMN owner; ALTER TABLE experiments DROP COLUMN owner;"
               "INSERT INTO jobs (id, name, state) VALUES ('jold', 'old', 'running');"
@@ -267,7 +268,7 @@ TEST(UserMigrationTest, Version6RowsBecomeTheAdmins) {
     EXPECT_EQ(admin->role, Role::kAdmin);
     EXPECT_EQ((*users)->ListUsers().size(), 1u);
   }
-  EXPECT_EQ(UsersDbText(path, "PRAGMA user_version"), "8");
+  EXPECT_EQ(UsersDbText(path, "PRAGMA user_version"), "9");
   fs::remove_all(dir);
 }
 

@@ -27,7 +27,10 @@ Slurm cluster (tests/support/slurm_cluster.sh; docs/slurm-notes.md for what Slur
   stops itself at 3 s after a final checkpoint, and the job is `stopped` with that reason;
 - the node set DOWN under a running job: Slurm requeues it, it runs again and completes at
   max_steps, its loss series strictly increasing without a gap; each attempt names the
-  checkpoint its run restored.
+  checkpoint its run restored;
+- preemption by checkpoint (a daemon of its own with max_jobs 1): a priority-5 job preempts the
+  running one, which stops after a final checkpoint, shows `preempted`, and resumes from that
+  checkpoint as a new Slurm job once the urgent job has completed.
 
 All on one cluster, started once with a short credential lifetime and a 1 s backfill period so a
 requeued job runs again after ~9 s instead of ~141 s. Needs root and slurm-wlm + munge: exits 77
@@ -35,7 +38,7 @@ requeued job runs again after ~9 s instead of ~141 s. Needs root and slurm-wlm +
 
     slurm_test.py TRAININGD [SCENARIO...]     (default: all of them, in this order:
     queued late-poll stop-resume scancel kill9 shutdown workers dataset resources node-down
-    refused)
+    preempt refused)
 """
 import hashlib
 import json
@@ -374,6 +377,56 @@ def stop_and_resume(d, conf, job_root):
           flush=True)
 
 
+def preempt(conf, work):
+    """Preemption by checkpoint on Slurm (operations.md#preemption), on a daemon of its own that
+    keeps one job in Slurm at once (max_jobs 1): a priority-5 job preempts the running one, which
+    stops after a final checkpoint (its Slurm job ends), waits as preempted, and is submitted
+    again (a new Slurm job) that resumes from that checkpoint once the urgent job completed."""
+    job_root = os.path.join(work, "slurm-jobs-preempt")
+    os.makedirs(job_root)
+    cfg = config(job_root)
+    cfg["slurm"]["max_jobs"] = 1
+    cfg["preemption"] = {"enabled": True, "min_run_secs": 1}
+    d = Daemon(TRAININGD, os.path.join(work, "data-preempt"), config=cfg,
+               env={"SLURM_CONF": conf})
+    try:
+        low = submit(d, spec("low", 100000))
+        sid = wait_slurm(d, low)["slurm"]["job_id"]
+        wait_step(d, low, 600)
+        time.sleep(1)
+        high = submit(d, spec("high", 300, priority=5))
+        job = d.wait_state(low, {"preempted", "completed", "failed", "stopped"}, timeout=120)
+        expect(job["state"] == "preempted" and job["preempted_by"] == high, job)
+        preempted_at = job["global_step"]
+        expect(os.path.exists(os.path.join(job_root, low, "model.ckpt-%d" % preempted_at)),
+               "a final checkpoint at the preemption's step %d" % preempted_at)
+        sj = slurm_job(conf, sid)
+        expect(sj and sj["job_state"] not in ("PENDING", "RUNNING"), "the victim's Slurm job "
+               "after the preemption: %s" % (sj and sj["job_state"]))
+        job = ended(d, high)
+        expect(job["state"] == "completed", job)
+        # The victim goes on as a new Slurm job from its checkpoint.
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            job = d.job(low)
+            if job["state"] == "running" and job["global_step"] > preempted_at:
+                break
+            time.sleep(0.2)
+        expect(job["state"] == "running" and job["slurm"]["job_id"] != sid, job)
+        att = attempts(job)
+        expect([a["from_step"] for a in att][-1:] == [preempted_at],
+               "the resumed attempt starts from the preemption's checkpoint %d: %s" %
+               (preempted_at, att))
+        status, _ = d.call("POST", "/api/v1/jobs/%s/stop" % low, {})
+        expect(status == 202, status)
+        expect(ended(d, low, timeout=120)["state"] == "stopped", d.job(low))
+        print("preempted on Slurm at step %d (Slurm job %d %s), resumed as Slurm job %d" %
+              (preempted_at, sid, sj["job_state"], job["slurm"]["job_id"]), flush=True)
+    finally:
+        code, log = d.stop()
+        expect(code == 0, "clean exit on SIGTERM: %d\n%s" % (code, log[-3000:]))
+
+
 def scancel_by_hand(d, conf):
     j = submit(d, spec("scancel", 100000))
     sid = wait_slurm(d, j)["slurm"]["job_id"]
@@ -560,7 +613,7 @@ def node_down(d, conf):
 
 
 SCENARIOS = ["queued", "late-poll", "stop-resume", "scancel", "kill9", "shutdown", "workers",
-             "dataset", "resources", "node-down", "refused"]
+             "dataset", "resources", "node-down", "preempt", "refused"]
 
 
 def main():
@@ -594,7 +647,8 @@ def main():
                           ("workers", lambda: two_workers(daemons[-1], conf)),
                           ("dataset", lambda: uploaded_dataset(daemons[-1], job_root)),
                           ("resources", lambda: own_resources(daemons[-1], conf)),
-                          ("node-down", lambda: node_down(daemons[-1], conf))]:
+                          ("node-down", lambda: node_down(daemons[-1], conf)),
+                          ("preempt", lambda: preempt(conf, work))]:
             if name in only:
                 t0 = time.time()
                 wait_node_idle(conf)  # the previous job's allocation released

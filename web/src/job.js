@@ -162,7 +162,8 @@ export function mountJob(root, id) {
     setText(els.title, job.name);
     document.title = `${job.name} · trainingd`;
     els.badge.replaceChildren(stateBadge(job.state));
-    const reason = job.error || job.reason;
+    // A job a quota holds says which; a preempted one names its preemptor in its reason.
+    const reason = job.error || job.waiting_reason || job.reason;
     els.reason.hidden = !reason;
     els.reason.className = `job-reason ${job.error ? 'error' : 'muted'}`;
     setText(els.reason, reason ? (job.error ? `Error: ${job.error}` : reason) : '');

@@ -8,11 +8,11 @@ import { h, setText, stateBadge } from './dom.js';
 import { runResourceAction, resourceButtons } from './actions.js';
 import * as fmt from './format.js';
 
-export const STATES = ['queued', 'running', 'stopping', 'completed', 'failed', 'stopped'];
+export const STATES = ['queued', 'running', 'stopping', 'completed', 'failed', 'stopped', 'preempted'];
 const ACTIVE = new Set(['running', 'stopping']);
 const POLL_MS = 2000;
 
-export function canStop(s) { return s === 'queued' || s === 'running'; }
+export function canStop(s) { return s === 'queued' || s === 'running' || s === 'preempted'; }
 export function canResume(s) { return s === 'stopped' || s === 'failed'; }
 export function canDelete(s) { return s !== 'running' && s !== 'stopping'; }
 
@@ -117,7 +117,7 @@ export function mountJobs(root, params) {
   // A row's cells are refilled only when what they show changed, and its buttons only when the
   // state changed (so a click never lands on a button being replaced); times tick separately.
   function rowKey(j) {
-    return JSON.stringify([j.global_step, j.max_steps, j.examples_per_sec, j.latest_scalars, j.error, j.reason, j.started_at, j.finished_at, j.name]);
+    return JSON.stringify([j.global_step, j.max_steps, j.examples_per_sec, j.latest_scalars, j.error, j.reason, j.started_at, j.finished_at, j.name, j.waiting_reason, j.preempted_by]);
   }
 
   function createRow(j) {
@@ -147,7 +147,9 @@ export function mountJobs(root, params) {
     r.key = key;
     c[0].replaceChildren(h('a', { href: `#/jobs/${enc(j.id)}`, class: 'job-link', title: j.name }, j.name), h('div', { class: 'sub mono' }, j.id));
     c[1].title = [j.reason, j.error].filter(Boolean).join('\n');
-    c[1].replaceChildren(stateBadge(j.state), reason && j.state !== 'running' ? h('div', { class: 'sub reason' }, reason) : '');
+    // A preempted job names its preemptor; a job a quota holds says which.
+    const why = j.waiting_reason || (j.state === 'preempted' && j.preempted_by ? `preempted by ${j.preempted_by}` : reason);
+    c[1].replaceChildren(stateBadge(j.state), why && j.state !== 'running' ? h('div', { class: 'sub reason' }, why) : '');
     c[2].replaceChildren(...progressCell(j));
     setText(c[3], fmt.rate(j.examples_per_sec));
     setText(c[4], fmt.metric(ls.loss));

@@ -212,6 +212,7 @@ int ServeCommand(const std::vector<std::string>& args) {
   jm.data_root = config.data_root;
   jm.threads_per_job = threads_per_job;
   jm.limits = config.limits;
+  jm.scheduler = config.scheduler;
   // Testing only: "NAME" or "NAME@STEP" makes that job abort the process (crash containment's
   // test, docs/operations.md#crash-containment).
   if (const char* abort = std::getenv("TRAININGD_TEST_ABORT_JOB"); abort && *abort) {

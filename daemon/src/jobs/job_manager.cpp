@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <type_traits>
 
+#include "jobs/job.h"
 #include "jobs/machine.h"
 #include "trainingd/api/experiment_json.h"
 #include "trainingd/api/job_json.h"
@@ -18,54 +19,20 @@ namespace trainingd::daemon {
 namespace fs = std::filesystem;
 namespace eng = trainingd::engine;
 using api::JobState;
-
-struct JobManager::Job {
-  JobRecord rec;
-  eng::JobSpec spec;
-  double examples_per_sec = 0;
-  std::map<std::string, double> latest;  // guarded by the manager's mu_
-  // Why the daemon (not the user) stopped it, e.g. a full disk; "" = the user. Guarded by mu_.
-  std::string stop_cause;
-  eng::StatusCode stop_code = eng::StatusCode::kOk;  // ResourceExhausted or IoError with a cause
-  // The first log line of this run the disk had no room for (the line was still published).
-  eng::Status log_failure;
-  bool suspect = false;  // this run is of a job that crashed the daemon before
-  // The executor holds a run of it (from its Start to its RunEnded). A job whose run waits in a
-  // cluster's queue is queued and has a run.
-  bool has_run = false;
-  // Its run outlives the daemon and was being stopped when the daemon died: the new Start
-  // follows it again and asks it to stop once more.
-  bool stop_on_start = false;
-  api::SlurmInfo slurm;  // a run on Slurm: what Slurm says of it
-  // A data-parallel job's attempts (also in the store) and its ranks' latest step (this run's).
-  std::vector<api::AttemptInfo> attempts;
-  std::vector<api::RankInfo> ranks;
-};
+using job_detail::IsEnded;
+using job_detail::kPreemptingReason;
+using job_detail::Queued;
+using job_detail::ShouldAbort;
+using job_detail::StateEvent;
 
 namespace {
 
-// The scheduler's view of a job that joins the queue.
-QueuedJob Queued(const JobRecord& r) {
-  QueuedJob q;
-  q.id = r.id;
-  q.owner = r.owner;
-  q.priority = r.priority;
-  q.runs_alone = r.crash_count > 0;  // a suspect runs alone (crash containment)
-  return q;
+SchedulerOptions SchedulerOptionsFor(SchedulerOptions o, eng::Env* env) {
+  if (!o.now) o.now = [env] { return env->NowSeconds(); };
+  return o;
 }
 
-bool IsEnded(JobState s) {
-  return s == JobState::kCompleted || s == JobState::kFailed || s == JobState::kStopped;
-}
-
-api::JobStateEvent StateEvent(const JobRecord& r) {
-  return {r.id, r.name, r.state, r.global_step, r.max_steps, r.error, r.reason, false};
-}
-
-// "name" or "name@step", from TRAININGD_TEST_ABORT_JOB.
-bool ShouldAbort(const JobManagerOptions& o, const std::string& name, int64_t step) {
-  return !o.abort_job_name.empty() && o.abort_job_name == name && step >= o.abort_at_step;
-}
+bool IsWaiting(JobState s) { return s == JobState::kQueued || s == JobState::kPreempted; }
 
 }  // namespace
 
@@ -76,6 +43,7 @@ JobManager::JobManager(Store& store, EventBus& bus, std::unique_ptr<Executor> ex
       executor_(std::move(executor)),
       options_(std::move(options)),
       env_(options_.env ? options_.env : eng::Env::Default()),
+      scheduler_(SchedulerOptionsFor(options_.scheduler, env_)),
       files_(JobFilesOptions{options_.data_dir, options_.jobs_dir,
                              options_.limits.max_log_bytes_per_job}) {}
 
@@ -103,78 +71,7 @@ eng::Result<std::unique_ptr<JobManager>> JobManager::Create(Store& store, EventB
   if (ec) {
     return eng::Status::IoError(m->JobsDir() + ": cannot create: " + ec.message());
   }
-  // Load every job; the oldest unfinished ones go back in the queue first.
-  std::vector<JobRecord> all;
-  std::string cursor;
-  for (;;) {
-    auto page = store.ListJobs(std::nullopt, 1000, cursor);
-    if (!page.ok()) return page.status();
-    if (page->empty()) break;
-    all.insert(all.end(), page->begin(), page->end());
-    cursor = page->back().id;
-  }
-  std::reverse(all.begin(), all.end());  // oldest first
-  auto attempts = store.ListAttempts();
-  if (!attempts.ok()) return attempts.status();
-  for (JobRecord& r : all) {
-    auto job = std::make_shared<Job>();
-    auto spec = api::ParseJobSpec(r.spec_json);
-    if (!spec.ok()) {
-      r.state = JobState::kFailed;
-      r.error = "stored spec no longer valid: " + spec.status().message();
-    } else {
-      job->spec = std::move(spec).value();
-    }
-    job->slurm.job_id = r.slurm_job_id;
-    if ((r.state == JobState::kRunning || r.state == JobState::kStopping) &&
-        m->executor_->RunsOutliveDaemon()) {
-      // Its run goes on without the daemon (a cluster job): not a suspect; its new Start
-      // reattaches to it (and a stop under way is asked for again).
-      job->stop_on_start = r.state == JobState::kStopping;
-      r.state = JobState::kQueued;
-      r.reason = "the daemon restarted while it ran; following its run again";
-      m->scheduler_.Enqueue(Queued(r));
-    } else if (r.state == JobState::kRunning) {
-      // Marked running before it trained and not ended: the daemon died under it.
-      ++r.crash_count;
-      if (r.crash_count > m->options_.limits.max_crash_restarts) {
-        r.state = JobState::kFailed;
-        r.error = "Aborted: the daemon died while this job ran, " + std::to_string(r.crash_count) +
-                  " times in a row";
-        r.reason =
-            "crashed the daemon: it was running each of the last " + std::to_string(r.crash_count) +
-            " times the daemon died, so it is not restarted again (max_crash_restarts " +
-            std::to_string(m->options_.limits.max_crash_restarts) + "); resume it to try again";
-        r.finished_at = m->env_->NowSeconds();
-      } else {
-        r.state = JobState::kQueued;
-        r.reason = "the daemon died while it ran; resumes from its latest checkpoint (restart " +
-                   std::to_string(r.crash_count) + " of at most " +
-                   std::to_string(m->options_.limits.max_crash_restarts) + ")";
-        m->scheduler_.Enqueue(Queued(r));
-      }
-      store.UpdateJobCrashCount(r.id, r.crash_count);
-    } else if (r.state == JobState::kQueued) {
-      m->scheduler_.Enqueue(Queued(r));
-    } else if (r.state == JobState::kStopping) {
-      r.state = JobState::kStopped;
-      r.reason = "stop requested";
-    }
-    job->rec = r;
-    store.UpdateJobState(r.id, r.state, r.started_at, r.finished_at, r.error, r.reason);
-    auto latest = store.LatestScalars(r.id);
-    if (latest.ok()) job->latest = *latest;
-    job->attempts = std::move((*attempts)[r.id]);
-    for (api::AttemptInfo& a : job->attempts) {
-      // It was running when the daemon died (a cluster job's goes on).
-      if (a.ended_at == 0 && !m->executor_->RunsOutliveDaemon()) {
-        a.ended_at = m->env_->NowSeconds();
-        a.end = "the daemon died";
-        store.PutAttempt(r.id, a);
-      }
-    }
-    m->jobs_.emplace(r.id, std::move(job));
-  }
+  TRAININGD_RETURN_IF_ERROR(m->Recover());
   store.SetHealthListener([p = m.get()](const StoreHealth& h) { p->OnStoreHealth(h); });
   m->schedule_thread_ = std::thread([p = m.get()] { p->ScheduleLoop(); });
   return m;
@@ -310,6 +207,8 @@ api::JobInfo JobManager::InfoLocked(const Job& job, bool with_spec) const {
   i.slurm = job.slurm;
   i.owner = r.owner;
   i.priority = r.priority;
+  i.preempted_by = r.preempted_by;
+  if (IsWaiting(r.state)) i.waiting_reason = scheduler_.WaitingReason(r.id);
   if (!r.experiment_id.empty()) {
     i.trial.experiment_id = r.experiment_id;
     i.trial.index = r.trial_index;
@@ -326,7 +225,7 @@ void JobManager::SetStateLocked(Job& job, JobState state) {
   const double now = env_->NowSeconds();
   if (state == JobState::kRunning) r.started_at = now;
   if (IsEnded(state)) r.finished_at = now;
-  if (state == JobState::kQueued) r.finished_at = 0;
+  if (IsWaiting(state)) r.finished_at = 0;
   store_.UpdateJobState(r.id, r.state, r.started_at, r.finished_at, r.error, r.reason);
   bus_.Publish(r.id, api::EventKind::kState, StateEvent(r));
   bus_.Publish("", api::EventKind::kJob, StateEvent(r));
@@ -342,8 +241,8 @@ std::vector<std::string> JobManager::ActiveJobsOf(const std::string& owner) cons
   std::vector<std::string> ids;
   for (const auto& [id, job] : jobs_) {
     const JobState state = job->rec.state;
-    if (job->rec.owner == owner && (state == JobState::kQueued || state == JobState::kRunning ||
-                                    state == JobState::kStopping)) {
+    if (job->rec.owner == owner &&
+        (IsWaiting(state) || state == JobState::kRunning || state == JobState::kStopping)) {
       ids.push_back(id);
     }
   }
@@ -409,6 +308,9 @@ eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::s
   job->spec = std::move(spec);
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) return eng::Status::Unavailable("the daemon is shutting down");
+  // The owner's quotas (an experiment's trials count against its running slots only).
+  TRAININGD_RETURN_IF_ERROR(scheduler_.CheckPriority(r.owner, r.priority));
+  if (trial == nullptr) TRAININGD_RETURN_IF_ERROR(scheduler_.CheckQueue(r.owner));
   if (scheduler_.size() >= options_.max_queued_jobs) {
     return eng::Status::Unavailable("the queue is full (" + std::to_string(scheduler_.size()) +
                                     " jobs waiting)");
@@ -423,7 +325,7 @@ eng::Result<api::JobInfo> JobManager::SubmitUnrecorded(eng::JobSpec spec, std::s
     if (with) with(InfoLocked(*job));
   }
   jobs_.emplace(r.id, job);
-  scheduler_.Enqueue(Queued(r));
+  scheduler_.Enqueue(Queued(*job, r.created_at));
   bus_.Publish(r.id, api::EventKind::kState, StateEvent(r));
   bus_.Publish("", api::EventKind::kJob, StateEvent(r));
   cv_.notify_all();
@@ -435,8 +337,7 @@ std::vector<std::string> JobManager::JobsUsingDataset(const std::string& name) c
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, job] : jobs_) {
     const JobState s = job->rec.state;
-    const bool active =
-        s == JobState::kQueued || s == JobState::kRunning || s == JobState::kStopping;
+    const bool active = IsWaiting(s) || s == JobState::kRunning || s == JobState::kStopping;
     if (active && job->spec.dataset.format != "idx" && job->spec.dataset.name == name) {
       ids.push_back(id);
     }
@@ -514,6 +415,7 @@ eng::Result<api::JobInfo> JobManager::StopUnrecorded(const std::string& id, bool
   if (!by_owner) TRAININGD_RETURN_IF_ERROR(CheckNotDrivenLocked(*job, "stop"));
   switch (job->rec.state) {
     case JobState::kQueued:
+    case JobState::kPreempted:
       if (job->has_run) {  // waiting in a cluster's queue: its executor cancels it
         executor_->RequestStop(id);
         SetStateLocked(*job, JobState::kStopping);
@@ -528,6 +430,11 @@ eng::Result<api::JobInfo> JobManager::StopUnrecorded(const std::string& id, bool
       SetStateLocked(*job, JobState::kStopping);
       break;
     case JobState::kStopping:
+      if (job->preempting) {  // a preemption under way becomes the user's stop
+        job->preempting = false;
+        job->rec.reason = "stop requested while it was being preempted";
+        SetStateLocked(*job, JobState::kStopping);
+      }
       break;  // already on its way
     default:
       return eng::Status::FailedPrecondition("job '" + id + "' is " +
@@ -553,6 +460,7 @@ eng::Result<api::JobInfo> JobManager::SetPriority(const std::string& id, int64_t
     std::lock_guard<std::mutex> lock(mu_);
     auto job = FindLocked(id);
     if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
+    TRAININGD_RETURN_IF_ERROR(scheduler_.CheckPriority(job->rec.owner, priority));
     job->rec.priority = priority;
     store_.PutJob(job->rec);
     // A queued job takes its new place at once; any other keeps it for its next time queued.
@@ -582,6 +490,7 @@ eng::Result<api::JobInfo> JobManager::ResumeUnrecorded(const std::string& id,
                                            ": only a stopped, failed or completed job can be "
                                            "resumed");
   }
+  if (!by_owner) TRAININGD_RETURN_IF_ERROR(scheduler_.CheckQueue(job->rec.owner));
   if (max_steps) {
     eng::JobSpec spec = job->spec;
     spec.max_steps = *max_steps;
@@ -608,7 +517,7 @@ eng::Result<api::JobInfo> JobManager::ResumeUnrecorded(const std::string& id,
     SetStateLocked(*job, JobState::kQueued);
     if (with) with(InfoLocked(*job));
   }
-  scheduler_.Enqueue(Queued(job->rec));
+  scheduler_.Enqueue(Queued(*job, env_->NowSeconds()));  // a resume joins the back
   cv_.notify_all();
   return InfoLocked(*job);
 }
@@ -745,8 +654,9 @@ std::vector<api::Metric> JobManager::Metrics() {
     }
   }
   api::Metric jobs{"trainingd_jobs", "Jobs by state.", MetricType::kGauge, {}};
-  for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kStopping,
-                     JobState::kCompleted, JobState::kFailed, JobState::kStopped}) {
+  for (JobState s :
+       {JobState::kQueued, JobState::kRunning, JobState::kStopping, JobState::kCompleted,
+        JobState::kFailed, JobState::kStopped, JobState::kPreempted}) {
     jobs.samples.push_back(
         {"", {{"state", api::JobStateName(s)}}, static_cast<double>(by_state[s])});
   }
@@ -827,6 +737,31 @@ void JobManager::OnStoreHealth(const StoreHealth& health) {
   }
 }
 
+void JobManager::PreemptLocked() {
+  // Not while nothing may start anyway (the database, a suspect running alone).
+  if (shutting_down_ || !store_failure_.empty() || running_suspect_) return;
+  // Nor while a disk is full: the victim's final checkpoint might not fit.
+  if (scheduler_.empty() || !DiskProblems().empty()) return;
+  // Only runs that train: a cluster's run still waiting in its queue is not stopped for a
+  // preemption (it holds a slot here but frees nothing there).
+  const auto trains = [this](const std::string& id) {
+    std::shared_ptr<Job> job = FindLocked(id);
+    return job && job->rec.state == JobState::kRunning;
+  };
+  for (const Preemption& p : scheduler_.ChooseVictims(executor_->slots() - running_, trains)) {
+    std::shared_ptr<Job> job = FindLocked(p.victim);
+    if (!job || job->rec.state != JobState::kRunning) continue;  // ending anyway
+    job->preempting = true;
+    job->rec.preempted_by = p.by;
+    store_.PutJob(job->rec);
+    job->rec.reason = std::string(kPreemptingReason) + p.by + " (priority " +
+                      std::to_string(p.by_priority) + "): stopping after a final checkpoint";
+    eng::Logger::Stderr()->Info("job " + p.victim + ": " + job->rec.reason);
+    executor_->RequestStop(p.victim);
+    SetStateLocked(*job, JobState::kStopping);
+  }
+}
+
 std::shared_ptr<JobManager::Job> JobManager::NextRunnableLocked() {
   // Nothing starts while the database cannot be written (its state would not be kept) or the
   // disk is full, nor beside a job that was running when the daemon died.
@@ -840,6 +775,7 @@ std::shared_ptr<JobManager::Job> JobManager::NextRunnableLocked() {
     std::vector<QueuedJob> next = scheduler_.Take(1, running_);
     if (next.empty()) return nullptr;
     if (std::shared_ptr<Job> job = FindLocked(next.front().id)) return job;
+    scheduler_.Finished(next.front().id);  // deleted meanwhile: no run
   }
 }
 
@@ -852,6 +788,7 @@ void JobManager::ScheduleLoop() {
       // Woken by a submit, a run's end or the database's recovery; the disks' free space is
       // looked at again every second.
       while (!shutting_down_ && !(running_ < executor_->slots() && (job = NextRunnableLocked()))) {
+        PreemptLocked();
         cv_.wait_for(lock, std::chrono::seconds(1));
       }
       if (shutting_down_) return;
@@ -894,183 +831,6 @@ void JobManager::ScheduleLoop() {
       SetStateLocked(*job, JobState::kStopping);
     }
     if (job->rec.state == JobState::kStopping) executor_->RequestStop(request.job_id);
-  }
-}
-
-void JobManager::OnRunEvent(const std::string& job_id, RunEvent event) {
-  if (auto* created = std::get_if<SessionCreated>(&event)) {
-    // Restored at this step: what was recorded after it is redone, so drop it now (queued
-    // before any new scalar, so the writer applies it first).
-    store_.DropScalarsAfter(job_id, created->global_step);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto job = FindLocked(job_id)) {
-      job->rec.global_step = created->global_step;
-      store_.UpdateJobStep(job_id, created->global_step);
-      // A cluster's run has a session: it runs, whether or not its scheduler said so yet.
-      if (job->rec.state == JobState::kQueued && job->has_run) {
-        SetStateLocked(*job, JobState::kRunning);
-      }
-    }
-  } else if (auto* scalar = std::get_if<ScalarRecorded>(&event)) {
-    std::string name;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto job = FindLocked(job_id);
-      if (!job) return;
-      name = job->spec.name;
-      job->latest[scalar->tag] = scalar->value;
-      if (scalar->tag == eng::kStepsPerSecTag) {
-        job->examples_per_sec = scalar->value * static_cast<double>(job->spec.batch_size);
-      }
-      if (scalar->step > job->rec.global_step) {
-        job->rec.global_step = scalar->step;
-        store_.UpdateJobStep(job_id, scalar->step);
-      }
-    }
-    if (ShouldAbort(options_, name, scalar->step) && options_.abort_at_step > 0) std::abort();
-    // Outside the lock: the store may make the run wait for room in its queue.
-    store_.AddScalars(
-        {ScalarRecord{job_id, scalar->tag, scalar->step, scalar->wall_time, scalar->value}});
-    bus_.Publish(job_id, api::EventKind::kScalar,
-                 api::ScalarEvent{scalar->tag, scalar->step, scalar->value, scalar->wall_time});
-  } else if (auto* log = std::get_if<LogWritten>(&event)) {
-    std::string line = std::string(eng::LogSeverityName(log->severity)) + ":trainingd:";
-    line += log->text;
-    // A line the disk has no room for is still published; the first failure is kept, so the
-    // end can say so (the run itself finds out at its next checkpoint or summary write).
-    const eng::Status appended = files_.AppendLog(job_id, line);
-    if (!appended.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto job = FindLocked(job_id);
-      if (job && job->log_failure.ok()) job->log_failure = appended;
-    }
-    bus_.Publish(job_id, api::EventKind::kLog, api::LogEvent{std::move(line)});
-  } else if (auto* started = std::get_if<eng::AttemptStarted>(&event)) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto job = FindLocked(job_id)) {
-      api::AttemptInfo a;
-      a.attempt = static_cast<int>(job->attempts.size()) + 1;  // over all of the job's runs
-      a.workers = started->workers;
-      a.from_step = started->from_step;
-      a.started_at = started->wall_time;
-      job->attempts.push_back(a);
-      job->ranks.clear();
-      store_.PutAttempt(job_id, a);
-      // The state again, so watchers read the job anew: a cluster run reports its attempt after
-      // Slurm's RUNNING has made it running.
-      bus_.Publish(job_id, api::EventKind::kState, StateEvent(job->rec));
-    }
-  } else if (auto* attempt_ended = std::get_if<eng::AttemptEnded>(&event)) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto job = FindLocked(job_id);
-    if (job && !job->attempts.empty() && job->attempts.back().ended_at == 0) {
-      api::AttemptInfo& a = job->attempts.back();
-      a.ended_at = attempt_ended->wall_time;
-      a.end = attempt_ended->reason;
-      store_.PutAttempt(job_id, a);
-      bus_.Publish(job_id, api::EventKind::kState, StateEvent(job->rec));
-    }
-  } else if (auto* timings = std::get_if<eng::RankTimings>(&event)) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto job = FindLocked(job_id)) {
-      job->ranks.clear();
-      for (const eng::RankTiming& t : timings->ranks) {
-        job->ranks.push_back({t.compute_seconds * 1e3, t.allreduce_seconds * 1e3});
-      }
-    }
-  } else if (auto* status = std::get_if<eng::SchedulerStatus>(&event)) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto job = FindLocked(job_id);
-    if (!job) return;
-    if (job->slurm.job_id != status->job_id) store_.UpdateJobSlurmId(job_id, status->job_id);
-    job->slurm = {status->job_id, status->state, status->reason, status->nodes, status->restarts};
-    job->rec.slurm_job_id = status->job_id;
-    // Waiting in the cluster's queue is queued; running there is running. (A stop under way
-    // stays stopping.)
-    const JobState s = job->rec.state;
-    if (status->state == "PENDING" && s == JobState::kRunning) {
-      SetStateLocked(*job, JobState::kQueued);
-    } else if (status->state == "RUNNING" && s == JobState::kQueued) {
-      SetStateLocked(*job, JobState::kRunning);
-    } else {
-      // The state event carries no Slurm details: a change of reason or nodes is published as
-      // the same state again, so watchers read the job anew.
-      bus_.Publish(job_id, api::EventKind::kState, StateEvent(job->rec));
-    }
-  } else if (auto* ended = std::get_if<RunEnded>(&event)) {
-    files_.CloseLog(job_id);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      --running_;
-      if (auto job = FindLocked(job_id)) {
-        job->has_run = false;
-        if (job->suspect) running_suspect_ = false;
-        FinishLocked(*job, ended->result);
-        // A finished job keeps no replay history: its last event (the final state) only.
-        if (job->rec.state != JobState::kQueued) bus_.Retire(job_id);
-      }
-    }
-    cv_.notify_all();
-  }
-}
-
-void JobManager::FinishLocked(Job& job, const eng::Result<eng::JobResult>& result) {
-  const std::string& id = job.rec.id;
-  job.rec.crash_count = 0;  // it ended without taking the daemon down
-  store_.UpdateJobCrashCount(id, 0);
-  if (!result.ok()) {
-    job.rec.error = result.status().ToString();
-    job.rec.reason = result.status().code() == eng::StatusCode::kResourceExhausted ||
-                             result.status().code() == eng::StatusCode::kInternal
-                         ? result.status().message()
-                         : "could not start: " + result.status().message();
-    eng::Logger::Stderr()->Error("job " + id + " failed: " + job.rec.reason);
-    static_cast<void>(files_.AppendLog(id, "ERROR:trainingd:" + job.rec.reason));
-    SetStateLocked(job, JobState::kFailed);
-    return;
-  }
-  job.rec.global_step = result->global_step;
-  store_.UpdateJobStep(id, result->global_step);
-  for (const auto& [k, v] : result->final_values) job.latest[k] = v;
-  job.rec.reason = result->reason;
-  // A log line the disk had no room for, in a run that did not notice a full disk itself.
-  if (result->outcome == eng::JobResult::Outcome::kCompleted &&
-      job.log_failure.code() == eng::StatusCode::kResourceExhausted) {
-    job.rec.reason += "; some log lines were lost (" + job.log_failure.message() + ")";
-  }
-  switch (result->outcome) {
-    case eng::JobResult::Outcome::kCompleted:
-      SetStateLocked(job, JobState::kCompleted);
-      break;
-    case eng::JobResult::Outcome::kStopped:
-      if (!job.stop_cause.empty()) {
-        // The daemon stopped it (a full disk): say so, and whether a final checkpoint made it.
-        if (eng::HasCheckpointAt(files_.Dir(id), result->global_step)) {
-          job.rec.reason = job.stop_cause + "; stopped after a final checkpoint at global step " +
-                           std::to_string(result->global_step);
-          SetStateLocked(job, JobState::kStopped);
-        } else {
-          job.rec.reason = job.stop_cause + "; no final checkpoint was written";
-          job.rec.error = eng::Status(job.stop_code, job.rec.reason).ToString();
-          SetStateLocked(job, JobState::kFailed);
-        }
-      } else if (shutting_down_ &&
-                 (job.rec.state == JobState::kRunning || job.rec.state == JobState::kQueued)) {
-        // The daemon is going down, not the user: leave it queued so the next start resumes it
-        // (or follows its cluster job again). A job the user was stopping (kStopping) ends
-        // stopped: that stop was accepted.
-        job.rec.reason = executor_->RunsOutliveDaemon()
-                             ? result->reason
-                             : "daemon shut down; resumes on the next start";
-        SetStateLocked(job, JobState::kQueued);
-      } else {
-        SetStateLocked(job, JobState::kStopped);
-      }
-      break;
-    case eng::JobResult::Outcome::kFailed:
-      job.rec.error = result->error.ToString();
-      SetStateLocked(job, JobState::kFailed);
-      break;
   }
 }
 

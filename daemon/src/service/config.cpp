@@ -114,6 +114,88 @@ eng::Status ApplySlurm(const json& v, SlurmOptions& o) {
   return eng::Status::Ok();
 }
 
+// A number key of `obj` in [lo, hi], when present; errors name "<path>.<key>".
+eng::Status Number(const json& obj, const std::string& path, const char* key, double lo, double hi,
+                   double* out) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) return eng::Status::Ok();
+  double v = 0;
+  TRAININGD_RETURN_IF_ERROR(sj::Read(*it, sj::Child(path, key), &v));
+  if (!(v >= lo && v <= hi)) {
+    return sj::Bad(sj::Child(path, key), "must be in [" + sj::Got(json(lo)) + ", " +
+                                             sj::Got(json(hi)) + "], got " + sj::Got(*it));
+  }
+  *out = v;
+  return eng::Status::Ok();
+}
+
+// One user's quota (an object under "quotas"); a limit of zero or less is refused: a user who
+// may run nothing is a disabled user (docs/operations.md#team-use).
+eng::Status ReadQuota(const json& v, const std::string& path, Quota& q) {
+  TRAININGD_RETURN_IF_ERROR(
+      sj::CheckObject(v, path, {"running_slots", "queued_jobs", "max_priority"}, "key"));
+  for (const auto& [key, out] :
+       {std::pair{"running_slots", &q.running_slots}, std::pair{"queued_jobs", &q.queued_jobs}}) {
+    if (const auto it = v.find(key); it != v.end()) {
+      int64_t n = 0;
+      TRAININGD_RETURN_IF_ERROR(sj::Read(*it, sj::Child(path, key), &n));
+      if (n < 1) {
+        return sj::Bad(sj::Child(path, key),
+                       "must be at least 1, got " + std::to_string(n) +
+                           " (leave the key out for no limit; disable a user to stop its jobs)");
+      }
+      *out = n;
+    }
+  }
+  if (const auto it = v.find("max_priority"); it != v.end()) {
+    int64_t n = 0;
+    TRAININGD_RETURN_IF_ERROR(sj::ReadInt(*it, sj::Child(path, "max_priority"),
+                                          eng::kMinJobPriority, eng::kMaxJobPriority, &n));
+    q.max_priority = n;
+  }
+  return eng::Status::Ok();
+}
+
+// "fair_share", "quotas" and "preemption" over `o`.
+eng::Status ApplyScheduler(const json& doc, SchedulerOptions& o) {
+  if (const auto it = doc.find("fair_share"); it != doc.end()) {
+    const std::string path = "fair_share";
+    TRAININGD_RETURN_IF_ERROR(
+        sj::CheckObject(*it, path, {"half_life_secs", "estimate_secs", "weights"}, "key"));
+    TRAININGD_RETURN_IF_ERROR(Number(*it, path, "half_life_secs", 1, 1e9, &o.half_life_secs));
+    TRAININGD_RETURN_IF_ERROR(
+        Number(*it, path, "estimate_secs", 0.001, 1e9, &o.default_estimate_secs));
+    if (const auto w = it->find("weights"); w != it->end()) {
+      const std::string wpath = sj::Child(path, "weights");
+      if (!w->is_object()) return sj::Bad(wpath, "must be an object of user: weight");
+      for (const auto& [user, value] : w->items()) {
+        double weight = 0;
+        TRAININGD_RETURN_IF_ERROR(Number(*w, wpath, user.c_str(), 0.001, 1e6, &weight));
+        o.weights[user] = weight;
+      }
+    }
+  }
+  if (const auto it = doc.find("quotas"); it != doc.end()) {
+    TRAININGD_RETURN_IF_ERROR(sj::CheckObject(*it, "quotas", {"default", "users"}, "key"));
+    if (const auto d = it->find("default"); d != it->end()) {
+      TRAININGD_RETURN_IF_ERROR(ReadQuota(*d, "quotas.default", o.default_quota));
+    }
+    if (const auto u = it->find("users"); u != it->end()) {
+      if (!u->is_object()) return sj::Bad("quotas.users", "must be an object of user: quota");
+      for (const auto& [user, quota] : u->items()) {
+        TRAININGD_RETURN_IF_ERROR(ReadQuota(quota, "quotas.users." + user, o.quotas[user]));
+      }
+    }
+  }
+  if (const auto it = doc.find("preemption"); it != doc.end()) {
+    TRAININGD_RETURN_IF_ERROR(
+        sj::CheckObject(*it, "preemption", {"enabled", "min_run_secs"}, "key"));
+    TRAININGD_RETURN_IF_ERROR(sj::Field(*it, "preemption", "enabled", &o.preemption));
+    TRAININGD_RETURN_IF_ERROR(Number(*it, "preemption", "min_run_secs", 0, 1e9, &o.min_run_secs));
+  }
+  return eng::Status::Ok();
+}
+
 // The config document's keys over `c`; errors "<key>: <what>".
 eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
   TRAININGD_RETURN_IF_ERROR(sj::CheckObject(doc, "",
@@ -141,7 +223,10 @@ eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
                                              "mpi",
                                              "executor",
                                              "slurm",
-                                             "serving"},
+                                             "serving",
+                                             "fair_share",
+                                             "quotas",
+                                             "preemption"},
                                             "key"));
   // An integer key in [lo, hi], when present.
   const auto integer = [&doc](const char* key, int64_t lo, int64_t hi, auto* out) {
@@ -194,6 +279,7 @@ eng::Status ApplyConfig(const json& doc, ServeConfig& c) {
       integer("max_log_bytes_per_job", 4096, kBytes, &c.limits.max_log_bytes_per_job));
   TRAININGD_RETURN_IF_ERROR(integer("max_crash_restarts", 0, 1000, &c.limits.max_crash_restarts));
   TRAININGD_RETURN_IF_ERROR(integer("audit_keep", 1000, int64_t{1} << 32, &c.audit_keep));
+  TRAININGD_RETURN_IF_ERROR(ApplyScheduler(doc, c.scheduler));
   if (const auto it = doc.find("serving"); it != doc.end()) {
     TRAININGD_RETURN_IF_ERROR(sj::CheckObject(
         *it, "serving",

@@ -30,30 +30,30 @@ using engine::Status;
 constexpr char kGetJob[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
        error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
-       hyperparameters_json, owner, priority
+       hyperparameters_json, owner, priority, preempted_by
 FROM jobs WHERE id = ?1)sql";
 
 // Job listings, newest first: all, in a state (?2), after a job (?3), or both.
 constexpr char kListJobs[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
        error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
-       hyperparameters_json, owner, priority
+       hyperparameters_json, owner, priority, preempted_by
 FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsInState[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
        error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
-       hyperparameters_json, owner, priority
+       hyperparameters_json, owner, priority, preempted_by
 FROM jobs WHERE state = ?2 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsAfter[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
        error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
-       hyperparameters_json, owner, priority
+       hyperparameters_json, owner, priority, preempted_by
 FROM jobs WHERE (created_at, id) < (SELECT created_at, id FROM jobs WHERE id = ?3)
 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 constexpr char kListJobsInStateAfter[] = R"sql(
 SELECT id, name, spec_json, state, created_at, started_at, finished_at, global_step, max_steps,
        error, reason, checkpoint_dir, crash_count, slurm_job_id, experiment_id, trial_index,
-       hyperparameters_json, owner, priority
+       hyperparameters_json, owner, priority, preempted_by
 FROM jobs WHERE state = ?2 AND (created_at, id) < (SELECT created_at, id FROM jobs WHERE id = ?3)
 ORDER BY created_at DESC, id DESC LIMIT ?1)sql";
 
@@ -84,6 +84,7 @@ engine::Result<JobRecord> ReadJob(const sqlite::Db& db, const sqlite::Stmt& s) {
   r.hyperparameters_json = s.Text(16);
   r.owner = s.Text(17);
   r.priority = s.Int(18);
+  r.preempted_by = s.Text(19);
   return r;
 }
 

@@ -229,6 +229,11 @@ CREATE TABLE audit (
     R"sql(
 ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 9: preemption by checkpoint (docs/operations.md#team-use): the job that last preempted
+    // each job. Its state "preempted" needs no change of the schema (states are text).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN preempted_by TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 // What each migration does, one line each, for `trainingd db migrate --dry-run`.
@@ -241,6 +246,7 @@ constexpr const char* kMigrationSummaries[] = {
     "experiments, trials, rung results and decisions; a job's trial columns",
     "users, tokens (hashes only) and the audit; the owner of each job and experiment",
     "jobs.priority (the scheduler's queue order)",
+    "jobs.preempted_by (preemption by checkpoint)",
 };
 static_assert(std::size(kMigrationSummaries) == std::size(kMigrations), "one summary each");
 
@@ -329,9 +335,10 @@ struct StoredState {
   const char* name;
 };
 constexpr StoredState kStoredStates[] = {
-    {api::JobState::kQueued, "queued"},     {api::JobState::kRunning, "running"},
-    {api::JobState::kStopping, "stopping"}, {api::JobState::kCompleted, "completed"},
-    {api::JobState::kFailed, "failed"},     {api::JobState::kStopped, "stopped"}};
+    {api::JobState::kQueued, "queued"},      {api::JobState::kRunning, "running"},
+    {api::JobState::kStopping, "stopping"},  {api::JobState::kCompleted, "completed"},
+    {api::JobState::kFailed, "failed"},      {api::JobState::kStopped, "stopped"},
+    {api::JobState::kPreempted, "preempted"}};
 
 }  // namespace
 

@@ -16,8 +16,9 @@ using engine::Status;
 constexpr char kPutJob[] = R"sql(
 INSERT INTO jobs (id, name, spec_json, state, created_at, started_at, finished_at, global_step,
                   max_steps, error, reason, checkpoint_dir, crash_count, slurm_job_id,
-                  experiment_id, trial_index, hyperparameters_json, owner, priority)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+                  experiment_id, trial_index, hyperparameters_json, owner, priority, preempted_by)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+        ?20)
 ON CONFLICT (id) DO UPDATE SET
   name = excluded.name, spec_json = excluded.spec_json, state = excluded.state,
   created_at = excluded.created_at, started_at = excluded.started_at,
@@ -26,7 +27,8 @@ ON CONFLICT (id) DO UPDATE SET
   checkpoint_dir = excluded.checkpoint_dir, crash_count = excluded.crash_count,
   slurm_job_id = excluded.slurm_job_id, experiment_id = excluded.experiment_id,
   trial_index = excluded.trial_index, hyperparameters_json = excluded.hyperparameters_json,
-  owner = excluded.owner, priority = excluded.priority)sql";
+  owner = excluded.owner, priority = excluded.priority,
+  preempted_by = excluded.preempted_by)sql";
 // (An upsert, not INSERT OR REPLACE: replacing deletes the old row first.)
 
 constexpr char kUpdateJobState[] = R"sql(
@@ -259,6 +261,7 @@ Status StoreWriter::Do(PutJobOp& op) {
   s.Bind(17, j.hyperparameters_json);
   s.Bind(18, j.owner);
   s.Bind(19, j.priority);
+  s.Bind(20, j.preempted_by);
   const int rc = RunStatement(s);
   if (rc != SQLITE_DONE) return Fail(rc, "storing job '" + j.id + "'", true);
   known_jobs_.insert(j.id);

@@ -33,8 +33,10 @@ inline constexpr int64_t kMaxListLimit = 1000;       // List: jobs per page
 inline constexpr int64_t kMaxLogLines = 10000;       // Logs: lines per read
 inline constexpr int64_t kMaxScalarPoints = 100000;  // Scalars: points per query
 
-// queued -> running -> completed | failed | stopped, with stopping while a stop is in progress.
-enum class JobState { kQueued, kRunning, kStopping, kCompleted, kFailed, kStopped };
+// queued -> running -> completed | failed | stopped, with stopping while a stop is in progress;
+// preempted: stopped by the scheduler for a more urgent job (after a final checkpoint), waiting
+// in the queue to resume as a queued job does.
+enum class JobState { kQueued, kRunning, kStopping, kCompleted, kFailed, kStopped, kPreempted };
 const char* JobStateName(JobState state);
 std::optional<JobState> ParseJobState(std::string_view name);
 
@@ -95,6 +97,11 @@ struct JobInfo {
   std::string owner{kAdminUser};  // the user who submitted it (a trial: its experiment's)
   // Its place in the queue: higher starts first (the spec's priority until changed).
   int64_t priority = 0;
+  // The job that last preempted it (state preempted while it waits after that); "" = none.
+  std::string preempted_by;
+  // A queued or preempted job: why it does not start although a slot may be free (its owner's
+  // running quota); "" otherwise.
+  std::string waiting_reason;
 };
 
 struct JobPage {

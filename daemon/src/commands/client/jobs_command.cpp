@@ -42,9 +42,12 @@ std::vector<std::string> JobRow(const api::JobInfo& j) {
     const auto it = j.latest_scalars.find(tag);
     return it == j.latest_scalars.end() ? std::string("-") : FormatNumber(it->second);
   };
+  // A job a quota holds says so: "queued (quota)" (jobs get shows which quota).
+  std::string state = api::JobStateName(j.state);
+  if (!j.waiting_reason.empty()) state += " (quota)";
   return {j.id,
           j.name,
-          api::JobStateName(j.state),
+          state,
           std::to_string(j.global_step) + "/" + std::to_string(j.max_steps),
           scalar("loss"),
           scalar("accuracy"),
@@ -110,7 +113,9 @@ int List(const std::vector<std::string>& args) {
               "The jobs, newest first (all pages up to --limit). With --watch it stays: a\n"
               "terminal's table is redrawn on every change; piped, each job whose row changes\n"
               "is printed again (-o jsonl: its object), until Ctrl-C.\n");
-  flags.String("--state", "S", "queued, running, stopping, completed, failed or stopped", &state)
+  flags
+      .String("--state", "S", "queued, running, stopping, completed, failed, stopped or preempted",
+              &state)
       .Int("--limit", "at most N jobs (50)", 1, 1000000, &limit)
       .Switch("-w", "follow the list's changes", &watch)
       .Switch("--watch", "the same as -w", &watch);
@@ -215,6 +220,10 @@ int Get(const std::vector<std::string>& args) {
     row("id", job->id);
     row("name", job->name);
     row("state", api::JobStateName(job->state));
+    row("owner", job->owner);
+    row("priority", std::to_string(job->priority));
+    if (!job->waiting_reason.empty()) row("waiting", job->waiting_reason);
+    if (!job->preempted_by.empty()) row("preempted by", job->preempted_by);
     row("step", std::to_string(job->global_step) + "/" + std::to_string(job->max_steps));
     row("created", FormatTime(job->created_at));
     row("started", FormatTime(job->started_at));

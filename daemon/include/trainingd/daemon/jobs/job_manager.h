@@ -1,18 +1,23 @@
 // JobManager: the service behind the HTTP API (api::JobService) -- the jobs' state machine,
 // admission and restart recovery, their rows and scalars in the Store and their live events on
-// the EventBus. Which queued job starts next is its Scheduler's to say (scheduler.h: priority,
-// then arrival), which it holds under its own lock. It does not run jobs: it hands each to an
-// Executor (executor.h) and learns what the run does from the executor's events
-// (docs/architecture.md).
+// the EventBus. Which queued job starts next, and which runs are preempted, is its Scheduler's
+// to say (scheduler.h: priority, fair share, submit time; quotas), which it holds under its own
+// lock. It does not run jobs: it hands each to an Executor (executor.h) and learns what the run
+// does from the executor's events (docs/architecture.md).
 //
 // States: queued -> running -> completed | failed | stopped, with stopping while a stop is in
-// progress. Stop asks the executor to stop the run (it stops after its current step, writes a
-// final checkpoint and runs its end hooks) or, for a queued job, stops it at once. Resume puts a
+// progress; running -> stopping -> preempted -> running when the scheduler preempts a run for a
+// more urgent job (PreemptLocked): the run stops as a user's stop does (final checkpoint), the
+// job waits at its original submit time and its next run resumes from that checkpoint; neither
+// a failure nor a crash restart.
+//
+// Stop asks the executor to stop the run (it stops after its current step, writes a final
+// checkpoint and runs its end hooks) or, for a queued job, stops it at once. Resume puts a
 // stopped, failed or completed job back in the queue, optionally with a new max_steps; its new
 // run restores the latest checkpoint, and scalars stamped after that checkpoint's step are
 // dropped so every series stays monotonic in step. On start (Create), jobs the previous daemon
-// left queued or running are queued again (and so resume from their checkpoints); a job that was
-// stopping is marked stopped.
+// left queued, preempted or running are queued again (and so resume from their checkpoints); a
+// job that was stopping is marked stopped, or preempted if a preemption was stopping it.
 //
 // Admission (docs/operations.md#admission): Submit and a Resume with a new max_steps check the
 // spec against its dataset and estimate its memory and disk (engine::PlanJob); a job over the
@@ -85,6 +90,8 @@ struct JobManagerOptions {
   engine::Env* env = nullptr;     // null = Env::Default()
 
   JobLimits limits;  // budgets, caps, crash restarts (job_limits.h)
+  // Fair share, quotas and preemption (scheduler.h); its clock null = env's.
+  SchedulerOptions scheduler;
   // Testing only (TRAININGD_TEST_ABORT_JOB): a job with this name aborts the process once it
   // reaches global step abort_at_step (0 = as soon as it starts running).
   std::string abort_job_name;
@@ -93,6 +100,8 @@ struct JobManagerOptions {
 
 class JobManager final : public api::JobService, private RunListener {
  public:
+  struct Job;  // in-memory state of one job (src/jobs/job.h)
+
   // Loads the jobs from `store`, re-queues the ones a previous run left unfinished, and starts
   // scheduling them on `executor`. `store` and `bus` must outlive the manager.
   static engine::Result<std::unique_ptr<JobManager>> Create(Store& store, EventBus& bus,
@@ -168,7 +177,6 @@ class JobManager final : public api::JobService, private RunListener {
       std::function<bool(const std::string& experiment_id, std::string_view verb)> drives);
 
  private:
-  struct Job;  // in-memory state of one job
   JobManager(Store& store, EventBus& bus, std::unique_ptr<Executor> executor,
              JobManagerOptions options);
   // Submit, Stop and Resume change the job, then Recorded waits (at most kRecordTimeout) until
@@ -190,11 +198,17 @@ class JobManager final : public api::JobService, private RunListener {
   engine::Status DeleteJob(const std::string& id, bool by_owner);
   // FailedPrecondition when the job is a trial its experiment still drives. Needs mu_.
   engine::Status CheckNotDrivenLocked(const Job& job, const char* verb) const;
+  // Loads every job from the store and queues again the ones a previous daemon left unfinished
+  // (job_recovery.cpp). Called once, by Create, before the scheduling thread starts.
+  engine::Status Recover();
   // The scheduling thread: starts the queued jobs scheduler_ picks while the executor has free
   // slots.
   void ScheduleLoop();
   // The next job that may start, removed from the queue; null if none may start now. Needs mu_.
   std::shared_ptr<Job> NextRunnableLocked();
+  // Asks the runs the scheduler chooses as victims to stop for more urgent queued jobs (their
+  // final checkpoint is the stop's). Needs mu_.
+  void PreemptLocked();
   // RunListener: what a run reports (executor threads).
   void OnRunEvent(const std::string& job_id, RunEvent event) override;
   // Sets the job's end state from its run's result. Needs mu_.

@@ -32,6 +32,16 @@
 //   "max_crash_restarts": 2,            a job running when the daemon died is queued again at
 //                                       most this many times in a row, then failed
 //   "audit_keep": 100000,               audit rows kept (the oldest are deleted beyond), 1000..2^32
+//   "fair_share": {                     the order among equal priorities (scheduler.h)
+//     "half_life_secs": 86400,          usage halves in this time
+//     "estimate_secs": 300,             a run's charge at admission before any run ended
+//     "weights": {"alice": 3}           per user (default 1): a larger weight, a larger share
+//   },
+//   "quotas": {                         per user; absent = no limit
+//     "default": {"running_slots": 4, "queued_jobs": 100, "max_priority": 10},
+//     "users": {"alice": {...}}         instead of "default" for that user
+//   },
+//   "preemption": {"enabled": true, "min_run_secs": 120},
 //   "mpi": {                            data-parallel jobs (distributed.workers > 1) with the
 //     "hostfile": "",                   local executor: an Open MPI hostfile of the hosts their
 //                                       ranks run on ("" = this machine, loopback only)
@@ -71,6 +81,7 @@
 
 #include "trainingd/daemon/executors/slurm_options.h"
 #include "trainingd/daemon/jobs/job_limits.h"
+#include "trainingd/daemon/scheduler/scheduler.h"
 #include "trainingd/daemon/service/flags.h"
 #include "trainingd/engine/base/status.h"
 
@@ -95,6 +106,7 @@ struct ServeConfig {
   int max_connections = 1024;
   JobLimits limits;             // the max_job_* and max_*_per_job keys, max_crash_restarts
   int64_t audit_keep = 100000;  // audit rows kept (users/audit_log.h: kDefaultAuditKeep)
+  SchedulerOptions scheduler;   // "fair_share", "quotas", "preemption"
   std::string mpi_hostfile;     // "mpi": {"hostfile"}
   std::vector<std::string> mpirun_options;  // "mpi": {"mpirun_options"}
   std::string executor = "local";           // or "slurm"

@@ -55,6 +55,8 @@ struct JobRecord {
   std::string owner{api::kAdminUser};
   // Its queue priority (the spec's until PATCHed; schema 8); jobs from before: 0.
   int64_t priority = 0;
+  // The job that last preempted it (schema 9); "" = none.
+  std::string preempted_by;
 };
 
 // An experiment's row (docs/experiments.md): its spec and what is not derived from its trials.

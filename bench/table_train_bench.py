@@ -10,8 +10,8 @@ normalize=standard, and once more with its categorical columns left out (ignore=
 Jobs of the `mlp` preset (Adam 1e-3, --batch, --steps) alternate between the two uploads (A B A
 B, --rounds pairs) in one daemon with 2 compute threads. The categorical job's model starts
 with a categorical_encoding layer: the 3-, 7- and 10-level columns one-hot, the others embedded
-(TensorFlow's size rule, ceil(codes^0.25): 3 to 9 values each; 83 values a row in all), unless
---embedding-dim sets every embedding's width.
+(TensorFlow's size rule, ceil(codes^0.25): 3 to 9 values each; 83 values a row in all); with
+--embedding-dim N a third kind alternates with them, every embedding N wide.
 
 Per job: the admission time (submit to running: a table with categorical columns is read whole
 at submit, for its levels), the load-and-train time (running to completed) and the training
@@ -81,7 +81,9 @@ def main():
     p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--embedding-dim", type=int, default=0)
+    p.add_argument("--embedding-dim", type=int, default=0,
+                   help="with N > 0, a third kind of job alternates with the two: the categorical "
+                        "table with every embedding N wide (categorical.embedding_dim)")
     a = p.parse_args()
     with open("/proc/cpuinfo") as f:
         cpu = re.search(r"^model name\s*:\s*(.*)$", f.read(), re.M).group(1)
@@ -94,10 +96,12 @@ def main():
         try:
             upload(d, "categorical", csv, "")
             upload(d, "numbers", csv, "&ignore=" + ",".join("c%d" % i for i in range(10)))
-            results = {"categorical": [], "numbers": []}
+            kinds = ["categorical", "numbers"] + (["wide"] if a.embedding_dim else [])
+            results = {k: [] for k in kinds}
             for _ in range(a.rounds):
-                for kind in ("categorical", "numbers"):
-                    r = run_job(d, kind, a.steps, a.batch, a.embedding_dim)
+                for kind in kinds:
+                    r = run_job(d, "categorical" if kind == "wide" else kind, a.steps, a.batch,
+                                a.embedding_dim if kind == "wide" else 0)
                     results[kind].append(r)
                     print("%s: admitted in %.2f s, loaded and trained in %.1f s, %.0f examples/s"
                           % ((kind,) + r), flush=True)
@@ -113,8 +117,10 @@ def main():
             cells.append("%.*f [%.*f-%.*f]" % ((2 if k == 0 else 0), statistics.median(v),
                                               (2 if k == 0 else 0), min(v),
                                               (2 if k == 0 else 0), max(v)))
-        print("| %s | %s |" % ("20 numbers + 10 categorical" if kind == "categorical"
-                               else "20 numbers (categorical left out)", " | ".join(cells)))
+        label = {"categorical": "20 numbers + 10 categorical",
+                 "numbers": "20 numbers (categorical left out)",
+                 "wide": "20 numbers + 10 categorical, embeddings %d wide" % a.embedding_dim}
+        print("| %s | %s |" % (label[kind], " | ".join(cells)))
 
 
 if __name__ == "__main__":

@@ -165,9 +165,10 @@ def upload(d, name, train, test):
         return json.loads(r.read())
 
 
-def trainingd_accuracy(d, dataset, steps, seed):
+def trainingd_accuracy(d, dataset, steps, seed, model="mlp"):
     job = d.call("POST", "/api/v1/jobs", {
-        "name": "%s-%d" % (dataset, seed), "dataset": dataset, "model": "mlp", "seed": seed,
+        "name": "%s-%s-%d" % (dataset, model, seed), "dataset": dataset, "model": model,
+        "seed": seed,
         "batch_size": 32, "max_steps": steps,
         "optimizer": {"type": "adam", "learning_rate": 1e-3},
         "hooks": {"checkpoint": {"every_steps": steps}, "logging": {"every_n_iter": steps},
@@ -197,6 +198,8 @@ def main():
     p.add_argument("trainingd")
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--seeds", default="1,2,3")
+    p.add_argument("--softmax", action="store_true",
+                   help="also the softmax preset (logistic regression), same recipe")
     p.add_argument("--categorical", action="store_true",
                    help="carData's tables with categorical columns and blanks (r-cran-cardata)")
     a = p.parse_args()
@@ -228,6 +231,9 @@ def main():
                 upload(d, ds, train, test)
                 runs = [trainingd_accuracy(d, ds, a.steps, s) for s in seeds]
                 accs = [r[0] for r in runs]
+                # The softmax preset (logistic regression), same recipe, when asked for.
+                soft = [trainingd_accuracy(d, ds, a.steps, s, "softmax")[0]
+                        for s in seeds] if a.softmax else None
                 if a.categorical:
                     base = mixed_baselines(header, [cells[k] for k in tr], y[tr],
                                            [cells[k] for k in te], y[te])
@@ -236,20 +242,25 @@ def main():
                     base = baselines(xtr, ytr, xte, yte, missing)
                 best = max(base.values())
                 rows.append((name, x.shape, len(yte), accs, statistics.median(r[1] for r in runs),
-                             base, best))
+                             base, best, soft))
                 print("%s: trainingd %s, sklearn %s" % (name, accs, base), flush=True)
         finally:
             d.stop()
     print()
     print("| table | rows x features | test rows | trainingd MLP, median [min-max] | "
-          "LogisticRegression | MLPClassifier | HistGradientBoosting | MLP - best |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, shape, n, accs, took, base, best in rows:
+          "LogisticRegression | MLPClassifier | HistGradientBoosting | MLP - best |" +
+          (" trainingd softmax, median | softmax - best |" if a.softmax else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if a.softmax else ""))
+    for name, shape, n, accs, took, base, best, soft in rows:
         med = statistics.median(accs)
-        print("| %s | %d x %d | %d | %.4f [%.4f-%.4f] (%.1f s a run) | %.4f | %.4f | %.4f | %+.1f pt |"
+        extra = ""
+        if soft:
+            extra = " %.4f | %+.1f pt |" % (statistics.median(soft),
+                                            100 * (statistics.median(soft) - best))
+        print("| %s | %d x %d | %d | %.4f [%.4f-%.4f] (%.1f s a run) | %.4f | %.4f | %.4f | %+.1f pt |%s"
               % (name, shape[0], shape[1], n, med, min(accs), max(accs), took,
                  base["LogisticRegression"], base["MLPClassifier"],
-                 base["HistGradientBoosting"], 100 * (med - best)))
+                 base["HistGradientBoosting"], 100 * (med - best), extra))
 
 
 if __name__ == "__main__":

@@ -16,8 +16,9 @@ build_pkgs=(cmake ninja-build make g++ pkg-config clang-format libeigen3-dev zli
             dataset-fashion-mnist python3-protobuf
             python3-numpy python3-onnx
             chromium)
-# python3-sklearn: bench/tables_bench.py (real tables and scikit-learn's baselines on the same split).
-bench_pkgs=(python3-torch python3-numpy python3-sklearn libopenblas0-openmp wrk curl)
+# python3-sklearn: bench/tables_bench.py (real tables and scikit-learn's baselines on the same split);
+# r-cran-cardata: its --categorical tables (carData's, exported with Rscript).
+bench_pkgs=(python3-torch python3-numpy python3-sklearn r-cran-cardata libopenblas0-openmp wrk curl)
 # The clang builds (ASan, ThreadSanitizer and fuzz): clang and its runtimes (libFuzzer and the
 # sanitizers are in libclang-rt-14-dev).
 clang_pkgs=(clang-14 libclang-rt-14-dev)

@@ -1,8 +1,10 @@
-// What the REST routes' handlers share (router.cpp, experiment_routes.cpp): JSON answers, query
+// What the REST routes' handlers share (router.cpp, job_routes.cpp, dataset_routes.cpp,
+// experiment_routes.cpp): JSON answers, query
 // parameters and request bodies.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string_view>
@@ -12,6 +14,9 @@
 #include "trainingd/engine/base/status.h"
 
 namespace trainingd::api::route_util {
+
+// The largest integer a query parameter may hold.
+inline constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
 // A JSON answer with Cache-Control: no-store.
 HttpResponse JsonResponse(int status, const nlohmann::json& body);

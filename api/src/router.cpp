@@ -15,6 +15,7 @@
 #include "job_priority_route.h"
 #include "model_routes.h"
 #include "route_util.h"
+#include "router_context.h"
 #include "trainingd/api/dataset_json.h"
 #include "trainingd/api/job_json.h"
 #include "trainingd/api/job_spec_json.h"
@@ -257,8 +258,6 @@ bool IsMediaType(std::string_view content_type, std::string_view want) {
   return EqualsIgnoreCase(media, want);
 }
 
-constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
-
 // Ids for internal errors, unique within a run and unlikely to repeat across runs: a random
 // prefix per process and a counter.
 std::string NewErrorId() {
@@ -287,15 +286,6 @@ bool IsEventStream(RouteId route, const std::optional<QueryParams>& query) {
 }
 
 }  // namespace
-
-struct Router::Context {
-  const HttpRequest& request;
-  std::string_view path;
-  QueryParams query;
-  std::string job_id;
-  const EventDeliver& deliver;
-  const Principal& principal;
-};
 
 HttpResponse ErrorResponse(int status, std::string_view code, std::string_view message,
                            std::string_view field) {
@@ -806,191 +796,6 @@ std::optional<HttpResponse> Router::CheckBrowserHeaders(const HttpRequest& reque
   return std::nullopt;
 }
 
-HttpResponse Router::SubmitJob(const Context& c) {
-  if (c.request.body.size() > options_.max_body_bytes) {
-    return ErrorResponse(
-        413, "payload_too_large",
-        "request body is over " + std::to_string(options_.max_body_bytes) + " bytes");
-  }
-  if (IsBlank(c.request.body)) {
-    return ErrorResponse(400, "invalid_argument", "request body must be a JSON job spec");
-  }
-  FieldError field_error;
-  auto spec = ParseJobSpec(c.request.body, &field_error);
-  if (!spec.ok()) {
-    return ErrorResponse(400, "invalid_argument", field_error.message, field_error.field);
-  }
-  std::string spec_json = JobSpecToJson(*spec);  // the canonical text the service keeps
-  auto job = service_.Submit(std::move(*spec), std::move(spec_json), c.principal.name);
-  if (!job.ok()) return StatusResponse(job.status());
-  HttpResponse r = JsonResponse(201, JobToJson(*job, true));
-  r.SetHeader("Location", "/api/v1/jobs/" + job->id);
-  return r;
-}
-
-HttpResponse Router::ListJobs(const Context& c) {
-  std::optional<JobState> state;
-  if (auto text = QueryValue(c.query, "state")) {
-    state = ParseJobState(*text);
-    if (!state) {
-      return ErrorResponse(400, "invalid_argument",
-                           "state: must be one of queued, running, stopping, completed, failed, "
-                           "stopped, preempted",
-                           "state");
-    }
-  }
-  auto limit = IntParam(c.query, "limit", 1, kMaxListLimit);
-  if (!limit.ok()) return StatusResponse(limit.status());
-  std::string cursor = QueryValue(c.query, "cursor").value_or("");
-  if (cursor.size() > 512) {
-    return ErrorResponse(400, "invalid_argument", "cursor: longer than 512 bytes", "cursor");
-  }
-  auto page = service_.List(state, limit->value_or(options_.default_list_limit), cursor);
-  if (!page.ok()) return StatusResponse(page.status());
-  return JsonResponse(200, JobPageToJson(*page));
-}
-
-HttpResponse Router::StopJob(const Context& c) {
-  if (c.request.body.size() > options_.max_body_bytes) {
-    return ErrorResponse(413, "payload_too_large", "request body is too large");
-  }
-  if (!IsEmptyJsonObject(c.request.body)) {
-    return ErrorResponse(400, "invalid_argument",
-                         "request body must be empty or the empty JSON object {}");
-  }
-  auto job = service_.Stop(c.job_id);
-  if (!job.ok()) return StatusResponse(job.status());
-  return JsonResponse(202, JobToJson(*job, true));
-}
-
-HttpResponse Router::ResumeJob(const Context& c) {
-  std::optional<int64_t> max_steps;
-  const std::string& body = c.request.body;
-  if (body.size() > options_.max_body_bytes) {
-    return ErrorResponse(413, "payload_too_large", "request body is too large");
-  }
-  if (!IsBlank(body)) {
-    // {} or {"max_steps": N}; a null max_steps is the same as none.
-    auto doc = strict_json::Parse(body);
-    Status st = doc.ok() ? Status::Ok() : doc.status();
-    if (st.ok() && !doc->is_object()) {
-      st = Status::InvalidArgument("request body must be a JSON object like {\"max_steps\": 1000}");
-    }
-    if (st.ok()) st = strict_json::CheckObject(*doc, "", {"max_steps"});
-    if (st.ok()) {
-      const auto it = doc->find("max_steps");
-      if (it != doc->end() && !it->is_null()) {
-        int64_t steps = 0;
-        st = strict_json::ReadInt(*it, "max_steps", 1, kMaxInt, &steps);
-        max_steps = steps;
-      }
-    }
-    if (!st.ok()) return StatusResponse(st);
-  }
-  auto job = service_.Resume(c.job_id, max_steps);
-  if (!job.ok()) return StatusResponse(job.status());
-  return JsonResponse(202, JobToJson(*job, true));
-}
-
-HttpResponse Router::Scalars(const Context& c) {
-  std::optional<std::string> tag = QueryValue(c.query, "tag");
-  if (!tag || tag->empty()) {
-    return ErrorResponse(400, "invalid_argument", "tag: required (GET .../scalars/tags lists them)",
-                         "tag");
-  }
-  if (tag->size() > 256) {
-    return ErrorResponse(400, "invalid_argument", "tag: longer than 256 bytes", "tag");
-  }
-  auto from = IntParam(c.query, "from_step", 0, kMaxInt);
-  if (!from.ok()) return StatusResponse(from.status());
-  auto to = IntParam(c.query, "to_step", 0, kMaxInt);
-  if (!to.ok()) return StatusResponse(to.status());
-  if (*from && *to && **from > **to) {
-    return ErrorResponse(400, "invalid_argument", "to_step: must be >= from_step", "to_step");
-  }
-  auto max_points = IntParam(c.query, "max_points", 1, kMaxScalarPoints);
-  if (!max_points.ok()) return StatusResponse(max_points.status());
-  ScalarQuery query;
-  query.tag = *tag;
-  query.from_step = *from;
-  query.to_step = *to;
-  query.max_points = max_points->value_or(options_.default_max_points);
-  auto points = service_.Scalars(c.job_id, query);
-  if (!points.ok()) return StatusResponse(points.status());
-  return JsonResponse(200, ScalarsToJson(c.job_id, *tag, *points));
-}
-
-HttpResponse Router::ListExamples(const Context& c) {
-  const std::string split = QueryValue(c.query, "split").value_or("test");
-  if (split != "test") {
-    return ErrorResponse(
-        400, "invalid_argument",
-        "split: only the test split's examples are served, got \"" + split.substr(0, 32) + "\"",
-        "split");
-  }
-  auto offset = IntParam(c.query, "offset", 0, kMaxInt);
-  if (!offset.ok()) return StatusResponse(offset.status());
-  auto limit = IntParam(c.query, "limit", 1, kMaxDatasetExamples);
-  if (!limit.ok()) return StatusResponse(limit.status());
-  auto examples = datasets_->TestExamples(c.job_id, offset->value_or(0), limit->value_or(10));
-  if (!examples.ok()) return DatasetStatusResponse(examples.status());
-  json body = DatasetExamplesToJson(*examples);
-  body["dataset"] = c.job_id;
-  body["split"] = split;
-  return JsonResponse(200, body);
-}
-
-HttpResponse Router::Logs(const Context& c) {
-  std::string follow = QueryValue(c.query, "follow").value_or("false");
-  if (follow != "true" && follow != "false" && follow != "1" && follow != "0") {
-    return ErrorResponse(400, "invalid_argument", "follow: must be true or false", "follow");
-  }
-  if (follow == "true" || follow == "1") return Events(c, c.job_id, EventKind::kLog);
-  auto from = IntParam(c.query, "from", 1, kMaxInt);
-  if (!from.ok()) return StatusResponse(from.status());
-  auto limit = IntParam(c.query, "limit", 1, kMaxLogLines);
-  if (!limit.ok()) return StatusResponse(limit.status());
-  int64_t from_line = from->value_or(1);
-  auto lines = service_.Logs(c.job_id, from_line, limit->value_or(options_.default_log_limit));
-  if (!lines.ok()) return StatusResponse(lines.status());
-  json body = LogLinesToJson(*lines, from_line);
-  body["job_id"] = c.job_id;
-  return JsonResponse(200, body);
-}
-
-HttpResponse Router::Events(const Context& c, const std::string& job_id,
-                            std::optional<EventKind> only_kind) {
-  // A reconnecting EventSource sends Last-Event-ID; the query parameter is for first connects.
-  int64_t after_id = 0;
-  std::string_view header = c.request.Header("Last-Event-ID");
-  if (!header.empty()) {
-    QueryParams as_param = {{"Last-Event-ID", std::string(header)}};
-    auto id = IntParam(as_param, "Last-Event-ID", 0, kMaxInt);
-    if (!id.ok()) return StatusResponse(id.status());
-    after_id = **id;
-  } else {
-    auto id = IntParam(c.query, "last_event_id", 0, kMaxInt);
-    if (!id.ok()) return StatusResponse(id.status());
-    after_id = id->value_or(0);
-  }
-  EventDeliver deliver = c.deliver ? c.deliver : [](const ServiceEvent&) {};
-  if (only_kind) {
-    deliver = [inner = std::move(deliver), kind = *only_kind](const ServiceEvent& event) {
-      if (event.kind == kind) inner(event);
-    };
-  }
-  auto subscription = service_.Subscribe(job_id, after_id, std::move(deliver));
-  if (!subscription.ok()) return StatusResponse(subscription.status());
-  HttpResponse r;
-  r.status = 200;
-  r.headers = {{"Content-Type", "text/event-stream"},
-               {"Cache-Control", "no-cache"},
-               {"X-Accel-Buffering", "no"}};
-  r.event_stream = true;
-  r.subscription = std::move(*subscription);
-  return r;
-}
-
 HttpResponse Router::Metrics() {
   HttpResponse r;
   r.status = 200;
@@ -1005,107 +810,6 @@ HttpResponse Router::Metrics() {
   }
   for (Metric& m : metrics_.Collect()) all.push_back(std::move(m));
   r.body = WritePrometheus(all);
-  return r;
-}
-
-namespace {
-
-// "a,b,,c" -> a, b, c (empty items dropped); "" -> none.
-std::vector<std::string> SplitCommas(std::string_view text) {
-  std::vector<std::string> out;
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    const std::string_view item = text.substr(0, comma);
-    if (!item.empty()) out.emplace_back(item);
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
-
-// The query parameters of an upload (docs/data.md); the service checks what they mean.
-Result<DatasetUploadOptions> UploadOptions(const QueryParams& query) {
-  for (const auto& [key, value] : query) {
-    if (key != "name" && key != "format" && key != "label_column" && key != "test_fraction" &&
-        key != "split_seed" && key != "normalize" && key != "categorical" && key != "number" &&
-        key != "ignore" && key != "missing_values" && key != "impute" && key != "max_levels") {
-      return Status::InvalidArgument(key.substr(0, 64) +
-                                     ": unknown parameter; known: name, format, label_column, "
-                                     "test_fraction, split_seed, normalize, categorical, number, "
-                                     "ignore, missing_values, impute, max_levels");
-    }
-  }
-  DatasetUploadOptions o;
-  o.name = QueryValue(query, "name").value_or("");
-  if (o.name.empty()) return Status::InvalidArgument("name: required (?name=NAME)");
-  o.format = QueryValue(query, "format").value_or("");
-  if (o.format.empty()) return Status::InvalidArgument("format: required: npz or csv");
-  o.label_column = QueryValue(query, "label_column").value_or(o.label_column);
-  o.normalize = QueryValue(query, "normalize").value_or(o.normalize);
-  if (auto text = QueryValue(query, "test_fraction")) {
-    double f = 0;
-    const char* end = text->data() + text->size();
-    auto [ptr, ec] = std::from_chars(text->data(), end, f);
-    if (text->empty() || ec != std::errc() || ptr != end || !(f > 0 && f < 1)) {
-      return Status::InvalidArgument("test_fraction: must be a number in (0, 1), got \"" +
-                                     text->substr(0, 64) + "\"");
-    }
-    o.test_fraction = f;
-  }
-  auto seed = IntParam(query, "split_seed", 0, kMaxInt);
-  if (!seed.ok()) return seed.status();
-  o.split_seed = static_cast<uint64_t>(seed->value_or(0));
-  // The columns' options: names and markers separated by commas (docs/data.md#columns).
-  const auto list = [&](const char* key, std::vector<std::string>* out) {
-    if (auto text = QueryValue(query, key)) *out = SplitCommas(*text);
-  };
-  list("categorical", &o.columns.categorical);
-  list("number", &o.columns.number);
-  list("ignore", &o.columns.ignore);
-  list("missing_values", &o.columns.missing_values);
-  if (auto text = QueryValue(query, "impute")) {
-    const auto impute = engine::ImputeNamed(*text);
-    if (!impute) {
-      return Status::InvalidArgument("impute: must be mean or median, got \"" +
-                                     text->substr(0, 64) + "\"");
-    }
-    o.columns.impute = *impute;
-  }
-  auto levels = IntParam(query, "max_levels", 1, engine::kMaxMaxLevels);
-  if (!levels.ok()) return levels.status();
-  o.columns.max_levels = levels->value_or(o.columns.max_levels);
-  return o;
-}
-
-}  // namespace
-
-HttpResponse Router::UploadDataset(const Context& c) {
-  auto options = UploadOptions(c.query);
-  if (!options.ok()) return StatusResponse(options.status());
-  options->owner = c.principal.name;
-  int64_t declared = -1;  // chunked
-  if (std::string_view length = c.request.Header("Content-Length"); !length.empty()) {
-    std::from_chars(length.data(), length.data() + length.size(), declared);
-  } else if (!c.request.body_follows) {
-    declared = static_cast<int64_t>(c.request.body.size());
-  }
-  auto boundary = UploadBody::BoundaryOf(c.request.Header("Content-Type"));
-  if (!boundary.ok()) return StatusResponse(boundary.status());
-  auto upload = datasets_->BeginUpload(*options, declared);
-  if (!upload.ok()) return DatasetStatusResponse(upload.status());
-  auto body = std::make_unique<UploadBody>(std::move(*upload), std::move(*boundary));
-  HttpResponse r;
-  if (c.request.body_follows) {
-    r.upload = std::move(body);
-    return r;
-  }
-  // The body is here already (a caller without a socket): the same steps at once.
-  Status written = body->Write(c.request.body);
-  if (!written.ok()) return DatasetStatusResponse(written);
-  auto record = body->Finish();
-  if (!record.ok()) return DatasetStatusResponse(record.status());
-  r = JsonResponse(201, DatasetToJson(*record));
-  r.SetHeader("Location", "/api/v1/datasets/" + record->name);
   return r;
 }
 

@@ -2,7 +2,8 @@
 // from memory). The input's first byte picks the options: bit 0 standardize, bits 1-2 the
 // test_fraction (0.1, 0.25, 0.5, 0.9), bit 3 an automatic or a zero validation_size; the rest is
 // the file. A table that parses is consistent: every split has F features and labels in
-// [0, num_classes), its values are finite, the rows add up, and string classes are sorted and
+// [0, num_classes), its values are finite, the rows add up, each categorical code is one of its
+// column's, the statistics cover the number features, and string classes are sorted and
 // distinct. Any failure is InvalidArgument.
 #include <algorithm>
 #include <cmath>
@@ -61,13 +62,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
               ds->class_names.end(),
           "class_names not sorted and distinct");
   }
+  // A row: its numbers, then one code per categorical feature, an integer in [0, codes).
+  const auto categoricals = static_cast<int64_t>(ds->categorical.size());
+  const int64_t numbers = features - categoricals;
+  Check(numbers >= 0 && static_cast<int64_t>(ds->feature_names.size()) == numbers,
+        "feature_names and the categorical features do not add up to a row");
+  for (const engine::Split* split : {&ds->train, &ds->validation, &ds->test}) {
+    for (int64_t r = 0; r < split->size(); ++r) {
+      for (int64_t c = 0; c < categoricals; ++c) {
+        const float code = split->images[r * features + numbers + c];
+        Check(code == std::floor(code) && code >= 0 &&
+                  code < static_cast<float>(ds->categorical[static_cast<size_t>(c)].codes()),
+              "a categorical code outside its column's codes");
+      }
+    }
+  }
   const bool standard = ds->preprocessing == engine::Preprocessing::kStandard;
   Check(standard == source.standardize, "preprocessing");
   if (standard) {
-    Check(static_cast<int64_t>(ds->feature_std.size()) == features &&
-              static_cast<int64_t>(ds->feature_mean.size()) == features,
+    Check(static_cast<int64_t>(ds->feature_std.size()) == numbers &&
+              static_cast<int64_t>(ds->feature_mean.size()) == numbers,
           "statistics' sizes");
-    for (int64_t j = 0; j < features; ++j) {
+    for (int64_t j = 0; j < numbers; ++j) {
       Check(std::isfinite(ds->feature_mean[j]) && ds->feature_std[j] > 0 &&
                 std::isfinite(ds->feature_std[j]),
             "a mean or std that is not finite and positive");

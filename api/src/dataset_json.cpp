@@ -1,5 +1,6 @@
 #include "trainingd/api/dataset_json.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -45,6 +46,15 @@ double ShortestDouble(float v) {
   return std::strtod(buf, nullptr);
 }
 
+// What jobs the dataset's labels serve: classification when they are classes, regression when
+// they are numbers (a CSV's).
+json Tasks(const DatasetRecord& d) {
+  json tasks = json::array();
+  if (d.num_classes > 0) tasks.push_back(engine::TaskName(engine::Task::kClassification));
+  if (d.numeric_labels) tasks.push_back(engine::TaskName(engine::Task::kRegression));
+  return tasks;
+}
+
 }  // namespace
 
 json DatasetToJson(const DatasetRecord& d) {
@@ -66,6 +76,7 @@ json DatasetToJson(const DatasetRecord& d) {
             {"example_shape", d.example_shape},
             {"num_classes", d.num_classes},
             {"class_names", std::move(names)},
+            {"tasks", Tasks(d)},
             {"splits",
              {{"train", d.train_examples},
               {"validation", d.validation_examples},
@@ -92,7 +103,7 @@ json DatasetExamplesToJson(const DatasetExamples& e) {
   int64_t per = 1;
   for (int64_t d : e.example_shape) per *= d;
   json list = json::array();
-  for (size_t i = 0; i < e.labels.size(); ++i) {
+  for (size_t i = 0; i < e.size(); ++i) {
     json data = json::array();
     const float* v = e.values.data() + static_cast<int64_t>(i) * per;
     for (int64_t k = 0; k < per; ++k) {
@@ -102,15 +113,18 @@ json DatasetExamplesToJson(const DatasetExamples& e) {
         data.push_back(ShortestDouble(v[k]));
       }
     }
-    const int32_t label = e.labels[i];
-    const std::string name = label < static_cast<int32_t>(e.class_names.size())
-                                 ? e.class_names[static_cast<size_t>(label)]
-                                 : std::to_string(label);
-    json example = {{"index", e.first + static_cast<int64_t>(i)},
-                    {"label", label},
-                    {"class_name", name},
-                    {"shape", e.example_shape},
-                    {"data", std::move(data)}};
+    json example = {{"index", e.first + static_cast<int64_t>(i)}};
+    if (!e.labels.empty()) {
+      const int32_t label = e.labels[i];
+      example["label"] = label;
+      example["class_name"] = label < static_cast<int32_t>(e.class_names.size())
+                                  ? e.class_names[static_cast<size_t>(label)]
+                                  : std::to_string(label);
+    }
+    // A regression job's target, as in the file.
+    if (!e.targets.empty()) example["target"] = ShortestDouble(e.targets[i]);
+    example["shape"] = e.example_shape;
+    example["data"] = std::move(data);
     // A CSV's categorical values, as the model server's "categorical" input takes them.
     const size_t columns = e.categorical_names.size();
     if (columns > 0) {
@@ -188,6 +202,12 @@ engine::Result<DatasetRecord> DatasetFromJson(std::string_view text) {
     }
     if (const auto f = v.find("feature_names"); f != v.end()) {
       d.feature_names = f->get<std::vector<std::string>>();
+    }
+    // Records written before regression list only classification.
+    if (const auto t = v.find("tasks"); t != v.end()) {
+      const auto tasks = t->get<std::vector<std::string>>();
+      d.numeric_labels = std::find(tasks.begin(), tasks.end(),
+                                   engine::TaskName(engine::Task::kRegression)) != tasks.end();
     }
     // Records written before datasets had two files name only the one.
     if (const auto f = v.find("files"); f != v.end()) {

@@ -257,9 +257,11 @@ Result<InferRequest> ParseInferRequest(std::string_view body) {
       TRAININGD_RETURN_IF_ERROR(sj::Require(outputs[i], opath, "name"));
       std::string name;
       TRAININGD_RETURN_IF_ERROR(sj::Read(outputs[i]["name"], opath + ".name", &name));
-      if (name != "logits" && name != "probabilities") {
+      if (name != "logits" && name != "probabilities" && name != "prediction") {
         return sj::Bad(opath + ".name",
-                       "the outputs are 'logits' and 'probabilities', not " + sj::Quote(name));
+                       "the outputs are 'logits' and 'probabilities' (a regression model's: "
+                       "'logits' and 'prediction'), not " +
+                           sj::Quote(name));
       }
       r.outputs.push_back(std::move(name));
     }
@@ -285,7 +287,7 @@ Result<InferRequest> ParsePredictRequest(std::string_view body) {
   TRAININGD_RETURN_IF_ERROR(sj::Require(v, "", "instances"));
   const json& instances = v["instances"];
   InferRequest r;
-  r.outputs = {"probabilities"};
+  r.predictions_only = true;
   r.shape_field = "instances";
   if (instances.is_array() && !instances.empty() && instances[0].is_object()) {
     TRAININGD_RETURN_IF_ERROR(ReadInstanceRows(instances, &r));
@@ -317,7 +319,9 @@ json Tensor(const char* name, const InferResult& r, const std::vector<float>& da
 std::string InferResponseJson(const InferResult& r) {
   json outputs = json::array();
   if (r.with_logits) outputs.push_back(Tensor("logits", r, r.logits));
-  if (r.with_probabilities) outputs.push_back(Tensor("probabilities", r, r.probabilities));
+  if (r.with_probabilities) {
+    outputs.push_back(Tensor(r.regression ? "prediction" : "probabilities", r, r.probabilities));
+  }
   json v = {{"model_name", r.model},
             {"model_version", std::to_string(r.version)},
             {"outputs", std::move(outputs)},
@@ -328,6 +332,11 @@ std::string InferResponseJson(const InferResult& r) {
 
 std::string PredictResponseJson(const InferResult& r) {
   json predictions = json::array();
+  if (r.regression) {
+    // One number per example (TF Serving's regress API gives the same).
+    for (int64_t i = 0; i < r.batch; ++i) predictions.push_back(r.probabilities[i]);
+    return json{{"predictions", std::move(predictions)}}.dump();
+  }
   for (int64_t i = 0; i < r.batch; ++i) {
     predictions.push_back(std::vector<float>(r.probabilities.begin() + i * r.classes,
                                              r.probabilities.begin() + (i + 1) * r.classes));

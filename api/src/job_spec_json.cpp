@@ -70,6 +70,12 @@ constexpr EnumName<ScheduleType> kScheduleTypes[] = {
     {"exponential_decay", ScheduleType::kExponentialDecay},
     {"piecewise_constant", ScheduleType::kStepDecay},
     {"cosine", ScheduleType::kCosineDecay}};
+constexpr EnumName<engine::Task> kTasks[] = {{"classification", engine::Task::kClassification},
+                                             {"regression", engine::Task::kRegression}};
+constexpr EnumName<engine::RegressionLoss> kRegressionLosses[] = {
+    {"mse", engine::RegressionLoss::kMse},
+    {"mae", engine::RegressionLoss::kMae},
+    {"huber", engine::RegressionLoss::kHuber}};
 constexpr EnumName<engine::Precision> kPrecisions[] = {
     {engine::PrecisionName(engine::Precision::kFloat32), engine::Precision::kFloat32},
     {engine::PrecisionName(engine::Precision::kMixedBfloat16), engine::Precision::kMixedBfloat16}};
@@ -508,14 +514,39 @@ Status ReadAugmentation(const json& v, engine::AugmentationSpec* a) {
   return Field(v, kPath, "contrast", &a->contrast);
 }
 
+// `loss` and `huber_delta`: classification trains with cross_entropy (the only name it takes),
+// regression with mse (the default), mae or huber.
+Status ReadLoss(const json& root, engine::JobSpec* spec) {
+  const auto it = root.find("loss");
+  if (spec->task == engine::Task::kClassification) {
+    if (it != root.end() && !(it->is_string() && *it == "cross_entropy")) {
+      return Status::InvalidArgument(
+          "loss: a classification job trains with cross_entropy; mse, mae and huber are "
+          "regression's (task: regression)");
+    }
+    if (root.contains("huber_delta")) {
+      return Status::InvalidArgument("huber_delta: for task regression with loss huber");
+    }
+    return Status::Ok();
+  }
+  TRAININGD_RETURN_IF_ERROR(EnumField(root, "", "loss", kRegressionLosses, &spec->loss));
+  if (root.contains("huber_delta") && spec->loss != engine::RegressionLoss::kHuber) {
+    return Status::InvalidArgument("huber_delta: for loss huber, not " +
+                                   std::string(NameOf(kRegressionLosses, spec->loss)));
+  }
+  return Field(root, "", "huber_delta", &spec->huber_delta);
+}
+
 Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
-  TRAININGD_RETURN_IF_ERROR(
-      CheckObject(root, "",
-                  {"name", "dataset", "model", "precision", "optimizer", "label_smoothing",
-                   "categorical", "augmentation", "batch_size", "max_steps", "num_epochs", "seed",
-                   "hooks", "distributed", "resources", "priority"}));
+  TRAININGD_RETURN_IF_ERROR(CheckObject(
+      root, "",
+      {"name", "task", "loss", "huber_delta", "dataset", "model", "precision", "optimizer",
+       "label_smoothing", "categorical", "augmentation", "batch_size", "max_steps", "num_epochs",
+       "seed", "hooks", "distributed", "resources", "priority"}));
   TRAININGD_RETURN_IF_ERROR(Require(root, "", "name"));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "name", &spec->name));
+  TRAININGD_RETURN_IF_ERROR(EnumField(root, "", "task", kTasks, &spec->task));
+  TRAININGD_RETURN_IF_ERROR(ReadLoss(root, spec));
   if (const auto it = root.find("dataset"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(ReadDataset(*it, &spec->dataset));
   }
@@ -543,6 +574,11 @@ Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "priority", &spec->priority));
   if (const auto it = root.find("hooks"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(ReadHooks(*it, &spec->hooks));
+  }
+  // The logging hook's default tensors are a classifier's; a regression job has no accuracy.
+  if (spec->task == engine::Task::kRegression &&
+      spec->hooks.logging.tensors == engine::LoggingHookSpec{}.tensors) {
+    spec->hooks.logging.tensors = {"global_step", "loss"};
   }
   if (const auto it = root.find("distributed"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(ReadDistributed(*it, &spec->distributed));
@@ -816,6 +852,12 @@ json JobSpecToJsonValue(const engine::JobSpec& spec) {
                 {"time_limit_secs", spec.resources.time_limit_secs}}}};
   // Only when set, so the canonical spec of a job without one is what it always was.
   if (spec.priority != 0) out["priority"] = spec.priority;
+  if (spec.task == engine::Task::kRegression) {
+    out["task"] = NameOf(kTasks, spec.task);
+    out["loss"] = NameOf(kRegressionLosses, spec.loss);
+    if (spec.loss == engine::RegressionLoss::kHuber)
+      out["huber_delta"] = FloatValue(spec.huber_delta);
+  }
   if (spec.categorical != engine::CategoricalOptions{}) {
     out["categorical"] = {{"one_hot_max_levels", spec.categorical.one_hot_max_levels},
                           {"embedding_dim", spec.categorical.embedding_dim}};

@@ -58,7 +58,7 @@ Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
       CheckObject(root, "",
                   {"version", "example_shape", "num_classes", "class_names", "preprocessing",
                    "feature_mean", "feature_std", "feature_names", "feature_impute", "categorical",
-                   "missing_values", "dataset", "model"}));
+                   "missing_values", "task", "target_mean", "target_std", "dataset", "model"}));
   for (const char* key : {"version", "example_shape", "num_classes", "class_names", "preprocessing",
                           "dataset", "model"}) {
     TRAININGD_RETURN_IF_ERROR(Require(root, "", key));
@@ -110,6 +110,21 @@ Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
     }
   }
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "missing_values", &in->missing_values));
+  if (const auto it = root.find("task"); it != root.end()) {
+    if (*it == engine::TaskName(engine::Task::kRegression)) {
+      in->task = engine::Task::kRegression;
+    } else if (*it != engine::TaskName(engine::Task::kClassification)) {
+      return Bad("task", "must be classification or regression, got " + Got(*it));
+    }
+  }
+  if (in->task == engine::Task::kRegression) {
+    TRAININGD_RETURN_IF_ERROR(Require(root, "", "target_mean"));
+    TRAININGD_RETURN_IF_ERROR(Require(root, "", "target_std"));
+  } else if (root.contains("target_mean") || root.contains("target_std")) {
+    return Bad("target_mean", "a regression model's (task regression)");
+  }
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "target_mean", &in->target.mean));
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "target_std", &in->target.std));
   const json& dataset = root["dataset"];
   if (!dataset.is_object()) {
     return Bad("dataset", std::string("must be an object, got ") + TypeName(dataset));
@@ -150,6 +165,11 @@ std::string ModelInputToJson(const engine::ModelInput& in) {
     }
     root["categorical"] = std::move(categorical);
     root["missing_values"] = in.missing_values;
+  }
+  if (in.task == engine::Task::kRegression) {
+    root["task"] = engine::TaskName(in.task);
+    root["target_mean"] = FloatJsonValue(in.target.mean);
+    root["target_std"] = FloatJsonValue(in.target.std);
   }
   root["dataset"] = {
       {"name", in.dataset_name}, {"format", in.dataset_format}, {"sha256", in.dataset_sha256}};

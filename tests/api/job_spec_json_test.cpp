@@ -246,9 +246,9 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
                           "every_steps, every_secs, max_to_keep, keep_checkpoint_every_n_hours");
   EXPECT_EQ(e.field, "hooks.checkpoint.every_step");
   e = MustFail(Spec(R"("batchsize": 7)"),
-               "batchsize: unknown field; known: name, dataset, model, precision, optimizer, "
-               "label_smoothing, categorical, augmentation, batch_size, max_steps, num_epochs, "
-               "seed, hooks, distributed, resources, priority");
+               "batchsize: unknown field; known: name, task, loss, huber_delta, dataset, model, "
+               "precision, optimizer, label_smoothing, categorical, augmentation, batch_size, "
+               "max_steps, num_epochs, seed, hooks, distributed, resources, priority");
   EXPECT_EQ(e.field, "batchsize");
   e = MustFail(Spec(R"("hooks": {"tensorboard": true})"),
                "hooks.tensorboard: unknown field; known: checkpoint, summary, step_counter, "
@@ -329,7 +329,8 @@ TEST(JobSpecJsonTest, NumbersOutOfRangeAreErrors) {
                "hooks.checkpoint: give every_steps or every_secs, not both");
   EXPECT_EQ(e.field, "hooks.checkpoint");
   e = MustFail(Spec(R"("hooks": {"logging": {"tensors": ["loss", "los"]}})"),
-               "hooks.logging.tensors[1]: fetch 'los' is unknown; known: loss, accuracy, "
+               "hooks.logging.tensors[1]: fetch 'los' is unknown to a classification job; known: "
+               "loss, accuracy, "
                "global_step, learning_rate, epoch, <split>/loss, <split>/accuracy with split "
                "train, validation or test");
   EXPECT_EQ(e.field, "hooks.logging.tensors[1]");

@@ -6,7 +6,9 @@
 // and shapes as the runtime sees them. A table with categorical columns also feeds the graph's
 // string input "categorical" from PREFIX.categorical.json. With PREFIX.infer.f32 (the daemon's /infer answers on
 // the same examples, serving_test.py), the same three numbers for /infer against onnxruntime.
-// onnx_export_test.py and serving_test.py judge the numbers.
+// A regression model (meta.task) is compared on its "prediction": the largest difference relative
+// to max(1, |prediction|) and both RMSEs against the targets, in place of the argmaxes and
+// accuracies. onnx_export_test.py and serving_test.py judge the numbers.
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -37,6 +39,39 @@ if (input.length !== n * exampleSize || engineProbs.length !== n * classes) {
 }
 
 const session = await ort.InferenceSession.create(model, { executionProviders: ['cpu'] });
+const regression = meta.task === 'regression';
+const feedsOf = (first, m) => {
+  const x = input.subarray(first * exampleSize, (first + m) * exampleSize);
+  const feeds = { input: new ort.Tensor('float32', x, [m, ...meta.example_shape]) };
+  if (categorical) {
+    feeds.categorical = new ort.Tensor('string', categorical.slice(first, first + m).flat(), [m, meta.categorical]);
+  }
+  return feeds;
+};
+if (regression) {
+  let maxRel = 0, ortSse = 0, engineSse = 0, inferMaxRel = 0, inferSse = 0;
+  for (let first = 0; first < n; first += 1000) {
+    const m = Math.min(1000, n - first);
+    const pred = (await session.run(feedsOf(first, m))).prediction.data;
+    if (pred.length !== m) throw new Error('output size');
+    for (let i = 0; i < m; ++i) {
+      const j = first + i, y = meta.targets[j], e = engineProbs[j];
+      maxRel = Math.max(maxRel, Math.abs(pred[i] - e) / Math.max(1, Math.abs(e)));
+      ortSse += (pred[i] - y) ** 2;
+      engineSse += (e - y) ** 2;
+      if (inferProbs) {
+        inferMaxRel = Math.max(inferMaxRel, Math.abs(pred[i] - inferProbs[j]) / Math.max(1, Math.abs(pred[i])));
+        inferSse += (inferProbs[j] - y) ** 2;
+      }
+    }
+  }
+  console.log(JSON.stringify({
+    n, max_rel_diff: maxRel, ort_rmse: Math.sqrt(ortSse / n), engine_rmse: Math.sqrt(engineSse / n),
+    inputs: session.inputNames, outputs: session.outputNames,
+    ...(inferProbs ? { infer_max_rel_diff: inferMaxRel, infer_rmse: Math.sqrt(inferSse / n) } : {}),
+  }));
+  process.exit(0);
+}
 const argmax = (p, i) => {
   let best = 0;
   for (let c = 1; c < classes; ++c) if (p[i * classes + c] > p[i * classes + best]) best = c;
@@ -48,12 +83,7 @@ let inferAgree = 0, inferCorrect = 0, inferMaxDiff = 0;
 const batch = 1000;
 for (let first = 0; first < n; first += batch) {
   const m = Math.min(batch, n - first);
-  const x = input.subarray(first * exampleSize, (first + m) * exampleSize);
-  const feeds = { input: new ort.Tensor('float32', x, [m, ...meta.example_shape]) };
-  if (categorical) {
-    feeds.categorical = new ort.Tensor('string', categorical.slice(first, first + m).flat(), [m, meta.categorical]);
-  }
-  const out = await session.run(feeds);
+  const out = await session.run(feedsOf(first, m));
   const probs = out.probabilities.data;
   const logits = out.logits.data;
   if (probs.length !== m * classes || logits.length !== m * classes) throw new Error('output size');

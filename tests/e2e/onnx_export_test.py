@@ -10,8 +10,11 @@ and `probabilities` [batch, classes], opset 13, IR 7, the metadata. Then the equ
 by a runtime we did not write: onnxruntime (npm onnxruntime-node, tests/e2e/onnx_equivalence.mjs)
 on the whole raw test split against the engine's own TrainedModel::Predict (onnx_predict): argmax
 agreement >= 99.9%, largest probability difference <= 1e-4, equal accuracy, and the engine's
-accuracy is the trainer's final test/accuracy. And export's errors: a missing directory, one
-without model.json, an unknown step, no -o.
+accuracy is the trainer's final test/accuracy. A regression model (a CSV's numeric label, huber
+loss) has outputs `logits` and `prediction` [batch, 1] (the standardized output un-standardized
+by Mul and Add in the graph): its predictions agree within 1e-4 relative, and the engine's RMSE
+is the trainer's test/rmse. And export's errors: a missing directory, one without model.json, an
+unknown step, no -o.
 
 usage: onnx_export_test.py TRAININGD ONNX_PREDICT NODE
 """
@@ -105,6 +108,25 @@ def table_csv(path):
             f.write(",".join(cells[:2] + [c] + cells[2:4] + [t, cells[4], label]) + "\n")
 
 
+def prices_csv(path):
+    """A regression table: a price from two numbers (one with blanks) and a categorical column
+    (with "NA"), plus noise; a few hundred rows."""
+    rng = np.random.default_rng(13)
+    n = 600
+    area = rng.uniform(30, 200, n)
+    age = rng.uniform(0, 80, n)
+    towns = np.array(["north", "south", "east", "west"])
+    town = rng.integers(0, 4, n)
+    price = 1000 + 25 * area - 4 * age + np.array([300, -200, 50, 0])[town] + \
+        rng.normal(0, 40, n)
+    with open(path, "w") as f:
+        f.write("area,age,town,price\n")
+        for i in range(n):
+            a = "" if i % 19 == 7 else "%.2f" % area[i]
+            t = "NA" if i % 31 == 3 else towns[town[i]]
+            f.write("%s,%.1f,%s,%.2f\n" % (a, age[i], t, price[i]))
+
+
 def run(args, expect_code=0):
     p = subprocess.run([TRAININGD] + args, capture_output=True, text=True, timeout=600)
     if p.returncode != expect_code:
@@ -131,15 +153,20 @@ def check_file(path, case, ckpt_dir, final_step, job_id):
            [("input", 1, ["batch"] + case["shape"])] +
            ([("categorical", 8, ["batch", categorical])] if categorical else []),
            model.graph.input)
+    regression = case.get("task") == "regression"
     expect([value_info(v) for v in model.graph.output] ==
            [("logits", 1, ["batch", case["classes"]]),
-            ("probabilities", 1, ["batch", case["classes"]])], model.graph.output)
+            ("prediction" if regression else "probabilities", 1, ["batch", case["classes"]])],
+           model.graph.output)
     ops = [n.op_type for n in model.graph.node]
     expect(ops[:len(case["first_ops"])] == case["first_ops"], "%s: %s" % (case["name"], ops))
-    softmax = model.graph.node[-1]
-    expect(softmax.op_type == "Softmax" and
-           [(a.name, helper.get_attribute_value(a)) for a in softmax.attribute] == [("axis", 1)],
-           softmax)
+    if regression:
+        expect(ops[-2:] == ["Mul", "Add"], ops)
+    else:
+        softmax = model.graph.node[-1]
+        expect(softmax.op_type == "Softmax" and
+               [(a.name, helper.get_attribute_value(a)) for a in softmax.attribute] ==
+               [("axis", 1)], softmax)
     expect("Dropout" not in ops, ops)
     for op in case.get("ops", []):
         expect(op in ops, "%s: no %s in %s" % (case["name"], op, ops))
@@ -162,6 +189,7 @@ def check_file(path, case, ckpt_dir, final_step, job_id):
     expect(meta["trainingd_version"] == model.producer_version and
            re.fullmatch(r"\d+\.\d+\.\d+", model.producer_version), meta)
     expect(meta["preprocessing"] == case["preprocessing"], meta)
+    expect(meta["task"] == case.get("task", "classification"), meta)
     with open(os.path.join(ckpt_dir, "model.json")) as f:
         recorded = json.load(f)
     expect(recorded["example_shape"] == [case["shape"][0] + categorical] if categorical else
@@ -169,6 +197,8 @@ def check_file(path, case, ckpt_dir, final_step, job_id):
     expect(recorded["class_names"] == case["class_names"], recorded)
     expect([c["name"] for c in recorded.get("categorical", [])] == case.get("categorical_names", []),
            recorded)
+    expect(recorded.get("task", "classification") == case.get("task", "classification") and
+           ("target_mean" in recorded) == regression, recorded)
 
 
 def engine_predictions(onnx_predict, ckpt_dir, spec_path, datasets_dir, prefix):
@@ -187,7 +217,15 @@ def onnxruntime_report(node, onnx_path, prefix):
 
 
 def judge(case, r, trainer_accuracy):
-    """onnxruntime's report `r` on a model's whole test split against the engine's Predict."""
+    """onnxruntime's report `r` on a model's whole test split against the engine's Predict
+    (a regression model's: `trainer_accuracy` is the trainer's test/rmse)."""
+    if case.get("task") == "regression":
+        expect(r["outputs"] == ["logits", "prediction"] and r["n"] == case["test_examples"], r)
+        expect(r["max_rel_diff"] <= 1e-4, r)
+        expect(abs(r["ort_rmse"] - r["engine_rmse"]) <= 1e-4 * r["engine_rmse"], r)
+        # The trainer's log line: 6 significant digits.
+        expect(abs(r["engine_rmse"] - trainer_accuracy) <= 1e-5 * trainer_accuracy, (r, trainer_accuracy))
+        return
     expect(r["inputs"] == ["input"] + (["categorical"] if case.get("categorical") else []) and
            r["outputs"] == ["logits", "probabilities"], r)
     expect(r["n"] == case["test_examples"], r)
@@ -202,6 +240,12 @@ def equivalence(case, ckpt_dir, spec_path, datasets_dir, onnx_path, tmp, trainer
     prefix = os.path.join(tmp, case["name"])
     engine_predictions(ONNX_PREDICT, ckpt_dir, spec_path, datasets_dir, prefix)
     r = onnxruntime_report(NODE, onnx_path, prefix)
+    if case.get("task") == "regression":
+        print("  %s: %d test examples, max relative diff %.2e, rmse %.4f (onnxruntime) %.4f "
+              "(engine) %.4f (trainer)" % (case["name"], r["n"], r["max_rel_diff"], r["ort_rmse"],
+                                           r["engine_rmse"], trainer_accuracy))
+        judge(case, r, trainer_accuracy)
+        return
     print("  %s: %d test examples, argmax agrees on %d, max |p diff| %.2e, accuracy %.4f "
           "(onnxruntime) %.4f (engine) %.4f (trainer)" %
           (case["name"], r["n"], r["agree"], r["max_prob_diff"], r["ort_accuracy"],
@@ -344,7 +388,23 @@ def graph_cases(rgb_sha, table_sha):
 # The models trained here by `trainingd run`, which reads their uploads itself from
 # --datasets-dir: the daemon's jobs load their data otherwise, and serving_test.py checks the
 # exports of all five trained as daemon jobs. The graphs are trained here only.
-RUN_CASES = ("rgb-cnn", "table-mlp", "rgb-resnet", "table-graph", "rgb-per-channel")
+RUN_CASES = ("rgb-cnn", "table-mlp", "rgb-resnet", "table-graph", "rgb-per-channel",
+             "prices-regression")
+
+
+def regression_cases(prices_sha):
+    """A regression MLP (huber) on the CSV of prices_csv(): numbers with blanks, a categorical
+    column with "NA", the target standardized in training and un-standardized in the graph."""
+    return [dict(name="prices-regression", task="regression", dataset="prices", sha256=prices_sha,
+                 shape=[2], categorical=1, categorical_names=["town"], classes=1,
+                 class_names=["price"], preprocessing="standard", test_examples=120,
+                 spec=tiny({"dataset": {"name": "prices", "format": "csv", "sha256": prices_sha,
+                                        "label_column": "price", "normalize": "standard"},
+                            "task": "regression", "loss": "huber", "model": "mlp",
+                            "optimizer": {"type": "adam", "learning_rate": 1e-2},
+                            "batch_size": 50, "seed": 7}, "prices-regression", 100),
+                 first_ops=["IsNaN", "Where", "Sub", "Div", "Gather", "LabelEncoder", "Gather",
+                            "Concat", "Gemm", "Relu"])]
 
 
 def main():
@@ -361,7 +421,12 @@ def main():
             rgb_sha = upload(datasets_dir, "rgb", "npz", f.read())
         with open(csv, "rb") as f:
             table_sha = upload(datasets_dir, "table", "csv", f.read())
-        for case in cases(rgb_sha, table_sha) + graph_cases(rgb_sha, table_sha):
+        prices = os.path.join(tmp, "prices.csv")
+        prices_csv(prices)
+        with open(prices, "rb") as f:
+            prices_sha = upload(datasets_dir, "prices", "csv", f.read())
+        for case in (cases(rgb_sha, table_sha) + graph_cases(rgb_sha, table_sha) +
+                     regression_cases(prices_sha)):
             if case["name"] not in RUN_CASES:
                 continue
             t0 = time.monotonic()
@@ -371,7 +436,9 @@ def main():
             ckpt = os.path.join(tmp, "ckpt-" + case["name"])
             p = run(["run", spec_path, "--checkpoint-dir", ckpt, "--datasets-dir", datasets_dir])
             step = case["spec"]["max_steps"]
-            m = re.search(r"completed at global step (\d+).*test/accuracy = ([0-9.]+)", p.stderr)
+            metric = "rmse" if case.get("task") == "regression" else "accuracy"
+            m = re.search(r"completed at global step (\d+).*test/%s = ([0-9.e+-]+)" % metric,
+                          p.stderr)
             expect(m and int(m.group(1)) == step, p.stderr[-2000:])
             onnx_path = os.path.join(tmp, case["name"] + ".onnx")
             p = run(["export", ckpt, "-o", onnx_path, "--job-id", "job-" + case["name"]])

@@ -8,9 +8,12 @@
 //   OUT.categorical.json  (a table with categorical columns) each example's categorical values
 //                  as strings, [[...], ...]: as in the file, "" or a missing_values marker (taken
 //                  in turn) for a missing one; Predict gets the codes the model gives them
-//   OUT.probs.f32  the engine's probabilities, float32 [n, classes]
+//   OUT.probs.f32  the engine's probabilities, float32 [n, classes]; a regression model's
+//                  predictions, [n, 1]
 //   OUT.json       {"n", "example_shape", "categorical", "classes", "labels", "step", "accuracy"}
-//                  (example_shape: the numbers' [numbers] for such a table)
+//                  (example_shape: the numbers' [numbers] for such a table); a regression
+//                  model's "task": "regression", "targets" and "rmse" instead of the labels and
+//                  the accuracy
 // for onnx_equivalence.mjs to feed the same examples to onnxruntime. Exit 1 on any error.
 #include <cmath>
 #include <cstdio>
@@ -68,7 +71,7 @@ int main(int argc, char** argv) {
 
   // The raw test split: the job's own source, without standardization; uint8 values come back
   // from the loader's v / 255 exactly by rounding.
-  auto source = eng::JobDatasetSource(spec->dataset, argv[3], argv[4]);
+  auto source = eng::JobDatasetSource(spec->dataset, argv[3], argv[4], eng::LabelUseOf(spec->task));
   if (!source.ok()) return Fail(source.status().ToString());
   source->standardize = false;
   // A table's missing values stay NaN: the model fills them in (Predict, the ONNX graph).
@@ -120,8 +123,14 @@ int main(int argc, char** argv) {
   if (auto st = model->Predict(rows.data(), n, nullptr, probs.data()); !st.ok()) {
     return Fail(st.ToString());
   }
+  const bool regression = spec->task == eng::Task::kRegression;
   int64_t correct = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  double squared_error = 0;
+  for (int64_t i = 0; i < n && regression; ++i) {
+    const double e = double{probs[static_cast<size_t>(i)]} - test.targets[static_cast<size_t>(i)];
+    squared_error += e * e;
+  }
+  for (int64_t i = 0; i < n && !regression; ++i) {
     const float* p = probs.data() + i * classes;
     int64_t arg = 0;
     for (int64_t c = 1; c < classes; ++c) {
@@ -139,9 +148,15 @@ int main(int argc, char** argv) {
       {"example_shape", columns > 0 ? std::vector<int64_t>{numbers} : test.example_shape().dims()},
       {"categorical", columns},
       {"classes", classes},
-      {"labels", test.labels},
-      {"step", model->step()},
-      {"accuracy", n ? static_cast<double>(correct) / n : 0.0}};
+      {"step", model->step()}};
+  if (regression) {
+    meta["task"] = "regression";
+    meta["targets"] = test.targets;
+    meta["rmse"] = n ? std::sqrt(squared_error / static_cast<double>(n)) : 0.0;
+  } else {
+    meta["labels"] = test.labels;
+    meta["accuracy"] = n ? static_cast<double>(correct) / n : 0.0;
+  }
   std::ofstream(out + ".json") << meta.dump() << "\n";
   return 0;
 }

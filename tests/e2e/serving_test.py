@@ -66,8 +66,8 @@ def infer_body(x, uint8, categorical=None):
 
 
 def probabilities(r):
-    """An /infer answer's probabilities, in their shape."""
-    probs = next(o for o in r["outputs"] if o["name"] == "probabilities")
+    """An /infer answer's probabilities (a regression model's predictions), in their shape."""
+    probs = next(o for o in r["outputs"] if o["name"] in ("probabilities", "prediction"))
     return np.array(probs["data"], dtype=np.float32).reshape(probs["shape"])
 
 
@@ -106,8 +106,9 @@ def equivalence(d, case, job, data_dir, datasets_dir, tmp):
                             categorical=categorical and categorical[i:i + CHUNK])[0],
             range(0, n, CHUNK)))
     served = np.concatenate(parts)
+    regression = case.get("task") == "regression"
     if categorical:
-        table_rows(d, job, data_dir, x, categorical, engine)
+        table_rows(d, job, data_dir, x, categorical, engine[:, 0] if regression else engine)
     served.tofile(prefix + ".infer.f32")
     # The server runs the engine's own Predict: the same numbers, whatever the batch.
     expect(np.array_equal(served, engine),
@@ -133,6 +134,15 @@ def equivalence(d, case, job, data_dir, datasets_dir, tmp):
         expect(f.read() == body, "%s: trainingd export differs from GET .../model" % case["name"])
     ox.check_file(onnx_path, case, job_dir, step, job)
     q = ox.onnxruntime_report(NODE, onnx_path, prefix)
+    if regression:
+        print("  %s: %d test examples; /infer against onnxruntime: max relative diff %.2e, rmse "
+              "%.4f (/infer) %.4f (onnxruntime) %.4f (engine)" %
+              (case["name"], n, q["infer_max_rel_diff"], q["infer_rmse"], q["ort_rmse"],
+               q["engine_rmse"]))
+        ox.judge(case, q, d.job(job)["latest_scalars"]["test/rmse"])
+        expect(q["infer_max_rel_diff"] <= 1e-4, q)
+        regression_protocol(d, job, x, categorical, engine)
+        return x, engine
     print("  %s: %d test examples; /infer against onnxruntime: argmax agrees on %d, max |p diff| "
           "%.2e, accuracy %.4f (/infer) %.4f (onnxruntime) %.4f (engine)" %
           (case["name"], n, q["infer_agree"], q["infer_max_prob_diff"], q["infer_accuracy"],
@@ -172,6 +182,23 @@ def table_rows(d, job, data_dir, x, categorical, engine):
     status, r = d.call("POST", "/v1/models/%s:predict" % job, {"instances": [{"colour": "red"}]})
     expect(status == 400 and "instances[0].colour: the model has no column 'colour'" in r["error"],
            (status, r))
+
+
+def regression_protocol(d, job, x, categorical, engine):
+    """A regression model's outputs are logits and prediction, by name too."""
+    status, m = d.call("GET", "/v2/models/%s" % job)
+    expect([o["name"] for o in m["outputs"]] == ["logits", "prediction"] and
+           m["outputs"][1]["shape"] == [-1, 1], m)
+    body = infer_body(x[:3], False, categorical[:3])
+    status, r = d.call("POST", "/v2/models/%s/infer" % job,
+                       dict(body, outputs=[{"name": "prediction"}]))
+    expect(status == 200 and [o["name"] for o in r["outputs"]] == ["prediction"] and
+           np.array_equal(np.array(r["outputs"][0]["data"], dtype=np.float32), engine[:3, 0]),
+           (status, r))
+    status, r = d.call("POST", "/v2/models/%s/infer" % job,
+                       dict(body, outputs=[{"name": "probabilities"}]))
+    expect(status == 400 and "outputs[0].name: a regression model's outputs are 'logits' and "
+           "'prediction'" in r["error"], (status, r))
 
 
 def protocol(d, jobs, samples):
@@ -313,17 +340,32 @@ def main():
         data_dir = os.path.join(tmp, "var")
         datasets_dir = os.path.join(data_dir, "datasets")
         npz, csv = os.path.join(tmp, "rgb.npz"), os.path.join(tmp, "table.csv")
+        prices_csv = os.path.join(tmp, "prices.csv")
         ox.colour_npz(npz)
         ox.table_csv(csv)
+        ox.prices_csv(prices_csv)
         d = Daemon(TRAININGD, data_dir, config={
             "serving": {"max_batch": 256, "max_delay_ms": 2, "max_queue": 4096}})
         try:
             rgb = upload(d, "rgb", "npz", npz)
             table = upload(d, "table", "csv", csv, "&normalize=standard")
-            # onnx_export_test.py's five models; the uploads named by their names alone.
+            # 600 distinct prices: too many to be classes, numbers for a regression job.
+            prices = upload(d, "prices", "csv", prices_csv,
+                            "&normalize=standard&label_column=price")
+            expect(prices["tasks"] == ["regression"] and prices["num_classes"] == 0, prices)
+            # onnx_export_test.py's five models and its regression model; the uploads named by
+            # their names alone.
             cases = [dict(c, spec=dict(c["spec"], dataset=c["dataset"])
-                          if c["dataset"] in ("rgb", "table") else c["spec"])
-                     for c in ox.cases(rgb["sha256"], table["sha256"])]
+                          if c["dataset"] in ("rgb", "table", "prices") else c["spec"])
+                     for c in ox.cases(rgb["sha256"], table["sha256"]) +
+                     ox.regression_cases(prices["sha256"])]
+            # A classifier on those prices: refused at submit, naming the label column.
+            status, err = d.call("POST", "/api/v1/jobs",
+                                 {k: v for k, v in cases[-1]["spec"].items() if k != "loss"} |
+                                 {"task": "classification"})
+            expect(status == 400 and err["error"]["field"] == "dataset.label_column" and
+                   "more than 256 distinct labels" in err["error"]["message"] and
+                   "task: regression" in err["error"]["message"], (status, err))
 
             def example(name):
                 with open(os.path.join(HERE, "..", "..", "examples", name + ".json")) as f:

@@ -367,6 +367,41 @@ TEST(DataParallelTest, CategoricalEmbeddingsAreBitIdenticalToOneProcess) {
   }
 }
 
+// A regression job (huber on the standardized target): its gradients go through the same exact
+// sums, so 2 and 3 ranks and 2 threads are one process, bit for bit, metrics included.
+TEST(DataParallelTest, RegressionIsBitIdenticalToOneProcess) {
+  Datasets table = RandomDatasets(Shape{6}, 1, 5);
+  for (Split* s : {&table.train, &table.test}) {
+    const int64_t n = s->size();
+    for (int64_t r = 0; r < n; ++r) {
+      const float* x = s->images.data() + r * 6;
+      s->targets.push_back(100 + 40 * x[0] - 25 * x[1] * x[2] + 3 * x[5]);
+    }
+    s->labels.clear();
+  }
+  table.task = Task::kRegression;
+  table.target_mean = 100;
+  table.target_std = 12;
+  JobSpec spec = GatheredDenseJob(6);
+  spec.task = Task::kRegression;
+  spec.loss = RegressionLoss::kHuber;
+  spec.huber_delta = 0.5f;
+  spec.model_preset = "mlp";
+  spec.model = *PresetModel("mlp");
+  spec.hooks.logging.tensors = {"global_step", "loss"};
+  ScopedDir d1("dpr1");
+  const Outcome one = RunOnRanks(spec, 1, d1.path(), -1, 1, Clock::kReal, &table);
+  ASSERT_EQ(one.global_step, 6) << one.reason;
+  ASSERT_EQ(one.final_values.count("test/rmse"), 1u);
+  ScopedDir d2("dpr2");
+  ExpectIdentical(one, RunOnRanks(spec, 1, d2.path(), -1, 2, Clock::kReal, &table));
+  for (int ranks : {2, 3}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    ScopedDir dn("dprn" + std::to_string(ranks));
+    ExpectIdentical(one, RunOnRanks(spec, ranks, dn.path(), -1, 1, Clock::kReal, &table));
+  }
+}
+
 // A model graph with batch normalization: a residual block (conv, batch_norm, relu; conv,
 // batch_norm; add), pooling and a dense head. Batch norm's statistics are those of the global
 // batch, summed exactly over the blocks and ranks, so the losses, the weights and the moving

@@ -123,7 +123,7 @@ struct Plan {
 // Checks `spec` against its dataset and this machine: a job whose estimated peak memory is more
 // than the machine's physical memory is refused rather than attempted (docs/run.md).
 eng::Result<Plan> PlanForThisMachine(const eng::JobSpec& spec, const RunArgs& ra) {
-  auto data = eng::ProbeJobDataset(spec.dataset, ra.data_root, ra.datasets_dir);
+  auto data = eng::ProbeJobDataset(spec.dataset, ra.data_root, ra.datasets_dir, spec.task);
   if (!data.ok()) return data.status();
   eng::JobRunLimits limits;
   limits.compute_threads = ComputeThreadsFor(ra);

@@ -25,18 +25,19 @@ DatasetCache::~DatasetCache() {
 }
 
 engine::Result<std::shared_ptr<const engine::Datasets>> DatasetCache::Load(
-    const engine::DatasetSpec& d) {
+    const engine::DatasetSpec& d, engine::Task task) {
   // An upload's name may come back with other bytes: its digest is part of the key.
   const std::string key = d.name + "|" + d.sha256 + "|" + std::to_string(d.validation_size) + "|" +
                           std::to_string(d.max_train_examples) + "|" +
-                          std::to_string(d.max_test_examples) + "|" + d.normalize;
+                          std::to_string(d.max_test_examples) + "|" + d.normalize + "|" +
+                          engine::TaskName(task);
   // Loading under the lock: two jobs wanting the same dataset load it once.
   std::lock_guard<std::mutex> lock(mu_);
   auto it = loaded_.find(key);
   if (it == loaded_.end()) {
     // Another dataset is wanted: the idle ones go first (admission counted only running jobs').
     FreeIdleLocked(Clock::time_point::max());
-    auto data = engine::LoadJobDatasets(d, data_root_, datasets_dir_);
+    auto data = engine::LoadJobDatasets(d, data_root_, datasets_dir_, task);
     if (!data.ok()) return data.status();
     ++loads_;
     it = loaded_.emplace(key, Entry{*std::move(data)}).first;

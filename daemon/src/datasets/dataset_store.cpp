@@ -88,6 +88,7 @@ api::DatasetRecord RecordFromInfo(const eng::DatasetInfo& info) {
   r.example_shape = info.example_shape.dims();
   r.num_classes = info.num_classes;
   r.class_names = info.class_names;
+  r.numeric_labels = info.numeric_labels;
   r.train_examples = info.train_examples;
   r.validation_examples = info.validation_examples;
   r.test_examples = info.test_examples;
@@ -218,7 +219,9 @@ class DatasetStore::Upload : public api::DatasetUpload {
       record.sha256 = both.HexDigest();
     }
     eng::DatasetSpec spec = SpecOf(record);
-    auto source = eng::JobDatasetSource(spec, "", store_.options_.dir);
+    // The label column as it is: classes, numbers (regression), or both.
+    auto source =
+        eng::JobDatasetSource(spec, "", store_.options_.dir, eng::LabelUse::kClassesOrNumbers);
     if (!source.ok()) return source.status();
     // The files get the names a job reads them by, in the staging directory; once checked, the
     // directory becomes the dataset's.
@@ -483,7 +486,8 @@ eng::Result<api::DatasetExamples> DatasetStore::TestExamples(const std::string& 
   if (!record.ok()) return record.status();
   eng::DatasetSpec spec = record->read_only ? eng::DatasetSpec{} : SpecOf(*record);
   spec.name = name;
-  auto source = eng::JobDatasetSource(spec, options_.data_root, options_.dir);
+  auto source = eng::JobDatasetSource(spec, options_.data_root, options_.dir,
+                                      eng::LabelUse::kClassesOrNumbers);
   if (!source.ok()) return source.status();
 
   eng::Result<eng::RawExamples> raw = Status::Internal("unread");
@@ -514,7 +518,12 @@ eng::Result<api::DatasetExamples> DatasetStore::TestExamples(const std::string& 
     part.first = offset;
     part.values.assign(whole->values.begin() + offset * per,
                        whole->values.begin() + (offset + count) * per);
-    part.labels.assign(whole->labels.begin() + offset, whole->labels.begin() + offset + count);
+    if (!whole->labels.empty()) {
+      part.labels.assign(whole->labels.begin() + offset, whole->labels.begin() + offset + count);
+    }
+    if (!whole->targets.empty()) {
+      part.targets.assign(whole->targets.begin() + offset, whole->targets.begin() + offset + count);
+    }
     part.feature_names = whole->feature_names;
     part.categorical_names = whole->categorical_names;
     const auto columns = static_cast<int64_t>(whole->categorical_names.size());
@@ -531,6 +540,7 @@ eng::Result<api::DatasetExamples> DatasetStore::TestExamples(const std::string& 
   out.first = raw->first;
   out.values = std::move(raw->values);
   out.labels = std::move(raw->labels);
+  out.targets = std::move(raw->targets);
   out.feature_names = std::move(raw->feature_names);
   out.categorical_names = std::move(raw->categorical_names);
   out.categorical = std::move(raw->categorical);

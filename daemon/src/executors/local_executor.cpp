@@ -68,7 +68,7 @@ void LocalExecutor::Body(const RunRequest& request, RunListener& listener, Run& 
   eng::Result<eng::JobResult> result = eng::Status::Internal("not run");
   // The run's exception boundary: whatever it throws ends the run, never the process.
   try {
-    auto data = datasets_.Load(request.spec.dataset);
+    auto data = datasets_.Load(request.spec.dataset, request.spec.task);
     if (!data.ok()) {
       result = data.status();
     } else {

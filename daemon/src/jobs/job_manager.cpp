@@ -159,7 +159,8 @@ eng::Result<eng::JobResources> JobManager::Admit(eng::JobSpec* fitted) const {
         " compute thread(s) this daemon gives a job, so that jobs never oversubscribe its cores "
         "(threads_per_job in its config)");
   }
-  auto data = eng::ProbeJobDataset(spec.dataset, options_.data_root, options_.datasets_dir);
+  auto data =
+      eng::ProbeJobDataset(spec.dataset, options_.data_root, options_.datasets_dir, spec.task);
   if (!data.ok()) return data.status();
   TRAININGD_RETURN_IF_ERROR(
       eng::FitModelToData(fitted, data->example_shape, data->num_classes, data->categorical));
@@ -806,8 +807,8 @@ void JobManager::ScheduleLoop() {
     }
     // What a cluster's scheduler is asked to reserve (a short read of the dataset's headers).
     if (executor_->RunsOutliveDaemon()) {
-      if (auto data =
-              eng::ProbeJobDataset(request.spec.dataset, options_.data_root, options_.datasets_dir);
+      if (auto data = eng::ProbeJobDataset(request.spec.dataset, options_.data_root,
+                                           options_.datasets_dir, request.spec.task);
           data.ok()) {
         if (auto plan = eng::PlanJob(request.spec, *data, request.limits); plan.ok()) {
           request.memory_bytes = plan->memory();

@@ -249,6 +249,18 @@ void ModelServer::RunBatch(const Key& key, std::vector<Pending> batch) {
                                      " does not fit the model's input " + ShapeText(want)));
       continue;
     }
+    // A classifier's outputs are logits and probabilities, a regression model's logits and
+    // prediction.
+    const bool regression = input.task == eng::Task::kRegression;
+    const char* wrong = regression ? "probabilities" : "prediction";
+    const auto& asked = p.request.outputs;
+    if (const auto it = std::find(asked.begin(), asked.end(), wrong); it != asked.end()) {
+      p.done(Status::InvalidArgument("outputs[" + std::to_string(it - asked.begin()) +
+                                     "].name: a " + eng::TaskName(input.task) +
+                                     " model's outputs are 'logits' and '" +
+                                     (regression ? "prediction" : "probabilities") + "'"));
+      continue;
+    }
     runs.push_back(&p);
     total += p.examples;
   }
@@ -286,9 +298,13 @@ void ModelServer::RunBatch(const Key& key, std::vector<Pending> batch) {
     r.classes = classes;
     const auto& outputs = p->request.outputs;
     r.with_logits =
-        outputs.empty() || std::find(outputs.begin(), outputs.end(), "logits") != outputs.end();
-    r.with_probabilities = outputs.empty() || std::find(outputs.begin(), outputs.end(),
-                                                        "probabilities") != outputs.end();
+        !p->request.predictions_only &&
+        (outputs.empty() || std::find(outputs.begin(), outputs.end(), "logits") != outputs.end());
+    r.regression = input.task == eng::Task::kRegression;
+    r.with_probabilities =
+        outputs.empty() || p->request.predictions_only ||
+        std::find(outputs.begin(), outputs.end(), r.regression ? "prediction" : "probabilities") !=
+            outputs.end();
     const auto from = static_cast<ptrdiff_t>(row * classes);
     const auto to = static_cast<ptrdiff_t>((row + p->examples) * classes);
     if (r.with_logits) r.logits.assign(logits.begin() + from, logits.begin() + to);
@@ -418,7 +434,9 @@ Result<api::ModelMetadata> ModelServer::GetModel(const std::string& id,
   m.inputs = {{"input", "FP32", shape}};
   if (categorical > 0) m.inputs.push_back({"categorical", "BYTES", {-1, categorical}});
   m.outputs = {{"logits", "FP32", {-1, input->num_classes}},
-               {"probabilities", "FP32", {-1, input->num_classes}}};
+               {input->task == eng::Task::kRegression ? "prediction" : "probabilities",
+                "FP32",
+                {-1, input->num_classes}}};
   m.class_names = input->class_names;
   m.preprocessing = eng::PreprocessingName(input->preprocessing);
   m.dataset = input->dataset_name;

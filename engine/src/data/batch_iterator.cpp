@@ -14,7 +14,9 @@ namespace trainingd::engine {
 Result<BatchIterator> BatchIterator::Create(const Split& split, int64_t batch_size, uint64_t seed,
                                             bool shuffle) {
   const Shape& shape = split.images.shape();
-  if (shape.rank() < 1 || shape[0] != split.size()) {
+  if (shape.rank() < 1 || shape[0] != split.size() ||
+      (!split.targets.empty() && !split.labels.empty() &&
+       split.labels.size() != split.targets.size())) {
     return Status::InvalidArgument("split is inconsistent: images have shape " + shape.ToString() +
                                    " but there are " + std::to_string(split.size()) + " labels");
   }
@@ -53,13 +55,19 @@ void BatchIterator::Next(Tensor& images, std::vector<int32_t>& labels) {
 }
 
 void BatchIterator::Next(Tensor& images, std::vector<int32_t>& labels, int64_t slice_begin,
-                         int64_t slice_count) {
+                         int64_t slice_count, std::vector<float>* targets) {
   assert(slice_begin >= 0 && slice_count >= 0 && slice_begin + slice_count <= batch_size_);
   const int64_t n = split_->size();
   const Shape example = split_->example_shape();
   const int64_t per_example = example.num_elements();
   images.Resize(example.with_batch(slice_count));
-  labels.resize(static_cast<size_t>(slice_count));
+  const bool has_labels = !split_->labels.empty();
+  labels.resize(has_labels ? static_cast<size_t>(slice_count) : 0);
+  float* target = nullptr;
+  if (targets && !split_->targets.empty()) {
+    targets->resize(static_cast<size_t>(slice_count));
+    target = targets->data();
+  }
 
   const float* src = split_->images.data();
   float* dst = images.data();
@@ -90,7 +98,10 @@ void BatchIterator::Next(Tensor& images, std::vector<int32_t>& labels, int64_t s
           } else {
             std::memcpy(dst + to * per_example, src + example_index * per_example, bytes);
           }
-          labels[static_cast<size_t>(to)] = split_->labels[static_cast<size_t>(example_index)];
+          if (has_labels) {
+            labels[static_cast<size_t>(to)] = split_->labels[static_cast<size_t>(example_index)];
+          }
+          if (target) target[to] = split_->targets[static_cast<size_t>(example_index)];
         }
       });
     }
@@ -117,16 +128,20 @@ Status BatchIterator::Restore(const State& state) {
 }
 
 void CopyRange(const Split& split, int64_t begin, int64_t count, Tensor& images,
-               std::vector<int32_t>& labels) {
+               std::vector<int32_t>& labels, std::vector<float>* targets) {
   assert(begin >= 0 && count >= 0 && begin + count <= split.size());
   const Shape example = split.example_shape();
   const int64_t per_example = example.num_elements();
   images.Resize(example.with_batch(count));
-  labels.resize(static_cast<size_t>(count));
+  labels.resize(split.labels.empty() ? 0 : static_cast<size_t>(count));
+  if (targets) targets->resize(split.targets.empty() ? 0 : static_cast<size_t>(count));
   if (count == 0) return;
   std::memcpy(images.data(), split.images.data() + begin * per_example,
               static_cast<size_t>(count * per_example) * sizeof(float));
-  std::copy_n(split.labels.begin() + begin, count, labels.begin());
+  if (!split.labels.empty()) std::copy_n(split.labels.begin() + begin, count, labels.begin());
+  if (targets && !split.targets.empty()) {
+    std::copy_n(split.targets.begin() + begin, count, targets->begin());
+  }
 }
 
 }  // namespace trainingd::engine

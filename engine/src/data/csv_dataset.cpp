@@ -138,8 +138,9 @@ Status ScanFile(const Opener& open, const std::string& name, const DatasetSource
 
 // Pass 2 over a file: every number feature parsed (missing: NaN), every categorical value
 // counted and given its provisional code (CsvColumns::ReadLevel), every label mapped, and each
-// row (its number features, then its categorical codes, and its class id) given to
-// visit(values, id) in file order. The file must still be what pass 1 saw.
+// row (its number features, then its categorical codes; its class id, -1 when the labels are not
+// classes; its target, 0 when they are not numbers) given to visit(values, id, target) in file
+// order. The file must still be what pass 1 saw.
 // Without `numbers` (a probe that wants the categorical levels alone), the number features are
 // not parsed: they stay NaN.
 template <typename Visit>
@@ -171,9 +172,10 @@ Status ReadValues(const Opener& open, const std::string& name, const std::string
       const size_t i = categorical[k];
       TRAININGD_RETURN_IF_ERROR(columns.ReadLevel(i, r.field(i), r, &values[features.size() + k]));
     }
-    const int32_t id = labels.Id(r.field(layout.label));
-    if (id < 0) return ChangedWhileRead(name);
-    visit(values.data(), id);
+    const std::string_view label = r.field(layout.label);
+    const int32_t id = labels.classes() ? labels.Id(label) : -1;
+    if (labels.classes() && id < 0) return ChangedWhileRead(name);
+    visit(values.data(), id, labels.numeric() ? CsvLabels::Number(label) : 0.0f);
   }
   if (seen != rows) return ChangedWhileRead(name);
   return Status::Ok();
@@ -198,16 +200,19 @@ class RowSelector {
   int64_t rows_, pick_;
 };
 
-// Copies one row into example `index` of `split`.
-void Store(const float* values, int32_t id, int64_t index, Split* split) {
+// Copies one row into example `index` of `split`, with its class id and its target when the split
+// holds them.
+void Store(const float* values, int32_t id, float target, int64_t index, Split* split) {
   const int64_t f = split->images.shape()[1];
   std::copy(values, values + f, split->images.data() + index * f);
-  split->labels[static_cast<size_t>(index)] = id;
+  if (!split->labels.empty()) split->labels[static_cast<size_t>(index)] = id;
+  if (!split->targets.empty()) split->targets[static_cast<size_t>(index)] = target;
 }
 
-void Allocate(int64_t examples, int64_t features, Split* split) {
+void Allocate(int64_t examples, int64_t features, const CsvLabels& labels, Split* split) {
   split->images.Resize(Shape{examples, features});
-  split->labels.assign(static_cast<size_t>(examples), 0);
+  if (labels.classes()) split->labels.assign(static_cast<size_t>(examples), 0);
+  if (labels.numeric()) split->targets.assign(static_cast<size_t>(examples), 0.0f);
 }
 
 Status CheckOptions(const DatasetSource& source, const DatasetOptions& options, bool test_file) {
@@ -269,7 +274,7 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   const std::string& test_name = source.test_path;
   Layout layout, test_layout;
   CsvColumns columns;
-  CsvLabels labels;
+  CsvLabels labels(source.label_use);
   int64_t file_rows = 0, test_file_rows = 0;
   TRAININGD_RETURN_IF_ERROR(
       ScanFile(train, train_name, source, nullptr, "", &layout, &columns, &labels, &file_rows));
@@ -280,6 +285,7 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   TRAININGD_RETURN_IF_ERROR(labels.Finish());
   columns.Decide();
   info->columns = columns.Summaries();
+  labels.Summarize(&info->columns[layout.label]);
   bool categorical = false;
   for (size_t i = 0; i < columns.size(); ++i) {
     categorical |= columns.type(i) == ColumnType::kCategorical && !columns.dropped(i);
@@ -319,6 +325,8 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   info->example_shape = Shape{features};
   info->num_classes = labels.num_classes();
   info->class_names = labels.class_names();
+  info->numeric_labels = labels.numeric();
+  info->not_classes = labels.not_classes();
   info->preprocessing = source.standardize ? Preprocessing::kStandard : Preprocessing::kNone;
   info->element_type = "float32";
   info->file_train_examples = train_rows;
@@ -337,49 +345,56 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   if (!values && columns.categoricals().empty()) return Status::Ok();
 
   if (ds) {
-    Allocate(info->train_examples, features, &ds->train);
-    Allocate(info->validation_examples, features, &ds->validation);
-    Allocate(info->test_examples, features, &ds->test);
+    Allocate(info->train_examples, features, labels, &ds->train);
+    Allocate(info->validation_examples, features, labels, &ds->validation);
+    Allocate(info->test_examples, features, labels, &ds->test);
   }
   // The train split's statistics of each feature's present values: its mean fills a missing
   // value (Impute::kMean), and with `standardize` the mean and deviation scale every value.
   FeatureStats stats(numbers);
+  // Regression: the train split's targets' (their mean and deviation standardize the target).
+  FeatureStats target_stats(source.label_use == LabelUse::kNumbers ? 1 : 0);
   // Per categorical feature, the provisional codes the rows of the train split hold: its levels.
   std::vector<std::vector<char>> kept(columns.categoricals().size());
   int64_t train_seen = 0, test_seen = 0;
-  const auto to_test = [&](const float* v, int32_t id) {
-    if (ds && test_seen < info->test_examples) Store(v, id, test_seen, &ds->test);
+  const auto to_test = [&](const float* v, int32_t id, float target) {
+    if (ds && test_seen < info->test_examples) Store(v, id, target, test_seen, &ds->test);
     ++test_seen;
   };
-  const auto to_train = [&](const float* v, int32_t id) {
+  const auto to_train = [&](const float* v, int32_t id, float target) {
     const int64_t t = train_seen++;
     if (t < validation) {
-      if (ds) Store(v, id, t, &ds->validation);
+      if (ds) Store(v, id, target, t, &ds->validation);
       return;
     }
     stats.Add((t - validation) * numbers, v, numbers);
+    target_stats.Add(t - validation, &target, 1);
     if (t - validation >= info->train_examples) return;
     for (size_t k = 0; k < kept.size(); ++k) {
       const auto code = static_cast<size_t>(v[numbers + static_cast<int64_t>(k)]);
       if (code >= kept[k].size()) kept[k].resize(code + 1, 0);
       kept[k][code] = 1;
     }
-    if (ds) Store(v, id, t - validation, &ds->train);
+    if (ds) Store(v, id, target, t - validation, &ds->train);
   };
   RowSelector selector(source.split_seed, file_rows, test ? 0 : test_rows);
   TRAININGD_RETURN_IF_ERROR(ReadValues(train, train_name, source.label_column, layout, columns,
-                                       labels, file_rows, values, [&](const float* v, int32_t id) {
+                                       labels, file_rows, values,
+                                       [&](const float* v, int32_t id, float target) {
                                          if (selector.Next()) {
-                                           to_test(v, id);
+                                           to_test(v, id, target);
                                          } else {
-                                           to_train(v, id);
+                                           to_train(v, id, target);
                                          }
                                        }));
   if (test) {
     TRAININGD_RETURN_IF_ERROR(ReadValues(*test, test_name, source.label_column, layout, columns,
                                          labels, test_file_rows, values, to_test));
   }
-  if (values) info->columns = columns.Summaries();
+  if (values) {
+    info->columns = columns.Summaries();
+    labels.Summarize(&info->columns[layout.label]);
+  }
   std::vector<std::vector<float>> final_code;
   // Raw, every value of a column is a level, so that each code gives back its value.
   columns.Encode(raw ? nullptr : &kept, &info->categorical, &final_code);
@@ -392,6 +407,13 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   if (ds) {
     ds->num_classes = info->num_classes;
     ds->class_names = info->class_names;
+    if (source.label_use == LabelUse::kNumbers) {
+      ds->task = Task::kRegression;
+      std::vector<float> mean, stddev;
+      target_stats.Finish(&mean, &stddev);
+      ds->target_mean = mean[0];
+      ds->target_std = stddev[0];
+    }
     ds->preprocessing = info->preprocessing;
     ds->feature_mean = info->feature_mean;
     ds->feature_std = info->feature_std;

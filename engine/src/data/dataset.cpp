@@ -199,6 +199,8 @@ Status CheckDatasetOptions(const DatasetOptions& options) {
   return Status::Ok();
 }
 
+const char* TaskName(Task t) { return t == Task::kRegression ? "regression" : "classification"; }
+
 const char* PreprocessingName(Preprocessing p) {
   switch (p) {
     case Preprocessing::kNone:
@@ -412,7 +414,12 @@ Result<RawExamples> ReadCsvTestExamples(DatasetSource source, int64_t offset, in
               : std::string());
     }
   }
-  out.labels.assign(test.labels.begin() + offset, test.labels.begin() + offset + count);
+  if (!test.labels.empty()) {
+    out.labels.assign(test.labels.begin() + offset, test.labels.begin() + offset + count);
+  }
+  if (!test.targets.empty()) {
+    out.targets.assign(test.targets.begin() + offset, test.targets.begin() + offset + count);
+  }
   return out;
 }
 

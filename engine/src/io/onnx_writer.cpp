@@ -554,9 +554,20 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
   } else {
     g.Node("Identity", "logits", {last.name});
   }
-  std::vector<ProtoWriter> softmax_attrs;
-  softmax_attrs.push_back(IntAttribute("axis", 1));
-  g.Node("Softmax", "probabilities", {"logits"}, std::move(softmax_attrs));
+  // A classifier's probabilities, or a regression model's prediction in the target's units:
+  // target_mean + target_std * logits, in float as TrainedModel::Predict computes it.
+  const bool regression = in.task == Task::kRegression;
+  const char* output = regression ? "prediction" : "probabilities";
+  if (regression) {
+    g.Initializer("target_std", {}, &in.target.std);
+    g.Initializer("target_mean", {}, &in.target.mean);
+    g.Node("Mul", "prediction/scaled", {"logits", "target_std"});
+    g.Node("Add", output, {"prediction/scaled", "target_mean"});
+  } else {
+    std::vector<ProtoWriter> softmax_attrs;
+    softmax_attrs.push_back(IntAttribute("axis", 1));
+    g.Node("Softmax", output, {"logits"}, std::move(softmax_attrs));
+  }
 
   // A table's categorical values are a string input of their own, the rest stay "input".
   const auto categoricals = static_cast<int64_t>(in.categorical.size());
@@ -570,8 +581,8 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
   } else {
     inputs.push_back(ValueInfo("input", input_dims));
   }
-  const ProtoWriter graph = g.Graph(inputs, {ValueInfo("logits", {-1, in.num_classes}),
-                                             ValueInfo("probabilities", {-1, in.num_classes})});
+  const ProtoWriter graph = g.Graph(
+      inputs, {ValueInfo("logits", {-1, in.num_classes}), ValueInfo(output, {-1, in.num_classes})});
 
   ProtoWriter m;
   m.Int(onnx::kModelIrVersion, onnx::kIrVersion);
@@ -603,6 +614,7 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
   if (!in.dataset_sha256.empty()) props.emplace_back("dataset_sha256", in.dataset_sha256);
   props.emplace_back("preprocessing", PreprocessingName(in.preprocessing));
   props.emplace_back("class_names", class_names);
+  props.emplace_back("task", TaskName(in.task));
   props.emplace_back("trainingd_version", TrainingdVersion());
   for (const auto& [key, value] : props) {
     ProtoWriter entry;

@@ -102,8 +102,11 @@ Result<BuiltHooks> BuildHooks(const JobSpec& spec, const JobRunOptions& options,
     b.hooks.push_back(*hook);
   }
   if (h.final_eval.enabled) {
-    auto hook = FinalOpsHook::Create(
-        {h.final_eval.split + "/loss", h.final_eval.split + "/accuracy"}, writer);
+    std::vector<std::string> fetches;
+    for (const std::string& m : EvaluationMetrics(spec.task)) {
+      fetches.push_back(h.final_eval.split + "/" + m);
+    }
+    auto hook = FinalOpsHook::Create(fetches, writer);
     if (!hook.ok()) return InField("hooks.final_eval", hook.status());
     b.final_ops = *hook;
     b.hooks.push_back(*hook);
@@ -172,6 +175,13 @@ const char* StopCauseName(JobResult::StopCause cause) {
 
 namespace {
 
+Status RegressionNeedsCsv(const DatasetSpec& dataset) {
+  return Status::InvalidArgument(
+      "task: regression reads a CSV table's label column as numbers; "
+      "dataset '" +
+      dataset.name + "' is " + dataset.format);
+}
+
 // An upload's file is named by its digest: not finding it means the data the job recorded was
 // deleted (perhaps uploaded again under the same name, with other bytes).
 Status UploadGone(const DatasetSpec& dataset, const std::string& detail) {
@@ -180,6 +190,10 @@ Status UploadGone(const DatasetSpec& dataset, const std::string& detail) {
 }
 
 }  // namespace
+
+LabelUse LabelUseOf(Task task) {
+  return task == Task::kRegression ? LabelUse::kNumbers : LabelUse::kClasses;
+}
 
 DatasetOptions JobDatasetOptions(const DatasetSpec& dataset) {
   DatasetOptions o;
@@ -195,7 +209,7 @@ std::string UploadedDatasetFile(const std::string& sha256, const std::string& fo
 }
 
 Result<DatasetSource> JobDatasetSource(const DatasetSpec& dataset, const std::string& data_root,
-                                       const std::string& datasets_dir) {
+                                       const std::string& datasets_dir, LabelUse label_use) {
   if (!IsSafeName(dataset.name)) {
     return Status::InvalidArgument("dataset.name: '" + dataset.name +
                                    "' is not a plain directory name");
@@ -219,6 +233,7 @@ Result<DatasetSource> JobDatasetSource(const DatasetSpec& dataset, const std::st
   source.path = dir + UploadedDatasetFile(dataset.sha256, dataset.format);
   if (dataset.test_file) source.test_path = dir + UploadedDatasetFile(dataset.sha256, "csv", true);
   source.label_column = dataset.label_column;
+  source.label_use = label_use;
   source.test_fraction = dataset.test_fraction;
   source.split_seed = dataset.split_seed;
   source.standardize = dataset.normalize == "standard";
@@ -228,8 +243,13 @@ Result<DatasetSource> JobDatasetSource(const DatasetSpec& dataset, const std::st
 
 Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& dataset,
                                                         const std::string& data_root,
-                                                        const std::string& datasets_dir) {
-  auto source = JobDatasetSource(dataset, data_root, datasets_dir);
+                                                        const std::string& datasets_dir,
+                                                        Task task) {
+  auto source = JobDatasetSource(dataset, data_root, datasets_dir, LabelUseOf(task));
+  if (!source.ok()) return source.status();
+  if (task == Task::kRegression && source->format != DatasetSource::Format::kCsv) {
+    return RegressionNeedsCsv(dataset);
+  }
   if (!source.ok()) return source.status();
   auto data = LoadDataset(*source, JobDatasetOptions(dataset));
   if (!data.ok() && dataset.format != "idx" && data.status().code() == StatusCode::kNotFound) {
@@ -253,8 +273,11 @@ bool HasCheckpointAt(const std::string& checkpoint_dir, int64_t step) {
 }
 
 Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root,
-                                    const std::string& datasets_dir) {
-  auto source = JobDatasetSource(dataset, data_root, datasets_dir);
+                                    const std::string& datasets_dir, Task task) {
+  auto source = JobDatasetSource(dataset, data_root, datasets_dir, LabelUseOf(task));
+  if (source.ok() && task == Task::kRegression && source->format != DatasetSource::Format::kCsv) {
+    return RegressionNeedsCsv(dataset);
+  }
   if (!source.ok()) return source.status();
   auto info = ProbeDataset(*source, JobDatasetOptions(dataset));
   if (info.ok() && dataset.normalize == "per_channel") {
@@ -287,6 +310,17 @@ Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::strin
                                    data_root + " (there are: " + (known.empty() ? "none" : known) +
                                    ")");
   }
+  // What is wrong with the label column (a regression target that is not a number; labels that
+  // cannot be classes) is the label column's fault, and the other task may read it.
+  if (dataset.format == "csv" &&
+      m.find(": column '" + dataset.label_column + "': ") != std::string::npos) {
+    const bool classes = task == Task::kClassification;
+    return Status::InvalidArgument(
+        "dataset.label_column: dataset '" + dataset.name + "': " + m +
+        (classes && m.find("distinct labels") != std::string::npos
+             ? " (a regression job, task: regression, reads them as numbers)"
+             : ""));
+  }
   for (const char* option : {"validation_size", "max_train_examples", "max_test_examples"}) {
     if (m.rfind(option, 0) == 0) {
       return Status::InvalidArgument("dataset." + std::string(option) + ": " + m);
@@ -309,7 +343,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   std::shared_ptr<Logger> logger = options.logger ? options.logger : Logger::Stderr();
   std::shared_ptr<const Datasets> datasets = options.datasets;
   if (!datasets) {
-    auto loaded = LoadJobDatasets(spec.dataset, options.data_root, options.datasets_dir);
+    auto loaded = LoadJobDatasets(spec.dataset, options.data_root, options.datasets_dir, spec.task);
     if (!loaded.ok()) return loaded.status();
     datasets = *loaded;
   }
@@ -329,6 +363,8 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   config.precision = spec.precision;
   config.label_smoothing = spec.label_smoothing;
   config.augmentation = spec.augmentation;
+  config.regression_loss = spec.loss;
+  config.huber_delta = spec.huber_delta;
   const std::shared_ptr<Communicator>& comm = options.communicator;
   const bool distributed = comm && comm->size() > 1;
   if (distributed) {
@@ -456,9 +492,9 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   // Final values are the final step's: an evaluation of an earlier one (at_end false) is not.
   if (hooks->evaluation && hooks->evaluation->last_evaluation() &&
       hooks->evaluation->last_evaluation()->global_step == result.global_step) {
-    const auto& e = *hooks->evaluation->last_evaluation();
-    result.final_values[spec.hooks.evaluation.split + "/loss"] = e.loss;
-    result.final_values[spec.hooks.evaluation.split + "/accuracy"] = e.accuracy;
+    for (const auto& [k, v] : hooks->evaluation->last_evaluation()->values) {
+      result.final_values[k] = v;
+    }
   }
   if (hooks->final_ops) {
     for (const auto& [k, v] : hooks->final_ops->final_ops_values()) result.final_values[k] = v;

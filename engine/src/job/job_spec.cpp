@@ -184,7 +184,7 @@ Status CheckOptimizer(const OptimizerOptions& options) {
   return Status::Ok();
 }
 
-Status CheckHooks(const HooksSpec& h) {
+Status CheckHooks(const HooksSpec& h, Task task) {
   TRAININGD_RETURN_IF_ERROR(CheckTrigger("hooks.checkpoint", h.checkpoint.trigger));
   if (h.checkpoint.max_to_keep < 1) {
     return Bad("hooks.checkpoint.max_to_keep",
@@ -210,7 +210,7 @@ Status CheckHooks(const HooksSpec& h) {
   std::set<std::string_view> seen;
   for (size_t i = 0; i < log.tensors.size(); ++i) {
     const std::string path = "hooks.logging.tensors[" + std::to_string(i) + "]";
-    if (Status s = Session::CheckFetchNames({log.tensors[i]}); !s.ok()) {
+    if (Status s = Session::CheckFetchNames({log.tensors[i]}, task); !s.ok()) {
       return Bad(path, s.message());
     }
     if (!seen.insert(log.tensors[i]).second) {
@@ -229,11 +229,14 @@ Status CheckHooks(const HooksSpec& h) {
     const std::string metric = slash == std::string::npos ? "" : es.monitor.substr(slash + 1);
     bool known_split = false;
     for (const char* s : kSplits) known_split = known_split || es.monitor.substr(0, slash) == s;
-    if (!known_split || (metric != "loss" && metric != "accuracy")) {
+    const std::vector<std::string>& metrics = EvaluationMetrics(task);
+    if (!known_split || std::find(metrics.begin(), metrics.end(), metric) == metrics.end()) {
+      std::string known;
+      for (const std::string& m : metrics) known += (known.empty() ? "" : ", ") + m;
       return Bad("hooks.early_stopping.monitor",
-                 "must be '<split>/loss' or '<split>/accuracy' with split train, validation or "
-                 "test; got " +
-                     Quote(es.monitor));
+                 std::string("must be '<split>/<metric>' with split train, validation or test "
+                             "and a metric of a ") +
+                     TaskName(task) + " job (" + known + "); got " + Quote(es.monitor));
     }
   }
   if (es.mode != "min" && es.mode != "max") {
@@ -398,6 +401,15 @@ Status ValidateJobSpec(const JobSpec& spec) {
     return Bad("label_smoothing",
                "must be in [0, 1), got " + internal::FloatToString(spec.label_smoothing));
   }
+  if (spec.task == Task::kRegression) {
+    if (spec.label_smoothing != 0.0f) {
+      return Bad("label_smoothing", "smooths class labels: a regression job has none");
+    }
+    if (!(spec.huber_delta > 0.0f) || !std::isfinite(spec.huber_delta)) {
+      return Bad("huber_delta",
+                 "must be a finite number > 0, got " + internal::FloatToString(spec.huber_delta));
+    }
+  }
 
   TRAININGD_RETURN_IF_ERROR(CheckAugmentationValues(spec.augmentation));
 
@@ -416,7 +428,7 @@ Status ValidateJobSpec(const JobSpec& spec) {
   if (spec.max_steps == 0 && spec.num_epochs == 0) {
     return Bad("max_steps", "the job would never end: give max_steps or num_epochs (or both) > 0");
   }
-  TRAININGD_RETURN_IF_ERROR(CheckHooks(spec.hooks));
+  TRAININGD_RETURN_IF_ERROR(CheckHooks(spec.hooks, spec.task));
   if (d.validation_size == 0) TRAININGD_RETURN_IF_ERROR(CheckNoValidationUse(spec.hooks));
   const ResourcesSpec& r = spec.resources;
   if (r.cpus_per_worker < 0 || r.cpus_per_worker > kMaxCpusPerWorker) {

@@ -53,6 +53,11 @@ ModelInput MakeModelInput(const JobSpec& fitted, const Datasets& data) {
   in.example_shape = data.train.example_shape();
   in.num_classes = data.num_classes;
   in.class_names = data.class_names;
+  in.task = data.task;
+  if (data.task == Task::kRegression) {
+    in.class_names = {fitted.dataset.label_column};
+    in.target = {data.target_mean, data.target_std};
+  }
   if (in.class_names.empty()) {
     for (int c = 0; c < data.num_classes; ++c) in.class_names.push_back(std::to_string(c));
   }
@@ -92,6 +97,16 @@ Status ValidateModelInput(const ModelInput& input) {
   if (input.num_classes < 1 || input.num_classes > kMaxClasses) {
     return Status::InvalidArgument("num_classes: must be in [1, " + std::to_string(kMaxClasses) +
                                    "], got " + std::to_string(input.num_classes));
+  }
+  if (input.task == Task::kRegression) {
+    if (input.num_classes != 1) {
+      return Status::InvalidArgument("num_classes: a regression model has 1 output, got " +
+                                     std::to_string(input.num_classes));
+    }
+    if (!std::isfinite(input.target.mean) || !std::isfinite(input.target.std) ||
+        !(input.target.std > 0)) {
+      return Status::InvalidArgument("target_mean, target_std: must be finite, the std > 0");
+    }
   }
   if (static_cast<int64_t>(input.class_names.size()) != input.num_classes) {
     return Status::InvalidArgument("class_names: " + std::to_string(input.class_names.size()) +

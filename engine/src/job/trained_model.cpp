@@ -147,7 +147,13 @@ Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits, flo
     }
     const Tensor& out = model_->Forward(batch_, Mode::kEval);
     if (logits) std::copy_n(out.data(), n * classes, logits + first * classes);
-    if (probabilities) SoftmaxRows(out.data(), n, classes, probabilities + first * classes);
+    if (!probabilities) continue;
+    if (input_.task == Task::kRegression) {
+      for (int64_t i = 0; i < n; ++i)
+        probabilities[first + i] = input_.target.Unscale(out.data()[i]);
+    } else {
+      SoftmaxRows(out.data(), n, classes, probabilities + first * classes);
+    }
   }
   return Status::Ok();
 }

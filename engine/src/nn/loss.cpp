@@ -65,4 +65,69 @@ LossAndAccuracy SoftmaxCrossEntropy(const Tensor& logits, std::span<const int32_
   return r;
 }
 
+const char* RegressionLossName(RegressionLoss loss) {
+  switch (loss) {
+    case RegressionLoss::kMse:
+      return "mse";
+    case RegressionLoss::kMae:
+      return "mae";
+    case RegressionLoss::kHuber:
+      return "huber";
+  }
+  return "mse";
+}
+
+std::optional<RegressionLoss> RegressionLossNamed(std::string_view name) {
+  for (RegressionLoss l : {RegressionLoss::kMse, RegressionLoss::kMae, RegressionLoss::kHuber}) {
+    if (name == RegressionLossName(l)) return l;
+  }
+  return std::nullopt;
+}
+
+RegressionSums RegressionLossOf(const Tensor& outputs, std::span<const float> targets,
+                                RegressionLoss loss, float huber_delta, TargetScale scale,
+                                Tensor* doutputs, int64_t normalizer) {
+  const int64_t batch = outputs.shape()[0];
+  assert(outputs.size() == batch && static_cast<int64_t>(targets.size()) == batch);
+  const double denominator = static_cast<double>(normalizer > 0 ? normalizer : batch);
+  const auto inv = static_cast<float>(1.0 / denominator);
+  if (doutputs) doutputs->Resize(outputs.shape());
+  RegressionSums s;
+  for (int64_t i = 0; i < batch; ++i) {
+    const float o = outputs.data()[i];
+    const float y = targets[static_cast<size_t>(i)];
+    const float z = (y - scale.mean) / scale.std;
+    const float r = o - z;
+    const float a = std::abs(r);
+    float grad = 0;
+    switch (loss) {
+      case RegressionLoss::kMse:
+        s.loss_sum += static_cast<double>(r) * r;
+        grad = 2 * r;
+        break;
+      case RegressionLoss::kMae:
+        s.loss_sum += a;
+        grad = r > 0 ? 1.0f : r < 0 ? -1.0f : 0.0f;
+        break;
+      case RegressionLoss::kHuber:
+        if (a <= huber_delta) {
+          s.loss_sum += 0.5 * r * r;
+          grad = r;
+        } else {
+          s.loss_sum += static_cast<double>(huber_delta) * (a - 0.5 * huber_delta);
+          grad = r > 0 ? huber_delta : -huber_delta;
+        }
+        break;
+    }
+    if (doutputs) doutputs->data()[i] = grad * inv;
+    const double e = static_cast<double>(scale.Unscale(o)) - y;
+    const double d = static_cast<double>(y) - scale.mean;
+    s.squared_error_sum += e * e;
+    s.abs_error_sum += std::abs(e);
+    s.target_sum += d;
+    s.target_squared_sum += d * d;
+  }
+  return s;
+}
+
 }  // namespace trainingd::engine

@@ -10,22 +10,32 @@
 namespace trainingd::engine {
 namespace {
 
-// "validation/loss" -> ("validation", "loss"); nullopt unless a known split and metric.
-std::optional<std::pair<std::string_view, std::string_view>> SplitFetch(std::string_view name) {
+bool IsMetricOf(std::string_view metric, Task task) {
+  const std::vector<std::string>& m = EvaluationMetrics(task);
+  return std::find(m.begin(), m.end(), metric) != m.end();
+}
+
+// "validation/loss" -> ("validation", "loss"); nullopt unless a known split and a metric of
+// `task` (of either task when not given).
+std::optional<std::pair<std::string_view, std::string_view>> SplitFetch(
+    std::string_view name, std::optional<Task> task = std::nullopt) {
   const size_t slash = name.find('/');
   if (slash == std::string_view::npos) return std::nullopt;
   const std::string_view split = name.substr(0, slash);
   const std::string_view metric = name.substr(slash + 1);
-  if (metric != kLossFetch && metric != kAccuracyFetch) return std::nullopt;
+  const bool known =
+      task ? IsMetricOf(metric, *task)
+           : IsMetricOf(metric, Task::kClassification) || IsMetricOf(metric, Task::kRegression);
+  if (!known) return std::nullopt;
   for (const char* s : kSplits) {
     if (split == s) return std::make_pair(split, metric);
   }
   return std::nullopt;
 }
 
-bool IsStepFetch(std::string_view name) {
-  return name == kLossFetch || name == kAccuracyFetch || name == kGlobalStepFetch ||
-         name == kLearningRateFetch || name == kEpochFetch;
+bool IsStepFetch(std::string_view name, std::optional<Task> task = std::nullopt) {
+  return name == kLossFetch || (name == kAccuracyFetch && task != Task::kRegression) ||
+         name == kGlobalStepFetch || name == kLearningRateFetch || name == kEpochFetch;
 }
 
 // How the training split's values relate to its images' [0, 1] units (augmentation.h).
@@ -35,6 +45,22 @@ ChannelUnits ChannelUnitsOf(const Datasets& data) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& EvaluationMetrics(Task task) {
+  static const std::vector<std::string> classification = {kLossFetch, kAccuracyFetch};
+  static const std::vector<std::string> regression = {kLossFetch, "rmse", "mae", "r2"};
+  return task == Task::kRegression ? regression : classification;
+}
+
+bool HigherIsBetter(std::string_view metric) { return metric == kAccuracyFetch || metric == "r2"; }
+
+double MetricValue(const LossAndAccuracy& e, std::string_view metric) {
+  if (metric == kAccuracyFetch) return e.accuracy;
+  if (metric == "rmse") return e.rmse;
+  if (metric == "mae") return e.mae;
+  if (metric == "r2") return e.r2;
+  return e.loss;
+}
 
 double RunValues::get(const std::string& name) const {
   const auto it = results.find(name);
@@ -58,16 +84,20 @@ Result<std::unique_ptr<Session>> Session::Create(const SessionConfig& config,
   s->datasets_ = std::move(datasets);
   s->env_ = env ? env : Env::Default();
   s->logger_ = logger ? std::move(logger) : Logger::Stderr();
-  auto trainer = Trainer::Create(config.model, config.optimizer, s->datasets_->train,
-                                 s->datasets_->num_classes,
-                                 {.batch_size = config.batch_size,
-                                  .seed = config.seed,
-                                  .communicator = config.communicator.get(),
-                                  .reduction_blocks = config.reduction_blocks,
-                                  .precision = config.precision,
-                                  .label_smoothing = config.label_smoothing,
-                                  .augmentation = config.augmentation,
-                                  .units = ChannelUnitsOf(*s->datasets_)});
+  auto trainer = Trainer::Create(
+      config.model, config.optimizer, s->datasets_->train, s->datasets_->num_classes,
+      {.batch_size = config.batch_size,
+       .seed = config.seed,
+       .communicator = config.communicator.get(),
+       .reduction_blocks = config.reduction_blocks,
+       .precision = config.precision,
+       .label_smoothing = config.label_smoothing,
+       .augmentation = config.augmentation,
+       .units = ChannelUnitsOf(*s->datasets_),
+       .task = s->datasets_->task,
+       .regression_loss = config.regression_loss,
+       .huber_delta = config.huber_delta,
+       .target_scale = {s->datasets_->target_mean, s->datasets_->target_std}});
   if (!trainer.ok()) return trainer.status();
   s->trainer_ = std::move(trainer).value();
   return s;
@@ -78,14 +108,26 @@ int64_t Session::epochs_completed() const {
   return st.epoch + (st.index_in_epoch >= datasets_->train.size() ? 1 : 0);
 }
 
-Status Session::CheckFetchNames(const std::vector<std::string>& fetches) {
+Status Session::CheckFetchNames(const std::vector<std::string>& fetches, std::optional<Task> task) {
   for (const std::string& f : fetches) {
-    if (!IsStepFetch(f) && !SplitFetch(f)) {
-      return Status::InvalidArgument(
-          "fetch '" + f +
-          "' is unknown; known: loss, accuracy, global_step, learning_rate, epoch, "
-          "<split>/loss, <split>/accuracy with split train, validation or test");
+    if (IsStepFetch(f, task) || SplitFetch(f, task)) continue;
+    std::vector<std::string> known = {kLossFetch};
+    if (task != Task::kRegression) known.push_back(kAccuracyFetch);
+    known.insert(known.end(), {kGlobalStepFetch, kLearningRateFetch, kEpochFetch});
+    for (Task t : {Task::kClassification, Task::kRegression}) {
+      if (task && t != *task) continue;
+      for (const std::string& m : EvaluationMetrics(t)) {
+        if (std::find(known.begin(), known.end(), "<split>/" + m) == known.end()) {
+          known.push_back("<split>/" + m);
+        }
+      }
     }
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    return Status::InvalidArgument(
+        "fetch '" + f + "' is unknown" +
+        (task ? std::string(" to a ") + TaskName(*task) + " job" : std::string()) +
+        "; known: " + list + " with split train, validation or test");
   }
   return Status::Ok();
 }
@@ -112,7 +154,7 @@ Status Session::CheckFeeds(const Feeds& feeds, const Batch** batch,
 }
 
 Status Session::Run(const RunArgs& args, RunValues* values) {
-  TRAININGD_RETURN_IF_ERROR(CheckFetchNames(args.fetches));
+  TRAININGD_RETURN_IF_ERROR(CheckFetchNames(args.fetches, task()));
   const Batch* batch = nullptr;
   std::optional<float> rate;
   TRAININGD_RETURN_IF_ERROR(CheckFeeds(args.feeds, &batch, &rate));
@@ -145,7 +187,7 @@ Status Session::Run(const RunArgs& args, RunValues* values) {
 }
 
 Status Session::Fetch(const std::vector<std::string>& fetches, RunValues* values) {
-  TRAININGD_RETURN_IF_ERROR(CheckFetchNames(fetches));
+  TRAININGD_RETURN_IF_ERROR(CheckFetchNames(fetches, task()));
   if (values) {
     values->results.clear();
     values->trace.reset();
@@ -174,7 +216,7 @@ Status Session::FillFetches(const std::vector<std::string>& fetches, RunValues* 
       const auto sf = SplitFetch(f);
       auto eval = Evaluate(sf->first);
       if (!eval.ok()) return eval.status();
-      v = sf->second == kLossFetch ? eval->loss : eval->accuracy;
+      v = MetricValue(*eval, sf->second);
     }
     if (values) values->results[f] = v;
   }

@@ -1,6 +1,7 @@
 #include "trainingd/engine/train/trainer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "base/float_format.h"
@@ -13,13 +14,23 @@ using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
-// Rows [shard.begin, shard.begin + shard.count) of a batch.
-void CopyRows(const Tensor& images, const std::vector<int32_t>& labels, Shard shard, Tensor& out,
-              std::vector<int32_t>& out_labels) {
+// Rows [shard.begin, shard.begin + shard.count) of a batch: images, and labels or targets.
+template <typename T>
+void CopySlice(const std::vector<T>& from, Shard shard, std::vector<T>& to) {
+  if (from.empty()) {
+    to.clear();
+  } else {
+    to.assign(from.begin() + shard.begin, from.begin() + shard.begin + shard.count);
+  }
+}
+void CopyRows(const Batch& batch, Shard shard, Tensor& out, std::vector<int32_t>& out_labels,
+              std::vector<float>& out_targets) {
+  const Tensor& images = batch.images;
   const int64_t per_example = images.shape()[0] ? images.size() / images.shape()[0] : 0;
   out.Resize(images.shape().drop_front().with_batch(shard.count));
   std::copy_n(images.data() + shard.begin * per_example, shard.count * per_example, out.data());
-  out_labels.assign(labels.begin() + shard.begin, labels.begin() + shard.begin + shard.count);
+  CopySlice(batch.labels, shard, out_labels);
+  CopySlice(batch.targets, shard, out_targets);
 }
 std::span<float> AllOf(Tensor& t) { return {t.data(), static_cast<size_t>(t.size())}; }
 // The bounds of `n` parts of a buffer that holds parameters one after the other, the j-th from
@@ -77,6 +88,13 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
                                    internal::FloatToString(options.label_smoothing));
   }
   t->label_smoothing_ = options.label_smoothing;
+  t->task_ = options.task;
+  t->regression_loss_ = options.regression_loss;
+  t->huber_delta_ = options.huber_delta;
+  t->target_scale_ = options.target_scale;
+  if (options.task == Task::kRegression && train.targets.empty()) {
+    return Status::InvalidArgument("task: regression needs a split of targets (numbers)");
+  }
   t->comm_ =
       options.communicator && options.communicator->size() > 1 ? options.communicator : nullptr;
   if (options.reduction_blocks < 1 || options.reduction_blocks > kMaxReductionBlocks) {
@@ -137,6 +155,7 @@ StepResult Trainer::Step(const StepOptions& options) {
   const Clock::time_point step_start = t0;
   const Tensor* images = &images_;
   const std::vector<int32_t>* labels = &labels_;
+  const std::vector<float>* targets = &targets_;
   const int64_t global_batch = options.batch ? options.batch->images.shape()[0] : batch_size_;
   GradientBlocks blocks = GradientBlocks::ForRank(
       global_batch, reduction_blocks_, comm_ ? comm_->rank() : 0, comm_ ? comm_->size() : 1, comm_);
@@ -144,13 +163,14 @@ StepResult Trainer::Step(const StepOptions& options) {
   if (options.batch) {
     if (comm_) {
       // A fed batch is every rank's: each trains on its blocks of it.
-      CopyRows(options.batch->images, options.batch->labels, shard, images_, labels_);
+      CopyRows(*options.batch, shard, images_, labels_, targets_);
     } else {
       images = &options.batch->images;
       labels = &options.batch->labels;
+      targets = &options.batch->targets;
     }
   } else {
-    input_->Next(images_, labels_, shard.begin, shard.count);
+    input_->Next(images_, labels_, shard.begin, shard.count, &targets_);
   }
   if (profiling_) times_.input_seconds += Since(t0);
   if (trace) trace->Add("input", "input", t0);
@@ -160,10 +180,21 @@ StepResult Trainer::Step(const StepOptions& options) {
   model_->set_step_blocks(&blocks);
   const Tensor& logits = model_->Forward(*images, Mode::kTrain);
   if (timed) t0 = Clock::now();
-  LossAndAccuracy la =
-      SoftmaxCrossEntropy(logits, *labels, &dlogits_, global_batch, label_smoothing_);
+  LossAndAccuracy la;
+  if (task_ == Task::kRegression) {
+    la.loss_sum = RegressionLossOf(logits, *targets, regression_loss_, huber_delta_, target_scale_,
+                                   &dlogits_, global_batch)
+                      .loss_sum;
+    la.loss = shard.count ? la.loss_sum / static_cast<double>(shard.count) : 0;
+  } else {
+    la = SoftmaxCrossEntropy(logits, *labels, &dlogits_, global_batch, label_smoothing_);
+  }
   if (profiling_) times_.loss_seconds += Since(t0);
-  if (trace) trace->Add("softmax_cross_entropy", "loss", t0);
+  if (trace) {
+    trace->Add(
+        task_ == Task::kRegression ? RegressionLossName(regression_loss_) : "softmax_cross_entropy",
+        "loss", t0);
+  }
   model_->Backward(dlogits_, blocks);
   model_->set_trace(nullptr);
   for (DenseLayer* layer : gathered_) layer->set_step(nullptr);
@@ -329,6 +360,20 @@ Status Trainer::CheckBatch(const Batch& batch) const {
                                    std::to_string(comm_->size()) +
                                    " workers; each needs at least one");
   }
+  if (task_ == Task::kRegression) {
+    if (got[0] < 1 || static_cast<int64_t>(batch.targets.size()) != got[0]) {
+      return Status::InvalidArgument("batch.targets: expected " + std::to_string(got[0]) +
+                                     " targets (one per example, at least one), got " +
+                                     std::to_string(batch.targets.size()));
+    }
+    for (size_t i = 0; i < batch.targets.size(); ++i) {
+      if (!std::isfinite(batch.targets[i])) {
+        return Status::InvalidArgument("batch.targets[" + std::to_string(i) +
+                                       "]: not a finite number");
+      }
+    }
+    return Status::Ok();
+  }
   if (got[0] < 1 || static_cast<int64_t>(batch.labels.size()) != got[0]) {
     return Status::InvalidArgument("batch.labels: expected " + std::to_string(got[0]) +
                                    " labels (one per image, at least one), got " +
@@ -347,23 +392,45 @@ Status Trainer::CheckBatch(const Batch& batch) const {
 Result<LossAndAccuracy> Trainer::Evaluate(const Split& split, int64_t batch_size) {
   const Shard shard =
       comm_ ? ShardOf(split.size(), comm_->rank(), comm_->size()) : Shard{0, split.size()};
-  double sums[2] = {0, 0};  // loss, correct
+  const bool regression = task_ == Task::kRegression;
+  // Classification: loss, correct. Regression: RegressionSums' five.
+  double sums[5] = {0, 0, 0, 0, 0};
   for (int64_t begin = 0; begin < shard.count; begin += batch_size) {
     const int64_t n = std::min(batch_size, shard.count - begin);
-    CopyRange(split, shard.begin + begin, n, eval_images_, eval_labels_);
+    CopyRange(split, shard.begin + begin, n, eval_images_, eval_labels_, &eval_targets_);
     const Tensor& logits = model_->Forward(eval_images_, Mode::kEval);
-    const LossAndAccuracy la = SoftmaxCrossEntropy(logits, eval_labels_, nullptr);
-    sums[0] += la.loss_sum;
-    sums[1] += static_cast<double>(la.correct);
+    if (regression) {
+      const RegressionSums r = RegressionLossOf(logits, eval_targets_, regression_loss_,
+                                                huber_delta_, target_scale_, nullptr);
+      sums[0] += r.loss_sum;
+      sums[1] += r.squared_error_sum;
+      sums[2] += r.abs_error_sum;
+      sums[3] += r.target_sum;
+      sums[4] += r.target_squared_sum;
+    } else {
+      const LossAndAccuracy la = SoftmaxCrossEntropy(logits, eval_labels_, nullptr);
+      sums[0] += la.loss_sum;
+      sums[1] += static_cast<double>(la.correct);
+    }
   }
-  if (comm_) TRAININGD_RETURN_IF_ERROR(comm_->AllreduceSum(std::span<double>(sums)));
+  if (comm_) {
+    TRAININGD_RETURN_IF_ERROR(comm_->AllreduceSum(std::span<double>(sums, regression ? 5 : 2)));
+  }
   LossAndAccuracy total;
   total.loss_sum = sums[0];
-  total.correct = static_cast<int64_t>(sums[1]);
-  if (split.size() > 0) {
-    total.loss = sums[0] / static_cast<double>(split.size());
-    total.accuracy = sums[1] / static_cast<double>(split.size());
+  if (split.size() == 0) return total;
+  const auto n = static_cast<double>(split.size());
+  total.loss = sums[0] / n;
+  if (!regression) {
+    total.correct = static_cast<int64_t>(sums[1]);
+    total.accuracy = sums[1] / n;
+    return total;
   }
+  total.rmse = std::sqrt(sums[1] / n);
+  total.mae = sums[2] / n;
+  // SST about the split's mean, from the sums of d = y - m: sum d^2 - (sum d)^2 / n.
+  const double sst = std::max(0.0, sums[4] - sums[3] * sums[3] / n);
+  total.r2 = sst > 0 ? 1 - sums[1] / sst : (sums[1] == 0 ? 1.0 : 0.0);
   return total;
 }
 

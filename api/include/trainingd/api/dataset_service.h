@@ -4,6 +4,7 @@
 // as FailedPrecondition (409) and ResourceExhausted as 413. Every method is thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -56,10 +57,14 @@ struct DatasetRecord {
   DatasetFileRecord train_file;  // uploads: the dataset's file
   DatasetFileRecord test_file;   // a CSV's own test file; empty sha256 = none
   std::vector<int64_t> example_shape;
+  // 0 when a CSV's labels cannot be classes (numbers past kMaxClasses distinct, or not class
+  // ids): its jobs are regression's.
   int num_classes = 0;
   std::vector<std::string> class_names;  // empty = "0".."n-1"
-  int64_t train_examples = 0;            // the file's; a job may take validation from them
-  int64_t validation_examples = 0;       // the file's own (x_val), else 0
+  // A CSV whose labels are all finite numbers: a regression job can read them.
+  bool numeric_labels = false;
+  int64_t train_examples = 0;       // the file's; a job may take validation from them
+  int64_t validation_examples = 0;  // the file's own (x_val), else 0
   int64_t test_examples = 0;
   std::string element_type;                      // "uint8", "float32", ...
   std::string preprocessing;                     // "scale_255", "none", "standard"
@@ -78,8 +83,9 @@ struct DatasetExamples {
   std::vector<int64_t> example_shape;    // [H, W, C] or [F]
   int64_t split_examples = 0;            // in the whole split
   int64_t first = 0;                     // the index of the first example here
-  std::vector<float> values;             // labels.size() examples, row-major
-  std::vector<int32_t> labels;           // class ids
+  std::vector<float> values;             // size() examples, row-major
+  std::vector<int32_t> labels;           // class ids (labels that are classes)
+  std::vector<float> targets;            // the labels as numbers (a CSV's numeric labels)
   std::vector<std::string> class_names;  // every class's name, by id
   bool integer_values = false;           // uint8 data: the values are whole numbers 0..255
   // A CSV: its number columns' names, and its categorical columns' names with each example's
@@ -87,6 +93,7 @@ struct DatasetExamples {
   std::vector<std::string> feature_names;
   std::vector<std::string> categorical_names;
   std::vector<std::string> categorical;
+  size_t size() const { return std::max(labels.size(), targets.size()); }
 };
 
 // The most examples one call returns.

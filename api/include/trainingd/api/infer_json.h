@@ -46,7 +46,8 @@ engine::Status ResolveTableRequest(const engine::ModelInput& model, InferRequest
 // {"model_name", "model_version", "id"?, "outputs": [{"name", "datatype": "FP32", "shape",
 // "data"}, ...]} (KServe v2), the data row-major and flat; plus "parameters": {"class_names"}.
 std::string InferResponseJson(const InferResult& result);
-// {"predictions": [[p, ...], ...]}: each example's probabilities (TF Serving).
+// {"predictions": [[p, ...], ...]}: each example's probabilities (TF Serving); a regression
+// model's {"predictions": [y, ...]}, each example's prediction.
 std::string PredictResponseJson(const InferResult& result);
 // {"name", "versions", "platform", "inputs", "outputs", "parameters"} (KServe v2 model
 // metadata).

@@ -67,8 +67,12 @@ struct InferRequest {
   // columns, beside "input" (FP32 [batch, numbers]): the values row-major, nullopt for null.
   std::vector<int64_t> categorical_shape;
   std::vector<std::optional<std::string>> categorical;
-  // Which outputs to return ("logits", "probabilities"); empty = both.
+  // Which outputs to return ("logits", "probabilities"; a regression model's "logits",
+  // "prediction"); empty = both.
   std::vector<std::string> outputs;
+  // TF Serving's predict: the second output only (probabilities, or a regression model's
+  // prediction), whatever `outputs` says.
+  bool predictions_only = false;
 };
 
 struct InferResult {
@@ -82,6 +86,9 @@ struct InferResult {
   std::vector<float> logits;         // [batch, classes] when with_logits
   std::vector<float> probabilities;  // [batch, classes] when with_probabilities
   std::vector<std::string> class_names;
+  // A regression model's: `probabilities` holds its predictions in the target's units ([batch,
+  // 1], the output "prediction"), class_names its label column.
+  bool regression = false;
 };
 
 // An exported model file.

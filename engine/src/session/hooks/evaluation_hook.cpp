@@ -9,25 +9,23 @@ Result<std::shared_ptr<EvaluationHook>> EvaluationHook::Create(Options options) 
   if (!timer.ok()) return timer.status();
   const std::string loss = options.split + "/loss";
   TRAININGD_RETURN_IF_ERROR(Session::CheckFetchNames({loss}));
-  std::shared_ptr<EvaluationHook> hook(
+  return std::shared_ptr<EvaluationHook>(
       new EvaluationHook(std::move(options), std::move(timer).value()));
-  hook->loss_fetch_ = loss;
-  hook->accuracy_fetch_ = hook->options_.split + "/accuracy";
-  return hook;
 }
 
 Status EvaluationHook::AfterCreateSession(Session& session, Coordinator&) {
   internal::UseSessionEnv(session, env_, timer_);
+  fetches_.clear();
+  for (const std::string& m : EvaluationMetrics(session.task())) {
+    fetches_.push_back(options_.split + "/" + m);
+  }
   if (!timer_.last_triggered_step()) timer_.UpdateLastTriggeredStep(session.global_step());
   return Status::Ok();
 }
 
 Status EvaluationHook::BeforeRun(RunContext& ctx, RunArgs& request) {
   requested_ = timer_.ShouldTriggerForStep(ctx.session().global_step() + 1);
-  if (requested_) {
-    request.fetches.push_back(loss_fetch_);
-    request.fetches.push_back(accuracy_fetch_);
-  }
+  if (requested_) request.fetches.insert(request.fetches.end(), fetches_.begin(), fetches_.end());
   return Status::Ok();
 }
 
@@ -42,20 +40,28 @@ Status EvaluationHook::End(Session& session) {
     return Status::Ok();
   }
   RunValues values;
-  TRAININGD_RETURN_IF_ERROR(session.Fetch({loss_fetch_, accuracy_fetch_}, &values));
+  TRAININGD_RETURN_IF_ERROR(session.Fetch(fetches_, &values));
   return Record(session, values);
 }
 
 Status EvaluationHook::Record(Session& session, const RunValues& values) {
   const int64_t step = session.global_step();
-  last_ = Evaluation{step, values.get(loss_fetch_), values.get(accuracy_fetch_)};
+  last_ = Evaluation{step, values.get(fetches_[0]), 0, {}};
+  if (session.task() == Task::kClassification) last_->accuracy = values.get(fetches_[1]);
   ++count_;
-  session.logger().Info("Evaluation at global step " + std::to_string(step) + ": " +
-                        accuracy_fetch_ + " = " + internal::FormatValue(last_->accuracy) + ", " +
-                        loss_fetch_ + " = " + internal::FormatValue(last_->loss));
+  // The loss last, as TF's evaluations logged it: "accuracy = 0.87, loss = 0.35".
+  std::string line;
+  for (size_t i = 1; i <= fetches_.size(); ++i) {
+    const std::string& f = fetches_[i % fetches_.size()];
+    line += f + " = " + internal::FormatValue(values.get(f)) + (i < fetches_.size() ? ", " : "");
+  }
+  session.logger().Info("Evaluation at global step " + std::to_string(step) + ": " + line);
+  for (const std::string& f : fetches_) last_->values.emplace_back(f, values.get(f));
   if (!options_.summary_writer) return Status::Ok();
-  TRAININGD_RETURN_IF_ERROR(options_.summary_writer->AddScalar(loss_fetch_, step, last_->loss));
-  return options_.summary_writer->AddScalar(accuracy_fetch_, step, last_->accuracy);
+  for (const std::string& f : fetches_) {
+    TRAININGD_RETURN_IF_ERROR(options_.summary_writer->AddScalar(f, step, values.get(f)));
+  }
+  return Status::Ok();
 }
 
 }  // namespace trainingd::engine

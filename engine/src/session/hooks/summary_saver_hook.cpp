@@ -18,6 +18,9 @@ Result<std::shared_ptr<SummarySaverHook>> SummarySaverHook::Create(Options optio
 
 Status SummarySaverHook::AfterCreateSession(Session& session, Coordinator&) {
   internal::UseSessionEnv(session, env_, timer_);
+  std::erase_if(options_.tags, [&](const std::string& tag) {
+    return !Session::CheckFetchNames({tag}, session.task()).ok();
+  });
   return Status::Ok();
 }
 

@@ -30,8 +30,10 @@ class DatasetCache {
   DatasetCache(const DatasetCache&) = delete;
   DatasetCache& operator=(const DatasetCache&) = delete;
 
-  // The loaded dataset; one copy per (name, split options) while anyone holds it or it is idle.
-  engine::Result<std::shared_ptr<const engine::Datasets>> Load(const engine::DatasetSpec& dataset);
+  // The loaded dataset, its labels read for `task`; one copy per (name, split options, task)
+  // while anyone holds it or it is idle.
+  engine::Result<std::shared_ptr<const engine::Datasets>> Load(
+      const engine::DatasetSpec& dataset, engine::Task task = engine::Task::kClassification);
 
   // Frees every idle dataset now (a run in another process is about to need the memory).
   void FreeIdle();

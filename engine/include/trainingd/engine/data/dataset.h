@@ -1,5 +1,6 @@
-// Datasets: classification data held in memory, split into train, validation and test. Examples
-// are images [H, W, C] (C = 1..4) or rows of a table [F]; labels are class ids.
+// Datasets: data held in memory, split into train, validation and test. Examples are images
+// [H, W, C] (C = 1..4) or rows of a table [F]; labels are class ids (classification) or, for a
+// table's regression job, numbers (targets).
 //
 // Three formats (docs/data.md): MNIST-format IDX directories (below), NumPy .npz files
 // (npz_dataset.h) and CSV tables (csv_dataset.h). ProbeDataset and LoadDataset take any of them.
@@ -39,12 +40,27 @@ enum class Preprocessing {
 // "none", "scale_255", "standard", "per_channel"
 const char* PreprocessingName(Preprocessing p);
 
+// What a job learns to predict from a dataset's labels (the job spec's `task`).
+enum class Task {
+  kClassification,  // labels are classes: ids, or names (a CSV's)
+  kRegression,      // a CSV's label column read as numbers, the targets
+};
+const char* TaskName(Task t);  // "classification", "regression"
+
+// How a CSV's label column is read: as classes, as numbers, or (an upload, which serves jobs of
+// either task) as whichever of the two its values allow, classes when both do.
+enum class LabelUse { kClasses, kNumbers, kClassesOrNumbers };
+
 // One split of a dataset: N examples, in file order.
 struct Split {
   Tensor images;                // [N, H, W, C] NHWC or [N, F], after preprocessing
-  std::vector<int32_t> labels;  // N class ids in [0, num_classes)
+  std::vector<int32_t> labels;  // classification: N class ids in [0, num_classes); else empty
+  // Regression: N targets as in the file (float32, finite); empty for classification.
+  std::vector<float> targets;
 
-  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  int64_t size() const {
+    return static_cast<int64_t>(targets.empty() ? labels.size() : targets.size());
+  }
   // The shape of one example, [H, W, C] or [F]; empty for a default-constructed split.
   Shape example_shape() const { return images.shape().drop_front(); }
 };
@@ -53,9 +69,14 @@ struct Datasets {
   Split train;
   Split validation;  // may be empty (validation_size = 0)
   Split test;
-  int num_classes = 0;  // max label over the training and test files, plus one
+  int num_classes = 0;  // max label over the training and test files, plus one; 1 for regression
   // Names of the classes when the file has them (CSV string labels, sorted); empty = "0".."n-1".
   std::vector<std::string> class_names;
+  Task task = Task::kClassification;
+  // Regression: the train split's targets' mean and population standard deviation (1 when they
+  // are constant), in double over the float targets in row order: a model learns the
+  // standardized target (y - mean) / std and predicts mean + std * output, in float.
+  float target_mean = 0, target_std = 1;
   Preprocessing preprocessing = Preprocessing::kScale255;
   // kStandard: per feature, the train split's mean and standard deviation (a constant feature's
   // is 1, so it maps to 0). kPerChannel: the same per channel. Empty otherwise.
@@ -78,12 +99,13 @@ struct DatasetSource {
   enum class Format { kIdx, kNpz, kCsv };
   Format format = Format::kIdx;
   std::string path;
-  std::string test_path;               // CSV only
-  std::string label_column = "label";  // CSV only
-  double test_fraction = 0.2;          // CSV without a test file: in (0, 1)
-  uint64_t split_seed = 0;             // CSV without a test file
-  bool standardize = false;            // tables ([F] examples) only: Preprocessing::kStandard
-  TableColumnOptions columns;          // CSV only: the columns' types and missing values
+  std::string test_path;                    // CSV only
+  std::string label_column = "label";       // CSV only
+  LabelUse label_use = LabelUse::kClasses;  // CSV only
+  double test_fraction = 0.2;               // CSV without a test file: in (0, 1)
+  uint64_t split_seed = 0;                  // CSV without a test file
+  bool standardize = false;                 // tables ([F] examples) only: Preprocessing::kStandard
+  TableColumnOptions columns;               // CSV only: the columns' types and missing values
 };
 const char* DatasetFormatName(DatasetSource::Format f);  // "idx", "npz", "csv"
 
@@ -109,8 +131,15 @@ struct DatasetOptions {
 struct DatasetInfo {
   DatasetSource::Format format = DatasetSource::Format::kIdx;  // how PeakLoadBytes reads
   Shape example_shape;                                         // [H, W, C] or [F]
+  // 0 when the labels cannot be classes (LabelUse::kClassesOrNumbers: numbers that are not all
+  // class ids, more than kMaxClasses of them); 1 for kNumbers.
   int num_classes = 0;
   std::vector<std::string> class_names;  // as Datasets::class_names
+  // kClassesOrNumbers and kNumbers: every label is a finite number, so a regression job can read
+  // them (ColumnSummary of the label then has their statistics).
+  bool numeric_labels = false;
+  // kClassesOrNumbers: why the labels cannot be classes (num_classes 0), or empty.
+  std::string not_classes;
   Preprocessing preprocessing = Preprocessing::kScale255;
   std::vector<float> feature_mean, feature_std;  // kStandard only; filled by a kFull probe
   std::string element_type = "uint8";            // the file's element type: "uint8", "float32", ...
@@ -192,14 +221,17 @@ struct RawExamples {
   int64_t split_examples = 0;   // in the whole test split
   int64_t first = 0;            // the index of the first example here
   std::vector<float> values;    // size() * example_shape.num_elements(), row-major
-  std::vector<int32_t> labels;  // class ids
+  std::vector<int32_t> labels;  // class ids (classification)
+  std::vector<float> targets;   // the label column's numbers (a CSV read for regression)
   // A CSV: its number columns' names (example_shape is [F] of them), and its categorical
   // columns' names with each example's values of them as in the file ("" where missing),
   // row-major, size() * categorical_names.size().
   std::vector<std::string> feature_names;
   std::vector<std::string> categorical_names;
   std::vector<std::string> categorical;
-  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  int64_t size() const {
+    return static_cast<int64_t>(targets.empty() ? labels.size() : targets.size());
+  }
 };
 
 // Examples [offset, offset + limit) of the test split of `source` (fewer at its end; none when

@@ -13,9 +13,12 @@
 //                  before the first and one back to NHWC before a flatten, so the first dense
 //                  layer reads features in the engine's order; dense -> Gemm (+ Relu); relu ->
 //                  Relu; flatten -> Flatten(axis 1); dropout is left out (inference);
-//   outputs        "logits" and "probabilities" (Softmax, axis 1), float32 [batch, classes];
+//   outputs        "logits" and "probabilities" (Softmax, axis 1), float32 [batch, classes]; a
+//                  regression model's "logits" (the standardized target) and "prediction"
+//                  (Mul by "target_std", Add "target_mean": the target's units), [batch, 1];
 //   metadata_props job_id (when known), step, dataset, dataset_format, dataset_sha256 (uploads),
-//                  preprocessing, class_names (a JSON array), trainingd_version.
+//                  preprocessing, class_names (a JSON array; a regression model's: the label
+//                  column), task, trainingd_version.
 #pragma once
 
 #include <cstdint>

@@ -95,9 +95,13 @@ const char* StopCauseName(JobResult::StopCause cause);
 // Where `dataset` is and how to read it: format idx is the directory "<data_root>/<name>"; an
 // upload is "<datasets_dir>/<name>/<sha256>.npz", or "<sha256>.csv" with "<sha256>.test.csv"
 // (UploadedDatasetFile). InvalidArgument naming the field for a name that is not a plain
-// directory name (a job never names a path), or an upload without a datasets_dir.
+// directory name (a job never names a path), or an upload without a datasets_dir. A CSV's label
+// column is read as `label_use` says.
 Result<DatasetSource> JobDatasetSource(const DatasetSpec& dataset, const std::string& data_root,
-                                       const std::string& datasets_dir);
+                                       const std::string& datasets_dir,
+                                       LabelUse label_use = LabelUse::kClasses);
+// How a job of `task` reads a CSV's label column: classes, or numbers (regression).
+LabelUse LabelUseOf(Task task);
 // The file an upload keeps under its dataset's directory: "<sha256>.<format>", or
 // "<sha256>.test.csv" for a CSV's test file.
 std::string UploadedDatasetFile(const std::string& sha256, const std::string& format,
@@ -105,19 +109,23 @@ std::string UploadedDatasetFile(const std::string& sha256, const std::string& fo
 // The DatasetOptions the spec asks for.
 DatasetOptions JobDatasetOptions(const DatasetSpec& dataset);
 
-// Loads `spec.dataset` (JobDatasetSource), normalized per channel when it says so
-// (NormalizePerChannel).
+// Loads `spec.dataset` (JobDatasetSource) for a job of `task`, normalized per channel when it
+// says so (NormalizePerChannel). Regression: a CSV's only ("task: ..." otherwise).
 Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& dataset,
                                                         const std::string& data_root,
-                                                        const std::string& datasets_dir);
+                                                        const std::string& datasets_dir,
+                                                        Task task = Task::kClassification);
 
 // What `dataset` holds (ProbeMnistDirectory), with errors naming the spec's field:
 // "dataset.name: no dataset 'x' in /usr/share/datasets (there are: fashion-mnist)",
 // "dataset.validation_size: ...", or "dataset.name: dataset 'x' cannot be read: ...";
 // "dataset.normalize: ..." for per_channel on data that is not uint8 images (the preprocessing is
-// then kPerChannel, without its statistics, which LoadJobDatasets computes).
+// then kPerChannel, without its statistics, which LoadJobDatasets computes);
+// "dataset.label_column: ..." for a regression job whose label is not a number (the message
+// names the line and the column), "task: ..." for regression on data that is not a CSV table.
 Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::string& data_root,
-                                    const std::string& datasets_dir);
+                                    const std::string& datasets_dir,
+                                    Task task = Task::kClassification);
 
 // Whether the latest checkpoint in `checkpoint_dir` is on disk and is the one of global step
 // `step` (read-only: ListCheckpoints).

@@ -11,6 +11,7 @@
 #include "trainingd/engine/data/augmentation.h"
 #include "trainingd/engine/data/dataset.h"
 #include "trainingd/engine/nn/layer.h"
+#include "trainingd/engine/nn/loss.h"
 #include "trainingd/engine/nn/model_spec.h"
 #include "trainingd/engine/optim/optimizer.h"
 
@@ -90,7 +91,7 @@ struct FinalEvalHookSpec {
 
 struct EarlyStoppingHookSpec {
   bool enabled = false;
-  std::string monitor = "validation/loss";  // a "<split>/loss" or "<split>/accuracy" fetch
+  std::string monitor = "validation/loss";  // "<split>/<metric>", a metric of the job's task
   std::string mode = "min";                 // "min" or "max"
   int64_t patience = 5;                     // evaluations without improvement before stopping
   double min_delta = 0;                     // smaller changes do not count as improvement
@@ -152,7 +153,14 @@ struct JobSpec {
   // docs/job-spec.md#precision).
   Precision precision = Precision::kFloat32;
   OptimizerOptions optimizer;
-  // The training loss's label smoothing, in [0, 1) (SoftmaxCrossEntropy, docs/optimizers.md).
+  // What the job learns from its dataset's labels (docs/job-spec.md#task): their classes (the
+  // default), or the numbers of a CSV's label column (regression: one output, trained on the
+  // standardized target with `loss`, loss.h).
+  Task task = Task::kClassification;
+  RegressionLoss loss = RegressionLoss::kMse;  // regression only
+  float huber_delta = 1.0f;  // loss huber: in the standardized target's units, > 0
+  // The training loss's label smoothing, in [0, 1) (SoftmaxCrossEntropy, docs/optimizers.md);
+  // classification only.
   float label_smoothing = 0.0f;
   // How the model encodes a table's categorical columns (docs/job-spec.md#categorical).
   CategoricalOptions categorical;

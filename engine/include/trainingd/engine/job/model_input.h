@@ -24,7 +24,12 @@ struct ModelInput {
   Shape example_shape;
   int64_t num_classes = 0;
   // One name per class, in class-id order: the dataset's (CSV string labels), else "0".."n-1".
+  // Regression: num_classes 1 (the one output), named by the label column.
   std::vector<std::string> class_names;
+  // Classification, or regression: the model's output is the standardized target, and the
+  // prediction in the target's units is target.Unscale(output) (Datasets::target_mean, _std).
+  Task task = Task::kClassification;
+  TargetScale target;
   // How an example in the dataset's raw units (0..255 for uint8 images, the file's values for
   // tables) becomes what the model saw: value / 255, (value - mean) / std per feature,
   // (value / 255 - mean) / std per channel, or as is.

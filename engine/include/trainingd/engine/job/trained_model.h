@@ -39,7 +39,10 @@ class TrainedModel {
   // feature_impute has one (a CSV table's model): it becomes that value before the preprocessing.
   // A table with categorical features takes their codes last in each row (model_input.h; NaN:
   // missing), which input().categorical[c].CodeOf gives for a value.
-  // Writes [batch, num_classes] logits and softmax probabilities where they are not null. Runs in
+  // Writes [batch, num_classes] logits and softmax probabilities where they are not null; a
+  // regression model (input().task) writes [batch, 1]: its output (the standardized target) to
+  // `logits` and the prediction in the target's units (input().target.Unscale) to
+  // `probabilities`. Runs in
   // slices of kPredictSlice examples, so its memory does not grow with `batch`. InvalidArgument for
   // batch < 0, a code that is not one or a non-finite input
   // ("input[12]: ..."); nothing is written then. Not thread-safe: one caller at a time per object

@@ -1,8 +1,11 @@
-// Softmax cross-entropy from logits, computed the numerically stable way.
+// The training losses: softmax cross-entropy from logits (classification), computed the
+// numerically stable way, and the regression losses (mse, mae, huber) on a standardized target.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 
 #include "trainingd/engine/nn/tensor.h"
 
@@ -13,6 +16,11 @@ struct LossAndAccuracy {
   double accuracy = 0;  // fraction of rows whose arg-max logit is the label
   int64_t correct = 0;
   double loss_sum = 0;  // loss * batch: what a data-parallel step adds up over its ranks
+  // Regression (Trainer::Evaluate of a regression split), in the target's own units: the root
+  // mean squared error, the mean absolute error and R^2 = 1 - SSE / SST, SST about the split's
+  // own mean (0 when the split's targets are all the same: R^2 is then undefined, and reported
+  // as 1 for a perfect fit, 0 otherwise).
+  double rmse = 0, mae = 0, r2 = 0;
 };
 
 // logits: [batch, classes]; labels: batch values in [0, classes). Uses
@@ -28,5 +36,39 @@ struct LossAndAccuracy {
 LossAndAccuracy SoftmaxCrossEntropy(const Tensor& logits, std::span<const int32_t> labels,
                                     Tensor* dlogits, int64_t normalizer = 0,
                                     float label_smoothing = 0.0f);
+
+// A regression job's loss (the job spec's `loss`), on the residual r = output - z between the
+// model's output and the standardized target z = (y - mean) / std:
+//   mse    r^2                                   (Keras' MeanSquaredError)
+//   mae    |r|                                   (MeanAbsoluteError)
+//   huber  r^2 / 2 for |r| <= delta, else delta * (|r| - delta / 2)   (Huber(delta))
+enum class RegressionLoss { kMse, kMae, kHuber };
+const char* RegressionLossName(RegressionLoss loss);  // "mse", "mae", "huber"
+std::optional<RegressionLoss> RegressionLossNamed(std::string_view name);
+
+// How a regression model's output relates to its target: the train split's standardization.
+struct TargetScale {
+  float mean = 0, std = 1;
+  // The target a model output stands for: mean + std * output, in float (TrainedModel::Predict
+  // and the ONNX graph compute it the same way).
+  float Unscale(float output) const { return mean + std * output; }
+
+  friend bool operator==(const TargetScale&, const TargetScale&) = default;
+};
+
+// What a regression batch adds to its split's totals: the loss's sum, and in the target's units
+// the errors' (e = Unscale(output) - y) and the targets' sums about the scale's mean (d = y -
+// mean), from which Trainer::Evaluate forms RMSE, MAE and R^2.
+struct RegressionSums {
+  double loss_sum = 0, squared_error_sum = 0, abs_error_sum = 0;
+  double target_sum = 0, target_squared_sum = 0;  // of d
+};
+
+// outputs: [batch, 1]; targets: batch values as in the file. When `doutputs` is not null it
+// receives the gradient of the sum of the losses divided by `normalizer` (batch when 0), as
+// SoftmaxCrossEntropy's. MAE's gradient at r = 0 is 0.
+RegressionSums RegressionLossOf(const Tensor& outputs, std::span<const float> targets,
+                                RegressionLoss loss, float huber_delta, TargetScale scale,
+                                Tensor* doutputs, int64_t normalizer = 0);
 
 }  // namespace trainingd::engine

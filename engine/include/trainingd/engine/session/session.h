@@ -51,6 +51,16 @@ inline constexpr const char* kBatchFeed = "batch";
 // The splits Evaluate() knows, as the "<split>/loss" and "<split>/accuracy" fetches name them.
 inline constexpr const char* kSplits[] = {"train", "validation", "test"};
 
+// What an evaluation of a split reports, by task, each a "<split>/<metric>" fetch: loss, then
+// classification's accuracy, or regression's rmse, mae and r2 (in the target's units; the loss
+// is that of the standardized target, what the job minimizes).
+const std::vector<std::string>& EvaluationMetrics(Task task);
+// Whether a larger value of `metric` is better (accuracy, r2): early stopping's and an
+// experiment's mode for it.
+bool HigherIsBetter(std::string_view metric);
+// `metric`'s value in an evaluation.
+double MetricValue(const LossAndAccuracy& evaluation, std::string_view metric);
+
 using FeedValue = std::variant<double, std::shared_ptr<const Batch>>;
 using Feeds = std::map<std::string, FeedValue>;
 
@@ -101,6 +111,9 @@ struct SessionConfig {
   float label_smoothing = 0.0f;
   // The training split's augmentation (TrainerOptions::augmentation).
   AugmentationSpec augmentation;
+  // A regression dataset's loss (TrainerOptions::regression_loss, huber_delta).
+  RegressionLoss regression_loss = RegressionLoss::kMse;
+  float huber_delta = 1.0f;
 };
 
 class Session {
@@ -122,8 +135,11 @@ class Session {
   // step. NotFound for another name, FailedPrecondition for an empty split.
   Result<LossAndAccuracy> Evaluate(std::string_view split);
 
-  // OK if every name is a known fetch; InvalidArgument naming the first unknown one otherwise.
-  static Status CheckFetchNames(const std::vector<std::string>& fetches);
+  // OK if every name is a known fetch (of a job of `task`, when given: "accuracy" is
+  // classification's, "<split>/rmse" regression's); InvalidArgument naming the first unknown one
+  // otherwise.
+  static Status CheckFetchNames(const std::vector<std::string>& fetches,
+                                std::optional<Task> task = std::nullopt);
 
   int64_t global_step() const { return trainer_->global_step(); }
   // Epochs of the training split consumed so far.
@@ -145,6 +161,7 @@ class Session {
 
   const SessionConfig& config() const { return config_; }
   const Datasets& datasets() const { return *datasets_; }
+  Task task() const { return datasets_->task; }
   Trainer& trainer() { return *trainer_; }
   Env& env() { return *env_; }
   Logger& logger() { return *logger_; }

@@ -46,6 +46,13 @@ struct TrainerOptions {
   // says how the split's values relate to the images' [0, 1] range (per-channel normalization).
   AugmentationSpec augmentation;
   ChannelUnits units;
+  // What the model learns (the split's labels or targets): classification's softmax
+  // cross-entropy over num_classes outputs, or a regression loss on one output, the standardized
+  // target (loss.h).
+  Task task = Task::kClassification;
+  RegressionLoss regression_loss = RegressionLoss::kMse;
+  float huber_delta = 1.0f;
+  TargetScale target_scale;
 };
 
 // One rank's latest step of a data-parallel job: its compute (input, forward, loss, backward)
@@ -72,7 +79,8 @@ struct StepResult {
 // A minibatch given from outside the input pipeline (a "batch" feed).
 struct Batch {
   Tensor images;                // [N, H, W, C], the model's example shape
-  std::vector<int32_t> labels;  // N class ids
+  std::vector<int32_t> labels;  // N class ids (classification)
+  std::vector<float> targets;   // N finite targets (regression)
 };
 
 // How one step runs; the defaults take the next batch from the input pipeline and trace nothing.
@@ -111,9 +119,11 @@ class Trainer {
 
   StepResult Step(const StepOptions& options = {});
   // OK if `batch` can be trained on: images of the model's example shape, as many labels as
-  // images, each in [0, num_classes). InvalidArgument naming what is wrong otherwise.
+  // images, each in [0, num_classes) (regression: as many finite targets). InvalidArgument
+  // naming what is wrong otherwise.
   Status CheckBatch(const Batch& batch) const;
-  // Loss and accuracy over the whole split in inference mode (dropout off), in batches. A
+  // Loss and accuracy (regression: loss, RMSE, MAE and R^2) over the whole split in inference
+  // mode (dropout off), in batches. A
   // data-parallel job evaluates each rank's shard of the split (ShardOf) and adds up the sums, so
   // every rank gets the whole split's values; an error only when that reduction fails.
   Result<LossAndAccuracy> Evaluate(const Split& split, int64_t batch_size = 1000);
@@ -169,6 +179,10 @@ class Trainer {
   int reduction_blocks_ = kDefaultReductionBlocks;
   int64_t batch_size_ = 0;  // global
   float label_smoothing_ = 0.0f;
+  Task task_ = Task::kClassification;
+  RegressionLoss regression_loss_ = RegressionLoss::kMse;
+  float huber_delta_ = 1.0f;
+  TargetScale target_scale_;
   std::vector<double> step_sums_;  // the step's small reduction: loss, correct, votes, timings
   // Data parallelism: the dense layers formed from gathered inputs, the other parameters (their
   // sums are reduced), and buffers of the reduction.
@@ -191,6 +205,7 @@ class Trainer {
   int num_classes_ = 0;
   Tensor images_, dlogits_, eval_images_;
   std::vector<int32_t> labels_, eval_labels_;
+  std::vector<float> targets_, eval_targets_;
   bool profiling_ = false;
   LayerTimes times_;
 };

@@ -1,5 +1,6 @@
-// EvaluationHook: loss and accuracy over a whole split every N steps or seconds, recorded as
-// summaries "<split>/loss" and "<split>/accuracy" (TF had no such hook: Estimators evaluated in a
+// EvaluationHook: loss and accuracy (a regression job's loss, rmse, mae and r2: the task's
+// EvaluationMetrics) over a whole split every N steps or seconds, recorded as summaries
+// "<split>/loss", "<split>/accuracy", ... (TF had no such hook: Estimators evaluated in a
 // separate process from checkpoints).
 //
 // The timer's baseline is the global step when the session is first created, so with
@@ -12,6 +13,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "trainingd/engine/io/summary_writer.h"
 #include "trainingd/engine/session/second_or_step_timer.h"
@@ -32,7 +35,10 @@ class EvaluationHook final : public SessionRunHook {
   struct Evaluation {
     int64_t global_step = 0;
     double loss = 0;
-    double accuracy = 0;
+    double accuracy = 0;  // classification
+    // Every metric of the evaluation by its fetch name ("validation/loss", ...), in the task's
+    // EvaluationMetrics order.
+    std::vector<std::pair<std::string, double>> values;
   };
   static Result<std::shared_ptr<EvaluationHook>> Create(Options options);
 
@@ -51,7 +57,7 @@ class EvaluationHook final : public SessionRunHook {
   Status Record(Session& session, const RunValues& values);
 
   Options options_;
-  std::string loss_fetch_, accuracy_fetch_;
+  std::vector<std::string> fetches_;  // "<split>/<metric>" for the session's task's metrics
   Env* env_ = Env::Default();
   SecondOrStepTimer timer_;
   bool requested_ = false;

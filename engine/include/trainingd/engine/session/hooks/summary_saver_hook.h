@@ -25,8 +25,10 @@ class SummarySaverHook final : public SessionRunHook {
     // Exactly one > 0 (TF's save_steps / save_secs).
     int64_t save_steps = 0;
     double save_secs = 0;
-    std::shared_ptr<SummaryWriter> summary_writer;                          // required
-    std::vector<std::string> tags = {"loss", "accuracy", "learning_rate"};  // fetch names
+    std::shared_ptr<SummaryWriter> summary_writer;  // required
+    // Fetch names; those the session's task does not have (a regression job's "accuracy") are
+    // left out.
+    std::vector<std::string> tags = {"loss", "accuracy", "learning_rate"};
   };
   static Result<std::shared_ptr<SummarySaverHook>> Create(Options options);
 

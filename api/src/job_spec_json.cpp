@@ -353,14 +353,16 @@ Status ReadDataset(const json& v, engine::DatasetSpec* d) {
   if (!v.is_object()) {
     return Bad("dataset", std::string("must be a name or an object, got ") + TypeName(v));
   }
-  TRAININGD_RETURN_IF_ERROR(CheckObject(
-      v, "dataset",
-      {"name", "format", "sha256", "label_column", "test_file", "test_fraction", "split_seed",
-       "normalize", "columns", "validation_size", "max_train_examples", "max_test_examples"}));
+  TRAININGD_RETURN_IF_ERROR(
+      CheckObject(v, "dataset",
+                  {"name", "format", "sha256", "label_column", "weight_column", "test_file",
+                   "test_fraction", "split_seed", "normalize", "columns", "validation_size",
+                   "max_train_examples", "max_test_examples"}));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "name", &d->name));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "format", &d->format));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "sha256", &d->sha256));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "label_column", &d->label_column));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "weight_column", &d->weight_column));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "test_file", &d->test_file));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "test_fraction", &d->test_fraction));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "split_seed", &d->split_seed));
@@ -514,6 +516,31 @@ Status ReadAugmentation(const json& v, engine::AugmentationSpec* a) {
   return Field(v, kPath, "contrast", &a->contrast);
 }
 
+// "balanced", or {"<class name>": weight, ...}.
+Status ReadClassWeights(const json& v, engine::JobSpec::ClassWeights* out) {
+  if (v.is_string()) {
+    if (v != "balanced") {
+      return Bad("class_weights",
+                 "must be \"balanced\" or an object of weights by class name, "
+                 "got " +
+                     Quote(v.get<std::string>()));
+    }
+    out->balanced = true;
+    return Status::Ok();
+  }
+  if (!v.is_object() || v.empty()) {
+    return Bad("class_weights", std::string("must be \"balanced\" or a non-empty object of "
+                                            "weights by class name, got ") +
+                                    TypeName(v));
+  }
+  for (const auto& [name, weight] : v.items()) {
+    float w = 0;
+    TRAININGD_RETURN_IF_ERROR(Read(weight, "class_weights." + name, &w));
+    out->by_name.emplace_back(name, w);
+  }
+  return Status::Ok();
+}
+
 // `loss` and `huber_delta`: classification trains with cross_entropy (the only name it takes),
 // regression with mse (the default), mae or huber.
 Status ReadLoss(const json& root, engine::JobSpec* spec) {
@@ -539,10 +566,10 @@ Status ReadLoss(const json& root, engine::JobSpec* spec) {
 
 Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
   TRAININGD_RETURN_IF_ERROR(CheckObject(
-      root, "",
-      {"name", "task", "loss", "huber_delta", "dataset", "model", "precision", "optimizer",
-       "label_smoothing", "categorical", "augmentation", "batch_size", "max_steps", "num_epochs",
-       "seed", "hooks", "distributed", "resources", "priority"}));
+      root, "", {"name",        "task",         "loss",        "huber_delta",     "dataset",
+                 "model",       "precision",    "optimizer",   "label_smoothing", "class_weights",
+                 "categorical", "augmentation", "batch_size",  "max_steps",       "num_epochs",
+                 "seed",        "hooks",        "distributed", "resources",       "priority"}));
   TRAININGD_RETURN_IF_ERROR(Require(root, "", "name"));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "name", &spec->name));
   TRAININGD_RETURN_IF_ERROR(EnumField(root, "", "task", kTasks, &spec->task));
@@ -556,6 +583,9 @@ Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
     TRAININGD_RETURN_IF_ERROR(ReadOptimizer(*it, &spec->optimizer));
   }
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "label_smoothing", &spec->label_smoothing));
+  if (const auto it = root.find("class_weights"); it != root.end()) {
+    TRAININGD_RETURN_IF_ERROR(ReadClassWeights(*it, &spec->class_weights));
+  }
   if (const auto it = root.find("categorical"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(
         CheckObject(*it, "categorical", {"one_hot_max_levels", "embedding_dim"}));
@@ -759,6 +789,7 @@ json DatasetValue(const engine::DatasetSpec& d) {
     v["sha256"] = d.sha256;
     v["normalize"] = d.normalize;
   }
+  if (!d.weight_column.empty()) v["weight_column"] = d.weight_column;
   if (d.format == "csv") {
     v["label_column"] = d.label_column;
     json columns = ColumnOptionsToJson(d.columns);
@@ -857,6 +888,12 @@ json JobSpecToJsonValue(const engine::JobSpec& spec) {
     out["loss"] = NameOf(kRegressionLosses, spec.loss);
     if (spec.loss == engine::RegressionLoss::kHuber)
       out["huber_delta"] = FloatValue(spec.huber_delta);
+  }
+  if (spec.class_weights.balanced) out["class_weights"] = "balanced";
+  if (!spec.class_weights.by_name.empty()) {
+    json weights = json::object();
+    for (const auto& [name, w] : spec.class_weights.by_name) weights[name] = FloatValue(w);
+    out["class_weights"] = std::move(weights);
   }
   if (spec.categorical != engine::CategoricalOptions{}) {
     out["categorical"] = {{"one_hot_max_levels", spec.categorical.one_hot_max_levels},

@@ -247,8 +247,8 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
   EXPECT_EQ(e.field, "hooks.checkpoint.every_step");
   e = MustFail(Spec(R"("batchsize": 7)"),
                "batchsize: unknown field; known: name, task, loss, huber_delta, dataset, model, "
-               "precision, optimizer, label_smoothing, categorical, augmentation, batch_size, "
-               "max_steps, num_epochs, seed, hooks, distributed, resources, priority");
+               "precision, optimizer, label_smoothing, class_weights, categorical, augmentation, "
+               "batch_size, max_steps, num_epochs, seed, hooks, distributed, resources, priority");
   EXPECT_EQ(e.field, "batchsize");
   e = MustFail(Spec(R"("hooks": {"tensorboard": true})"),
                "hooks.tensorboard: unknown field; known: checkpoint, summary, step_counter, "
@@ -256,8 +256,8 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
   // A key that is not an identifier is named in the message; the path stays splittable.
   e = MustFail(Spec(R"("dataset": {"a: b": 1})"),
                "dataset: unknown field 'a: b'; known: name, format, sha256, label_column, "
-               "test_file, test_fraction, split_seed, normalize, columns, validation_size, "
-               "max_train_examples, max_test_examples");
+               "weight_column, test_file, test_fraction, split_seed, normalize, columns, "
+               "validation_size, max_train_examples, max_test_examples");
   EXPECT_EQ(e.field, "dataset");
   // A field of another optimizer type is not silently ignored.
   e = MustFail(Spec(R"("optimizer": {"type": "adam", "momentum": 0.9})"),

@@ -77,6 +77,39 @@ TEST(TaskJsonTest, BadTasksAndLossesNameTheField) {
             "hooks.early_stopping.monitor");  // a classifier has no r2
 }
 
+TEST(TaskJsonTest, ClassWeightsAndAWeightColumnReadAndWriteBack) {
+  FieldError error;
+  auto balanced = ParseJobSpec(
+      Spec({{"class_weights", "balanced"}, {"dataset", {{"name", "t"}, {"weight_column", "w"}}}}),
+      &error);
+  ASSERT_TRUE(balanced.ok()) << balanced.status().ToString();
+  EXPECT_TRUE(balanced->class_weights.balanced);
+  EXPECT_EQ(balanced->dataset.weight_column, "w");
+  json out = json::parse(JobSpecToJson(*balanced));
+  EXPECT_EQ(out["class_weights"], "balanced");
+  EXPECT_EQ(out["dataset"]["weight_column"], "w");
+  auto named = ParseJobSpec(Spec({{"class_weights", {{"yes", 3.5}, {"no", 0.5}}}}), &error);
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+  out = json::parse(JobSpecToJson(*named));
+  EXPECT_EQ(out["class_weights"], json({{"no", 0.5}, {"yes", 3.5}}));
+  auto again = ParseJobSpec(out.dump(), &error);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->class_weights, named->class_weights);
+  // Neither: none written.
+  auto none = ParseJobSpec(Spec(json::object()), &error);
+  EXPECT_FALSE(json::parse(JobSpecToJson(*none)).contains("class_weights"));
+  const auto field = [](const json& extra) {
+    FieldError e;
+    EXPECT_FALSE(ParseJobSpec(Spec(extra), &e).ok()) << extra.dump();
+    return e.field;
+  };
+  EXPECT_EQ(field({{"class_weights", "even"}}), "class_weights");
+  EXPECT_EQ(field({{"class_weights", json::object()}}), "class_weights");
+  EXPECT_EQ(field({{"class_weights", {{"yes", "x"}}}}), "class_weights.yes");
+  EXPECT_EQ(field({{"class_weights", {{"yes", -2}}}}), "class_weights.yes");
+  EXPECT_EQ(field({{"task", "regression"}, {"class_weights", "balanced"}}), "class_weights");
+}
+
 eng::ModelInput RegressionInput() {
   eng::ModelInput in;
   in.example_shape = eng::Shape{2};

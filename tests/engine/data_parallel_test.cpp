@@ -402,6 +402,28 @@ TEST(DataParallelTest, RegressionIsBitIdenticalToOneProcess) {
   }
 }
 
+// Class weights (balanced) and sample weights scale each row's loss and gradient before the exact
+// sums: 2 and 3 ranks are one process, bit for bit.
+TEST(DataParallelTest, ClassAndSampleWeightsAreBitIdenticalToOneProcess) {
+  Datasets table = RandomDatasets(Shape{64}, 5, 6);
+  Rng rng(6);
+  for (Split* s : {&table.train, &table.test}) {
+    for (int64_t r = 0; r < s->size(); ++r) s->weights.push_back(float(rng.UniformInt(4)) / 2);
+  }
+  JobSpec spec = GatheredDenseJob(6);
+  spec.model_preset = "mlp";
+  spec.model = *PresetModel("mlp");
+  spec.class_weights.balanced = true;
+  ScopedDir d1("dpw1");
+  const Outcome one = RunOnRanks(spec, 1, d1.path(), -1, 1, Clock::kReal, &table);
+  ASSERT_EQ(one.global_step, 6) << one.reason;
+  for (int ranks : {2, 3}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    ScopedDir dn("dpwn" + std::to_string(ranks));
+    ExpectIdentical(one, RunOnRanks(spec, ranks, dn.path(), -1, 1, Clock::kReal, &table));
+  }
+}
+
 // A model graph with batch normalization: a residual block (conv, batch_norm, relu; conv,
 // batch_norm; add), pooling and a dense head. Batch norm's statistics are those of the global
 // batch, summed exactly over the blocks and ranks, so the losses, the weights and the moving

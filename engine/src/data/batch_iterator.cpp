@@ -55,7 +55,8 @@ void BatchIterator::Next(Tensor& images, std::vector<int32_t>& labels) {
 }
 
 void BatchIterator::Next(Tensor& images, std::vector<int32_t>& labels, int64_t slice_begin,
-                         int64_t slice_count, std::vector<float>* targets) {
+                         int64_t slice_count, std::vector<float>* targets,
+                         std::vector<float>* weights) {
   assert(slice_begin >= 0 && slice_count >= 0 && slice_begin + slice_count <= batch_size_);
   const int64_t n = split_->size();
   const Shape example = split_->example_shape();
@@ -63,11 +64,14 @@ void BatchIterator::Next(Tensor& images, std::vector<int32_t>& labels, int64_t s
   images.Resize(example.with_batch(slice_count));
   const bool has_labels = !split_->labels.empty();
   labels.resize(has_labels ? static_cast<size_t>(slice_count) : 0);
-  float* target = nullptr;
-  if (targets && !split_->targets.empty()) {
-    targets->resize(static_cast<size_t>(slice_count));
-    target = targets->data();
-  }
+  // Per-example floats the split has and the caller wants: resized, and where they go.
+  const auto wanted = [&](std::vector<float>* out, const std::vector<float>& in) -> float* {
+    if (!out) return nullptr;
+    out->resize(in.empty() ? 0 : static_cast<size_t>(slice_count));
+    return in.empty() ? nullptr : out->data();
+  };
+  float* target = wanted(targets, split_->targets);
+  float* weight = wanted(weights, split_->weights);
 
   const float* src = split_->images.data();
   float* dst = images.data();
@@ -102,6 +106,7 @@ void BatchIterator::Next(Tensor& images, std::vector<int32_t>& labels, int64_t s
             labels[static_cast<size_t>(to)] = split_->labels[static_cast<size_t>(example_index)];
           }
           if (target) target[to] = split_->targets[static_cast<size_t>(example_index)];
+          if (weight) weight[to] = split_->weights[static_cast<size_t>(example_index)];
         }
       });
     }
@@ -128,19 +133,22 @@ Status BatchIterator::Restore(const State& state) {
 }
 
 void CopyRange(const Split& split, int64_t begin, int64_t count, Tensor& images,
-               std::vector<int32_t>& labels, std::vector<float>* targets) {
+               std::vector<int32_t>& labels, std::vector<float>* targets,
+               std::vector<float>* weights) {
   assert(begin >= 0 && count >= 0 && begin + count <= split.size());
   const Shape example = split.example_shape();
   const int64_t per_example = example.num_elements();
   images.Resize(example.with_batch(count));
   labels.resize(split.labels.empty() ? 0 : static_cast<size_t>(count));
-  if (targets) targets->resize(split.targets.empty() ? 0 : static_cast<size_t>(count));
+  for (auto [out, in] : {std::pair{targets, &split.targets}, std::pair{weights, &split.weights}}) {
+    if (out) out->resize(in->empty() ? 0 : static_cast<size_t>(count));
+  }
   if (count == 0) return;
   std::memcpy(images.data(), split.images.data() + begin * per_example,
               static_cast<size_t>(count * per_example) * sizeof(float));
   if (!split.labels.empty()) std::copy_n(split.labels.begin() + begin, count, labels.begin());
-  if (targets && !split.targets.empty()) {
-    std::copy_n(split.targets.begin() + begin, count, targets->begin());
+  for (auto [out, in] : {std::pair{targets, &split.targets}, std::pair{weights, &split.weights}}) {
+    if (out && !in->empty()) std::copy_n(in->begin() + begin, count, out->begin());
   }
 }
 

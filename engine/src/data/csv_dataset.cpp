@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "data/csv_columns.h"
@@ -23,8 +24,27 @@ using Opener = std::function<Result<std::unique_ptr<ByteSource>>()>;
 // The columns of a table, as its header row names them.
 struct Layout {
   std::vector<std::string> columns;
-  size_t label = 0;  // the label column's index
+  size_t label = 0;              // the label column's index
+  std::optional<size_t> weight;  // the sample weight column's (DatasetSource::weight_column)
 };
+
+// A row's sample weight: a finite number >= 0 (spaces around it are not part of it).
+Status ReadWeight(const CsvReader& r, const Layout& layout, float* weight) {
+  std::string_view text = TrimCell(r.field(*layout.weight));
+  if (text.size() > 1 && text[0] == '+' && text[1] != '-') text.remove_prefix(1);
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v < 0 ||
+      v > std::numeric_limits<float>::max()) {
+    return Status::InvalidArgument(r.name() + ": line " + std::to_string(r.line()) + ": column " +
+                                   CsvQuote(layout.columns[*layout.weight]) + ": " +
+                                   CsvQuote(r.field(*layout.weight)) +
+                                   " is not a sample weight (a finite number >= 0; "
+                                   "weight_column)");
+  }
+  *weight = static_cast<float>(v);
+  return Status::Ok();
+}
 
 std::string At(const CsvReader& r) {
   return r.name() + ": line " + std::to_string(r.line()) + ": ";
@@ -110,10 +130,27 @@ Status ScanFile(const Opener& open, const std::string& name, const DatasetSource
   TRAININGD_RETURN_IF_ERROR(ReadCsvHeader(r, source.label_column, layout));
   if (train) {
     TRAININGD_RETURN_IF_ERROR(CheckSameHeader(r, *train, *layout, train_name));
+    layout->weight = train->weight;
   } else {
-    TRAININGD_RETURN_IF_ERROR(
-        columns->Resolve(layout->columns, layout->label, source.columns, name));
+    // The weight column is no feature: left out as the user's ignored columns are.
+    TableColumnOptions options = source.columns;
+    if (!source.weight_column.empty()) {
+      const auto& names = layout->columns;
+      const auto it = std::find(names.begin(), names.end(), source.weight_column);
+      if (it == names.end() || it - names.begin() == static_cast<std::ptrdiff_t>(layout->label)) {
+        return Status::InvalidArgument(
+            "weight_column: " + name + (it == names.end() ? " has no column " : ": column ") +
+            CsvQuote(source.weight_column) + (it == names.end() ? "" : " is the label column"));
+      }
+      layout->weight = static_cast<size_t>(it - names.begin());
+      for (auto* list : {&options.categorical, &options.number, &options.ignore}) {
+        std::erase(*list, source.weight_column);
+      }
+      options.ignore.push_back(source.weight_column);
+    }
+    TRAININGD_RETURN_IF_ERROR(columns->Resolve(layout->columns, layout->label, options, name));
   }
+  float weight = 0;
   *rows = 0;
   for (;;) {
     bool end = false;
@@ -127,6 +164,7 @@ Status ScanFile(const Opener& open, const std::string& name, const DatasetSource
                                      " is a missing_values marker); every row needs one");
     }
     TRAININGD_RETURN_IF_ERROR(labels->Add(label, name, r.line(), layout->columns[layout->label]));
+    if (layout->weight) TRAININGD_RETURN_IF_ERROR(ReadWeight(r, *layout, &weight));
     for (size_t i = 0; i < layout->columns.size(); ++i) {
       if (i != layout->label) TRAININGD_RETURN_IF_ERROR(columns->Scan(i, r.field(i), r));
     }
@@ -139,10 +177,16 @@ Status ScanFile(const Opener& open, const std::string& name, const DatasetSource
 // Pass 2 over a file: every number feature parsed (missing: NaN), every categorical value
 // counted and given its provisional code (CsvColumns::ReadLevel), every label mapped, and each
 // row (its number features, then its categorical codes; its class id, -1 when the labels are not
-// classes; its target, 0 when they are not numbers) given to visit(values, id, target) in file
-// order. The file must still be what pass 1 saw.
-// Without `numbers` (a probe that wants the categorical levels alone), the number features are
-// not parsed: they stay NaN.
+// classes; its target, 0 when they are not numbers; its sample weight, 1 without a weight column)
+// given to visit(values, Label{id, target, weight}) in file order. The file must still be what pass
+// 1 saw. Without `numbers` (a probe that wants the categorical levels alone), the number features
+// are not parsed: they stay NaN. What a row says besides its features.
+struct RowLabel {
+  int32_t id = -1;
+  float target = 0;
+  float weight = 1;
+};
+
 template <typename Visit>
 Status ReadValues(const Opener& open, const std::string& name, const std::string& label_column,
                   const Layout& layout, CsvColumns& columns, const CsvLabels& labels, int64_t rows,
@@ -173,9 +217,11 @@ Status ReadValues(const Opener& open, const std::string& name, const std::string
       TRAININGD_RETURN_IF_ERROR(columns.ReadLevel(i, r.field(i), r, &values[features.size() + k]));
     }
     const std::string_view label = r.field(layout.label);
-    const int32_t id = labels.classes() ? labels.Id(label) : -1;
-    if (labels.classes() && id < 0) return ChangedWhileRead(name);
-    visit(values.data(), id, labels.numeric() ? CsvLabels::Number(label) : 0.0f);
+    RowLabel row{labels.classes() ? labels.Id(label) : -1,
+                 labels.numeric() ? CsvLabels::Number(label) : 0.0f, 1.0f};
+    if (labels.classes() && row.id < 0) return ChangedWhileRead(name);
+    if (layout.weight) TRAININGD_RETURN_IF_ERROR(ReadWeight(r, layout, &row.weight));
+    visit(values.data(), row);
   }
   if (seen != rows) return ChangedWhileRead(name);
   return Status::Ok();
@@ -200,19 +246,23 @@ class RowSelector {
   int64_t rows_, pick_;
 };
 
-// Copies one row into example `index` of `split`, with its class id and its target when the split
-// holds them.
-void Store(const float* values, int32_t id, float target, int64_t index, Split* split) {
+// Copies one row into example `index` of `split`, with its class id, target and weight where the
+// split holds them.
+void Store(const float* values, const RowLabel& row, int64_t index, Split* split) {
   const int64_t f = split->images.shape()[1];
+  const auto i = static_cast<size_t>(index);
   std::copy(values, values + f, split->images.data() + index * f);
-  if (!split->labels.empty()) split->labels[static_cast<size_t>(index)] = id;
-  if (!split->targets.empty()) split->targets[static_cast<size_t>(index)] = target;
+  if (!split->labels.empty()) split->labels[i] = row.id;
+  if (!split->targets.empty()) split->targets[i] = row.target;
+  if (!split->weights.empty()) split->weights[i] = row.weight;
 }
 
-void Allocate(int64_t examples, int64_t features, const CsvLabels& labels, Split* split) {
+void Allocate(int64_t examples, int64_t features, const CsvLabels& labels, bool weights,
+              Split* split) {
   split->images.Resize(Shape{examples, features});
   if (labels.classes()) split->labels.assign(static_cast<size_t>(examples), 0);
   if (labels.numeric()) split->targets.assign(static_cast<size_t>(examples), 0.0f);
+  if (weights) split->weights.assign(static_cast<size_t>(examples), 1.0f);
 }
 
 Status CheckOptions(const DatasetSource& source, const DatasetOptions& options, bool test_file) {
@@ -345,9 +395,10 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   if (!values && columns.categoricals().empty()) return Status::Ok();
 
   if (ds) {
-    Allocate(info->train_examples, features, labels, &ds->train);
-    Allocate(info->validation_examples, features, labels, &ds->validation);
-    Allocate(info->test_examples, features, labels, &ds->test);
+    const bool weights = layout.weight.has_value();
+    Allocate(info->train_examples, features, labels, weights, &ds->train);
+    Allocate(info->validation_examples, features, labels, weights, &ds->validation);
+    Allocate(info->test_examples, features, labels, weights, &ds->test);
   }
   // The train split's statistics of each feature's present values: its mean fills a missing
   // value (Impute::kMean), and with `standardize` the mean and deviation scale every value.
@@ -357,34 +408,36 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   // Per categorical feature, the provisional codes the rows of the train split hold: its levels.
   std::vector<std::vector<char>> kept(columns.categoricals().size());
   int64_t train_seen = 0, test_seen = 0;
-  const auto to_test = [&](const float* v, int32_t id, float target) {
-    if (ds && test_seen < info->test_examples) Store(v, id, target, test_seen, &ds->test);
+  double train_weight = 0;  // the train split's sample weights' sum
+  const auto to_test = [&](const float* v, const RowLabel& row) {
+    if (ds && test_seen < info->test_examples) Store(v, row, test_seen, &ds->test);
     ++test_seen;
   };
-  const auto to_train = [&](const float* v, int32_t id, float target) {
+  const auto to_train = [&](const float* v, const RowLabel& row) {
     const int64_t t = train_seen++;
     if (t < validation) {
-      if (ds) Store(v, id, target, t, &ds->validation);
+      if (ds) Store(v, row, t, &ds->validation);
       return;
     }
     stats.Add((t - validation) * numbers, v, numbers);
-    target_stats.Add(t - validation, &target, 1);
+    target_stats.Add(t - validation, &row.target, 1);
     if (t - validation >= info->train_examples) return;
+    train_weight += row.weight;
     for (size_t k = 0; k < kept.size(); ++k) {
       const auto code = static_cast<size_t>(v[numbers + static_cast<int64_t>(k)]);
       if (code >= kept[k].size()) kept[k].resize(code + 1, 0);
       kept[k][code] = 1;
     }
-    if (ds) Store(v, id, target, t - validation, &ds->train);
+    if (ds) Store(v, row, t - validation, &ds->train);
   };
   RowSelector selector(source.split_seed, file_rows, test ? 0 : test_rows);
   TRAININGD_RETURN_IF_ERROR(ReadValues(train, train_name, source.label_column, layout, columns,
                                        labels, file_rows, values,
-                                       [&](const float* v, int32_t id, float target) {
+                                       [&](const float* v, const RowLabel& row) {
                                          if (selector.Next()) {
-                                           to_test(v, id, target);
+                                           to_test(v, row);
                                          } else {
-                                           to_train(v, id, target);
+                                           to_train(v, row);
                                          }
                                        }));
   if (test) {
@@ -394,6 +447,11 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   if (values) {
     info->columns = columns.Summaries();
     labels.Summarize(&info->columns[layout.label]);
+  }
+  if (values && layout.weight && !(train_weight > 0)) {
+    return Status::InvalidArgument("weight_column: every sample weight of the train split (" +
+                                   std::to_string(info->train_examples) + " rows of " + train_name +
+                                   ") is 0");
   }
   std::vector<std::vector<float>> final_code;
   // Raw, every value of a column is a level, so that each code gives back its value.

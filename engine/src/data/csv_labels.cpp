@@ -28,6 +28,7 @@ bool ParseInteger(std::string_view s, int64_t* value) {
 
 // A finite number within float32's range (std::from_chars' syntax; no "nan" or "inf").
 bool ParseNumber(std::string_view s, float* value) {
+  if (s.size() > 1 && s[0] == '+' && s[1] != '-') s.remove_prefix(1);  // "+2", as features
   double v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) ||

@@ -234,6 +234,12 @@ Result<DatasetSource> JobDatasetSource(const DatasetSpec& dataset, const std::st
   if (dataset.test_file) source.test_path = dir + UploadedDatasetFile(dataset.sha256, "csv", true);
   source.label_column = dataset.label_column;
   source.label_use = label_use;
+  source.weight_column = dataset.weight_column;
+  if (!dataset.weight_column.empty() && dataset.format != "csv") {
+    return Status::InvalidArgument(
+        "dataset.weight_column: only a CSV table has columns; dataset '" + dataset.name + "' is " +
+        dataset.format);
+  }
   source.test_fraction = dataset.test_fraction;
   source.split_seed = dataset.split_seed;
   source.standardize = dataset.normalize == "standard";
@@ -312,6 +318,12 @@ Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::strin
   }
   // What is wrong with the label column (a regression target that is not a number; labels that
   // cannot be classes) is the label column's fault, and the other task may read it.
+  if (m.rfind("weight_column: ", 0) == 0 ||
+      (!dataset.weight_column.empty() &&
+       m.find(": column '" + dataset.weight_column + "': ") != std::string::npos)) {
+    return Status::InvalidArgument("dataset.weight_column: dataset '" + dataset.name +
+                                   "': " + (m.rfind("weight_column: ", 0) == 0 ? m.substr(15) : m));
+  }
   if (dataset.format == "csv" &&
       m.find(": column '" + dataset.label_column + "': ") != std::string::npos) {
     const bool classes = task == Task::kClassification;
@@ -365,6 +377,9 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   config.augmentation = spec.augmentation;
   config.regression_loss = spec.loss;
   config.huber_delta = spec.huber_delta;
+  auto class_weights = ResolveClassWeights(spec, *datasets);
+  if (!class_weights.ok()) return class_weights.status();
+  config.class_weights = *std::move(class_weights);
   const std::shared_ptr<Communicator>& comm = options.communicator;
   const bool distributed = comm && comm->size() > 1;
   if (distributed) {

@@ -401,7 +401,18 @@ Status ValidateJobSpec(const JobSpec& spec) {
     return Bad("label_smoothing",
                "must be in [0, 1), got " + internal::FloatToString(spec.label_smoothing));
   }
+  for (const auto& [name, weight] : spec.class_weights.by_name) {
+    if (!(weight >= 0.0f) || !std::isfinite(weight)) {
+      return Bad("class_weights." + name,
+                 "must be a finite number >= 0, got " + internal::FloatToString(weight));
+    }
+  }
   if (spec.task == Task::kRegression) {
+    if (!spec.class_weights.empty()) {
+      return Bad("class_weights",
+                 "weigh a classifier's classes: a regression job has none "
+                 "(a sample weight column weighs its rows: dataset.weight_column)");
+    }
     if (spec.label_smoothing != 0.0f) {
       return Bad("label_smoothing", "smooths class labels: a regression job has none");
     }
@@ -475,6 +486,53 @@ Status FitModelToData(JobSpec* spec, const Shape& example_shape, int64_t num_cla
   }
   layers.insert(layers.begin(), std::move(encoding));
   return Status::Ok();
+}
+
+namespace {
+std::string ClassName(const std::vector<std::string>& class_names, int c) {
+  return c < static_cast<int>(class_names.size()) ? class_names[static_cast<size_t>(c)]
+                                                  : std::to_string(c);
+}
+}  // namespace
+
+Status CheckClassWeights(const JobSpec& spec, const std::vector<std::string>& class_names,
+                         int num_classes) {
+  for (const auto& [name, weight] : spec.class_weights.by_name) {
+    bool found = false;
+    for (int c = 0; c < num_classes && !found; ++c) found = ClassName(class_names, c) == name;
+    if (!found) {
+      std::string known;
+      for (int c = 0; c < num_classes && c < 20; ++c) {
+        known += (c ? ", " : "") + Quote(ClassName(class_names, c));
+      }
+      if (num_classes > 20) known += ", ...";
+      return Bad("class_weights." + name,
+                 "the dataset has no class " + Quote(name) + "; its classes are " + known);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<float>> ResolveClassWeights(const JobSpec& spec, const Datasets& data) {
+  if (spec.class_weights.empty()) return std::vector<float>{};
+  TRAININGD_RETURN_IF_ERROR(CheckClassWeights(spec, data.class_names, data.num_classes));
+  std::vector<float> weights(static_cast<size_t>(data.num_classes), 1.0f);
+  if (spec.class_weights.balanced) {
+    std::vector<int64_t> count(weights.size(), 0);
+    for (int32_t y : data.train.labels) ++count[static_cast<size_t>(y)];
+    const double n = static_cast<double>(data.train.labels.size());
+    for (size_t c = 0; c < weights.size(); ++c) {
+      weights[c] = count[c]
+                       ? static_cast<float>(n / (static_cast<double>(weights.size()) * count[c]))
+                       : 0.0f;
+    }
+  }
+  for (const auto& [name, weight] : spec.class_weights.by_name) {
+    for (int c = 0; c < data.num_classes; ++c) {
+      if (ClassName(data.class_names, c) == name) weights[static_cast<size_t>(c)] = weight;
+    }
+  }
+  return weights;
 }
 
 Status CheckDistributable(const JobSpec& spec, int workers) {

@@ -6,7 +6,8 @@
 namespace trainingd::engine {
 
 LossAndAccuracy SoftmaxCrossEntropy(const Tensor& logits, std::span<const int32_t> labels,
-                                    Tensor* dlogits, int64_t normalizer, float label_smoothing) {
+                                    Tensor* dlogits, int64_t normalizer, float label_smoothing,
+                                    std::span<const float> weights) {
   const int64_t batch = logits.shape()[0];
   const double denominator = static_cast<double>(normalizer > 0 ? normalizer : batch);
   const int64_t classes = batch ? logits.size() / batch : 0;
@@ -19,10 +20,13 @@ LossAndAccuracy SoftmaxCrossEntropy(const Tensor& logits, std::span<const int32_
   const double on = 1.0 - static_cast<double>(label_smoothing);
   const float off_grad = static_cast<float>(off / denominator);
   const float on_grad = static_cast<float>(on / denominator);
+  assert(weights.empty() || static_cast<int64_t>(weights.size()) == batch);
   LossAndAccuracy r;
   double total = 0;
   for (int64_t i = 0; i < batch; ++i) {
     const float* z = logits.data() + i * classes;
+    const float w = weights.empty() ? 1.0f : weights[static_cast<size_t>(i)];
+    r.weight_sum += w;
     int64_t arg = 0;
     for (int64_t c = 1; c < classes; ++c) {
       if (z[c] > z[arg]) arg = c;
@@ -38,23 +42,36 @@ LossAndAccuracy SoftmaxCrossEntropy(const Tensor& logits, std::span<const int32_
       sum += e;
     }
     const int32_t y = labels[static_cast<size_t>(i)];
-    if (arg == y) ++r.correct;
+    if (arg == y) {
+      ++r.correct;
+      r.weighted_correct += w;
+    }
+    double row_loss = 0;
     if (!smoothing) {
-      total += std::log(sum) - static_cast<double>(z[y] - zmax);
+      row_loss = std::log(sum) - static_cast<double>(z[y] - zmax);
       if (d) {
         const float inv = static_cast<float>(1.0 / (sum * denominator));
         for (int64_t c = 0; c < classes; ++c) d[c] *= inv;
         d[y] -= static_cast<float>(1.0 / denominator);
       }
+    } else {
+      double shifted_sum = 0;
+      for (int64_t c = 0; c < classes; ++c) shifted_sum += static_cast<double>(z[c] - zmax);
+      row_loss = std::log(sum) - on * static_cast<double>(z[y] - zmax) - off * shifted_sum;
+      if (d) {
+        const float inv = static_cast<float>(1.0 / (sum * denominator));
+        for (int64_t c = 0; c < classes; ++c) d[c] = d[c] * inv - off_grad;
+        d[y] -= on_grad;
+      }
+    }
+    // Without weights, exactly the unweighted arithmetic (w = 1 multiplies nothing).
+    if (weights.empty()) {
+      total += row_loss;
       continue;
     }
-    double shifted_sum = 0;
-    for (int64_t c = 0; c < classes; ++c) shifted_sum += static_cast<double>(z[c] - zmax);
-    total += std::log(sum) - on * static_cast<double>(z[y] - zmax) - off * shifted_sum;
+    total += static_cast<double>(w) * row_loss;
     if (d) {
-      const float inv = static_cast<float>(1.0 / (sum * denominator));
-      for (int64_t c = 0; c < classes; ++c) d[c] = d[c] * inv - off_grad;
-      d[y] -= on_grad;
+      for (int64_t c = 0; c < classes; ++c) d[c] *= w;
     }
   }
   r.loss_sum = total;
@@ -86,7 +103,8 @@ std::optional<RegressionLoss> RegressionLossNamed(std::string_view name) {
 
 RegressionSums RegressionLossOf(const Tensor& outputs, std::span<const float> targets,
                                 RegressionLoss loss, float huber_delta, TargetScale scale,
-                                Tensor* doutputs, int64_t normalizer) {
+                                Tensor* doutputs, int64_t normalizer,
+                                std::span<const float> weights) {
   const int64_t batch = outputs.shape()[0];
   assert(outputs.size() == batch && static_cast<int64_t>(targets.size()) == batch);
   const double denominator = static_cast<double>(normalizer > 0 ? normalizer : batch);
@@ -94,38 +112,44 @@ RegressionSums RegressionLossOf(const Tensor& outputs, std::span<const float> ta
   if (doutputs) doutputs->Resize(outputs.shape());
   RegressionSums s;
   for (int64_t i = 0; i < batch; ++i) {
+    const double w = weights.empty() ? 1.0 : weights[static_cast<size_t>(i)];
     const float o = outputs.data()[i];
     const float y = targets[static_cast<size_t>(i)];
     const float z = (y - scale.mean) / scale.std;
     const float r = o - z;
     const float a = std::abs(r);
     float grad = 0;
+    double row_loss = 0;
     switch (loss) {
       case RegressionLoss::kMse:
-        s.loss_sum += static_cast<double>(r) * r;
+        row_loss = static_cast<double>(r) * r;
         grad = 2 * r;
         break;
       case RegressionLoss::kMae:
-        s.loss_sum += a;
+        row_loss = a;
         grad = r > 0 ? 1.0f : r < 0 ? -1.0f : 0.0f;
         break;
       case RegressionLoss::kHuber:
         if (a <= huber_delta) {
-          s.loss_sum += 0.5 * r * r;
+          row_loss = 0.5 * r * r;
           grad = r;
         } else {
-          s.loss_sum += static_cast<double>(huber_delta) * (a - 0.5 * huber_delta);
+          row_loss = static_cast<double>(huber_delta) * (a - 0.5 * huber_delta);
           grad = r > 0 ? huber_delta : -huber_delta;
         }
         break;
     }
-    if (doutputs) doutputs->data()[i] = grad * inv;
+    s.loss_sum += w * row_loss;
+    if (doutputs) {
+      doutputs->data()[i] = weights.empty() ? grad * inv : grad * inv * static_cast<float>(w);
+    }
     const double e = static_cast<double>(scale.Unscale(o)) - y;
     const double d = static_cast<double>(y) - scale.mean;
-    s.squared_error_sum += e * e;
-    s.abs_error_sum += std::abs(e);
-    s.target_sum += d;
-    s.target_squared_sum += d * d;
+    s.weight_sum += w;
+    s.squared_error_sum += w * e * e;
+    s.abs_error_sum += w * std::abs(e);
+    s.target_sum += w * d;
+    s.target_squared_sum += w * d * d;
   }
   return s;
 }

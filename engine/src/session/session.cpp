@@ -97,7 +97,8 @@ Result<std::unique_ptr<Session>> Session::Create(const SessionConfig& config,
        .task = s->datasets_->task,
        .regression_loss = config.regression_loss,
        .huber_delta = config.huber_delta,
-       .target_scale = {s->datasets_->target_mean, s->datasets_->target_std}});
+       .target_scale = {s->datasets_->target_mean, s->datasets_->target_std},
+       .class_weights = config.class_weights});
   if (!trainer.ok()) return trainer.status();
   s->trainer_ = std::move(trainer).value();
   return s;

@@ -24,13 +24,14 @@ void CopySlice(const std::vector<T>& from, Shard shard, std::vector<T>& to) {
   }
 }
 void CopyRows(const Batch& batch, Shard shard, Tensor& out, std::vector<int32_t>& out_labels,
-              std::vector<float>& out_targets) {
+              std::vector<float>& out_targets, std::vector<float>& out_weights) {
   const Tensor& images = batch.images;
   const int64_t per_example = images.shape()[0] ? images.size() / images.shape()[0] : 0;
   out.Resize(images.shape().drop_front().with_batch(shard.count));
   std::copy_n(images.data() + shard.begin * per_example, shard.count * per_example, out.data());
   CopySlice(batch.labels, shard, out_labels);
   CopySlice(batch.targets, shard, out_targets);
+  CopySlice(batch.weights, shard, out_weights);
 }
 std::span<float> AllOf(Tensor& t) { return {t.data(), static_cast<size_t>(t.size())}; }
 // The bounds of `n` parts of a buffer that holds parameters one after the other, the j-th from
@@ -92,6 +93,18 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
   t->regression_loss_ = options.regression_loss;
   t->huber_delta_ = options.huber_delta;
   t->target_scale_ = options.target_scale;
+  if (!options.class_weights.empty()) {
+    if (options.task != Task::kClassification ||
+        static_cast<int>(options.class_weights.size()) != num_classes) {
+      return Status::InvalidArgument("class_weights: one per class of a classification job");
+    }
+    for (float w : options.class_weights) {
+      if (!(w >= 0) || !std::isfinite(w)) {
+        return Status::InvalidArgument("class_weights: each must be a finite number >= 0");
+      }
+    }
+  }
+  t->class_weights_ = options.class_weights;
   if (options.task == Task::kRegression && train.targets.empty()) {
     return Status::InvalidArgument("task: regression needs a split of targets (numbers)");
   }
@@ -156,6 +169,7 @@ StepResult Trainer::Step(const StepOptions& options) {
   const Tensor* images = &images_;
   const std::vector<int32_t>* labels = &labels_;
   const std::vector<float>* targets = &targets_;
+  const std::vector<float>* sample_weights = &sample_weights_;
   const int64_t global_batch = options.batch ? options.batch->images.shape()[0] : batch_size_;
   GradientBlocks blocks = GradientBlocks::ForRank(
       global_batch, reduction_blocks_, comm_ ? comm_->rank() : 0, comm_ ? comm_->size() : 1, comm_);
@@ -163,14 +177,15 @@ StepResult Trainer::Step(const StepOptions& options) {
   if (options.batch) {
     if (comm_) {
       // A fed batch is every rank's: each trains on its blocks of it.
-      CopyRows(*options.batch, shard, images_, labels_, targets_);
+      CopyRows(*options.batch, shard, images_, labels_, targets_, sample_weights_);
     } else {
       images = &options.batch->images;
       labels = &options.batch->labels;
       targets = &options.batch->targets;
+      sample_weights = &options.batch->weights;
     }
   } else {
-    input_->Next(images_, labels_, shard.begin, shard.count, &targets_);
+    input_->Next(images_, labels_, shard.begin, shard.count, &targets_, &sample_weights_);
   }
   if (profiling_) times_.input_seconds += Since(t0);
   if (trace) trace->Add("input", "input", t0);
@@ -181,13 +196,14 @@ StepResult Trainer::Step(const StepOptions& options) {
   const Tensor& logits = model_->Forward(*images, Mode::kTrain);
   if (timed) t0 = Clock::now();
   LossAndAccuracy la;
+  const std::span<const float> weights = RowWeights(*labels, *sample_weights);
   if (task_ == Task::kRegression) {
     la.loss_sum = RegressionLossOf(logits, *targets, regression_loss_, huber_delta_, target_scale_,
-                                   &dlogits_, global_batch)
+                                   &dlogits_, global_batch, weights)
                       .loss_sum;
     la.loss = shard.count ? la.loss_sum / static_cast<double>(shard.count) : 0;
   } else {
-    la = SoftmaxCrossEntropy(logits, *labels, &dlogits_, global_batch, label_smoothing_);
+    la = SoftmaxCrossEntropy(logits, *labels, &dlogits_, global_batch, label_smoothing_, weights);
   }
   if (profiling_) times_.loss_seconds += Since(t0);
   if (trace) {
@@ -267,6 +283,17 @@ StepResult Trainer::Step(const StepOptions& options) {
   r.loss = la.loss;
   r.accuracy = la.accuracy;
   return r;
+}
+
+std::span<const float> Trainer::RowWeights(const std::vector<int32_t>& labels,
+                                           const std::vector<float>& sample_weights) {
+  if (class_weights_.empty()) return sample_weights;  // empty without a weight column
+  weights_.resize(labels.size());
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const float c = class_weights_[static_cast<size_t>(labels[i])];
+    weights_[i] = sample_weights.empty() ? c : c * sample_weights[i];
+  }
+  return weights_;
 }
 
 // The large dense layers' kernels (most of a model's parameters) are not reduced at all: their
@@ -360,6 +387,19 @@ Status Trainer::CheckBatch(const Batch& batch) const {
                                    std::to_string(comm_->size()) +
                                    " workers; each needs at least one");
   }
+  if (!batch.weights.empty()) {
+    if (static_cast<int64_t>(batch.weights.size()) != got[0]) {
+      return Status::InvalidArgument("batch.weights: expected " + std::to_string(got[0]) +
+                                     " weights (one per example), got " +
+                                     std::to_string(batch.weights.size()));
+    }
+    for (size_t i = 0; i < batch.weights.size(); ++i) {
+      if (!(batch.weights[i] >= 0) || !std::isfinite(batch.weights[i])) {
+        return Status::InvalidArgument("batch.weights[" + std::to_string(i) +
+                                       "]: not a finite number >= 0");
+      }
+    }
+  }
   if (task_ == Task::kRegression) {
     if (got[0] < 1 || static_cast<int64_t>(batch.targets.size()) != got[0]) {
       return Status::InvalidArgument("batch.targets: expected " + std::to_string(got[0]) +
@@ -393,44 +433,55 @@ Result<LossAndAccuracy> Trainer::Evaluate(const Split& split, int64_t batch_size
   const Shard shard =
       comm_ ? ShardOf(split.size(), comm_->rank(), comm_->size()) : Shard{0, split.size()};
   const bool regression = task_ == Task::kRegression;
-  // Classification: loss, correct. Regression: RegressionSums' five.
-  double sums[5] = {0, 0, 0, 0, 0};
+  // The sample weights' sum, then classification's loss, correct (weighted) and count of
+  // correct, or regression's RegressionSums. Evaluations weigh rows by their sample weights only
+  // (a class weight is a training device, not the data's).
+  double sums[6] = {0, 0, 0, 0, 0, 0};
   for (int64_t begin = 0; begin < shard.count; begin += batch_size) {
     const int64_t n = std::min(batch_size, shard.count - begin);
-    CopyRange(split, shard.begin + begin, n, eval_images_, eval_labels_, &eval_targets_);
+    CopyRange(split, shard.begin + begin, n, eval_images_, eval_labels_, &eval_targets_,
+              &eval_weights_);
     const Tensor& logits = model_->Forward(eval_images_, Mode::kEval);
     if (regression) {
-      const RegressionSums r = RegressionLossOf(logits, eval_targets_, regression_loss_,
-                                                huber_delta_, target_scale_, nullptr);
-      sums[0] += r.loss_sum;
-      sums[1] += r.squared_error_sum;
-      sums[2] += r.abs_error_sum;
-      sums[3] += r.target_sum;
-      sums[4] += r.target_squared_sum;
+      const RegressionSums r =
+          RegressionLossOf(logits, eval_targets_, regression_loss_, huber_delta_, target_scale_,
+                           nullptr, 0, eval_weights_);
+      sums[0] += r.weight_sum;
+      sums[1] += r.loss_sum;
+      sums[2] += r.squared_error_sum;
+      sums[3] += r.abs_error_sum;
+      sums[4] += r.target_sum;
+      sums[5] += r.target_squared_sum;
     } else {
-      const LossAndAccuracy la = SoftmaxCrossEntropy(logits, eval_labels_, nullptr);
-      sums[0] += la.loss_sum;
-      sums[1] += static_cast<double>(la.correct);
+      const LossAndAccuracy la =
+          SoftmaxCrossEntropy(logits, eval_labels_, nullptr, 0, 0.0f, eval_weights_);
+      sums[0] += la.weight_sum;
+      sums[1] += la.loss_sum;
+      sums[2] += la.weighted_correct;
+      sums[3] += static_cast<double>(la.correct);
     }
   }
   if (comm_) {
-    TRAININGD_RETURN_IF_ERROR(comm_->AllreduceSum(std::span<double>(sums, regression ? 5 : 2)));
+    TRAININGD_RETURN_IF_ERROR(comm_->AllreduceSum(std::span<double>(sums, regression ? 6 : 4)));
   }
   LossAndAccuracy total;
-  total.loss_sum = sums[0];
-  if (split.size() == 0) return total;
-  const auto n = static_cast<double>(split.size());
-  total.loss = sums[0] / n;
+  total.loss_sum = sums[1];
+  total.weight_sum = sums[0];
+  if (split.size() == 0 || !(sums[0] > 0)) return total;
+  const double n = sums[0];
+  total.loss = sums[1] / n;
   if (!regression) {
-    total.correct = static_cast<int64_t>(sums[1]);
-    total.accuracy = sums[1] / n;
+    total.weighted_correct = sums[2];
+    total.correct = static_cast<int64_t>(sums[3]);
+    total.accuracy = sums[2] / n;
     return total;
   }
-  total.rmse = std::sqrt(sums[1] / n);
-  total.mae = sums[2] / n;
-  // SST about the split's mean, from the sums of d = y - m: sum d^2 - (sum d)^2 / n.
-  const double sst = std::max(0.0, sums[4] - sums[3] * sums[3] / n);
-  total.r2 = sst > 0 ? 1 - sums[1] / sst : (sums[1] == 0 ? 1.0 : 0.0);
+  total.rmse = std::sqrt(sums[2] / n);
+  total.mae = sums[3] / n;
+  // SST about the split's (weighted) mean, from the sums of d = y - m: sum w d^2 - (sum w d)^2 /
+  // sum w.
+  const double sst = std::max(0.0, sums[5] - sums[4] * sums[4] / n);
+  total.r2 = sst > 0 ? 1 - sums[2] / sst : (sums[2] == 0 ? 1.0 : 0.0);
   return total;
 }
 

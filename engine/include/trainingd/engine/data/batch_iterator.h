@@ -48,9 +48,10 @@ class BatchIterator {
   // The same step through the sequence, but only examples [slice_begin, slice_begin +
   // slice_count) of the batch are copied (one rank's share of a data-parallel global batch):
   // every rank advances through the same global order and takes its own slice of it.
-  // A regression split's targets go to `targets` (resized to slice_count) when it is not null.
+  // A regression split's targets go to `targets`, a split's sample weights to `weights` (each
+  // resized to slice_count) when it is not null.
   void Next(Tensor& images, std::vector<int32_t>& labels, int64_t slice_begin, int64_t slice_count,
-            std::vector<float>* targets = nullptr);
+            std::vector<float>* targets = nullptr, std::vector<float>* weights = nullptr);
 
   // Every example Next() copies from now on goes through `augmenter` (training only).
   void set_augmenter(Augmenter augmenter) { augmenter_ = std::move(augmenter); }
@@ -84,9 +85,11 @@ class BatchIterator {
 
 // Copies examples [begin, begin + count) of `split`, in order, into `images` (resized to
 // [count, H, W, 1]) and `labels` (resized to count), and a regression split's targets into
-// `targets` when it is not null; for evaluation passes over a whole split, whose last batch may be
-// short. Requires 0 <= begin, 0 <= count and begin + count <= split.size().
+// `targets` and its sample weights into `weights` when they are not null; for evaluation passes
+// over a whole split, whose last batch may be short. Requires 0 <= begin, 0 <= count and begin +
+// count <= split.size().
 void CopyRange(const Split& split, int64_t begin, int64_t count, Tensor& images,
-               std::vector<int32_t>& labels, std::vector<float>* targets = nullptr);
+               std::vector<int32_t>& labels, std::vector<float>* targets = nullptr,
+               std::vector<float>* weights = nullptr);
 
 }  // namespace trainingd::engine

@@ -57,6 +57,8 @@ struct Split {
   std::vector<int32_t> labels;  // classification: N class ids in [0, num_classes); else empty
   // Regression: N targets as in the file (float32, finite); empty for classification.
   std::vector<float> targets;
+  // N sample weights (a CSV's weight column: finite, >= 0); empty = every example weighs 1.
+  std::vector<float> weights;
 
   int64_t size() const {
     return static_cast<int64_t>(targets.empty() ? labels.size() : targets.size());
@@ -102,10 +104,13 @@ struct DatasetSource {
   std::string test_path;                    // CSV only
   std::string label_column = "label";       // CSV only
   LabelUse label_use = LabelUse::kClasses;  // CSV only
-  double test_fraction = 0.2;               // CSV without a test file: in (0, 1)
-  uint64_t split_seed = 0;                  // CSV without a test file
-  bool standardize = false;                 // tables ([F] examples) only: Preprocessing::kStandard
-  TableColumnOptions columns;               // CSV only: the columns' types and missing values
+  // CSV only: a number column read as each row's sample weight (finite, >= 0), not a feature;
+  // empty = none.
+  std::string weight_column;
+  double test_fraction = 0.2;  // CSV without a test file: in (0, 1)
+  uint64_t split_seed = 0;     // CSV without a test file
+  bool standardize = false;    // tables ([F] examples) only: Preprocessing::kStandard
+  TableColumnOptions columns;  // CSV only: the columns' types and missing values
 };
 const char* DatasetFormatName(DatasetSource::Format f);  // "idx", "npz", "csv"
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trainingd/engine/base/status.h"
@@ -33,9 +34,12 @@ struct DatasetSpec {
   std::string format = "idx";          // "idx" (a directory under the data root), "npz" or "csv"
   std::string sha256;                  // npz, csv: the digest of the uploaded file(s); required
   std::string label_column = "label";  // csv
-  bool test_file = false;              // csv: uploaded with a test file
-  double test_fraction = 0.2;          // csv without a test file
-  uint64_t split_seed = 0;             // csv without a test file
+  // csv: a number column read as each row's sample weight, not a feature (the job's choice, not
+  // the upload's; docs/job-spec.md#weights). Empty = every row weighs 1.
+  std::string weight_column;
+  bool test_file = false;      // csv: uploaded with a test file
+  double test_fraction = 0.2;  // csv without a test file
+  uint64_t split_seed = 0;     // csv without a test file
   // "none", "standard" (tables: an upload's, computed when it was uploaded) or "per_channel"
   // (uint8 images: computed on the train split as the job loads it, NormalizePerChannel).
   std::string normalize = "none";
@@ -159,6 +163,16 @@ struct JobSpec {
   Task task = Task::kClassification;
   RegressionLoss loss = RegressionLoss::kMse;  // regression only
   float huber_delta = 1.0f;  // loss huber: in the standardized target's units, > 0
+  // Classification: how much each class's rows weigh in the training loss
+  // (docs/job-spec.md#weights): `balanced`, or weights by class name (a class not named weighs
+  // 1); neither = every class 1. ResolveClassWeights makes them one per class.
+  struct ClassWeights {
+    bool balanced = false;
+    std::vector<std::pair<std::string, float>> by_name;
+    bool empty() const { return !balanced && by_name.empty(); }
+    friend bool operator==(const ClassWeights&, const ClassWeights&) = default;
+  };
+  ClassWeights class_weights;
   // The training loss's label smoothing, in [0, 1) (SoftmaxCrossEntropy, docs/optimizers.md);
   // classification only.
   float label_smoothing = 0.0f;
@@ -208,6 +222,16 @@ Status ValidateJobSpec(const JobSpec& spec);
 // it is named "categorical_encoding" and takes the place of "input" in the layers' inputs.
 Status FitModelToData(JobSpec* spec, const Shape& example_shape, int64_t num_classes,
                       const std::vector<CategoricalFeature>& categorical = {});
+
+// The job's class weights for `data`, one per class (TrainerOptions::class_weights): balanced's
+// n / (classes * n_c) over the train split's rows (scikit-learn's compute_class_weight; a class
+// without a training row weighs 0), or the named classes' weights and 1 for the others; empty
+// when the spec has none. InvalidArgument "class_weights.<name>: ..." for a name that is not one
+// of data's classes (CheckClassWeights).
+Result<std::vector<float>> ResolveClassWeights(const JobSpec& spec, const Datasets& data);
+// Admission's part of it, from the dataset's class names (empty = "0".."n-1").
+Status CheckClassWeights(const JobSpec& spec, const std::vector<std::string>& class_names,
+                         int num_classes);
 
 // What a job must satisfy to run on `workers` > 1 ranks, with errors naming the field: at least
 // one block of examples per worker in every batch, and the hooks that evaluate (collectively, on

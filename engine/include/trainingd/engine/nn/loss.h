@@ -16,6 +16,9 @@ struct LossAndAccuracy {
   double accuracy = 0;  // fraction of rows whose arg-max logit is the label
   int64_t correct = 0;
   double loss_sum = 0;  // loss * batch: what a data-parallel step adds up over its ranks
+  // With weights (SoftmaxCrossEntropy, RegressionLossOf): the rows' weights, summed, and those of
+  // the rows the arg-max gets right; loss_sum is then the weighted sum.
+  double weight_sum = 0, weighted_correct = 0;
   // Regression (Trainer::Evaluate of a regression split), in the target's own units: the root
   // mean squared error, the mean absolute error and R^2 = 1 - SSE / SST, SST about the split's
   // own mean (0 when the split's targets are all the same: R^2 is then undefined, and reported
@@ -33,9 +36,14 @@ struct LossAndAccuracy {
 // the loss and in its gradient, as Keras' CategoricalCrossentropy(label_smoothing=eps): the loss of
 // a row is log(sum exp(z - max(z))) - sum_c target_c * (z_c - max(z)). With eps = 0 the result is
 // bitwise that of plain cross-entropy.
+// `weights` (empty = every row 1; else one per row, >= 0): row i's loss counts w_i times in
+// loss_sum and its gradient row is scaled by w_i, still divided by the normalizer (Keras'
+// sample_weight with SUM_OVER_BATCH_SIZE); `weight_sum` is their sum, `correct` stays a count and
+// `weighted_correct` sums the weights of the rows the arg-max gets right.
 LossAndAccuracy SoftmaxCrossEntropy(const Tensor& logits, std::span<const int32_t> labels,
                                     Tensor* dlogits, int64_t normalizer = 0,
-                                    float label_smoothing = 0.0f);
+                                    float label_smoothing = 0.0f,
+                                    std::span<const float> weights = {});
 
 // A regression job's loss (the job spec's `loss`), on the residual r = output - z between the
 // model's output and the standardized target z = (y - mean) / std:
@@ -62,13 +70,15 @@ struct TargetScale {
 struct RegressionSums {
   double loss_sum = 0, squared_error_sum = 0, abs_error_sum = 0;
   double target_sum = 0, target_squared_sum = 0;  // of d
+  double weight_sum = 0;  // every sum above weighs row i by w_i (1 without weights)
 };
 
 // outputs: [batch, 1]; targets: batch values as in the file. When `doutputs` is not null it
 // receives the gradient of the sum of the losses divided by `normalizer` (batch when 0), as
-// SoftmaxCrossEntropy's. MAE's gradient at r = 0 is 0.
+// SoftmaxCrossEntropy's. MAE's gradient at r = 0 is 0. `weights` as SoftmaxCrossEntropy's.
 RegressionSums RegressionLossOf(const Tensor& outputs, std::span<const float> targets,
                                 RegressionLoss loss, float huber_delta, TargetScale scale,
-                                Tensor* doutputs, int64_t normalizer = 0);
+                                Tensor* doutputs, int64_t normalizer = 0,
+                                std::span<const float> weights = {});
 
 }  // namespace trainingd::engine

@@ -114,6 +114,8 @@ struct SessionConfig {
   // A regression dataset's loss (TrainerOptions::regression_loss, huber_delta).
   RegressionLoss regression_loss = RegressionLoss::kMse;
   float huber_delta = 1.0f;
+  // One weight per class, or empty (TrainerOptions::class_weights, ResolveClassWeights).
+  std::vector<float> class_weights;
 };
 
 class Session {

@@ -53,6 +53,10 @@ struct TrainerOptions {
   RegressionLoss regression_loss = RegressionLoss::kMse;
   float huber_delta = 1.0f;
   TargetScale target_scale;
+  // Classification: each class's weight in the training loss (the job spec's class_weights,
+  // ResolveClassWeights), num_classes of them; empty = all 1. A row's loss weighs its class's
+  // weight times its sample weight (Split::weights); evaluations weigh sample weights only.
+  std::vector<float> class_weights;
 };
 
 // One rank's latest step of a data-parallel job: its compute (input, forward, loss, backward)
@@ -81,6 +85,7 @@ struct Batch {
   Tensor images;                // [N, H, W, C], the model's example shape
   std::vector<int32_t> labels;  // N class ids (classification)
   std::vector<float> targets;   // N finite targets (regression)
+  std::vector<float> weights;   // N sample weights (finite, >= 0); empty = all 1
 };
 
 // How one step runs; the defaults take the next batch from the input pipeline and trace nothing.
@@ -183,6 +188,7 @@ class Trainer {
   RegressionLoss regression_loss_ = RegressionLoss::kMse;
   float huber_delta_ = 1.0f;
   TargetScale target_scale_;
+  std::vector<float> class_weights_;
   std::vector<double> step_sums_;  // the step's small reduction: loss, correct, votes, timings
   // Data parallelism: the dense layers formed from gathered inputs, the other parameters (their
   // sums are reduced), and buffers of the reduction.
@@ -206,6 +212,11 @@ class Trainer {
   Tensor images_, dlogits_, eval_images_;
   std::vector<int32_t> labels_, eval_labels_;
   std::vector<float> targets_, eval_targets_;
+  std::vector<float> sample_weights_, eval_weights_, weights_;
+  // The step's row weights (class weight times sample weight) into weights_; empty when every
+  // row weighs 1.
+  std::span<const float> RowWeights(const std::vector<int32_t>& labels,
+                                    const std::vector<float>& sample_weights);
   bool profiling_ = false;
   LayerTimes times_;
 };

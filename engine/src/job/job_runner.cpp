@@ -102,8 +102,7 @@ Result<BuiltHooks> BuildHooks(const JobSpec& spec, const JobRunOptions& options,
     b.hooks.push_back(*hook);
   }
   if (h.final_eval.enabled) {
-    auto hook = FinalOpsHook::Create(
-        {h.final_eval.split + "/loss", h.final_eval.split + "/accuracy"}, writer);
+    auto hook = FinalOpsHook::Create(internal::EvaluationFetches(h.final_eval.split), writer);
     if (!hook.ok()) return InField("hooks.final_eval", hook.status());
     b.final_ops = *hook;
     b.hooks.push_back(*hook);
@@ -457,8 +456,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   if (hooks->evaluation && hooks->evaluation->last_evaluation() &&
       hooks->evaluation->last_evaluation()->global_step == result.global_step) {
     const auto& e = *hooks->evaluation->last_evaluation();
-    result.final_values[spec.hooks.evaluation.split + "/loss"] = e.loss;
-    result.final_values[spec.hooks.evaluation.split + "/accuracy"] = e.accuracy;
+    for (const auto& [k, v] : e.values) result.final_values[k] = v;
   }
   if (hooks->final_ops) {
     for (const auto& [k, v] : hooks->final_ops->final_ops_values()) result.final_values[k] = v;

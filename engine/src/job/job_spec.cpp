@@ -10,6 +10,7 @@
 #include "base/float_format.h"
 #include "trainingd/engine/nn/gradient_blocks.h"
 #include "trainingd/engine/session/session.h"
+#include "trainingd/engine/train/metrics.h"
 
 namespace trainingd::engine {
 namespace {
@@ -229,11 +230,11 @@ Status CheckHooks(const HooksSpec& h) {
     const std::string metric = slash == std::string::npos ? "" : es.monitor.substr(slash + 1);
     bool known_split = false;
     for (const char* s : kSplits) known_split = known_split || es.monitor.substr(0, slash) == s;
-    if (!known_split || (metric != "loss" && metric != "accuracy")) {
+    if (!known_split || !FindEvaluationMetric(metric)) {
       return Bad("hooks.early_stopping.monitor",
-                 "must be '<split>/loss' or '<split>/accuracy' with split train, validation or "
-                 "test; got " +
-                     Quote(es.monitor));
+                 "must be '<split>/<metric>' with split train, validation or test and metric "
+                 "one of " +
+                     EvaluationMetricNames() + "; got " + Quote(es.monitor));
     }
   }
   if (es.mode != "min" && es.mode != "max") {

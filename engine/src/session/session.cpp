@@ -10,13 +10,14 @@
 namespace trainingd::engine {
 namespace {
 
-// "validation/loss" -> ("validation", "loss"); nullopt unless a known split and metric.
+// "validation/loss" -> ("validation", "loss"); nullopt unless a known split and metric
+// (metrics.h's kClassificationMetrics).
 std::optional<std::pair<std::string_view, std::string_view>> SplitFetch(std::string_view name) {
   const size_t slash = name.find('/');
   if (slash == std::string_view::npos) return std::nullopt;
   const std::string_view split = name.substr(0, slash);
   const std::string_view metric = name.substr(slash + 1);
-  if (metric != kLossFetch && metric != kAccuracyFetch) return std::nullopt;
+  if (!FindEvaluationMetric(metric)) return std::nullopt;
   for (const char* s : kSplits) {
     if (split == s) return std::make_pair(split, metric);
   }
@@ -84,7 +85,8 @@ Status Session::CheckFetchNames(const std::vector<std::string>& fetches) {
       return Status::InvalidArgument(
           "fetch '" + f +
           "' is unknown; known: loss, accuracy, global_step, learning_rate, epoch, "
-          "<split>/loss, <split>/accuracy with split train, validation or test");
+          "<split>/<metric> with split train, validation or test and metric one of " +
+          EvaluationMetricNames());
     }
   }
   return Status::Ok();
@@ -174,14 +176,15 @@ Status Session::FillFetches(const std::vector<std::string>& fetches, RunValues* 
       const auto sf = SplitFetch(f);
       auto eval = Evaluate(sf->first);
       if (!eval.ok()) return eval.status();
-      v = sf->second == kLossFetch ? eval->loss : eval->accuracy;
+      v = sf->second == kAccuracyFetch ? eval->accuracy
+                                       : MetricValue(eval->metrics, eval->loss, sf->second);
     }
     if (values) values->results[f] = v;
   }
   return Status::Ok();
 }
 
-Result<LossAndAccuracy> Session::Evaluate(std::string_view split_name) {
+Result<SplitEvaluation> Session::Evaluate(std::string_view split_name) {
   const Split* split = nullptr;
   if (split_name == "train") split = &datasets_->train;
   if (split_name == "validation") split = &datasets_->validation;

@@ -344,9 +344,14 @@ Status Trainer::CheckBatch(const Batch& batch) const {
   return Status::Ok();
 }
 
-Result<LossAndAccuracy> Trainer::Evaluate(const Split& split, int64_t batch_size) {
+Result<SplitEvaluation> Trainer::Evaluate(const Split& split, int64_t batch_size) {
+  const int n_ranks = comm_ ? comm_->size() : 1;
   const Shard shard =
-      comm_ ? ShardOf(split.size(), comm_->rank(), comm_->size()) : Shard{0, split.size()};
+      comm_ ? ShardOf(split.size(), comm_->rank(), n_ranks) : Shard{0, split.size()};
+  // The whole split's logits, in split order: this rank fills its shard's rows, the ranks
+  // exchange theirs, and every rank computes the metrics on the same data (metrics.h).
+  const int64_t classes = num_classes_;
+  eval_logits_.assign(static_cast<size_t>(split.size() * classes), 0.0f);
   double sums[2] = {0, 0};  // loss, correct
   for (int64_t begin = 0; begin < shard.count; begin += batch_size) {
     const int64_t n = std::min(batch_size, shard.count - begin);
@@ -355,14 +360,26 @@ Result<LossAndAccuracy> Trainer::Evaluate(const Split& split, int64_t batch_size
     const LossAndAccuracy la = SoftmaxCrossEntropy(logits, eval_labels_, nullptr);
     sums[0] += la.loss_sum;
     sums[1] += static_cast<double>(la.correct);
+    std::copy_n(logits.data(), n * classes,
+                eval_logits_.data() + (shard.begin + begin) * classes);
   }
-  if (comm_) TRAININGD_RETURN_IF_ERROR(comm_->AllreduceSum(std::span<double>(sums)));
-  LossAndAccuracy total;
+  if (comm_) {
+    TRAININGD_RETURN_IF_ERROR(comm_->AllreduceSum(std::span<double>(sums)));
+    std::vector<int64_t> bounds(static_cast<size_t>(n_ranks) + 1);
+    for (int k = 0; k <= n_ranks; ++k) {
+      bounds[static_cast<size_t>(k)] =
+          (k == n_ranks ? split.size() : ShardOf(split.size(), k, n_ranks).begin) * classes;
+    }
+    TRAININGD_RETURN_IF_ERROR(comm_->AllgatherParts(eval_logits_, bounds));
+  }
+  SplitEvaluation total;
   total.loss_sum = sums[0];
   total.correct = static_cast<int64_t>(sums[1]);
   if (split.size() > 0) {
     total.loss = sums[0] / static_cast<double>(split.size());
     total.accuracy = sums[1] / static_cast<double>(split.size());
+    total.metrics = ComputeClassificationMetrics(
+        SoftmaxProbabilities(eval_logits_, num_classes_), num_classes_, split.labels);
   }
   return total;
 }

@@ -90,8 +90,11 @@ struct FinalEvalHookSpec {
 
 struct EarlyStoppingHookSpec {
   bool enabled = false;
-  std::string monitor = "validation/loss";  // a "<split>/loss" or "<split>/accuracy" fetch
-  std::string mode = "min";                 // "min" or "max"
+  // A "<split>/<metric>" fetch, metric one of metrics.h's kClassificationMetrics.
+  std::string monitor = "validation/loss";
+  // "min" or "max"; a spec that leaves it out gets the monitored metric's direction
+  // (DefaultMode: "max" for accuracy, precision_macro, recall_macro, f1_macro, auc).
+  std::string mode = "min";
   int64_t patience = 5;                     // evaluations without improvement before stopping
   double min_delta = 0;                     // smaller changes do not count as improvement
   TriggerSpec trigger;                      // default: the evaluation hook's trigger

@@ -9,7 +9,9 @@
 //   "learning_rate"           the rate the step's update used (Fetch(): the latest step's rate,
 //                             or the next step's before any step in this session)
 //   "epoch"                   epochs of the input pipeline completed
-//   "<split>/loss", "<split>/accuracy", split in {train, validation, test}: the whole split in
+//   "<split>/<metric>", split in {train, validation, test}, metric one of metrics.h's
+//                             kClassificationMetrics (loss, accuracy, precision_macro,
+//                             recall_macro, f1_macro, auc, log_loss): the whole split in
 //                             inference mode, after the step; one pass per split and global step
 //                             however many hooks ask for it
 // Feed names:
@@ -48,7 +50,7 @@ inline constexpr const char* kLearningRateFetch = "learning_rate";
 inline constexpr const char* kEpochFetch = "epoch";
 inline constexpr const char* kLearningRateFeed = "learning_rate";
 inline constexpr const char* kBatchFeed = "batch";
-// The splits Evaluate() knows, as the "<split>/loss" and "<split>/accuracy" fetches name them.
+// The splits Evaluate() knows, as the "<split>/<metric>" fetches name them.
 inline constexpr const char* kSplits[] = {"train", "validation", "test"};
 
 using FeedValue = std::variant<double, std::shared_ptr<const Batch>>;
@@ -118,9 +120,10 @@ class Session {
   Status Run(const RunArgs& args, RunValues* values);
   // The fetches without a training step.
   Status Fetch(const std::vector<std::string>& fetches, RunValues* values);
-  // Loss and accuracy over "train", "validation" or "test" in inference mode, cached per global
-  // step. NotFound for another name, FailedPrecondition for an empty split.
-  Result<LossAndAccuracy> Evaluate(std::string_view split);
+  // Loss, accuracy and the classification metrics over "train", "validation" or "test" in
+  // inference mode, cached per global step. NotFound for another name, FailedPrecondition for an
+  // empty split.
+  Result<SplitEvaluation> Evaluate(std::string_view split);
 
   // OK if every name is a known fetch; InvalidArgument naming the first unknown one otherwise.
   static Status CheckFetchNames(const std::vector<std::string>& fetches);
@@ -164,7 +167,7 @@ class Session {
   bool diverged_ = false;
   struct CachedEval {
     int64_t global_step = -1;
-    LossAndAccuracy value;
+    SplitEvaluation value;
   };
   std::map<std::string, CachedEval, std::less<>> eval_cache_;
 };

@@ -1,6 +1,9 @@
-// EvaluationHook: loss and accuracy over a whole split every N steps or seconds, recorded as
-// summaries "<split>/loss" and "<split>/accuracy" (TF had no such hook: Estimators evaluated in a
-// separate process from checkpoints).
+// EvaluationHook: loss, accuracy and the other classification metrics (metrics.h) over a whole
+// split every N steps or seconds, recorded as summaries "<split>/loss", "<split>/accuracy",
+// "<split>/precision_macro", "<split>/recall_macro", "<split>/f1_macro", "<split>/auc" and
+// "<split>/log_loss", and the whole evaluation (confusion matrix, per-class values) as an
+// EvaluationSummary (TF had no such hook: Estimators evaluated in a separate process from
+// checkpoints).
 //
 // The timer's baseline is the global step when the session is first created, so with
 // every_steps = 1000 from step 0 evaluations happen after steps 1000, 2000, ... With at_end
@@ -9,9 +12,11 @@
 // An evaluation runs in inference mode (dropout off) and does not change the training state.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "trainingd/engine/io/summary_writer.h"
 #include "trainingd/engine/session/second_or_step_timer.h"
@@ -33,6 +38,7 @@ class EvaluationHook final : public SessionRunHook {
     int64_t global_step = 0;
     double loss = 0;
     double accuracy = 0;
+    std::map<std::string, double> values;  // every "<split>/<metric>" recorded
   };
   static Result<std::shared_ptr<EvaluationHook>> Create(Options options);
 
@@ -52,6 +58,7 @@ class EvaluationHook final : public SessionRunHook {
 
   Options options_;
   std::string loss_fetch_, accuracy_fetch_;
+  std::vector<std::string> fetches_;  // every metric of the split
   Env* env_ = Env::Default();
   SecondOrStepTimer timer_;
   bool requested_ = false;

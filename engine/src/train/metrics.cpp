@@ -1,0 +1,261 @@
+#include "trainingd/engine/train/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace trainingd::engine {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double WeightOf(std::span<const double> weights, size_t i) {
+  return weights.empty() ? 1.0 : weights[i];
+}
+
+// a / b, 0 when b is 0 (sklearn's zero_division=0).
+double Ratio(double a, double b) { return b == 0 ? 0.0 : a / b; }
+
+}  // namespace
+
+std::vector<double> SoftmaxProbabilities(std::span<const float> logits, int num_classes) {
+  const auto c = static_cast<size_t>(num_classes);
+  std::vector<double> p(logits.size());
+  for (size_t row = 0; c > 0 && row + c <= logits.size(); row += c) {
+    const float* z = logits.data() + row;
+    float zmax = z[0];
+    for (size_t k = 1; k < c; ++k) zmax = std::max(zmax, z[k]);
+    double sum = 0;
+    for (size_t k = 0; k < c; ++k) {
+      p[row + k] = std::exp(static_cast<double>(z[k]) - static_cast<double>(zmax));
+      sum += p[row + k];
+    }
+    for (size_t k = 0; k < c; ++k) p[row + k] /= sum;
+  }
+  return p;
+}
+
+std::vector<int32_t> ArgMaxClasses(std::span<const double> scores, int num_classes) {
+  const auto c = static_cast<size_t>(num_classes);
+  std::vector<int32_t> out;
+  if (c == 0) return out;
+  out.reserve(scores.size() / c);
+  for (size_t row = 0; row + c <= scores.size(); row += c) {
+    size_t arg = 0;
+    for (size_t k = 1; k < c; ++k) {
+      if (scores[row + k] > scores[row + arg]) arg = k;
+    }
+    out.push_back(static_cast<int32_t>(arg));
+  }
+  return out;
+}
+
+double Accuracy(std::span<const int32_t> labels, std::span<const int32_t> predicted,
+                std::span<const double> weights) {
+  double right = 0, total = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const double w = WeightOf(weights, i);
+    total += w;
+    if (labels[i] == predicted[i]) right += w;
+  }
+  return total == 0 ? kNaN : right / total;
+}
+
+std::vector<double> ConfusionMatrix(std::span<const int32_t> labels,
+                                    std::span<const int32_t> predicted, int num_classes,
+                                    std::span<const double> weights) {
+  const auto c = static_cast<size_t>(num_classes);
+  std::vector<double> m(c * c, 0.0);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    m[static_cast<size_t>(labels[i]) * c + static_cast<size_t>(predicted[i])] +=
+        WeightOf(weights, i);
+  }
+  return m;
+}
+
+void PrecisionRecallF1(const std::vector<double>& confusion, int num_classes,
+                       ClassificationMetrics* out) {
+  const auto c = static_cast<size_t>(num_classes);
+  out->precision.assign(c, 0.0);
+  out->recall.assign(c, 0.0);
+  out->f1.assign(c, 0.0);
+  out->support.assign(c, 0.0);
+  double p_sum = 0, r_sum = 0, f_sum = 0;
+  int present = 0;
+  for (size_t k = 0; k < c; ++k) {
+    double predicted = 0, actual = 0;
+    for (size_t j = 0; j < c; ++j) {
+      predicted += confusion[j * c + k];
+      actual += confusion[k * c + j];
+    }
+    const double tp = confusion[k * c + k];
+    const double p = Ratio(tp, predicted), r = Ratio(tp, actual);
+    out->precision[k] = p;
+    out->recall[k] = r;
+    out->f1[k] = Ratio(2 * p * r, p + r);
+    out->support[k] = actual;
+    // sklearn's default labels: those among the true or the predicted classes.
+    if (predicted > 0 || actual > 0) {
+      ++present;
+      p_sum += p;
+      r_sum += r;
+      f_sum += out->f1[k];
+    }
+  }
+  out->precision_macro = present ? p_sum / present : 0.0;
+  out->recall_macro = present ? r_sum / present : 0.0;
+  out->f1_macro = present ? f_sum / present : 0.0;
+}
+
+double BinaryRocAuc(std::span<const double> scores, std::span<const uint8_t> positive,
+                    std::span<const double> weights) {
+  std::vector<size_t> order(scores.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  // Ascending score, then index: a total order, so the walk below is the same on any machine.
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return scores[a] < scores[b] || (scores[a] == scores[b] && a < b);
+  });
+  // Mann-Whitney: each positive gains the weight of the negatives below it, and half of those
+  // tied with it.
+  double pos_total = 0, neg_below = 0, pairs = 0;
+  for (size_t g = 0; g < order.size();) {
+    size_t end = g;
+    double pos = 0, neg = 0;
+    while (end < order.size() && scores[order[end]] == scores[order[g]]) {
+      const double w = WeightOf(weights, order[end]);
+      (positive[order[end]] ? pos : neg) += w;
+      ++end;
+    }
+    pairs += pos * (neg_below + 0.5 * neg);
+    pos_total += pos;
+    neg_below += neg;
+    g = end;
+  }
+  if (pos_total == 0 || neg_below == 0) return kNaN;
+  return pairs / (pos_total * neg_below);
+}
+
+double RocAuc(std::span<const double> probabilities, int num_classes,
+              std::span<const int32_t> labels, std::span<const double> weights) {
+  const auto c = static_cast<size_t>(num_classes);
+  const size_t n = labels.size();
+  std::vector<double> scores(n);
+  std::vector<uint8_t> positive(n);
+  const auto column = [&](size_t k) {
+    for (size_t i = 0; i < n; ++i) {
+      scores[i] = probabilities[i * c + k];
+      positive[i] = labels[i] == static_cast<int32_t>(k) ? 1 : 0;
+    }
+    return BinaryRocAuc(scores, positive, weights);
+  };
+  if (c == 2) return column(1);
+  double sum = 0;
+  int counted = 0;
+  for (size_t k = 0; k < c; ++k) {
+    const double auc = column(k);
+    if (std::isnan(auc)) continue;  // the class has no example, or is every example
+    sum += auc;
+    ++counted;
+  }
+  return counted ? sum / counted : kNaN;
+}
+
+double LogLoss(std::span<const double> probabilities, int num_classes,
+               std::span<const int32_t> labels, std::span<const double> weights) {
+  const auto c = static_cast<size_t>(num_classes);
+  double total = 0, weight = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const double* p = probabilities.data() + i * c;
+    double row = 0;
+    for (size_t k = 0; k < c; ++k) row += std::clamp(p[k], kLogLossEps, 1 - kLogLossEps);
+    const double q =
+        std::clamp(p[static_cast<size_t>(labels[i])], kLogLossEps, 1 - kLogLossEps) / row;
+    const double w = WeightOf(weights, i);
+    total += w * -std::log(q);
+    weight += w;
+  }
+  return weight == 0 ? kNaN : total / weight;
+}
+
+ClassificationMetrics ComputeClassificationMetrics(std::span<const double> probabilities,
+                                                   int num_classes,
+                                                   std::span<const int32_t> labels,
+                                                   std::span<const double> weights) {
+  ClassificationMetrics m;
+  m.num_classes = num_classes;
+  const std::vector<int32_t> predicted = ArgMaxClasses(probabilities, num_classes);
+  for (size_t i = 0; i < labels.size(); ++i) m.weight_sum += WeightOf(weights, i);
+  m.accuracy = Accuracy(labels, predicted, weights);
+  m.confusion = ConfusionMatrix(labels, predicted, num_classes, weights);
+  PrecisionRecallF1(m.confusion, num_classes, &m);
+  m.auc = RocAuc(probabilities, num_classes, labels, weights);
+  m.log_loss = LogLoss(probabilities, num_classes, labels, weights);
+  return m;
+}
+
+RegressionMetrics ComputeRegressionMetrics(std::span<const double> predictions,
+                                           std::span<const double> targets,
+                                           std::span<const double> weights) {
+  RegressionMetrics r;
+  double squared = 0, absolute = 0, weighted_targets = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const double w = WeightOf(weights, i);
+    const double e = predictions[i] - targets[i];
+    squared += w * e * e;
+    absolute += w * std::fabs(e);
+    weighted_targets += w * targets[i];
+    r.weight_sum += w;
+  }
+  if (r.weight_sum == 0) return {0, kNaN, kNaN, kNaN};
+  const double mean = weighted_targets / r.weight_sum;
+  double total = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const double d = targets[i] - mean;
+    total += WeightOf(weights, i) * d * d;
+  }
+  r.rmse = std::sqrt(squared / r.weight_sum);
+  r.mae = absolute / r.weight_sum;
+  if (total == 0) {
+    r.r2 = squared == 0 ? 1.0 : 0.0;
+  } else {
+    r.r2 = 1.0 - squared / total;
+  }
+  return r;
+}
+
+const EvaluationMetric* FindEvaluationMetric(std::string_view name) {
+  for (const EvaluationMetric& m : kClassificationMetrics) {
+    if (name == m.name) return &m;
+  }
+  return nullptr;
+}
+
+std::string EvaluationMetricNames() {
+  std::string out;
+  for (const EvaluationMetric& m : kClassificationMetrics) {
+    if (!out.empty()) out += ", ";
+    out += m.name;
+  }
+  return out;
+}
+
+std::string DefaultMode(std::string_view fetch) {
+  const size_t slash = fetch.find('/');
+  const EvaluationMetric* m =
+      FindEvaluationMetric(slash == std::string_view::npos ? fetch : fetch.substr(slash + 1));
+  return m && m->higher_is_better ? "max" : "min";
+}
+
+double MetricValue(const ClassificationMetrics& m, double loss, std::string_view name) {
+  if (name == "loss") return loss;
+  if (name == "accuracy") return m.accuracy;
+  if (name == "precision_macro") return m.precision_macro;
+  if (name == "recall_macro") return m.recall_macro;
+  if (name == "f1_macro") return m.f1_macro;
+  if (name == "auc") return m.auc;
+  if (name == "log_loss") return m.log_loss;
+  return kNaN;
+}
+
+}  // namespace trainingd::engine

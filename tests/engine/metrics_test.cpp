@@ -131,6 +131,34 @@ TEST(MetricsTest, SoftmaxKeepsTheLogitsArgMax) {
   EXPECT_EQ(big[1], 0.0);
 }
 
+// An evaluation computes the metrics from its logits without holding the probabilities: the
+// same bits as from SoftmaxProbabilities, ties and very unequal logits included.
+TEST(MetricsTest, FromLogitsIsBitIdenticalToFromProbabilities) {
+  std::vector<float> logits;
+  std::vector<int32_t> labels;
+  uint32_t x = 12345;
+  const auto next = [&] { return x = x * 1664525u + 1013904223u; };
+  for (int i = 0; i < 300; ++i) {
+    for (int k = 0; k < 4; ++k) logits.push_back(static_cast<float>(next() % 2001) / 100.0f - 10);
+    if (i % 7 == 0) logits[logits.size() - 1] = logits[logits.size() - 2];  // a tie
+    if (i % 11 == 0) logits[logits.size() - 3] = 80.0f;                      // a sure one
+    labels.push_back(static_cast<int32_t>(next() % 4));
+  }
+  const std::vector<double> w(300, 0.5);
+  for (const std::vector<double>& weights : {std::vector<double>{}, w}) {
+    const ClassificationMetrics a =
+        ComputeClassificationMetrics(SoftmaxProbabilities(logits, 4), 4, labels, weights);
+    const ClassificationMetrics b = ComputeClassificationMetricsFromLogits(logits, 4, labels, weights);
+    EXPECT_EQ(a.accuracy, b.accuracy);
+    EXPECT_EQ(a.auc, b.auc);
+    EXPECT_EQ(a.log_loss, b.log_loss);
+    EXPECT_EQ(a.f1_macro, b.f1_macro);
+    EXPECT_EQ(a.confusion, b.confusion);
+    EXPECT_EQ(a.precision, b.precision);
+    EXPECT_EQ(a.weight_sum, b.weight_sum);
+  }
+}
+
 TEST(MetricsTest, RegressionMatchesScikitLearn) {
   // y = [3,-0.5,2,7,4.25]; pred = [2.5,0,2,8,3]; w = [1,2,0.5,1,3]
   const std::vector<double> y = {3, -0.5, 2, 7, 4.25}, pred = {2.5, 0, 2, 8, 3};

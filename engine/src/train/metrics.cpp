@@ -17,6 +17,92 @@ double WeightOf(std::span<const double> weights, size_t i) {
 // a / b, 0 when b is 0 (sklearn's zero_division=0).
 double Ratio(double a, double b) { return b == 0 ? 0.0 : a / b; }
 
+// The metrics below read the probabilities through `prob(i, k)` (example i, class k): from a
+// [N, C] array, or computed from the logits on the fly (ComputeClassificationMetricsFromLogits),
+// so that an evaluation holds no N x C doubles.
+template <typename Prob>
+std::vector<int32_t> ArgMaxOf(const Prob& prob, size_t n, size_t c) {
+  std::vector<int32_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    size_t arg = 0;
+    double best = prob(i, 0);
+    for (size_t k = 1; k < c; ++k) {
+      const double p = prob(i, k);
+      if (p > best) {
+        best = p;
+        arg = k;
+      }
+    }
+    out[i] = static_cast<int32_t>(arg);
+  }
+  return out;
+}
+
+template <typename Prob>
+double RocAucOf(const Prob& prob, size_t c, std::span<const int32_t> labels,
+                std::span<const double> weights) {
+  const size_t n = labels.size();
+  std::vector<double> scores(n);
+  std::vector<uint8_t> positive(n);
+  const auto column = [&](size_t k) {
+    for (size_t i = 0; i < n; ++i) {
+      scores[i] = prob(i, k);
+      positive[i] = labels[i] == static_cast<int32_t>(k) ? 1 : 0;
+    }
+    return BinaryRocAuc(scores, positive, weights);
+  };
+  if (c == 2) return column(1);
+  double sum = 0;
+  int counted = 0;
+  for (size_t k = 0; k < c; ++k) {
+    const double auc = column(k);
+    if (std::isnan(auc)) continue;  // the class has no example, or is every example
+    sum += auc;
+    ++counted;
+  }
+  return counted ? sum / counted : kNaN;
+}
+
+template <typename Prob>
+double LogLossOf(const Prob& prob, size_t c, std::span<const int32_t> labels,
+                 std::span<const double> weights) {
+  double total = 0, weight = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    double row = 0;
+    for (size_t k = 0; k < c; ++k) row += std::clamp(prob(i, k), kLogLossEps, 1 - kLogLossEps);
+    const double q =
+        std::clamp(prob(i, static_cast<size_t>(labels[i])), kLogLossEps, 1 - kLogLossEps) / row;
+    const double w = WeightOf(weights, i);
+    total += w * -std::log(q);
+    weight += w;
+  }
+  return weight == 0 ? kNaN : total / weight;
+}
+
+template <typename Prob>
+ClassificationMetrics MetricsOf(const Prob& prob, int num_classes,
+                                std::span<const int32_t> labels,
+                                std::span<const double> weights) {
+  ClassificationMetrics m;
+  m.num_classes = num_classes;
+  const auto c = static_cast<size_t>(num_classes);
+  const std::vector<int32_t> predicted = ArgMaxOf(prob, labels.size(), c);
+  for (size_t i = 0; i < labels.size(); ++i) m.weight_sum += WeightOf(weights, i);
+  m.accuracy = Accuracy(labels, predicted, weights);
+  m.confusion = ConfusionMatrix(labels, predicted, num_classes, weights);
+  PrecisionRecallF1(m.confusion, num_classes, &m);
+  m.auc = RocAucOf(prob, c, labels, weights);
+  m.log_loss = LogLossOf(prob, c, labels, weights);
+  return m;
+}
+
+// prob(i, k) of a row-major [N, C] array.
+struct ArrayProb {
+  std::span<const double> p;
+  size_t c;
+  double operator()(size_t i, size_t k) const { return p[i * c + k]; }
+};
+
 }  // namespace
 
 std::vector<double> SoftmaxProbabilities(std::span<const float> logits, int num_classes) {
@@ -139,59 +225,49 @@ double BinaryRocAuc(std::span<const double> scores, std::span<const uint8_t> pos
 double RocAuc(std::span<const double> probabilities, int num_classes,
               std::span<const int32_t> labels, std::span<const double> weights) {
   const auto c = static_cast<size_t>(num_classes);
-  const size_t n = labels.size();
-  std::vector<double> scores(n);
-  std::vector<uint8_t> positive(n);
-  const auto column = [&](size_t k) {
-    for (size_t i = 0; i < n; ++i) {
-      scores[i] = probabilities[i * c + k];
-      positive[i] = labels[i] == static_cast<int32_t>(k) ? 1 : 0;
-    }
-    return BinaryRocAuc(scores, positive, weights);
-  };
-  if (c == 2) return column(1);
-  double sum = 0;
-  int counted = 0;
-  for (size_t k = 0; k < c; ++k) {
-    const double auc = column(k);
-    if (std::isnan(auc)) continue;  // the class has no example, or is every example
-    sum += auc;
-    ++counted;
-  }
-  return counted ? sum / counted : kNaN;
+  return RocAucOf(ArrayProb{probabilities, c}, c, labels, weights);
 }
 
 double LogLoss(std::span<const double> probabilities, int num_classes,
                std::span<const int32_t> labels, std::span<const double> weights) {
   const auto c = static_cast<size_t>(num_classes);
-  double total = 0, weight = 0;
-  for (size_t i = 0; i < labels.size(); ++i) {
-    const double* p = probabilities.data() + i * c;
-    double row = 0;
-    for (size_t k = 0; k < c; ++k) row += std::clamp(p[k], kLogLossEps, 1 - kLogLossEps);
-    const double q =
-        std::clamp(p[static_cast<size_t>(labels[i])], kLogLossEps, 1 - kLogLossEps) / row;
-    const double w = WeightOf(weights, i);
-    total += w * -std::log(q);
-    weight += w;
-  }
-  return weight == 0 ? kNaN : total / weight;
+  return LogLossOf(ArrayProb{probabilities, c}, c, labels, weights);
 }
 
 ClassificationMetrics ComputeClassificationMetrics(std::span<const double> probabilities,
                                                    int num_classes,
                                                    std::span<const int32_t> labels,
                                                    std::span<const double> weights) {
-  ClassificationMetrics m;
-  m.num_classes = num_classes;
-  const std::vector<int32_t> predicted = ArgMaxClasses(probabilities, num_classes);
-  for (size_t i = 0; i < labels.size(); ++i) m.weight_sum += WeightOf(weights, i);
-  m.accuracy = Accuracy(labels, predicted, weights);
-  m.confusion = ConfusionMatrix(labels, predicted, num_classes, weights);
-  PrecisionRecallF1(m.confusion, num_classes, &m);
-  m.auc = RocAuc(probabilities, num_classes, labels, weights);
-  m.log_loss = LogLoss(probabilities, num_classes, labels, weights);
-  return m;
+  return MetricsOf(ArrayProb{probabilities, static_cast<size_t>(num_classes)}, num_classes,
+                   labels, weights);
+}
+
+ClassificationMetrics ComputeClassificationMetricsFromLogits(std::span<const float> logits,
+                                                             int num_classes,
+                                                             std::span<const int32_t> labels,
+                                                             std::span<const double> weights) {
+  // Each row's largest logit and its softmax denominator, as SoftmaxProbabilities forms them;
+  // a probability is then the same expression, so the same bits.
+  const auto c = static_cast<size_t>(num_classes);
+  const size_t n = labels.size();
+  std::vector<float> row_max(n);
+  std::vector<double> row_sum(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float* z = logits.data() + i * c;
+    float zmax = z[0];
+    for (size_t k = 1; k < c; ++k) zmax = std::max(zmax, z[k]);
+    double sum = 0;
+    for (size_t k = 0; k < c; ++k) {
+      sum += std::exp(static_cast<double>(z[k]) - static_cast<double>(zmax));
+    }
+    row_max[i] = zmax;
+    row_sum[i] = sum;
+  }
+  const auto prob = [&](size_t i, size_t k) {
+    return std::exp(static_cast<double>(logits[i * c + k]) - static_cast<double>(row_max[i])) /
+           row_sum[i];
+  };
+  return MetricsOf(prob, num_classes, labels, weights);
 }
 
 RegressionMetrics ComputeRegressionMetrics(std::span<const double> predictions,

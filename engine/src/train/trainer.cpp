@@ -378,8 +378,8 @@ Result<SplitEvaluation> Trainer::Evaluate(const Split& split, int64_t batch_size
   if (split.size() > 0) {
     total.loss = sums[0] / static_cast<double>(split.size());
     total.accuracy = sums[1] / static_cast<double>(split.size());
-    total.metrics = ComputeClassificationMetrics(
-        SoftmaxProbabilities(eval_logits_, num_classes_), num_classes_, split.labels);
+    total.metrics =
+        ComputeClassificationMetricsFromLogits(eval_logits_, num_classes_, split.labels);
   }
   return total;
 }

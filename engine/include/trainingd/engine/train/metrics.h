@@ -80,6 +80,13 @@ ClassificationMetrics ComputeClassificationMetrics(std::span<const double> proba
                                                    int num_classes,
                                                    std::span<const int32_t> labels,
                                                    std::span<const double> weights = {});
+// The same bits as ComputeClassificationMetrics(SoftmaxProbabilities(logits, C), ...), from
+// [N, C] float logits, without holding the N x C probabilities: they are formed when read (an
+// evaluation's extra memory is O(N), not O(N x C)).
+ClassificationMetrics ComputeClassificationMetricsFromLogits(std::span<const float> logits,
+                                                             int num_classes,
+                                                             std::span<const int32_t> labels,
+                                                             std::span<const double> weights = {});
 
 // One evaluation of a split, as a summary records it beside its scalars (SummarySink::
 // AddEvaluation): what the daemon keeps of a split's latest evaluation and serves with its

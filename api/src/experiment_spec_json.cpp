@@ -12,6 +12,7 @@
 #include "json_path.h"
 #include "trainingd/api/experiment_json.h"
 #include "trainingd/api/strict_json.h"
+#include "trainingd/engine/train/metrics.h"
 
 namespace trainingd::api {
 namespace {
@@ -99,6 +100,8 @@ Status ReadSearcher(const json& root, const engine::JobSpec& base, SearcherSpec*
     s->name = *found;
   }
   TRAININGD_RETURN_IF_ERROR(Field(v, path, "metric", &s->metric));
+  // Without a mode, the metric's own direction (metrics.h): higher accuracy, lower loss.
+  s->maximize = engine::DefaultMode(s->metric) == "max";
   if (const auto m = v.find("mode"); m != v.end()) {
     std::string mode;
     TRAININGD_RETURN_IF_ERROR(Read(*m, "searcher.mode", &mode));
@@ -166,11 +169,10 @@ Status CheckMetric(const SearcherSpec& s, const engine::JobSpec& base) {
   const size_t slash = s.metric.find('/');
   const std::string split = s.metric.substr(0, slash);
   const std::string kind = slash == std::string::npos ? "" : s.metric.substr(slash + 1);
-  if (split.empty() || (kind != "accuracy" && kind != "loss")) {
+  if (split.empty() || !engine::FindEvaluationMetric(kind)) {
     return Bad("searcher.metric",
-               "must be '<split>/accuracy' or '<split>/loss', what the evaluation hooks record "
-               "at a trial's end; got " +
-                   Quote(s.metric));
+               "must be '<split>/<metric>' with metric one of " + engine::EvaluationMetricNames() +
+                   ", what the evaluation hooks record at a trial's end; got " + Quote(s.metric));
   }
   const engine::HooksSpec& h = base.hooks;
   if ((h.evaluation.enabled && h.evaluation.at_end && h.evaluation.split == split) ||

@@ -1,12 +1,13 @@
 // The job routes' handlers (docs/http-api.md): submit, list, stop, resume, a job's scalars, its
-// log and the event streams. Router::Dispatch (router.cpp) matches the route and checks its
-// access before any of these runs.
+// latest evaluation, its log and the event streams. Router::Dispatch (router.cpp) matches the route
+// and checks its access before any of these runs.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 
 #include "route_util.h"
 #include "router_context.h"
+#include "trainingd/api/evaluation_json.h"
 #include "trainingd/api/job_json.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/api/router.h"
@@ -134,6 +135,19 @@ HttpResponse Router::Scalars(const Context& c) {
   auto points = service_.Scalars(c.job_id, query);
   if (!points.ok()) return StatusResponse(points.status());
   return JsonResponse(200, ScalarsToJson(c.job_id, *tag, *points));
+}
+
+HttpResponse Router::Evaluation(const Context& c) {
+  const std::string split = QueryValue(c.query, "split").value_or("");
+  if (!split.empty() && split != "train" && split != "validation" && split != "test") {
+    return ErrorResponse(400, "invalid_argument",
+                         "split: must be train, validation or test, got '" + split + "'", "split");
+  }
+  auto info = service_.Evaluation(c.job_id, split);
+  if (!info.ok()) return StatusResponse(info.status());
+  json body = EvaluationToJson(info->evaluation, info->wall_time);
+  body["job_id"] = c.job_id;
+  return JsonResponse(200, body);
 }
 
 HttpResponse Router::Logs(const Context& c) {

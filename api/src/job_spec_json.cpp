@@ -17,6 +17,7 @@
 
 #include "table_columns_json.h"
 #include "trainingd/api/strict_json.h"
+#include "trainingd/engine/train/metrics.h"
 
 namespace trainingd::api {
 namespace {
@@ -467,6 +468,7 @@ Status ReadHooks(const json& v, engine::HooksSpec* h) {
   if (o) {
     const std::string path = "hooks.early_stopping";
     TRAININGD_RETURN_IF_ERROR(Field(*o, path, "monitor", &es.monitor));
+    es.mode = engine::DefaultMode(es.monitor);
     TRAININGD_RETURN_IF_ERROR(Field(*o, path, "mode", &es.mode));
     TRAININGD_RETURN_IF_ERROR(Field(*o, path, "patience", &es.patience));
     TRAININGD_RETURN_IF_ERROR(Field(*o, path, "min_delta", &es.min_delta));

@@ -88,6 +88,7 @@ enum class RouteId {
   kScalars,
   kScalarTags,
   kCheckpoints,
+  kEvaluation,
   kLogs,
   kJobEvents,
   kEvents,
@@ -153,6 +154,7 @@ constexpr RouteDef kRoutes[] = {
     {RouteId::kScalars, "GET", "/api/v1/jobs/{id}/scalars", kRead},
     {RouteId::kScalarTags, "GET", "/api/v1/jobs/{id}/scalars/tags", kRead},
     {RouteId::kCheckpoints, "GET", "/api/v1/jobs/{id}/checkpoints", kRead},
+    {RouteId::kEvaluation, "GET", "/api/v1/jobs/{id}/evaluation", kRead},
     {RouteId::kLogs, "GET", "/api/v1/jobs/{id}/logs", kRead},
     {RouteId::kJobEvents, "GET", "/api/v1/jobs/{id}/events", kRead},
     {RouteId::kEvents, "GET", "/api/v1/events", kRead},
@@ -667,6 +669,8 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
       body["job_id"] = job_id;
       return JsonResponse(200, body);
     }
+    case RouteId::kEvaluation:
+      return Evaluation(c);
     case RouteId::kLogs:
       return Logs(c);
     case RouteId::kJobEvents:

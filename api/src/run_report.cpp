@@ -4,6 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "trainingd/api/evaluation_json.h"
 #include "trainingd/api/job_json.h"
 
 namespace trainingd::api {
@@ -93,6 +94,11 @@ json EventValue(const eng::RunEvent& event) {
   if (const auto* e = std::get_if<eng::SchedulerStatus>(&event)) {
     return {{"event", "scheduler"}, {"job_id", e->job_id}, {"state", e->state},
             {"reason", e->reason},  {"nodes", e->nodes},   {"restarts", e->restarts}};
+  }
+  if (const auto* e = std::get_if<eng::EvaluationRecorded>(&event)) {
+    json o = EvaluationToJson(e->evaluation, e->wall_time);
+    o["event"] = "evaluation";
+    return o;
   }
   const auto& end = std::get<eng::RunEnded>(event);
   if (!end.result.ok()) return {{"event", "end"}, {"error", StatusValue(end.result.status())}};
@@ -206,6 +212,13 @@ std::optional<eng::RunEvent> EventFrom(const json& o) {
       return std::nullopt;
     }
     e.restarts = static_cast<int>(restarts);
+    return e;
+  }
+  if (kind == "evaluation") {
+    eng::EvaluationRecorded e;
+    auto evaluation = EvaluationFromJson(o, &e.wall_time);
+    if (!evaluation.ok()) return std::nullopt;
+    e.evaluation = std::move(evaluation).value();
     return e;
   }
   if (kind != "end") return std::nullopt;

@@ -124,6 +124,23 @@ TEST(ExperimentSpecJsonTest, FillsTheDefaults) {
   test_metric["base_job"]["hooks"] = {{"final_eval", true}};
   test_metric["searcher"] = {{"metric", "test/loss"}, {"mode", "min"}};
   EXPECT_TRUE(Parse(test_metric).ok());
+
+  // Every classification metric ranks trials; without a mode, in its own direction.
+  for (const auto& [metric, maximize] :
+       std::vector<std::pair<std::string, bool>>{{"test/f1_macro", true},
+                                                 {"test/auc", true},
+                                                 {"test/precision_macro", true},
+                                                 {"test/recall_macro", true},
+                                                 {"test/log_loss", false},
+                                                 {"test/loss", false},
+                                                 {"test/accuracy", true}}) {
+    json m = MinimalSpec();
+    m["base_job"]["hooks"] = {{"final_eval", true}};
+    m["searcher"] = {{"metric", metric}};
+    spec = Parse(m);
+    ASSERT_TRUE(spec.ok()) << metric << ": " << spec.status().ToString();
+    EXPECT_EQ(spec->searcher.maximize, maximize) << metric;
+  }
 }
 
 TEST(ExperimentSpecJsonTest, CanonicalFormReadsBackEqual) {
@@ -308,7 +325,9 @@ TEST(ExperimentSpecJsonTest, RefusalsNameTheirField) {
       {"/searcher/min_steps", 0, "searcher.min_steps", "[1, 1600]", true},
       {"/searcher/max_steps", 0, "searcher.max_steps", "", true},
       {"/searcher/seed", -1, "searcher.seed", "", true},
-      {"/searcher/metric", "validation/f1", "searcher.metric", "'<split>/accuracy'", true},
+      {"/searcher/metric", "validation/f1", "searcher.metric",
+       "metric one of loss, accuracy, precision_macro, recall_macro, f1_macro, auc, log_loss",
+       true},
       {"/searcher/metric", "test/accuracy", "searcher.metric", "base_job.hooks.final_eval", true},
       {"/searcher/bogus", 1, "searcher.bogus", "unknown field", true},
       {"/searcher/brackets", 4, "searcher.brackets", "[1, 3]", true},  // rungs 100, 400, 1600

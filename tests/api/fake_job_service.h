@@ -29,6 +29,7 @@ class FakeJobService : public JobService {
     std::optional<int64_t> resume_max_steps;
     ScalarQuery scalar_query;
     int64_t logs_from = -1, logs_limit = -1;
+    std::string evaluation_split = "(none)";
     int64_t subscribe_after = -1;
     std::string subscribe_job = "<none>";
   };
@@ -233,6 +234,30 @@ class FakeJobService : public JobService {
     if (!jobs_.count(id)) return NotFound(id);
     return std::vector<CheckpointInfo>{{500, "model.ckpt-500", 1234, 1700000500.0},
                                        {1000, "model.ckpt-1000", 1234, 1700001000.0}};
+  }
+
+  // A two-class validation evaluation at step 1000 ("cat", "dog"); none of another split.
+  engine::Result<EvaluationInfo> Evaluation(const std::string& id,
+                                            const std::string& split) override {
+    std::lock_guard lock(mu_);
+    if (auto s = Injected(); !s.ok()) return s;
+    calls_.evaluation_split = split;
+    if (!jobs_.count(id)) return NotFound(id);
+    if (!split.empty() && split != "validation") {
+      return engine::Status::NotFound("job '" + id + "' has no evaluation of the " + split +
+                                      " split yet");
+    }
+    EvaluationInfo info;
+    info.wall_time = 1700001000.5;
+    engine::EvaluationSummary& e = info.evaluation;
+    e.split = "validation";
+    e.step = 1000;
+    e.loss = 0.25;
+    e.class_names = {"cat", "dog"};
+    const std::vector<double> p = {0.9, 0.1, 0.4, 0.6, 0.3, 0.7, 0.8, 0.2, 0.2, 0.8};
+    const std::vector<int32_t> y = {0, 0, 1, 1, 1};
+    e.metrics = engine::ComputeClassificationMetrics(p, 2, y);
+    return info;
   }
 
   // Ten lines, "line 1" .. "line 10".

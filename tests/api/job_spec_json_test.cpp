@@ -330,10 +330,15 @@ TEST(JobSpecJsonTest, NumbersOutOfRangeAreErrors) {
   EXPECT_EQ(e.field, "hooks.checkpoint");
   e = MustFail(Spec(R"("hooks": {"logging": {"tensors": ["loss", "los"]}})"),
                "hooks.logging.tensors[1]: fetch 'los' is unknown to a classification job; known: "
-               "loss, accuracy, "
-               "global_step, learning_rate, epoch, <split>/loss, <split>/accuracy with split "
-               "train, validation or test");
+               "loss, accuracy, global_step, learning_rate, epoch, <split>/<metric> with split "
+               "train, validation or test and metric one of loss, accuracy, precision_macro, "
+               "recall_macro, f1_macro, auc, log_loss");
   EXPECT_EQ(e.field, "hooks.logging.tensors[1]");
+  e = MustFail(Spec(R"("hooks": {"early_stopping": {"monitor": "validation/f1"}})"),
+               "hooks.early_stopping.monitor: must be '<split>/<metric>' with split train, "
+               "validation or test and a metric of a classification job, one of loss, accuracy, "
+               "precision_macro, recall_macro, f1_macro, auc, log_loss; got 'validation/f1'");
+  EXPECT_EQ(e.field, "hooks.early_stopping.monitor");
   e = MustFail(R"({"name": "../x", "model": "mlp", "max_steps": 1})",
                "name: must be 1-100 characters of [A-Za-z0-9._-], and not '.' or '..'; got '../x'");
   EXPECT_EQ(e.field, "name");
@@ -458,6 +463,25 @@ TEST(JobSpecJsonTest, HooksMayBeGivenAsBooleans) {
   // Absent hooks keep their defaults.
   EXPECT_TRUE(o.hooks.checkpoint.enabled);
   EXPECT_FALSE(o.hooks.final_eval.enabled);
+
+  // Without a mode, the monitored metric's direction: higher accuracy, F1, AUC; lower losses.
+  for (const auto& [monitor, mode] :
+       std::vector<std::pair<std::string, std::string>>{{"validation/accuracy", "max"},
+                                                        {"validation/f1_macro", "max"},
+                                                        {"test/auc", "max"},
+                                                        {"validation/precision_macro", "max"},
+                                                        {"validation/recall_macro", "max"},
+                                                        {"validation/log_loss", "min"},
+                                                        {"validation/loss", "min"}}) {
+    const JobSpec m =
+        MustParse(Spec(R"("hooks": {"early_stopping": {"monitor": ")" + monitor + R"("}})"));
+    EXPECT_EQ(m.hooks.early_stopping.mode, mode) << monitor;
+  }
+  // A mode given wins.
+  EXPECT_EQ(MustParse(Spec(R"("hooks": {"early_stopping": {"monitor": "validation/auc",
+                                                          "mode": "min"}})"))
+                .hooks.early_stopping.mode,
+            "min");
 }
 
 TEST(JobSpecJsonTest, LearningRateSchedules) {

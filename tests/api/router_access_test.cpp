@@ -37,6 +37,7 @@ const std::map<std::pair<std::string, std::string>, Access>& ExpectedRules() {
       {{"GET", "/api/v1/jobs/{id}/scalars"}, kRead},
       {{"GET", "/api/v1/jobs/{id}/scalars/tags"}, kRead},
       {{"GET", "/api/v1/jobs/{id}/checkpoints"}, kRead},
+      {{"GET", "/api/v1/jobs/{id}/evaluation"}, kRead},
       {{"GET", "/api/v1/jobs/{id}/logs"}, kRead},
       {{"GET", "/api/v1/jobs/{id}/events"}, kRead},
       {{"GET", "/api/v1/events"}, kRead},

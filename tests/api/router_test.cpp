@@ -222,9 +222,34 @@ TEST_F(RouterTest, ScalarsTagsCheckpointsLogs) {
   EXPECT_EQ(service_.calls().logs_from, 1);
   EXPECT_EQ(service_.calls().logs_limit, 1000);
 
-  for (std::string sub : {"/scalars?tag=loss", "/scalars/tags", "/checkpoints", "/logs"}) {
+  for (std::string sub :
+       {"/scalars?tag=loss", "/scalars/tags", "/checkpoints", "/logs", "/evaluation"}) {
     ExpectError(router_.Handle(Req("GET", "/api/v1/jobs/ghost" + sub)), 404, "not_found");
   }
+}
+
+TEST_F(RouterTest, EvaluationServesTheConfusionMatrixOfASplit) {
+  const std::string id = service_.AddJob("job-e", JobState::kRunning);
+  HttpResponse r = router_.Handle(Req("GET", "/api/v1/jobs/" + id + "/evaluation"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(service_.calls().evaluation_split, "");  // the latest of any split
+  json body = BodyJson(r);
+  EXPECT_EQ(body["job_id"], id);
+  EXPECT_EQ(body["split"], "validation");
+  EXPECT_EQ(body["step"], 1000);
+  EXPECT_EQ(body["examples"], 5);
+  EXPECT_EQ(body["accuracy"], 0.6);
+  EXPECT_EQ(body["classes"][1]["name"], "dog");
+  EXPECT_EQ(body["classes"][1]["support"], 3);
+  // Rows: the true class; columns: the predicted one. Whole counts are integers.
+  EXPECT_EQ(body["confusion_matrix"], json::parse("[[1, 1], [1, 2]]"));
+  r = router_.Handle(Req("GET", "/api/v1/jobs/" + id + "/evaluation?split=validation"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(service_.calls().evaluation_split, "validation");
+  ExpectError(router_.Handle(Req("GET", "/api/v1/jobs/" + id + "/evaluation?split=test")), 404,
+              "not_found");
+  ExpectError(router_.Handle(Req("GET", "/api/v1/jobs/" + id + "/evaluation?split=dev")), 400,
+              "invalid_argument", "split");
 }
 
 TEST_F(RouterTest, WrongMethodIs405WithAllowAndUnknownPathIs404) {
@@ -372,7 +397,8 @@ TEST(RouterTableTest, RoutesAreUniqueAndCoverTheApi) {
   for (const RouteInfo& route : Router::Routes()) {
     EXPECT_TRUE(seen.insert({route.method, route.path}).second) << route.path;
   }
-  EXPECT_EQ(seen.size(), 51u);
+  EXPECT_EQ(seen.size(), 52u);
+  EXPECT_TRUE(seen.count({"GET", "/api/v1/jobs/{id}/evaluation"}));
   EXPECT_TRUE(seen.count({"POST", "/api/v1/users/{name}/tokens"}));
   EXPECT_TRUE(seen.count({"DELETE", "/api/v1/tokens/{id}"}));
   EXPECT_TRUE(seen.count({"GET", "/api/v1/whoami"}));

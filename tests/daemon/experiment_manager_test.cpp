@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -165,6 +166,30 @@ TEST_F(ExperimentManagerTest, AshaRunsToItsEndAndKeepsOnlyTheBestCheckpoints) {
   ASSERT_TRUE(experiments_->Delete(submitted.id).ok());
   EXPECT_EQ(manager_->Get(trials[0].job_id).status().code(), engine::StatusCode::kNotFound);
   EXPECT_EQ(experiments_->Get(submitted.id).status().code(), engine::StatusCode::kNotFound);
+}
+
+// Any classification metric ranks the trials (docs/job-spec.md#metrics): here the validation log
+// loss with no mode given, so lower is better. Each rung result is the trial's own
+// validation/log_loss series at that step, and the best trial has the lowest final one.
+TEST_F(ExperimentManagerTest, AshaRanksByLogLossLowerFirstWithoutAMode) {
+  std::string text = SearchSpec("", 4);
+  const std::string from = R"("metric": "validation/accuracy", "mode": "max",)";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), R"("metric": "validation/log_loss",)");
+  const api::ExperimentInfo submitted = SubmitSearch(text);
+  const api::ExperimentInfo done = WaitForExperiment(submitted.id, {ExperimentState::kCompleted});
+  ASSERT_TRUE(done.best.has_value());
+  double lowest = std::numeric_limits<double>::infinity();
+  for (const api::TrialInfo& t : AllTrials(submitted.id)) {
+    ASSERT_FALSE(t.rung_metrics.empty()) << "trial " << t.index;
+    auto series = manager_->Scalars(t.job_id, {.tag = "validation/log_loss"});
+    ASSERT_TRUE(series.ok());
+    ASSERT_FALSE(series->empty());
+    EXPECT_EQ(series->back().step, t.target_steps);
+    EXPECT_EQ(series->back().value, t.rung_metrics.back()) << "trial " << t.index;
+    if (t.target_steps == 40) lowest = std::min(lowest, t.rung_metrics.back());
+  }
+  EXPECT_EQ(done.best->metric, lowest);
 }
 
 TEST_F(ExperimentManagerTest, BracketsStartTheirTrialsAtTheirFirstRung) {

@@ -80,7 +80,8 @@ def check_help_and_usage(d):
     expect(code == 0 and "  124  --timeout ran out" in out and "    4  the daemon refused" in out,
            out)
     for group, verbs in (("jobs", ["submit", "list", "get", "logs", "watch", "wait", "stop",
-                                   "resume", "delete", "scalars", "checkpoints", "export"]),
+                                   "resume", "delete", "scalars", "checkpoints", "evaluation",
+                                   "export"]),
                          ("datasets", ["upload", "list", "get", "delete"])):
         code, out, _ = cli(d, group, "--help")
         expect(code == 0 and all(v in out for v in verbs), out)
@@ -157,6 +158,24 @@ def check_completed_and_outputs(d, tmp):
            [p["step"] for p in pts["points"]], out)
     code, out, _ = cli(d, "jobs", "scalars", jid, "-q")
     expect("loss" in out.split() and "accuracy" in out.split(), out)
+    # The latest evaluation (the evaluation hook's at the end): the API's object with -o json, a
+    # metrics table, the per-class table and the confusion matrix otherwise.
+    _, ev = d.call("GET", "/api/v1/jobs/%s/evaluation?split=validation" % jid)
+    code, out, _ = cli(d, "jobs", "evaluation", jid, "--split", "validation", "-o", "json")
+    expect(code == 0 and json.loads(out) == ev, out)
+    expect(ev["step"] == 300 and sum(map(sum, ev["confusion_matrix"])) == ev["examples"] > 0, ev)
+    code, out, _ = cli(d, "jobs", "evaluation", jid, "--split", "validation")
+    lines = out.splitlines()
+    expect(code == 0 and lines[0].startswith("validation split at global step 300") and
+           "f1_macro\t%.4g" % ev["f1_macro"] in lines and
+           "confusion matrix (rows: true class, columns: predicted)" in lines, out)
+    # Without --split: the latest of any split (final_eval's test split, recorded last).
+    code, out, _ = cli(d, "jobs", "evaluation", jid, "-o", "json")
+    expect(code == 0 and json.loads(out)["split"] == "test", out)
+    code, out, err = cli(d, "jobs", "evaluation", jid, "--split", "dev")
+    expect(code == 2 and "--split: must be train, validation or test" in err, (code, out, err))
+    code, out, err = cli(d, "jobs", "evaluation", jid, "--split", "train")
+    expect(code == 1 and "no evaluation of the train split" in err, (code, out, err))
     # Logs: all, --tail, jsonl.
     log = api_log(d, jid)
     code, out, _ = cli(d, "jobs", "logs", jid)
@@ -187,7 +206,7 @@ def check_completed_and_outputs(d, tmp):
            repr(out))
     expect(lines[1].startswith(jid + "  cli-a") and lines[0].index("STATE") ==
            lines[1].index("completed"), repr(out))
-    print("submit -f (exit 0), list/get/checkpoints/scalars/logs/wait/export, tables and "
+    print("submit -f (exit 0), list/get/checkpoints/scalars/evaluation/logs/wait/export, tables and "
           "json/jsonl/csv: ok")
     return jid
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "session_test_util.h"
 #include "test_util.h"
@@ -31,7 +32,7 @@ class QuietLogger final : public Logger {
   void Log(LogSeverity, std::string_view) override {}
 };
 
-// Every step's loss, as the chief's summaries report it.
+// Every step's loss and every whole evaluation, as the chief's summaries report them.
 class LossSink final : public SummarySink {
  public:
   Status AddScalar(std::string_view tag, int64_t step, double value, double) override {
@@ -39,8 +40,14 @@ class LossSink final : public SummarySink {
     if (tag == "loss") losses[step] = value;
     return Status::Ok();
   }
+  Status AddEvaluation(const EvaluationSummary& e, double) override {
+    std::lock_guard<std::mutex> lock(mu);
+    evaluations.push_back(e);
+    return Status::Ok();
+  }
   std::mutex mu;
   std::map<int64_t, double> losses;
+  std::vector<EvaluationSummary> evaluations;
 };
 
 // A small CNN with dropout (the tutorial CNN's layer kinds, narrower), Adam. Its
@@ -73,6 +80,7 @@ JobSpec SmallCnnJob(int64_t max_steps) {
 
 struct Outcome {
   std::map<int64_t, double> losses;
+  std::vector<EvaluationSummary> evaluations;
   std::map<std::string, double> final_values;
   JobResult::Outcome outcome = JobResult::Outcome::kFailed;
   JobResult::StopCause stop_cause = JobResult::StopCause::kNone;
@@ -141,6 +149,7 @@ Outcome RunOnRanks(const JobSpec& spec, int ranks, const std::string& dir, int s
     EXPECT_EQ(results[r]->outcome, results[0]->outcome) << "rank " << r;
   }
   out.losses = sink->losses;
+  out.evaluations = sink->evaluations;
   out.final_values = results[0]->final_values;
   out.reason = results[0]->reason;
   out.outcome = results[0]->outcome;
@@ -221,7 +230,8 @@ TEST(DataParallelTest, RanksAndThreadsComputeBitForBitWhatOneProcessComputes) {
     const Outcome one = RunOnRanks(spec, 1, d1.path());
     ASSERT_EQ(one.global_step, 12);
     ASSERT_EQ(one.losses.size(), 12u);
-    ASSERT_EQ(one.final_values.size(), 2u);
+    // Every metric of the final evaluation's split (metrics.h).
+    ASSERT_EQ(one.final_values.size(), std::size(kClassificationMetrics));
     {
       SCOPED_TRACE("one process, 2 threads");
       ScopedDir d2("dp1t2");
@@ -766,6 +776,68 @@ TEST(DataParallelTest, ATimeLimitStopsEveryRankAfterTheSameStep) {
     EXPECT_EQ(o.stop_cause, JobResult::StopCause::kTimeLimit);
     EXPECT_EQ(o.reason, "time limit of 35 s reached (resources.time_limit_secs) at global step " +
                             std::to_string(step));
+  }
+}
+
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+void ExpectSameBits(const std::vector<double>& a, const std::vector<double>& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_TRUE(SameBits(a[i], b[i])) << what << "[" << i << "]";
+}
+
+// The classification metrics (metrics.h) of every evaluation, the AUC's whole-split ranking
+// included, are one process's to the last bit on 2 and 3 ranks (3 does not divide the splits):
+// each rank evaluates its shard, the shards' logits are gathered in split order, and every rank
+// computes the metrics from the same data. The evaluation hook's periodic ones and final_eval's.
+TEST(DataParallelTest, EvaluationMetricsAreBitIdenticalForAnyNumberOfRanks) {
+  JobSpec spec = SmallCnnJob(6);
+  spec.hooks.evaluation.enabled = true;
+  spec.hooks.evaluation.split = "test";
+  spec.hooks.evaluation.trigger.every_steps = 3;
+  ScopedDir d1("dpm1");
+  const Outcome one = RunOnRanks(spec, 1, d1.path());
+  ASSERT_EQ(one.global_step, 6);
+  // Steps 3 and 6 by the evaluation hook, 6 again by final_eval (cached, not recomputed).
+  ASSERT_EQ(one.evaluations.size(), 3u);
+  const EvaluationSummary& last = one.evaluations.back();
+  EXPECT_EQ(last.split, "test");
+  EXPECT_EQ(last.step, 6);
+  EXPECT_EQ(last.metrics.num_classes, 10);
+  EXPECT_EQ(last.class_names.size(), 10u);
+  double total = 0;
+  for (double v : last.metrics.confusion) total += v;
+  EXPECT_EQ(total, static_cast<double>(testing::SmallFashionMnist().test.size()));
+  EXPECT_TRUE(SameBits(one.final_values.at("test/auc"), last.metrics.auc));
+  EXPECT_TRUE(SameBits(one.final_values.at("test/f1_macro"), last.metrics.f1_macro));
+  EXPECT_GT(last.metrics.auc, 0.5);  // it learned something, so the AUC says more than chance
+  for (int ranks : {2, 3}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    ScopedDir dn("dpmn" + std::to_string(ranks));
+    const Outcome n = RunOnRanks(spec, ranks, dn.path());
+    ASSERT_EQ(n.evaluations.size(), one.evaluations.size());
+    for (size_t i = 0; i < one.evaluations.size(); ++i) {
+      const ClassificationMetrics& a = one.evaluations[i].metrics;
+      const ClassificationMetrics& b = n.evaluations[i].metrics;
+      EXPECT_EQ(n.evaluations[i].step, one.evaluations[i].step);
+      for (auto [x, y, what] : {std::tuple{a.accuracy, b.accuracy, "accuracy"},
+                                {a.precision_macro, b.precision_macro, "precision_macro"},
+                                {a.recall_macro, b.recall_macro, "recall_macro"},
+                                {a.f1_macro, b.f1_macro, "f1_macro"},
+                                {a.auc, b.auc, "auc"},
+                                {a.log_loss, b.log_loss, "log_loss"},
+                                {a.weight_sum, b.weight_sum, "weight_sum"}}) {
+        EXPECT_TRUE(SameBits(x, y)) << what << ": " << x << " vs " << y;
+      }
+      ExpectSameBits(a.confusion, b.confusion, "confusion");
+      ExpectSameBits(a.precision, b.precision, "precision");
+      ExpectSameBits(a.recall, b.recall, "recall");
+      ExpectSameBits(a.f1, b.f1, "f1");
+    }
+    for (const char* m : {"test/auc", "test/log_loss", "test/f1_macro", "test/precision_macro"}) {
+      EXPECT_TRUE(SameBits(n.final_values.at(m), one.final_values.at(m))) << m;
+    }
   }
 }
 

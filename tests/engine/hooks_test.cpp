@@ -517,6 +517,23 @@ TEST_F(HooksTest, EvaluationEveryNStepsRecordsValidationSummariesAndEvaluatesAtE
   EXPECT_EQ(h->evaluations(), 3);
   EXPECT_EQ(logger_->Matching("Evaluation at global step 6: validation/accuracy = ").size(), 1u);
   EXPECT_FALSE(EvaluationHook::Create({.every_steps = 3, .split = "dev"}).ok());
+  // Every classification metric is a series, and each evaluation is recorded whole after its
+  // scalars: the confusion matrix of every validation example, with the dataset's classes.
+  for (const char* m : {"precision_macro", "recall_macro", "f1_macro", "auc", "log_loss"}) {
+    EXPECT_EQ(sink_->StepsOf(std::string("validation/") + m), std::vector<int64_t>({3, 6, 7})) << m;
+  }
+  ASSERT_EQ(sink_->evaluations.size(), 3u);
+  const EvaluationSummary& e = sink_->evaluations.back();
+  EXPECT_EQ(e.split, "validation");
+  EXPECT_EQ(e.step, 7);
+  EXPECT_EQ(e.metrics.num_classes, 10);
+  ASSERT_EQ(e.class_names.size(), 10u);
+  EXPECT_EQ(e.class_names[3], "3");  // the dataset names no classes
+  double total = 0;
+  for (double v : e.metrics.confusion) total += v;
+  EXPECT_EQ(total, static_cast<double>(testing::SmallFashionMnist().validation.size()));
+  EXPECT_EQ(h->last_evaluation()->values.at("validation/auc"), e.metrics.auc);
+  EXPECT_EQ(e.loss, h->last_evaluation()->loss);
 }
 
 // ---- EarlyStoppingHook
@@ -547,6 +564,30 @@ TEST_F(HooksTest, EarlyStoppingKeepsGoingWhileTheMetricImproves) {
   EXPECT_LT(h->evaluations_without_improvement(), 3);
   EXPECT_FALSE(EarlyStoppingHook::Create({.monitor = "loss", .every_steps = 1}).ok());
   EXPECT_FALSE(EarlyStoppingHook::Create({.patience = 0, .every_steps = 1}).ok());
+  auto bad = EarlyStoppingHook::Create({.monitor = "validation/f1", .every_steps = 1});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("f1_macro"), std::string::npos) << bad.status().message();
+}
+
+// Any classification metric can be monitored; the macro F1 climbs early in training as accuracy
+// does, and a frozen model's log loss stops at patience.
+TEST_F(HooksTest, EarlyStoppingMonitorsTheNewMetrics) {
+  auto f1 = *EarlyStoppingHook::Create({.monitor = "train/f1_macro",
+                                        .mode = EarlyStoppingHook::Mode::kMax,
+                                        .patience = 3,
+                                        .every_steps = 10});
+  auto ms = Make({f1, *StopAtStepHook::Create(std::nullopt, 30)});
+  EXPECT_EQ(RunLoop(*ms, 100), 30);
+  EXPECT_FALSE(f1->stopped_step().has_value());
+  EXPECT_GE(f1->best_step(), 20);
+  auto frozen = std::make_shared<FeedFnHook>([] {
+    return Result<Feeds>(Feeds{{"learning_rate", 0.0}});
+  });
+  auto log_loss = *EarlyStoppingHook::Create(
+      {.monitor = "validation/log_loss", .patience = 2, .every_steps = 2});
+  auto ms2 = Make({frozen, log_loss});
+  EXPECT_EQ(RunLoop(*ms2, 100), 6);
+  EXPECT_EQ(log_loss->best_step(), 2);
 }
 
 }  // namespace

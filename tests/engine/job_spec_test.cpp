@@ -272,16 +272,28 @@ TEST(JobSpecTest, SplitsAndEarlyStopping) {
   s.hooks.final_eval.split = "";
   EXPECT_TRUE(FailsNaming(ValidateJobSpec(s), "hooks.final_eval.split: must be one of"));
 
-  for (const std::string ok : {"validation/loss", "train/accuracy", "test/loss"}) {
+  for (const std::string ok :
+       {"validation/loss", "train/accuracy", "test/loss", "validation/auc", "test/f1_macro",
+        "validation/precision_macro", "validation/recall_macro", "train/log_loss"}) {
     s = ValidSpec();
     s.hooks.early_stopping.monitor = ok;
     EXPECT_TRUE(ValidateJobSpec(s).ok()) << ok;
   }
-  for (const std::string bad : {"loss", "validation/", "dev/loss", "validation/auc", "/loss"}) {
+  for (const std::string bad :
+       {"loss", "validation/", "dev/loss", "validation/f1", "/loss", "validation/rmse"}) {
     s = ValidSpec();
     s.hooks.early_stopping.monitor = bad;
     EXPECT_TRUE(FailsNaming(ValidateJobSpec(s), "hooks.early_stopping.monitor: must be")) << bad;
   }
+  // The message lists the known metrics.
+  s = ValidSpec();
+  s.hooks.early_stopping.monitor = "validation/f1";
+  EXPECT_TRUE(FailsWith(ValidateJobSpec(s),
+                        "hooks.early_stopping.monitor: must be '<split>/<metric>' with split "
+                        "train, validation or test and a metric of a classification job, one of "
+                        "loss, accuracy, precision_macro, recall_macro, f1_macro, auc, log_loss; "
+                        "got "
+                        "'validation/f1'"));
   s = ValidSpec();
   s.hooks.early_stopping.mode = "auto";
   EXPECT_TRUE(FailsWith(ValidateJobSpec(s),

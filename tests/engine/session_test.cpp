@@ -116,6 +116,43 @@ TEST(SessionTest, EvaluationFetchesMatchEvaluateAndArePerSplit) {
   EXPECT_EQ(s->Evaluate("holdout").status().code(), StatusCode::kNotFound);
 }
 
+// Every classification metric is a fetch of every split; the values are Evaluate()'s (one pass
+// per split and step), and an unknown metric is refused naming the known ones.
+TEST(SessionTest, ClassificationMetricFetches) {
+  auto s = MakeSession();
+  RunValues v;
+  const std::vector<std::string> fetches = {"validation/precision_macro",
+                                            "validation/recall_macro",
+                                            "validation/f1_macro",
+                                            "validation/auc",
+                                            "validation/log_loss",
+                                            "test/auc",
+                                            "train/f1_macro"};
+  ASSERT_TRUE(s->Run({fetches, {}, {}}, &v).ok());
+  auto val = s->Evaluate("validation");
+  ASSERT_TRUE(val.ok());
+  const ClassificationMetrics& m = val->metrics;
+  EXPECT_EQ(v.get("validation/precision_macro"), m.precision_macro);
+  EXPECT_EQ(v.get("validation/recall_macro"), m.recall_macro);
+  EXPECT_EQ(v.get("validation/f1_macro"), m.f1_macro);
+  EXPECT_EQ(v.get("validation/auc"), m.auc);
+  EXPECT_EQ(v.get("validation/log_loss"), m.log_loss);
+  // The metrics' accuracy is the arg-max of the logits, as "<split>/accuracy" counts it.
+  EXPECT_EQ(m.accuracy, val->accuracy);
+  EXPECT_EQ(m.weight_sum, static_cast<double>(testing::SmallFashionMnist().validation.size()));
+  // The log loss of the softmax probabilities is the cross-entropy of the logits (no
+  // probability here is small enough to be clipped).
+  EXPECT_NEAR(m.log_loss, val->loss, 1e-6);
+  EXPECT_GE(v.get("test/auc"), 0.0);
+  EXPECT_LE(v.get("test/auc"), 1.0);
+  EXPECT_FALSE(std::isnan(v.get("train/f1_macro")));
+  Status st = s->Run({{"validation/f1"}, {}, {}}, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("fetch 'validation/f1' is unknown"), std::string::npos);
+  EXPECT_NE(st.message().find("f1_macro, auc, log_loss"), std::string::npos) << st.message();
+  EXPECT_FALSE(s->Run({{"holdout/auc"}, {}, {}}, nullptr).ok());
+}
+
 TEST(SessionTest, FetchReportsWithoutAStep) {
   auto s = MakeSession();
   RunValues v;
@@ -138,6 +175,9 @@ TEST(SessionTest, EmptyValidationSplitIsAClearError) {
                            nullptr);
   ASSERT_TRUE(s.ok());
   Status st = (*s)->Fetch({"validation/loss"}, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("validation_size = 0"), std::string::npos);
+  st = (*s)->Fetch({"validation/auc"}, nullptr);  // the new metrics as well
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(st.message().find("validation_size = 0"), std::string::npos);
 }

@@ -78,6 +78,10 @@ class RecordingSink final : public SummarySink {
     records.push_back({"", step, 0, static_cast<int>(status), std::string(path)});
     return Status::Ok();
   }
+  Status AddEvaluation(const EvaluationSummary& e, double) override {
+    evaluations.push_back(e);
+    return Status::Ok();
+  }
   Status Flush() override {
     ++flushes;
     return Status::Ok();
@@ -91,6 +95,7 @@ class RecordingSink final : public SummarySink {
     return out;
   }
   std::vector<SummaryRecord> records;
+  std::vector<EvaluationSummary> evaluations;  // AddEvaluation's, in order
   int flushes = 0;
 };
 

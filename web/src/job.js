@@ -1,12 +1,13 @@
 // The job page (#/jobs/<id>): state and progress, live charts of loss and accuracy (training and
 // validation) and of any other series, steps/s and ETA, stop / resume / continue / delete, the
-// spec, the checkpoints, a live tail of the log, and the model panel (model.js) once there is a
-// checkpoint. Live data comes from the job's event stream
-// (/api/v1/jobs/<id>/events: state, scalar and log events).
+// spec, the checkpoints, a live tail of the log, the latest evaluation with its confusion matrix
+// (evaluation.js), and the model panel (model.js) once there is a checkpoint. Live data comes
+// from the job's event stream (/api/v1/jobs/<id>/events: state, scalar and log events).
 import { api, enc, jobAction, mayChange, whyNot } from './api.js';
 import { EventStream } from './live.js';
 import { MetricChart } from './chart.js';
 import { ModelPanel } from './model.js';
+import { EvaluationPanel } from './evaluation.js';
 import { h, setText, stateBadge, toast, dialog, throttler } from './dom.js';
 import { canStop, canResume, canDelete, runAction, elapsedSeconds } from './jobs.js';
 import * as fmt from './format.js';
@@ -56,6 +57,7 @@ export function mountJob(root, id) {
   const charts = {};
   let stream = null;
   const panel = new ModelPanel(id, abort.signal);
+  const evaluation = new EvaluationPanel(id, abort.signal);
 
   function build() {
     els.title = h('h1', {});
@@ -109,6 +111,7 @@ export function mountJob(root, id) {
       els.stats,
       els.charts,
       els.otherWrap,
+      evaluation.el,
       panel.el,
       els.workers,
       h('div', { class: 'grid2' },
@@ -137,6 +140,8 @@ export function mountJob(root, id) {
   // Adds series names; each chart gets the series it lacks (idempotent, cheap when nothing is new).
   function applyTags(list) {
     for (const t of list) tags.add(t);
+    // The splits with an evaluation: each records <split>/log_loss (evaluation.js asks for no other).
+    evaluation.setSplits(['validation', 'test', 'train'].filter((s) => tags.has(`${s}/log_loss`)));
     for (const metric of ['loss', 'accuracy']) {
       const want = metricSeries(id, [...tags], metric);
       if (want.map((s) => s.tag).join() !== charts[metric].series.map((s) => s.tag).join()) charts[metric].setSeries(want);
@@ -442,6 +447,7 @@ export function mountJob(root, id) {
       // may have gone back to a checkpoint, so its series are reloaded too.
       later('job', 300, loadJob);
       later('checkpoints', 800, loadCheckpoints);
+      later('evaluation', 1500, () => evaluation.load());
       if (d.state === 'running' && wasStep > 0) later('charts', 1500, reloadCharts);
     }
   }
@@ -455,6 +461,8 @@ export function mountJob(root, id) {
       job.latest_scalars = { ...job.latest_scalars, [d.tag]: d.value };
     }
     if (d.tag === 'global_step/sec') sps = d.value;
+    // An evaluation's whole record (its confusion matrix) is stored right after its scalars.
+    if (/\/log_loss$/.test(d.tag)) later('evaluation', 1500, () => evaluation.load());
     later('progress', 250, renderProgress);
   }
 
@@ -470,6 +478,7 @@ export function mountJob(root, id) {
     applyTags(tagList);
     loadCheckpoints();
     loadLog();
+    evaluation.load();
     if (!stream) {
       stream = new EventStream(`/jobs/${enc(id)}/events`, {
         state: onState,
@@ -485,6 +494,7 @@ export function mountJob(root, id) {
           loadTags();
           loadCheckpoints();
           loadLog();
+          evaluation.load();
           reloadCharts();
         },
       });

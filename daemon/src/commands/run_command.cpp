@@ -177,6 +177,10 @@ class Reporter final : public eng::Logger, public eng::SummarySink {
     Emit(eng::ScalarRecorded{std::string(tag), step, value, wall_time});
     return eng::Status::Ok();
   }
+  eng::Status AddEvaluation(const eng::EvaluationSummary& evaluation, double wall_time) override {
+    Emit(eng::EvaluationRecorded{evaluation, wall_time});
+    return eng::Status::Ok();
+  }
 
  private:
   explicit Reporter(std::FILE* out) : out_(out) {}

@@ -13,7 +13,7 @@ namespace trainingd::daemon {
 namespace eng = trainingd::engine;
 namespace {
 
-// The session's scalars, as events.
+// The session's scalars and evaluations, as events.
 class ScalarEvents final : public eng::SummarySink {
  public:
   ScalarEvents(RunListener& listener, std::string job_id)
@@ -21,6 +21,10 @@ class ScalarEvents final : public eng::SummarySink {
   eng::Status AddScalar(std::string_view tag, int64_t step, double value,
                         double wall_time) override {
     listener_.OnRunEvent(job_id_, ScalarRecorded{std::string(tag), step, value, wall_time});
+    return eng::Status::Ok();
+  }
+  eng::Status AddEvaluation(const eng::EvaluationSummary& evaluation, double wall_time) override {
+    listener_.OnRunEvent(job_id_, eng::EvaluationRecorded{evaluation, wall_time});
     return eng::Status::Ok();
   }
 

@@ -1,6 +1,11 @@
-// JobManager's RunListener: what a run reports (executor threads) -- its session, scalars, log
-// lines, attempts and Slurm status -- and its end, which sets the job's state.
+// JobManager's RunListener: what a run reports (executor threads) -- its session, scalars,
+// evaluations, log lines, attempts and Slurm status -- and its end, which sets the job's state;
+// and the reads of what it reported that only the store holds (its evaluations).
+#include <nlohmann/json.hpp>
+
 #include "jobs/job.h"
+#include "trainingd/api/evaluation_json.h"
+#include "trainingd/api/job_json.h"
 #include "trainingd/daemon/jobs/job_manager.h"
 #include "trainingd/engine/base/logger.h"
 #include "trainingd/engine/io/checkpoint_manager.h"
@@ -11,6 +16,7 @@ namespace eng = trainingd::engine;
 using api::JobState;
 using job_detail::ShouldAbort;
 using job_detail::StateEvent;
+using json = nlohmann::json;
 
 void JobManager::OnRunEvent(const std::string& job_id, RunEvent event) {
   if (auto* created = std::get_if<SessionCreated>(&event)) {
@@ -48,6 +54,12 @@ void JobManager::OnRunEvent(const std::string& job_id, RunEvent event) {
         {ScalarRecord{job_id, scalar->tag, scalar->step, scalar->wall_time, scalar->value}});
     bus_.Publish(job_id, api::EventKind::kScalar,
                  api::ScalarEvent{scalar->tag, scalar->step, scalar->value, scalar->wall_time});
+  } else if (auto* evaluation = std::get_if<eng::EvaluationRecorded>(&event)) {
+    // The split's latest evaluation replaces the one before (DropScalarsAfter drops those of
+    // steps a resume redoes).
+    const eng::EvaluationSummary& e = evaluation->evaluation;
+    store_.PutEvaluation({job_id, e.split, e.step, evaluation->wall_time,
+                          api::DumpJson(api::EvaluationToJson(e, evaluation->wall_time))});
   } else if (auto* log = std::get_if<LogWritten>(&event)) {
     std::string line = std::string(eng::LogSeverityName(log->severity)) + ":trainingd:";
     line += log->text;
@@ -201,6 +213,30 @@ void JobManager::FinishLocked(Job& job, const eng::Result<eng::JobResult>& resul
       SetStateLocked(job, JobState::kFailed);
       break;
   }
+}
+
+eng::Result<api::EvaluationInfo> JobManager::Evaluation(const std::string& id,
+                                                        const std::string& split) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!FindLocked(id)) return eng::Status::NotFound("job '" + id + "' does not exist");
+  }
+  auto stored = store_.GetEvaluation(id, split);
+  if (!stored.ok()) return stored.status();
+  if (!*stored) {
+    return eng::Status::NotFound("job '" + id + "' has no evaluation" +
+                                 (split.empty() ? "" : " of the " + split + " split") +
+                                 " yet (hooks.evaluation or hooks.final_eval record one)");
+  }
+  const json body = json::parse((*stored)->body_json, nullptr, /*allow_exceptions=*/false);
+  api::EvaluationInfo info;
+  auto parsed = api::EvaluationFromJson(body, &info.wall_time);
+  if (!parsed.ok()) {
+    return eng::Status::DataLoss("the stored " + (*stored)->split + " evaluation of job '" + id +
+                                 "' is unreadable: " + parsed.status().message());
+  }
+  info.evaluation = std::move(parsed).value();
+  return info;
 }
 
 }  // namespace trainingd::daemon

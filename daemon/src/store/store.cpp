@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "store/store_backup.h"
+#include "store/store_evaluations.h"
 #include "store/store_experiments.h"
 #include "store/store_query.h"
 #include "store/store_schema.h"
@@ -417,6 +418,10 @@ void Store::DropScalarsAfter(const std::string& job_id, int64_t step) {
 
 void Store::DeleteJob(const std::string& id) { impl_->Enqueue(DeleteJobOp{id}); }
 
+void Store::PutEvaluation(const EvaluationRecord& evaluation) {
+  impl_->Enqueue(PutEvaluationOp{evaluation});
+}
+
 void Store::PutExperiment(const ExperimentRecord& experiment) {
   impl_->Enqueue(PutExperimentOp{experiment});
 }
@@ -585,6 +590,11 @@ engine::Result<std::vector<std::string>> Store::ScalarTags(const std::string& jo
 
 engine::Result<std::map<std::string, double>> Store::LatestScalars(const std::string& job_id) {
   return impl_->Read([&](sqlite::Db& db) { return QueryLatestScalars(db, job_id); });
+}
+
+engine::Result<std::optional<EvaluationRecord>> Store::GetEvaluation(const std::string& job_id,
+                                                                     const std::string& split) {
+  return impl_->Read([&](sqlite::Db& db) { return QueryEvaluation(db, job_id, split); });
 }
 
 engine::Result<std::map<std::string, std::vector<api::AttemptInfo>>> Store::ListAttempts() {

@@ -234,6 +234,18 @@ ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
     R"sql(
 ALTER TABLE jobs ADD COLUMN preempted_by TEXT NOT NULL DEFAULT '';
 )sql",
+    // 10: each job's latest evaluation of each split (docs/storage.md#evaluations): its metrics,
+    // per-class values and confusion matrix, as the JSON api/evaluation_json.h writes.
+    R"sql(
+CREATE TABLE evaluations (
+  job_id TEXT NOT NULL,
+  split TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  wall_time REAL NOT NULL,
+  body_json TEXT NOT NULL,
+  PRIMARY KEY (job_id, split)
+);
+)sql",
 };
 
 // What each migration does, one line each, for `trainingd db migrate --dry-run`.
@@ -247,6 +259,7 @@ constexpr const char* kMigrationSummaries[] = {
     "users, tokens (hashes only) and the audit; the owner of each job and experiment",
     "jobs.priority (the scheduler's queue order)",
     "jobs.preempted_by (preemption by checkpoint)",
+    "evaluations (each job's latest confusion matrix per split)",
 };
 static_assert(std::size(kMigrationSummaries) == std::size(kMigrations), "one summary each");
 

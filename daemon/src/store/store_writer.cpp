@@ -50,6 +50,9 @@ ON CONFLICT (job_id, attempt) DO UPDATE SET
   workers = excluded.workers, from_step = excluded.from_step, started_at = excluded.started_at,
   ended_at = excluded.ended_at, end_reason = excluded.end_reason)sql";
 constexpr char kDeleteJobAttempts[] = "DELETE FROM attempts WHERE job_id = ?1";
+constexpr char kDeleteJobEvaluations[] = "DELETE FROM evaluations WHERE job_id = ?1";
+constexpr char kDeleteEvaluationsAfter[] =
+    "DELETE FROM evaluations WHERE job_id = ?1 AND step > ?2";
 
 constexpr char kCreateSeries[] = "INSERT INTO series (job_id, tag) VALUES (?1, ?2)";
 constexpr char kLastStepOfSeries[] = "SELECT max(step) FROM scalars WHERE series_id = ?1";
@@ -758,6 +761,15 @@ Status StoreWriter::Do(DropScalarsAfterOp& op) {
       TRAININGD_RETURN_IF_ERROR(RecomputeBlock(id, tag, level, block));
     }
   }
+  {
+    auto del = db_->Prepare(kDeleteEvaluationsAfter);
+    if (!del.ok()) return del.status();
+    sqlite::Stmt& d = **del;
+    d.Bind(1, op.job_id);
+    d.Bind(2, op.step);
+    const int rc = RunStatement(d);
+    if (rc != SQLITE_DONE) return db_->Error(rc, what);
+  }
   // The job's series have lost their largest steps: read them again when next written.
   if (auto job = series_.find(op.job_id); job != series_.end()) {
     for (auto& [tag, state] : job->second) state.max_known = false;
@@ -768,8 +780,8 @@ Status StoreWriter::Do(DropScalarsAfterOp& op) {
 
 Status StoreWriter::Do(DeleteJobOp& op) {
   TRAININGD_RETURN_IF_ERROR(WritePending());
-  for (const char* sql :
-       {kDeleteJobScalars, kDeleteJobRollups, kDeleteJobSeries, kDeleteJobAttempts, kDeleteJob}) {
+  for (const char* sql : {kDeleteJobScalars, kDeleteJobRollups, kDeleteJobSeries,
+                          kDeleteJobAttempts, kDeleteJobEvaluations, kDeleteJob}) {
     auto stmt = db_->Prepare(sql);
     if (!stmt.ok()) return Lost(stmt.status());
     sqlite::Stmt& s = **stmt;

@@ -62,6 +62,9 @@ struct PutAttemptOp {
   std::string job_id;
   api::AttemptInfo attempt;
 };
+struct PutEvaluationOp {
+  EvaluationRecord evaluation;
+};
 struct PutExperimentOp {
   ExperimentRecord experiment;
 };
@@ -90,10 +93,11 @@ struct AddAuditOp {
   api::AuditEntry entry;
   int64_t keep;  // rows kept after this one is added; <= 0 = all
 };
-using WriteOp = std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, UpdateJobCounterOp,
-                             AddScalarsOp, DropScalarsAfterOp, DeleteJobOp, PutAttemptOp,
-                             PutExperimentOp, PutTrialOp, PutRungResultOp, AddDecisionOp,
-                             DeleteExperimentOp, PutUserOp, DeleteUserOp, PutTokenOp, AddAuditOp>;
+using WriteOp =
+    std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, UpdateJobCounterOp, AddScalarsOp,
+                 DropScalarsAfterOp, DeleteJobOp, PutAttemptOp, PutEvaluationOp, PutExperimentOp,
+                 PutTrialOp, PutRungResultOp, AddDecisionOp, DeleteExperimentOp, PutUserOp,
+                 DeleteUserOp, PutTokenOp, AddAuditOp>;
 
 // The number of scalars `op` writes (0 unless it is an AddScalarsOp).
 int64_t ScalarCount(const WriteOp& op);
@@ -154,6 +158,8 @@ class StoreWriter {
   engine::Status Do(AddScalarsOp& op);
   engine::Status Do(DropScalarsAfterOp& op);
   engine::Status Do(DeleteJobOp& op);
+  // store_evaluations.cpp
+  engine::Status Do(PutEvaluationOp& op);
   // store_experiments.cpp
   engine::Status Do(PutExperimentOp& op);
   engine::Status Do(PutTrialOp& op);

@@ -68,6 +68,12 @@ Status SummaryWriter::AddSessionLog(SessionLogStatus status, std::string_view ch
       sinks_, [&](SummarySink& s) { return s.AddSessionLog(status, checkpoint_path, step, now); });
 }
 
+Status SummaryWriter::AddEvaluation(const EvaluationSummary& evaluation) {
+  const double now = env_->NowSeconds();
+  std::lock_guard<std::mutex> lock(mu_);
+  return ForEach(sinks_, [&](SummarySink& s) { return s.AddEvaluation(evaluation, now); });
+}
+
 Status SummaryWriter::Flush() {
   std::lock_guard<std::mutex> lock(mu_);
   return ForEach(sinks_, [](SummarySink& s) { return s.Flush(); });

@@ -12,6 +12,10 @@
 namespace trainingd::engine {
 namespace {
 
+// Trainer::Evaluate's metrics: 4 (row max) + 8 (row sum) + 8 (a score) + 8 (its place in the
+// order) + 1 (positive) + 4 (the prediction), rounded up.
+constexpr int64_t kMetricsBytesPerExample = 40;
+
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kFloat = sizeof(float);
 
@@ -163,6 +167,10 @@ Result<JobResources> PlanJob(const JobSpec& given, const DatasetInfo& data,
   r.activations = Sum(r.activations, Mul(batch, Mul(example, kFloat) + 4),
                       Mul(Mul(batch, data.num_classes), kFloat),
                       Mul(r.eval_batch, Mul(example, kFloat) + 4), Mul(data.train_examples, 8));
+  // An evaluation's whole-split logits and its metrics' per-example scratch (metrics.h: each
+  // row's max and softmax sum, one class's scores, order and flags, the predictions).
+  r.activations = Add(r.activations,
+                      Mul(largest_split, Mul(data.num_classes, kFloat) + kMetricsBytesPerExample));
   // Writing a checkpoint copies the state (values and slots) and streams the copy to the file;
   // restoring reads the file, then decodes it: twice the state.
   const int64_t state = Mul(Mul(r.num_parameters, 1 + slots), kFloat);

@@ -102,11 +102,8 @@ Result<BuiltHooks> BuildHooks(const JobSpec& spec, const JobRunOptions& options,
     b.hooks.push_back(*hook);
   }
   if (h.final_eval.enabled) {
-    std::vector<std::string> fetches;
-    for (const std::string& m : EvaluationMetrics(spec.task)) {
-      fetches.push_back(h.final_eval.split + "/" + m);
-    }
-    auto hook = FinalOpsHook::Create(fetches, writer);
+    auto hook =
+        FinalOpsHook::Create(internal::EvaluationFetches(h.final_eval.split, spec.task), writer);
     if (!hook.ok()) return InField("hooks.final_eval", hook.status());
     b.final_ops = *hook;
     b.hooks.push_back(*hook);
@@ -507,9 +504,8 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   // Final values are the final step's: an evaluation of an earlier one (at_end false) is not.
   if (hooks->evaluation && hooks->evaluation->last_evaluation() &&
       hooks->evaluation->last_evaluation()->global_step == result.global_step) {
-    for (const auto& [k, v] : hooks->evaluation->last_evaluation()->values) {
-      result.final_values[k] = v;
-    }
+    const auto& e = *hooks->evaluation->last_evaluation();
+    for (const auto& [k, v] : e.values) result.final_values[k] = v;
   }
   if (hooks->final_ops) {
     for (const auto& [k, v] : hooks->final_ops->final_ops_values()) result.final_values[k] = v;

@@ -10,6 +10,7 @@
 #include "base/float_format.h"
 #include "trainingd/engine/nn/gradient_blocks.h"
 #include "trainingd/engine/session/session.h"
+#include "trainingd/engine/train/metrics.h"
 
 namespace trainingd::engine {
 namespace {
@@ -229,14 +230,12 @@ Status CheckHooks(const HooksSpec& h, Task task) {
     const std::string metric = slash == std::string::npos ? "" : es.monitor.substr(slash + 1);
     bool known_split = false;
     for (const char* s : kSplits) known_split = known_split || es.monitor.substr(0, slash) == s;
-    const std::vector<std::string>& metrics = EvaluationMetrics(task);
-    if (!known_split || std::find(metrics.begin(), metrics.end(), metric) == metrics.end()) {
-      std::string known;
-      for (const std::string& m : metrics) known += (known.empty() ? "" : ", ") + m;
+    if (!known_split || !FindEvaluationMetric(metric, task)) {
       return Bad("hooks.early_stopping.monitor",
-                 std::string("must be '<split>/<metric>' with split train, validation or test "
-                             "and a metric of a ") +
-                     TaskName(task) + " job (" + known + "); got " + Quote(es.monitor));
+                 "must be '<split>/<metric>' with split train, validation or test and a metric of "
+                 "a " +
+                     std::string(TaskName(task)) + " job, one of " + EvaluationMetricNames(task) +
+                     "; got " + Quote(es.monitor));
     }
   }
   if (es.mode != "min" && es.mode != "max") {

@@ -143,13 +143,7 @@ RegressionSums RegressionLossOf(const Tensor& outputs, std::span<const float> ta
     if (doutputs) {
       doutputs->data()[i] = weights.empty() ? grad * inv : grad * inv * static_cast<float>(w);
     }
-    const double e = static_cast<double>(scale.Unscale(o)) - y;
-    const double d = static_cast<double>(y) - scale.mean;
     s.weight_sum += w;
-    s.squared_error_sum += w * e * e;
-    s.abs_error_sum += w * std::abs(e);
-    s.target_sum += w * d;
-    s.target_squared_sum += w * d * d;
   }
   return s;
 }

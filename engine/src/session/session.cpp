@@ -10,23 +10,15 @@
 namespace trainingd::engine {
 namespace {
 
-bool IsMetricOf(std::string_view metric, Task task) {
-  const std::vector<std::string>& m = EvaluationMetrics(task);
-  return std::find(m.begin(), m.end(), metric) != m.end();
-}
-
-// "validation/loss" -> ("validation", "loss"); nullopt unless a known split and a metric of
-// `task` (of either task when not given).
+// "validation/loss" -> ("validation", "loss"); nullopt unless a known split and a metric of a
+// `task` job (of either task when not given; metrics.h).
 std::optional<std::pair<std::string_view, std::string_view>> SplitFetch(
     std::string_view name, std::optional<Task> task = std::nullopt) {
   const size_t slash = name.find('/');
   if (slash == std::string_view::npos) return std::nullopt;
   const std::string_view split = name.substr(0, slash);
   const std::string_view metric = name.substr(slash + 1);
-  const bool known =
-      task ? IsMetricOf(metric, *task)
-           : IsMetricOf(metric, Task::kClassification) || IsMetricOf(metric, Task::kRegression);
-  if (!known) return std::nullopt;
+  if (!FindEvaluationMetric(metric, task)) return std::nullopt;
   for (const char* s : kSplits) {
     if (split == s) return std::make_pair(split, metric);
   }
@@ -46,20 +38,14 @@ ChannelUnits ChannelUnitsOf(const Datasets& data) {
 
 }  // namespace
 
-const std::vector<std::string>& EvaluationMetrics(Task task) {
-  static const std::vector<std::string> classification = {kLossFetch, kAccuracyFetch};
-  static const std::vector<std::string> regression = {kLossFetch, "rmse", "mae", "r2"};
-  return task == Task::kRegression ? regression : classification;
-}
-
-bool HigherIsBetter(std::string_view metric) { return metric == kAccuracyFetch || metric == "r2"; }
-
-double MetricValue(const LossAndAccuracy& e, std::string_view metric) {
-  if (metric == kAccuracyFetch) return e.accuracy;
+// `metric`'s value in an evaluation: a regression job's from its sums, a classifier's from its
+// metrics (metrics.h).
+double SplitMetricValue(const SplitEvaluation& e, std::string_view metric) {
   if (metric == "rmse") return e.rmse;
   if (metric == "mae") return e.mae;
   if (metric == "r2") return e.r2;
-  return e.loss;
+  if (metric == kAccuracyFetch) return e.accuracy;
+  return MetricValue(e.metrics, e.loss, metric);
 }
 
 double RunValues::get(const std::string& name) const {
@@ -112,23 +98,13 @@ int64_t Session::epochs_completed() const {
 Status Session::CheckFetchNames(const std::vector<std::string>& fetches, std::optional<Task> task) {
   for (const std::string& f : fetches) {
     if (IsStepFetch(f, task) || SplitFetch(f, task)) continue;
-    std::vector<std::string> known = {kLossFetch};
-    if (task != Task::kRegression) known.push_back(kAccuracyFetch);
-    known.insert(known.end(), {kGlobalStepFetch, kLearningRateFetch, kEpochFetch});
-    for (Task t : {Task::kClassification, Task::kRegression}) {
-      if (task && t != *task) continue;
-      for (const std::string& m : EvaluationMetrics(t)) {
-        if (std::find(known.begin(), known.end(), "<split>/" + m) == known.end()) {
-          known.push_back("<split>/" + m);
-        }
-      }
-    }
-    std::string list;
-    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
     return Status::InvalidArgument(
         "fetch '" + f + "' is unknown" +
         (task ? std::string(" to a ") + TaskName(*task) + " job" : std::string()) +
-        "; known: " + list + " with split train, validation or test");
+        "; known: loss, " + (task == Task::kRegression ? "" : "accuracy, ") +
+        "global_step, learning_rate, epoch, <split>/<metric> with split train, validation or "
+        "test and metric one of " +
+        EvaluationMetricNames(task));
   }
   return Status::Ok();
 }
@@ -217,14 +193,14 @@ Status Session::FillFetches(const std::vector<std::string>& fetches, RunValues* 
       const auto sf = SplitFetch(f);
       auto eval = Evaluate(sf->first);
       if (!eval.ok()) return eval.status();
-      v = MetricValue(*eval, sf->second);
+      v = SplitMetricValue(*eval, sf->second);
     }
     if (values) values->results[f] = v;
   }
   return Status::Ok();
 }
 
-Result<LossAndAccuracy> Session::Evaluate(std::string_view split_name) {
+Result<SplitEvaluation> Session::Evaluate(std::string_view split_name) {
   const Split* split = nullptr;
   if (split_name == "train") split = &datasets_->train;
   if (split_name == "validation") split = &datasets_->validation;

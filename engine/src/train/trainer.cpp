@@ -429,14 +429,19 @@ Status Trainer::CheckBatch(const Batch& batch) const {
   return Status::Ok();
 }
 
-Result<LossAndAccuracy> Trainer::Evaluate(const Split& split, int64_t batch_size) {
+Result<SplitEvaluation> Trainer::Evaluate(const Split& split, int64_t batch_size) {
+  const int n_ranks = comm_ ? comm_->size() : 1;
   const Shard shard =
-      comm_ ? ShardOf(split.size(), comm_->rank(), comm_->size()) : Shard{0, split.size()};
+      comm_ ? ShardOf(split.size(), comm_->rank(), n_ranks) : Shard{0, split.size()};
   const bool regression = task_ == Task::kRegression;
-  // The sample weights' sum, then classification's loss, correct (weighted) and count of
-  // correct, or regression's RegressionSums. Evaluations weigh rows by their sample weights only
-  // (a class weight is a training device, not the data's).
-  double sums[6] = {0, 0, 0, 0, 0, 0};
+  // The whole split's logits (a regression model's outputs), in split order: this rank fills its
+  // shard's rows, the ranks exchange theirs, and every rank computes the metrics on the same
+  // data (metrics.h), the same bits for any number of ranks.
+  const int64_t classes = num_classes_;
+  eval_logits_.assign(static_cast<size_t>(split.size() * classes), 0.0f);
+  // The sample weights' sum, the loss's (rows weighed by their sample weights only: a class
+  // weight is a training device, not the data's) and the correct rows' count.
+  double sums[3] = {0, 0, 0};
   for (int64_t begin = 0; begin < shard.count; begin += batch_size) {
     const int64_t n = std::min(batch_size, shard.count - begin);
     CopyRange(split, shard.begin + begin, n, eval_images_, eval_labels_, &eval_targets_,
@@ -448,40 +453,48 @@ Result<LossAndAccuracy> Trainer::Evaluate(const Split& split, int64_t batch_size
                            nullptr, 0, eval_weights_);
       sums[0] += r.weight_sum;
       sums[1] += r.loss_sum;
-      sums[2] += r.squared_error_sum;
-      sums[3] += r.abs_error_sum;
-      sums[4] += r.target_sum;
-      sums[5] += r.target_squared_sum;
     } else {
       const LossAndAccuracy la =
           SoftmaxCrossEntropy(logits, eval_labels_, nullptr, 0, 0.0f, eval_weights_);
       sums[0] += la.weight_sum;
       sums[1] += la.loss_sum;
-      sums[2] += la.weighted_correct;
-      sums[3] += static_cast<double>(la.correct);
+      sums[2] += static_cast<double>(la.correct);
     }
+    std::copy_n(logits.data(), n * classes, eval_logits_.data() + (shard.begin + begin) * classes);
   }
   if (comm_) {
-    TRAININGD_RETURN_IF_ERROR(comm_->AllreduceSum(std::span<double>(sums, regression ? 6 : 4)));
+    TRAININGD_RETURN_IF_ERROR(comm_->AllreduceSum(std::span<double>(sums)));
+    std::vector<int64_t> bounds(static_cast<size_t>(n_ranks) + 1);
+    for (int k = 0; k <= n_ranks; ++k) {
+      bounds[static_cast<size_t>(k)] =
+          (k == n_ranks ? split.size() : ShardOf(split.size(), k, n_ranks).begin) * classes;
+    }
+    TRAININGD_RETURN_IF_ERROR(comm_->AllgatherParts(eval_logits_, bounds));
   }
-  LossAndAccuracy total;
+  SplitEvaluation total;
   total.loss_sum = sums[1];
   total.weight_sum = sums[0];
   if (split.size() == 0 || !(sums[0] > 0)) return total;
-  const double n = sums[0];
-  total.loss = sums[1] / n;
+  total.loss = sums[1] / sums[0];
+  const std::vector<double> weights(split.weights.begin(), split.weights.end());
   if (!regression) {
-    total.weighted_correct = sums[2];
-    total.correct = static_cast<int64_t>(sums[3]);
-    total.accuracy = sums[2] / n;
+    total.correct = static_cast<int64_t>(sums[2]);
+    total.metrics =
+        ComputeClassificationMetricsFromLogits(eval_logits_, num_classes_, split.labels, weights);
+    total.accuracy = total.metrics.accuracy;
+    total.weighted_correct = total.accuracy * total.metrics.weight_sum;
     return total;
   }
-  total.rmse = std::sqrt(sums[2] / n);
-  total.mae = sums[3] / n;
-  // SST about the split's (weighted) mean, from the sums of d = y - m: sum w d^2 - (sum w d)^2 /
-  // sum w.
-  const double sst = std::max(0.0, sums[5] - sums[4] * sums[4] / n);
-  total.r2 = sst > 0 ? 1 - sums[2] / sst : (sums[2] == 0 ? 1.0 : 0.0);
+  // In the target's units: each output unscaled as Predict does.
+  std::vector<double> predictions(eval_logits_.size()), targets(split.targets.size());
+  for (size_t i = 0; i < predictions.size(); ++i) {
+    predictions[i] = target_scale_.Unscale(eval_logits_[i]);
+    targets[i] = split.targets[i];
+  }
+  const RegressionMetrics m = ComputeRegressionMetrics(predictions, targets, weights);
+  total.rmse = m.rmse;
+  total.mae = m.mae;
+  total.r2 = m.r2;
   return total;
 }
 

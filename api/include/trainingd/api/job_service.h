@@ -25,6 +25,7 @@
 #include "trainingd/api/user_service.h"
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/job/job_spec.h"
+#include "trainingd/engine/train/metrics.h"
 
 namespace trainingd::api {
 
@@ -128,6 +129,13 @@ struct CheckpointInfo {
   std::string name;  // "model.ckpt-1000"
   int64_t bytes = 0;
   double mtime = 0;
+};
+
+// A job's latest evaluation of a split (GET /api/v1/jobs/{id}/evaluation): its metrics,
+// per-class values and confusion matrix, and when it was recorded.
+struct EvaluationInfo {
+  engine::EvaluationSummary evaluation;
+  double wall_time = 0;
 };
 
 struct LogLine {
@@ -234,6 +242,14 @@ class JobService {
                                                            const ScalarQuery& query) = 0;
   virtual engine::Result<std::vector<std::string>> ScalarTags(const std::string& id) = 0;
   virtual engine::Result<std::vector<CheckpointInfo>> Checkpoints(const std::string& id) = 0;
+  // The job's latest evaluation of `split` ("train", "validation", "test"), or ("") of any
+  // split, the latest recorded. NotFound for an unknown job, and for a job with no such
+  // evaluation yet (saying so). A service that keeps none answers FailedPrecondition.
+  virtual engine::Result<EvaluationInfo> Evaluation(const std::string& id,
+                                                    const std::string& split) {
+    (void)split;
+    return engine::Status::FailedPrecondition("job '" + id + "': evaluations are not kept");
+  }
   // from_line >= 1, limit in [1, kMaxLogLines].
   virtual engine::Result<std::vector<LogLine>> Logs(const std::string& id, int64_t from_line,
                                                     int64_t limit) = 0;

@@ -167,6 +167,7 @@ class Router {
   HttpResponse ListJobs(const Context& c);
   HttpResponse ResumeJob(const Context& c);
   HttpResponse Scalars(const Context& c);
+  HttpResponse Evaluation(const Context& c);
   HttpResponse Logs(const Context& c);
   HttpResponse Events(const Context& c, const std::string& job_id,
                       std::optional<EventKind> only_kind);

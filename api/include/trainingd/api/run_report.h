@@ -11,6 +11,10 @@
 //    "final_values":{},"stop_cause":"request"}    (or "time_limit", "disk_full")
 //   {"event":"end","error":{"code":"InvalidArgument","message":"..."}}      (could not start)
 //
+// a split's whole evaluation after its scalars (engine::EvaluationRecorded, api/evaluation_json.h):
+//
+//   {"event":"evaluation","split":"validation","step":100,...,"confusion_matrix":[[..],..]}
+//
 // and, at most once a second while steps run, every rank's latest step (engine::RankTimings),
 // which also feeds the supervisor's stall watchdog:
 //

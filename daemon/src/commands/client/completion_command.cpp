@@ -33,7 +33,7 @@ _trainingd() {
   case $cmd in
     jobs)
       if [[ $COMP_CWORD -eq 2 ]]; then
-        COMPREPLY=($(compgen -W "submit list get logs watch wait stop resume set-priority delete scalars checkpoints export" -- "$cur"))
+        COMPREPLY=($(compgen -W "submit list get logs watch wait stop resume set-priority delete scalars checkpoints evaluation export" -- "$cur"))
         return
       fi
       local flags=$common

@@ -31,6 +31,7 @@ constexpr const char* kJobsUsage =
     "  delete ID         a job that is not running, with its files\n"
     "  scalars ID        one series (--tag)\n"
     "  checkpoints ID    the checkpoints kept\n"
+    "  evaluation ID     its latest evaluation: metrics, per class, confusion matrix\n"
     "  export ID         the model as ONNX (-o FILE)\n";
 
 std::vector<std::string> JobHeader() {
@@ -60,6 +61,8 @@ int PrintJob(const Client& c, const json& doc) {
   if (!job.ok()) return c.Fail({kExitFailed, "the daemon's answer: " + job.status().message()});
   return PrintObject(c, doc, job->id, {JobHeader(), {JobRow(*job)}, 2});
 }
+
+int Evaluation(const std::vector<std::string>& args);  // jobs_evaluation.cpp
 
 struct Verb {
   const char* synopsis;
@@ -586,6 +589,7 @@ int JobsCommand(const std::vector<std::string>& args) {
       {"delete", jobs_verbs::Delete},
       {"scalars", jobs_verbs::Scalars},
       {"checkpoints", jobs_verbs::Checkpoints},
+      {"evaluation", jobs_verbs::Evaluation},
       {"export", jobs_verbs::Export}};
   return client::RunVerb("jobs", kVerbs, jobs_verbs::kJobsUsage, args);
 }

@@ -10,9 +10,8 @@ Result<std::shared_ptr<EarlyStoppingHook>> EarlyStoppingHook::Create(Options opt
   TRAININGD_RETURN_IF_ERROR(Session::CheckFetchNames({options.monitor}));
   if (options.monitor.find('/') == std::string::npos) {
     return Status::InvalidArgument(
-        "monitor: must be an evaluation fetch \"<split>/loss\" or "
-        "\"<split>/accuracy\", got '" +
-        options.monitor + "'");
+        "monitor: must be an evaluation fetch \"<split>/<metric>\" (metric one of " +
+        EvaluationMetricNames() + "), got '" + options.monitor + "'");
   }
   if (options.patience < 1) {
     return Status::InvalidArgument("patience must be >= 1, got " +

@@ -15,10 +15,7 @@ Result<std::shared_ptr<EvaluationHook>> EvaluationHook::Create(Options options) 
 
 Status EvaluationHook::AfterCreateSession(Session& session, Coordinator&) {
   internal::UseSessionEnv(session, env_, timer_);
-  fetches_.clear();
-  for (const std::string& m : EvaluationMetrics(session.task())) {
-    fetches_.push_back(options_.split + "/" + m);
-  }
+  fetches_ = internal::EvaluationFetches(options_.split, session.task());
   if (!timer_.last_triggered_step()) timer_.UpdateLastTriggeredStep(session.global_step());
   return Status::Ok();
 }
@@ -48,6 +45,7 @@ Status EvaluationHook::Record(Session& session, const RunValues& values) {
   const int64_t step = session.global_step();
   last_ = Evaluation{step, values.get(fetches_[0]), 0, {}};
   if (session.task() == Task::kClassification) last_->accuracy = values.get(fetches_[1]);
+  for (const std::string& f : fetches_) last_->values[f] = values.get(f);
   ++count_;
   // The loss last, as TF's evaluations logged it: "accuracy = 0.87, loss = 0.35".
   std::string line;
@@ -56,12 +54,11 @@ Status EvaluationHook::Record(Session& session, const RunValues& values) {
     line += f + " = " + internal::FormatValue(values.get(f)) + (i < fetches_.size() ? ", " : "");
   }
   session.logger().Info("Evaluation at global step " + std::to_string(step) + ": " + line);
-  for (const std::string& f : fetches_) last_->values.emplace_back(f, values.get(f));
   if (!options_.summary_writer) return Status::Ok();
   for (const std::string& f : fetches_) {
-    TRAININGD_RETURN_IF_ERROR(options_.summary_writer->AddScalar(f, step, values.get(f)));
+    TRAININGD_RETURN_IF_ERROR(options_.summary_writer->AddScalar(f, step, last_->values[f]));
   }
-  return Status::Ok();
+  return internal::RecordEvaluationSummary(session, options_.split, *options_.summary_writer);
 }
 
 }  // namespace trainingd::engine

@@ -1,5 +1,7 @@
 #include "trainingd/engine/session/hooks/final_ops_hook.h"
 
+#include <set>
+
 #include "session/hooks/hook_util.h"
 
 namespace trainingd::engine {
@@ -23,6 +25,15 @@ Status FinalOpsHook::End(Session& session) {
     line += (line.empty() ? "" : ", ") + tag + " = " + internal::FormatValue(value);
   }
   session.logger().Info("Final values at global step " + std::to_string(step) + ": " + line);
+  // Each split evaluated, whole (its confusion matrix): the evaluation is cached, not redone.
+  std::set<std::string> splits;
+  for (const std::string& op : ops_) {
+    const size_t slash = op.find('/');
+    if (slash != std::string::npos) splits.insert(op.substr(0, slash));
+  }
+  for (const std::string& split : splits) {
+    TRAININGD_RETURN_IF_ERROR(internal::RecordEvaluationSummary(session, split, *writer_));
+  }
   return writer_->Flush();
 }
 

@@ -8,6 +8,7 @@
 #include "base/float_format.h"
 #include "trainingd/engine/base/env.h"
 #include "trainingd/engine/base/format.h"
+#include "trainingd/engine/io/summary_writer.h"
 #include "trainingd/engine/session/second_or_step_timer.h"
 #include "trainingd/engine/session/session.h"
 
@@ -29,6 +30,35 @@ inline std::string FormatValue(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return FloatToString(static_cast<float>(v));
+}
+
+// The fetches of every scalar metric of `split`: "<split>/loss", "<split>/accuracy", ...
+inline std::vector<std::string> EvaluationFetches(const std::string& split, Task task) {
+  std::vector<std::string> out;
+  for (const EvaluationMetric& m : EvaluationMetricsOf(task)) out.push_back(split + "/" + m.name);
+  return out;
+}
+
+// Writes a classifier's `split` evaluation at the session's global step (the session's cached one,
+// so no second pass) to `writer` as an EvaluationSummary.
+inline Status RecordEvaluationSummary(Session& session, const std::string& split,
+                                      SummaryWriter& writer) {
+  // A regression job's evaluation is its scalars alone: no classes, no confusion matrix.
+  if (session.task() != Task::kClassification) return Status::Ok();
+  auto eval = session.Evaluate(split);
+  if (!eval.ok()) return eval.status();
+  EvaluationSummary summary;
+  summary.split = split;
+  summary.step = session.global_step();
+  summary.loss = eval->loss;
+  summary.metrics = eval->metrics;
+  summary.class_names = session.datasets().class_names;
+  if (summary.class_names.size() != static_cast<size_t>(summary.metrics.num_classes)) {
+    summary.class_names.clear();
+    for (int c = 0; c < summary.metrics.num_classes; ++c)
+      summary.class_names.push_back(std::to_string(c));
+  }
+  return writer.AddEvaluation(summary);
 }
 
 }  // namespace trainingd::engine::internal

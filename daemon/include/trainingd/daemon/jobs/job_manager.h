@@ -137,6 +137,8 @@ class JobManager final : public api::JobService, private RunListener {
                                                         const api::ScalarQuery& query) override;
   engine::Result<std::vector<std::string>> ScalarTags(const std::string& id) override;
   engine::Result<std::vector<api::CheckpointInfo>> Checkpoints(const std::string& id) override;
+  engine::Result<api::EvaluationInfo> Evaluation(const std::string& id,
+                                                 const std::string& split) override;
   engine::Result<std::vector<api::LogLine>> Logs(const std::string& id, int64_t from_line,
                                                  int64_t limit) override;
   engine::Result<std::unique_ptr<api::Subscription>> Subscribe(

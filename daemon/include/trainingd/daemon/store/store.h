@@ -130,6 +130,15 @@ struct DecisionRecord {
   std::string detail;
 };
 
+// A job's latest evaluation of a split (schema 10): the JSON of api/evaluation_json.h.
+struct EvaluationRecord {
+  std::string job_id;
+  std::string split;
+  int64_t step = 0;
+  double wall_time = 0;
+  std::string body_json;
+};
+
 struct ScalarRecord {
   std::string job_id;
   std::string tag;
@@ -216,9 +225,13 @@ class Store {
   // Waits while the queue holds max_queued_scalars (backpressure); while writes fail, scalars
   // beyond that are dropped and counted (StoreStats::dropped_scalars) rather than waiting.
   void AddScalars(std::vector<ScalarRecord> scalars);
-  // Deletes the job's scalars with step > `step` (on resume from a checkpoint at `step`).
+  // Deletes the job's scalars and evaluations with step > `step` (on resume from a checkpoint
+  // at `step`).
   void DropScalarsAfter(const std::string& job_id, int64_t step);
-  void DeleteJob(const std::string& id);  // the row, its scalars and attempts
+  void DeleteJob(const std::string& id);  // the row, its scalars, evaluations and attempts
+  // Inserts or replaces the job's evaluation of `evaluation.split`; a job that is not stored:
+  // nothing.
+  void PutEvaluation(const EvaluationRecord& evaluation);
   // Inserts or replaces attempt `attempt.attempt` of a job (a data-parallel job's runs); a job
   // that is not stored: nothing.
   void PutAttempt(const std::string& job_id, const api::AttemptInfo& attempt);
@@ -290,6 +303,10 @@ class Store {
   engine::Result<std::vector<std::string>> ScalarTags(const std::string& job_id);
   // The latest value (at the highest step) of each tag.
   engine::Result<std::map<std::string, double>> LatestScalars(const std::string& job_id);
+  // The job's latest evaluation of `split`, or ("" split) the latest of any split (by wall
+  // time); nullopt when there is none.
+  engine::Result<std::optional<EvaluationRecord>> GetEvaluation(const std::string& job_id,
+                                                                const std::string& split);
   // Every job's attempts, by job id, in attempt order.
   engine::Result<std::map<std::string, std::vector<api::AttemptInfo>>> ListAttempts();
   // Every experiment, oldest first; the trials and rung results of one experiment ("" = of all),

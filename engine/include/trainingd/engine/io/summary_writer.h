@@ -17,6 +17,7 @@
 #include "trainingd/engine/base/env.h"
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/io/event_file_writer.h"
+#include "trainingd/engine/train/metrics.h"
 
 namespace trainingd::engine {
 
@@ -26,6 +27,11 @@ class SummarySink {
   virtual Status AddScalar(std::string_view tag, int64_t step, double value, double wall_time) = 0;
   virtual Status AddSessionLog(SessionLogStatus /*status*/, std::string_view /*checkpoint_path*/,
                                int64_t /*step*/, double /*wall_time*/) {
+    return Status::Ok();
+  }
+  // A split's whole evaluation: its confusion matrix and per-class values, beside the scalars
+  // the same evaluation recorded. Event files keep only the scalars (no default action).
+  virtual Status AddEvaluation(const EvaluationSummary& /*evaluation*/, double /*wall_time*/) {
     return Status::Ok();
   }
   // Makes everything written so far durable/visible.
@@ -68,6 +74,7 @@ class SummaryWriter {
   // Each call reaches every sink, even when one fails; the first error is returned.
   Status AddScalar(std::string_view tag, int64_t step, double value);
   Status AddSessionLog(SessionLogStatus status, std::string_view checkpoint_path, int64_t step);
+  Status AddEvaluation(const EvaluationSummary& evaluation);
   Status Flush();
 
  private:

@@ -95,11 +95,15 @@ struct FinalEvalHookSpec {
 
 struct EarlyStoppingHookSpec {
   bool enabled = false;
-  std::string monitor = "validation/loss";  // "<split>/<metric>", a metric of the job's task
-  std::string mode = "min";                 // "min" or "max"
-  int64_t patience = 5;                     // evaluations without improvement before stopping
-  double min_delta = 0;                     // smaller changes do not count as improvement
-  TriggerSpec trigger;                      // default: the evaluation hook's trigger
+  // A "<split>/<metric>" fetch, a metric of the job's task (metrics.h's kClassificationMetrics,
+  // kRegressionMetrics).
+  std::string monitor = "validation/loss";
+  // "min" or "max"; a spec that leaves it out gets the monitored metric's direction
+  // (DefaultMode: "max" for accuracy, precision_macro, recall_macro, f1_macro, auc, r2).
+  std::string mode = "min";
+  int64_t patience = 5;  // evaluations without improvement before stopping
+  double min_delta = 0;  // smaller changes do not count as improvement
+  TriggerSpec trigger;   // default: the evaluation hook's trigger
 };
 
 struct ProfilerHookSpec {

@@ -1,5 +1,6 @@
 // The events of one job run, in the order they happen: SessionCreated once its session exists,
-// ScalarRecorded for each summary value, LogWritten for each console line, RunEnded last. What an
+// ScalarRecorded for each summary value, EvaluationRecorded for each whole evaluation of a split
+// (after its scalars), LogWritten for each console line, RunEnded last. What an
 // executor reports to the daemon's job manager (daemon/executor.h), and what rank 0 of an MPI job
 // writes for the daemon to read (api/run_report.h).
 #pragma once
@@ -12,6 +13,7 @@
 #include "trainingd/engine/base/logger.h"
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/job/job_runner.h"
+#include "trainingd/engine/train/metrics.h"
 #include "trainingd/engine/train/trainer.h"
 
 namespace trainingd::engine {
@@ -26,6 +28,13 @@ struct ScalarRecorded {
   std::string tag;
   int64_t step = 0;
   double value = 0;
+  double wall_time = 0;
+};
+
+// A split's whole evaluation (its confusion matrix and per-class values), recorded after the
+// same evaluation's "<split>/..." scalars.
+struct EvaluationRecorded {
+  EvaluationSummary evaluation;
   double wall_time = 0;
 };
 
@@ -76,6 +85,6 @@ struct SchedulerStatus {
 };
 
 using RunEvent = std::variant<SessionCreated, ScalarRecorded, LogWritten, RunEnded, AttemptStarted,
-                              AttemptEnded, RankTimings, SchedulerStatus>;
+                              AttemptEnded, RankTimings, SchedulerStatus, EvaluationRecorded>;
 
 }  // namespace trainingd::engine

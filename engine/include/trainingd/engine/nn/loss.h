@@ -20,9 +20,7 @@ struct LossAndAccuracy {
   // the rows the arg-max gets right; loss_sum is then the weighted sum.
   double weight_sum = 0, weighted_correct = 0;
   // Regression (Trainer::Evaluate of a regression split), in the target's own units: the root
-  // mean squared error, the mean absolute error and R^2 = 1 - SSE / SST, SST about the split's
-  // own mean (0 when the split's targets are all the same: R^2 is then undefined, and reported
-  // as 1 for a perfect fit, 0 otherwise).
+  // mean squared error, the mean absolute error and R^2 (metrics.h's RegressionMetrics).
   double rmse = 0, mae = 0, r2 = 0;
 };
 
@@ -64,13 +62,11 @@ struct TargetScale {
   friend bool operator==(const TargetScale&, const TargetScale&) = default;
 };
 
-// What a regression batch adds to its split's totals: the loss's sum, and in the target's units
-// the errors' (e = Unscale(output) - y) and the targets' sums about the scale's mean (d = y -
-// mean), from which Trainer::Evaluate forms RMSE, MAE and R^2.
+// What a regression batch adds to its split's totals: the loss's sum (row i weighing w_i) and
+// the weights' (1 each without weights). Trainer::Evaluate forms RMSE, MAE and R^2 in the
+// target's units from the split's predictions (metrics.h).
 struct RegressionSums {
-  double loss_sum = 0, squared_error_sum = 0, abs_error_sum = 0;
-  double target_sum = 0, target_squared_sum = 0;  // of d
-  double weight_sum = 0;  // every sum above weighs row i by w_i (1 without weights)
+  double loss_sum = 0, weight_sum = 0;
 };
 
 // outputs: [batch, 1]; targets: batch values as in the file. When `doutputs` is not null it

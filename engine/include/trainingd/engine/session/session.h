@@ -9,7 +9,9 @@
 //   "learning_rate"           the rate the step's update used (Fetch(): the latest step's rate,
 //                             or the next step's before any step in this session)
 //   "epoch"                   epochs of the input pipeline completed
-//   "<split>/loss", "<split>/accuracy", split in {train, validation, test}: the whole split in
+//   "<split>/<metric>", split in {train, validation, test}, metric one of metrics.h's
+//                             kClassificationMetrics (loss, accuracy, precision_macro,
+//                             recall_macro, f1_macro, auc, log_loss): the whole split in
 //                             inference mode, after the step; one pass per split and global step
 //                             however many hooks ask for it
 // Feed names:
@@ -48,18 +50,8 @@ inline constexpr const char* kLearningRateFetch = "learning_rate";
 inline constexpr const char* kEpochFetch = "epoch";
 inline constexpr const char* kLearningRateFeed = "learning_rate";
 inline constexpr const char* kBatchFeed = "batch";
-// The splits Evaluate() knows, as the "<split>/loss" and "<split>/accuracy" fetches name them.
+// The splits Evaluate() knows, as the "<split>/<metric>" fetches name them.
 inline constexpr const char* kSplits[] = {"train", "validation", "test"};
-
-// What an evaluation of a split reports, by task, each a "<split>/<metric>" fetch: loss, then
-// classification's accuracy, or regression's rmse, mae and r2 (in the target's units; the loss
-// is that of the standardized target, what the job minimizes).
-const std::vector<std::string>& EvaluationMetrics(Task task);
-// Whether a larger value of `metric` is better (accuracy, r2): early stopping's and an
-// experiment's mode for it.
-bool HigherIsBetter(std::string_view metric);
-// `metric`'s value in an evaluation.
-double MetricValue(const LossAndAccuracy& evaluation, std::string_view metric);
 
 using FeedValue = std::variant<double, std::shared_ptr<const Batch>>;
 using Feeds = std::map<std::string, FeedValue>;
@@ -133,9 +125,10 @@ class Session {
   Status Run(const RunArgs& args, RunValues* values);
   // The fetches without a training step.
   Status Fetch(const std::vector<std::string>& fetches, RunValues* values);
-  // Loss and accuracy over "train", "validation" or "test" in inference mode, cached per global
-  // step. NotFound for another name, FailedPrecondition for an empty split.
-  Result<LossAndAccuracy> Evaluate(std::string_view split);
+  // Loss, accuracy and the classification metrics over "train", "validation" or "test" in
+  // inference mode, cached per global step. NotFound for another name, FailedPrecondition for an
+  // empty split.
+  Result<SplitEvaluation> Evaluate(std::string_view split);
 
   // OK if every name is a known fetch (of a job of `task`, when given: "accuracy" is
   // classification's, "<split>/rmse" regression's); InvalidArgument naming the first unknown one
@@ -183,7 +176,7 @@ class Session {
   bool diverged_ = false;
   struct CachedEval {
     int64_t global_step = -1;
-    LossAndAccuracy value;
+    SplitEvaluation value;
   };
   std::map<std::string, CachedEval, std::less<>> eval_cache_;
 };

@@ -25,6 +25,7 @@
 #include "trainingd/engine/nn/loss.h"
 #include "trainingd/engine/nn/model.h"
 #include "trainingd/engine/optim/optimizer.h"
+#include "trainingd/engine/train/metrics.h"
 
 namespace trainingd::engine {
 
@@ -80,6 +81,12 @@ struct StepResult {
   double allreduce_seconds = 0;  // time in the step's collectives, waiting for other ranks included
 };
 
+// What Evaluate() reports over a whole split: the cross-entropy and accuracy of its logits, and
+// the classification metrics of their softmax probabilities (metrics.h).
+struct SplitEvaluation : LossAndAccuracy {
+  ClassificationMetrics metrics;
+};
+
 // A minibatch given from outside the input pipeline (a "batch" feed).
 struct Batch {
   Tensor images;                // [N, H, W, C], the model's example shape
@@ -127,11 +134,14 @@ class Trainer {
   // images, each in [0, num_classes) (regression: as many finite targets). InvalidArgument
   // naming what is wrong otherwise.
   Status CheckBatch(const Batch& batch) const;
-  // Loss and accuracy (regression: loss, RMSE, MAE and R^2) over the whole split in inference
-  // mode (dropout off), in batches. A
-  // data-parallel job evaluates each rank's shard of the split (ShardOf) and adds up the sums, so
-  // every rank gets the whole split's values; an error only when that reduction fails.
-  Result<LossAndAccuracy> Evaluate(const Split& split, int64_t batch_size = 1000);
+  // Loss, accuracy and the classification metrics (regression: loss, RMSE, MAE and R^2) over
+  // the whole split in inference mode (dropout off), in batches, rows weighed by the split's
+  // sample weights. A data-parallel job evaluates each rank's shard of the split (ShardOf), adds
+  // up the loss and accuracy sums, and (classification) gathers the shards' logits in split
+  // order, so every rank computes the metrics from the same whole split's logits, the same bits
+  // for any number of ranks; an error only when a collective fails. Holds the split's logits
+  // (examples x classes floats) while it runs.
+  Result<SplitEvaluation> Evaluate(const Split& split, int64_t batch_size = 1000);
 
   int64_t global_step() const { return global_step_; }
   void set_global_step(int64_t step) { global_step_ = step; }
@@ -213,6 +223,7 @@ class Trainer {
   std::vector<int32_t> labels_, eval_labels_;
   std::vector<float> targets_, eval_targets_;
   std::vector<float> sample_weights_, eval_weights_, weights_;
+  std::vector<float> eval_logits_;  // Evaluate(): the split's logits, [examples, classes]
   // The step's row weights (class weight times sample weight) into weights_; empty when every
   // row weighs 1.
   std::span<const float> RowWeights(const std::vector<int32_t>& labels,

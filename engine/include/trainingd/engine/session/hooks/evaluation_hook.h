@@ -1,7 +1,8 @@
-// EvaluationHook: loss and accuracy (a regression job's loss, rmse, mae and r2: the task's
-// EvaluationMetrics) over a whole split every N steps or seconds, recorded as summaries
-// "<split>/loss", "<split>/accuracy", ... (TF had no such hook: Estimators evaluated in a
-// separate process from checkpoints).
+// EvaluationHook: the metrics of a job's task (metrics.h: loss, accuracy and the other
+// classification metrics; a regression job's loss, rmse, mae and r2) over a whole split every N
+// steps or seconds, recorded as summaries "<split>/<metric>", and a classifier's whole
+// evaluation (confusion matrix, per-class values) as an EvaluationSummary (TF had no such hook:
+// Estimators evaluated in a separate process from checkpoints).
 //
 // The timer's baseline is the global step when the session is first created, so with
 // every_steps = 1000 from step 0 evaluations happen after steps 1000, 2000, ... With at_end
@@ -10,10 +11,10 @@
 // An evaluation runs in inference mode (dropout off) and does not change the training state.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "trainingd/engine/io/summary_writer.h"
@@ -35,10 +36,8 @@ class EvaluationHook final : public SessionRunHook {
   struct Evaluation {
     int64_t global_step = 0;
     double loss = 0;
-    double accuracy = 0;  // classification
-    // Every metric of the evaluation by its fetch name ("validation/loss", ...), in the task's
-    // EvaluationMetrics order.
-    std::vector<std::pair<std::string, double>> values;
+    double accuracy = 0;                   // classification
+    std::map<std::string, double> values;  // every "<split>/<metric>" recorded
   };
   static Result<std::shared_ptr<EvaluationHook>> Create(Options options);
 

@@ -3,8 +3,9 @@
 //
 // In End() the fetches are evaluated without a training step; the values are kept for the caller
 // (final_ops_values()) and, when a summary writer is given, written as scalars at the final global
-// step and logged. TF's final_ops_feed_dict has no equivalent: fetches without a step take no
-// feeds.
+// step and logged, and each split a "<split>/..." fetch evaluated is written whole too
+// (SummaryWriter::AddEvaluation: its confusion matrix). TF's final_ops_feed_dict has no equivalent:
+// fetches without a step take no feeds.
 #pragma once
 
 #include <map>

@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+// The job page's evaluation card (web/src/evaluation.js, docs/dashboard.md): Debian's Chromium
+// driven by playwright-core against `trainingd serve`. A short MLP job with a periodic validation
+// evaluation and a final test evaluation; its page shows the latest evaluation (the test
+// split's), its metrics as the API has them, the confusion matrix as a heat map with the class
+// names on both axes and every test example in its cells, and the per-class table; the split
+// picker switches to the validation split, and offers the train split, which has none, disabled.
+// The page never asks for an evaluation that does not exist (no 404 in its console, while the
+// job runs either).
+//
+//   node tests/web/evaluation_test.mjs TRAININGD [SCREENSHOT_DIR]
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  CHROMIUM, Daemon, check, log, mlpSpec, newContext, runTest, waitState, watchedPage,
+} from './browser_support.mjs';
+
+const TRAININGD = process.argv[2];
+const SHOTS = path.resolve(process.argv[3] || 'evaluation-screenshots');
+if (!TRAININGD || !fs.existsSync(TRAININGD)) throw new Error(`usage: evaluation_test.mjs TRAININGD [DIR]; no ${TRAININGD}`);
+if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (tools/install-deps.sh build)`);
+fs.mkdirSync(SHOTS, { recursive: true });
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trainingd-web-eval-'));
+
+let daemon;
+let context;
+
+// format.js's metric(): 4 significant digits.
+const metric = (v) => Number(v.toPrecision(4)).toString();
+
+async function checkCard(page, e) {
+  const card = page.locator('section.evaluation');
+  await page.locator(`section.evaluation select[aria-label="Split"]`).evaluate((s, split) => {
+    if (s.value !== split) throw new Error(`the picker shows ${s.value}, not ${split}`);
+  }, e.split);
+  const status = await card.locator('.card-head .muted').textContent();
+  check(status.includes(`step ${e.step}`), `the card says the step: "${status}"`);
+  for (const key of ['accuracy', 'f1_macro', 'auc', 'log_loss']) {
+    const shown = await card.locator(`.stat[data-metric="${key}"] .stat-value`).textContent();
+    check(shown === metric(e[key]), `${key}: the page shows ${shown}, the API has ${e[key]}`);
+  }
+  const names = e.classes.map((c) => c.name);
+  const rows = await card.locator('table.confusion tbody th.true').allTextContents();
+  const cols = await card.locator('table.confusion thead th.pred').allTextContents();
+  check(JSON.stringify(rows) === JSON.stringify(names), `true classes on the rows: ${rows}`);
+  check(JSON.stringify(cols) === JSON.stringify(names), `predicted classes on the columns: ${cols}`);
+  const cells = await card.locator('table.confusion td.cell').evaluateAll((tds) => tds.map((td) => ({
+    t: Number(td.dataset.true), p: Number(td.dataset.pred), text: td.textContent, bg: td.style.background, title: td.title,
+  })));
+  check(cells.length === names.length * names.length, `${cells.length} cells`);
+  let total = 0;
+  for (const c of cells) {
+    const want = e.confusion_matrix[c.t][c.p];
+    check(Number(c.text.replace(/\D/g, '')) === want, `cell (${c.t}, ${c.p}) shows ${c.text}, the API has ${want}`);
+    total += want;
+    // The diagonal blue, the rest red; the title names both classes.
+    check(c.bg.includes(c.t === c.p ? '37, 99, 235' : '220, 38, 38'), `cell (${c.t}, ${c.p}) colour ${c.bg}`);
+    check(c.title.startsWith(`true ${names[c.t]}, predicted ${names[c.p]}: ${want}`), c.title);
+  }
+  check(total === e.examples, `the matrix holds every example: ${total} of ${e.examples}`);
+  const perClass = await card.locator('table.per-class tbody tr').count();
+  check(perClass === names.length, `${perClass} rows of per-class values`);
+}
+
+async function main() {
+  daemon = await Daemon.start(TRAININGD, path.join(tmp, 'data'), {
+    config: { threads_per_job: 1, max_concurrent_jobs: 1 },
+  });
+  context = await newContext(path.join(tmp, 'profile'));
+  const page = await watchedPage(context);
+
+  const hooks = { checkpoint: { every_steps: 1000 }, summary: { every_steps: 20 }, evaluation: { every_steps: 100 } };
+  const job = (await daemon.api('POST', '/jobs', mlpSpec('web-eval', 300, hooks))).body;
+  await page.goto(`${daemon.url}/#/jobs/${job.id}`);
+  await waitState(page, ['completed'], 120000);
+  // The final evaluations arrive after the last scalars: the card reloads on them.
+  const test = (await daemon.api('GET', `/jobs/${job.id}/evaluation?split=test`)).body;
+  const validation = (await daemon.api('GET', `/jobs/${job.id}/evaluation?split=validation`)).body;
+  check(test.step === 300 && validation.step === 300, `steps ${test.step}, ${validation.step}`);
+  const latest = (await daemon.api('GET', `/jobs/${job.id}/evaluation`)).body;
+  check(latest.split === 'test', `the latest evaluation is final_eval's: ${latest.split}`);
+
+  await page.reload();
+  await page.locator('section.evaluation:not([hidden]) table.confusion').waitFor({ timeout: 15000 });
+  await checkCard(page, test);
+  log(`test split: ${test.examples} examples in a ${test.classes.length} x ${test.classes.length} heat map, f1_macro ${test.f1_macro}`);
+  await page.locator('section.evaluation').screenshot({ path: path.join(SHOTS, 'evaluation-test.png') });
+
+  await page.selectOption('section.evaluation select[aria-label="Split"]', 'validation');
+  await page.locator('section.evaluation .card-head .muted', { hasText: `${validation.examples.toLocaleString('en')} examples` }).waitFor({ timeout: 15000 });
+  await checkCard(page, validation);
+  log(`validation split: ${validation.examples} examples, accuracy ${validation.accuracy}`);
+
+  // A split without an evaluation is offered disabled.
+  const train = page.locator('section.evaluation select[aria-label="Split"] option[value="train"]');
+  check(await train.isDisabled() && (await train.textContent()) === 'train (none)', 'the train split is disabled');
+  check(!(await page.locator('section.evaluation option[value="test"]').isDisabled()), 'the test split is enabled');
+  await page.screenshot({ path: path.join(SHOTS, 'evaluation-job-page.png'), fullPage: true });
+}
+
+await runTest(main, { resources: () => ({ daemon, context }), tmp, shots: SHOTS });

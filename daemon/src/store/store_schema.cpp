@@ -234,6 +234,17 @@ ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
     R"sql(
 ALTER TABLE jobs ADD COLUMN preempted_by TEXT NOT NULL DEFAULT '';
 )sql",
+    // 10: fair share across restarts (docs/operations.md#fair-share): each user's decayed usage
+    // in slot-seconds as of the wall time `at` it was last charged, so the time the daemon was
+    // down decays it like any other. Before this version usage lived in memory only: an upgraded
+    // daemon starts everyone at zero, as a restart did.
+    R"sql(
+CREATE TABLE fair_share_usage (
+  owner TEXT PRIMARY KEY NOT NULL,
+  usage REAL NOT NULL,
+  at REAL NOT NULL
+) WITHOUT ROWID;
+)sql",
 };
 
 // What each migration does, one line each, for `trainingd db migrate --dry-run`.
@@ -247,6 +258,7 @@ constexpr const char* kMigrationSummaries[] = {
     "users, tokens (hashes only) and the audit; the owner of each job and experiment",
     "jobs.priority (the scheduler's queue order)",
     "jobs.preempted_by (preemption by checkpoint)",
+    "fair_share_usage (each user's decayed usage, kept across restarts)",
 };
 static_assert(std::size(kMigrationSummaries) == std::size(kMigrations), "one summary each");
 

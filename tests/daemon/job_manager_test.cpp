@@ -165,7 +165,7 @@ TEST_F(JobManagerTest, FairShareUsageSurvivesARestartDecayedOverTheDowntime) {
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   WaitFor(job->id, {JobState::kRunning});
   EXPECT_DOUBLE_EQ(manager_->FairShareUsage("alice"), 50);  // the estimate, at its start
-  *now = *now + 80;  // it runs 80 s: past its estimate
+  *now = *now + 80;                                         // it runs 80 s: past its estimate
   ASSERT_TRUE(manager_->Stop(job->id).ok());
   WaitFor(job->id, {JobState::kStopped});
   // Charged 50 at the start, corrected to the 80 s it ran when it ended.

@@ -1,6 +1,6 @@
-// The users', tokens', audit's and fair-share usage's rows (docs/storage.md#users-tokens-and-audit):
-// StoreWriter's writes and the reads. Roles are stored by the API's names (api::RoleName), fixed by the schema
-// from version 7 on.
+// The users', tokens', audit's and fair-share usage's rows
+// (docs/storage.md#users-tokens-and-audit): StoreWriter's writes and the reads. Roles are stored by
+// the API's names (api::RoleName), fixed by the schema from version 7 on.
 #include "store/store_users.h"
 
 #include <cmath>
@@ -190,11 +190,11 @@ engine::Result<std::vector<FairShareUsageRecord>> QueryFairShareUsage(sqlite::Db
   auto stmt = db.Prepare(kListFairShareUsage);
   if (!stmt.ok()) return stmt.status();
   sqlite::ResetOnExit reset(**stmt);
-  return ReadRows<FairShareUsageRecord>(db, **stmt, "listing the fair-share usage",
-                                        [](sqlite::Stmt& s) -> engine::Result<FairShareUsageRecord> {
-                                          return FairShareUsageRecord{s.Text(0), s.Real(1),
-                                                                      s.Real(2)};
-                                        });
+  return ReadRows<FairShareUsageRecord>(
+      db, **stmt, "listing the fair-share usage",
+      [](sqlite::Stmt& s) -> engine::Result<FairShareUsageRecord> {
+        return FairShareUsageRecord{s.Text(0), s.Real(1), s.Real(2)};
+      });
 }
 
 }  // namespace trainingd::daemon

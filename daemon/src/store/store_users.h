@@ -1,5 +1,5 @@
-// The store's reads of users, tokens, the audit and fair-share usage (private to daemon/src), each run on a read
-// connection. The writes are StoreWriter's (store_users.cpp).
+// The store's reads of users, tokens, the audit and fair-share usage (private to daemon/src), each
+// run on a read connection. The writes are StoreWriter's (store_users.cpp).
 #pragma once
 
 #include <cstdint>

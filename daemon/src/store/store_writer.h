@@ -93,11 +93,11 @@ struct AddAuditOp {
 struct PutFairShareUsageOp {
   FairShareUsageRecord usage;
 };
-using WriteOp = std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, UpdateJobCounterOp,
-                             AddScalarsOp, DropScalarsAfterOp, DeleteJobOp, PutAttemptOp,
-                             PutExperimentOp, PutTrialOp, PutRungResultOp, AddDecisionOp,
-                             DeleteExperimentOp, PutUserOp, DeleteUserOp, PutTokenOp, AddAuditOp,
-                             PutFairShareUsageOp>;
+using WriteOp =
+    std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, UpdateJobCounterOp, AddScalarsOp,
+                 DropScalarsAfterOp, DeleteJobOp, PutAttemptOp, PutExperimentOp, PutTrialOp,
+                 PutRungResultOp, AddDecisionOp, DeleteExperimentOp, PutUserOp, DeleteUserOp,
+                 PutTokenOp, AddAuditOp, PutFairShareUsageOp>;
 
 // The number of scalars `op` writes (0 unless it is an AddScalarsOp).
 int64_t ScalarCount(const WriteOp& op);

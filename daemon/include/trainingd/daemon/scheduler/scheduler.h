@@ -175,7 +175,7 @@ class Scheduler {
   std::map<std::string, Running> running_;
   mutable std::map<std::string, Account> accounts_;
   std::set<std::string> changed_;  // owners charged since TakeChangedUsage
-  double mean_run_secs_ = 0;  // of the runs that ended; 0 = none yet
+  double mean_run_secs_ = 0;       // of the runs that ended; 0 = none yet
   uint64_t next_seq_ = 0;
 };
 

@@ -5,7 +5,9 @@
 #               with each fuzz target's seeds and regression inputs and a few seconds of
 #               fuzzing; ThreadSanitizer), each later suite's build as an idle task beside the
 #               tests of the one before; then prints each suite's build and test times, the
-#               total and the slowest tests (tools/run-suites.sh)
+#               total and the slowest tests (tools/run-suites.sh). Every build links with lld
+#               when it is installed (install-deps does), and the Release build compiles the
+#               service (api/, daemon/) at -O2, the engine at -O3 (docs/architecture.md#build)
 #   make test-tsan  only the ThreadSanitizer build (clang, build-tsan/): the daemon's and the
 #               api's unit tests, the command-line and e2e tests against its trainingd, the
 #               stress tests (docs/architecture.md#threadsanitizer)

@@ -9,7 +9,8 @@ set -euo pipefail
 # libopenblas-openmp-dev: bench/gemm_shapes compares the engine's products with OpenBLAS's.
 # python3-numpy: the dataset tests read files that real NumPy wrote, written at test time.
 # python3-onnx: the ONNX export test checks every exported file with onnx.checker.
-build_pkgs=(cmake ninja-build make g++ pkg-config clang-format libeigen3-dev zlib1g-dev libgtest-dev libopenblas-openmp-dev nlohmann-json3-dev libsqlite3-dev libboost-dev
+# lld: the linker of every build (CMakeLists.txt, TRAININGD_LLD).
+build_pkgs=(cmake ninja-build make g++ lld pkg-config clang-format libeigen3-dev zlib1g-dev libgtest-dev libopenblas-openmp-dev nlohmann-json3-dev libsqlite3-dev libboost-dev
             openmpi-bin libopenmpi-dev iproute2 procps
             slurm-wlm munge
             systemd

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include "fault_vfs.h"
@@ -144,6 +147,47 @@ TEST_F(JobManagerTest, ARestartRequeuesUnfinishedJobsAndTheyResume) {
                 l.text.find("model.ckpt-" + std::to_string(step)) != std::string::npos;
   }
   EXPECT_TRUE(restored) << "no restore from step " << step;
+}
+
+// Fair-share usage is written to the store and read back by the next daemon, decayed over the
+// time it was down (docs/operations.md#fair-share). The scheduler's clock is a fake one.
+TEST_F(JobManagerTest, FairShareUsageSurvivesARestartDecayedOverTheDowntime) {
+  auto now = std::make_shared<std::atomic<double>>(1.7e9);
+  JobManagerOptions o;
+  o.scheduler.now = [now] { return now->load(); };
+  o.scheduler.half_life_secs = 1000;
+  o.scheduler.default_estimate_secs = 50;
+  manager_.reset();
+  store_.reset();
+  OpenAll(1, o);
+  const engine::JobSpec spec = SmallJob("charged", 100000);
+  auto job = manager_->Submit(spec, api::JobSpecToJson(spec), "alice");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  WaitFor(job->id, {JobState::kRunning});
+  EXPECT_DOUBLE_EQ(manager_->FairShareUsage("alice"), 50);  // the estimate, at its start
+  *now = *now + 80;                                         // it runs 80 s: past its estimate
+  ASSERT_TRUE(manager_->Stop(job->id).ok());
+  WaitFor(job->id, {JobState::kStopped});
+  // Charged 50 at the start, corrected to the 80 s it ran when it ended.
+  const double before = manager_->FairShareUsage("alice");
+  EXPECT_NEAR(before, 50 * std::exp2(-0.08) + 30, 1e-9);
+  EXPECT_DOUBLE_EQ(manager_->FairShareUsage("bob"), 0);
+
+  manager_.reset();
+  ASSERT_TRUE(store_->Flush().ok());
+  auto rows = store_->ListFairShareUsage();
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].owner, "alice");
+  EXPECT_DOUBLE_EQ((*rows)[0].usage, before);
+  EXPECT_DOUBLE_EQ((*rows)[0].at, now->load());
+  store_.reset();
+
+  *now = *now + 1000;  // down for one half-life
+  OpenAll(1, o);
+  EXPECT_NEAR(manager_->FairShareUsage("alice"), before / 2, 1e-9);
+  *now = *now + 1000;
+  EXPECT_NEAR(manager_->FairShareUsage("alice"), before / 4, 1e-9);
 }
 
 TEST_F(JobManagerTest, SubmitChecksTheSpecAgainstItsDataAndTheBudgets) {

@@ -201,6 +201,55 @@ TEST(SchedulerFairShareTest, UsageDecaysWithTheHalfLife) {
   EXPECT_NEAR(s.Usage("alice"), u / 8, 1e-9);
 }
 
+// What a restart keeps: the accounts written down (TakeChangedUsage) and handed to a new
+// scheduler (RestoreUsage) decay from their last charge on, the downtime included.
+TEST(SchedulerFairShareTest, UsageWrittenDownAndRestoredDecaysOverTheDowntime) {
+  FakeClock clock;
+  SchedulerOptions o;
+  o.now = clock.fn();
+  o.half_life_secs = 100;
+  o.default_estimate_secs = 80;
+  Scheduler s(o);
+  EXPECT_TRUE(s.TakeChangedUsage().empty());
+  s.Enqueue(Job("a", "alice", 0));
+  s.Enqueue(Job("b", "bob", 0));
+  ASSERT_EQ(Ids(s.Take(2, 0)), (Ids_{"a", "b"}));
+  clock.t += 50;
+  s.Finished("a");  // alice ran 50 s; bob still runs
+  const double alice = s.Usage("alice");
+  std::vector<OwnerUsage> saved = s.TakeChangedUsage();
+  ASSERT_EQ(saved.size(), 2u);
+  EXPECT_EQ(saved[0].owner, "alice");
+  EXPECT_DOUBLE_EQ(saved[0].usage, alice);
+  EXPECT_DOUBLE_EQ(saved[0].at, clock.t);
+  EXPECT_EQ(saved[1].owner, "bob");
+  EXPECT_DOUBLE_EQ(saved[1].usage, 80);  // charged its estimate at the start
+  EXPECT_DOUBLE_EQ(saved[1].at, clock.t - 50);
+  EXPECT_TRUE(s.TakeChangedUsage().empty());  // nothing charged since
+
+  // The daemon is down for two half-lives; a new scheduler gets the accounts back.
+  clock.t += 200;
+  Scheduler restarted(o);
+  restarted.RestoreUsage(saved);
+  EXPECT_NEAR(restarted.Usage("alice"), alice / 4, 1e-9);
+  EXPECT_NEAR(restarted.Usage("bob"), 80 * std::exp2(-2.5), 1e-9);
+  EXPECT_DOUBLE_EQ(restarted.Usage("carol"), 0);
+  // And they order the queue: alice has used less by now, so her job goes before bob's earlier
+  // one (a scheduler that forgot both would order them by submit time).
+  restarted.Enqueue(Job("b2", "bob", 1));
+  restarted.Enqueue(Job("a2", "alice", 2));
+  EXPECT_EQ(Ids(restarted.Order()), (Ids_{"a2", "b2"}));
+  Scheduler forgot(o);
+  forgot.Enqueue(Job("b2", "bob", 1));
+  forgot.Enqueue(Job("a2", "alice", 2));
+  EXPECT_EQ(Ids(forgot.Order()), (Ids_{"b2", "a2"}));
+  // Rows no scheduler writes are skipped.
+  restarted.RestoreUsage({{"mallory", -1, 0}, {"eve", NAN, 0}, {"trent", 1, INFINITY}});
+  EXPECT_DOUBLE_EQ(restarted.Usage("mallory"), 0);
+  EXPECT_DOUBLE_EQ(restarted.Usage("eve"), 0);
+  EXPECT_DOUBLE_EQ(restarted.Usage("trent"), 0);
+}
+
 TEST(SchedulerFairShareTest, ALongRunIsChargedAsItRuns) {
   FakeClock clock;
   SchedulerOptions o;

@@ -336,10 +336,10 @@ TEST_F(StoreMigrationTest, Version1PointsAndRollupsAnswerAlikeAfterMigrating) {
   auto fresh = FreshStore(points);
   {
     Sqlite db(old_path_);
-    EXPECT_EQ(db.Text("PRAGMA user_version"), "10");
+    EXPECT_EQ(db.Text("PRAGMA user_version"), "11");
     EXPECT_EQ(db.Text("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
                       "WHERE type = 'table' ORDER BY name)"),
-              "attempts,audit,evaluations,experiment_decisions,experiments,jobs,rung_results,"
+              "attempts,audit,evaluations,experiment_decisions,experiments,fair_share_usage,jobs,rung_results,"
               "scalar_rollups,scalars,series,tokens,trials,users");
     EXPECT_EQ(db.Text("SELECT count(*) FROM scalars"), std::to_string(points.size()));
     EXPECT_EQ(db.Text("SELECT count(*) FROM series"), std::to_string(series.size()));
@@ -377,7 +377,7 @@ TEST_F(StoreMigrationTest, EmptyVersion1DatabaseMigrates) {
     ASSERT_TRUE(store->Flush().ok());
     EXPECT_EQ(*store->LatestScalars("a"), (std::map<std::string, double>{{"loss", 2.0}}));
   }
-  EXPECT_EQ(Sqlite(old_path_).Text("PRAGMA user_version"), "10");
+  EXPECT_EQ(Sqlite(old_path_).Text("PRAGMA user_version"), "11");
 }
 
 }  // namespace

@@ -203,13 +203,13 @@ class StoreTest : public ::testing::Test {
 
 TEST_F(StoreTest, FreshDatabaseIsMigratedInWalMode) {
   { auto store = OpenStore(); }
-  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "10");
+  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "11");
   EXPECT_EQ(RawText(path_, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(RawText(path_, "PRAGMA application_id"), "1953656420");
   EXPECT_EQ(RawText(path_,
                     "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
                     "WHERE type = 'table' ORDER BY name)"),
-            "attempts,audit,evaluations,experiment_decisions,experiments,jobs,rung_results,"
+            "attempts,audit,evaluations,experiment_decisions,experiments,fair_share_usage,jobs,rung_results,"
             "scalar_rollups,scalars,series,tokens,trials,users");
   EXPECT_EQ(RawText(path_,
                     "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
@@ -228,7 +228,7 @@ TEST_F(StoreTest, ReopenKeepsDataAndVersion) {
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   ASSERT_TRUE(job->has_value());
   EXPECT_EQ((*job)->name, "name-a");
-  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "10");
+  EXPECT_EQ(RawText(path_, "PRAGMA user_version"), "11");
 }
 
 TEST_F(StoreTest, ExperimentsTrialsResultsAndDecisionsRoundTrip) {
@@ -393,12 +393,12 @@ TEST_F(StoreTest, AttemptsAreKeptUpdatedInPlaceAndDeletedWithTheirJob) {
 
 TEST_F(StoreTest, NewerSchemaVersionIsRefused) {
   { auto store = OpenStore(); }
-  RawExec(path_, "PRAGMA user_version = 11");
+  RawExec(path_, "PRAGMA user_version = 12");
   auto store = Store::Open(path_);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(store.status().message().find(path_), std::string::npos) << store.status().message();
-  EXPECT_NE(store.status().message().find("version 11 is newer"), std::string::npos)
+  EXPECT_NE(store.status().message().find("version 12 is newer"), std::string::npos)
       << store.status().message();
 }
 

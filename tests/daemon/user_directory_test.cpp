@@ -244,6 +244,7 @@ TEST(UserMigrationTest, Version6RowsBecomeTheAdmins) {
   // Take the file back to schema version 6 (what the previous release wrote), with a job and an
   // experiment in it.
   UsersDbExec(path,
+              "DROP TABLE fair_share_usage;"                // migration 11's
               "DROP TABLE evaluations;"                     // migration 10's
               "ALTER TABLE jobs DROP COLUMN preempted_by;"  // migration 9's
               "ALTER TABLE jobs DROP COLUMN priority;"      // migration 8's
@@ -269,7 +270,7 @@ TEST(UserMigrationTest, Version6RowsBecomeTheAdmins) {
     EXPECT_EQ(admin->role, Role::kAdmin);
     EXPECT_EQ((*users)->ListUsers().size(), 1u);
   }
-  EXPECT_EQ(UsersDbText(path, "PRAGMA user_version"), "10");
+  EXPECT_EQ(UsersDbText(path, "PRAGMA user_version"), "11");
   fs::remove_all(dir);
 }
 

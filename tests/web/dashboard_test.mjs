@@ -313,6 +313,10 @@ async function main() {
     await tp.locator(`tr[data-id="${first}"]`).waitFor({ timeout: 15000 });
   });
   check(await tp.evaluate(() => sessionStorage.getItem('trainingd.token')) === TOKEN, 'token kept in sessionStorage');
+  // The header says who the token is (GET /api/v1/whoami), with Sign out since the tab holds one.
+  await tp.locator('#who .who-name', { hasText: 'admin' }).waitFor({ timeout: 10000 });
+  check(await tp.locator('#who .who-role').textContent() === 'admin', 'the header shows the admin role');
+  check(await tp.locator('#who button[data-action="sign-out"]').count() === 1, 'Sign out is offered');
   // The list's event stream authenticates with the Authorization header (the token is in no URL)
   // and brings a job created elsewhere.
   const made = await daemon.api('POST', '/jobs', spec('web-token', 200), TOKEN);
@@ -330,30 +334,66 @@ async function main() {
   context = null;
 
   // 10. A team (docs/operations.md#team-use): a viewer's and another user's buttons on the
-  // admin's job are disabled, and the daemon refuses the stop anyway.
+  // admin's jobs are disabled (Stop on a running one too), and the daemon refuses anyway. The
+  // header names the signed-in user and role; Switch user signs in with another token, Sign out
+  // forgets it.
+  const running = (await daemon.api('POST', '/jobs', spec('web-team-running', 200000), TOKEN)).body.id;
+  await until(async () => (await daemon.api('GET', `/jobs/${running}`, undefined, TOKEN)).body.state === 'running',
+    'the admin\'s long job runs', 30000);
+  const tokens = {};
   for (const [name, role] of [['vera', 'viewer'], ['alice', 'user']]) {
     const made = await daemon.api('POST', '/users', { name, role }, TOKEN);
     check(made.status === 201, `user ${name}: ${made.status}`);
     const tok = await daemon.api('POST', `/users/${name}/tokens`, {}, TOKEN);
     check(tok.status === 201, `token for ${name}: ${tok.status}`);
+    tokens[name] = tok.body.token;
     context = await newContext(path.join(tmp, `profile-${name}`));
-    await context.addInitScript((t) => sessionStorage.setItem('trainingd.token', t), tok.body.token);
+    await context.addInitScript((t) => { if (!sessionStorage.getItem('trainingd.started')) { sessionStorage.setItem('trainingd.started', '1'); sessionStorage.setItem('trainingd.token', t); } }, tok.body.token);
     const up = await watchedPage(context);
     await up.goto(`${daemon.url}/`);
     await up.locator(`tr[data-id="${first}"]`).waitFor({ timeout: 15000 });
+    check(await up.locator('#who .who-name').textContent() === name, `${name}: the header names the user`);
+    check(await up.locator('#who .who-role').textContent() === role, `${name}: the header shows the role ${role}`);
     const del = up.locator(`tr[data-id="${first}"] button[data-action="delete"]`);
     check(await del.isDisabled(), `${name} (${role}): the admin's job's delete is disabled`);
     check((await del.getAttribute('title') || '').length > 0, `${name}: the disabled button says why`);
+    const stopRow = up.locator(`tr[data-id="${running}"] button[data-action="stop"]`);
+    await stopRow.waitFor({ timeout: 15000 });
+    check(await stopRow.isDisabled(), `${name} (${role}): Stop of the admin's running job is disabled in the list`);
     await up.goto(`${daemon.url}/#/jobs/${first}`);
     await up.locator('.actions button[data-action="delete"]').waitFor({ timeout: 15000 });
     check(await up.locator('.actions button[data-action="delete"]').isDisabled(), `${name}: delete disabled on the job page`);
     check((await up.locator('main').textContent()).includes('by admin'), `${name}: the job page names its owner`);
+    await up.goto(`${daemon.url}/#/jobs/${running}`);
+    await waitState(up, ['running'], 15000);
+    check(await up.locator('.actions button[data-action="stop"]').isDisabled(), `${name}: Stop disabled on the running job's page`);
     const refused = await daemon.api('DELETE', `/jobs/${first}`, undefined, tok.body.token);
     check(refused.status === 403, `${name}'s delete through the API: ${refused.status}`);
+    const refusedStop = await daemon.api('POST', `/jobs/${running}/stop`, {}, tok.body.token);
+    check(refusedStop.status === 403, `${name}'s stop through the API: ${refusedStop.status}`);
+    if (name === 'alice') {
+      // Switch user: vera's token in the dialog; the page starts again as vera.
+      await up.locator('#who button[data-action="switch-user"]').click();
+      await up.locator('dialog.dialog h2', { hasText: 'Sign in as another user' }).waitFor({ timeout: 5000 });
+      await up.locator('#token-input').fill(tokens.vera);
+      await up.locator('dialog.dialog button[value="ok"]').click();
+      await up.locator('#who .who-name', { hasText: 'vera' }).waitFor({ timeout: 15000 });
+      check(await up.locator('#who .who-role').textContent() === 'viewer', 'switched: the header shows vera, a viewer');
+      check(await up.evaluate(() => sessionStorage.getItem('trainingd.token')) === tokens.vera, 'switched: the tab holds vera\'s token');
+      // Sign out: the token is forgotten, and this daemon (which requires one) asks for one again.
+      await expecting([/status of 401/], async () => {
+        await up.locator('#who button[data-action="sign-out"]').click();
+        await up.locator('dialog.dialog h2', { hasText: 'API token needed' }).waitFor({ timeout: 15000 });
+      });
+      check(await up.evaluate(() => sessionStorage.getItem('trainingd.token')) === null, 'signed out: no token in the tab');
+      check(await up.locator('#who').isHidden(), 'signed out: nobody in the header');
+      await up.screenshot({ path: path.join(SHOTS, 'dashboard-signed-out.png') });
+    }
     await context.close();
     context = null;
   }
-  log('team: a viewer\'s and another user\'s buttons disabled on the admin\'s job; the API refuses with 403');
+  await daemon.api('POST', `/jobs/${running}/stop`, {}, TOKEN);
+  log('team: header names user and role; a viewer\'s and another user\'s Stop and Delete disabled on the admin\'s jobs; the API refuses with 403; switch user; sign out');
 }
 
 await runTest(async () => {

@@ -3,7 +3,7 @@
 // playwright-core against `trainingd serve` with one slot. A low-priority job runs; a
 // priority-5 job is submitted through the API and preempts it. The job list shows the low job's
 // state badge "preempted" and who preempted it; its page shows the state, the reason naming the
-// preempting job and a Stop button that works (a preempted job leaves the queue); then it goes
+// preempting job, a "preempted by" field linking to that job and a Stop button that works (a preempted job leaves the queue); then it goes
 // on to "stopped".
 //
 //   node tests/web/preemption_dashboard_test.mjs TRAININGD [SCREENSHOT_DIR]
@@ -72,6 +72,12 @@ async function main() {
   await waitState(page, ['preempted'], 15000);
   const reason = await page.locator('.job-reason').first().textContent();
   check(reason.includes(`preempted by job ${high.id}`), `the page says who preempted it: "${reason}"`);
+  // Without a token a loopback browser is the admin: the header says so, and offers no sign-out.
+  check((await page.locator('#who').textContent()) === 'adminadminSwitch user', `the header: "${await page.locator('#who').textContent()}"`);
+  // And as a field of its own: a link to the preempting job's page.
+  const by = page.locator('.job-preempted a[data-field="preempted_by"]');
+  check(await by.textContent() === high.id, `the preempted-by field names ${high.id}`);
+  check(await by.getAttribute('href') === `#/jobs/${high.id}`, 'the preempted-by field links to its page');
   await page.screenshot({ path: path.join(SHOTS, 'preempted-job.png') });
   // A preempted job can be stopped: it leaves the queue.
   const stop = page.locator('button[data-action="stop"]');

@@ -64,19 +64,21 @@ export function whyNot(item) {
   return `Only ${item.owner} or an admin may change it`;
 }
 
-// Asks for the token once, however many requests are waiting for it.
+// Asks for the token once, however many requests are waiting for it. `wrong`: the last one was
+// refused; `switching`: the user asked to sign in as someone else (Cancel keeps the token held).
 let pendingPrompt = null;
-export function askToken(wrong) {
+export function askToken(wrong, switching = false) {
   if (!pendingPrompt) {
     const input = h('input', {
       type: 'password', name: 'token', autocomplete: 'current-password', required: true,
       'aria-label': 'API token', placeholder: 'API token', class: 'input', id: 'token-input',
     });
     pendingPrompt = dialog({
-      title: 'API token needed',
+      title: switching ? 'Sign in as another user' : 'API token needed',
       body: [
         h('p', {}, wrong ? 'That token was not accepted. ' : '',
-          'This daemon requires its API token. It is kept in this tab only (sessionStorage).'),
+          switching ? 'The API token of the user to sign in as. ' : 'This daemon requires its API token. ',
+          'It is kept in this tab only (sessionStorage).'),
         // For password managers (and Chromium's form check): what the token is for.
         h('input', { type: 'text', name: 'username', autocomplete: 'username', value: 'trainingd', hidden: true, 'aria-hidden': 'true' }),
         input,
@@ -92,6 +94,21 @@ export function askToken(wrong) {
     });
   }
   return pendingPrompt;
+}
+
+// Sign out: the token is forgotten (this tab keeps none) and the page starts again, so nothing
+// it showed or streams goes on with the old token. A daemon that requires a token asks for one.
+export function signOut() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  who = null;
+  location.reload();
+}
+
+// Switch user: asks for another token; once one is given, the page starts again as its user
+// (the views offer what that user may do). Cancel keeps the current one. A wrong token is found
+// by the first request after the reload, which asks again.
+export async function switchUser() {
+  if (await askToken(false, true)) location.reload();
 }
 
 // fetch + JSON on /api/v1. opts: {method, body (object or string), signal}. Resolves to the

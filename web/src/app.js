@@ -1,10 +1,12 @@
-// The dashboard's shell: hash routes to views, the disconnected banner, the nav.
+// The dashboard's shell: hash routes to views, the disconnected banner, the nav, and who is
+// signed in (name and role from GET /api/v1/whoami, Sign out, Switch user).
 //
 // Routes: #/jobs, #/jobs/<id>, #/experiments, #/experiments/<id>, #/compare?jobs=a,b&tag=t,
 // #/datasets, #/submit?preset=mlp&dataset=name. A view is
 // mount(container, params) -> {unmount()}; switching routes unmounts the old one (closing its
 // event stream, timers and charts).
-import { connectivity, loadPrincipal } from './api.js';
+import { connectivity, loadPrincipal, token, signOut, switchUser } from './api.js';
+import { h } from './dom.js';
 import { mountJobs } from './jobs.js';
 import { mountJob } from './job.js';
 import { mountCompare } from './compare.js';
@@ -83,7 +85,26 @@ connectivity.listen((state) => {
   }
 });
 
+// The header's account: the principal's name and role, "Switch user" (another token) and
+// "Sign out" (forget the token; only while this tab holds one: without a token a loopback
+// client is the admin, docs/operations.md#team-use, and there is nothing to forget).
+function renderWho(who) {
+  const el = document.getElementById('who');
+  if (!who) {
+    el.hidden = true;
+    return;
+  }
+  const parts = [
+    h('span', { class: 'who-name', title: `Signed in as ${who.name} (${who.role})` }, who.name),
+    h('span', { class: 'who-role badge', dataset: { role: who.role } }, who.role),
+    h('button', { type: 'button', class: 'btn btn-small', dataset: { action: 'switch-user' }, onclick: switchUser }, 'Switch user'),
+  ];
+  if (token()) parts.push(h('button', { type: 'button', class: 'btn btn-small', dataset: { action: 'sign-out' }, onclick: signOut }, 'Sign out'));
+  el.replaceChildren(...parts);
+  el.hidden = false;
+}
+
 window.addEventListener('hashchange', route);
 if (!location.hash) history.replaceState(null, '', '#/jobs');
 // Who the token is first (a 401 asks for it), so that the pages offer only what that user may do.
-loadPrincipal().finally(route);
+loadPrincipal().then(renderWho, () => renderWho(null)).finally(route);

@@ -64,6 +64,7 @@ export function mountJob(root, id) {
     els.badge = h('span', {});
     els.actions = h('div', { class: 'actions' });
     els.reason = h('p', { class: 'job-reason', hidden: true });
+    els.preempted = h('p', { class: 'job-reason job-preempted muted', hidden: true });
     els.slurm = h('p', { class: 'job-reason job-slurm muted', hidden: true });
     els.experiment = h('p', { class: 'job-reason job-experiment muted', hidden: true });
     els.bar = h('div', { class: 'progress-bar' });
@@ -106,6 +107,7 @@ export function mountJob(root, id) {
         h('div', { class: 'title-row' }, els.title, els.badge),
         els.actions),
       els.reason,
+      els.preempted,
       els.experiment,
       els.slurm,
       els.stats,
@@ -172,6 +174,7 @@ export function mountJob(root, id) {
     els.reason.hidden = !reason;
     els.reason.className = `job-reason ${job.error ? 'error' : 'muted'}`;
     setText(els.reason, reason ? (job.error ? `Error: ${job.error}` : reason) : '');
+    renderPreemptedBy();
     renderProgress();
     renderActions();
     renderSlurm();
@@ -186,6 +189,16 @@ export function mountJob(root, id) {
       const lr = typeof opt.learning_rate === 'number' ? opt.learning_rate : opt.learning_rate && opt.learning_rate.type;
       setText(els.specSummary, `${model}, ${opt.type || 'adam'} ${lr ?? ''}, batch ${sp.batch_size}, ${sp.max_steps ? fmt.int(sp.max_steps) + ' steps' : sp.num_epochs + ' epochs'}`);
     }
+  }
+
+  // The job that preempted this one (the last one, once it runs again), as a link to its page.
+  function renderPreemptedBy() {
+    const by = job.preempted_by;
+    els.preempted.hidden = !by;
+    if (!by) return;
+    const now = job.state === 'preempted' || (job.state === 'stopping' && /^preempted by /.test(job.reason || ''));
+    const link = h('a', { href: `#/jobs/${enc(by)}`, class: 'mono', dataset: { field: 'preempted_by' } }, by);
+    els.preempted.replaceChildren(now ? 'Preempted by job ' : 'Last preempted by job ', link);
   }
 
   // A job on Slurm: its Slurm job id, what Slurm says of it (why it waits) and where it runs.

@@ -749,7 +749,10 @@ void JobManager::PreemptLocked() {
     std::shared_ptr<Job> job = FindLocked(id);
     return job && job->rec.state == JobState::kRunning;
   };
-  for (const Preemption& p : scheduler_.ChooseVictims(executor_->slots() - running_, trains)) {
+  const std::vector<Preemption> victims =
+      scheduler_.ChooseVictims(executor_->slots() - running_, trains);
+  SaveUsageLocked();  // choosing grows the charges of runs past their estimates
+  for (const Preemption& p : victims) {
     std::shared_ptr<Job> job = FindLocked(p.victim);
     if (!job || job->rec.state != JobState::kRunning) continue;  // ending anyway
     job->preempting = true;
@@ -774,10 +777,27 @@ std::shared_ptr<JobManager::Job> JobManager::NextRunnableLocked() {
   // again while slots are free).
   for (;;) {
     std::vector<QueuedJob> next = scheduler_.Take(1, running_);
-    if (next.empty()) return nullptr;
-    if (std::shared_ptr<Job> job = FindLocked(next.front().id)) return job;
+    if (next.empty()) {
+      SaveUsageLocked();
+      return nullptr;
+    }
+    if (std::shared_ptr<Job> job = FindLocked(next.front().id)) {
+      SaveUsageLocked();  // its owner was charged the estimate
+      return job;
+    }
     scheduler_.Finished(next.front().id);  // deleted meanwhile: no run
   }
+}
+
+void JobManager::SaveUsageLocked() {
+  for (const OwnerUsage& u : scheduler_.TakeChangedUsage()) {
+    store_.PutFairShareUsage(FairShareUsageRecord{u.owner, u.usage, u.at});
+  }
+}
+
+double JobManager::FairShareUsage(const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scheduler_.Usage(owner);
 }
 
 void JobManager::ScheduleLoop() {

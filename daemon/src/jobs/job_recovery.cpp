@@ -13,6 +13,13 @@ using job_detail::kPreemptingReason;
 using job_detail::Queued;
 
 eng::Status JobManager::Recover() {
+  // The users' fair-share usage as the previous daemon left it; it decays from the time of each
+  // user's last charge, the downtime included.
+  auto usage = store_.ListFairShareUsage();
+  if (!usage.ok()) return usage.status();
+  std::vector<OwnerUsage> accounts;
+  for (const FairShareUsageRecord& u : *usage) accounts.push_back({u.owner, u.usage, u.at});
+  scheduler_.RestoreUsage(accounts);
   // Load every job; the oldest unfinished ones go back in the queue first.
   std::vector<JobRecord> all;
   std::string cursor;

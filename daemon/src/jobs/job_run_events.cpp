@@ -130,6 +130,7 @@ void JobManager::OnRunEvent(const std::string& job_id, RunEvent event) {
       std::lock_guard<std::mutex> lock(mu_);
       --running_;
       scheduler_.Finished(job_id);  // its owner's fair-share charge becomes its run time
+      SaveUsageLocked();
       if (auto job = FindLocked(job_id)) {
         job->has_run = false;
         if (job->suspect) running_suspect_ = false;

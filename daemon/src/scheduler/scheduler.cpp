@@ -44,6 +44,24 @@ void Scheduler::Charge(const std::string& owner, double amount, double now) {
   const double dt = std::max(0.0, now - a.at);
   a.usage = std::max(0.0, a.usage * std::exp2(-dt / options_.half_life_secs) + amount);
   a.at = std::max(a.at, now);
+  changed_.insert(owner);
+}
+
+std::vector<OwnerUsage> Scheduler::TakeChangedUsage() {
+  std::vector<OwnerUsage> out;
+  for (const std::string& owner : changed_) {
+    const Account& a = accounts_[owner];
+    out.push_back(OwnerUsage{owner, a.usage, a.at});
+  }
+  changed_.clear();
+  return out;
+}
+
+void Scheduler::RestoreUsage(const std::vector<OwnerUsage>& accounts) {
+  for (const OwnerUsage& u : accounts) {
+    if (!std::isfinite(u.usage) || u.usage < 0 || !std::isfinite(u.at) || u.at < 0) continue;
+    accounts_[u.owner] = Account{u.usage, u.at};
+  }
 }
 
 void Scheduler::Accrue(double now) {

@@ -437,6 +437,9 @@ void Store::PutToken(const TokenRecord& token) { impl_->Enqueue(PutTokenOp{token
 void Store::AddAudit(const api::AuditEntry& entry, int64_t keep) {
   impl_->Enqueue(AddAuditOp{entry, keep});
 }
+void Store::PutFairShareUsage(const FairShareUsageRecord& usage) {
+  impl_->Enqueue(PutFairShareUsageOp{usage});
+}
 
 Store::WriteGroup::WriteGroup(Store& store) : store_(store) {
   // One store's group at a time per thread: a second store's writes would not be held.
@@ -546,6 +549,10 @@ engine::Result<std::vector<TokenRecord>> Store::ListTokens() {
 
 engine::Result<std::vector<api::AuditEntry>> Store::ListAudit(int64_t before, int64_t limit) {
   return impl_->Read([&](sqlite::Db& db) { return QueryAudit(db, before, limit); });
+}
+
+engine::Result<std::vector<FairShareUsageRecord>> Store::ListFairShareUsage() {
+  return impl_->Read([](sqlite::Db& db) { return QueryFairShareUsage(db); });
 }
 
 engine::Result<std::vector<ExperimentRecord>> Store::ListExperiments() {

@@ -246,6 +246,17 @@ CREATE TABLE evaluations (
   PRIMARY KEY (job_id, split)
 );
 )sql",
+    // 11: fair share across restarts (docs/operations.md#fair-share): each user's decayed usage
+    // in slot-seconds as of the wall time `at` it was last charged, so the time the daemon was
+    // down decays it like any other. Before this version usage lived in memory only: an upgraded
+    // daemon starts everyone at zero, as a restart did.
+    R"sql(
+CREATE TABLE fair_share_usage (
+  owner TEXT PRIMARY KEY NOT NULL,
+  usage REAL NOT NULL,
+  at REAL NOT NULL
+) WITHOUT ROWID;
+)sql",
 };
 
 // What each migration does, one line each, for `trainingd db migrate --dry-run`.
@@ -260,6 +271,7 @@ constexpr const char* kMigrationSummaries[] = {
     "jobs.priority (the scheduler's queue order)",
     "jobs.preempted_by (preemption by checkpoint)",
     "evaluations (each job's latest confusion matrix per split)",
+    "fair_share_usage (each user's decayed usage, kept across restarts)",
 };
 static_assert(std::size(kMigrationSummaries) == std::size(kMigrations), "one summary each");
 

@@ -1,8 +1,9 @@
-// The users', tokens' and audit's rows (docs/storage.md#users-tokens-and-audit): StoreWriter's
-// writes and the reads. Roles are stored by the API's names (api::RoleName), fixed by the schema
-// from version 7 on.
+// The users', tokens', audit's and fair-share usage's rows
+// (docs/storage.md#users-tokens-and-audit): StoreWriter's writes and the reads. Roles are stored by
+// the API's names (api::RoleName), fixed by the schema from version 7 on.
 #include "store/store_users.h"
 
+#include <cmath>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,9 +34,15 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql";
 // table's start).
 constexpr char kTrimAudit[] = "DELETE FROM audit WHERE seq <= (SELECT MAX(seq) FROM audit) - ?1";
 
+constexpr char kPutFairShareUsage[] = R"sql(
+INSERT INTO fair_share_usage (owner, usage, at) VALUES (?1, ?2, ?3)
+ON CONFLICT (owner) DO UPDATE SET usage = excluded.usage, at = excluded.at)sql";
+
 constexpr char kListUsers[] = "SELECT name, role, disabled, created_at FROM users ORDER BY name";
 constexpr char kListTokens[] = R"sql(
 SELECT id, user, sha256, created_at, expires_at, revoked FROM tokens ORDER BY id)sql";
+constexpr char kListFairShareUsage[] =
+    "SELECT owner, usage, at FROM fair_share_usage ORDER BY owner";
 constexpr char kListAudit[] = R"sql(
 SELECT seq, at, user, token_id, remote, method, route, resource, status FROM audit
 WHERE ?1 = 0 OR seq < ?1 ORDER BY seq DESC LIMIT ?2)sql";
@@ -104,6 +111,20 @@ Status StoreWriter::Do(AddAuditOp& op) {
   return RunOne(kTrimAudit, "trimming the audit", [&](sqlite::Stmt& s) { s.Bind(1, op.keep); });
 }
 
+Status StoreWriter::Do(PutFairShareUsageOp& op) {
+  const FairShareUsageRecord& u = op.usage;
+  if (!std::isfinite(u.usage) || u.usage < 0 || !std::isfinite(u.at)) {
+    return Status::InvalidArgument("fair-share usage of '" + u.owner +
+                                   "' to store must be finite and >= 0");
+  }
+  return RunOne(kPutFairShareUsage, "storing the fair-share usage of '" + u.owner + "'",
+                [&](sqlite::Stmt& s) {
+                  s.Bind(1, u.owner);
+                  s.Bind(2, u.usage);
+                  s.Bind(3, u.at);
+                });
+}
+
 engine::Result<std::vector<UserRecord>> QueryUsers(sqlite::Db& db) {
   auto stmt = db.Prepare(kListUsers);
   if (!stmt.ok()) return stmt.status();
@@ -163,6 +184,17 @@ engine::Result<std::vector<api::AuditEntry>> QueryAudit(sqlite::Db& db, int64_t 
                                      e.status = static_cast<int>(s.Int(8));
                                      return e;
                                    });
+}
+
+engine::Result<std::vector<FairShareUsageRecord>> QueryFairShareUsage(sqlite::Db& db) {
+  auto stmt = db.Prepare(kListFairShareUsage);
+  if (!stmt.ok()) return stmt.status();
+  sqlite::ResetOnExit reset(**stmt);
+  return ReadRows<FairShareUsageRecord>(
+      db, **stmt, "listing the fair-share usage",
+      [](sqlite::Stmt& s) -> engine::Result<FairShareUsageRecord> {
+        return FairShareUsageRecord{s.Text(0), s.Real(1), s.Real(2)};
+      });
 }
 
 }  // namespace trainingd::daemon

@@ -1,5 +1,5 @@
-// The store's reads of users, tokens and the audit (private to daemon/src), each run on a read
-// connection. The writes are StoreWriter's (store_users.cpp).
+// The store's reads of users, tokens, the audit and fair-share usage (private to daemon/src), each
+// run on a read connection. The writes are StoreWriter's (store_users.cpp).
 #pragma once
 
 #include <cstdint>
@@ -16,5 +16,6 @@ engine::Result<std::vector<TokenRecord>> QueryTokens(sqlite::Db& db);
 // Rows with seq < before (0 = any), newest first, at most `limit`.
 engine::Result<std::vector<api::AuditEntry>> QueryAudit(sqlite::Db& db, int64_t before,
                                                         int64_t limit);
+engine::Result<std::vector<FairShareUsageRecord>> QueryFairShareUsage(sqlite::Db& db);
 
 }  // namespace trainingd::daemon

@@ -93,11 +93,14 @@ struct AddAuditOp {
   api::AuditEntry entry;
   int64_t keep;  // rows kept after this one is added; <= 0 = all
 };
+struct PutFairShareUsageOp {
+  FairShareUsageRecord usage;
+};
 using WriteOp =
     std::variant<PutJobOp, UpdateJobStateOp, UpdateJobStepOp, UpdateJobCounterOp, AddScalarsOp,
                  DropScalarsAfterOp, DeleteJobOp, PutAttemptOp, PutEvaluationOp, PutExperimentOp,
                  PutTrialOp, PutRungResultOp, AddDecisionOp, DeleteExperimentOp, PutUserOp,
-                 DeleteUserOp, PutTokenOp, AddAuditOp>;
+                 DeleteUserOp, PutTokenOp, AddAuditOp, PutFairShareUsageOp>;
 
 // The number of scalars `op` writes (0 unless it is an AddScalarsOp).
 int64_t ScalarCount(const WriteOp& op);
@@ -171,6 +174,7 @@ class StoreWriter {
   engine::Status Do(DeleteUserOp& op);
   engine::Status Do(PutTokenOp& op);
   engine::Status Do(AddAuditOp& op);
+  engine::Status Do(PutFairShareUsageOp& op);
   // Runs `sql` with `bind` binding its parameters; a failure is the op's (`what`).
   engine::Status RunOne(const char* sql, std::string_view what,
                         const std::function<void(sqlite::Stmt&)>& bind);

@@ -149,6 +149,8 @@ class JobManager final : public api::JobService, private RunListener {
 
   // The per-job budgets in force (the automatic ones resolved; disk: as of now).
   engine::JobBudget Budget() const;
+  // The owner's fair-share usage in slot-seconds as of now (scheduler.h; kept in the store).
+  double FairShareUsage(const std::string& owner) const;
 
   // --- for the experiment manager (experiments/experiment_manager.h), whose trials are jobs ---
   // Admission alone: whether Submit would take `spec` (the dataset resolved, the model fitted,
@@ -211,6 +213,9 @@ class JobManager final : public api::JobService, private RunListener {
   // Asks the runs the scheduler chooses as victims to stop for more urgent queued jobs (their
   // final checkpoint is the stop's). Needs mu_.
   void PreemptLocked();
+  // Queues the store's writes of the fair-share accounts the scheduler charged since the last
+  // call, so that usage outlives a restart. Needs mu_.
+  void SaveUsageLocked();
   // RunListener: what a run reports (executor threads).
   void OnRunEvent(const std::string& job_id, RunEvent event) override;
   // Sets the job's end state from its run's result. Needs mu_.

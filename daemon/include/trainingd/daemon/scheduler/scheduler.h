@@ -16,7 +16,10 @@
 // its length (the mean of the runs that ended, default_estimate_secs before any did), so a
 // burst of jobs from one owner cannot take every slot that frees up before their first run ends;
 // while it runs its charge grows to its run time once that passes the estimate, and when it ends
-// the charge is corrected to its run time.
+// the charge is corrected to its run time. Usage outlives a restart: its owner writes down the
+// accounts each charge changed (TakeChangedUsage) and hands them back on start (RestoreUsage);
+// an account holds its usage as of the time of its last charge on the scheduler's clock (the
+// wall clock in the daemon), so the time the daemon was down decays it like any other time.
 //
 // Quotas per owner (Quota: a default and per-user entries): running_slots caps the owner's runs
 // (the job waits, WaitingReason says why), queued_jobs caps its waiting jobs and max_priority
@@ -37,6 +40,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,6 +75,13 @@ struct SchedulerOptions {
   bool preemption = true;
   double min_run_secs = 120;    // a run younger than this is never preempted
   std::function<double()> now;  // seconds; null = the system clock
+};
+
+// One owner's fair-share usage: slot-seconds, decayed, as of time `at` (the scheduler's clock).
+struct OwnerUsage {
+  std::string owner;
+  double usage = 0;
+  double at = 0;
 };
 
 // A run to stop so that job `by` can start.
@@ -118,6 +129,13 @@ class Scheduler {
 
   // The owner's decayed usage in slot-seconds, as of now.
   double Usage(const std::string& owner) const;
+  // The accounts charged since the last call (each as of its last charge), by owner: for the
+  // owner of the scheduler to write down.
+  std::vector<OwnerUsage> TakeChangedUsage();
+  // Sets the owners' accounts as written down before (by TakeChangedUsage, before a restart).
+  // Each decays from its `at` on. Entries with a negative or non-finite usage or time are
+  // skipped; an owner's account already charged here is replaced.
+  void RestoreUsage(const std::vector<OwnerUsage>& accounts);
   // The queued jobs in the order they would start now (for tests and lists); nothing changes.
   std::vector<QueuedJob> Order() const;
   const SchedulerOptions& options() const { return options_; }
@@ -156,7 +174,8 @@ class Scheduler {
   std::map<std::string, Waiting> queued_;
   std::map<std::string, Running> running_;
   mutable std::map<std::string, Account> accounts_;
-  double mean_run_secs_ = 0;  // of the runs that ended; 0 = none yet
+  std::set<std::string> changed_;  // owners charged since TakeChangedUsage
+  double mean_run_secs_ = 0;       // of the runs that ended; 0 = none yet
   uint64_t next_seq_ = 0;
 };
 

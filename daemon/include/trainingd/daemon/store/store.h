@@ -93,6 +93,13 @@ struct TokenRecord {
   bool revoked = false;
 };
 
+// A user's fair-share usage (docs/operations.md#fair-share); the fair_share_usage table.
+struct FairShareUsageRecord {
+  std::string owner;
+  double usage = 0;  // decayed slot-seconds as of `at`
+  double at = 0;     // wall time (seconds since the epoch) of its last charge
+};
+
 // A trial of an experiment: its place in the search. Its job holds the training state.
 struct TrialRecord {
   std::string experiment_id;
@@ -250,6 +257,8 @@ class Store {
   // Appends an audit row (its seq is assigned by the store), then deletes the rows older than
   // the newest `keep` (retention; keep <= 0 keeps all).
   void AddAudit(const api::AuditEntry& entry, int64_t keep);
+  // Inserts or replaces the owner's fair-share usage row.
+  void PutFairShareUsage(const FairShareUsageRecord& usage);
 
   // While a WriteGroup is alive, the writes this thread queues on the store are held back; when
   // it ends they are queued together, and the writer commits them in one transaction: a crash
@@ -322,6 +331,8 @@ class Store {
   engine::Result<std::vector<UserRecord>> ListUsers();
   engine::Result<std::vector<TokenRecord>> ListTokens();
   engine::Result<std::vector<api::AuditEntry>> ListAudit(int64_t before, int64_t limit);
+  // Every owner's fair-share usage, by owner.
+  engine::Result<std::vector<FairShareUsageRecord>> ListFairShareUsage();
 
   StoreStats stats() const;
   const std::string& path() const;

@@ -347,10 +347,11 @@ Status ReadDataset(const json& v, engine::DatasetSpec* d) {
   if (!v.is_object()) {
     return Bad("dataset", std::string("must be a name or an object, got ") + TypeName(v));
   }
-  TRAININGD_RETURN_IF_ERROR(CheckObject(
-      v, "dataset",
-      {"name", "format", "sha256", "label_column", "test_file", "test_fraction", "split_seed",
-       "normalize", "columns", "validation_size", "max_train_examples", "max_test_examples"}));
+  TRAININGD_RETURN_IF_ERROR(
+      CheckObject(v, "dataset",
+                  {"name", "format", "sha256", "label_column", "test_file", "test_fraction",
+                   "split_seed", "normalize", "columns", "validation_size", "max_train_examples",
+                   "max_test_examples", "folds", "fold", "stratified"}));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "name", &d->name));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "format", &d->format));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "sha256", &d->sha256));
@@ -364,6 +365,9 @@ Status ReadDataset(const json& v, engine::DatasetSpec* d) {
   }
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "validation_size", &d->validation_size));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "max_train_examples", &d->max_train_examples));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "folds", &d->folds));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "fold", &d->fold));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "stratified", &d->stratified));
   return Field(v, "dataset", "max_test_examples", &d->max_test_examples);
 }
 
@@ -401,16 +405,17 @@ Status ReadHooks(const json& v, engine::HooksSpec* h) {
                    "final_eval", "early_stopping", "profiler"}));
   const json* o = nullptr;
 
-  TRAININGD_RETURN_IF_ERROR(OpenHook(
-      v, "checkpoint",
-      {"enabled", "every_steps", "every_secs", "max_to_keep", "keep_checkpoint_every_n_hours"},
-      &h->checkpoint.enabled, &o));
+  TRAININGD_RETURN_IF_ERROR(OpenHook(v, "checkpoint",
+                                     {"enabled", "every_steps", "every_secs", "max_to_keep",
+                                      "keep_checkpoint_every_n_hours", "keep_best"},
+                                     &h->checkpoint.enabled, &o));
   if (o) {
     TRAININGD_RETURN_IF_ERROR(ReadTrigger(*o, "hooks.checkpoint", &h->checkpoint.trigger));
     TRAININGD_RETURN_IF_ERROR(
         Field(*o, "hooks.checkpoint", "max_to_keep", &h->checkpoint.max_to_keep));
     TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.checkpoint", "keep_checkpoint_every_n_hours",
                                     &h->checkpoint.keep_checkpoint_every_n_hours));
+    TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.checkpoint", "keep_best", &h->checkpoint.keep_best));
   }
 
   TRAININGD_RETURN_IF_ERROR(
@@ -452,16 +457,17 @@ Status ReadHooks(const json& v, engine::HooksSpec* h) {
   if (o) TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.final_eval", "split", &h->final_eval.split));
 
   engine::EarlyStoppingHookSpec& es = h->early_stopping;
-  TRAININGD_RETURN_IF_ERROR(
-      OpenHook(v, "early_stopping",
-               {"enabled", "monitor", "mode", "patience", "min_delta", "every_steps", "every_secs"},
-               &es.enabled, &o));
+  TRAININGD_RETURN_IF_ERROR(OpenHook(v, "early_stopping",
+                                     {"enabled", "monitor", "mode", "patience", "min_delta",
+                                      "every_steps", "every_secs", "restore_best"},
+                                     &es.enabled, &o));
   if (o) {
     const std::string path = "hooks.early_stopping";
     TRAININGD_RETURN_IF_ERROR(Field(*o, path, "monitor", &es.monitor));
     TRAININGD_RETURN_IF_ERROR(Field(*o, path, "mode", &es.mode));
     TRAININGD_RETURN_IF_ERROR(Field(*o, path, "patience", &es.patience));
     TRAININGD_RETURN_IF_ERROR(Field(*o, path, "min_delta", &es.min_delta));
+    TRAININGD_RETURN_IF_ERROR(Field(*o, path, "restore_best", &es.restore_best));
     TRAININGD_RETURN_IF_ERROR(ReadTrigger(*o, path, &es.trigger));
   }
 
@@ -689,11 +695,12 @@ json OptimizerValue(const engine::OptimizerOptions& o) {
 
 json HooksValue(const engine::HooksSpec& h) {
   json v;
-  v["checkpoint"] = TriggerFields(
-      h.checkpoint.trigger,
-      {{"enabled", h.checkpoint.enabled},
-       {"max_to_keep", h.checkpoint.max_to_keep},
-       {"keep_checkpoint_every_n_hours", h.checkpoint.keep_checkpoint_every_n_hours}});
+  v["checkpoint"] =
+      TriggerFields(h.checkpoint.trigger,
+                    {{"enabled", h.checkpoint.enabled},
+                     {"max_to_keep", h.checkpoint.max_to_keep},
+                     {"keep_checkpoint_every_n_hours", h.checkpoint.keep_checkpoint_every_n_hours},
+                     {"keep_best", h.checkpoint.keep_best}});
   v["summary"] = TriggerFields(h.summary.trigger, {{"enabled", h.summary.enabled}});
   v["step_counter"] = {{"enabled", h.step_counter.enabled},
                        {"every_steps", h.step_counter.every_steps}};
@@ -712,7 +719,8 @@ json HooksValue(const engine::HooksSpec& h) {
                                                    {"monitor", es.monitor},
                                                    {"mode", es.mode},
                                                    {"patience", es.patience},
-                                                   {"min_delta", es.min_delta}});
+                                                   {"min_delta", es.min_delta},
+                                                   {"restore_best", es.restore_best}});
   v["profiler"] = TriggerFields(h.profiler.trigger, {{"enabled", h.profiler.enabled}});
   return v;
 }
@@ -737,6 +745,12 @@ json DatasetValue(const engine::DatasetSpec& d) {
   if (d.validation_size != engine::kAutoValidationSize) v["validation_size"] = d.validation_size;
   v["max_train_examples"] = d.max_train_examples;
   v["max_test_examples"] = d.max_test_examples;
+  if (d.folds > 0) {  // cross-validation; absent otherwise
+    v["folds"] = d.folds;
+    v["fold"] = d.fold;
+    v["stratified"] = d.stratified;
+    v["split_seed"] = d.split_seed;  // the folds' seed, for every format
+  }
   return v;
 }
 

@@ -29,7 +29,9 @@ engine::Result<std::shared_ptr<const engine::Datasets>> DatasetCache::Load(
   // An upload's name may come back with other bytes: its digest is part of the key.
   const std::string key = d.name + "|" + d.sha256 + "|" + std::to_string(d.validation_size) + "|" +
                           std::to_string(d.max_train_examples) + "|" +
-                          std::to_string(d.max_test_examples) + "|" + d.normalize;
+                          std::to_string(d.max_test_examples) + "|" + d.normalize + "|" +
+                          std::to_string(d.folds) + "|" + std::to_string(d.fold) + "|" +
+                          std::to_string(d.stratified) + "|" + std::to_string(d.split_seed);
   // Loading under the lock: two jobs wanting the same dataset load it once.
   std::lock_guard<std::mutex> lock(mu_);
   auto it = loaded_.find(key);

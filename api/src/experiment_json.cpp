@@ -78,6 +78,20 @@ json ExperimentToJson(const ExperimentInfo& e, bool detail) {
       {"disk_bytes", e.disk_bytes},
       {"peak_disk_bytes", e.peak_disk_bytes},
       {"plan", PlanToJson(e.plan)}};
+  if (e.cross_validation) {
+    const CrossValidationInfo& cv = *e.cross_validation;
+    const auto number = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
+    json folds = json::array();
+    for (const auto& m : cv.fold_metrics) folds.push_back(number(m));
+    out["cross_validation"] = {{"folds", cv.folds},
+                               {"stratified", cv.stratified},
+                               {"fold_metrics", std::move(folds)},
+                               {"folds_done", cv.folds_done},
+                               {"mean", number(cv.mean)},
+                               {"std", number(cv.std)}};
+  } else {
+    out["cross_validation"] = nullptr;
+  }
   if (detail) {
     // As JobToJson: a stored spec that does not parse (it always should) is null.
     json spec = json::parse(e.spec_json, nullptr, /*allow_exceptions=*/false);

@@ -129,6 +129,38 @@ Result<ExperimentInfo> ExperimentAt(const json& v, const std::string& path) {
     TRAININGD_RETURN_IF_ERROR(HyperparametersAt(*it, p, &best.hyperparameters));
     e.best = std::move(best);
   }
+  if (const auto it = v.find("cross_validation"); it != v.end() && !it->is_null()) {
+    const std::string p = sj::Child(path, "cross_validation");
+    TRAININGD_RETURN_IF_ERROR(NeedObject(*it, p));
+    CrossValidationInfo cv;
+    TRAININGD_RETURN_IF_ERROR(sj::Field(*it, p, "folds", &cv.folds));
+    TRAININGD_RETURN_IF_ERROR(sj::Field(*it, p, "stratified", &cv.stratified));
+    TRAININGD_RETURN_IF_ERROR(sj::Field(*it, p, "folds_done", &cv.folds_done));
+    const auto number = [&](const char* key, std::optional<double>* out) -> Status {
+      const auto x = it->find(key);
+      if (x == it->end() || x->is_null()) return Status::Ok();
+      double d = 0;
+      TRAININGD_RETURN_IF_ERROR(sj::Read(*x, sj::Child(p, key), &d));
+      *out = d;
+      return Status::Ok();
+    };
+    TRAININGD_RETURN_IF_ERROR(number("mean", &cv.mean));
+    TRAININGD_RETURN_IF_ERROR(number("std", &cv.std));
+    if (const auto f = it->find("fold_metrics"); f != it->end()) {
+      const std::string fp = sj::Child(p, "fold_metrics");
+      if (!f->is_array()) return Status::InvalidArgument(fp + ": must be an array");
+      for (size_t k = 0; k < f->size(); ++k) {
+        if ((*f)[k].is_null()) {
+          cv.fold_metrics.emplace_back();
+          continue;
+        }
+        double d = 0;
+        TRAININGD_RETURN_IF_ERROR(sj::Read((*f)[k], fp + "[" + std::to_string(k) + "]", &d));
+        cv.fold_metrics.emplace_back(d);
+      }
+    }
+    e.cross_validation = std::move(cv);
+  }
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "disk_bytes", &e.disk_bytes));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "peak_disk_bytes", &e.peak_disk_bytes));
   if (const auto it = v.find("plan"); it != v.end()) {

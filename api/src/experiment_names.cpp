@@ -28,6 +28,8 @@ const char* SearcherName(SearcherSpec::Name name) {
       return "random";
     case SearcherSpec::Name::kAsha:
       return "asha";
+    case SearcherSpec::Name::kCrossValidation:
+      return "cross_validation";
   }
   return "unknown";
 }

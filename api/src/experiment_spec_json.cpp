@@ -12,6 +12,7 @@
 #include "json_path.h"
 #include "trainingd/api/experiment_json.h"
 #include "trainingd/api/strict_json.h"
+#include "trainingd/engine/data/cross_validation.h"
 #include "trainingd/engine/train/metrics.h"
 
 namespace trainingd::api {
@@ -76,7 +77,9 @@ constexpr ParamTypeEntry kParamTypes[] = {{"int", ParamType::kInt},
                                           {"log", ParamType::kLog},
                                           {"categorical", ParamType::kCategorical}};
 constexpr SearcherSpec::Name kSearchers[] = {SearcherSpec::Name::kGrid, SearcherSpec::Name::kRandom,
-                                             SearcherSpec::Name::kAsha};
+                                             SearcherSpec::Name::kAsha,
+                                             SearcherSpec::Name::kCrossValidation};
+constexpr int64_t kDefaultFolds = 5;  // scikit-learn's cross_val_score
 
 std::string SpacePath(const std::string& key) { return "space[\"" + key + "\"]"; }
 
@@ -88,14 +91,15 @@ Status ReadSearcher(const json& root, const engine::JobSpec& base, SearcherSpec*
   TRAININGD_RETURN_IF_ERROR(
       CheckObject(v, path,
                   {"name", "metric", "mode", "max_trials", "max_concurrent_trials", "min_steps",
-                   "max_steps", "reduction_factor", "brackets", "seed"}));
+                   "max_steps", "reduction_factor", "brackets", "seed", "folds", "stratified"}));
   if (const auto n = v.find("name"); n != v.end()) {
     std::string name;
     TRAININGD_RETURN_IF_ERROR(Read(*n, "searcher.name", &name));
     const auto* found = std::find_if(std::begin(kSearchers), std::end(kSearchers),
                                      [&](SearcherSpec::Name x) { return name == SearcherName(x); });
     if (found == std::end(kSearchers)) {
-      return Bad("searcher.name", "must be one of grid, random, asha; got " + Quote(name));
+      return Bad("searcher.name",
+                 "must be one of grid, random, asha, cross_validation; got " + Quote(name));
     }
     s->name = *found;
   }
@@ -113,6 +117,26 @@ Status ReadSearcher(const json& root, const engine::JobSpec& base, SearcherSpec*
   if (const auto x = v.find("max_trials"); x != v.end()) {
     TRAININGD_RETURN_IF_ERROR(
         ReadInt(*x, "searcher.max_trials", int64_t{1}, kMaxTrials, &s->max_trials));
+  }
+  const bool cv = s->name == SearcherSpec::Name::kCrossValidation;
+  for (const char* key : {"folds", "stratified"}) {
+    if (!cv && v.contains(key)) {
+      return Bad(std::string("searcher.") + key, "only the cross_validation searcher has folds");
+    }
+  }
+  if (cv) {
+    s->folds = kDefaultFolds;
+    if (const auto x = v.find("folds"); x != v.end()) {
+      TRAININGD_RETURN_IF_ERROR(
+          ReadInt(*x, "searcher.folds", engine::kMinFolds, engine::kMaxFolds, &s->folds));
+    }
+    TRAININGD_RETURN_IF_ERROR(Field(v, path, "stratified", &s->stratified));
+    if (v.contains("max_trials") && s->max_trials != s->folds) {
+      return Bad("searcher.max_trials", "a cross_validation experiment has one trial per fold: " +
+                                            std::to_string(s->folds) +
+                                            " (searcher.folds); leave max_trials out");
+    }
+    s->max_trials = s->folds;
   }
   if (const auto x = v.find("max_concurrent_trials"); x != v.end()) {
     TRAININGD_RETURN_IF_ERROR(ReadInt(*x, "searcher.max_concurrent_trials", int64_t{1},
@@ -341,6 +365,29 @@ Status ReadSpace(const json& root, const json& base_doc, SearcherSpec::Name sear
   return Status::Ok();
 }
 
+// The cross_validation searcher's folds in the base job (fold 0; each trial sets its own). A
+// base job that names folds itself must agree (the canonical spec, read again, does).
+Status SetFolds(const SearcherSpec& s, engine::JobSpec* base) {
+  engine::DatasetSpec& d = base->dataset;
+  if (d.folds != 0 && (d.folds != s.folds || d.stratified != s.stratified)) {
+    return Bad("base_job.dataset.folds",
+               "set by the cross_validation searcher (searcher.folds, searcher.stratified); "
+               "leave it out of the base job");
+  }
+  if (d.validation_size != engine::kAutoValidationSize) {
+    return Bad("base_job.dataset.validation_size",
+               "with the cross_validation searcher each trial's validation split is its fold: "
+               "leave validation_size out");
+  }
+  d.folds = s.folds;
+  d.fold = 0;
+  d.stratified = s.stratified;
+  if (engine::Status st = engine::ValidateJobSpec(*base); !st.ok()) {
+    return Status::InvalidArgument("base_job." + st.message());
+  }
+  return Status::Ok();
+}
+
 Status ReadExperimentSpec(const json& root, ExperimentSpec* spec) {
   TRAININGD_RETURN_IF_ERROR(CheckObject(root, "",
                                         {"name", "base_job", "space", "searcher", "budget",
@@ -362,11 +409,14 @@ Status ReadExperimentSpec(const json& root, ExperimentSpec* spec) {
         base.status().message());
   }
   spec->base_job = std::move(*base);
+  TRAININGD_RETURN_IF_ERROR(ReadSearcher(root, spec->base_job, &spec->searcher));
+  const SearcherSpec& s = spec->searcher;
+  if (s.name == SearcherSpec::Name::kCrossValidation) {
+    TRAININGD_RETURN_IF_ERROR(SetFolds(s, &spec->base_job));
+  }
   spec->base_job_json = JobSpecToJson(spec->base_job);
   const json base_doc = JobSpecToJsonValue(spec->base_job);
 
-  TRAININGD_RETURN_IF_ERROR(ReadSearcher(root, spec->base_job, &spec->searcher));
-  const SearcherSpec& s = spec->searcher;
   TRAININGD_RETURN_IF_ERROR(CheckMetric(s, spec->base_job));
   const engine::HooksSpec& hooks = spec->base_job.hooks;
   if (s.name == SearcherSpec::Name::kAsha && hooks.early_stopping.enabled) {
@@ -384,7 +434,17 @@ Status ReadExperimentSpec(const json& root, ExperimentSpec* spec) {
     auto job = JobSpecFromJson(doc);
     if (!job.ok()) return Bad("searcher.max_steps", job.status().message());
   }
-  TRAININGD_RETURN_IF_ERROR(ReadSpace(root, base_doc, s.name, &spec->space));
+  if (s.name == SearcherSpec::Name::kCrossValidation) {
+    // Each fold is the same model on other data: a search per fold would be nested
+    // cross-validation, which this searcher does not do.
+    if (const auto it = root.find("space"); it != root.end() && !(it->is_object() && it->empty())) {
+      return Bad("space",
+                 "a cross_validation experiment has no search space: its trials are the folds "
+                 "of one job spec (search first, then cross-validate the best trial's spec)");
+    }
+  } else {
+    TRAININGD_RETURN_IF_ERROR(ReadSpace(root, base_doc, s.name, &spec->space));
+  }
 
   if (const auto it = root.find("budget"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(CheckObject(*it, "budget", {"max_steps", "max_seconds"}));
@@ -493,6 +553,10 @@ json ExperimentSpecToJson(const ExperimentSpec& spec) {
                    {"reduction_factor", s.reduction_factor},
                    {"seed", s.seed}};
   if (s.name == SearcherSpec::Name::kAsha) searcher["brackets"] = s.brackets;
+  if (s.name == SearcherSpec::Name::kCrossValidation) {
+    searcher["folds"] = s.folds;
+    searcher["stratified"] = s.stratified;
+  }
   return {
       {"name", spec.name},
       {"base_job", JobSpecToJsonValue(spec.base_job)},

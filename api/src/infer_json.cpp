@@ -354,17 +354,20 @@ std::string ModelMetadataJson(const ModelMetadata& m) {
   };
   json versions = json::array();
   for (int64_t v : m.versions) versions.push_back(std::to_string(v));
-  return json{{"name", m.name},
-              {"versions", std::move(versions)},
-              {"platform", "trainingd"},
-              {"inputs", tensors(m.inputs)},
-              {"outputs", tensors(m.outputs)},
-              {"parameters",
-               {{"version", std::to_string(m.version)},
-                {"class_names", m.class_names},
-                {"preprocessing", m.preprocessing},
-                {"dataset", m.dataset},
-                {"dataset_sha256", m.dataset_sha256}}}}
+  return json{
+      {"name", m.name},
+      {"versions", std::move(versions)},
+      {"platform", "trainingd"},
+      {"inputs", tensors(m.inputs)},
+      {"outputs", tensors(m.outputs)},
+      {"parameters",
+       {{"version", std::to_string(m.version)},
+        {"checkpoint", m.checkpoint},
+        {"best_version", m.best_version ? json(std::to_string(*m.best_version)) : json(nullptr)},
+        {"class_names", m.class_names},
+        {"preprocessing", m.preprocessing},
+        {"dataset", m.dataset},
+        {"dataset_sha256", m.dataset_sha256}}}}
       .dump();
 }
 

@@ -67,6 +67,11 @@ json JobToJson(const JobInfo& job, bool detail) {
                  {"trial", job.trial.index},
                  {"hyperparameters", HyperparametersToJson(job.trial.hyperparameters)}};
   if (detail) {
+    out["best_checkpoint"] = job.best_checkpoint ? json{{"step", job.best_checkpoint->step},
+                                                        {"metric", job.best_checkpoint->metric},
+                                                        {"mode", job.best_checkpoint->mode},
+                                                        {"value", job.best_checkpoint->value}}
+                                                 : json(nullptr);
     // The service stores the canonical spec as text; a spec that does not parse (it always should)
     // is shown as null rather than failing the whole answer.
     json spec = json::parse(job.spec_json, nullptr, /*allow_exceptions=*/false);

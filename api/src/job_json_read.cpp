@@ -66,6 +66,16 @@ engine::Result<JobInfo> JobAt(const json& v, const std::string& path) {
       job.trial.hyperparameters = std::move(*read);
     }
   }
+  if (const auto it = v.find("best_checkpoint"); it != v.end() && !it->is_null()) {
+    const std::string p = sj::Child(path, "best_checkpoint");
+    TRAININGD_RETURN_IF_ERROR(NeedObject(*it, p));
+    BestCheckpointInfo best;
+    TRAININGD_RETURN_IF_ERROR(sj::Field(*it, p, "step", &best.step));
+    TRAININGD_RETURN_IF_ERROR(sj::Field(*it, p, "metric", &best.metric));
+    TRAININGD_RETURN_IF_ERROR(sj::Field(*it, p, "mode", &best.mode));
+    TRAININGD_RETURN_IF_ERROR(sj::Field(*it, p, "value", &best.value));
+    job.best_checkpoint = best;
+  }
   if (const auto it = v.find("spec"); it != v.end() && !it->is_null()) job.spec_json = it->dump();
   return job;
 }

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "job_spec_names.h"
 #include "table_columns_json.h"
 #include "trainingd/api/strict_json.h"
 #include "trainingd/engine/train/metrics.h"
@@ -25,77 +26,7 @@ namespace {
 using engine::Status;
 using namespace strict_json;  // NOLINT(google-build-using-namespace): this file's vocabulary
 
-// ---------------------------------------------------------------------------------------------
-// Names of the enums, shared by the reader and the writer.
-
-template <typename E>
-struct EnumName {
-  const char* name;
-  E value;
-};
-
-constexpr EnumName<engine::LayerType> kLayerTypes[] = {
-    {"conv2d", engine::LayerType::kConv2d},
-    {"max_pool2d", engine::LayerType::kMaxPool2d},
-    {"dense", engine::LayerType::kDense},
-    {"dropout", engine::LayerType::kDropout},
-    {"flatten", engine::LayerType::kFlatten},
-    {"relu", engine::LayerType::kRelu},
-    {"add", engine::LayerType::kAdd},
-    {"concat", engine::LayerType::kConcat},
-    {"avg_pool2d", engine::LayerType::kAvgPool2d},
-    {"global_avg_pool", engine::LayerType::kGlobalAvgPool},
-    {"sigmoid", engine::LayerType::kSigmoid},
-    {"tanh", engine::LayerType::kTanh},
-    {"gelu", engine::LayerType::kGelu},
-    {"batch_norm", engine::LayerType::kBatchNorm},
-    {"categorical_encoding", engine::LayerType::kCategoricalEncoding}};
-constexpr EnumName<engine::Padding> kPaddings[] = {{"same", engine::Padding::kSame},
-                                                   {"valid", engine::Padding::kValid}};
-constexpr EnumName<engine::Activation> kActivations[] = {{"relu", engine::Activation::kRelu},
-                                                         {"none", engine::Activation::kNone}};
-constexpr EnumName<engine::Initializer> kInitializers[] = {
-    {"glorot_uniform", engine::Initializer::kGlorotUniform},
-    {"truncated_normal", engine::Initializer::kTruncatedNormal}};
-using OptimizerType = engine::OptimizerOptions::Type;
-constexpr EnumName<OptimizerType> kOptimizerTypes[] = {{"adam", OptimizerType::kAdam},
-                                                       {"adamw", OptimizerType::kAdamW},
-                                                       {"sgd", OptimizerType::kSgd},
-                                                       {"momentum", OptimizerType::kMomentum}};
-using DecayedParameters = engine::OptimizerOptions::DecayedParameters;
-constexpr EnumName<DecayedParameters> kDecayedParameters[] = {
-    {"kernels", DecayedParameters::kKernels}, {"all", DecayedParameters::kAll}};
-using ScheduleType = engine::LearningRateSchedule::Type;
-constexpr EnumName<ScheduleType> kScheduleTypes[] = {
-    {"constant", ScheduleType::kConstant},
-    {"exponential_decay", ScheduleType::kExponentialDecay},
-    {"piecewise_constant", ScheduleType::kStepDecay},
-    {"cosine", ScheduleType::kCosineDecay}};
-constexpr EnumName<engine::Task> kTasks[] = {{"classification", engine::Task::kClassification},
-                                             {"regression", engine::Task::kRegression}};
-constexpr EnumName<engine::RegressionLoss> kRegressionLosses[] = {
-    {"mse", engine::RegressionLoss::kMse},
-    {"mae", engine::RegressionLoss::kMae},
-    {"huber", engine::RegressionLoss::kHuber}};
-constexpr EnumName<engine::Precision> kPrecisions[] = {
-    {engine::PrecisionName(engine::Precision::kFloat32), engine::Precision::kFloat32},
-    {engine::PrecisionName(engine::Precision::kMixedBfloat16), engine::Precision::kMixedBfloat16}};
-
-template <typename E, size_t N>
-const char* NameOf(const EnumName<E> (&names)[N], E value) {
-  for (const auto& n : names) {
-    if (n.value == value) return n.name;
-  }
-  return "unknown";
-}
-
-template <typename E, size_t N>
-std::string NameList(const EnumName<E> (&names)[N]) {
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + std::string(n.name);
-  return list;
-}
-
+using namespace job_spec_names;  // NOLINT(google-build-using-namespace): the enums' names
 // ---------------------------------------------------------------------------------------------
 // Reading, on the strict JSON toolkit (strict_json.h). Every function returns OK or
 // InvalidArgument "<path>: <message>".
@@ -358,7 +289,7 @@ Status ReadDataset(const json& v, engine::DatasetSpec* d) {
       CheckObject(v, "dataset",
                   {"name", "format", "sha256", "label_column", "weight_column", "test_file",
                    "test_fraction", "split_seed", "normalize", "columns", "validation_size",
-                   "max_train_examples", "max_test_examples"}));
+                   "max_train_examples", "max_test_examples", "folds", "fold", "stratified"}));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "name", &d->name));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "format", &d->format));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "sha256", &d->sha256));
@@ -373,6 +304,9 @@ Status ReadDataset(const json& v, engine::DatasetSpec* d) {
   }
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "validation_size", &d->validation_size));
   TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "max_train_examples", &d->max_train_examples));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "folds", &d->folds));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "fold", &d->fold));
+  TRAININGD_RETURN_IF_ERROR(Field(v, "dataset", "stratified", &d->stratified));
   return Field(v, "dataset", "max_test_examples", &d->max_test_examples);
 }
 
@@ -410,16 +344,17 @@ Status ReadHooks(const json& v, engine::HooksSpec* h) {
                    "final_eval", "early_stopping", "profiler"}));
   const json* o = nullptr;
 
-  TRAININGD_RETURN_IF_ERROR(OpenHook(
-      v, "checkpoint",
-      {"enabled", "every_steps", "every_secs", "max_to_keep", "keep_checkpoint_every_n_hours"},
-      &h->checkpoint.enabled, &o));
+  TRAININGD_RETURN_IF_ERROR(OpenHook(v, "checkpoint",
+                                     {"enabled", "every_steps", "every_secs", "max_to_keep",
+                                      "keep_checkpoint_every_n_hours", "keep_best"},
+                                     &h->checkpoint.enabled, &o));
   if (o) {
     TRAININGD_RETURN_IF_ERROR(ReadTrigger(*o, "hooks.checkpoint", &h->checkpoint.trigger));
     TRAININGD_RETURN_IF_ERROR(
         Field(*o, "hooks.checkpoint", "max_to_keep", &h->checkpoint.max_to_keep));
     TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.checkpoint", "keep_checkpoint_every_n_hours",
                                     &h->checkpoint.keep_checkpoint_every_n_hours));
+    TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.checkpoint", "keep_best", &h->checkpoint.keep_best));
   }
 
   TRAININGD_RETURN_IF_ERROR(
@@ -461,10 +396,10 @@ Status ReadHooks(const json& v, engine::HooksSpec* h) {
   if (o) TRAININGD_RETURN_IF_ERROR(Field(*o, "hooks.final_eval", "split", &h->final_eval.split));
 
   engine::EarlyStoppingHookSpec& es = h->early_stopping;
-  TRAININGD_RETURN_IF_ERROR(
-      OpenHook(v, "early_stopping",
-               {"enabled", "monitor", "mode", "patience", "min_delta", "every_steps", "every_secs"},
-               &es.enabled, &o));
+  TRAININGD_RETURN_IF_ERROR(OpenHook(v, "early_stopping",
+                                     {"enabled", "monitor", "mode", "patience", "min_delta",
+                                      "every_steps", "every_secs", "restore_best"},
+                                     &es.enabled, &o));
   if (o) {
     const std::string path = "hooks.early_stopping";
     TRAININGD_RETURN_IF_ERROR(Field(*o, path, "monitor", &es.monitor));
@@ -472,6 +407,7 @@ Status ReadHooks(const json& v, engine::HooksSpec* h) {
     TRAININGD_RETURN_IF_ERROR(Field(*o, path, "mode", &es.mode));
     TRAININGD_RETURN_IF_ERROR(Field(*o, path, "patience", &es.patience));
     TRAININGD_RETURN_IF_ERROR(Field(*o, path, "min_delta", &es.min_delta));
+    TRAININGD_RETURN_IF_ERROR(Field(*o, path, "restore_best", &es.restore_best));
     TRAININGD_RETURN_IF_ERROR(ReadTrigger(*o, path, &es.trigger));
   }
 
@@ -633,182 +569,6 @@ engine::Result<engine::JobSpec> Fail(const Status& status, bool has_field, Field
   return status;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Writing.
-
-// The shortest decimal that reads back as `f`, as the double nearest to it: 1e-4f is written
-// 0.0001, not 9.999999747378752e-05.
-json FloatValue(float f) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), f);
-  if (ec == std::errc()) {
-    const double d = std::strtod(std::string(buf, end).c_str(), nullptr);
-    if (static_cast<float>(d) == f) return d;
-  }
-  return static_cast<double>(f);
-}
-
-json TriggerFields(const engine::TriggerSpec& t, json o) {
-  o["every_steps"] = t.every_steps;
-  o["every_secs"] = t.every_secs;
-  return o;
-}
-
-json LayerValue(const engine::LayerSpec& l) {
-  using engine::LayerType;
-  json o = {{"type", NameOf(kLayerTypes, l.type)}};
-  switch (l.type) {
-    case LayerType::kConv2d:
-      o["filters"] = l.filters;
-      o["kernel"] = l.kernel;
-      o["stride"] = l.stride;
-      o["padding"] = NameOf(kPaddings, l.padding);
-      break;
-    case LayerType::kMaxPool2d:
-    case LayerType::kAvgPool2d:
-      o["pool"] = l.pool;
-      o["stride"] = l.stride;
-      break;
-    case LayerType::kDense:
-      o["units"] = l.units;
-      break;
-    case LayerType::kDropout:
-      o["rate"] = FloatValue(l.rate);
-      break;
-    case LayerType::kRelu:
-    case LayerType::kFlatten:
-    case LayerType::kAdd:
-    case LayerType::kConcat:
-    case LayerType::kGlobalAvgPool:
-    case LayerType::kSigmoid:
-    case LayerType::kTanh:
-    case LayerType::kGelu:
-      break;
-    case LayerType::kBatchNorm:
-      o["momentum"] = FloatValue(l.momentum);
-      o["epsilon"] = FloatValue(l.epsilon);
-      break;
-    case LayerType::kCategoricalEncoding:
-      o["category_codes"] = l.category_codes;
-      o["embedding_dims"] = l.embedding_dims;
-      break;
-  }
-  // Only a graph's layers carry these, so a sequential stack's JSON is what it always was.
-  if (!l.name.empty()) o["name"] = l.name;
-  if (!l.inputs.empty()) o["inputs"] = l.inputs;
-  if (l.type == LayerType::kConv2d || l.type == LayerType::kDense) {
-    o["activation"] = NameOf(kActivations, l.activation);
-    o["initializer"] = NameOf(kInitializers, l.initializer);
-    o["stddev"] = FloatValue(l.stddev);
-    o["bias_init"] = FloatValue(l.bias_init);
-  }
-  return o;
-}
-
-json ScheduleValue(const engine::LearningRateSchedule& s) {
-  switch (s.type) {
-    case ScheduleType::kConstant:
-      return FloatValue(s.learning_rate);
-    case ScheduleType::kExponentialDecay:
-      return {{"type", NameOf(kScheduleTypes, s.type)},
-              {"learning_rate", FloatValue(s.learning_rate)},
-              {"decay_steps", s.decay_steps},
-              {"decay_rate", FloatValue(s.decay_rate)},
-              {"staircase", s.staircase}};
-    case ScheduleType::kStepDecay: {
-      json values = json::array();
-      for (const float v : s.values) values.push_back(FloatValue(v));
-      return {{"type", NameOf(kScheduleTypes, s.type)},
-              {"boundaries", s.boundaries},
-              {"values", std::move(values)}};
-    }
-    case ScheduleType::kCosineDecay:
-      return {{"type", NameOf(kScheduleTypes, s.type)},
-              {"learning_rate", FloatValue(s.learning_rate)},
-              {"decay_steps", s.decay_steps},
-              {"warmup_steps", s.warmup_steps},
-              {"alpha", FloatValue(s.alpha)}};
-  }
-  return nullptr;
-}
-
-json OptimizerValue(const engine::OptimizerOptions& o) {
-  json v = {{"type", NameOf(kOptimizerTypes, o.type)},
-            {"learning_rate", ScheduleValue(o.learning_rate)}};
-  switch (o.type) {
-    case OptimizerType::kAdam:
-    case OptimizerType::kAdamW:
-      v["beta1"] = FloatValue(o.beta1);
-      v["beta2"] = FloatValue(o.beta2);
-      v["epsilon"] = FloatValue(o.epsilon);
-      break;
-    case OptimizerType::kMomentum:
-      v["momentum"] = FloatValue(o.momentum);
-      v["use_nesterov"] = o.use_nesterov;
-      break;
-    case OptimizerType::kSgd:
-      break;
-  }
-  // Written for every type, so that an experiment's space may set it over any base job.
-  v["weight_decay"] = FloatValue(o.weight_decay);
-  v["weight_decay_parameters"] = NameOf(kDecayedParameters, o.weight_decay_parameters);
-  return v;
-}
-
-json HooksValue(const engine::HooksSpec& h) {
-  json v;
-  v["checkpoint"] = TriggerFields(
-      h.checkpoint.trigger,
-      {{"enabled", h.checkpoint.enabled},
-       {"max_to_keep", h.checkpoint.max_to_keep},
-       {"keep_checkpoint_every_n_hours", h.checkpoint.keep_checkpoint_every_n_hours}});
-  v["summary"] = TriggerFields(h.summary.trigger, {{"enabled", h.summary.enabled}});
-  v["step_counter"] = {{"enabled", h.step_counter.enabled},
-                       {"every_steps", h.step_counter.every_steps}};
-  v["logging"] = {{"enabled", h.logging.enabled},
-                  {"every_n_iter", h.logging.every_n_iter},
-                  {"every_n_secs", h.logging.every_n_secs},
-                  {"tensors", h.logging.tensors},
-                  {"at_end", h.logging.at_end}};
-  v["nan_guard"] = {{"enabled", h.nan_guard.enabled}, {"fail", h.nan_guard.fail}};
-  v["evaluation"] = TriggerFields(h.evaluation.trigger, {{"enabled", h.evaluation.enabled},
-                                                         {"split", h.evaluation.split},
-                                                         {"at_end", h.evaluation.at_end}});
-  v["final_eval"] = {{"enabled", h.final_eval.enabled}, {"split", h.final_eval.split}};
-  const engine::EarlyStoppingHookSpec& es = h.early_stopping;
-  v["early_stopping"] = TriggerFields(es.trigger, {{"enabled", es.enabled},
-                                                   {"monitor", es.monitor},
-                                                   {"mode", es.mode},
-                                                   {"patience", es.patience},
-                                                   {"min_delta", es.min_delta}});
-  v["profiler"] = TriggerFields(h.profiler.trigger, {{"enabled", h.profiler.enabled}});
-  return v;
-}
-
-json DatasetValue(const engine::DatasetSpec& d) {
-  json v = {{"name", d.name}, {"format", d.format}};
-  if (d.format != "idx") {
-    v["sha256"] = d.sha256;
-    v["normalize"] = d.normalize;
-  }
-  if (!d.weight_column.empty()) v["weight_column"] = d.weight_column;
-  if (d.format == "csv") {
-    v["label_column"] = d.label_column;
-    json columns = ColumnOptionsToJson(d.columns);
-    if (!columns.empty()) v["columns"] = std::move(columns);
-    v["test_file"] = d.test_file;
-    if (!d.test_file) {
-      v["test_fraction"] = d.test_fraction;
-      v["split_seed"] = d.split_seed;
-    }
-  }
-  // Absent = the dataset decides (engine::kAutoValidationSize).
-  if (d.validation_size != engine::kAutoValidationSize) v["validation_size"] = d.validation_size;
-  v["max_train_examples"] = d.max_train_examples;
-  v["max_test_examples"] = d.max_test_examples;
-  return v;
-}
-
 }  // namespace
 
 engine::Result<engine::JobSpec> ParseJobSpec(std::string_view json_text, FieldError* error) {
@@ -838,12 +598,6 @@ engine::Result<engine::JobSpec> JobSpecFromJson(const json& doc, FieldError* err
   }
 }
 
-json LayersToJsonValue(const engine::ModelSpec& model) {
-  json layers = json::array();
-  for (const engine::LayerSpec& l : model.layers) layers.push_back(LayerValue(l));
-  return layers;
-}
-
 Status LayersFromJson(const json& layers, const std::string& path, engine::ModelSpec* out) {
   if (!layers.is_array()) {
     return Bad(path, std::string("must be an array, got ") + TypeName(layers));
@@ -854,67 +608,6 @@ Status LayersFromJson(const json& layers, const std::string& path, engine::Model
   }
   out->layers = std::move(read);
   return Status::Ok();
-}
-
-json FloatJsonValue(float f) { return FloatValue(f); }
-
-json JobSpecToJsonValue(const engine::JobSpec& spec) {
-  json model;
-  if (!spec.model_preset.empty()) model["preset"] = spec.model_preset;
-  model["layers"] = LayersToJsonValue(spec.model);
-  json out = {{"name", spec.name},
-              {"dataset", DatasetValue(spec.dataset)},
-              {"model", std::move(model)},
-              {"precision", NameOf(kPrecisions, spec.precision)},
-              {"optimizer", OptimizerValue(spec.optimizer)},
-              {"label_smoothing", FloatValue(spec.label_smoothing)},
-              {"batch_size", spec.batch_size},
-              {"max_steps", spec.max_steps},
-              {"num_epochs", spec.num_epochs},
-              {"seed", spec.seed},
-              {"hooks", HooksValue(spec.hooks)},
-              {"distributed",
-               {{"workers", spec.distributed.workers},
-                {"hosts", spec.distributed.hosts},
-                {"hostfile", spec.distributed.hostfile},
-                {"max_restarts", spec.distributed.max_restarts},
-                {"stall_timeout_secs", spec.distributed.stall_timeout_secs},
-                {"reduction_blocks", spec.distributed.reduction_blocks}}},
-              {"resources",
-               {{"cpus_per_worker", spec.resources.cpus_per_worker},
-                {"time_limit_secs", spec.resources.time_limit_secs}}}};
-  // Only when set, so the canonical spec of a job without one is what it always was.
-  if (spec.priority != 0) out["priority"] = spec.priority;
-  if (spec.task == engine::Task::kRegression) {
-    out["task"] = NameOf(kTasks, spec.task);
-    out["loss"] = NameOf(kRegressionLosses, spec.loss);
-    if (spec.loss == engine::RegressionLoss::kHuber)
-      out["huber_delta"] = FloatValue(spec.huber_delta);
-  }
-  if (spec.class_weights.balanced) out["class_weights"] = "balanced";
-  if (!spec.class_weights.by_name.empty()) {
-    json weights = json::object();
-    for (const auto& [name, w] : spec.class_weights.by_name) weights[name] = FloatValue(w);
-    out["class_weights"] = std::move(weights);
-  }
-  if (spec.categorical != engine::CategoricalOptions{}) {
-    out["categorical"] = {{"one_hot_max_levels", spec.categorical.one_hot_max_levels},
-                          {"embedding_dim", spec.categorical.embedding_dim}};
-  }
-  const engine::AugmentationSpec& a = spec.augmentation;
-  if (a.enabled()) {
-    json aug = {{"horizontal_flip", a.horizontal_flip},
-                {"translate", FloatValue(a.translate)},
-                {"brightness", FloatValue(a.brightness)},
-                {"contrast", FloatValue(a.contrast)}};
-    if (a.random_crop_padding > 0) aug["random_crop"] = {{"padding", a.random_crop_padding}};
-    out["augmentation"] = std::move(aug);
-  }
-  return out;
-}
-
-std::string JobSpecToJson(const engine::JobSpec& spec, int indent) {
-  return JobSpecToJsonValue(spec).dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace trainingd::api

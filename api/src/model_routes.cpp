@@ -58,14 +58,18 @@ HttpResponse ProtocolError(const Status& status) {
   return r;
 }
 
-// A version from the path: a checkpoint's global step; "" = the latest.
+// A version from the path: a checkpoint's global step, "latest" or "best"; "" = the default
+// (the best, else the latest).
 Result<std::optional<int64_t>> ParseVersion(std::string_view text, const char* field) {
   if (text.empty()) return std::optional<int64_t>();
+  if (text == "latest") return std::optional<int64_t>(kLatestVersion);
+  if (text == "best") return std::optional<int64_t>(kBestVersion);
   int64_t v = -1;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || v < 0) {
     return Status::InvalidArgument(std::string(field) +
-                                   ": a version is a checkpoint's global step, an integer >= 0; "
+                                   ": a version is a checkpoint's global step, an integer >= 0, "
+                                   "or 'latest' or 'best'; "
                                    "got '" +
                                    std::string(text.substr(0, 32)) + "'");
   }
@@ -75,13 +79,21 @@ Result<std::optional<int64_t>> ParseVersion(std::string_view text, const char* f
 }  // namespace
 
 HttpResponse ExportModel(ModelService& models, const std::string& id, std::string_view format,
-                         std::optional<std::string> step_text) {
+                         std::optional<std::string> step_text,
+                         std::optional<std::string> checkpoint_text) {
   if (format != "onnx") {
     return ErrorResponse(400, "invalid_argument",
                          "format: the one export format is onnx (?format=onnx)", "format");
   }
-  auto step = ParseVersion(step_text.value_or(""), "step");
-  if (step_text && step_text->empty()) step = Status::InvalidArgument("step: empty");
+  if (step_text && checkpoint_text) {
+    return ErrorResponse(400, "invalid_argument", "checkpoint: give checkpoint or step, not both",
+                         "checkpoint");
+  }
+  const char* field = checkpoint_text ? "checkpoint" : "step";
+  if (checkpoint_text) step_text = checkpoint_text;
+  auto step = ParseVersion(step_text.value_or(""), field);
+  if (step_text && step_text->empty())
+    step = Status::InvalidArgument(std::string(field) + ": empty");
   if (!step.ok()) return StatusResponse(step.status());
   auto file = models.ExportOnnx(id, *step);
   if (!file.ok()) return StatusResponse(file.status());
@@ -89,6 +101,8 @@ HttpResponse ExportModel(ModelService& models, const std::string& id, std::strin
   r.headers = {{"Content-Type", "application/octet-stream"},
                {"Content-Disposition", "attachment; filename=\"" + file->filename + "\""},
                {"Cache-Control", "no-store"}};
+  r.SetHeader("X-Trainingd-Checkpoint-Step", std::to_string(file->step));
+  r.SetHeader("X-Trainingd-Checkpoint", file->checkpoint);
   r.body = std::move(file->bytes);
   return r;
 }

@@ -13,14 +13,16 @@
 
 namespace trainingd::api::model_routes {
 
-// GET /api/v1/jobs/{id}/model?format=onnx[&step=N]: `step_text` is the query's step, or "".
+// GET /api/v1/jobs/{id}/model?format=onnx[&checkpoint=best|latest|N][&step=N]: the query's
+// step and checkpoint (one of them at most); neither = the best checkpoint, else the latest.
 HttpResponse ExportModel(ModelService& models, const std::string& id, std::string_view format,
-                         std::optional<std::string> step_text);
+                         std::optional<std::string> step_text,
+                         std::optional<std::string> checkpoint_text = std::nullopt);
 // GET /v2: the server's name, version and extensions.
 HttpResponse ServerMetadata();
 // GET /v2/health/live and /v2/health/ready (`ready` null = live).
 HttpResponse Health(ModelService* ready);
-// GET /v2/models/{id}[/versions/{version}]; `version` "" = the latest.
+// GET /v2/models/{id}[/versions/{version}]; `version` "" = the best, else the latest.
 HttpResponse ModelMetadata(ModelService& models, const std::string& id, std::string_view version);
 // GET /v2/models/{id}[/versions/{version}]/ready.
 HttpResponse ModelReady(ModelService& models, const std::string& id, std::string_view version);

@@ -692,9 +692,9 @@ HttpResponse Router::Dispatch(const HttpRequest& request, const EventDeliver& de
     case RouteId::kDatasetExamples:
       return ListExamples(c);
     case RouteId::kExportModel:
-      return model_routes::ExportModel(*models_, job_id,
-                                       QueryValue(c.query, "format").value_or("onnx"),
-                                       QueryValue(c.query, "step"));
+      return model_routes::ExportModel(
+          *models_, job_id, QueryValue(c.query, "format").value_or("onnx"),
+          QueryValue(c.query, "step"), QueryValue(c.query, "checkpoint"));
     case RouteId::kSubmitExperiment:
       return experiment_routes::Submit(*experiments_, request, options_.max_body_bytes,
                                        access->principal.name);

@@ -75,10 +75,16 @@ TEST(ClientWireTest, JobsReadBack) {
   job.examples_per_sec = 12.5;
   job.latest_scalars = {{"loss", 0.25}, {"accuracy", 0.5}};
   job.spec_json = "{\"name\":\"n\"}";
+  job.best_checkpoint = BestCheckpointInfo{5, "validation/loss", "min", 0.125};
   auto back = JobFromJson(JobToJson(job, true));
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(JobToJson(*back, true), JobToJson(job, true));
   EXPECT_EQ(back->finished_at, 0);
+  ASSERT_TRUE(back->best_checkpoint.has_value());
+  EXPECT_EQ(back->best_checkpoint->step, 5);
+  EXPECT_EQ(back->best_checkpoint->value, 0.125);
+  EXPECT_TRUE(JobToJson(job, true)["best_checkpoint"].is_object());
+  EXPECT_FALSE(JobToJson(job, false).contains("best_checkpoint"));  // details only
 
   JobPage page{{job, job}, "cursor"};
   auto pb = JobPageFromJson(JobPageToJson(page));

@@ -30,7 +30,9 @@ class FakeModelService : public ModelService {
     ModelMetadata m;
     m.name = id;
     m.versions = {100, 200};
-    m.version = version.value_or(200);
+    m.version = Resolve(version);
+    m.best_version = 100;
+    m.checkpoint = m.version == 100 ? "best" : "latest";
     m.inputs = {{"input", "FP32", {-1, 2}}};
     m.outputs = {{"logits", "FP32", {-1, 3}}, {"probabilities", "FP32", {-1, 3}}};
     m.class_names = {"a", "b", "c"};
@@ -60,7 +62,7 @@ class FakeModelService : public ModelService {
     if (!st.ok()) return done(st);
     InferResult r;
     r.model = request.model;
-    r.version = request.version.value_or(200);
+    r.version = Resolve(request.version);
     r.id = request.id;
     r.batch = request.shape[0];
     r.classes = 3;
@@ -85,7 +87,15 @@ class FakeModelService : public ModelService {
   engine::Result<ModelFile> ExportOnnx(const std::string& id,
                                        std::optional<int64_t> step) override {
     TRAININGD_RETURN_IF_ERROR(Check(id, step));
-    return ModelFile{id + "-step" + std::to_string(step.value_or(200)) + ".onnx", "ONNX-BYTES"};
+    const int64_t s = Resolve(step);
+    return ModelFile{id + "-step" + std::to_string(s) + ".onnx", "ONNX-BYTES", s,
+                     s == 100 ? "best" : "latest"};
+  }
+  // Versions 100 (the best) and 200 (the latest); none = 200, as a job without a best.
+  static int64_t Resolve(std::optional<int64_t> version) {
+    if (version == kBestVersion) return 100;
+    if (!version || *version == kLatestVersion) return 200;
+    return *version;
   }
 
  private:
@@ -95,7 +105,7 @@ class FakeModelService : public ModelService {
       return engine::Status::FailedPrecondition("model 'empty': the job has no checkpoint yet");
     }
     if (id != "job-1") return engine::Status::NotFound("job '" + id + "' does not exist");
-    if (version && *version != 100 && *version != 200) {
+    if (version && *version >= 0 && *version != 100 && *version != 200) {
       return engine::Status::NotFound("version " + std::to_string(*version) +
                                       ": no checkpoint of that step");
     }

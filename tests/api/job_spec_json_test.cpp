@@ -243,7 +243,8 @@ TEST(JobSpecJsonTest, SyntaxErrorsGiveTheByteAndTheFieldTheyAreIn) {
 TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
   FieldError e = MustFail(Spec(R"("hooks": {"checkpoint": {"every_step": 100}})"),
                           "hooks.checkpoint.every_step: unknown field; known: enabled, "
-                          "every_steps, every_secs, max_to_keep, keep_checkpoint_every_n_hours");
+                          "every_steps, every_secs, max_to_keep, keep_checkpoint_every_n_hours, "
+                          "keep_best");
   EXPECT_EQ(e.field, "hooks.checkpoint.every_step");
   e = MustFail(Spec(R"("batchsize": 7)"),
                "batchsize: unknown field; known: name, task, loss, huber_delta, dataset, model, "
@@ -257,7 +258,7 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
   e = MustFail(Spec(R"("dataset": {"a: b": 1})"),
                "dataset: unknown field 'a: b'; known: name, format, sha256, label_column, "
                "weight_column, test_file, test_fraction, split_seed, normalize, columns, "
-               "validation_size, max_train_examples, max_test_examples");
+               "validation_size, max_train_examples, max_test_examples, folds, fold, stratified");
   EXPECT_EQ(e.field, "dataset");
   // A field of another optimizer type is not silently ignored.
   e = MustFail(Spec(R"("optimizer": {"type": "adam", "momentum": 0.9})"),
@@ -776,7 +777,8 @@ TEST(JobSpecJsonTest, CanonicalJsonIsFullyExpanded) {
             R"("weight_decay":0.0,"weight_decay_parameters":"kernels"})");
   EXPECT_EQ(j["hooks"]["checkpoint"],
             json::parse(R"({"enabled": true, "every_steps": 0, "every_secs": 0.0,
-                            "max_to_keep": 5, "keep_checkpoint_every_n_hours": 0.0})"));
+                            "max_to_keep": 5, "keep_checkpoint_every_n_hours": 0.0,
+                            "keep_best": true})"));
   EXPECT_EQ(j["hooks"]["evaluation"]["enabled"], false);
   EXPECT_EQ(j["hooks"]["logging"]["tensors"],
             json::parse(R"(["global_step", "loss", "accuracy"])"));

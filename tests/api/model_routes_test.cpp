@@ -59,6 +59,36 @@ TEST_F(ModelRoutesTest, ExportDownloadsTheOnnxFile) {
   ExpectError(Call(Req("GET", "/api/v1/jobs/nope/model")), 404, "not_found");
 }
 
+// ?checkpoint=best|latest|N chooses the checkpoint; the answer's headers say which it is.
+TEST_F(ModelRoutesTest, ExportTakesTheCheckpointByName) {
+  HttpResponse best = Call(Req("GET", "/api/v1/jobs/job-1/model?format=onnx&checkpoint=best"));
+  ASSERT_EQ(best.status, 200) << best.body;
+  EXPECT_EQ(best.Header("Content-Disposition"), "attachment; filename=\"job-1-step100.onnx\"");
+  EXPECT_EQ(best.Header("X-Trainingd-Checkpoint-Step"), "100");
+  EXPECT_EQ(best.Header("X-Trainingd-Checkpoint"), "best");
+  HttpResponse latest = Call(Req("GET", "/api/v1/jobs/job-1/model?checkpoint=latest"));
+  ASSERT_EQ(latest.status, 200) << latest.body;
+  EXPECT_EQ(latest.Header("X-Trainingd-Checkpoint-Step"), "200");
+  EXPECT_EQ(latest.Header("X-Trainingd-Checkpoint"), "latest");
+  EXPECT_EQ(Call(Req("GET", "/api/v1/jobs/job-1/model?checkpoint=100"))
+                .Header("X-Trainingd-Checkpoint-Step"),
+            "100");
+  ExpectError(Call(Req("GET", "/api/v1/jobs/job-1/model?checkpoint=first")), 400,
+              "invalid_argument", "checkpoint");
+  ExpectError(Call(Req("GET", "/api/v1/jobs/job-1/model?checkpoint=")), 400, "invalid_argument",
+              "checkpoint");
+  ExpectError(Call(Req("GET", "/api/v1/jobs/job-1/model?checkpoint=best&step=100")), 400,
+              "invalid_argument", "checkpoint");
+  // The serving routes take latest and best as versions.
+  EXPECT_EQ(
+      json::parse(
+          Call(Req("GET", "/v2/models/job-1/versions/best")).body)["parameters"]["checkpoint"],
+      "best");
+  json meta = json::parse(Call(Req("GET", "/v2/models/job-1/versions/latest")).body);
+  EXPECT_EQ(meta["parameters"]["version"], "200");
+  EXPECT_EQ(meta["parameters"]["best_version"], "100");
+}
+
 TEST_F(ModelRoutesTest, HealthAndMetadata) {
   EXPECT_EQ(Call(Req("GET", "/v2/health/live")).status, 200);
   EXPECT_EQ(Call(Req("GET", "/v2/health/ready")).status, 200);

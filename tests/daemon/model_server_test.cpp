@@ -260,5 +260,69 @@ TEST_F(ModelServerTest, TheLatestCheckpointIsFollowedAndVersionsStay) {
   EXPECT_GT(file->bytes.size(), 100u);
 }
 
+// A job with a best checkpoint (kept past max_to_keep) is served and exported at it by default;
+// "latest" and a step still take the others, and the answers say which is which.
+TEST_F(ModelServerTest, TheBestCheckpointIsTheDefaultAndLatestStaysReachable) {
+  const eng::ModelInput in = TableInput();
+  Save(Dir("b"), in, 100, 1);
+  {
+    auto manager = eng::CheckpointManager::Create(Dir("b"));
+    ASSERT_TRUE(manager.ok());
+    eng::BestCheckpoint best;
+    best.global_step = 100;
+    best.metric = "validation/loss";
+    best.value = 0.5;
+    ASSERT_TRUE((*manager)->MarkBest(best).ok());
+  }
+  for (int64_t step = 200; step <= 700; step += 100) Save(Dir("b"), in, step, step);
+  ASSERT_FALSE(fs::exists(Dir("b") + "/model.ckpt-200"));  // max_to_keep 5 dropped it
+  ASSERT_TRUE(fs::exists(Dir("b") + "/model.ckpt-100"));   // the best stays
+  Start({});
+  const std::vector<float> row = {1, 2, 3, 4};
+  auto by_default = Call(Request("b", row));
+  ASSERT_TRUE(by_default.ok()) << by_default.status().ToString();
+  EXPECT_EQ(by_default->version, 100);
+  auto best = Call(Request("b", row, api::kBestVersion));
+  ASSERT_TRUE(best.ok());
+  EXPECT_EQ(best->version, 100);
+  auto latest = Call(Request("b", row, api::kLatestVersion));
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(latest->version, 700);
+  EXPECT_NE(latest->probabilities, by_default->probabilities);
+
+  auto meta = server_->GetModel("b", std::nullopt);
+  ASSERT_TRUE(meta.ok()) << meta.status().ToString();
+  EXPECT_EQ(meta->versions, (std::vector<int64_t>{100, 300, 400, 500, 600, 700}));
+  EXPECT_EQ(meta->version, 100);
+  EXPECT_EQ(meta->checkpoint, "best");
+  EXPECT_EQ(meta->best_version, std::optional<int64_t>(100));
+  auto meta_latest = server_->GetModel("b", api::kLatestVersion);
+  ASSERT_TRUE(meta_latest.ok());
+  EXPECT_EQ(meta_latest->version, 700);
+  EXPECT_EQ(meta_latest->checkpoint, "latest");
+
+  auto file = server_->ExportOnnx("b", std::nullopt);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(file->filename, "b-step100.onnx");
+  EXPECT_EQ(file->step, 100);
+  EXPECT_EQ(file->checkpoint, "best");
+  EXPECT_NE(file->bytes.find("checkpoint"), std::string::npos);  // in the ONNX metadata
+  auto latest_file = server_->ExportOnnx("b", api::kLatestVersion);
+  ASSERT_TRUE(latest_file.ok());
+  EXPECT_EQ(latest_file->step, 700);
+  EXPECT_EQ(latest_file->checkpoint, "latest");
+
+  // A job without a best: the default is the latest, and "best" is a 404 saying why.
+  Save(Dir("c"), in, 50, 3);
+  auto plain = server_->ExportOnnx("c", std::nullopt);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->step, 50);
+  EXPECT_EQ(plain->checkpoint, "latest");
+  auto no_best = server_->ExportOnnx("c", api::kBestVersion);
+  ASSERT_FALSE(no_best.ok());
+  EXPECT_EQ(no_best.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(no_best.status().message().find("no best checkpoint"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainingd::daemon

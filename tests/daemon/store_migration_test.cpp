@@ -339,7 +339,8 @@ TEST_F(StoreMigrationTest, Version1PointsAndRollupsAnswerAlikeAfterMigrating) {
     EXPECT_EQ(db.Text("PRAGMA user_version"), "11");
     EXPECT_EQ(db.Text("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
                       "WHERE type = 'table' ORDER BY name)"),
-              "attempts,audit,evaluations,experiment_decisions,experiments,fair_share_usage,jobs,rung_results,"
+              "attempts,audit,evaluations,experiment_decisions,experiments,fair_share_usage,jobs,"
+              "rung_results,"
               "scalar_rollups,scalars,series,tokens,trials,users");
     EXPECT_EQ(db.Text("SELECT count(*) FROM scalars"), std::to_string(points.size()));
     EXPECT_EQ(db.Text("SELECT count(*) FROM series"), std::to_string(series.size()));

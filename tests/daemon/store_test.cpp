@@ -209,7 +209,8 @@ TEST_F(StoreTest, FreshDatabaseIsMigratedInWalMode) {
   EXPECT_EQ(RawText(path_,
                     "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
                     "WHERE type = 'table' ORDER BY name)"),
-            "attempts,audit,evaluations,experiment_decisions,experiments,fair_share_usage,jobs,rung_results,"
+            "attempts,audit,evaluations,experiment_decisions,experiments,fair_share_usage,jobs,"
+            "rung_results,"
             "scalar_rollups,scalars,series,tokens,trials,users");
   EXPECT_EQ(RawText(path_,
                     "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "

@@ -157,8 +157,14 @@ TEST(PlanJobTest, TheTutorialCnnIsEstimatedPartByPart) {
   EXPECT_EQ(r->eval_batch, 1000);
   EXPECT_EQ(r->dataset, FashionShaped().LoadedBytes());
   EXPECT_EQ(r->steps, 100);
-  // max_to_keep 5, every 600 s (at most every step here): 5 kept plus the one being written.
-  EXPECT_EQ(r->checkpoints_kept, 6);
+  // max_to_keep 5, every 600 s (at most every step here): 5 kept plus the one being written,
+  // and the best evaluation's (hooks.checkpoint.keep_best), kept besides them.
+  EXPECT_EQ(r->checkpoints_kept, 7);
+  spec.hooks.checkpoint.keep_best = false;
+  auto without_best = PlanJob(spec, FashionShaped(), TwoThreads());
+  ASSERT_TRUE(without_best.ok());
+  EXPECT_EQ(without_best->checkpoints_kept, 6);
+  spec.hooks.checkpoint.keep_best = true;
   EXPECT_GT(r->checkpoint_file, 4 * 3 * 3274634);
   EXPECT_EQ(r->memory(), r->runtime + r->dataset + r->parameters + r->optimizer + r->activations +
                              r->scratch + r->checkpoint_io);

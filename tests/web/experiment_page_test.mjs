@@ -21,6 +21,8 @@
 //    the ladder's counts and promotions; the parallel-coordinates plot's lines and log axis.
 // 3. 380 px: neither page scrolls sideways. Delete from the list: Cancel keeps the real search,
 //    Delete removes it and its trials' jobs.
+// 4. A 3-fold cross-validation's page: each fold's metric linked to its job, the mean and the
+//    sample standard deviation, as the API answers them.
 // It fails on console errors, page errors, CSP violations, 5xx answers and requests to other
 // hosts, as dashboard_test.mjs does.
 import { spawnSync } from 'node:child_process';
@@ -294,6 +296,36 @@ async function phoneAndDelete(page, small) {
   log('Delete from the list: Cancel keeps, Delete removes the experiment and its jobs');
 }
 
+// 4. A 3-fold cross-validation: its page shows each fold's metric (linked to its trial's job), and
+// their mean and sample standard deviation, as the API answers them.
+async function crossValidation(page) {
+  const spec = {
+    name: 'softmax-cv',
+    base_job: {
+      name: 'cv', model: 'softmax', max_steps: 20, batch_size: 50, seed: 1,
+      dataset: { name: 'fashion-mnist', max_train_examples: 600, max_test_examples: 100, split_seed: 2 },
+      hooks: { checkpoint: { every_steps: 1000 }, evaluation: { every_steps: 1000, split: 'validation' }, logging: { enabled: false } },
+    },
+    searcher: { name: 'cross_validation', folds: 3, metric: 'validation/accuracy', mode: 'max', max_concurrent_trials: 1 },
+  };
+  const submitted = await daemon.api('POST', '/experiments', spec);
+  check(submitted.status === 201, `the cross-validation is submitted: ${JSON.stringify(submitted.body)}`);
+  const id = submitted.body.id;
+  await page.goto(`${daemon.url}/#/experiments/${id}`);
+  await waitAttr(page, '.experiment-page', 'data-state', (s) => s === 'completed', 'the cross-validation completed', 120000);
+  await waitAttr(page, '.cv-card', 'data-folds-done', (n) => n === '3', 'three folds shown', 10000);
+  const e = await get(`/experiments/${id}`);
+  const cv = e.cross_validation;
+  check(cv && cv.folds_done === 3 && cv.std !== null, `the API's result: ${JSON.stringify(cv)}`);
+  check(Number(await page.locator('.cv-card').getAttribute('data-mean')) === cv.mean, 'the page\'s mean is the API\'s');
+  check(Number(await page.locator('.cv-card').getAttribute('data-std')) === cv.std, 'the page\'s std is the API\'s');
+  const jobs = (await get(`/experiments/${id}/trials?limit=10`)).trials.sort((a, b) => a.index - b.index).map((t) => t.job_id);
+  await waitAttr(page, '.cv-table tr[data-fold="2"] a', 'href', (h) => h === `#/jobs/${jobs[2]}`, 'fold 2 links to its trial\'s job', 10000);
+  check(await page.locator('.cv-table tbody tr').count() === 3, 'a row per fold');
+  await page.screenshot({ path: path.join(SHOTS, 'experiment-cross-validation.png'), fullPage: true });
+  log(`cross-validation page: folds ${JSON.stringify(cv.fold_metrics)}, mean ${cv.mean}, std ${cv.std}`);
+}
+
 await runTest(async () => {
   log(`trainingd ${TRAININGD}, data in ${tmp}`);
   daemon = await Daemon.start(TRAININGD, dataDir, { config });
@@ -302,5 +334,6 @@ await runTest(async () => {
   const small = await realSearch(page);
   const t = await bigExperiment(page, small);
   await phoneAndDelete(page, small);
+  await crossValidation(page);
   console.log(`RESULT ${JSON.stringify(Object.fromEntries(Object.entries(t).map(([k, v]) => [k, Math.round(v)])))}`);
 }, { resources: () => ({ daemon, context }), tmp, shots: SHOTS });

@@ -118,6 +118,12 @@ export function mountExperiment(root, id) {
       h('div', { class: 'chart-body' }, els.bestPlot, els.bestEmpty),
       els.bestReadout);
     els.charts = h('div', { class: 'charts' }, els.bestCard);
+    // A cross-validation's result: each fold's metric, their mean and sample standard deviation.
+    els.cvBody = h('div', { class: 'cv-folds' });
+    els.cvCard = h('section', { class: 'card cv-card', 'aria-label': 'Cross-validation', hidden: true },
+      h('div', { class: 'card-head' }, h('h2', {}, 'Cross-validation'),
+        h('span', { class: 'muted' }, 'each fold validated by the model trained on the others')),
+      els.cvBody);
     els.ladder = h('div', { class: 'ladder' });
     els.ladderCard = h('section', { class: 'card ladder-card', 'aria-label': 'Rungs' },
       h('div', { class: 'card-head' }, h('h2', {}, 'Rungs'),
@@ -133,6 +139,7 @@ export function mountExperiment(root, id) {
         els.actions),
       els.reason,
       els.stats,
+      els.cvCard,
       els.charts,
       els.ladderCard,
       els.plots,
@@ -177,7 +184,32 @@ export function mountExperiment(root, id) {
     setText(els.ran, fmt.duration(e.seconds_used));
     els.ranSub.title = `created ${fmt.absolute(e.created_at)}${e.finished_at ? `, ended ${fmt.absolute(e.finished_at)}` : ''}`;
     setText(els.ranSub, `${fmt.clock(e.created_at)} – ${e.finished_at ? fmt.clock(e.finished_at) : 'now'}`);
+    renderCrossValidation();
     renderActions();
+  }
+
+  function renderCrossValidation() {
+    const cv = exp.cross_validation;
+    els.cvCard.hidden = !cv;
+    if (!cv) return;
+    const value = (v) => (v === null || v === undefined ? fmt.DASH : fmt.byTag(exp.metric, v));
+    const jobOf = (k) => trials.find((t) => t.index === k)?.job_id;
+    els.cvCard.dataset.foldsDone = String(cv.folds_done);
+    els.cvCard.dataset.mean = cv.mean === null ? '' : String(cv.mean);
+    els.cvCard.dataset.std = cv.std === null ? '' : String(cv.std);
+    els.cvBody.replaceChildren(
+      h('p', { class: 'cv-summary' },
+        h('strong', { dataset: { cv: 'mean' } }, `${exp.metric} ${value(cv.mean)}`),
+        ' ± ', h('span', { dataset: { cv: 'std' } }, value(cv.std)),
+        h('small', { class: 'muted' }, ` (mean ± sample standard deviation of ${fmt.int(cv.folds_done)} of ${fmt.int(cv.folds)} folds${cv.stratified ? ', stratified' : ''})`)),
+      h('table', { class: 'table-compact cv-table' },
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Fold'), h('th', { scope: 'col' }, exp.metric))),
+        h('tbody', {}, cv.fold_metrics.map((m, k) => {
+          const job = jobOf(k);
+          return h('tr', { dataset: { fold: String(k) } },
+            h('td', {}, job ? h('a', { href: `#/jobs/${enc(job)}` }, `fold ${k}`) : `fold ${k}`),
+            h('td', { class: 'num' }, value(m)));
+        }))));
   }
 
   function renderActions() {
@@ -304,6 +336,7 @@ export function mountExperiment(root, id) {
   }
 
   function renderTrials() {
+    if (exp.cross_validation) renderCrossValidation();  // the folds' links to their jobs
     renderLadder();
     renderBest();
     renderCurves();

@@ -67,6 +67,7 @@ export function mountJob(root, id) {
     els.preempted = h('p', { class: 'job-reason job-preempted muted', hidden: true });
     els.slurm = h('p', { class: 'job-reason job-slurm muted', hidden: true });
     els.experiment = h('p', { class: 'job-reason job-experiment muted', hidden: true });
+    els.best = h('p', { class: 'job-reason job-best muted', hidden: true });
     els.bar = h('div', { class: 'progress-bar' });
     els.progressText = h('span', { class: 'stat-value' });
     els.percent = h('span', { class: 'stat-sub' });
@@ -109,6 +110,7 @@ export function mountJob(root, id) {
       els.reason,
       els.preempted,
       els.experiment,
+      els.best,
       els.slurm,
       els.stats,
       els.charts,
@@ -175,6 +177,11 @@ export function mountJob(root, id) {
     els.reason.className = `job-reason ${job.error ? 'error' : 'muted'}`;
     setText(els.reason, reason ? (job.error ? `Error: ${job.error}` : reason) : '');
     renderPreemptedBy();
+    // The checkpoint export and serving take by default (docs/models.md#which-checkpoint).
+    const best = job.best_checkpoint;
+    els.best.hidden = !best;
+    els.best.dataset.step = best ? String(best.step) : '';
+    setText(els.best, best ? `Best checkpoint: step ${fmt.int(best.step)}, ${best.metric} ${fmt.byTag(best.metric, best.value)} (exported and served by default)` : '');
     renderProgress();
     renderActions();
     renderSlurm();

@@ -109,7 +109,7 @@ export class ModelPanel {
     this.steps = steps;
     const current = this.stepSelect.value;
     this.stepSelect.replaceChildren(
-      h('option', { value: '' }, steps.length ? `latest (step ${fmt.int(steps[0])})` : 'latest'),
+      h('option', { value: '' }, this.defaultLabel()),
       ...steps.map((s) => h('option', { value: String(s) }, `step ${fmt.int(s)}`)));
     this.stepSelect.value = steps.includes(Number(current)) ? current : '';
     this.el.hidden = !steps.length;
@@ -119,6 +119,14 @@ export class ModelPanel {
 
   step() {
     return this.stepSelect.value;
+  }
+
+  // The default checkpoint, as the daemon picks it: the best when the job kept one (the model's
+  // metadata says which), else the latest (docs/models.md#which-checkpoint).
+  defaultLabel() {
+    const best = this.meta && this.meta.parameters && this.meta.parameters.best_version;
+    if (best !== undefined && best !== null) return `best (step ${fmt.int(Number(best))})`;
+    return this.steps.length ? `latest (step ${fmt.int(this.steps[0])})` : 'latest';
   }
 
   showError(e) {
@@ -137,6 +145,10 @@ export class ModelPanel {
       return;
     } finally {
       this.starting = false;
+    }
+    if (this.stepSelect.options.length) {
+      this.stepSelect.options[0].textContent = this.defaultLabel();
+      this.stepSelect.dataset.default = this.meta.parameters?.checkpoint || '';
     }
     const shape = this.meta.inputs[0].shape.slice(1);
     this.image = shape.length === 3;

@@ -30,7 +30,9 @@ engine::Result<std::shared_ptr<const engine::Datasets>> DatasetCache::Load(
   const std::string key = d.name + "|" + d.sha256 + "|" + std::to_string(d.validation_size) + "|" +
                           std::to_string(d.max_train_examples) + "|" +
                           std::to_string(d.max_test_examples) + "|" + d.normalize + "|" +
-                          engine::TaskName(task);
+                          std::to_string(d.folds) + "|" + std::to_string(d.fold) + "|" +
+                          std::to_string(d.stratified) + "|" + std::to_string(d.split_seed) + "|" +
+                          d.weight_column + "|" + engine::TaskName(task);
   // Loading under the lock: two jobs wanting the same dataset load it once.
   std::lock_guard<std::mutex> lock(mu_);
   auto it = loaded_.find(key);

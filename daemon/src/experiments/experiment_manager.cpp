@@ -377,7 +377,7 @@ void ExperimentManager::StartTrialLocked(Experiment& e, int64_t index) {
   Trial t;
   t.rec.experiment_id = e.rec.id;
   t.rec.index = index;
-  t.rec.seed = TrialSeed(e.spec.searcher.seed, index);
+  t.rec.seed = TrialSeed(e.spec, index);
   t.bracket = TrialBracket(e.spec, index);
   t.rec.target_steps = e.RungsOf(t)[0];
   t.rec.created_at = env_->NowSeconds();

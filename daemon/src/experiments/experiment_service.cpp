@@ -26,8 +26,7 @@ using namespace experiment_detail;
 eng::Status ExperimentManager::CheckTrialSpecs(const api::ExperimentSpec& spec) const {
   const api::Hyperparameters first = TrialHyperparameters(spec, 0);
   const auto check = [&](const api::Hyperparameters& hp, const std::string& field) -> eng::Status {
-    auto job =
-        api::TrialJobSpec(spec, hp, 0, TrialSeed(spec.searcher.seed, 0), spec.searcher.max_steps);
+    auto job = api::TrialJobSpec(spec, hp, 0, TrialSeed(spec, 0), spec.searcher.max_steps);
     eng::Status st = job.ok() ? jobs_.CheckAdmission(job->first) : job.status();
     if (st.ok()) return st;
     return eng::Status(st.code(), field + ": " + st.message());
@@ -451,6 +450,16 @@ api::ExperimentInfo ExperimentManager::InfoLocked(const Experiment& e, bool deta
       if (t.rec.target_steps > rung.steps) ++rung.promoted;
     }
     rung.cut = RungCut(e.spec, progress, rung.bracket, rung.index);
+  }
+  if (e.spec.searcher.name == api::SearcherSpec::Name::kCrossValidation) {
+    std::vector<std::optional<double>> folds;
+    for (const Trial& t : e.trials) {
+      folds.resize(std::max(folds.size(), static_cast<size_t>(t.rec.index) + 1));
+      if (t.rec.state == TrialState::kCompleted && !t.rung_metrics.empty()) {
+        folds[static_cast<size_t>(t.rec.index)] = t.rung_metrics.back();
+      }
+    }
+    i.cross_validation = CrossValidationResult(e.spec.searcher, std::move(folds));
   }
   if (detail) i.spec_json = e.rec.spec_json;
   return i;

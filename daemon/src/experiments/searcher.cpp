@@ -248,6 +248,9 @@ api::ExperimentPlan PlanExperiment(const api::ExperimentSpec& spec) {
 
 api::Hyperparameters TrialHyperparameters(const api::ExperimentSpec& spec, int64_t index) {
   if (spec.searcher.name == api::SearcherSpec::Name::kGrid) return GridTrial(spec.space, index);
+  if (spec.searcher.name == api::SearcherSpec::Name::kCrossValidation) {
+    return {{"dataset.fold", std::to_string(index)}};
+  }
   engine::Rng rng = engine::Rng::ForStream(spec.searcher.seed ^ kHyperparameterStream,
                                            static_cast<uint64_t>(index));
   api::Hyperparameters hp;
@@ -259,6 +262,36 @@ uint64_t TrialSeed(uint64_t searcher_seed, int64_t index) {
   engine::Rng rng =
       engine::Rng::ForStream(searcher_seed ^ kSeedStream, static_cast<uint64_t>(index));
   return rng.Next() >> 33;  // 31 bits: short to read, plenty apart
+}
+
+api::CrossValidationInfo CrossValidationResult(const api::SearcherSpec& searcher,
+                                               std::vector<std::optional<double>> fold_metrics) {
+  api::CrossValidationInfo cv;
+  cv.folds = searcher.folds;
+  cv.stratified = searcher.stratified;
+  fold_metrics.resize(static_cast<size_t>(std::max<int64_t>(searcher.folds, 0)));
+  cv.fold_metrics = std::move(fold_metrics);
+  double sum = 0;
+  for (const auto& m : cv.fold_metrics) {
+    if (!m) continue;
+    ++cv.folds_done;
+    sum += *m;
+  }
+  if (cv.folds_done == 0) return cv;
+  const double mean = sum / static_cast<double>(cv.folds_done);
+  cv.mean = mean;
+  if (cv.folds_done < 2) return cv;
+  double squares = 0;
+  for (const auto& m : cv.fold_metrics) {
+    if (m) squares += (*m - mean) * (*m - mean);
+  }
+  cv.std = std::sqrt(squares / static_cast<double>(cv.folds_done - 1));
+  return cv;
+}
+
+uint64_t TrialSeed(const api::ExperimentSpec& spec, int64_t index) {
+  if (spec.searcher.name == api::SearcherSpec::Name::kCrossValidation) return spec.base_job.seed;
+  return TrialSeed(spec.searcher.seed, index);
 }
 
 SearchAction NextSearchAction(const api::ExperimentSpec& spec,

@@ -379,10 +379,19 @@ eng::Result<api::JobPage> JobManager::List(std::optional<JobState> state, int64_
 }
 
 eng::Result<api::JobInfo> JobManager::Get(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto job = FindLocked(id);
-  if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
-  return InfoLocked(*job);
+  api::JobInfo info;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto job = FindLocked(id);
+    if (!job) return eng::Status::NotFound("job '" + id + "' does not exist");
+    info = InfoLocked(*job);
+  }
+  // Read outside the lock; an unreadable record is as none (the job's log says why).
+  if (auto best = eng::ReadBestCheckpoint(files_.Dir(id)); best.ok() && *best) {
+    info.best_checkpoint = api::BestCheckpointInfo{(*best)->global_step, (*best)->metric,
+                                                   (*best)->mode, (*best)->value};
+  }
+  return info;
 }
 
 eng::Result<api::JobInfo> JobManager::Stop(const std::string& id) {

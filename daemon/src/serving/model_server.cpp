@@ -1,6 +1,7 @@
 #include "trainingd/daemon/serving/model_server.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 
 #include "trainingd/api/infer_json.h"
@@ -29,6 +30,67 @@ std::string StepsText(const std::vector<eng::CheckpointFileInfo>& list) {
   std::string out;
   for (const auto& c : list) out += (out.empty() ? "" : ", ") + std::to_string(c.global_step);
   return out.empty() ? "none" : out;
+}
+
+// A job's checkpoints by step (the tracked ones, and the best when only being the best keeps
+// it), and which one a version means.
+struct Versions {
+  std::vector<int64_t> steps;  // ascending
+  std::optional<int64_t> best;
+  int64_t step = 0;        // the one meant
+  std::string checkpoint;  // "best", "latest" or "step"
+};
+
+std::string StepsText(const std::vector<int64_t>& steps) {
+  std::string out;
+  for (int64_t s : steps) out += (out.empty() ? "" : ", ") + std::to_string(s);
+  return out.empty() ? "none" : out;
+}
+
+// nullopt = the best, else the latest; api::kLatestVersion, api::kBestVersion, or a step.
+Result<Versions> ResolveVersion(const std::string& job, const std::string& dir,
+                                std::optional<int64_t> version) {
+  auto listed = eng::ListCheckpoints(dir);
+  if (!listed.ok()) return listed.status();
+  Versions v;
+  for (const auto& c : *listed) v.steps.push_back(c.global_step);
+  if (auto best = eng::ReadBestCheckpoint(dir); best.ok() && *best) {
+    std::error_code ec;
+    const std::filesystem::path file = std::filesystem::path(dir) / (*best)->name;
+    if (std::filesystem::exists(file, ec)) {
+      v.best = (*best)->global_step;
+      v.steps.push_back(*v.best);
+    }
+  }
+  std::sort(v.steps.begin(), v.steps.end());
+  v.steps.erase(std::unique(v.steps.begin(), v.steps.end()), v.steps.end());
+  if (v.steps.empty()) {
+    return Status::FailedPrecondition("model '" + job +
+                                      "': the job has no checkpoint yet; it can be served once "
+                                      "it saves one");
+  }
+  const int64_t latest = listed->empty() ? v.steps.back() : listed->back().global_step;
+  if (version == api::kBestVersion && !v.best) {
+    return Status::NotFound("version best: model '" + job +
+                            "' has no best checkpoint (it is kept when the job evaluates: "
+                            "hooks.evaluation or hooks.early_stopping); it has: " +
+                            StepsText(v.steps));
+  }
+  if (!version || *version == api::kBestVersion) {
+    v.step = v.best.value_or(latest);
+    v.checkpoint = v.best ? "best" : "latest";
+  } else if (*version == api::kLatestVersion) {
+    v.step = latest;
+    v.checkpoint = "latest";
+  } else {
+    if (std::find(v.steps.begin(), v.steps.end(), *version) == v.steps.end()) {
+      return Status::NotFound("version " + std::to_string(*version) + ": model '" + job +
+                              "' has no checkpoint of that step; it has: " + StepsText(v.steps));
+    }
+    v.step = *version;
+    v.checkpoint = v.best == v.step ? "best" : v.step == latest ? "latest" : "step";
+  }
+  return v;
 }
 
 }  // namespace
@@ -158,7 +220,7 @@ void ModelServer::Infer(api::InferRequest request, api::InferDone done) {
                                         std::to_string(options_.max_queue_examples) +
                                         " (serving.max_queue)"));
   }
-  Key key{request.model, request.version.value_or(-1)};
+  Key key{request.model, request.version.value_or(kDefaultVersion)};
   p.request = std::move(request);
   p.done = std::move(done);
   p.enqueued = Clock::now();
@@ -222,7 +284,8 @@ void ModelServer::Loop() {
 }
 
 void ModelServer::RunBatch(const Key& key, std::vector<Pending> batch) {
-  auto loaded = Acquire(key.job, key.version < 0 ? std::nullopt : std::optional(key.version));
+  auto loaded =
+      Acquire(key.job, key.version == kDefaultVersion ? std::nullopt : std::optional(key.version));
   if (!loaded.ok()) {
     for (Pending& p : batch) p.done(loaded.status());
     return;
@@ -318,25 +381,17 @@ void ModelServer::RunBatch(const Key& key, std::vector<Pending> batch) {
 }
 
 Result<std::shared_ptr<ModelServer::Loaded>> ModelServer::Acquire(const std::string& job,
-                                                                  std::optional<int64_t> version) {
+                                                                  std::optional<int64_t> version,
+                                                                  std::string* checkpoint) {
   auto dir = options_.checkpoint_dir(job);
   if (!dir.ok()) return dir.status();
   // A running job may replace its latest checkpoint (and delete old ones) meanwhile: once more
   // with a fresh list if the one listed went.
   for (int attempt = 0;; ++attempt) {
-    auto listed = eng::ListCheckpoints(*dir);
-    if (!listed.ok()) return listed.status();
-    if (listed->empty()) {
-      return Status::FailedPrecondition("model '" + job +
-                                        "': the job has no checkpoint yet; it can be served once "
-                                        "it saves one");
-    }
-    const int64_t step = version.value_or(listed->back().global_step);
-    if (version && std::none_of(listed->begin(), listed->end(),
-                                [&](const auto& c) { return c.global_step == *version; })) {
-      return Status::NotFound("version " + std::to_string(*version) + ": model '" + job +
-                              "' has no checkpoint of that step; it has: " + StepsText(*listed));
-    }
+    auto resolved = ResolveVersion(job, *dir, version);
+    if (!resolved.ok()) return resolved.status();
+    const int64_t step = resolved->step;
+    if (checkpoint) *checkpoint = resolved->checkpoint;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto it = cache_.begin(); it != cache_.end(); ++it) {
@@ -354,8 +409,8 @@ Result<std::shared_ptr<ModelServer::Loaded>> ModelServer::Acquire(const std::str
       }
     }
     auto loaded = Load(*dir, job, step);
-    if (loaded.ok() || loaded.status().code() != eng::StatusCode::kNotFound || version ||
-        attempt > 0) {
+    if (loaded.ok() || loaded.status().code() != eng::StatusCode::kNotFound ||
+        (version && *version >= 0) || attempt > 0) {
       return loaded;
     }
   }
@@ -405,19 +460,14 @@ Result<api::ModelMetadata> ModelServer::GetModel(const std::string& id,
                                                  std::optional<int64_t> version) {
   auto dir = options_.checkpoint_dir(id);
   if (!dir.ok()) return dir.status();
-  auto listed = eng::ListCheckpoints(*dir);
-  if (!listed.ok()) return listed.status();
-  if (listed->empty()) {
-    return Status::FailedPrecondition("model '" + id + "': the job has no checkpoint yet");
-  }
+  auto resolved = ResolveVersion(id, *dir, version);
+  if (!resolved.ok()) return resolved.status();
   api::ModelMetadata m;
   m.name = id;
-  for (const auto& c : *listed) m.versions.push_back(c.global_step);
-  m.version = version.value_or(m.versions.back());
-  if (std::find(m.versions.begin(), m.versions.end(), m.version) == m.versions.end()) {
-    return Status::NotFound("version " + std::to_string(m.version) + ": model '" + id +
-                            "' has no checkpoint of that step; it has: " + StepsText(*listed));
-  }
+  m.versions = resolved->steps;
+  m.version = resolved->step;
+  m.best_version = resolved->best;
+  m.checkpoint = resolved->checkpoint;
   auto input = api::ReadModelJson(*dir);
   if (!input.ok()) {
     if (input.status().code() == eng::StatusCode::kNotFound) {
@@ -451,17 +501,19 @@ Status ModelServer::ModelReady(const std::string& id, std::optional<int64_t> ver
 }
 
 Result<api::ModelFile> ModelServer::ExportOnnx(const std::string& id, std::optional<int64_t> step) {
-  auto loaded = Acquire(id, step);
+  std::string checkpoint;
+  auto loaded = Acquire(id, step, &checkpoint);
   if (!loaded.ok()) return loaded.status();
   eng::OnnxMetadata metadata;
   metadata.job_id = id;
+  metadata.checkpoint = checkpoint;
   auto bytes = [&] {
     std::lock_guard<std::mutex> lock((*loaded)->mu);
     return eng::ExportOnnx((*loaded)->model, metadata);
   }();
   if (!bytes.ok()) return bytes.status();
-  return api::ModelFile{id + "-step" + std::to_string((*loaded)->step) + ".onnx",
-                        std::move(*bytes)};
+  return api::ModelFile{id + "-step" + std::to_string((*loaded)->step) + ".onnx", std::move(*bytes),
+                        (*loaded)->step, checkpoint};
 }
 
 }  // namespace trainingd::daemon

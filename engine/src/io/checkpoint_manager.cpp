@@ -186,6 +186,13 @@ std::string CheckpointManager::StateFilePath() const { return PathOf(kStateFileN
 
 void CheckpointManager::LoadState(std::vector<std::string>* warnings) {
   entries_.clear();
+  best_.reset();
+  if (auto best = ReadBestCheckpoint(directory_); best.ok()) {
+    best_ = *best;
+  } else if (warnings) {
+    warnings->push_back(best.status().message() + "; no best checkpoint is known until the next " +
+                        "evaluation");
+  }
   const double now = Now();
   last_preserved_ = now;
   const std::string path = StateFilePath();
@@ -248,6 +255,17 @@ Result<std::string> CheckpointManager::Save(const CheckpointData& data) {
   std::vector<std::string> doomed;
   const double keep_seconds = options_.keep_checkpoint_every_n_hours * 3600.0;
   bool preserved = false;
+  bool retain_best = false;
+  // A failed write leaves no untracked new checkpoint behind (it would pass for a preserved one).
+  auto RemoveUnlessTracked = [&](Status st, const std::string& file) {
+    if (st.ok()) return st;
+    const bool tracked = std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) {
+      return e.name == name || PathOf(e.name) == file;
+    });
+    std::error_code ec;
+    if (!tracked) fs::remove(file, ec);
+    return st;
+  };
   while (entries.size() > static_cast<size_t>(options_.max_to_keep)) {
     const Entry oldest = entries.front();
     entries.erase(entries.begin());
@@ -256,7 +274,17 @@ Result<std::string> CheckpointManager::Save(const CheckpointData& data) {
       preserved = true;
       continue;
     }
+    if (best_ && PathOf(best_->name) == PathOf(oldest.name)) {
+      retain_best = true;  // the best stays, untracked, until a better one replaces it
+      continue;
+    }
     doomed.push_back(PathOf(oldest.name));
+  }
+  if (retain_best && !best_->retained) {
+    BestCheckpoint best = *best_;
+    best.retained = true;
+    TRAININGD_RETURN_IF_ERROR(RemoveUnlessTracked(WriteBestCheckpoint(directory_, best), path));
+    best_ = std::move(best);
   }
   if (preserved && options_.max_preserved >= 0) {
     // The preserved checkpoints are the "<basename>-<step>" files no entry tracks.
@@ -276,7 +304,8 @@ Result<std::string> CheckpointManager::Save(const CheckpointData& data) {
       });
       const bool dying =
           std::find(doomed.begin(), doomed.end(), file.path().string()) != doomed.end();
-      if (!tracked && !dying) untracked.emplace_back(step, file.path().string());
+      const bool best = best_ && PathOf(best_->name) == file.path().string();
+      if (!tracked && !dying && !best) untracked.emplace_back(step, file.path().string());
     }
     std::sort(untracked.begin(), untracked.end());
     for (size_t i = 0; i + static_cast<size_t>(options_.max_preserved) < untracked.size(); ++i) {
@@ -319,6 +348,29 @@ Result<CheckpointData> CheckpointManager::RestoreLatest(std::vector<std::string>
   }
   return Status::DataLoss(directory_ + ": none of the " + std::to_string(entries_.size()) +
                           " tracked checkpoints could be read");
+}
+
+Status CheckpointManager::MarkBest(BestCheckpoint best) {
+  const std::string name = options_.basename + "-" + std::to_string(best.global_step);
+  const bool tracked = std::any_of(entries_.begin(), entries_.end(),
+                                   [&](const Entry& e) { return PathOf(e.name) == PathOf(name); });
+  if (!tracked) {
+    return Status::NotFound(directory_ + ": no tracked checkpoint of global step " +
+                            std::to_string(best.global_step) + " to mark as the best");
+  }
+  best.name = name;
+  best.retained = false;
+  TRAININGD_RETURN_IF_ERROR(WriteBestCheckpoint(directory_, best));
+  // The former best goes when only being the best kept it (never the new one: same step).
+  const bool old_tracked =
+      best_ && std::any_of(entries_.begin(), entries_.end(),
+                           [&](const Entry& e) { return PathOf(e.name) == PathOf(best_->name); });
+  if (best_ && best_->retained && !old_tracked && PathOf(best_->name) != PathOf(name)) {
+    std::error_code ec;
+    fs::remove(PathOf(best_->name), ec);
+  }
+  best_ = std::move(best);
+  return Status::Ok();
 }
 
 std::optional<std::string> CheckpointManager::LatestCheckpointPath() const {
@@ -376,9 +428,11 @@ int64_t LatestCheckpointStep(const std::string& directory) {
 
 Status DeleteCheckpoints(const std::string& directory, const std::string& basename) {
   std::error_code ec;
-  const fs::path state_path = fs::path(directory) / kStateFileName;
-  if (!fs::remove(state_path, ec) && ec) {
-    return Status::IoError("cannot delete " + state_path.string() + ": " + ec.message());
+  for (const char* file : {kStateFileName, BestCheckpointFileName()}) {
+    const fs::path state_path = fs::path(directory) / file;
+    if (!fs::remove(state_path, ec) && ec) {
+      return Status::IoError("cannot delete " + state_path.string() + ": " + ec.message());
+    }
   }
   for (auto& [step, name] : ScanCheckpointFiles(directory, basename)) {
     const fs::path path = fs::path(directory) / name;

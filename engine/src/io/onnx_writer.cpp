@@ -609,6 +609,7 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
   std::vector<std::pair<std::string, std::string>> props;
   if (!metadata.job_id.empty()) props.emplace_back("job_id", metadata.job_id);
   props.emplace_back("step", std::to_string(trained.step()));
+  if (!metadata.checkpoint.empty()) props.emplace_back("checkpoint", metadata.checkpoint);
   props.emplace_back("dataset", in.dataset_name);
   props.emplace_back("dataset_format", in.dataset_format);
   if (!in.dataset_sha256.empty()) props.emplace_back("dataset_sha256", in.dataset_sha256);

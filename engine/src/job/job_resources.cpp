@@ -190,7 +190,9 @@ Result<JobResources> PlanJob(const JobSpec& given, const DatasetInfo& data,
     if (h.checkpoint.keep_checkpoint_every_n_hours > 0) {
       kept = limits.max_checkpoints > 0 ? std::max<int64_t>(limits.max_checkpoints, kept) : saves;
     }
-    r.checkpoints_kept = Add(std::min(kept, saves), 1);  // the one being written
+    // The best checkpoint (BestCheckpointHook) may be kept besides them.
+    const bool best = h.checkpoint.keep_best && (h.evaluation.enabled || h.early_stopping.enabled);
+    r.checkpoints_kept = Add(std::min(kept, saves), best ? 2 : 1);  // and the one being written
     r.checkpoints = Mul(r.checkpoint_file, r.checkpoints_kept);
   }
   int64_t lines = saves;  // "Saving checkpoints for N into ..."

@@ -5,8 +5,10 @@
 
 #include "nn/gemm.h"
 #include "session/hooks/hook_util.h"
+#include "trainingd/engine/data/cross_validation.h"
 #include "trainingd/engine/data/csv_dataset.h"
 #include "trainingd/engine/io/checkpoint_manager.h"
+#include "trainingd/engine/session/hooks/best_checkpoint_hook.h"
 #include "trainingd/engine/session/hooks/early_stopping_hook.h"
 #include "trainingd/engine/session/hooks/evaluation_hook.h"
 #include "trainingd/engine/session/hooks/final_ops_hook.h"
@@ -41,8 +43,41 @@ struct BuiltHooks {
   std::shared_ptr<StopAtStepHook> stop_at_step;
   std::shared_ptr<EvaluationHook> evaluation;
   std::shared_ptr<EarlyStoppingHook> early_stopping;
+  std::shared_ptr<BestCheckpointHook> best_checkpoint;
   std::shared_ptr<FinalOpsHook> final_ops;
 };
+
+// The best checkpoint's hook, on every rank: by early stopping's monitor and trigger when it is
+// on, else by the evaluation's loss; none without checkpoints, keep_best or an evaluation.
+Result<std::shared_ptr<BestCheckpointHook>> BuildBestCheckpointHook(
+    const JobSpec& spec, const TriggerSpec& eval_trigger,
+    const std::shared_ptr<Communicator>& communicator) {
+  const HooksSpec& h = spec.hooks;
+  if (!h.checkpoint.enabled || !h.checkpoint.keep_best) {
+    return std::shared_ptr<BestCheckpointHook>();
+  }
+  BestCheckpointHook::Options o;
+  TriggerSpec t = eval_trigger;
+  if (h.early_stopping.enabled) {
+    o.monitor = h.early_stopping.monitor;
+    o.mode = h.early_stopping.mode;
+    o.min_delta = h.early_stopping.min_delta;
+    o.restore_best = h.early_stopping.restore_best;
+    const TriggerSpec& es = h.early_stopping.trigger;
+    if (es.every_steps > 0 || es.every_secs > 0) t = es;
+  } else if (h.evaluation.enabled) {
+    o.monitor = h.evaluation.split + "/loss";
+  } else {
+    return std::shared_ptr<BestCheckpointHook>();
+  }
+  o.every_steps = t.every_steps;
+  o.every_secs = t.every_secs;
+  o.at_end = h.evaluation.enabled && h.evaluation.at_end;
+  o.communicator = communicator;
+  auto hook = BestCheckpointHook::Create(std::move(o));
+  if (!hook.ok()) return InField("hooks.checkpoint.keep_best", hook.status());
+  return *hook;
+}
 
 Result<BuiltHooks> BuildHooks(const JobSpec& spec, const JobRunOptions& options,
                               const std::shared_ptr<SummaryWriter>& writer, bool is_chief) {
@@ -92,6 +127,12 @@ Result<BuiltHooks> BuildHooks(const JobSpec& spec, const JobRunOptions& options,
     b.early_stopping = *hook;
     b.hooks.push_back(*hook);
   }
+  if (auto best = BuildBestCheckpointHook(spec, eval_trigger, options.communicator); !best.ok()) {
+    return best.status();
+  } else if (*best) {
+    b.best_checkpoint = *best;
+    b.hooks.push_back(*best);
+  }
   if (h.profiler.enabled && is_chief) {
     const TriggerSpec t = OrDefault(h.profiler.trigger, kDefaultProfilerSteps);
     auto hook = ProfilerHook::Create({.save_steps = t.every_steps,
@@ -134,7 +175,10 @@ MonitoredTrainingSessionOptions SessionOptionsFor(const JobSpec& spec,
   o.max_to_keep = h.checkpoint.max_to_keep;
   o.keep_checkpoint_every_n_hours = h.checkpoint.keep_checkpoint_every_n_hours;
   if (options.limits.max_checkpoints > 0) {
-    o.max_preserved_checkpoints = std::max(0, options.limits.max_checkpoints - o.max_to_keep);
+    // The best checkpoint, kept past max_to_keep, counts too.
+    const int best = h.checkpoint.keep_best ? 1 : 0;
+    o.max_preserved_checkpoints =
+        std::max(0, options.limits.max_checkpoints - o.max_to_keep - best);
   }
   SetTrigger(h.summary.enabled, h.summary.trigger, o.save_summaries_steps, o.save_summaries_secs);
   o.log_step_count_steps = h.step_counter.enabled ? h.step_counter.every_steps : 0;
@@ -194,7 +238,8 @@ LabelUse LabelUseOf(Task task) {
 
 DatasetOptions JobDatasetOptions(const DatasetSpec& dataset) {
   DatasetOptions o;
-  o.validation_size = dataset.validation_size;
+  // Cross-validation takes its validation split from the folds of the whole training split.
+  o.validation_size = dataset.folds > 0 ? 0 : dataset.validation_size;
   o.max_train_examples = dataset.max_train_examples;
   o.max_test_examples = dataset.max_test_examples;
   return o;
@@ -262,6 +307,13 @@ Result<std::shared_ptr<const Datasets>> LoadJobDatasets(const DatasetSpec& datas
     return Status(data.status().code(),
                   "dataset '" + dataset.name + "': " + data.status().message());
   }
+  if (dataset.folds > 0) {
+    if (Status s =
+            ApplyFold(&*data, dataset.folds, dataset.fold, dataset.stratified, dataset.split_seed);
+        !s.ok()) {
+      return Status::InvalidArgument("dataset." + s.message());
+    }
+  }
   if (dataset.normalize == "per_channel") {
     if (Status s = NormalizePerChannel(&*data); !s.ok()) {
       return Status::InvalidArgument("dataset." + s.message());
@@ -283,6 +335,17 @@ Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::strin
   }
   if (!source.ok()) return source.status();
   auto info = ProbeDataset(*source, JobDatasetOptions(dataset));
+  if (info.ok() && dataset.folds > 0) {
+    // Fold i holds the positions p < n with p mod folds = i (AssignFolds).
+    const int64_t n = info->train_examples;
+    if (dataset.folds > n) {
+      return Status::InvalidArgument("dataset.folds: " + std::to_string(dataset.folds) +
+                                     " folds of " + std::to_string(n) +
+                                     " training examples: each fold needs at least one");
+    }
+    info->validation_examples = n / dataset.folds + (dataset.fold < n % dataset.folds ? 1 : 0);
+    info->train_examples = n - info->validation_examples;
+  }
   if (info.ok() && dataset.normalize == "per_channel") {
     // NormalizePerChannel's condition, known from the headers; its statistics come at load.
     if (info->preprocessing != Preprocessing::kScale255 || info->example_shape.rank() != 3) {
@@ -417,6 +480,7 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   mts.is_chief = is_chief;
   mts.hooks = hooks->hooks;
   mts.hooks.insert(mts.hooks.end(), options.extra_hooks.begin(), options.extra_hooks.end());
+  if (is_chief) mts.best_checkpoint = hooks->best_checkpoint;
   mts.session_options.env = env;
   mts.session_options.logger = logger;
   mts.session_options.summary_writer = writer;
@@ -449,6 +513,11 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   // Another rank's vote may be its clock's: the time limit, unless this rank was asked to stop.
   time_up = stopped_by_flag && !asked && (time_up || out_of_time());
   result.global_step = ms.global_step();
+  // restore_best applies to a run that completed; Close runs its End.
+  if (hooks->best_checkpoint) {
+    hooks->best_checkpoint->SetRunCompleted(
+        !stopped_by_flag && (run_status.ok() || run_status.code() == StatusCode::kOutOfRange));
+  }
   Status close_status = ms.Close();
 
   // A full disk, found by a step's writes or by the end hooks' (the final checkpoint, the last
@@ -492,6 +561,10 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
     } else {
       result.reason =
           "a hook requested the stop at global step " + std::to_string(result.global_step);
+    }
+    if (hooks->best_checkpoint && hooks->best_checkpoint->restored_step()) {
+      result.reason += "; the final state is the best checkpoint's, global step " +
+                       std::to_string(*hooks->best_checkpoint->restored_step()) + " (restore_best)";
     }
   }
   if (!close_status.ok() && disk_full.code() != StatusCode::kResourceExhausted) {

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "base/float_format.h"
+#include "trainingd/engine/data/cross_validation.h"
 #include "trainingd/engine/nn/gradient_blocks.h"
 #include "trainingd/engine/session/session.h"
 #include "trainingd/engine/train/metrics.h"
@@ -246,6 +247,11 @@ Status CheckHooks(const HooksSpec& h, Task task) {
   }
   TRAININGD_RETURN_IF_ERROR(CheckNonNegative("hooks.early_stopping.min_delta", es.min_delta));
   TRAININGD_RETURN_IF_ERROR(CheckTrigger("hooks.early_stopping", es.trigger));
+  if (es.enabled && es.restore_best && !(h.checkpoint.enabled && h.checkpoint.keep_best)) {
+    return Bad(
+        "hooks.early_stopping.restore_best",
+        "needs the best checkpoint: hooks.checkpoint.enabled and hooks.checkpoint.keep_best");
+  }
 
   TRAININGD_RETURN_IF_ERROR(CheckTrigger("hooks.profiler", h.profiler.trigger));
   return Status::Ok();
@@ -386,6 +392,16 @@ Status ValidateJobSpec(const JobSpec& spec) {
   }
   if (d.validation_size != kAutoValidationSize) {
     TRAININGD_RETURN_IF_ERROR(CheckNonNegative("dataset.validation_size", d.validation_size));
+  }
+  if (d.folds != 0) {
+    TRAININGD_RETURN_IF_ERROR(CheckInRange("dataset.folds", d.folds, kMinFolds, kMaxFolds));
+    TRAININGD_RETURN_IF_ERROR(CheckInRange("dataset.fold", d.fold, 0, d.folds - 1));
+    if (d.validation_size != kAutoValidationSize) {
+      return Bad("dataset.validation_size",
+                 "with dataset.folds the validation split is the fold: leave it out");
+    }
+  } else if (d.fold != 0) {
+    return Bad("dataset.fold", "needs dataset.folds");
   }
   TRAININGD_RETURN_IF_ERROR(CheckNonNegative("dataset.max_train_examples", d.max_train_examples));
   TRAININGD_RETURN_IF_ERROR(CheckNonNegative("dataset.max_test_examples", d.max_test_examples));

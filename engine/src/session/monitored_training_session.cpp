@@ -87,6 +87,7 @@ Result<std::unique_ptr<MonitoredSession>> MonitoredTrainingSession(
     auto h = CheckpointSaverHook::Create(std::move(co));
     if (!h.ok()) return h.status();
     hooks.push_back(*h);
+    if (options.best_checkpoint) options.best_checkpoint->AttachSaver(*h);
   }
   hooks.insert(hooks.end(), options.hooks.begin(), options.hooks.end());
 

@@ -62,8 +62,13 @@ using Hyperparameters = std::vector<std::pair<std::string, std::string>>;
 // asynchronous successive halving (Li et al., 2018) with promotion: rung k trains to
 // min_steps * reduction_factor^k steps (the last rung to max_steps), and a trial waiting at rung k
 // is promoted (resumed from its checkpoint) while it is in the top 1/reduction_factor of its rung.
+//
+// cross_validation: k-fold cross-validation of the base job (docs/experiments.md): no space; trial
+// i is the base job with dataset.folds = folds and dataset.fold = i (cross_validation.h), trained
+// to max_steps with the base job's own seed; max_trials = folds. The result is each fold's
+// metric, their mean and standard deviation (CrossValidationInfo).
 struct SearcherSpec {
-  enum class Name { kGrid, kRandom, kAsha };
+  enum class Name { kGrid, kRandom, kAsha, kCrossValidation };
   Name name = Name::kAsha;
   std::string metric = "validation/accuracy";  // a summary tag every trial records at its end
   bool maximize = true;                        // "mode": "max" | "min"
@@ -78,6 +83,10 @@ struct SearcherSpec {
   // Its trials are promoted only against each other. 1 = the single bracket of the paper.
   int64_t brackets = 1;
   uint64_t seed = 0;
+  // cross_validation: the number of folds, in [2, 20], and whether each fold holds each class in
+  // proportion (the folds' seed is the base job's dataset.split_seed).
+  int64_t folds = 0;
+  bool stratified = true;
 };
 const char* SearcherName(SearcherSpec::Name name);
 
@@ -175,6 +184,18 @@ struct BestTrial {
   Hyperparameters hyperparameters;
 };
 
+// A cross_validation experiment's result: its folds' metrics (a fold's trial's metric at its end;
+// nullopt while it has none) and, over the folds that have one, their mean and sample standard
+// deviation (n - 1 in the denominator; nullopt below two folds).
+struct CrossValidationInfo {
+  int64_t folds = 0;
+  bool stratified = true;
+  std::vector<std::optional<double>> fold_metrics;  // by fold
+  int64_t folds_done = 0;                           // folds with a metric
+  std::optional<double> mean;
+  std::optional<double> std;
+};
+
 struct ExperimentInfo {
   std::string id;  // URL-safe
   std::string name;
@@ -195,6 +216,7 @@ struct ExperimentInfo {
   double seconds_used = 0;  // wall time spent running
   double budget_max_seconds = 0;
   std::optional<BestTrial> best;
+  std::optional<CrossValidationInfo> cross_validation;  // the cross_validation searcher's result
   // Disk: the bytes of the trials' job directories, now and at most so far.
   int64_t disk_bytes = 0;
   int64_t peak_disk_bytes = 0;

@@ -75,6 +75,14 @@ struct TrialRef {
   std::vector<std::pair<std::string, std::string>> hyperparameters;
 };
 
+// The job's best checkpoint (best_checkpoint.h): what export and serving take by default.
+struct BestCheckpointInfo {
+  int64_t step = 0;
+  std::string metric;  // "validation/loss"
+  std::string mode;    // "min" or "max"
+  double value = 0;
+};
+
 struct JobInfo {
   std::string id;  // opaque, URL-safe
   std::string name;
@@ -103,6 +111,8 @@ struct JobInfo {
   // A queued or preempted job: why it does not start although a slot may be free (its owner's
   // running quota); "" otherwise.
   std::string waiting_reason;
+  // The checkpoint of its best evaluation, if one was kept (details only).
+  std::optional<BestCheckpointInfo> best_checkpoint;
 };
 
 struct JobPage {

@@ -21,6 +21,12 @@
 
 namespace trainingd::api {
 
+// Which of a job's checkpoints a version means besides a global step (>= 0). No version (nullopt)
+// means the job's best checkpoint when one was kept (BestCheckpointHook), else its latest; the
+// routes take "latest" and "best" for these two.
+inline constexpr int64_t kLatestVersion = -1;
+inline constexpr int64_t kBestVersion = -2;
+
 // A tensor a model takes or gives: its name, KServe datatype ("FP32") and shape, with -1 for the
 // batch dimension.
 struct TensorMetadata {
@@ -32,7 +38,9 @@ struct TensorMetadata {
 struct ModelMetadata {
   std::string name;                      // the job id
   std::vector<int64_t> versions;         // its checkpoints' steps, oldest first
-  int64_t version = 0;                   // the one described (the latest unless asked for)
+  int64_t version = 0;                   // the one described (the default unless asked for)
+  std::optional<int64_t> best_version;   // the best checkpoint's step, if one was kept
+  std::string checkpoint;                // what `version` is: "best", "latest" or "step"
   std::vector<TensorMetadata> inputs;    // "input"
   std::vector<TensorMetadata> outputs;   // "logits", "probabilities"
   std::vector<std::string> class_names;  // one per class ("0".."n-1" when the data has none)
@@ -44,7 +52,7 @@ struct ModelMetadata {
 // One inference: `batch` examples, row-major, in the dataset's raw units (docs/models.md).
 struct InferRequest {
   std::string model;               // the job id
-  std::optional<int64_t> version;  // nullopt = the latest checkpoint
+  std::optional<int64_t> version;  // nullopt = the default (best, else latest); kLatestVersion...
   std::string id;                  // echoed in the answer (KServe's request id)
   std::string input_name = "input";
   // The input's shape as the client gave it: [batch, example dims...]; the service checks the
@@ -95,6 +103,8 @@ struct InferResult {
 struct ModelFile {
   std::string filename;  // "<job id>-step<N>.onnx"
   std::string bytes;
+  int64_t step = 0;        // the checkpoint's global step
+  std::string checkpoint;  // "best", "latest" or "step" (ModelMetadata::checkpoint)
 };
 
 using InferDone = std::function<void(engine::Result<InferResult>)>;
@@ -102,7 +112,8 @@ using InferDone = std::function<void(engine::Result<InferResult>)>;
 class ModelService {
  public:
   virtual ~ModelService() = default;
-  // The job's model at `version` (its latest checkpoint when nullopt). Reads the checkpoint list,
+  // The job's model at `version` (nullopt: the best checkpoint, else the latest; kLatestVersion,
+  // kBestVersion). Reads the checkpoint list,
   // not the weights.
   virtual engine::Result<ModelMetadata> GetModel(const std::string& id,
                                                  std::optional<int64_t> version) = 0;
@@ -115,7 +126,7 @@ class ModelService {
   // and version. `done` is called exactly once: on an inference thread with the result, or
   // before Infer returns when the request is refused (bad shape, unknown job, a full queue).
   virtual void Infer(InferRequest request, InferDone done) = 0;
-  // The ONNX file of the job's checkpoint `step` (the latest when nullopt).
+  // The ONNX file of the job's checkpoint `step` (as `version` above).
   virtual engine::Result<ModelFile> ExportOnnx(const std::string& id,
                                                std::optional<int64_t> step) = 0;
   // Its series for /metrics (trainingd_serving_*).

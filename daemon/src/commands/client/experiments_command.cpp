@@ -244,6 +244,18 @@ int Get(const std::vector<std::string>& args) {
     } else {
       row("best trial", "-");
     }
+    if (e->cross_validation) {
+      // Each fold's metric, then their mean and sample standard deviation.
+      const api::CrossValidationInfo& cv = *e->cross_validation;
+      row("folds", std::to_string(cv.folds_done) + "/" + std::to_string(cv.folds) + " done" +
+                       (cv.stratified ? ", stratified" : ""));
+      for (size_t k = 0; k < cv.fold_metrics.size(); ++k) {
+        row("fold " + std::to_string(k) + " " + e->metric,
+            cv.fold_metrics[k] ? FormatNumber(*cv.fold_metrics[k]) : std::string("-"));
+      }
+      row("mean " + e->metric, cv.mean ? FormatNumber(*cv.mean) : std::string("-"));
+      row("std " + e->metric + " (sample)", cv.std ? FormatNumber(*cv.std) : std::string("-"));
+    }
     row("disk bytes", std::to_string(e->disk_bytes));
     row("peak disk bytes", std::to_string(e->peak_disk_bytes));
     for (const api::RungInfo& r : e->plan.rungs) {

@@ -236,6 +236,11 @@ int Get(const std::vector<std::string>& args) {
     for (const auto& [tag, v] : job->latest_scalars) row(tag.c_str(), FormatNumber(v));
     if (!job->reason.empty()) row("reason", job->reason);
     if (!job->error.empty()) row("error", job->error);
+    if (job->best_checkpoint) {
+      row("best checkpoint", "step " + std::to_string(job->best_checkpoint->step) + ", " +
+                                 job->best_checkpoint->metric + " " +
+                                 FormatNumber(job->best_checkpoint->value));
+    }
     PrintTable(c, t);
     return 0;
   });
@@ -521,11 +526,16 @@ int Export(const std::vector<std::string>& args) {
   std::vector<std::string> ids;
   std::optional<int64_t> step;
   std::string output;
+  std::string checkpoint;
   Flags flags("jobs export", "ID -o FILE",
               "Downloads the job's model as ONNX (GET /api/v1/jobs/{id}/model?format=onnx), the\n"
-              "latest checkpoint's or step N's, and writes it atomically (docs/models.md).\n");
+              "best checkpoint's (else the latest's), the latest's or step N's, and writes it\n"
+              "atomically (docs/models.md).\n");
   flags.Positionals("job id", 1, &ids)
-      .Int("--step", "the checkpoint of this global step (the latest)", 0, INT64_MAX, &step)
+      .Int("--step", "the checkpoint of this global step (the best, else the latest)", 0, INT64_MAX,
+           &step)
+      .String("--checkpoint", "best|latest",
+              "which checkpoint, instead of --step (the best, else the latest)", &checkpoint)
       .String("-o", "FILE", "the file to write (required)", &output)
       .String("--output", "FILE", "the same as -o", &output);
   AddClientFlags(flags, &o, false);
@@ -538,6 +548,12 @@ int Export(const std::vector<std::string>& args) {
     }
     std::string target = JobPath(ids[0]) + "/model?format=onnx";
     if (step) target += "&step=" + std::to_string(*step);
+    if (!checkpoint.empty() && checkpoint != "best" && checkpoint != "latest") {
+      std::fprintf(stderr, "trainingd jobs export: --checkpoint: 'best' or 'latest', got '%s'\n",
+                   checkpoint.c_str());
+      return kExitUsage;
+    }
+    if (!checkpoint.empty()) target += "&checkpoint=" + checkpoint;
     auto reply = c.http().Request("GET", target);
     if (!reply.ok()) return c.Fail(Client::FromStatus(reply.status()));
     if (reply->status / 100 != 2) return c.Fail(Client::FromReply(*reply, false));

@@ -68,7 +68,7 @@ Status CheckpointSaverHook::AfterRun(RunContext& ctx, const RunValues&) {
 
 Status CheckpointSaverHook::End(Session& session) {
   const int64_t step = session.global_step();
-  if (timer_.last_triggered_step() != step) {
+  if (timer_.last_triggered_step() != step && last_saved_step_ != step) {
     bool stop = false;
     TRAININGD_RETURN_IF_ERROR(Save(session, &stop));
     timer_.UpdateLastTriggeredStep(step);
@@ -92,6 +92,7 @@ Status CheckpointSaverHook::Save(Session& session, bool* stop) {
   if (!data.ok()) return data.status();
   auto path = manager_->Save(*data);
   if (!path.ok()) return path.status();
+  last_saved_step_ = step;
   if (options_.summary_writer) {
     TRAININGD_RETURN_IF_ERROR(
         options_.summary_writer->AddSessionLog(SessionLogStatus::kCheckpoint, *path, step));
@@ -102,6 +103,21 @@ Status CheckpointSaverHook::Save(Session& session, bool* stop) {
     if (*want_stop) *stop = true;
   }
   return Status::Ok();
+}
+
+Status CheckpointSaverHook::SaveBest(Session& session, BestCheckpoint best, bool* stop) {
+  if (!manager_) return Status::FailedPrecondition("SaveBest before Begin");
+  const int64_t step = session.global_step();
+  if (last_saved_step_ != step) {
+    TRAININGD_RETURN_IF_ERROR(Save(session, stop));
+    if (last_saved_step_ != step) return Status::Ok();  // diverged: not saved
+  }
+  best.global_step = step;
+  return manager_->MarkBest(std::move(best));
+}
+
+std::optional<BestCheckpoint> CheckpointSaverHook::best() const {
+  return manager_ ? manager_->best() : std::nullopt;
 }
 
 std::vector<std::string> CheckpointSaverHook::KeptCheckpoints() const {

@@ -47,9 +47,17 @@ std::vector<std::vector<int64_t>> BracketRungSteps(const api::SearcherSpec& sear
 int TrialBracket(const api::ExperimentSpec& spec, int64_t index);
 int64_t TrialsInBracket(const api::ExperimentSpec& spec, int bracket, int64_t begin, int64_t end);
 
-// Trial `index`'s hyperparameters and training seed.
+// Trial `index`'s hyperparameters and training seed. cross_validation: its fold
+// ("dataset.fold") and the base job's own seed, so that the folds differ only in their data.
 api::Hyperparameters TrialHyperparameters(const api::ExperimentSpec& spec, int64_t index);
 uint64_t TrialSeed(uint64_t searcher_seed, int64_t index);
+uint64_t TrialSeed(const api::ExperimentSpec& spec, int64_t index);
+
+// A cross_validation experiment's result from its folds' metrics (by fold; nullopt = none yet,
+// or the fold's trial failed): the mean over the folds with one and, from two of them, the
+// sample standard deviation (n - 1).
+api::CrossValidationInfo CrossValidationResult(const api::SearcherSpec& searcher,
+                                               std::vector<std::optional<double>> fold_metrics);
 
 // What the searcher knows of one trial.
 struct TrialProgress {

@@ -87,15 +87,19 @@ class ModelServer : public api::ModelService {
   struct Pending;
   struct Key {
     std::string job;
-    int64_t version = -1;  // -1 = the latest
+    int64_t version = kDefaultVersion;  // a step, api::kLatestVersion or api::kBestVersion
     auto operator<=>(const Key&) const = default;
   };
 
   explicit ModelServer(ModelServerOptions options);
   void Loop();
-  // The model of `job` at `version` (nullopt = latest), from the cache or loaded into it.
+  // No version: the default checkpoint (the best, else the latest).
+  static constexpr int64_t kDefaultVersion = -3;
+  // The model of `job` at `version` (api::ModelService's meaning), from the cache or loaded
+  // into it; *checkpoint (if given) says what it is: "best", "latest" or "step".
   engine::Result<std::shared_ptr<Loaded>> Acquire(const std::string& job,
-                                                  std::optional<int64_t> version);
+                                                  std::optional<int64_t> version,
+                                                  std::string* checkpoint = nullptr);
   engine::Result<std::shared_ptr<Loaded>> Load(const std::string& dir, const std::string& job,
                                                std::optional<int64_t> version);
   // Runs one batch of requests of one model.

@@ -6,7 +6,9 @@
 // the latest checkpoint and the kept ones, oldest first. Both are replaced atomically. Retention is
 // TensorFlow's: beyond max_to_keep the oldest checkpoint is deleted, unless at least
 // keep_checkpoint_every_n_hours have passed since the last one preserved, in which case it is
-// preserved instead (left on disk for good and no longer tracked by the state file).
+// preserved instead (left on disk for good and no longer tracked by the state file). The best
+// checkpoint (best_checkpoint.h, MarkBest) is never deleted by retention: dropped from the state
+// file, it stays on disk, "retained", until a better one replaces it.
 //
 // Not thread-safe: one owner drives a manager. Two managers must not share a directory.
 #pragma once
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "trainingd/engine/base/status.h"
+#include "trainingd/engine/io/best_checkpoint.h"
 #include "trainingd/engine/io/checkpoint.h"
 
 namespace trainingd::engine {
@@ -64,6 +67,14 @@ class CheckpointManager {
   // on. NotFound when no checkpoint is tracked; DataLoss when none of them could be read.
   Result<CheckpointData> RestoreLatest(std::vector<std::string>* warnings);
 
+  // Records the tracked checkpoint of `best.global_step` as the best (best.name is set here):
+  // writes the best_checkpoint file, then deletes the former best if only being the best kept it.
+  // NotFound when no tracked checkpoint has that step; errors of WriteBestCheckpoint (the former
+  // record stays).
+  Status MarkBest(BestCheckpoint best);
+  // The best checkpoint, if one was marked (also by an earlier manager of this directory).
+  const std::optional<BestCheckpoint>& best() const { return best_; }
+
   // Path of the latest checkpoint, if any (tf.train.latest_checkpoint).
   std::optional<std::string> LatestCheckpointPath() const;
   // Paths of the tracked checkpoints, oldest first; the last is the latest.
@@ -90,6 +101,7 @@ class CheckpointManager {
   CheckpointManagerOptions options_;
   std::vector<Entry> entries_;  // oldest first; the last is the latest
   double last_preserved_ = 0;
+  std::optional<BestCheckpoint> best_;
 };
 
 // A checkpoint on disk, as ListCheckpoints finds it.
@@ -112,9 +124,9 @@ Result<std::vector<CheckpointFileInfo>> ListCheckpoints(const std::string& direc
 // the directory cannot be read).
 int64_t LatestCheckpointStep(const std::string& directory);
 
-// Deletes the checkpoints of `directory` and its state file, the state file first (a crash
-// midway leaves no state file naming missing checkpoints). Nothing else in the directory is
-// touched. IoError naming the file that could not be deleted.
+// Deletes the checkpoints of `directory`, its state file and its best_checkpoint record, the two
+// files first (a crash midway leaves no file naming missing checkpoints). Nothing else in the
+// directory is touched. IoError naming the file that could not be deleted.
 Status DeleteCheckpoints(const std::string& directory, const std::string& basename = "model.ckpt");
 
 }  // namespace trainingd::engine

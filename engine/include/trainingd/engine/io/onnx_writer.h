@@ -32,6 +32,8 @@ namespace trainingd::engine {
 // What the file records that the model itself does not know.
 struct OnnxMetadata {
   std::string job_id;  // the daemon's job id; empty (a foreground run's directory) = left out
+  // Which checkpoint the model is: "best", "latest" or "step"; empty = left out.
+  std::string checkpoint;
 };
 
 // The bytes of model.onnx for `model`. Reads `model` only (its layers and parameters), so it may

@@ -49,6 +49,12 @@ struct DatasetSpec {
   int64_t validation_size = kAutoValidationSize;
   int64_t max_train_examples = 0;  // 0 = all
   int64_t max_test_examples = 0;   // 0 = all
+  // k-fold cross-validation (cross_validation.h): when folds > 0 the validation split is fold
+  // `fold` of the training split (validation_size must be left out), the training split the
+  // other folds; the folds are a function of split_seed. A cross_validation experiment sets them.
+  int64_t folds = 0;       // 0, or in [kMinFolds, kMaxFolds]
+  int64_t fold = 0;        // in [0, folds)
+  bool stratified = true;  // each fold holds each class in proportion
 };
 
 struct CheckpointHookSpec {
@@ -56,6 +62,9 @@ struct CheckpointHookSpec {
   TriggerSpec trigger;  // default: every 600 s (TF's save_checkpoint_secs)
   int max_to_keep = 5;
   double keep_checkpoint_every_n_hours = 0;
+  // Keeps the best-evaluated checkpoint past max_to_keep (BestCheckpointHook): by
+  // early_stopping's monitor when it is on, else by "<evaluation.split>/loss".
+  bool keep_best = true;
 };
 
 struct SummaryHookSpec {
@@ -104,6 +113,9 @@ struct EarlyStoppingHookSpec {
   int64_t patience = 5;  // evaluations without improvement before stopping
   double min_delta = 0;  // smaller changes do not count as improvement
   TriggerSpec trigger;   // default: the evaluation hook's trigger
+  // A completed run ends with the best checkpoint's state (Keras' restore_best_weights): the
+  // final evaluation is the best model's. Needs hooks.checkpoint with keep_best.
+  bool restore_best = false;
 };
 
 struct ProfilerHookSpec {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "trainingd/engine/io/summary_writer.h"
+#include "trainingd/engine/session/hooks/best_checkpoint_hook.h"
 #include "trainingd/engine/session/monitored_session.h"
 #include "trainingd/engine/session/session.h"
 
@@ -46,6 +47,9 @@ struct MonitoredTrainingSessionOptions {
   // At most this many checkpoints preserved by keep_checkpoint_every_n_hours stay on disk;
   // -1 = no cap (CheckpointManagerOptions::max_preserved).
   int max_preserved_checkpoints = -1;
+  // Set (and among `hooks`): the chief's CheckpointSaverHook is attached to it, so the best
+  // checkpoint it finds is kept (BestCheckpointHook::AttachSaver).
+  std::shared_ptr<BestCheckpointHook> best_checkpoint;
   // Further places summaries go (the daemon's database and live stream).
   std::vector<std::shared_ptr<SummarySink>> summary_sinks;
   // Recovery, env, logger. If its summary_writer is set, the chief uses that writer (adding the

@@ -58,6 +58,15 @@ class CheckpointSaverHook final : public SessionRunHook {
   Status AfterRun(RunContext& ctx, const RunValues& values) override;
   Status End(Session& session) override;
 
+  // Saves a checkpoint of the session's global step unless this hook just saved that step, then
+  // marks it as the best (CheckpointManager::MarkBest; BestCheckpointHook calls it). Nothing is
+  // saved or marked for a diverged model. *stop = a listener asked to stop. FailedPrecondition
+  // before Begin.
+  Status SaveBest(Session& session, BestCheckpoint best, bool* stop);
+  // The directory's best checkpoint, if one was marked (after Begin).
+  std::optional<BestCheckpoint> best() const;
+  const std::string& checkpoint_dir() const { return options_.checkpoint_dir; }
+
   // The checkpoints kept, oldest first (after Begin).
   std::vector<std::string> KeptCheckpoints() const;
   // Global step of the latest save by this hook.
@@ -73,6 +82,7 @@ class CheckpointSaverHook final : public SessionRunHook {
   Env* env_ = Env::Default();
   SecondOrStepTimer timer_;
   std::unique_ptr<CheckpointManager> manager_;
+  std::optional<int64_t> last_saved_step_;  // by any save, periodic or best
   std::vector<std::string> open_warnings_;
 };
 

@@ -87,7 +87,9 @@ json DatasetToJson(const DatasetRecord& d) {
             {"owner", d.owner.empty() ? json(nullptr) : json(d.owner)}};
   if (d.format == "csv") {
     json columns = json::array();
-    for (const engine::ColumnSummary& c : d.columns) columns.push_back(ColumnSummaryToJson(c));
+    for (const engine::ColumnSummary& c : d.columns) {
+      columns.push_back(ColumnSummaryToJson(c, d.numeric_labels));
+    }
     v["columns"] = std::move(columns);
     v["feature_names"] = d.feature_names;
   }

@@ -50,13 +50,13 @@ engine::Status ColumnOptionsFromJson(const json& v, const std::string& path,
   return engine::Status::Ok();
 }
 
-json ColumnSummaryToJson(const engine::ColumnSummary& c) {
+json ColumnSummaryToJson(const engine::ColumnSummary& c, bool numbers) {
   json v = {{"name", c.name},
             {"type", engine::ColumnTypeName(c.type)},
             {"typed_by_user", c.typed_by_user},
             {"missing", c.missing},
             {"present", c.present}};
-  if (c.type == engine::ColumnType::kNumber) {
+  if (c.type == engine::ColumnType::kNumber || (numbers && c.type == engine::ColumnType::kLabel)) {
     v["mean"] = NumberOrNull(c.mean);
     v["std"] = NumberOrNull(c.stddev);
     v["min"] = NumberOrNull(c.min);
@@ -83,7 +83,7 @@ engine::ColumnSummary ColumnSummaryFromJson(const json& v) {
   c.typed_by_user = v.at("typed_by_user").get<bool>();
   c.missing = v.at("missing").get<int64_t>();
   c.present = v.at("present").get<int64_t>();
-  if (c.type == engine::ColumnType::kNumber) {
+  if (c.type == engine::ColumnType::kNumber || v.contains("mean")) {
     c.mean = NumberOrNan(v.at("mean"));
     c.stddev = NumberOrNan(v.at("std"));
     c.min = NumberOrNan(v.at("min"));

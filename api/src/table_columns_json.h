@@ -22,7 +22,9 @@ strict_json::json ColumnOptionsToJson(const engine::TableColumnOptions& o);
 engine::Status ColumnOptionsFromJson(const strict_json::json& v, const std::string& path,
                                      engine::TableColumnOptions* out);
 
-strict_json::json ColumnSummaryToJson(const engine::ColumnSummary& c);
+// With `numbers`, the label column's statistics too (labels that are numbers: a regression
+// job's targets).
+strict_json::json ColumnSummaryToJson(const engine::ColumnSummary& c, bool numbers = false);
 // The record's own summaries read back (json exceptions are the caller's).
 engine::ColumnSummary ColumnSummaryFromJson(const strict_json::json& v);
 

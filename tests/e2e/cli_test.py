@@ -324,9 +324,9 @@ def check_datasets(d, tmp):
         f.write(colour_npz())
     code, out, err = cli(d, "datasets", "upload", npz, "--name", "colours")
     expect(code == 0 and out.splitlines()[0] ==
-           "NAME\tFORMAT\tSHAPE\tCLASSES\tTRAIN\tTEST\tBYTES\tCREATED", (code, out, err))
+           "NAME\tFORMAT\tSHAPE\tCLASSES\tTASKS\tTRAIN\tTEST\tBYTES\tCREATED", (code, out, err))
     row = out.splitlines()[1].split("\t")
-    expect(row[:7] == ["colours", "npz", "8x8x3", "3", "540", "150",
+    expect(row[:8] == ["colours", "npz", "8x8x3", "3", "classification", "540", "150",
                        str(os.path.getsize(npz))], row)
     rows = ["a,b,label"] + ["%d,%d,%s" % (i % 11, (i * 7) % 11, "big" if i % 11 + (i * 7) % 11 >
                                           10 else "small") for i in range(200)]

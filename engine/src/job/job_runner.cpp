@@ -389,7 +389,8 @@ Result<DatasetInfo> ProbeJobDataset(const DatasetSpec& dataset, const std::strin
     const bool classes = task == Task::kClassification;
     return Status::InvalidArgument(
         "dataset.label_column: dataset '" + dataset.name + "': " + m +
-        (classes && m.find("distinct labels") != std::string::npos
+        (classes && (m.find("distinct labels") != std::string::npos ||
+                     m.find("integer labels are class ids") != std::string::npos)
              ? " (a regression job, task: regression, reads them as numbers)"
              : ""));
   }

@@ -34,6 +34,7 @@ struct DatasetRow {
   std::vector<int64_t> shape;
   int64_t classes = 0, train = 0, test = 0, bytes = 0;
   double created_at = 0;
+  std::string tasks;  // "classification,regression": the jobs its labels serve
 };
 
 engine::Result<DatasetRow> RowFromJson(const json& v) {
@@ -52,6 +53,9 @@ engine::Result<DatasetRow> RowFromJson(const json& v) {
   TRAININGD_RETURN_IF_ERROR(field(v, "", "num_classes", &r.classes));
   TRAININGD_RETURN_IF_ERROR(field(v, "", "bytes", &r.bytes));
   TRAININGD_RETURN_IF_ERROR(field(v, "", "created_at", &r.created_at));
+  std::vector<std::string> tasks;
+  TRAININGD_RETURN_IF_ERROR(field(v, "", "tasks", &tasks));
+  for (const std::string& t : tasks) r.tasks += (r.tasks.empty() ? "" : ",") + t;
   if (const auto it = v.find("splits"); it != v.end() && it->is_object()) {
     TRAININGD_RETURN_IF_ERROR(field(*it, "splits", "train", &r.train));
     TRAININGD_RETURN_IF_ERROR(field(*it, "splits", "test", &r.test));
@@ -69,7 +73,7 @@ std::string Shape(const DatasetRow& d) {
 }
 
 std::vector<std::string> Header() {
-  return {"NAME", "FORMAT", "SHAPE", "CLASSES", "TRAIN", "TEST", "BYTES", "CREATED"};
+  return {"NAME", "FORMAT", "SHAPE", "CLASSES", "TASKS", "TRAIN", "TEST", "BYTES", "CREATED"};
 }
 
 std::vector<std::string> Row(const DatasetRow& d) {
@@ -77,6 +81,7 @@ std::vector<std::string> Row(const DatasetRow& d) {
           d.format,
           Shape(d),
           std::to_string(d.classes),
+          d.tasks.empty() ? "-" : d.tasks,
           std::to_string(d.train),
           std::to_string(d.test),
           std::to_string(d.bytes),

@@ -35,18 +35,15 @@ import time
 
 import numpy as np
 from sklearn import datasets as skd
-from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import HistGradientBoostingRegressor
-from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LinearRegression, RidgeCV
 from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPRegressor
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from experiments_bench import Daemon, wait_job  # noqa: E402
-from tables_bench import upload, write_cells  # noqa: E402
+from tables_bench import mixed_columns, upload, write_cells  # noqa: E402
 
 # carData's tables: (name, target column).
 R_TABLES = [("SLID", "wages"), ("Salaries", "salary"), ("Prestige", "prestige")]
@@ -73,39 +70,15 @@ def tables(tmp):
 
 
 def baselines(header, train, ytr, test, yte):
-    """scikit-learn's test RMSE; a column is a number when every present cell is one."""
-    def number(c):
-        try:
-            float(c)
-            return True
-        except ValueError:
-            return False
-    numbers = [j for j in range(len(header))
-               if all(r[j] == "" or number(r[j]) for r in train + test)]
-    cats = [j for j in range(len(header)) if j not in numbers]
-
-    def frame(rows):
-        x = np.empty((len(rows), len(header)), dtype=object)
-        for i, r in enumerate(rows):
-            for j, c in enumerate(r):
-                x[i, j] = (float(c) if c != "" else np.nan) if j in numbers else (c or np.nan)
-        return x
-    xtr, xte = frame(train), frame(test)
-    dense = ColumnTransformer([
-        ("numbers", make_pipeline(SimpleImputer(strategy="mean"), StandardScaler()), numbers),
-        ("categories", make_pipeline(SimpleImputer(strategy="constant", fill_value="missing"),
-                                     OneHotEncoder(handle_unknown="ignore")), cats)])
-    trees = ColumnTransformer([
-        ("categories", OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan,
-                                      encoded_missing_value=np.nan), cats),
-        ("numbers", "passthrough", numbers)])
+    """scikit-learn's test RMSE on cells as text (tables_bench.mixed_columns)."""
+    xtr, xte, dense, trees, cats = mixed_columns(header, train, test)
     models = {
         "LinearRegression": make_pipeline(dense, LinearRegression()),
         "RidgeCV": make_pipeline(dense, RidgeCV()),
         "MLPRegressor": make_pipeline(dense, MLPRegressor((128, 32), max_iter=2000,
                                                          random_state=0)),
         "HistGradientBoosting": make_pipeline(trees, HistGradientBoostingRegressor(
-            categorical_features=list(range(len(cats))), random_state=0)),
+            categorical_features=list(range(cats)), random_state=0)),
     }
     out = {}
     for name, m in models.items():

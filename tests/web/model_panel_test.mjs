@@ -187,6 +187,7 @@ async function main() {
   check((await panel.locator('.model-error').textContent()).includes('notes.png'), 'a file that is no image is named in the error');
   await page.screenshot({ path: path.join(SHOTS, 'model-job-page.png'), fullPage: true });
   await table(page);
+  await regression(page);
 }
 
 // A table: a CSV upload (standardized) with a categorical column and blanks, and a softmax job on
@@ -239,6 +240,47 @@ async function table(page) {
   check(await panel.locator('.model-bars li').count() === 3, 'three bars');
   await panel.screenshot({ path: path.join(SHOTS, 'model-panel-table.png') });
   log(`table example 2 (${ex.class_name}, ${ex.data}, ${ex.categorical}): predicted ${shownName}, as /infer`);
+}
+
+// A regression job (docs/job-spec.md#task) on a table whose label is a number: the panel shows
+// the true target and the model's prediction in the target's units, as /infer's "prediction"
+// gives it, and no probability bars.
+async function regression(page) {
+  const rows = ['size,kind,price'];
+  const kinds = ['flat', 'house', ''];
+  for (let i = 0; i < 60; i++) rows.push(`${20 + (i * 7) % 90},${kinds[i % 3]},${1000 + ((i * 7) % 90) * 12.5 + (i % 3) * 300}`);
+  const up = await fetch(`${daemon.url}/api/v1/datasets?name=homes&format=csv&normalize=standard&label_column=price`, {
+    method: 'POST', headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/octet-stream' }, body: `${rows.join('\n')}\n`,
+  });
+  check(up.status === 201, `the regression CSV is uploaded: ${up.status}`);
+  const job = await daemon.api('POST', '/jobs', {
+    name: 'prices', dataset: 'homes', task: 'regression', model: 'softmax', batch_size: 10, max_steps: 60, seed: 3,
+    optimizer: { type: 'adam', learning_rate: 0.05 }, hooks: { checkpoint: { every_steps: 60 } },
+  }, TOKEN);
+  check(job.status === 201, `the regression job is submitted: ${JSON.stringify(job.body)}`);
+  const id = job.body.id;
+  for (let i = 0; (await daemon.api('GET', `/jobs/${id}`, undefined, TOKEN)).body.state !== 'completed'; i++) {
+    check(i < 600, 'the regression job completes');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await page.goto(`${daemon.url}/#/jobs/${id}`);
+  const panel = page.locator(`.job-page[data-job-id="${id}"] .model-panel`);
+  await panel.locator('.model-prediction[data-source="example 0"]:not(.pending)').waitFor({ timeout: 20000 });
+  const ex = (await call('GET', '/api/v1/datasets/homes/examples?offset=0&limit=1')).body.examples[0];
+  const infer = await call('POST', `/v2/models/${id}/infer`, {
+    inputs: [{ name: 'input', shape: [1, 1], datatype: 'FP32', data: ex.data },
+      { name: 'categorical', shape: [1, 1], datatype: 'BYTES', data: ex.categorical }],
+  });
+  const predicted = infer.body.outputs.find((o) => o.name === 'prediction').data[0];
+  const shown = await panel.locator('.model-prediction').getAttribute('data-predicted');
+  check(Number(shown) === predicted, `the page predicts ${shown}, /infer ${predicted}`);
+  check((await panel.locator('.model-prediction').textContent()).startsWith('Predicted price:'), 'the prediction names the target');
+  check((await panel.locator('.model-truth').textContent()).startsWith('True price:') &&
+        Number(await panel.locator('.model-truth').getAttribute('data-label')) === ex.target, `the true target is shown: ${ex.target}`);
+  check(await panel.locator('.model-bars li').count() === 0, 'no probability bars');
+  check((await panel.locator('.model-summary').textContent()).includes('predicts price'), 'the summary says what it predicts');
+  await panel.screenshot({ path: path.join(SHOTS, 'model-panel-regression.png') });
+  log(`regression example 0 (price ${ex.target}): predicted ${predicted}, as /infer`);
 }
 
 // The job page with its panel at a phone's width.

@@ -44,7 +44,7 @@ export class ModelPanel {
     });
     this.downloadBtn = h('button', { type: 'button', class: 'btn btn-small', dataset: { action: 'download-onnx' }, onclick: () => this.download() }, 'Download ONNX');
     this.downloadNote = h('span', { class: 'muted model-download-note', role: 'status' });
-    this.summary = h('span', { class: 'muted' });
+    this.summary = h('span', { class: 'muted model-summary' });
     this.error = h('p', { class: 'error model-error', role: 'alert', hidden: true });
 
     this.indexInput = h('input', {
@@ -155,7 +155,10 @@ export class ModelPanel {
     const p = this.meta.parameters || {};
     const names = p.class_names || [];
     const takes = this.image ? `${shape.join('×')} images` : `${shape[0]} features`;
-    setText(this.summary, `${p.dataset || ''} · ${takes} · ${names.length} classes`);
+    // A regression model's second output is its prediction, in the target's units
+    // (docs/models.md#regression-models); its one "class" is the label column.
+    this.regression = (this.meta.outputs || []).some((o) => o.name === 'prediction');
+    setText(this.summary, `${p.dataset || ''} · ${takes} · ${this.regression ? `predicts ${names[0] || 'a number'}` : `${names.length} classes`}`);
     this.drop.hidden = !this.image;
     this.fileInput.hidden = !this.image;
     setText(this.drop.querySelector('.model-drop-hint'), this.image
@@ -209,10 +212,11 @@ export class ModelPanel {
       // Bytes of an image go as UINT8; anything else (a table's values) as FP32.
       const integer = ex.shape.length === 3 && ex.data.every((v) => Number.isInteger(v) && v >= 0 && v <= 255);
       this.show(ex.shape, ex.data, r.feature_names, r.categorical_names, ex.categorical);
-      setText(this.truth, `True label: ${ex.class_name}`);
-      this.truth.dataset.label = String(ex.label);
+      const truth = this.regression ? fmt.metric(ex.target) : ex.class_name;
+      setText(this.truth, `True ${this.regression ? (this.meta.parameters.class_names || [])[0] || 'value' : 'label'}: ${truth}`);
+      this.truth.dataset.label = String(this.regression ? ex.target : ex.label);
       this.input = { data: ex.data, datatype: integer ? 'UINT8' : 'FP32', source: `example ${index}`, categorical: ex.categorical };
-      this.canvas.setAttribute('aria-label', `Test example ${index}, a ${ex.class_name}`);
+      this.canvas.setAttribute('aria-label', `Test example ${index}, a ${truth}`);
       this.showError(null);
       await this.infer();
     } catch (e) {
@@ -309,13 +313,24 @@ export class ModelPanel {
             // A CSV's categorical values, as strings (the model codes them).
             ...(input.categorical ? [{ name: 'categorical', shape: [1, input.categorical.length], datatype: 'BYTES', data: input.categorical }] : []),
           ],
-          outputs: [{ name: 'probabilities' }],
+          outputs: [{ name: this.regression ? 'prediction' : 'probabilities' }],
         },
       });
       const r = await res.json();
       if (seq !== this.seq) return;
-      const probs = r.outputs.find((o) => o.name === 'probabilities').data;
       const names = (r.parameters && r.parameters.class_names) || this.meta.parameters.class_names || [];
+      if (this.regression) {
+        const value = r.outputs.find((o) => o.name === 'prediction').data[0];
+        this.prediction.replaceChildren(`Predicted ${names[0] || 'value'}: `, h('strong', { class: 'model-class' }, fmt.metric(value)),
+          h('span', { class: 'muted' }, ` · step ${fmt.int(Number(r.model_version))}`));
+        this.prediction.dataset.predicted = String(value);
+        this.prediction.dataset.source = input.source;
+        this.bars.replaceChildren();
+        this.showError(null);
+        this.prediction.classList.remove('pending');
+        return;
+      }
+      const probs = r.outputs.find((o) => o.name === 'probabilities').data;
       let best = 0;
       for (let c = 1; c < probs.length; c++) if (probs[c] > probs[best]) best = c;
       const name = (c) => names[c] ?? String(c);

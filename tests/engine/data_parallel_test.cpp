@@ -410,6 +410,18 @@ TEST(DataParallelTest, RegressionIsBitIdenticalToOneProcess) {
     ScopedDir dn("dprn" + std::to_string(ranks));
     ExpectIdentical(one, RunOnRanks(spec, ranks, dn.path(), -1, 1, Clock::kReal, &table));
   }
+  // Stopped after 3 steps on 2 ranks, resumed on 1: the straight run's bits.
+  ScopedDir dr("dprresume");
+  JobSpec first = spec;
+  first.max_steps = 3;
+  ASSERT_EQ(RunOnRanks(first, 2, dr.path(), -1, 1, Clock::kReal, &table).global_step, 3);
+  const Outcome resumed = RunOnRanks(spec, 1, dr.path(), -1, 1, Clock::kReal, &table);
+  EXPECT_EQ(resumed.global_step, 6);
+  EXPECT_TRUE(BitIdentical(one.checkpoint, resumed.checkpoint))
+      << "largest difference " << RelativeDifference(one.checkpoint, resumed.checkpoint);
+  for (int64_t step = 4; step <= 6; ++step) {
+    EXPECT_EQ(resumed.losses.at(step), one.losses.at(step)) << "step " << step;
+  }
 }
 
 // Class weights (balanced) and sample weights scale each row's loss and gradient before the exact
@@ -431,6 +443,18 @@ TEST(DataParallelTest, ClassAndSampleWeightsAreBitIdenticalToOneProcess) {
     SCOPED_TRACE(std::to_string(ranks) + " ranks");
     ScopedDir dn("dpwn" + std::to_string(ranks));
     ExpectIdentical(one, RunOnRanks(spec, ranks, dn.path(), -1, 1, Clock::kReal, &table));
+  }
+  // Stopped after 3 steps on 2 ranks, resumed on 1: the straight run's bits.
+  ScopedDir dr("dpwresume");
+  JobSpec first = spec;
+  first.max_steps = 3;
+  ASSERT_EQ(RunOnRanks(first, 2, dr.path(), -1, 1, Clock::kReal, &table).global_step, 3);
+  const Outcome resumed = RunOnRanks(spec, 1, dr.path(), -1, 1, Clock::kReal, &table);
+  EXPECT_EQ(resumed.global_step, 6);
+  EXPECT_TRUE(BitIdentical(one.checkpoint, resumed.checkpoint))
+      << "largest difference " << RelativeDifference(one.checkpoint, resumed.checkpoint);
+  for (int64_t step = 4; step <= 6; ++step) {
+    EXPECT_EQ(resumed.losses.at(step), one.losses.at(step)) << "step " << step;
   }
 }
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 
 namespace trainingd::engine {
 namespace {
@@ -195,11 +194,17 @@ void PrecisionRecallF1(const std::vector<double>& confusion, int num_classes,
 
 double BinaryRocAuc(std::span<const double> scores, std::span<const uint8_t> positive,
                     std::span<const double> weights) {
-  std::vector<size_t> order(scores.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  // Ascending score, then index: a total order, so the walk below is the same on any machine.
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return scores[a] < scores[b] || (scores[a] == scores[b] && a < b);
+  // Each score beside its index, sorted by ascending score, then index: a total order, so the
+  // walk below is the same on any machine. Sorting the pairs themselves, not indices into
+  // `scores`, keeps the comparisons in one array (an evaluation sorts every class's column).
+  struct Scored {
+    double score;
+    size_t index;
+  };
+  std::vector<Scored> order(scores.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = {scores[i], i};
+  std::sort(order.begin(), order.end(), [](const Scored& a, const Scored& b) {
+    return a.score < b.score || (a.score == b.score && a.index < b.index);
   });
   // Mann-Whitney: each positive gains the weight of the negatives below it, and half of those
   // tied with it.
@@ -207,9 +212,9 @@ double BinaryRocAuc(std::span<const double> scores, std::span<const uint8_t> pos
   for (size_t g = 0; g < order.size();) {
     size_t end = g;
     double pos = 0, neg = 0;
-    while (end < order.size() && scores[order[end]] == scores[order[g]]) {
-      const double w = WeightOf(weights, order[end]);
-      (positive[order[end]] ? pos : neg) += w;
+    while (end < order.size() && order[end].score == order[g].score) {
+      const double w = WeightOf(weights, order[end].index);
+      (positive[order[end].index] ? pos : neg) += w;
       ++end;
     }
     pairs += pos * (neg_below + 0.5 * neg);

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "job_manager_fixture.h"
+#include "experiment_fixture.h"
 #include "trainingd/api/experiment_json.h"
 #include "trainingd/daemon/experiments/experiment_manager.h"
 #include "trainingd/daemon/experiments/searcher.h"
@@ -42,69 +42,18 @@ std::string CvSpec(const std::string& searcher_extra = "", const std::string& da
          searcher_extra + "}" + extra + "}";
 }
 
-class CrossValidationExperimentTest : public JobManagerTest {
+// Two slots: folds run side by side.
+class CrossValidationExperimentTest : public ExperimentFixture {
  protected:
-  void SetUp() override {
-    JobManagerTest::SetUp();
-    manager_.reset();  // two slots: folds run side by side
-    store_.reset();
-    OpenAll(2);
-    OpenExperiments();
-  }
-  void TearDown() override {
-    experiments_.reset();
-    JobManagerTest::TearDown();
-  }
-  void OpenExperiments() {
-    ExperimentManagerOptions o;
-    o.tick = std::chrono::milliseconds(50);
-    auto m = ExperimentManager::Create(*store_, bus_, *manager_, o);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    experiments_ = std::move(m).value();
-  }
-  void Restart() {
-    experiments_.reset();
-    manager_.reset();
-    store_.reset();
-    OpenAll(2);
-    OpenExperiments();
-  }
-  api::ExperimentInfo Submit(const std::string& text) {
-    auto spec = api::ParseExperimentSpec(text);
-    EXPECT_TRUE(spec.ok()) << spec.status().ToString();
-    if (!spec.ok()) return {};
-    auto info = experiments_->Submit(*spec, api::DumpJson(api::ExperimentSpecToJson(*spec)));
-    EXPECT_TRUE(info.ok()) << info.status().ToString();
-    return info.ok() ? *info : api::ExperimentInfo{};
-  }
-  api::ExperimentInfo WaitFor(const std::string& id, ExperimentState state) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
-    api::ExperimentInfo info;
-    while (std::chrono::steady_clock::now() < deadline) {
-      info = *experiments_->Get(id);
-      if (info.state == state) return info;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ADD_FAILURE() << "experiment " << id << " stuck in " << api::ExperimentStateName(info.state);
-    return info;
-  }
-  std::vector<api::TrialInfo> Trials(const std::string& id) {
-    api::TrialQuery q;
-    q.limit = api::kMaxTrialPage;
-    auto page = experiments_->Trials(id, q);
-    EXPECT_TRUE(page.ok());
-    return page.ok() ? page->trials : std::vector<api::TrialInfo>{};
-  }
-
-  std::unique_ptr<ExperimentManager> experiments_;
+  CrossValidationExperimentTest() { slots_ = 2; }
 };
 
 TEST_F(CrossValidationExperimentTest, EachFoldIsATrialAndTheResultIsTheirMeanAndStd) {
-  const std::string id = Submit(CvSpec()).id;
-  const api::ExperimentInfo done = WaitFor(id, ExperimentState::kCompleted);
+  const std::string id = SubmitSearch(CvSpec()).id;
+  const api::ExperimentInfo done = WaitForExperiment(id, {ExperimentState::kCompleted});
   EXPECT_EQ(done.searcher, "cross_validation");
   EXPECT_EQ(done.trials_started, 3);
-  const std::vector<api::TrialInfo> trials = Trials(id);
+  const std::vector<api::TrialInfo> trials = AllTrials(id);
   ASSERT_EQ(trials.size(), 3u);
   std::vector<double> metrics;
   for (const api::TrialInfo& t : trials) {
@@ -152,14 +101,14 @@ TEST_F(CrossValidationExperimentTest, EachFoldIsATrialAndTheResultIsTheirMeanAnd
 
   // The same experiment again, with the daemon's managers restarted once a fold has its result:
   // the same folds, the same metrics.
-  const std::string second = Submit(CvSpec()).id;
+  const std::string second = SubmitSearch(CvSpec()).id;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline &&
          experiments_->Get(second)->cross_validation->folds_done < 1) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   Restart();
-  const api::ExperimentInfo again = WaitFor(second, ExperimentState::kCompleted);
+  const api::ExperimentInfo again = WaitForExperiment(second, {ExperimentState::kCompleted});
   ASSERT_TRUE(again.cross_validation.has_value());
   EXPECT_EQ(again.cross_validation->fold_metrics, cv.fold_metrics);
   EXPECT_EQ(again.cross_validation->std, cv.std);

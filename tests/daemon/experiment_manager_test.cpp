@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "job_manager_fixture.h"
+#include "experiment_fixture.h"
 #include "trainingd/api/experiment_json.h"
 #include "trainingd/engine/io/checkpoint.h"
 #include "trainingd/engine/io/checkpoint_manager.h"
@@ -52,64 +52,8 @@ std::string SearchSpec(
          extra + "}";
 }
 
-class ExperimentManagerTest : public JobManagerTest {
+class ExperimentManagerTest : public ExperimentFixture {
  protected:
-  void SetUp() override {
-    JobManagerTest::SetUp();
-    OpenExperiments();
-  }
-  void TearDown() override {
-    experiments_.reset();
-    JobManagerTest::TearDown();
-  }
-  void OpenExperiments() {
-    ExperimentManagerOptions o;
-    o.tick = std::chrono::milliseconds(50);
-    auto m = ExperimentManager::Create(*store_, bus_, *manager_, o);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    experiments_ = std::move(m).value();
-  }
-  // The daemon's restart: both managers shut down (running trials stop with a checkpoint and
-  // stay queued in the database) and come back on the same files.
-  void Restart() {
-    experiments_.reset();
-    manager_.reset();
-    store_.reset();
-    OpenAll();
-    OpenExperiments();
-  }
-
-  api::ExperimentInfo SubmitSearch(const std::string& text) {
-    auto spec = api::ParseExperimentSpec(text);
-    EXPECT_TRUE(spec.ok()) << spec.status().ToString();
-    auto info = experiments_->Submit(*spec, api::DumpJson(api::ExperimentSpecToJson(*spec)));
-    EXPECT_TRUE(info.ok()) << info.status().ToString();
-    return info.ok() ? *info : api::ExperimentInfo{};
-  }
-
-  api::ExperimentInfo WaitForExperiment(const std::string& id,
-                                        std::initializer_list<ExperimentState> states) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
-    api::ExperimentInfo info;
-    while (std::chrono::steady_clock::now() < deadline) {
-      info = *experiments_->Get(id);
-      for (ExperimentState s : states) {
-        if (info.state == s) return info;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ADD_FAILURE() << "experiment " << id << " stuck in " << api::ExperimentStateName(info.state);
-    return info;
-  }
-
-  std::vector<api::TrialInfo> AllTrials(const std::string& id) {
-    api::TrialQuery q;
-    q.limit = api::kMaxTrialPage;
-    auto page = experiments_->Trials(id, q);
-    EXPECT_TRUE(page.ok()) << page.status().ToString();
-    return page.ok() ? page->trials : std::vector<api::TrialInfo>{};
-  }
-
   // What a search decided, without times and job ids: each trial's hyperparameters, seed,
   // results and end.
   std::vector<std::string> Outcome(const std::string& id) {
@@ -122,8 +66,6 @@ class ExperimentManagerTest : public JobManagerTest {
     }
     return out;
   }
-
-  std::unique_ptr<ExperimentManager> experiments_;
 };
 
 TEST_F(ExperimentManagerTest, AshaRunsToItsEndAndKeepsOnlyTheBestCheckpoints) {

@@ -415,42 +415,33 @@ TEST(SchedulerPreemptionTest, NoVictimWhenASlotIsFreeOffOrNotPreemptible) {
   SchedulerOptions o;
   o.now = clock.fn();
   o.min_run_secs = 0;
-  {
-    Scheduler s(o);
-    s.Enqueue(Job("low", "alice", 1));
-    ASSERT_EQ(Ids(s.Take(1, 0)), (Ids_{"low"}));
-    s.Enqueue(Job("high", "bob", 2, 5));
-    EXPECT_TRUE(s.ChooseVictims(1).empty()) << "a free slot is enough";
-  }
-  {
-    Scheduler s(o);
-    QueuedJob low = Job("low", "alice", 1);
-    low.preemptible = false;  // e.g. it writes no checkpoints
+  // `low` (after `first`, if given) runs on the slots there are; then bob's priority-5 job
+  // arrives with `free` slots left, and finds no victim.
+  const auto expect_no_victim = [](const SchedulerOptions& options, const QueuedJob& low, int free,
+                                   const char* first = nullptr) {
+    Scheduler s(options);
+    Ids_ running;
+    if (first) {
+      s.Enqueue(Job(first, "bob", 0, 5));
+      running.push_back(first);
+    }
     s.Enqueue(low);
-    ASSERT_EQ(Ids(s.Take(1, 0)), (Ids_{"low"}));
+    running.push_back(low.id);
+    ASSERT_EQ(Ids(s.Take(static_cast<int>(running.size()), 0)), running);
     s.Enqueue(Job("high", "bob", 2, 5));
-    EXPECT_TRUE(s.ChooseVictims(0).empty());
-  }
-  {
-    SchedulerOptions off = o;
-    off.preemption = false;
-    Scheduler s(off);
-    s.Enqueue(Job("low", "alice", 1));
-    ASSERT_EQ(Ids(s.Take(1, 0)), (Ids_{"low"}));
-    s.Enqueue(Job("high", "bob", 2, 5));
-    EXPECT_TRUE(s.ChooseVictims(0).empty());
-  }
-  {
-    // A job held by its owner's running quota preempts nobody.
-    SchedulerOptions q = o;
-    q.quotas["bob"].running_slots = 1;
-    Scheduler s(q);
-    s.Enqueue(Job("b-run", "bob", 0, 5));
-    s.Enqueue(Job("low", "alice", 1));
-    ASSERT_EQ(Ids(s.Take(2, 0)), (Ids_{"b-run", "low"}));
-    s.Enqueue(Job("high", "bob", 2, 5));
-    EXPECT_TRUE(s.ChooseVictims(0).empty());
-  }
+    EXPECT_TRUE(s.ChooseVictims(free).empty());
+  };
+  expect_no_victim(o, Job("low", "alice", 1), 1);  // a free slot is enough
+  QueuedJob unpreemptible = Job("low", "alice", 1);
+  unpreemptible.preemptible = false;  // e.g. it writes no checkpoints
+  expect_no_victim(o, unpreemptible, 0);
+  SchedulerOptions off = o;
+  off.preemption = false;
+  expect_no_victim(off, Job("low", "alice", 1), 0);
+  // A job held by its owner's running quota preempts nobody.
+  SchedulerOptions q = o;
+  q.quotas["bob"].running_slots = 1;
+  expect_no_victim(q, Job("low", "alice", 1), 0, "b-run");
 }
 
 TEST(SchedulerPreemptionTest, ARunStillWaitingInAClustersQueueIsNoVictim) {

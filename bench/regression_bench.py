@@ -3,6 +3,7 @@
 split.
 
     /usr/bin/python3 bench/regression_bench.py build/daemon/trainingd [--steps 2000] [--seeds 1,2,3]
+        [--huber] [--linear] [--early-stopping]
 
 The tables: scikit-learn's bundled diabetes (442 x 10 numbers; Debian's python3-sklearn), and
 three of Debian's r-cran-cardata (the R package carData, exported to CSV with Rscript, blanks for
@@ -44,6 +45,9 @@ from sklearn.pipeline import make_pipeline
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from experiments_bench import Daemon, wait_job  # noqa: E402
 from tables_bench import mixed_columns, upload, write_cells  # noqa: E402
+
+# Each uploaded dataset's training rows, for --early-stopping's epochs.
+TRAIN_ROWS = {}
 
 # carData's tables: (name, target column).
 R_TABLES = [("SLID", "wages"), ("Salaries", "salary"), ("Prestige", "prestige")]
@@ -87,13 +91,25 @@ def baselines(header, train, ytr, test, yte):
     return out
 
 
-def trainingd_rmse(d, dataset, steps, seed, loss, model="mlp"):
-    job = d.call("POST", "/api/v1/jobs", {
-        "name": "%s-%s-%s-%d" % (dataset, model, loss, seed), "dataset": dataset, "model": model,
+def trainingd_rmse(d, dataset, steps, seed, loss, model="mlp", stop_early_on=0):
+    """The test RMSE of one run. stop_early_on > 0: that many of the training rows are the
+    validation split, evaluated every epoch; the run stops after 10 evaluations without a lower
+    validation RMSE and ends on the best checkpoint (early_stopping.restore_best)."""
+    spec = {
+        "name": "%s-%s-%s-%d%s" % (dataset, model, loss, seed, "-es" if stop_early_on else ""),
+        "dataset": dataset, "model": model,
         "task": "regression", "loss": loss, "seed": seed, "batch_size": 32, "max_steps": steps,
         "optimizer": {"type": "adam", "learning_rate": 1e-3},
         "hooks": {"checkpoint": {"every_steps": steps}, "logging": {"every_n_iter": steps},
-                  "final_eval": {"split": "test"}}})
+                  "final_eval": {"split": "test"}}}
+    if stop_early_on:
+        spec["dataset"] = {"name": dataset, "validation_size": stop_early_on}
+        epoch = -(-(TRAIN_ROWS[dataset] - stop_early_on) // 32)
+        spec["hooks"]["checkpoint"] = {"every_steps": epoch, "max_to_keep": 2}
+        spec["hooks"]["evaluation"] = {"every_steps": epoch, "split": "validation"}
+        spec["hooks"]["early_stopping"] = {"monitor": "validation/rmse", "patience": 10,
+                                           "restore_best": True}
+    job = d.call("POST", "/api/v1/jobs", spec)
     t0 = time.monotonic()
     done, _ = wait_job(d, job["id"])
     took = time.monotonic() - t0
@@ -110,6 +126,9 @@ def main():
     p.add_argument("--huber", action="store_true", help="also loss huber, same recipe")
     p.add_argument("--linear", action="store_true",
                    help="also the softmax preset (one dense layer: linear regression), mse")
+    p.add_argument("--early-stopping", action="store_true",
+                   help="also the MLP (mse) with a fifth of the training rows as a validation "
+                        "split, early stopping and restore_best")
     a = p.parse_args()
     seeds = [int(s) for s in a.seeds.split(",")]
     with open("/proc/cpuinfo") as f:
@@ -127,16 +146,20 @@ def main():
                 write_cells(test, header, [cells[k] for k in te], [repr(float(v)) for v in y[te]])
                 ds = "r%d" % i
                 upload(d, ds, train, test)
+                TRAIN_ROWS[ds] = len(tr)
                 runs = [trainingd_rmse(d, ds, a.steps, s, "mse") for s in seeds]
                 huber = [trainingd_rmse(d, ds, a.steps, s, "huber")[0]
                          for s in seeds] if a.huber else None
                 linear = [trainingd_rmse(d, ds, a.steps, s, "mse", "softmax")[0]
                           for s in seeds] if a.linear else None
+                early = [trainingd_rmse(d, ds, a.steps, s, "mse", stop_early_on=len(tr) // 5)[0]
+                         for s in seeds] if a.early_stopping else None
                 base = baselines(header, [cells[k] for k in tr], y[tr], [cells[k] for k in te],
                                  y[te])
                 rows.append((name, len(y), len(header), len(te), [r[0] for r in runs],
-                             statistics.median(r[1] for r in runs), base, huber, linear))
-                print("%s: trainingd %s, sklearn %s" % (name, [r[0] for r in runs], base),
+                             statistics.median(r[1] for r in runs), base, huber, linear, early))
+                print("%s: trainingd %s, early stopping %s, sklearn %s"
+                      % (name, [r[0] for r in runs], early, base),
                       flush=True)
         finally:
             d.stop()
@@ -144,13 +167,14 @@ def main():
     print("| table | rows x columns | test rows | trainingd MLP (mse), median [min-max] | "
           "LinearRegression | RidgeCV | MLPRegressor | HistGradientBoosting | MLP / best |" +
           (" trainingd MLP (huber), median | huber / best |" if a.huber else "") +
-          (" trainingd linear (softmax preset), median | linear / best |" if a.linear else ""))
+          (" trainingd linear (softmax preset), median | linear / best |" if a.linear else "") +
+          (" MLP, early stopping, median | early / best |" if a.early_stopping else ""))
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if a.huber else "") +
-          ("---:|---:|" if a.linear else ""))
-    for name, n, cols, test_rows, rmses, took, base, huber, linear in rows:
+          ("---:|---:|" if a.linear else "") + ("---:|---:|" if a.early_stopping else ""))
+    for name, n, cols, test_rows, rmses, took, base, huber, linear, early in rows:
         med, best = statistics.median(rmses), min(base.values())
         extra = ""
-        for other in (huber, linear):
+        for other in (huber, linear, early):
             if other:
                 extra += " %.4g | %.3f |" % (statistics.median(other),
                                              statistics.median(other) / best)

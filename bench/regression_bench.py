@@ -44,10 +44,7 @@ from sklearn.pipeline import make_pipeline
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from experiments_bench import Daemon, wait_job  # noqa: E402
-from tables_bench import mixed_columns, upload, write_cells  # noqa: E402
-
-# Each uploaded dataset's training rows, for --early-stopping's epochs.
-TRAIN_ROWS = {}
+from tables_bench import mixed_columns, stop_early, upload, write_cells  # noqa: E402
 
 # carData's tables: (name, target column).
 R_TABLES = [("SLID", "wages"), ("Salaries", "salary"), ("Prestige", "prestige")]
@@ -91,24 +88,17 @@ def baselines(header, train, ytr, test, yte):
     return out
 
 
-def trainingd_rmse(d, dataset, steps, seed, loss, model="mlp", stop_early_on=0):
-    """The test RMSE of one run. stop_early_on > 0: that many of the training rows are the
-    validation split, evaluated every epoch; the run stops after 10 evaluations without a lower
-    validation RMSE and ends on the best checkpoint (early_stopping.restore_best)."""
+def trainingd_rmse(d, dataset, steps, seed, loss, model="mlp", train_rows=0):
+    """The test RMSE of one run; with train_rows > 0, with early stopping on validation/rmse
+    (tables_bench.stop_early)."""
     spec = {
-        "name": "%s-%s-%s-%d%s" % (dataset, model, loss, seed, "-es" if stop_early_on else ""),
-        "dataset": dataset, "model": model,
+        "name": "%s-%s-%s-%d" % (dataset, model, loss, seed), "dataset": dataset, "model": model,
         "task": "regression", "loss": loss, "seed": seed, "batch_size": 32, "max_steps": steps,
         "optimizer": {"type": "adam", "learning_rate": 1e-3},
         "hooks": {"checkpoint": {"every_steps": steps}, "logging": {"every_n_iter": steps},
                   "final_eval": {"split": "test"}}}
-    if stop_early_on:
-        spec["dataset"] = {"name": dataset, "validation_size": stop_early_on}
-        epoch = -(-(TRAIN_ROWS[dataset] - stop_early_on) // 32)
-        spec["hooks"]["checkpoint"] = {"every_steps": epoch, "max_to_keep": 2}
-        spec["hooks"]["evaluation"] = {"every_steps": epoch, "split": "validation"}
-        spec["hooks"]["early_stopping"] = {"monitor": "validation/rmse", "patience": 10,
-                                           "restore_best": True}
+    if train_rows:
+        stop_early(spec, train_rows, "validation/rmse")
     job = d.call("POST", "/api/v1/jobs", spec)
     t0 = time.monotonic()
     done, _ = wait_job(d, job["id"])
@@ -127,8 +117,7 @@ def main():
     p.add_argument("--linear", action="store_true",
                    help="also the softmax preset (one dense layer: linear regression), mse")
     p.add_argument("--early-stopping", action="store_true",
-                   help="also the MLP (mse) with a fifth of the training rows as a validation "
-                        "split, early stopping and restore_best")
+                   help="also the MLP (mse) with early stopping on validation/rmse (stop_early)")
     a = p.parse_args()
     seeds = [int(s) for s in a.seeds.split(",")]
     with open("/proc/cpuinfo") as f:
@@ -146,13 +135,12 @@ def main():
                 write_cells(test, header, [cells[k] for k in te], [repr(float(v)) for v in y[te]])
                 ds = "r%d" % i
                 upload(d, ds, train, test)
-                TRAIN_ROWS[ds] = len(tr)
                 runs = [trainingd_rmse(d, ds, a.steps, s, "mse") for s in seeds]
                 huber = [trainingd_rmse(d, ds, a.steps, s, "huber")[0]
                          for s in seeds] if a.huber else None
                 linear = [trainingd_rmse(d, ds, a.steps, s, "mse", "softmax")[0]
                           for s in seeds] if a.linear else None
-                early = [trainingd_rmse(d, ds, a.steps, s, "mse", stop_early_on=len(tr) // 5)[0]
+                early = [trainingd_rmse(d, ds, a.steps, s, "mse", train_rows=len(tr))[0]
                          for s in seeds] if a.early_stopping else None
                 base = baselines(header, [cells[k] for k in tr], y[tr], [cells[k] for k in te],
                                  y[te])

@@ -2,6 +2,7 @@
 """trainingd's MLP on real tables no one here wrote, beside scikit-learn on the same split.
 
     /usr/bin/python3 bench/tables_bench.py build/daemon/trainingd [--steps 2000] [--seeds 1,2,3]
+        [--softmax] [--categorical] [--early-stopping]
 
 The tables are scikit-learn's bundled data sets (Debian's python3-sklearn; nothing is
 downloaded): breast_cancer (569 x 30, 2 classes), wine (178 x 13, 3 classes), digits (1797 x 64,
@@ -174,14 +175,32 @@ def upload(d, name, train, test):
         return json.loads(r.read())
 
 
-def trainingd_accuracy(d, dataset, steps, seed, model="mlp"):
-    job = d.call("POST", "/api/v1/jobs", {
+def stop_early(spec, train_rows, monitor):
+    """`spec` with early stopping: a fifth of the `train_rows` training rows as the validation
+    split, evaluated every epoch; the run stops after 10 evaluations without improving `monitor`
+    and ends on the best checkpoint (early_stopping.restore_best)."""
+    held = train_rows // 5
+    epoch = -(-(train_rows - held) // spec["batch_size"])
+    spec["name"] += "-es"
+    spec["dataset"] = {"name": spec["dataset"], "validation_size": held}
+    spec["hooks"]["checkpoint"] = {"every_steps": epoch, "max_to_keep": 2}
+    spec["hooks"]["evaluation"] = {"every_steps": epoch, "split": "validation"}
+    spec["hooks"]["early_stopping"] = {"monitor": monitor, "patience": 10, "restore_best": True}
+    return spec
+
+
+def trainingd_accuracy(d, dataset, steps, seed, model="mlp", train_rows=0):
+    """The test accuracy of one run; with train_rows > 0, with early stopping (stop_early)."""
+    spec = {
         "name": "%s-%s-%d" % (dataset, model, seed), "dataset": dataset, "model": model,
         "seed": seed,
         "batch_size": 32, "max_steps": steps,
         "optimizer": {"type": "adam", "learning_rate": 1e-3},
         "hooks": {"checkpoint": {"every_steps": steps}, "logging": {"every_n_iter": steps},
-                  "final_eval": {"split": "test"}}})
+                  "final_eval": {"split": "test"}}}
+    if train_rows:
+        stop_early(spec, train_rows, "validation/loss")
+    job = d.call("POST", "/api/v1/jobs", spec)
     t0 = time.monotonic()
     done, _ = wait_job(d, job["id"])
     took = time.monotonic() - t0
@@ -211,6 +230,8 @@ def main():
                    help="also the softmax preset (logistic regression), same recipe")
     p.add_argument("--categorical", action="store_true",
                    help="carData's tables with categorical columns and blanks (r-cran-cardata)")
+    p.add_argument("--early-stopping", action="store_true",
+                   help="also the MLP with early stopping on validation/loss (stop_early)")
     a = p.parse_args()
     seeds = [int(s) for s in a.seeds.split(",")]
     with open("/proc/cpuinfo") as f:
@@ -229,6 +250,7 @@ def main():
                     write_cells(train, header, [cells[k] for k in tr], y[tr])
                     write_cells(test, header, [cells[k] for k in te], y[te])
                     x = np.empty((len(y), len(header)))
+                    train_rows = len(tr)
                 else:
                     name, x, y, missing = table
                     xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.25, stratify=y,
@@ -236,6 +258,7 @@ def main():
                     rng = np.random.default_rng(i)
                     write_csv(train, xtr, ytr, rng)
                     write_csv(test, xte, yte, rng)
+                    train_rows = len(ytr)
                 ds = "t%d" % i
                 upload(d, ds, train, test)
                 runs = [trainingd_accuracy(d, ds, a.steps, s) for s in seeds]
@@ -243,6 +266,8 @@ def main():
                 # The softmax preset (logistic regression), same recipe, when asked for.
                 soft = [trainingd_accuracy(d, ds, a.steps, s, "softmax")[0]
                         for s in seeds] if a.softmax else None
+                early = [trainingd_accuracy(d, ds, a.steps, s, train_rows=train_rows)[0]
+                         for s in seeds] if a.early_stopping else None
                 if a.categorical:
                     base = mixed_baselines(header, [cells[k] for k in tr], y[tr],
                                            [cells[k] for k in te], y[te])
@@ -251,21 +276,28 @@ def main():
                     base = baselines(xtr, ytr, xte, yte, missing)
                 best = max(base.values())
                 rows.append((name, x.shape, len(yte), accs, statistics.median(r[1] for r in runs),
-                             base, best, soft))
-                print("%s: trainingd %s, sklearn %s" % (name, accs, base), flush=True)
+                             base, best, soft, early))
+                print("%s: trainingd %s, early stopping %s, sklearn %s" % (name, accs, early, base),
+                      flush=True)
         finally:
             d.stop()
     print()
     print("| table | rows x features | test rows | trainingd MLP, median [min-max] | "
           "LogisticRegression | MLPClassifier | HistGradientBoosting | MLP - best |" +
-          (" trainingd softmax, median | softmax - best |" if a.softmax else ""))
-    print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if a.softmax else ""))
-    for name, shape, n, accs, took, base, best, soft in rows:
+          (" trainingd softmax, median | softmax - best |" if a.softmax else "") +
+          (" MLP, early stopping, median [min-max] | early - best |" if a.early_stopping else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if a.softmax else "") +
+          ("---:|---:|" if a.early_stopping else ""))
+    for name, shape, n, accs, took, base, best, soft, early in rows:
         med = statistics.median(accs)
         extra = ""
         if soft:
             extra = " %.4f | %+.1f pt |" % (statistics.median(soft),
                                             100 * (statistics.median(soft) - best))
+        if early:
+            extra += " %.4f [%.4f-%.4f] | %+.1f pt |" % (
+                statistics.median(early), min(early), max(early),
+                100 * (statistics.median(early) - best))
         print("| %s | %d x %d | %d | %.4f [%.4f-%.4f] (%.1f s a run) | %.4f | %.4f | %.4f | %+.1f pt |%s"
               % (name, shape[0], shape[1], n, med, min(accs), max(accs), took,
                  base["LogisticRegression"], base["MLPClassifier"],

@@ -61,6 +61,12 @@ inline uint32_t Larger(uint32_t a, uint32_t b) { return a < b ? b : a; }
 // xhat = (x - mean) / sqrt(var + epsilon), as Forward computes it and Backward again from the
 // layer's input: not kept, which saves a write of every activation and its memory.
 inline float Normalized(float x, float mean, float inv_std) { return (x - mean) * inv_std; }
+// y = gamma xhat + beta, one helper for Forward and for Backward's recomputed ReLU mask, so both
+// are the same float operations (no contraction into a fused multiply-add in one and not the
+// other) and so the same bits.
+inline float Scaled(float h, float gamma, float beta) { return gamma * h + beta; }
+// max(v, 0) with std::max's bits (NaN and -0 pass), as the relu layer computes it.
+inline float Relu(float v) { return v < 0.0f ? 0.0f : v; }
 // The bound a largest AbsBits stands for: INFINITY for a non-finite value.
 inline float BoundOfBits(uint32_t m) {
   return m >= 0x7F800000u ? INFINITY : std::bit_cast<float>(m);
@@ -144,10 +150,16 @@ void BatchNormLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
       scale[static_cast<size_t>(c)] = s;
       shift[static_cast<size_t>(c)] = beta[c] - moving_mean_.value[c] * s;
     }
+    const bool relu = relu_;
     ParallelFor(rows, 1024, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
+        if (relu) {
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c) y[r * C + c] = x[r * C + c] * scale[c] + shift[c];
+          for (int64_t c = 0; c < C; ++c) y[r * C + c] = Relu(x[r * C + c] * scale[c] + shift[c]);
+        } else {
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) y[r * C + c] = x[r * C + c] * scale[c] + shift[c];
+        }
       }
     });
     return;
@@ -204,12 +216,17 @@ void BatchNormLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   }
   const float* inv = inv_std_.data();
   const float* mu = mean_f_.data();
+  const bool relu = relu_;
   ParallelFor(rows, 1024, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
+      if (relu) {
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c) {
-        const float h = Normalized(x[r * C + c], mu[c], inv[c]);
-        y[r * C + c] = gamma[c] * h + beta[c];
+        for (int64_t c = 0; c < C; ++c)
+          y[r * C + c] = Relu(Scaled(Normalized(x[r * C + c], mu[c], inv[c]), gamma[c], beta[c]));
+      } else {
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c)
+          y[r * C + c] = Scaled(Normalized(x[r * C + c], mu[c], inv[c]), gamma[c], beta[c]);
       }
     }
   });
@@ -230,6 +247,10 @@ void BatchNormLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Ten
   const float* x = in.data();
   const float* mu = mean_f_.data();
   const float* inv = inv_std_.data();
+  const float* gamma = gamma_.value.data();
+  const float* beta = beta_.value.data();
+  // A fused ReLU (FuseRelu) passes dy where Forward's gamma xhat + beta > 0, recomputed here.
+  const bool relu = relu_;
   // The grids: a block's partial of dy or dy * xhat per channel is a sum of largest() * pixels
   // terms of at most max|dy| (times max|xhat|). One pass forms both maxima and both partials.
   std::vector<double> dbeta_parts, dgamma_parts;
@@ -246,14 +267,21 @@ void BatchNormLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Ten
         double* pg = dgamma_parts.data() + k * C;
         uint32_t* mdy = most.data() + 2 * k * C;
         uint32_t* mxh = mdy + C;
-        std::vector<float> row(static_cast<size_t>(C));
+        std::vector<float> row(static_cast<size_t>(2 * C));
         float* h = row.data();
+        float* passed = h + C;
         const int64_t r1 = blocks.end(static_cast<int>(k)) * pixels_;
         for (int64_t r = blocks.begin(static_cast<int>(k)) * pixels_; r < r1; ++r) {
           const float* g = dy + r * C;
           const float* xr = x + r * C;
 #pragma omp simd
           for (int64_t c = 0; c < C; ++c) h[c] = Normalized(xr[c], mu[c], inv[c]);
+          if (relu) {
+#pragma omp simd
+            for (int64_t c = 0; c < C; ++c)
+              passed[c] = Scaled(h[c], gamma[c], beta[c]) > 0.0f ? g[c] : 0.0f;
+            g = passed;
+          }
 #pragma omp simd
           for (int64_t c = 0; c < C; ++c) pb[c] += static_cast<double>(g[c]);
 #pragma omp simd
@@ -306,10 +334,20 @@ void BatchNormLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Ten
     const float nf = static_cast<float>(n);
     ParallelFor(rows, 1024, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
+        if (relu) {
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c) {
-          const int64_t i = r * C + c;
-          dx[i] = a[c] * (nf * dy[i] - sdy[c] - Normalized(x[i], mu[c], inv[c]) * sdyx[c]);
+          for (int64_t c = 0; c < C; ++c) {
+            const int64_t i = r * C + c;
+            const float h = Normalized(x[i], mu[c], inv[c]);
+            const float g = Scaled(h, gamma[c], beta[c]) > 0.0f ? dy[i] : 0.0f;
+            dx[i] = a[c] * (nf * g - sdy[c] - h * sdyx[c]);
+          }
+        } else {
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) {
+            const int64_t i = r * C + c;
+            dx[i] = a[c] * (nf * dy[i] - sdy[c] - Normalized(x[i], mu[c], inv[c]) * sdyx[c]);
+          }
         }
       }
     });

@@ -10,6 +10,7 @@
 // training arithmetics to measure at each batch size, in order ("float32,mixed_bfloat16,
 // float32,mixed_bfloat16" alternates them); a row names its own when it is not float32.
 // --bf16-kernels sets the kernels of mixed precision's products (gemm.h; the same bits whichever).
+// --fusion off runs every relu layer on its own (Model::set_fusion; the same bits either way).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -41,6 +42,7 @@ struct Args {
   // One per convolution, in order; the last one for the rest.
   std::vector<eng::ConvAlgorithm> conv = {eng::ConvAlgorithm::kAuto};
   std::vector<eng::Precision> precisions = {eng::Precision::kFloat32};
+  bool fusion = true;
 };
 
 std::vector<std::string> Split(const std::string& s) {
@@ -56,13 +58,13 @@ std::vector<std::string> Split(const std::string& s) {
 }
 
 [[noreturn]] void Usage(const char* msg) {
-  std::fprintf(
-      stderr,
-      "engine_bench: %s\nusage: engine_bench [--models cnn,mlp,softmax,resnet20] "
-      "[--batches 50,100,256] [--threads 2] [--seconds 10] [--infer-batch 1000] "
-      "[--data DIR] [--profile] [--conv auto|im2col|winograd|direct[,...]] "
-      "[--precision float32|mixed_bfloat16[,...]] [--bf16-kernels instructions|fma|emulated]\n",
-      msg);
+  std::fprintf(stderr,
+               "engine_bench: %s\nusage: engine_bench [--models cnn,mlp,softmax,resnet20] "
+               "[--batches 50,100,256] [--threads 2] [--seconds 10] [--infer-batch 1000] "
+               "[--data DIR] [--profile] [--conv auto|im2col|winograd|direct[,...]] "
+               "[--precision float32|mixed_bfloat16[,...]] [--bf16-kernels "
+               "instructions|fma|emulated] [--fusion on|off]\n",
+               msg);
   std::exit(2);
 }
 
@@ -126,6 +128,10 @@ Args Parse(int argc, char** argv) {
           Usage("--bf16-kernels takes instructions, fma or emulated");
         }
         if (!in::SetGemmBf16Kernels(kernels)) Usage("this build has no such bfloat16 kernels");
+      } else if (flag == "--fusion") {
+        const std::string v = value();
+        if (v != "on" && v != "off") Usage("--fusion takes on or off");
+        a.fusion = v == "on";
       } else
         Usage(("unknown flag " + flag).c_str());
     } catch (const std::exception&) {
@@ -232,6 +238,7 @@ eng::Split CifarShapedSplit(int64_t n) {
 int main(int argc, char** argv) {
   const Args args = Parse(argc, argv);
   eng::SetComputeThreads(args.threads);
+  if (!args.fusion) std::fprintf(stderr, "fusion: off\n");
   std::fprintf(stderr, "gemm: %s kernels, bfloat16 on %s\n", eng::internal::GemmKernels(),
                eng::internal::Bf16KernelsName(eng::internal::GemmBf16Kernels()));
   auto data = eng::LoadMnistDirectory(args.data, {});
@@ -261,6 +268,7 @@ int main(int argc, char** argv) {
           return 1;
         }
         eng::Trainer& t = **trainer;
+        t.model().set_fusion(args.fusion);
         SetConvAlgorithm(t.model(), args.conv, batch == args.batches.front() && pi == 0);
         // Warm up: buffers allocated, caches and thread pools hot.
         const auto warm_until =

@@ -217,7 +217,7 @@ void CheckMergeGradients(MergeLayer& layer, std::vector<Tensor> in) {
   std::vector<Tensor> din(in.size());
   std::vector<Tensor*> dptrs;
   for (Tensor& t : din) dptrs.push_back(&t);
-  layer.BackwardInputs(ptrs, r, dptrs);
+  layer.BackwardInputs(ptrs, out, r, dptrs);
   const auto loss = [&] {
     Tensor o;
     layer.ForwardInputs(ptrs, o, Mode::kTrain);

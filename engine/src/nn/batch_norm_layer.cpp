@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "base/float_format.h"
 #include "nn/fixed_point.h"
@@ -61,6 +62,36 @@ inline uint32_t Larger(uint32_t a, uint32_t b) { return a < b ? b : a; }
 // xhat = (x - mean) / sqrt(var + epsilon), as Forward computes it and Backward again from the
 // layer's input: not kept, which saves a write of every activation and its memory.
 inline float Normalized(float x, float mean, float inv_std) { return (x - mean) * inv_std; }
+// y = gamma xhat + beta, one helper for Forward and for Backward's recomputed ReLU mask, so both
+// are the same float operations (no contraction into a fused multiply-add in one and not the
+// other) and so the same bits.
+inline float Scaled(float h, float gamma, float beta) { return gamma * h + beta; }
+// max(v, 0) with std::max's bits (NaN and -0 pass), as the relu layer computes it.
+inline float Relu(float v) { return v < 0.0f ? 0.0f : v; }
+// The gradient a fused ReLU passes to y = gamma h + beta: dy where y > 0 (recomputed from h as
+// Forward formed it, through Scaled), else 0; without kRelu, dy. dy is read either way: a load
+// under the condition did not vectorize.
+template <bool kRelu>
+inline float Passed(float dy, float h, float gamma, float beta) {
+  if constexpr (kRelu) {
+    // dy's bits and-ed with all ones or zeros: the select stays a vector operation in the
+    // loops that add into doubles (as `? dy : 0.0f` GCC 12 made them scalar, with a branch).
+    const uint32_t keep = 0u - static_cast<uint32_t>(Scaled(h, gamma, beta) > 0.0f);
+    return std::bit_cast<float>(std::bit_cast<uint32_t>(dy) & keep);
+  } else {
+    return dy;
+  }
+}
+// f(std::integral_constant<int64_t, C>) for the ResNets' channel counts (16, 32, 64), else
+// f(std::integral_constant<int64_t, 0>): a row loop over a known count compiles to straight
+// vector code, without the loop overhead that is much of a short row's time.
+template <typename F>
+void WithChannels(int64_t C, F&& f) {
+  if (C == 16) return f(std::integral_constant<int64_t, 16>{});
+  if (C == 32) return f(std::integral_constant<int64_t, 32>{});
+  if (C == 64) return f(std::integral_constant<int64_t, 64>{});
+  f(std::integral_constant<int64_t, 0>{});
+}
 // The bound a largest AbsBits stands for: INFINITY for a non-finite value.
 inline float BoundOfBits(uint32_t m) {
   return m >= 0x7F800000u ? INFINITY : std::bit_cast<float>(m);
@@ -144,10 +175,16 @@ void BatchNormLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
       scale[static_cast<size_t>(c)] = s;
       shift[static_cast<size_t>(c)] = beta[c] - moving_mean_.value[c] * s;
     }
+    const bool relu = relu_;
     ParallelFor(rows, 1024, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
+        if (relu) {
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c) y[r * C + c] = x[r * C + c] * scale[c] + shift[c];
+          for (int64_t c = 0; c < C; ++c) y[r * C + c] = Relu(x[r * C + c] * scale[c] + shift[c]);
+        } else {
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) y[r * C + c] = x[r * C + c] * scale[c] + shift[c];
+        }
       }
     });
     return;
@@ -160,16 +197,20 @@ void BatchNormLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   // partials and the bound their grid is fitted to at once.
   std::vector<double> parts;
   std::vector<uint32_t> most;
-  BlockPartialsAndBound(
-      b, pixels_, C,
-      [&](int64_t r, double* part, uint32_t* m) {
-        const float* xr = x + r * C;
+  WithChannels(C, [&](auto channels) {
+    constexpr int64_t kC = decltype(channels)::value;
+    const int64_t Cn = kC ? kC : C;
+    BlockPartialsAndBound(
+        b, pixels_, Cn,
+        [&](int64_t r, double* part, uint32_t* m) {
+          const float* xr = x + r * Cn;
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c) part[c] += static_cast<double>(xr[c]);
+          for (int64_t c = 0; c < Cn; ++c) part[c] += static_cast<double>(xr[c]);
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c) m[c] = Larger(m[c], AbsBits(xr[c]));
-      },
-      parts, most);
+          for (int64_t c = 0; c < Cn; ++c) m[c] = Larger(m[c], AbsBits(xr[c]));
+        },
+        parts, most);
+  });
   std::vector<float> bound(static_cast<size_t>(C));
   for (int64_t c = 0; c < C; ++c) bound[c] = BoundOfBits(most[c]);
   ExactChannelSums(b, bound, parts, mean_);
@@ -177,23 +218,27 @@ void BatchNormLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   const double* mu_d = mean_.data();
   // The squares' bound passes NaNs over, as std::max(bound, NaN) does (a NaN input already made
   // the mean's bound infinite).
-  BlockPartialsAndBound(
-      b, pixels_, C,
-      [&](int64_t r, double* part, float* m) {
-        const float* xr = x + r * C;
+  WithChannels(C, [&](auto channels) {
+    constexpr int64_t kC = decltype(channels)::value;
+    const int64_t Cn = kC ? kC : C;
+    BlockPartialsAndBound(
+        b, pixels_, Cn,
+        [&](int64_t r, double* part, float* m) {
+          const float* xr = x + r * Cn;
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c) {
-          const double d = xr[c] - mu_d[c];
-          part[c] += d * d;
-        }
+          for (int64_t c = 0; c < Cn; ++c) {
+            const double d = xr[c] - mu_d[c];
+            part[c] += d * d;
+          }
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c) {
-          const double d = xr[c] - mu_d[c];
-          const float q = static_cast<float>(d * d);
-          m[c] = m[c] < q ? q : m[c];
-        }
-      },
-      parts, bound);
+          for (int64_t c = 0; c < Cn; ++c) {
+            const double d = xr[c] - mu_d[c];
+            const float q = static_cast<float>(d * d);
+            m[c] = m[c] < q ? q : m[c];
+          }
+        },
+        parts, bound);
+  });
   ExactChannelSums(b, bound, parts, var_);
   for (double& v : var_) v /= n;
   inv_std_.resize(static_cast<size_t>(C));
@@ -204,14 +249,25 @@ void BatchNormLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   }
   const float* inv = inv_std_.data();
   const float* mu = mean_f_.data();
-  ParallelFor(rows, 1024, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
+  const bool relu = relu_;
+  WithChannels(C, [&](auto channels) {
+    constexpr int64_t kC = decltype(channels)::value;
+    const int64_t Cn = kC ? kC : C;
+    ParallelFor(rows, 1024, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x + r * Cn;
+        float* yr = y + r * Cn;
+        if (relu) {
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c) {
-        const float h = Normalized(x[r * C + c], mu[c], inv[c]);
-        y[r * C + c] = gamma[c] * h + beta[c];
+          for (int64_t c = 0; c < Cn; ++c)
+            yr[c] = Relu(Scaled(Normalized(xr[c], mu[c], inv[c]), gamma[c], beta[c]));
+        } else {
+#pragma omp simd
+          for (int64_t c = 0; c < Cn; ++c)
+            yr[c] = Scaled(Normalized(xr[c], mu[c], inv[c]), gamma[c], beta[c]);
+        }
       }
-    }
+    });
   });
   // Keras: moving = moving * momentum + batch * (1 - momentum).
   for (int64_t c = 0; c < C; ++c) {
@@ -230,6 +286,10 @@ void BatchNormLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Ten
   const float* x = in.data();
   const float* mu = mean_f_.data();
   const float* inv = inv_std_.data();
+  const float* gamma = gamma_.value.data();
+  const float* beta = beta_.value.data();
+  // A fused ReLU (FuseRelu) passes dy where Forward's gamma xhat + beta > 0, recomputed here.
+  const bool relu = relu_;
   // The grids: a block's partial of dy or dy * xhat per channel is a sum of largest() * pixels
   // terms of at most max|dy| (times max|xhat|). One pass forms both maxima and both partials.
   std::vector<double> dbeta_parts, dgamma_parts;
@@ -240,32 +300,57 @@ void BatchNormLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Ten
     dgamma_parts.assign(static_cast<size_t>(nb * C), 0.0);
     // Per block and channel the largest |dy| and |xhat| bits, for the whole-array maxima.
     std::vector<uint32_t> most(static_cast<size_t>(2 * nb * C), 0);
-    ParallelFor(nb, 2, [&](int64_t k0, int64_t k1) {
-      for (int64_t k = k0; k < k1; ++k) {
-        double* pb = dbeta_parts.data() + k * C;
-        double* pg = dgamma_parts.data() + k * C;
-        uint32_t* mdy = most.data() + 2 * k * C;
-        uint32_t* mxh = mdy + C;
-        std::vector<float> row(static_cast<size_t>(C));
-        float* h = row.data();
-        const int64_t r1 = blocks.end(static_cast<int>(k)) * pixels_;
-        for (int64_t r = blocks.begin(static_cast<int>(k)) * pixels_; r < r1; ++r) {
-          const float* g = dy + r * C;
-          const float* xr = x + r * C;
+    // One instance per kRelu, so each loop stays a plain vector loop (the masked dy is formed
+    // again in each loop), and per channel count (WithChannels; kC 0: any other, C). Either way
+    // each channel's operations are the same, in the same order.
+    const auto block_partials = [&](auto relu_tag, auto channels_tag) {
+      constexpr bool kRelu = decltype(relu_tag)::value;
+      constexpr int64_t kC = decltype(channels_tag)::value;
+      const int64_t Cn = kC ? kC : C;
+      ParallelFor(nb, 2, [&](int64_t k0, int64_t k1) {
+        for (int64_t k = k0; k < k1; ++k) {
+          double* pb = dbeta_parts.data() + k * Cn;
+          double* pg = dgamma_parts.data() + k * Cn;
+          uint32_t* mdy = most.data() + 2 * k * Cn;
+          uint32_t* mxh = mdy + Cn;
+          std::vector<float> row(static_cast<size_t>(2 * Cn));
+          float* h = row.data();
+          float* gr = h + Cn;
+          const int64_t r1 = blocks.end(static_cast<int>(k)) * pixels_;
+          for (int64_t r = blocks.begin(static_cast<int>(k)) * pixels_; r < r1; ++r) {
+            const float* g = dy + r * Cn;
+            const float* xr = x + r * Cn;
 #pragma omp simd
-          for (int64_t c = 0; c < C; ++c) h[c] = Normalized(xr[c], mu[c], inv[c]);
+            for (int64_t c = 0; c < Cn; ++c) h[c] = Normalized(xr[c], mu[c], inv[c]);
+            if constexpr (kRelu) {
+              // dy's row read in full into L1 first: GCC turns the masking below into loads
+              // under the mask, which wait for the mask and then for memory.
 #pragma omp simd
-          for (int64_t c = 0; c < C; ++c) pb[c] += static_cast<double>(g[c]);
+              for (int64_t c = 0; c < Cn; ++c) gr[c] = g[c];
+              g = gr;
+            }
 #pragma omp simd
-          for (int64_t c = 0; c < C; ++c)
-            pg[c] += static_cast<double>(g[c]) * static_cast<double>(h[c]);
+            for (int64_t c = 0; c < Cn; ++c)
+              pb[c] += static_cast<double>(Passed<kRelu>(g[c], h[c], gamma[c], beta[c]));
 #pragma omp simd
-          for (int64_t c = 0; c < C; ++c) mdy[c] = Larger(mdy[c], AbsBits(g[c]));
+            for (int64_t c = 0; c < Cn; ++c) {
+              pg[c] += static_cast<double>(Passed<kRelu>(g[c], h[c], gamma[c], beta[c])) *
+                       static_cast<double>(h[c]);
+            }
 #pragma omp simd
-          for (int64_t c = 0; c < C; ++c) mxh[c] = Larger(mxh[c], AbsBits(h[c]));
+            for (int64_t c = 0; c < Cn; ++c)
+              mdy[c] = Larger(mdy[c], AbsBits(Passed<kRelu>(g[c], h[c], gamma[c], beta[c])));
+#pragma omp simd
+            for (int64_t c = 0; c < Cn; ++c) mxh[c] = Larger(mxh[c], AbsBits(h[c]));
+          }
         }
-      }
-    });
+      });
+    };
+    if (relu) {
+      WithChannels(C, [&](auto channels) { block_partials(std::true_type{}, channels); });
+    } else {
+      WithChannels(C, [&](auto channels) { block_partials(std::false_type{}, channels); });
+    }
     uint32_t mdy = 0, mxh = 0;
     for (int64_t k = 0; k < nb; ++k)
       for (int64_t c = 0; c < C; ++c) {
@@ -304,15 +389,36 @@ void BatchNormLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Ten
     din->Resize(in.shape());
     float* dx = din->data();
     const float nf = static_cast<float>(n);
-    ParallelFor(rows, 1024, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
+    // Specialized as the partials above are; with a fused ReLU dy's row is read into L1 first.
+    const auto input_gradient = [&](auto relu_tag, auto channels_tag) {
+      constexpr bool kRelu = decltype(relu_tag)::value;
+      constexpr int64_t kC = decltype(channels_tag)::value;
+      const int64_t Cn = kC ? kC : C;
+      ParallelFor(rows, 1024, [&](int64_t r0, int64_t r1) {
+        std::vector<float> row(static_cast<size_t>(Cn));
+        float* gr = row.data();
+        for (int64_t r = r0; r < r1; ++r) {
+          const float* g = dy + r * Cn;
+          const float* xr = x + r * Cn;
+          float* dr = dx + r * Cn;
+          if constexpr (kRelu) {
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c) {
-          const int64_t i = r * C + c;
-          dx[i] = a[c] * (nf * dy[i] - sdy[c] - Normalized(x[i], mu[c], inv[c]) * sdyx[c]);
+            for (int64_t c = 0; c < Cn; ++c) gr[c] = g[c];
+            g = gr;
+          }
+#pragma omp simd
+          for (int64_t c = 0; c < Cn; ++c) {
+            const float h = Normalized(xr[c], mu[c], inv[c]);
+            dr[c] = a[c] * (nf * Passed<kRelu>(g[c], h, gamma[c], beta[c]) - sdy[c] - h * sdyx[c]);
+          }
         }
-      }
-    });
+      });
+    };
+    if (relu) {
+      WithChannels(C, [&](auto channels) { input_gradient(std::true_type{}, channels); });
+    } else {
+      WithChannels(C, [&](auto channels) { input_gradient(std::false_type{}, channels); });
+    }
   }
   if (blocks.whole()) FinishGradients(parameters());
 }

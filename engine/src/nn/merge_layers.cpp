@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "nn/activation_kernels.h"
 #include "trainingd/engine/base/parallel.h"
 
 namespace trainingd::engine {
@@ -15,10 +16,11 @@ void MergeLayer::Forward(const Tensor& in, Tensor& out, Mode mode) {
   ForwardInputs(std::span<const Tensor* const>(&one, 1), out, mode);
 }
 
-void MergeLayer::Backward(const Tensor& in, const Tensor& /*out*/, const Tensor& dout, Tensor* din,
+void MergeLayer::Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din,
                           GradientBlocks& /*blocks*/) {
   const Tensor* one = &in;
-  BackwardInputs(std::span<const Tensor* const>(&one, 1), dout, std::span<Tensor* const>(&din, 1));
+  BackwardInputs(std::span<const Tensor* const>(&one, 1), out, dout,
+                 std::span<Tensor* const>(&din, 1));
 }
 
 Result<Shape> AddLayer::ConfigureInputs(std::span<const Shape> inputs) {
@@ -36,6 +38,7 @@ Result<Shape> AddLayer::ConfigureInputs(std::span<const Shape> inputs) {
 void AddLayer::ForwardInputs(std::span<const Tensor* const> in, Tensor& out, Mode /*mode*/) {
   out.Resize(in[0]->shape());
   const int64_t n = out.size();
+  const bool relu = relu_;
   ParallelFor(n, 1 << 16, [&](int64_t begin, int64_t end) {
     float* y = out.data();
     std::memcpy(y + begin, in[0]->data() + begin, sizeof(float) * (end - begin));
@@ -44,16 +47,36 @@ void AddLayer::ForwardInputs(std::span<const Tensor* const> in, Tensor& out, Mod
 #pragma omp simd
       for (int64_t i = begin; i < end; ++i) y[i] += x[i];
     }
+    // The relu layer's kernel, on the chunk while it is in cache.
+    if (relu) internal::Relu(y + begin, y + begin, end - begin);
   });
 }
 
-void AddLayer::BackwardInputs(std::span<const Tensor* const> in, const Tensor& dout,
-                              std::span<Tensor* const> din) {
+void AddLayer::BackwardInputs(std::span<const Tensor* const> in, const Tensor& out,
+                              const Tensor& dout, std::span<Tensor* const> din) {
   for (size_t k = 0; k < in.size(); ++k) {
-    if (!din[k]) continue;
-    din[k]->Resize(in[k]->shape());
-    std::memcpy(din[k]->data(), dout.data(), sizeof(float) * dout.size());
+    if (din[k]) din[k]->Resize(in[k]->shape());
   }
+  // Each input's gradient is dout (masked by the fused ReLU's out > 0, the relu layer's kernel):
+  // the first is formed, the others copied from it, chunk by chunk while it is in cache.
+  const bool relu = relu_;
+  const float* y = out.data();
+  const float* g = dout.data();
+  ParallelFor(dout.size(), 1 << 16, [&](int64_t begin, int64_t end) {
+    const float* first = nullptr;
+    for (size_t k = 0; k < in.size(); ++k) {
+      if (!din[k]) continue;
+      float* d = din[k]->data() + begin;
+      if (first) {
+        std::memcpy(d, first, sizeof(float) * (end - begin));
+      } else if (relu) {
+        internal::ReluGrad(y + begin, g + begin, d, end - begin);
+      } else {
+        std::memcpy(d, g + begin, sizeof(float) * (end - begin));
+      }
+      if (!first) first = d;
+    }
+  });
 }
 
 Result<Shape> ConcatLayer::ConfigureInputs(std::span<const Shape> inputs) {
@@ -100,8 +123,8 @@ void ConcatLayer::ForwardInputs(std::span<const Tensor* const> in, Tensor& out, 
   });
 }
 
-void ConcatLayer::BackwardInputs(std::span<const Tensor* const> in, const Tensor& dout,
-                                 std::span<Tensor* const> din) {
+void ConcatLayer::BackwardInputs(std::span<const Tensor* const> in, const Tensor& /*out*/,
+                                 const Tensor& dout, std::span<Tensor* const> din) {
   const int64_t batch = in[0]->shape()[0];
   for (size_t k = 0; k < in.size(); ++k) {
     if (din[k]) din[k]->Resize(in[k]->shape());

@@ -177,6 +177,18 @@ Result<std::unique_ptr<Model>> Model::Configure(const ModelSpec& spec, const Sha
     m->needs_input_grad_.push_back(below);
     m->wants_grad_.push_back(below || m->layers_[i]->NumParameters() > 0);
   }
+  std::vector<int> consumers(m->layers_.size(), 0);
+  for (const auto& in : m->inputs_) {
+    for (const int j : in) consumers[static_cast<size_t>(std::max(j, 0))] += j >= 0;
+  }
+  for (size_t i = 0; i < m->layers_.size(); ++i) {
+    const int j = m->inputs_[i][0];
+    if (dynamic_cast<ReluLayer*>(m->layers_[i].get()) && j >= 0 &&
+        consumers[static_cast<size_t>(j)] == 1) {
+      m->relu_inputs_.push_back(i);
+    }
+  }
+  m->set_fusion(true);
   m->acts_.resize(m->layers_.size());
   m->grads_.resize(2);
   if (m->graph_) {
@@ -187,6 +199,28 @@ Result<std::unique_ptr<Model>> Model::Configure(const ModelSpec& spec, const Sha
     m->merge_grads_.resize(slots);
   }
   return m;
+}
+
+void Model::set_fusion(bool on) {
+  const size_t n = layers_.size();
+  fused_relu_.assign(n, 0);
+  relu_after_.assign(n, -1);
+  for (const size_t i : relu_inputs_) {
+    // A fused relu layer's output was a view of the layer below's: the relu layer writes its own.
+    if (i < acts_.size()) acts_[i] = Tensor();
+    const int j = inputs_[i][0];
+    if (layers_[static_cast<size_t>(j)]->FuseRelu(on) && on) {
+      fused_relu_[i] = 1;
+      relu_after_[static_cast<size_t>(j)] = static_cast<int>(i);
+    }
+  }
+  grad_slot_.assign(n, 0);
+  int slot = 0;
+  for (size_t i = n; i-- > 0;) {
+    if (fused_relu_[i]) continue;
+    grad_slot_[i] = slot;
+    slot ^= 1;
+  }
 }
 
 void Model::set_precision(Precision precision) {
@@ -209,6 +243,13 @@ const Tensor& Model::Forward(const Tensor& input, Mode mode) {
     const bool timed = forward_times_ || trace_;
     const auto t0 =
         timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (fused_relu_[i]) {
+      // The layer below applied it: the same floats.
+      const Tensor& below = acts_[static_cast<size_t>(inputs_[i][0])];
+      acts_[i] = Tensor::View(below.shape(), const_cast<float*>(below.data()));
+      x = &acts_[i];
+      continue;
+    }
     if (graph_) {
       ins.clear();
       for (const int j : inputs_[i]) ins.push_back(j < 0 ? &input : &acts_[static_cast<size_t>(j)]);
@@ -238,9 +279,10 @@ void Model::Backward(const Tensor& dlogits, GradientBlocks& blocks) {
   if (graph_) return BackwardGraph(dlogits, blocks);
   const Tensor* dy = &dlogits;
   for (size_t i = layers_.size(); i-- > 0;) {
+    if (fused_relu_[i]) continue;  // the layer below takes its output gradient and masks it
     if (!needs_input_grad_[i] && layers_[i]->parameters().empty()) break;  // nothing left to do
     const Tensor& in = i == 0 ? *input_ : acts_[i - 1];
-    Tensor* dx = needs_input_grad_[i] ? &grads_[i % 2] : nullptr;
+    Tensor* dx = needs_input_grad_[i] ? &grads_[static_cast<size_t>(grad_slot_[i])] : nullptr;
     const bool timed = backward_times_ || trace_;
     const auto t0 =
         timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
@@ -260,10 +302,13 @@ void Model::BackwardGraph(const Tensor& dlogits, GradientBlocks& blocks) {
   std::vector<Tensor*> dins;
   std::vector<int> added;  // input slots whose gradient went to merge_grads_, to be added
   for (size_t i = layers_.size(); i-- > 0;) {
-    const bool last = i + 1 == layers_.size();
-    if (!last && !has_grad_[i]) continue;  // nothing below needs this layer's gradient
+    if (fused_relu_[i]) continue;  // the layer below takes its output gradient and masks it
+    // Whose output gradient layer i takes: its own, or its fused relu layer's.
+    const size_t o = relu_after_[i] < 0 ? i : static_cast<size_t>(relu_after_[i]);
+    const bool last = o + 1 == layers_.size();
+    if (!last && !has_grad_[o]) continue;  // nothing below needs this layer's gradient
     if (!needs_input_grad_[i] && layers_[i]->parameters().empty()) continue;
-    const Tensor* dy = last ? &dlogits : &out_grads_[i];
+    const Tensor* dy = last ? &dlogits : &out_grads_[o];
     ins.clear();
     dins.clear();
     added.clear();
@@ -284,7 +329,7 @@ void Model::BackwardGraph(const Tensor& dlogits, GradientBlocks& blocks) {
     const auto t0 =
         timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (auto* merge = dynamic_cast<MergeLayer*>(layers_[i].get())) {
-      merge->BackwardInputs(ins, *dy, dins);
+      merge->BackwardInputs(ins, acts_[i], *dy, dins);
     } else {
       layers_[i]->Backward(*ins[0], acts_[i], *dy, dins[0], blocks);
     }
@@ -358,17 +403,18 @@ std::vector<ModelMemory> Model::LayerMemoryUse(int64_t train_batch, int64_t eval
     // value, gradient and the gradient's exact sum
     m.parameters = SatMul(2 * f + 8, l.NumParameters());
     // Tensors of 2 MiB and more take whole huge pages (BufferBytes).
-    m.activations = l.OutputViewsInput()
+    m.activations = l.OutputViewsInput() || fused_relu_[i]
                         ? 0
                         : BufferBytes(SatMul(SatMul(f, widest), shapes_[i].num_elements()));
     m.scratch = std::max(l.ScratchBytes(train_batch, Mode::kTrain, threads),
                          eval_batch > 0 ? l.ScratchBytes(eval_batch, Mode::kEval, threads) : 0);
-    if (needs_input_grad_[i]) {
+    if (needs_input_grad_[i] && !fused_relu_[i]) {
       const Shape& in = i == 0 ? input_shape_ : shapes_[i - 1];
       const int64_t bytes = BufferBytes(SatMul(SatMul(f, train_batch), in.num_elements()));
-      if (bytes > largest[i % 2]) {
-        largest[i % 2] = bytes;
-        owner[i % 2] = i;
+      const size_t s = static_cast<size_t>(grad_slot_[i]);
+      if (bytes > largest[s]) {
+        largest[s] = bytes;
+        owner[s] = i;
       }
     }
   }
@@ -379,10 +425,11 @@ std::vector<ModelMemory> Model::LayerMemoryUse(int64_t train_batch, int64_t eval
     std::vector<size_t> slot_owner(merge_grads_.size(), 0);
     for (size_t i = 0; i < layers_.size(); ++i) {
       out[i].gradients = 0;
-      if (wants_grad_[i] && i + 1 < layers_.size()) {
+      // A layer whose relu layer is fused takes that one's output gradient, and keeps none.
+      if (wants_grad_[i] && i + 1 < layers_.size() && relu_after_[i] < 0) {
         out[i].gradients = BufferBytes(SatMul(SatMul(f, train_batch), shapes_[i].num_elements()));
       }
-      for (size_t k = 0; k < inputs_[i].size(); ++k) {
+      for (size_t k = 0; k < inputs_[i].size() && !fused_relu_[i]; ++k) {
         const int j = inputs_[i][k];
         if (j < 0 || !wants_grad_[static_cast<size_t>(j)]) continue;
         const int64_t bytes = BufferBytes(

@@ -42,6 +42,13 @@ class BatchNormLayer final : public Layer {
   std::vector<Parameter*> variables() override { return {&moving_mean_, &moving_variance_}; }
   void set_step_blocks(GradientBlocks* blocks) override { step_ = blocks; }
   int64_t ForwardFlopsPerExample() const override { return 4 * pixels_ * channels_; }
+  // Batch norm and the ReLU after it in one pass each way: the ReLU applied as each output is
+  // written, and its mask recomputed in Backward from the layer's input (y = gamma xhat + beta,
+  // the same float operations as Forward's, so the same bits) rather than read.
+  bool FuseRelu(bool fuse) override {
+    relu_ = fuse;
+    return true;
+  }
 
   float momentum() const { return momentum_; }
   float epsilon() const { return epsilon_; }
@@ -58,6 +65,7 @@ class BatchNormLayer final : public Layer {
   Parameter gamma_, beta_;
   Parameter moving_mean_, moving_variance_;  // value only
   GradientBlocks* step_ = nullptr;
+  bool relu_ = false;  // FuseRelu
   // The latest training forward pass: its mean and 1/sqrt(var + epsilon) in float, from which
   // Backward recomputes xhat = (x - mean) / sqrt(var + epsilon) bit for bit.
   Mode last_mode_ = Mode::kEval;

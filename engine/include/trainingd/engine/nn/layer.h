@@ -109,6 +109,16 @@ class Layer {
   // written (layer tests). Gives parameters without a sum buffer their own.
   void Backward(const Tensor& in, const Tensor& out, const Tensor& dout, Tensor* din);
 
+  // Fusion (Model::set_fusion), asked by the model when a relu layer takes this layer's output
+  // and no other layer does. With `fuse` and a true answer, from the next Forward on the layer
+  // applies that ReLU itself, in the same pass, and the model runs no relu layer (its output is
+  // a view of this one's): Forward's `out` is then max(f(in), 0), with the relu layer's bits;
+  // Backward's `out` is that, and its `dout` is dLoss/d(the ReLU's output), which the layer
+  // passes only where f(in) > 0 (out > 0), as the relu layer's backward pass would. Nothing else
+  // changes: the model, its parameters, checkpoints and export still have the relu layer.
+  // `fuse` false undoes it. Returns whether the layer can fuse (the default: no).
+  virtual bool FuseRelu(bool /*fuse*/) { return false; }
+
   virtual std::vector<Parameter*> parameters() { return {}; }
   // Variables that are not trained but saved and restored with the parameters (batch norm's
   // moving statistics): name and value only, no gradient or sum.

@@ -18,9 +18,10 @@ class MergeLayer : public Layer {
   // the output shape, as Layer::Configure.
   virtual Result<Shape> ConfigureInputs(std::span<const Shape> inputs) = 0;
   virtual void ForwardInputs(std::span<const Tensor* const> in, Tensor& out, Mode mode) = 0;
-  // Writes dLoss/d(input k) into din[k], for each k whose din[k] is not null.
-  virtual void BackwardInputs(std::span<const Tensor* const> in, const Tensor& dout,
-                              std::span<Tensor* const> din) = 0;
+  // Writes dLoss/d(input k) into din[k], for each k whose din[k] is not null; `out` is the
+  // latest Forward's output.
+  virtual void BackwardInputs(std::span<const Tensor* const> in, const Tensor& out,
+                              const Tensor& dout, std::span<Tensor* const> din) = 0;
 
   Result<Shape> Configure(const Shape& input) final;
   void Forward(const Tensor& in, Tensor& out, Mode mode) final;
@@ -39,12 +40,20 @@ class AddLayer final : public MergeLayer {
   const char* type() const override { return "add"; }
   Result<Shape> ConfigureInputs(std::span<const Shape> inputs) override;
   void ForwardInputs(std::span<const Tensor* const> in, Tensor& out, Mode mode) override;
-  void BackwardInputs(std::span<const Tensor* const> in, const Tensor& dout,
+  void BackwardInputs(std::span<const Tensor* const> in, const Tensor& out, const Tensor& dout,
                       std::span<Tensor* const> din) override;
   int64_t ForwardFlopsPerExample() const override { return flops_; }
+  // The residual block's add and ReLU in one pass each way: the ReLU applied to each chunk of
+  // the sum while it is in cache, and the gradient masked by out > 0 as it is copied to the
+  // inputs.
+  bool FuseRelu(bool fuse) override {
+    relu_ = fuse;
+    return true;
+  }
 
  private:
   int64_t flops_ = 0;
+  bool relu_ = false;  // FuseRelu
 };
 
 // The inputs joined along their last axis (the channels of [H, W, C], the features of [F]), in
@@ -55,7 +64,7 @@ class ConcatLayer final : public MergeLayer {
   const char* type() const override { return "concat"; }
   Result<Shape> ConfigureInputs(std::span<const Shape> inputs) override;
   void ForwardInputs(std::span<const Tensor* const> in, Tensor& out, Mode mode) override;
-  void BackwardInputs(std::span<const Tensor* const> in, const Tensor& dout,
+  void BackwardInputs(std::span<const Tensor* const> in, const Tensor& out, const Tensor& dout,
                       std::span<Tensor* const> din) override;
 
  private:

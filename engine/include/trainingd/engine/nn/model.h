@@ -99,6 +99,13 @@ class Model {
   // is less than what they held (12 bytes per parameter): MemoryUse stays an upper bound. kEval
   // Forward gives the same bits; Backward must not run after it, so training never calls it.
   void PrepareForInference();
+  // Whether a relu layer is run by the layer below it (Layer::FuseRelu: batch norm and add apply
+  // it in their own passes, forward and backward) where a relu layer is the only one taking that
+  // layer's output. On from Build; off runs every relu layer on its own. The results are the same
+  // bits either way (ModelFusionTest); only the time and the memory change. Between steps only.
+  void set_fusion(bool on);
+  // Layer i is a relu layer that the layer below it runs (set_fusion).
+  bool relu_fused(size_t i) const { return fused_relu_[i] != 0; }
   // For each layer, the layers whose outputs it takes, in input order (-1: the model's input);
   // {i - 1} for every layer i of a sequential stack.
   const std::vector<std::vector<int>>& layer_inputs() const { return inputs_; }
@@ -146,6 +153,15 @@ class Model {
   // j's output gradient is needed.
   std::vector<bool> needs_input_grad_;
   std::vector<bool> wants_grad_;
+  // Fusion (set_fusion): relu_inputs_ holds the relu layers that alone take their input layer's
+  // output; fused_relu_[i], relu layer i runs in its input layer; relu_after_[j], the fused relu
+  // layer on j's output (-1: none), whose output gradient j's Backward takes. A stack's Backward
+  // passes gradients down in two buffers, grad_slot_[i] the one layer i writes (a fused relu
+  // takes no turn).
+  std::vector<size_t> relu_inputs_;
+  std::vector<char> fused_relu_;
+  std::vector<int> relu_after_;
+  std::vector<int> grad_slot_;
   const Tensor* input_ = nullptr;
   StepTrace* trace_ = nullptr;
   std::vector<Tensor> acts_;   // acts_[i] = output of layer i

@@ -44,11 +44,13 @@ Result<DatasetUploadOptions> UploadOptions(const QueryParams& query) {
   for (const auto& [key, value] : query) {
     if (key != "name" && key != "format" && key != "label_column" && key != "test_fraction" &&
         key != "split_seed" && key != "normalize" && key != "categorical" && key != "number" &&
-        key != "ignore" && key != "missing_values" && key != "impute" && key != "max_levels") {
+        key != "ignore" && key != "missing_values" && key != "impute" && key != "max_levels" &&
+        key != "missing_indicator") {
       return Status::InvalidArgument(key.substr(0, 64) +
                                      ": unknown parameter; known: name, format, label_column, "
                                      "test_fraction, split_seed, normalize, categorical, number, "
-                                     "ignore, missing_values, impute, max_levels");
+                                     "ignore, missing_values, impute, max_levels, "
+                                     "missing_indicator");
     }
   }
   DatasetUploadOptions o;
@@ -79,6 +81,7 @@ Result<DatasetUploadOptions> UploadOptions(const QueryParams& query) {
   list("number", &o.columns.number);
   list("ignore", &o.columns.ignore);
   list("missing_values", &o.columns.missing_values);
+  list("missing_indicator", &o.columns.missing_indicator);
   if (auto text = QueryValue(query, "impute")) {
     const auto impute = engine::ImputeNamed(*text);
     if (!impute) {

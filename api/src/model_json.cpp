@@ -54,11 +54,11 @@ Status ReadFloats(const json& root, const char* key, std::vector<float>* out) {
 }
 
 Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
-  TRAININGD_RETURN_IF_ERROR(
-      CheckObject(root, "",
-                  {"version", "example_shape", "num_classes", "class_names", "preprocessing",
-                   "feature_mean", "feature_std", "feature_names", "feature_impute", "categorical",
-                   "missing_values", "task", "target_mean", "target_std", "dataset", "model"}));
+  TRAININGD_RETURN_IF_ERROR(CheckObject(
+      root, "",
+      {"version", "example_shape", "num_classes", "class_names", "preprocessing", "feature_mean",
+       "feature_std", "feature_names", "feature_impute", "missing_indicators", "categorical",
+       "missing_values", "task", "target_mean", "target_std", "dataset", "model"}));
   for (const char* key : {"version", "example_shape", "num_classes", "class_names", "preprocessing",
                           "dataset", "model"}) {
     TRAININGD_RETURN_IF_ERROR(Require(root, "", key));
@@ -92,6 +92,7 @@ Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
   TRAININGD_RETURN_IF_ERROR(ReadFloats(root, "feature_std", &in->feature_std));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "feature_names", &in->feature_names));
   TRAININGD_RETURN_IF_ERROR(ReadFloats(root, "feature_impute", &in->feature_impute));
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "missing_indicators", &in->missing_indicators));
   if (const auto it = root.find("categorical"); it != root.end()) {
     if (!it->is_array()) {
       return Bad("categorical", std::string("must be an array, got ") + TypeName(*it));
@@ -158,6 +159,7 @@ std::string ModelInputToJson(const engine::ModelInput& in) {
   }
   if (!in.feature_names.empty()) root["feature_names"] = in.feature_names;
   if (!in.feature_impute.empty()) root["feature_impute"] = FloatArray(in.feature_impute);
+  if (!in.missing_indicators.empty()) root["missing_indicators"] = in.missing_indicators;
   if (!in.categorical.empty()) {
     json categorical = json::array();
     for (const engine::CategoricalFeature& f : in.categorical) {

@@ -22,6 +22,7 @@ json ColumnOptionsToJson(const engine::TableColumnOptions& o) {
   if (o.missing_values != defaults.missing_values) v["missing_values"] = o.missing_values;
   if (o.impute != defaults.impute) v["impute"] = engine::ImputeName(o.impute);
   if (o.max_levels != defaults.max_levels) v["max_levels"] = o.max_levels;
+  if (!o.missing_indicator.empty()) v["missing_indicator"] = o.missing_indicator;
   return v;
 }
 
@@ -30,12 +31,14 @@ engine::Status ColumnOptionsFromJson(const json& v, const std::string& path,
   if (!v.is_object()) {
     return sj::Bad(path, std::string("must be an object, got ") + sj::TypeName(v));
   }
-  TRAININGD_RETURN_IF_ERROR(sj::CheckObject(
-      v, path, {"categorical", "number", "ignore", "missing_values", "impute", "max_levels"}));
+  TRAININGD_RETURN_IF_ERROR(sj::CheckObject(v, path,
+                                            {"categorical", "number", "ignore", "missing_values",
+                                             "impute", "max_levels", "missing_indicator"}));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "categorical", &out->categorical));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "number", &out->number));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "ignore", &out->ignore));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "missing_values", &out->missing_values));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "missing_indicator", &out->missing_indicator));
   std::string impute = engine::ImputeName(out->impute);
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "impute", &impute));
   const auto named = engine::ImputeNamed(impute);
@@ -72,6 +75,7 @@ json ColumnSummaryToJson(const engine::ColumnSummary& c, bool numbers) {
   }
   if (!c.dropped.empty()) v["dropped"] = c.dropped;
   if (!c.note.empty()) v["note"] = c.note;
+  if (c.missing_indicator) v["missing_indicator"] = true;
   return v;
 }
 
@@ -97,6 +101,7 @@ engine::ColumnSummary ColumnSummaryFromJson(const json& v) {
   }
   c.dropped = v.value("dropped", "");
   c.note = v.value("note", "");
+  c.missing_indicator = v.value("missing_indicator", false);
   return c;
 }
 

@@ -63,8 +63,17 @@ eng::ModelInput CategoricalInput() {
   return in;
 }
 
+// CategoricalInput with a "was missing" indicator for age: the model sees [age, age missing,
+// city, plan] (data.md#missing-indicators); callers still give [age, city, plan].
+eng::ModelInput IndicatorInput() {
+  eng::ModelInput in = CategoricalInput();
+  in.missing_indicators = {"age"};
+  return in;
+}
+
 TEST(ModelJsonTest, RoundTripsEveryField) {
-  for (const eng::ModelInput& in : {TableInput(), ImageInput(), CategoricalInput()}) {
+  for (const eng::ModelInput& in :
+       {TableInput(), ImageInput(), CategoricalInput(), IndicatorInput()}) {
     const std::string text = ModelInputToJson(in);
     auto back = ParseModelInput(text);
     ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;
@@ -114,6 +123,26 @@ TEST(ModelJsonTest, ErrorsNameTheField) {
   }
   EXPECT_FALSE(ParseModelInput("[1, 2]").ok());
   EXPECT_FALSE(ParseModelInput("{").ok());
+}
+
+// missing_indicators: written only when there are some (a model.json without them reads as
+// before), and each must name a number feature.
+TEST(ModelJsonTest, MissingIndicatorsNameNumberFeatures) {
+  const nlohmann::json plain = nlohmann::json::parse(ModelInputToJson(CategoricalInput()));
+  EXPECT_FALSE(plain.contains("missing_indicators"));
+  nlohmann::json doc = nlohmann::json::parse(ModelInputToJson(IndicatorInput()));
+  EXPECT_EQ(doc["missing_indicators"], nlohmann::json::array({"age"}));
+  EXPECT_EQ(doc["example_shape"], nlohmann::json::array({3}));  // the raw row
+  for (const auto& [value, field] :
+       {std::pair{nlohmann::json::array({"city"}), "missing_indicators[0]"},
+        {nlohmann::json::array({"age", "age"}), "missing_indicators[1]"},
+        {nlohmann::json("age"), "missing_indicators"}}) {
+    doc["missing_indicators"] = value;
+    FieldError error;
+    auto r = ParseModelInput(doc.dump(), &error);
+    ASSERT_FALSE(r.ok()) << value;
+    EXPECT_EQ(error.field, field) << error.message;
+  }
 }
 
 TEST(ModelJsonTest, WritesAndReadsTheCheckpointDirectorysFile) {

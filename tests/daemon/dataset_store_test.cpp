@@ -315,6 +315,48 @@ TEST_F(DatasetStoreTest, ACsvsColumnsAreTypedSummarizedAndGivenToItsJobs) {
   EXPECT_FALSE(store_->GetDataset("churn2").ok());
 }
 
+// A "was missing" indicator (data.md#missing-indicators): marked in the column summary, kept in
+// the record and the options handed to jobs; an option naming a column that is not a number
+// column, or none, is a 400 naming the option, nothing kept.
+TEST_F(DatasetStoreTest, MissingIndicatorsAreRecordedAndBadOnesRefused) {
+  api::DatasetUploadOptions o;
+  o.name = "blanks";
+  o.format = "csv";
+  o.columns.missing_indicator = {"*"};
+  std::string body = "age,size,city,label\n";
+  for (int i = 0; i < 40; ++i) {
+    body += (i % 5 == 0 ? std::string("NA") : std::to_string(20 + i)) + "," +
+            std::to_string(i % 7) + "," + (i % 2 ? "paris" : "") + "," + (i % 3 ? "a" : "b") +
+            "\n";
+  }
+  auto r = UploadWith(o, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->columns[0].missing_indicator);   // age has blanks
+  EXPECT_FALSE(r->columns[1].missing_indicator);  // size has none
+  EXPECT_FALSE(r->columns[2].missing_indicator);  // city is categorical
+  EXPECT_EQ(r->example_shape, (std::vector<int64_t>{4}));  // age, size, age missing, city
+  Open();
+  auto again = store_->GetDataset("blanks");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->columns, r->columns);
+  engine::DatasetSpec d;
+  d.name = "blanks";
+  ASSERT_TRUE(store_->ResolveJobDataset(&d).ok());
+  EXPECT_EQ(d.columns.missing_indicator, (std::vector<std::string>{"*"}));
+  for (const auto& [names, message] :
+       {std::pair<std::vector<std::string>, std::string>{
+            {"nope"}, "body: missing_indicator: bad1 has no column 'nope'"},
+        {{"city"}, "body: missing_indicator: column 'city' is categorical, not a number column"}}) {
+    o.name = "bad1";
+    o.columns.missing_indicator = names;
+    auto bad = UploadWith(o, body);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(bad.status().message().rfind(message, 0), 0u) << bad.status().message();
+    EXPECT_FALSE(store_->GetDataset("bad1").ok());
+  }
+}
+
 TEST_F(DatasetStoreTest, AJobsDatasetIsResolvedToTheExactUpload) {
   auto r = Upload("animals", Csv(), "standard");
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -197,6 +197,8 @@ def check_file(path, case, ckpt_dir, final_step, job_id):
     expect(recorded["class_names"] == case["class_names"], recorded)
     expect([c["name"] for c in recorded.get("categorical", [])] == case.get("categorical_names", []),
            recorded)
+    expect(recorded.get("missing_indicators", []) == case.get("missing_indicators", []),
+           recorded)
     expect(recorded.get("task", "classification") == case.get("task", "classification") and
            ("target_mean" in recorded) == regression, recorded)
 
@@ -280,6 +282,7 @@ TABLE = dict(dataset="table", shape=[5], categorical=2, categorical_names=["colo
              classes=3, class_names=["high", "low", "mid"], preprocessing="standard",
              test_examples=200)
 ENCODING_OPS = ["Gather", "LabelEncoder", "Gather"] * 2 + ["Concat"]
+INDICATOR_OPS = ["Gather", "IsNaN", "Cast", "Concat"]
 
 
 def cases(rgb_sha, table_sha):
@@ -307,12 +310,17 @@ def cases(rgb_sha, table_sha):
                         "model": "cnn", "optimizer": {"type": "adam", "learning_rate": 1e-3},
                         "batch_size": 50, "seed": 3}, "rgb-cnn", 30),
              first_ops=["Div", "Transpose", "Conv"]),
-        dict(TABLE, name="table-mlp", sha256=table_sha,
+        # With a "was missing" indicator for each number column with blanks (b and d): the
+        # graph computes them from the raw input (Gather, IsNaN, Cast) after the standardized
+        # numbers; serving_test.py uploads the table with ?missing_indicator=*.
+        dict(TABLE, name="table-mlp", sha256=table_sha, missing_indicators=["b", "d"],
              spec=tiny({"dataset": {"name": "table", "format": "csv", "sha256": table_sha,
-                                    "normalize": "standard"},
+                                    "normalize": "standard",
+                                    "columns": {"missing_indicator": ["*"]}},
                         "model": "mlp", "optimizer": {"type": "adam", "learning_rate": 1e-2},
                         "batch_size": 50, "seed": 5}, "table-mlp", 100),
-             first_ops=["IsNaN", "Where", "Sub", "Div"] + ENCODING_OPS + ["Gemm", "Relu"]),
+             first_ops=["IsNaN", "Where", "Sub", "Div"] + INDICATOR_OPS + ENCODING_OPS +
+             ["Gemm", "Relu"]),
     ]
 
 

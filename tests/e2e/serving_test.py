@@ -348,7 +348,8 @@ def main():
             "serving": {"max_batch": 256, "max_delay_ms": 2, "max_queue": 4096}})
         try:
             rgb = upload(d, "rgb", "npz", npz)
-            table = upload(d, "table", "csv", csv, "&normalize=standard")
+            # With "was missing" indicators, as onnx_export_test.py's table-mlp spec has them.
+            table = upload(d, "table", "csv", csv, "&normalize=standard&missing_indicator=*")
             # 600 distinct prices: too many to be classes, numbers for a regression job.
             prices = upload(d, "prices", "csv", prices_csv,
                             "&normalize=standard&label_column=price")

@@ -83,6 +83,42 @@ Status CsvColumns::Resolve(const std::vector<std::string>& names, size_t label,
       c.summary.typed_by_user = true;
     }
   }
+  return ResolveIndicators(names, label, options.missing_indicator, file);
+}
+
+Status CsvColumns::ResolveIndicators(const std::vector<std::string>& names, size_t label,
+                                     const std::vector<std::string>& wanted,
+                                     const std::string& file) {
+  indicator_all_ = false;
+  indicator_names_.clear();
+  for (const std::string& name : wanted) {
+    if (name == kEveryNumberColumn) {
+      if (wanted.size() != 1) {
+        return Status::InvalidArgument(std::string("missing_indicator: \"") + kEveryNumberColumn +
+                                       "\" (every number column) stands alone, without names");
+      }
+      indicator_all_ = true;
+      return Status::Ok();
+    }
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) {
+      std::string known;
+      for (size_t i = 0; i < names.size() && i < 20; ++i) {
+        known += (i ? ", " : "") + CsvQuote(names[i]);
+      }
+      if (names.size() > 20) known += ", ... (" + std::to_string(names.size()) + " in all)";
+      return Status::InvalidArgument("missing_indicator: " + file + " has no column " +
+                                     CsvQuote(name) + "; the columns are " + known);
+    }
+    if (static_cast<size_t>(it - names.begin()) == label) {
+      return Status::InvalidArgument("missing_indicator: " + CsvQuote(name) +
+                                     " is the label column (label_column)");
+    }
+    if (std::find(indicator_names_.begin(), indicator_names_.end(), name) ==
+        indicator_names_.end()) {
+      indicator_names_.push_back(name);
+    }
+  }
   return Status::Ok();
 }
 
@@ -119,9 +155,10 @@ Status CsvColumns::Scan(size_t i, std::string_view cell, const CsvReader& r) {
   return Status::Ok();
 }
 
-void CsvColumns::Decide() {
+Status CsvColumns::Decide() {
   features_.clear();
   categoricals_.clear();
+  indicators_.clear();
   for (size_t i = 0; i < columns_.size(); ++i) {
     ColumnSummary& s = columns_[i].summary;
     if (s.type == ColumnType::kLabel || s.type == ColumnType::kIgnored) continue;
@@ -134,6 +171,26 @@ void CsvColumns::Decide() {
     if (s.type == ColumnType::kNumber) features_.push_back(i);
     if (s.type == ColumnType::kCategorical) categoricals_.push_back(i);
   }
+  for (const std::string& name : indicator_names_) {
+    for (const Column& c : columns_) {
+      if (c.summary.name == name && c.summary.type != ColumnType::kNumber) {
+        return Status::InvalidArgument("missing_indicator: column " + CsvQuote(name) + " is " +
+                                       ColumnTypeName(c.summary.type) +
+                                       ", not a number column (an indicator is for numbers; a "
+                                       "categorical column has its own missing level)");
+      }
+    }
+  }
+  for (size_t f = 0; f < features_.size(); ++f) {
+    ColumnSummary& s = columns_[features_[f]].summary;
+    const bool named = indicator_all_ || std::find(indicator_names_.begin(), indicator_names_.end(),
+                                                   s.name) != indicator_names_.end();
+    if (named && s.missing > 0) {
+      s.missing_indicator = true;
+      indicators_.push_back(f);
+    }
+  }
+  return Status::Ok();
 }
 
 Status CsvColumns::ReadNumber(size_t i, std::string_view cell, const CsvReader& r, float* out) {

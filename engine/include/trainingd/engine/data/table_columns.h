@@ -41,6 +41,9 @@ inline constexpr int64_t kMaxMaxLevels = 1000000;
 // The most frequent levels a column summary lists.
 inline constexpr size_t kSummaryTopLevels = 10;
 
+// missing_indicator's word for every number column.
+inline constexpr const char* kEveryNumberColumn = "*";
+
 // The user's say over a table's columns (the upload's options, recorded with the dataset).
 struct TableColumnOptions {
   // Columns typed categorical whatever their values (a numeric code: a zip code, a store id).
@@ -54,6 +57,11 @@ struct TableColumnOptions {
   Impute impute = Impute::kMean;
   // The most levels a categorical column may have; more is an error naming the column.
   int64_t max_levels = kDefaultMaxLevels;
+  // The number columns that get a "was missing" indicator feature besides their imputed value
+  // (scikit-learn's SimpleImputer(add_indicator=True)): 1 where the cell is missing, else 0.
+  // Column names, or kEveryNumberColumn alone for every number column. A named column gets its
+  // indicator when it has a missing cell in the uploaded files (ColumnSummary::missing > 0).
+  std::vector<std::string> missing_indicator;
 
   friend bool operator==(const TableColumnOptions&, const TableColumnOptions&) = default;
 };
@@ -75,6 +83,10 @@ struct ColumnSummary {
   // A constant column stays a feature (its standardized value is 0); `note` says it is constant.
   std::string dropped;
   std::string note;
+  // kNumber: the column has a "was missing" indicator feature (TableColumnOptions::
+  // missing_indicator), which follows the number features in a row (Datasets::
+  // missing_indicators).
+  bool missing_indicator = false;
 
   friend bool operator==(const ColumnSummary&, const ColumnSummary&) = default;
 };

@@ -101,12 +101,16 @@ Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
       const json& f = (*it)[c];
       const std::string path = Index("categorical", c);
       if (!f.is_object()) return Bad(path, std::string("must be an object, got ") + TypeName(f));
-      TRAININGD_RETURN_IF_ERROR(CheckObject(f, path, {"name", "levels"}));
+      TRAININGD_RETURN_IF_ERROR(CheckObject(f, path, {"name", "levels", "hash_buckets"}));
       TRAININGD_RETURN_IF_ERROR(Require(f, path, "name"));
       TRAININGD_RETURN_IF_ERROR(Require(f, path, "levels"));
       engine::CategoricalFeature feature;
       TRAININGD_RETURN_IF_ERROR(Field(f, path, "name", &feature.name));
       TRAININGD_RETURN_IF_ERROR(Field(f, path, "levels", &feature.levels));
+      if (const auto h = f.find("hash_buckets"); h != f.end()) {
+        TRAININGD_RETURN_IF_ERROR(ReadInt(*h, path + ".hash_buckets", engine::kMinHashBuckets,
+                                          engine::kMaxHashBuckets, &feature.hash_buckets));
+      }
       in->categorical.push_back(std::move(feature));
     }
   }
@@ -163,7 +167,9 @@ std::string ModelInputToJson(const engine::ModelInput& in) {
   if (!in.categorical.empty()) {
     json categorical = json::array();
     for (const engine::CategoricalFeature& f : in.categorical) {
-      categorical.push_back({{"name", f.name}, {"levels", f.levels}});
+      json entry = {{"name", f.name}, {"levels", f.levels}};
+      if (f.hash_buckets > 0) entry["hash_buckets"] = f.hash_buckets;
+      categorical.push_back(std::move(entry));
     }
     root["categorical"] = std::move(categorical);
     root["missing_values"] = in.missing_values;

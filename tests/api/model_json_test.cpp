@@ -71,9 +71,16 @@ eng::ModelInput IndicatorInput() {
   return in;
 }
 
+// CategoricalInput with city hashed into 2 buckets: 4 codes, as its encoding has.
+eng::ModelInput HashedInput() {
+  eng::ModelInput in = CategoricalInput();
+  in.categorical[0].hash_buckets = 2;
+  return in;
+}
+
 TEST(ModelJsonTest, RoundTripsEveryField) {
   for (const eng::ModelInput& in :
-       {TableInput(), ImageInput(), CategoricalInput(), IndicatorInput()}) {
+       {TableInput(), ImageInput(), CategoricalInput(), IndicatorInput(), HashedInput()}) {
     const std::string text = ModelInputToJson(in);
     auto back = ParseModelInput(text);
     ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;
@@ -123,6 +130,21 @@ TEST(ModelJsonTest, ErrorsNameTheField) {
   }
   EXPECT_FALSE(ParseModelInput("[1, 2]").ok());
   EXPECT_FALSE(ParseModelInput("{").ok());
+}
+
+// A hashed column's buckets: written only for such a column, and in range.
+TEST(ModelJsonTest, HashBucketsAreInRange) {
+  const nlohmann::json plain = nlohmann::json::parse(ModelInputToJson(CategoricalInput()));
+  EXPECT_FALSE(plain["categorical"][0].contains("hash_buckets"));
+  nlohmann::json doc = nlohmann::json::parse(ModelInputToJson(HashedInput()));
+  EXPECT_EQ(doc["categorical"][0]["hash_buckets"], 2);
+  doc["categorical"][0]["hash_buckets"] = 1;
+  FieldError error;
+  EXPECT_FALSE(ParseModelInput(doc.dump(), &error).ok());
+  EXPECT_EQ(error.field, "categorical[0].hash_buckets") << error.message;
+  doc["categorical"][0]["hash_buckets"] = 3;  // 5 codes; the layer has 4
+  EXPECT_FALSE(ParseModelInput(doc.dump(), &error).ok());
+  EXPECT_EQ(error.field, "model.layers[0].category_codes[0]") << error.message;
 }
 
 // missing_indicators: written only when there are some (a model.json without them reads as

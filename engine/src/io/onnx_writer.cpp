@@ -274,9 +274,9 @@ std::string EncodeCategorical(GraphBuilder& g, const ModelInput& in,
         g.Node("Gather", col + "/value", {kCategoricalInput, col + "/index"}, std::move(pick));
     std::vector<std::string> keys = f.levels;
     std::vector<int64_t> codes;
-    for (size_t k = 0; k < f.levels.size(); ++k) {
-      codes.push_back(CategoricalFeature::kFirstLevel + static_cast<int64_t>(k));
-    }
+    // A hashed column's table: each level of the train split to its bucket's code (ONNX has no
+    // string hash; an unseen value takes the default, unknown).
+    for (size_t k = 0; k < f.levels.size(); ++k) codes.push_back(f.LevelCode(k));
     for (const std::string& missing : CategoricalMissingTexts(in.missing_values)) {
       keys.push_back(missing);
       codes.push_back(CategoricalFeature::kMissingLevel);

@@ -20,6 +20,12 @@ Status CheckCategorical(const ModelInput& input) {
       return Status::InvalidArgument(at + ".name: empty or named twice");
     }
     names.push_back(f.name);
+    if (f.hash_buckets != 0 &&
+        (f.hash_buckets < kMinHashBuckets || f.hash_buckets > kMaxHashBuckets)) {
+      return Status::InvalidArgument(
+          at + ".hash_buckets: must be 0 or in [" + std::to_string(kMinHashBuckets) + ", " +
+          std::to_string(kMaxHashBuckets) + "], got " + std::to_string(f.hash_buckets));
+    }
     for (size_t k = 0; k < f.levels.size(); ++k) {
       if (f.levels[k].empty() || (k > 0 && !(f.levels[k - 1] < f.levels[k]))) {
         return Status::InvalidArgument(at + ".levels[" + std::to_string(k) +

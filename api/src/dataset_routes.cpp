@@ -2,6 +2,7 @@
 // parameters read into DatasetUploadOptions and its body streamed to the DatasetService, and a
 // dataset's test examples. Router::Dispatch (router.cpp) matches the route and checks its access
 // before any of these runs.
+#include <algorithm>
 #include <charconv>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -44,11 +45,13 @@ Result<DatasetUploadOptions> UploadOptions(const QueryParams& query) {
   for (const auto& [key, value] : query) {
     if (key != "name" && key != "format" && key != "label_column" && key != "test_fraction" &&
         key != "split_seed" && key != "normalize" && key != "categorical" && key != "number" &&
-        key != "ignore" && key != "missing_values" && key != "impute" && key != "max_levels") {
+        key != "ignore" && key != "missing_values" && key != "impute" && key != "max_levels" &&
+        key != "missing_indicator" && key != "hash_buckets") {
       return Status::InvalidArgument(key.substr(0, 64) +
                                      ": unknown parameter; known: name, format, label_column, "
                                      "test_fraction, split_seed, normalize, categorical, number, "
-                                     "ignore, missing_values, impute, max_levels");
+                                     "ignore, missing_values, impute, max_levels, "
+                                     "missing_indicator, hash_buckets");
     }
   }
   DatasetUploadOptions o;
@@ -79,6 +82,7 @@ Result<DatasetUploadOptions> UploadOptions(const QueryParams& query) {
   list("number", &o.columns.number);
   list("ignore", &o.columns.ignore);
   list("missing_values", &o.columns.missing_values);
+  list("missing_indicator", &o.columns.missing_indicator);
   if (auto text = QueryValue(query, "impute")) {
     const auto impute = engine::ImputeNamed(*text);
     if (!impute) {
@@ -86,6 +90,29 @@ Result<DatasetUploadOptions> UploadOptions(const QueryParams& query) {
                                      text->substr(0, 64) + "\"");
     }
     o.columns.impute = *impute;
+  }
+  // hash_buckets=city:1024,zip:64: each a column and its buckets.
+  if (auto text = QueryValue(query, "hash_buckets")) {
+    for (const std::string& item : SplitCommas(*text)) {
+      const size_t colon = item.rfind(':');
+      int64_t n = 0;
+      const char* end = item.data() + item.size();
+      const auto [ptr, ec] = colon == std::string::npos
+                                 ? std::from_chars(end, end, n)
+                                 : std::from_chars(item.data() + colon + 1, end, n);
+      if (colon == std::string::npos || colon == 0 || ec != std::errc() || ptr != end ||
+          colon + 1 == item.size()) {
+        return Status::InvalidArgument("hash_buckets: each item must be COLUMN:N, got \"" +
+                                       item.substr(0, 64) + "\"");
+      }
+      if (n < engine::kMinHashBuckets || n > engine::kMaxHashBuckets) {
+        return Status::InvalidArgument(
+            "hash_buckets." + item.substr(0, std::min<size_t>(colon, 64)) + ": must be in [" +
+            std::to_string(engine::kMinHashBuckets) + ", " +
+            std::to_string(engine::kMaxHashBuckets) + "], got " + std::to_string(n));
+      }
+      o.columns.hash_buckets[item.substr(0, colon)] = n;
+    }
   }
   auto levels = IntParam(query, "max_levels", 1, engine::kMaxMaxLevels);
   if (!levels.ok()) return levels.status();

@@ -54,11 +54,11 @@ Status ReadFloats(const json& root, const char* key, std::vector<float>* out) {
 }
 
 Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
-  TRAININGD_RETURN_IF_ERROR(
-      CheckObject(root, "",
-                  {"version", "example_shape", "num_classes", "class_names", "preprocessing",
-                   "feature_mean", "feature_std", "feature_names", "feature_impute", "categorical",
-                   "missing_values", "task", "target_mean", "target_std", "dataset", "model"}));
+  TRAININGD_RETURN_IF_ERROR(CheckObject(
+      root, "",
+      {"version", "example_shape", "num_classes", "class_names", "preprocessing", "feature_mean",
+       "feature_std", "feature_names", "feature_impute", "missing_indicators", "categorical",
+       "missing_values", "task", "target_mean", "target_std", "dataset", "model"}));
   for (const char* key : {"version", "example_shape", "num_classes", "class_names", "preprocessing",
                           "dataset", "model"}) {
     TRAININGD_RETURN_IF_ERROR(Require(root, "", key));
@@ -92,6 +92,7 @@ Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
   TRAININGD_RETURN_IF_ERROR(ReadFloats(root, "feature_std", &in->feature_std));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "feature_names", &in->feature_names));
   TRAININGD_RETURN_IF_ERROR(ReadFloats(root, "feature_impute", &in->feature_impute));
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "missing_indicators", &in->missing_indicators));
   if (const auto it = root.find("categorical"); it != root.end()) {
     if (!it->is_array()) {
       return Bad("categorical", std::string("must be an array, got ") + TypeName(*it));
@@ -100,12 +101,16 @@ Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
       const json& f = (*it)[c];
       const std::string path = Index("categorical", c);
       if (!f.is_object()) return Bad(path, std::string("must be an object, got ") + TypeName(f));
-      TRAININGD_RETURN_IF_ERROR(CheckObject(f, path, {"name", "levels"}));
+      TRAININGD_RETURN_IF_ERROR(CheckObject(f, path, {"name", "levels", "hash_buckets"}));
       TRAININGD_RETURN_IF_ERROR(Require(f, path, "name"));
       TRAININGD_RETURN_IF_ERROR(Require(f, path, "levels"));
       engine::CategoricalFeature feature;
       TRAININGD_RETURN_IF_ERROR(Field(f, path, "name", &feature.name));
       TRAININGD_RETURN_IF_ERROR(Field(f, path, "levels", &feature.levels));
+      if (const auto h = f.find("hash_buckets"); h != f.end()) {
+        TRAININGD_RETURN_IF_ERROR(ReadInt(*h, path + ".hash_buckets", engine::kMinHashBuckets,
+                                          engine::kMaxHashBuckets, &feature.hash_buckets));
+      }
       in->categorical.push_back(std::move(feature));
     }
   }
@@ -158,10 +163,13 @@ std::string ModelInputToJson(const engine::ModelInput& in) {
   }
   if (!in.feature_names.empty()) root["feature_names"] = in.feature_names;
   if (!in.feature_impute.empty()) root["feature_impute"] = FloatArray(in.feature_impute);
+  if (!in.missing_indicators.empty()) root["missing_indicators"] = in.missing_indicators;
   if (!in.categorical.empty()) {
     json categorical = json::array();
     for (const engine::CategoricalFeature& f : in.categorical) {
-      categorical.push_back({{"name", f.name}, {"levels", f.levels}});
+      json entry = {{"name", f.name}, {"levels", f.levels}};
+      if (f.hash_buckets > 0) entry["hash_buckets"] = f.hash_buckets;
+      categorical.push_back(std::move(entry));
     }
     root["categorical"] = std::move(categorical);
     root["missing_values"] = in.missing_values;

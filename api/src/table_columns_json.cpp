@@ -22,6 +22,8 @@ json ColumnOptionsToJson(const engine::TableColumnOptions& o) {
   if (o.missing_values != defaults.missing_values) v["missing_values"] = o.missing_values;
   if (o.impute != defaults.impute) v["impute"] = engine::ImputeName(o.impute);
   if (o.max_levels != defaults.max_levels) v["max_levels"] = o.max_levels;
+  if (!o.missing_indicator.empty()) v["missing_indicator"] = o.missing_indicator;
+  if (!o.hash_buckets.empty()) v["hash_buckets"] = o.hash_buckets;
   return v;
 }
 
@@ -30,12 +32,15 @@ engine::Status ColumnOptionsFromJson(const json& v, const std::string& path,
   if (!v.is_object()) {
     return sj::Bad(path, std::string("must be an object, got ") + sj::TypeName(v));
   }
-  TRAININGD_RETURN_IF_ERROR(sj::CheckObject(
-      v, path, {"categorical", "number", "ignore", "missing_values", "impute", "max_levels"}));
+  TRAININGD_RETURN_IF_ERROR(
+      sj::CheckObject(v, path,
+                      {"categorical", "number", "ignore", "missing_values", "impute", "max_levels",
+                       "missing_indicator", "hash_buckets"}));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "categorical", &out->categorical));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "number", &out->number));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "ignore", &out->ignore));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "missing_values", &out->missing_values));
+  TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "missing_indicator", &out->missing_indicator));
   std::string impute = engine::ImputeName(out->impute);
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "impute", &impute));
   const auto named = engine::ImputeNamed(impute);
@@ -43,6 +48,20 @@ engine::Status ColumnOptionsFromJson(const json& v, const std::string& path,
     return sj::Bad(sj::Child(path, "impute"), "must be mean or median, got " + sj::Quote(impute));
   }
   out->impute = *named;
+  if (const auto it = v.find("hash_buckets"); it != v.end()) {
+    const std::string at = sj::Child(path, "hash_buckets");
+    if (!it->is_object()) {
+      return sj::Bad(at,
+                     std::string("must be an object of column: buckets, got ") + sj::TypeName(*it));
+    }
+    out->hash_buckets.clear();
+    for (const auto& [name, n] : it->items()) {
+      int64_t buckets = 0;
+      TRAININGD_RETURN_IF_ERROR(sj::ReadInt(n, sj::Child(at, name), engine::kMinHashBuckets,
+                                            engine::kMaxHashBuckets, &buckets));
+      out->hash_buckets[name] = buckets;
+    }
+  }
   if (const auto it = v.find("max_levels"); it != v.end()) {
     TRAININGD_RETURN_IF_ERROR(sj::ReadInt(*it, sj::Child(path, "max_levels"), int64_t{1},
                                           engine::kMaxMaxLevels, &out->max_levels));
@@ -72,6 +91,8 @@ json ColumnSummaryToJson(const engine::ColumnSummary& c, bool numbers) {
   }
   if (!c.dropped.empty()) v["dropped"] = c.dropped;
   if (!c.note.empty()) v["note"] = c.note;
+  if (c.missing_indicator) v["missing_indicator"] = true;
+  if (c.hash_buckets > 0) v["hash_buckets"] = c.hash_buckets;
   return v;
 }
 
@@ -97,6 +118,8 @@ engine::ColumnSummary ColumnSummaryFromJson(const json& v) {
   }
   c.dropped = v.value("dropped", "");
   c.note = v.value("note", "");
+  c.missing_indicator = v.value("missing_indicator", false);
+  c.hash_buckets = v.value("hash_buckets", int64_t{0});
   return c;
 }
 

@@ -1,11 +1,13 @@
 // The JSON of a table's columns (engine/data/table_columns.h), shared by the dataset record
 // (its upload's options and its column summaries) and the job spec's dataset (the options):
 //   options: {"categorical": [names], "number": [names], "ignore": [names],
-//             "missing_values": [markers], "impute": "mean" | "median", "max_levels": N}
+//             "missing_values": [markers], "impute": "mean" | "median", "max_levels": N,
+//             "missing_indicator": [names] or ["*"]}
 //   summary: {"name", "type", "typed_by_user", "missing", "present",
 //             number: "mean", "std", "min", "max" (null when no value is present),
 //             categorical: "levels", "top_levels": [{"value", "count"}],
-//             "dropped" and "note" when they say something}
+//             "dropped" and "note" when they say something,
+//             "missing_indicator": true for a number column with a "was missing" feature}
 #pragma once
 
 #include <string>

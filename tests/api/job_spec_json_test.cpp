@@ -410,12 +410,21 @@ TEST(JobSpecJsonTest, DatasetMayBeABareName) {
 // from the defaults, so older canonical specs are unchanged.
 TEST(JobSpecJsonTest, TheDatasetsColumnOptions) {
   const JobSpec s = MustParse(Spec(R"("dataset": {"name": "t", "columns": {"ignore": ["id"],
-      "categorical": ["zip"], "missing_values": ["-"], "impute": "median", "max_levels": 50}})"));
+      "categorical": ["zip"], "missing_values": ["-"], "impute": "median", "max_levels": 50,
+      "missing_indicator": ["*"], "hash_buckets": {"city": 64}}})"));
   EXPECT_EQ(s.dataset.columns.ignore, (std::vector<std::string>{"id"}));
   EXPECT_EQ(s.dataset.columns.categorical, (std::vector<std::string>{"zip"}));
   EXPECT_EQ(s.dataset.columns.missing_values, (std::vector<std::string>{"-"}));
   EXPECT_EQ(s.dataset.columns.impute, engine::Impute::kMedian);
   EXPECT_EQ(s.dataset.columns.max_levels, 50);
+  EXPECT_EQ(s.dataset.columns.missing_indicator, (std::vector<std::string>{"*"}));
+  EXPECT_EQ(s.dataset.columns.hash_buckets, (std::map<std::string, int64_t>{{"city", 64}}));
+  MustFail(Spec(R"("dataset": {"name": "t", "columns": {"hash_buckets": {"city": 1}}})"),
+           "dataset.columns.hash_buckets.city: must be an integer in [2, 1048576], got 1");
+  MustFail(Spec(R"("dataset": {"name": "t", "columns": {"hash_buckets": ["city"]}})"),
+           "dataset.columns.hash_buckets: must be an object of column: buckets, got array");
+  MustFail(Spec(R"("dataset": {"name": "t", "columns": {"missing_indicator": true}})"),
+           "dataset.columns.missing_indicator: must be an array, got boolean");
   EXPECT_EQ(MustFail(Spec(R"("dataset": {"name": "t", "columns": {"impute": "mode"}})"),
                      "dataset.columns.impute: must be mean or median, got 'mode'")
                 .field,
@@ -426,7 +435,7 @@ TEST(JobSpecJsonTest, TheDatasetsColumnOptions) {
            "dataset.columns.ignore: must be an array, got string");
   MustFail(Spec(R"("dataset": {"name": "t", "columns": {"drop": []}})"),
            "dataset.columns.drop: unknown field; known: categorical, number, ignore, "
-           "missing_values, impute, max_levels");
+           "missing_values, impute, max_levels, missing_indicator, hash_buckets");
 }
 
 TEST(JobSpecJsonTest, HooksMayBeGivenAsBooleans) {

@@ -63,8 +63,24 @@ eng::ModelInput CategoricalInput() {
   return in;
 }
 
+// CategoricalInput with a "was missing" indicator for age: the model sees [age, age missing,
+// city, plan] (data.md#missing-indicators); callers still give [age, city, plan].
+eng::ModelInput IndicatorInput() {
+  eng::ModelInput in = CategoricalInput();
+  in.missing_indicators = {"age"};
+  return in;
+}
+
+// CategoricalInput with city hashed into 2 buckets: 4 codes, as its encoding has.
+eng::ModelInput HashedInput() {
+  eng::ModelInput in = CategoricalInput();
+  in.categorical[0].hash_buckets = 2;
+  return in;
+}
+
 TEST(ModelJsonTest, RoundTripsEveryField) {
-  for (const eng::ModelInput& in : {TableInput(), ImageInput(), CategoricalInput()}) {
+  for (const eng::ModelInput& in :
+       {TableInput(), ImageInput(), CategoricalInput(), IndicatorInput(), HashedInput()}) {
     const std::string text = ModelInputToJson(in);
     auto back = ParseModelInput(text);
     ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;
@@ -114,6 +130,41 @@ TEST(ModelJsonTest, ErrorsNameTheField) {
   }
   EXPECT_FALSE(ParseModelInput("[1, 2]").ok());
   EXPECT_FALSE(ParseModelInput("{").ok());
+}
+
+// A hashed column's buckets: written only for such a column, and in range.
+TEST(ModelJsonTest, HashBucketsAreInRange) {
+  const nlohmann::json plain = nlohmann::json::parse(ModelInputToJson(CategoricalInput()));
+  EXPECT_FALSE(plain["categorical"][0].contains("hash_buckets"));
+  nlohmann::json doc = nlohmann::json::parse(ModelInputToJson(HashedInput()));
+  EXPECT_EQ(doc["categorical"][0]["hash_buckets"], 2);
+  doc["categorical"][0]["hash_buckets"] = 1;
+  FieldError error;
+  EXPECT_FALSE(ParseModelInput(doc.dump(), &error).ok());
+  EXPECT_EQ(error.field, "categorical[0].hash_buckets") << error.message;
+  doc["categorical"][0]["hash_buckets"] = 3;  // 5 codes; the layer has 4
+  EXPECT_FALSE(ParseModelInput(doc.dump(), &error).ok());
+  EXPECT_EQ(error.field, "model.layers[0].category_codes[0]") << error.message;
+}
+
+// missing_indicators: written only when there are some (a model.json without them reads as
+// before), and each must name a number feature.
+TEST(ModelJsonTest, MissingIndicatorsNameNumberFeatures) {
+  const nlohmann::json plain = nlohmann::json::parse(ModelInputToJson(CategoricalInput()));
+  EXPECT_FALSE(plain.contains("missing_indicators"));
+  nlohmann::json doc = nlohmann::json::parse(ModelInputToJson(IndicatorInput()));
+  EXPECT_EQ(doc["missing_indicators"], nlohmann::json::array({"age"}));
+  EXPECT_EQ(doc["example_shape"], nlohmann::json::array({3}));  // the raw row
+  for (const auto& [value, field] :
+       {std::pair{nlohmann::json::array({"city"}), "missing_indicators[0]"},
+        {nlohmann::json::array({"age", "age"}), "missing_indicators[1]"},
+        {nlohmann::json("age"), "missing_indicators"}}) {
+    doc["missing_indicators"] = value;
+    FieldError error;
+    auto r = ParseModelInput(doc.dump(), &error);
+    ASSERT_FALSE(r.ok()) << value;
+    EXPECT_EQ(error.field, field) << error.message;
+  }
 }
 
 TEST(ModelJsonTest, WritesAndReadsTheCheckpointDirectorysFile) {

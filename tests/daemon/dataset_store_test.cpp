@@ -315,6 +315,83 @@ TEST_F(DatasetStoreTest, ACsvsColumnsAreTypedSummarizedAndGivenToItsJobs) {
   EXPECT_FALSE(store_->GetDataset("churn2").ok());
 }
 
+// A "was missing" indicator (data.md#missing-indicators): marked in the column summary, kept in
+// the record and the options handed to jobs; an option naming a column that is not a number
+// column, or none, is a 400 naming the option, nothing kept.
+TEST_F(DatasetStoreTest, MissingIndicatorsAreRecordedAndBadOnesRefused) {
+  api::DatasetUploadOptions o;
+  o.name = "blanks";
+  o.format = "csv";
+  o.columns.missing_indicator = {"*"};
+  std::string body = "age,size,city,label\n";
+  for (int i = 0; i < 40; ++i) {
+    body += (i % 5 == 0 ? std::string("NA") : std::to_string(20 + i)) + "," +
+            std::to_string(i % 7) + "," + (i % 2 ? "paris" : "") + "," + (i % 3 ? "a" : "b") + "\n";
+  }
+  auto r = UploadWith(o, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->columns[0].missing_indicator);            // age has blanks
+  EXPECT_FALSE(r->columns[1].missing_indicator);           // size has none
+  EXPECT_FALSE(r->columns[2].missing_indicator);           // city is categorical
+  EXPECT_EQ(r->example_shape, (std::vector<int64_t>{4}));  // age, size, age missing, city
+  Open();
+  auto again = store_->GetDataset("blanks");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->columns, r->columns);
+  engine::DatasetSpec d;
+  d.name = "blanks";
+  ASSERT_TRUE(store_->ResolveJobDataset(&d).ok());
+  EXPECT_EQ(d.columns.missing_indicator, (std::vector<std::string>{"*"}));
+  for (const auto& [names, message] :
+       {std::pair<std::vector<std::string>, std::string>{
+            {"nope"}, "body: missing_indicator: bad1 has no column 'nope'"},
+        {{"city"}, "body: missing_indicator: column 'city' is categorical, not a number column"}}) {
+    o.name = "bad1";
+    o.columns.missing_indicator = names;
+    auto bad = UploadWith(o, body);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(bad.status().message().rfind(message, 0), 0u) << bad.status().message();
+    EXPECT_FALSE(store_->GetDataset("bad1").ok());
+  }
+}
+
+// A categorical column over max_levels: refused naming the column and the cap, unless hashed
+// into buckets (data.md#hashed-columns), which the summary and the options handed to jobs say.
+TEST_F(DatasetStoreTest, AColumnOverTheLevelCapIsRefusedUnlessHashed) {
+  api::DatasetUploadOptions o;
+  o.name = "cities";
+  o.format = "csv";
+  o.columns.max_levels = 5;
+  std::string body = "x,city,label\n";
+  for (int i = 0; i < 40; ++i) {
+    body += std::to_string(i) + ",c" + std::to_string(i % 12) + "," + (i % 3 ? "a" : "b") + "\n";
+  }
+  auto refused = UploadWith(o, body);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(
+      refused.status().message().find("column 'city': more than 5 distinct values (max_levels)"),
+      std::string::npos)
+      << refused.status().message();
+  EXPECT_FALSE(store_->GetDataset("cities").ok());
+  o.columns.hash_buckets = {{"city", 4}};
+  auto r = UploadWith(o, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->columns[1].levels, 12);
+  EXPECT_EQ(r->columns[1].hash_buckets, 4);
+  engine::DatasetSpec d;
+  d.name = "cities";
+  ASSERT_TRUE(store_->ResolveJobDataset(&d).ok());
+  EXPECT_EQ(d.columns.hash_buckets, (std::map<std::string, int64_t>{{"city", 4}}));
+  o.name = "cities2";
+  o.columns.hash_buckets = {{"x", 4}};
+  auto number = UploadWith(o, body);
+  ASSERT_FALSE(number.ok());
+  EXPECT_EQ(number.status().message().rfind("body: hash_buckets: column 'x' is number", 0), 0u)
+      << number.status().message();
+}
+
 TEST_F(DatasetStoreTest, AJobsDatasetIsResolvedToTheExactUpload) {
   auto r = Upload("animals", Csv(), "standard");
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -197,6 +197,26 @@ def check_file(path, case, ckpt_dir, final_step, job_id):
     expect(recorded["class_names"] == case["class_names"], recorded)
     expect([c["name"] for c in recorded.get("categorical", [])] == case.get("categorical_names", []),
            recorded)
+    expect(recorded.get("missing_indicators", []) == case.get("missing_indicators", []),
+           recorded)
+    expect([c.get("hash_buckets", 0) for c in recorded.get("categorical", [])] ==
+           case.get("hash_buckets", [0] * categorical), recorded)
+    if case.get("hash_buckets"):
+        # The graph's table: each level of a hashed column to 2 + FNV-1a-64(level) mod N.
+        def fnv1a64(s):
+            h = 14695981039346656037
+            for b in s.encode():
+                h = ((h ^ b) * 1099511628211) % 2 ** 64
+            return h
+        for c, n in enumerate(case["hash_buckets"]):
+            if not n:
+                continue
+            enc = [x for x in model.graph.node if x.op_type == "LabelEncoder"][c]
+            attrs = {a.name: helper.get_attribute_value(a) for a in enc.attribute}
+            levels = recorded["categorical"][c]["levels"]
+            expect(len(levels) > 30 and
+                   attrs["values_int64s"][:len(levels)] ==
+                   [2 + fnv1a64(v) % n for v in levels], (levels, attrs["values_int64s"]))
     expect(recorded.get("task", "classification") == case.get("task", "classification") and
            ("target_mean" in recorded) == regression, recorded)
 
@@ -280,6 +300,7 @@ TABLE = dict(dataset="table", shape=[5], categorical=2, categorical_names=["colo
              classes=3, class_names=["high", "low", "mid"], preprocessing="standard",
              test_examples=200)
 ENCODING_OPS = ["Gather", "LabelEncoder", "Gather"] * 2 + ["Concat"]
+INDICATOR_OPS = ["Gather", "IsNaN", "Cast", "Concat"]
 
 
 def cases(rgb_sha, table_sha):
@@ -307,12 +328,20 @@ def cases(rgb_sha, table_sha):
                         "model": "cnn", "optimizer": {"type": "adam", "learning_rate": 1e-3},
                         "batch_size": 50, "seed": 3}, "rgb-cnn", 30),
              first_ops=["Div", "Transpose", "Conv"]),
-        dict(TABLE, name="table-mlp", sha256=table_sha,
+        # With a "was missing" indicator for each number column with blanks (b and d): the
+        # graph computes them from the raw input (Gather, IsNaN, Cast) after the standardized
+        # numbers; and city's 40 levels, past max_levels 30, hashed into 16 buckets (its
+        # LabelEncoder maps each level to its bucket). serving_test.py uploads the table so.
+        dict(TABLE, name="table-mlp", sha256=table_sha, missing_indicators=["b", "d"],
+             hash_buckets=[0, 16],
              spec=tiny({"dataset": {"name": "table", "format": "csv", "sha256": table_sha,
-                                    "normalize": "standard"},
+                                    "normalize": "standard",
+                                    "columns": {"missing_indicator": ["*"], "max_levels": 30,
+                                                "hash_buckets": {"city": 16}}},
                         "model": "mlp", "optimizer": {"type": "adam", "learning_rate": 1e-2},
                         "batch_size": 50, "seed": 5}, "table-mlp", 100),
-             first_ops=["IsNaN", "Where", "Sub", "Div"] + ENCODING_OPS + ["Gemm", "Relu"]),
+             first_ops=["IsNaN", "Where", "Sub", "Div"] + INDICATOR_OPS + ENCODING_OPS +
+             ["Gemm", "Relu"]),
     ]
 
 

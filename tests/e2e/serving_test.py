@@ -179,6 +179,11 @@ def table_rows(d, job, data_dir, x, categorical, engine):
     expect(m["inputs"] == [{"name": "input", "datatype": "FP32", "shape": [-1, len(numbers)]},
                            {"name": "categorical", "datatype": "BYTES",
                             "shape": [-1, len(names)]}], m)
+    # Two values no training row holds are both unknown (city: a hashed column): the same answer.
+    column = names[-1]
+    unseen = [dict(rows[0], **{column: "nowhere-1"}), dict(rows[0], **{column: "nowhere-2"})]
+    status, r = d.call("POST", "/v1/models/%s:predict" % job, {"instances": unseen})
+    expect(status == 200 and r["predictions"][0] == r["predictions"][1], (status, r))
     status, r = d.call("POST", "/v1/models/%s:predict" % job, {"instances": [{"colour": "red"}]})
     expect(status == 400 and "instances[0].colour: the model has no column 'colour'" in r["error"],
            (status, r))
@@ -348,7 +353,24 @@ def main():
             "serving": {"max_batch": 256, "max_delay_ms": 2, "max_queue": 4096}})
         try:
             rgb = upload(d, "rgb", "npz", npz)
-            table = upload(d, "table", "csv", csv, "&normalize=standard")
+            # With "was missing" indicators and city hashed, as onnx_export_test.py's table-mlp
+            # spec has them; without hash_buckets, city's 40 levels are over max_levels=30.
+            status, err = d.call("POST", "/api/v1/datasets?name=t2&format=csv&max_levels=30",
+                                 open(csv, "rb").read(),
+                                 headers={"Content-Type": "application/octet-stream"})
+            expect(status == 400 and err["error"]["field"] == "body" and
+                   "column 'city': more than 30 distinct values" in err["error"]["message"],
+                   (status, err))
+            table = upload(d, "table", "csv", csv, "&normalize=standard&missing_indicator=*"
+                           "&max_levels=30&hash_buckets=city:16")
+            expect([c.get("hash_buckets") for c in table["columns"] if c["name"] == "city"] ==
+                   [16], table["columns"])
+            status, err = d.call("POST", "/api/v1/datasets?name=t3&format=csv&hash_buckets=city",
+                                 b"a,label\n1,x\n2,y\n",
+                                 headers={"Content-Type": "application/octet-stream"})
+            expect(status == 400 and err["error"]["field"] == "hash_buckets" and
+                   err["error"]["message"].startswith("hash_buckets: each item must be COLUMN:N"),
+                   (status, err))
             # 600 distinct prices: too many to be classes, numbers for a regression job.
             prices = upload(d, "prices", "csv", prices_csv,
                             "&normalize=standard&label_column=price")

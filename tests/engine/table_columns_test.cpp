@@ -277,8 +277,8 @@ TEST_F(TableColumns, MoreLevelsThanTheCapNameTheColumn) {
   // paris, berlin and rome in train.csv; tokyo in test.csv is one too many.
   EXPECT_EQ(ProbeError(), source_.test_path +
                               ": line 2: column 'city': more than 3 distinct values "
-                              "(max_levels); leave the column out (ignore=city) or raise "
-                              "max_levels");
+                              "(max_levels); leave the column out (ignore=city), raise "
+                              "max_levels or hash it into N buckets (hash_buckets=city:N)");
   source_.columns.max_levels = 4;
   EXPECT_EQ(ProbeError(), "");
 }

@@ -268,7 +268,17 @@ export function mountDatasets(root) {
         h('td', { class: 'num' }, num(c.min)), h('td', { class: 'num' }, num(c.max)),
         h('td', { class: 'num' }, c.levels === undefined ? fmt.DASH : fmt.int(c.levels)),
         h('td', {}, (c.top_levels || []).slice(0, 3).map((l) => `${l.value} (${fmt.int(l.count)})`).join(', ') || fmt.DASH),
-        h('td', {}, c.dropped ? `dropped: ${c.dropped}` : (c.note || fmt.DASH))))));
+        h('td', {}, columnNote(c))))));
+  }
+
+  // What the Note cell says of a column, as `trainingd datasets get` does: why it is dropped or
+  // that it is constant, and the options that shape it (docs/data.md#hashed-columns,
+  // #missing-indicators).
+  function columnNote(c) {
+    const parts = [c.dropped ? `dropped: ${c.dropped}` : c.note];
+    if (c.hash_buckets) parts.push(`hashed into ${fmt.int(c.hash_buckets)} buckets`);
+    if (c.missing_indicator) parts.push('missing indicator');
+    return parts.filter(Boolean).join('; ') || fmt.DASH;
   }
 
   function row(d) {

@@ -427,7 +427,7 @@ Result<std::shared_ptr<ModelServer::Loaded>> ModelServer::Load(const std::string
     return input.status();
   }
   // Sized before anything is allocated, so a model that cannot fit is refused, not attempted.
-  auto plan = eng::Model::Plan(input->model, input->example_shape, input->num_classes, 0);
+  auto plan = eng::Model::Plan(input->model, eng::ModelExampleShape(*input), input->num_classes, 0);
   if (!plan.ok()) return plan.status();
   const int64_t bytes =
       (*plan)->MemoryUse(1, eng::TrainedModel::kPredictSlice, options_.compute_threads).total();

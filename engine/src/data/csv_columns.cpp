@@ -83,6 +83,58 @@ Status CsvColumns::Resolve(const std::vector<std::string>& names, size_t label,
       c.summary.typed_by_user = true;
     }
   }
+  for (const auto& [name, buckets] : options.hash_buckets) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) {
+      return Status::InvalidArgument("hash_buckets: " + file + " has no column " + CsvQuote(name));
+    }
+    if (static_cast<size_t>(it - names.begin()) == label) {
+      return Status::InvalidArgument("hash_buckets: " + CsvQuote(name) +
+                                     " is the label column (label_column)");
+    }
+    if (buckets < kMinHashBuckets || buckets > kMaxHashBuckets) {
+      return Status::InvalidArgument(
+          "hash_buckets." + name + ": must be in [" + std::to_string(kMinHashBuckets) + ", " +
+          std::to_string(kMaxHashBuckets) + "], got " + std::to_string(buckets));
+    }
+    columns_[static_cast<size_t>(it - names.begin())].summary.hash_buckets = buckets;
+  }
+  return ResolveIndicators(names, label, options.missing_indicator, file);
+}
+
+Status CsvColumns::ResolveIndicators(const std::vector<std::string>& names, size_t label,
+                                     const std::vector<std::string>& wanted,
+                                     const std::string& file) {
+  indicator_all_ = false;
+  indicator_names_.clear();
+  for (const std::string& name : wanted) {
+    if (name == kEveryNumberColumn) {
+      if (wanted.size() != 1) {
+        return Status::InvalidArgument(std::string("missing_indicator: \"") + kEveryNumberColumn +
+                                       "\" (every number column) stands alone, without names");
+      }
+      indicator_all_ = true;
+      return Status::Ok();
+    }
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) {
+      std::string known;
+      for (size_t i = 0; i < names.size() && i < 20; ++i) {
+        known += (i ? ", " : "") + CsvQuote(names[i]);
+      }
+      if (names.size() > 20) known += ", ... (" + std::to_string(names.size()) + " in all)";
+      return Status::InvalidArgument("missing_indicator: " + file + " has no column " +
+                                     CsvQuote(name) + "; the columns are " + known);
+    }
+    if (static_cast<size_t>(it - names.begin()) == label) {
+      return Status::InvalidArgument("missing_indicator: " + CsvQuote(name) +
+                                     " is the label column (label_column)");
+    }
+    if (std::find(indicator_names_.begin(), indicator_names_.end(), name) ==
+        indicator_names_.end()) {
+      indicator_names_.push_back(name);
+    }
+  }
   return Status::Ok();
 }
 
@@ -119,9 +171,10 @@ Status CsvColumns::Scan(size_t i, std::string_view cell, const CsvReader& r) {
   return Status::Ok();
 }
 
-void CsvColumns::Decide() {
+Status CsvColumns::Decide() {
   features_.clear();
   categoricals_.clear();
+  indicators_.clear();
   for (size_t i = 0; i < columns_.size(); ++i) {
     ColumnSummary& s = columns_[i].summary;
     if (s.type == ColumnType::kLabel || s.type == ColumnType::kIgnored) continue;
@@ -134,6 +187,34 @@ void CsvColumns::Decide() {
     if (s.type == ColumnType::kNumber) features_.push_back(i);
     if (s.type == ColumnType::kCategorical) categoricals_.push_back(i);
   }
+  for (const Column& c : columns_) {
+    if (c.summary.hash_buckets > 0 && c.summary.type != ColumnType::kCategorical) {
+      return Status::InvalidArgument(
+          "hash_buckets: column " + CsvQuote(c.summary.name) + " is " +
+          ColumnTypeName(c.summary.type) +
+          ", not categorical (type it with categorical=" + c.summary.name + ")");
+    }
+  }
+  for (const std::string& name : indicator_names_) {
+    for (const Column& c : columns_) {
+      if (c.summary.name == name && c.summary.type != ColumnType::kNumber) {
+        return Status::InvalidArgument("missing_indicator: column " + CsvQuote(name) + " is " +
+                                       ColumnTypeName(c.summary.type) +
+                                       ", not a number column (an indicator is for numbers; a "
+                                       "categorical column has its own missing level)");
+      }
+    }
+  }
+  for (size_t f = 0; f < features_.size(); ++f) {
+    ColumnSummary& s = columns_[features_[f]].summary;
+    const bool named = indicator_all_ || std::find(indicator_names_.begin(), indicator_names_.end(),
+                                                   s.name) != indicator_names_.end();
+    if (named && s.missing > 0) {
+      s.missing_indicator = true;
+      indicators_.push_back(f);
+    }
+  }
+  return Status::Ok();
 }
 
 Status CsvColumns::ReadNumber(size_t i, std::string_view cell, const CsvReader& r, float* out) {
@@ -183,19 +264,26 @@ Status CsvColumns::ReadLevel(size_t i, std::string_view cell, const CsvReader& r
   }
   auto it = c.levels.find(text);
   if (it == c.levels.end()) {
-    if (static_cast<int64_t>(c.levels.size()) == max_levels_) {
+    const bool hashed = c.summary.hash_buckets > 0;
+    if (static_cast<int64_t>(c.levels.size()) == (hashed ? kMaxMaxLevels : max_levels_)) {
+      if (hashed) {
+        return Status::InvalidArgument(CellAt(r) + "column " + CsvQuote(c.summary.name) +
+                                       ": more than " + std::to_string(kMaxMaxLevels) +
+                                       " distinct values, the most a hashed column may have "
+                                       "(its level-to-bucket table is one entry per level)");
+      }
       return Status::InvalidArgument(
           CellAt(r) + "column " + CsvQuote(c.summary.name) + ": more than " +
           std::to_string(max_levels_) +
           " distinct values (max_levels); leave the column out (ignore=" + c.summary.name +
-          ") or raise max_levels");
+          "), raise max_levels or hash it into N buckets (hash_buckets=" + c.summary.name + ":N)");
     }
     const auto code_of_new = static_cast<int64_t>(c.by_code.size());
     it = c.levels.emplace(std::string(text), std::pair<int64_t, int64_t>{0, code_of_new}).first;
     c.by_code.push_back(&it->first);
   }
   ++it->second.first;
-  // Exact in a float: max_levels is at most kMaxMaxLevels < 2^24.
+  // Exact in a float: a column has at most kMaxMaxLevels < 2^24 levels.
   *code = static_cast<float>(CategoricalFeature::kFirstLevel + it->second.second);
   return Status::Ok();
 }
@@ -209,6 +297,8 @@ void CsvColumns::Encode(const std::vector<std::vector<char>>* kept,
     const Column& c = columns_[categoricals_[k]];
     CategoricalFeature f;
     f.name = c.summary.name;
+    // Raw (every value a level, each code giving back its value), a column is never hashed.
+    if (kept) f.hash_buckets = c.summary.hash_buckets;
     std::vector<float> code(c.by_code.size() + CategoricalFeature::kFirstLevel,
                             static_cast<float>(CategoricalFeature::kUnknownLevel));
     code[CategoricalFeature::kMissingLevel] = static_cast<float>(CategoricalFeature::kMissingLevel);
@@ -217,8 +307,8 @@ void CsvColumns::Encode(const std::vector<std::vector<char>>* kept,
       const size_t provisional =
           static_cast<size_t>(count_code.second + CategoricalFeature::kFirstLevel);
       if (kept && (provisional >= (*kept)[k].size() || !(*kept)[k][provisional])) continue;
-      code[provisional] = static_cast<float>(f.codes());
       f.levels.push_back(value);
+      code[provisional] = static_cast<float>(f.LevelCode(f.levels.size() - 1));
     }
     features->push_back(std::move(f));
     final_code->push_back(std::move(code));
@@ -290,11 +380,29 @@ std::optional<Impute> ImputeNamed(std::string_view name) {
   return std::nullopt;
 }
 
+int64_t CategoricalFeature::LevelCode(size_t k) const {
+  if (hash_buckets > 0) return kFirstLevel + HashBucket(levels[k], hash_buckets);
+  return kFirstLevel + static_cast<int64_t>(k);
+}
+
 int64_t CategoricalFeature::CodeOf(std::string_view value) const {
   const auto it = std::lower_bound(levels.begin(), levels.end(), value,
                                    [](const std::string& a, std::string_view b) { return a < b; });
   if (it == levels.end() || *it != value) return kUnknownLevel;
-  return kFirstLevel + (it - levels.begin());
+  return LevelCode(static_cast<size_t>(it - levels.begin()));
+}
+
+uint64_t Fnv1a64(std::string_view bytes) {
+  uint64_t h = 14695981039346656037ull;
+  for (const char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+int64_t HashBucket(std::string_view value, int64_t buckets) {
+  return static_cast<int64_t>(Fnv1a64(value) % static_cast<uint64_t>(buckets));
 }
 
 std::vector<std::string> CategoricalMissingTexts(const std::vector<std::string>& missing_values) {

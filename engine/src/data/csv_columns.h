@@ -28,7 +28,7 @@ class CsvColumns {
   // The header's names, the label column's index and the user's options. InvalidArgument naming
   // the option: a column named that the header lacks (the message lists the columns), a column
   // named in two options, the label column named in one, missing_values with an empty marker,
-  // max_levels outside [1, kMaxMaxLevels].
+  // max_levels outside [1, kMaxMaxLevels], missing_indicator with kEveryNumberColumn and names.
   Status Resolve(const std::vector<std::string>& names, size_t label,
                  const TableColumnOptions& options, const std::string& file);
 
@@ -39,9 +39,13 @@ class CsvColumns {
   // present value is not a number is an error naming the line and column.
   Status Scan(size_t i, std::string_view cell, const CsvReader& r);
   // After pass 1 over every file: each column's type, and the features (the number columns that
-  // are not dropped, in header order).
-  void Decide();
+  // are not dropped, in header order) and which of them have a missing indicator.
+  // InvalidArgument when missing_indicator names a column that is not typed number.
+  Status Decide();
   const std::vector<size_t>& features() const { return features_; }
+  // The features with a "was missing" indicator, as positions in features(), ascending: the
+  // number features with a missing cell that missing_indicator names (or every one, "*").
+  const std::vector<size_t>& indicators() const { return indicators_; }
   ColumnType type(size_t i) const { return columns_[i].summary.type; }
   bool dropped(size_t i) const { return !columns_[i].summary.dropped.empty(); }
 
@@ -67,6 +71,9 @@ class CsvColumns {
   std::vector<ColumnSummary> Summaries() const;
 
  private:
+  Status ResolveIndicators(const std::vector<std::string>& names, size_t label,
+                           const std::vector<std::string>& wanted, const std::string& file);
+
   struct Column {
     ColumnSummary summary;
     bool numeric = true;  // pass 1: every present value so far is a number
@@ -79,7 +86,10 @@ class CsvColumns {
   std::vector<Column> columns_;
   std::vector<std::string> missing_values_;
   int64_t max_levels_ = kDefaultMaxLevels;
+  std::vector<std::string> indicator_names_;  // missing_indicator
+  bool indicator_all_ = false;                // missing_indicator is {"*"}
   std::vector<size_t> features_;
+  std::vector<size_t> indicators_;
   std::vector<size_t> categoricals_;
 };
 

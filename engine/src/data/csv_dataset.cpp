@@ -333,7 +333,7 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
                                        &columns, &labels, &test_file_rows));
   }
   TRAININGD_RETURN_IF_ERROR(labels.Finish());
-  columns.Decide();
+  TRAININGD_RETURN_IF_ERROR(columns.Decide());
   info->columns = columns.Summaries();
   labels.Summarize(&info->columns[layout.label]);
   bool categorical = false;
@@ -366,9 +366,13 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
                                    " must be less than the " + std::to_string(train_rows) +
                                    " training examples in " + train_name);
   }
-  // A row: the number features, then the categorical features' codes.
+  // A row: the number features, their "was missing" indicators (none raw: the values as in the
+  // file), then the categorical features' codes.
   const int64_t numbers = static_cast<int64_t>(columns.features().size());
-  const int64_t features = numbers + static_cast<int64_t>(columns.categoricals().size());
+  const std::vector<size_t> no_indicators;
+  const std::vector<size_t>& indicators = raw ? no_indicators : columns.indicators();
+  const auto flags = static_cast<int64_t>(indicators.size());
+  const int64_t features = numbers + flags + static_cast<int64_t>(columns.categoricals().size());
   info->feature_names.clear();
   for (size_t i : columns.features()) info->feature_names.push_back(layout.columns[i]);
   info->format = DatasetSource::Format::kCsv;
@@ -409,14 +413,26 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
   std::vector<std::vector<char>> kept(columns.categoricals().size());
   int64_t train_seen = 0, test_seen = 0;
   double train_weight = 0;  // the train split's sample weights' sum
+  // A row as pass 2 reads it (numbers, codes) with its indicators inserted: what a split holds.
+  std::vector<float> widened(static_cast<size_t>(features));
+  const auto widen = [&](const float* v) {
+    if (flags == 0) return v;
+    float* w = widened.data();
+    std::copy_n(v, numbers, w);
+    for (int64_t k = 0; k < flags; ++k) {
+      w[numbers + k] = std::isnan(v[indicators[static_cast<size_t>(k)]]) ? 1.0f : 0.0f;
+    }
+    std::copy(v + numbers, v + (features - flags), w + numbers + flags);
+    return static_cast<const float*>(w);
+  };
   const auto to_test = [&](const float* v, const RowLabel& row) {
-    if (ds && test_seen < info->test_examples) Store(v, row, test_seen, &ds->test);
+    if (ds && test_seen < info->test_examples) Store(widen(v), row, test_seen, &ds->test);
     ++test_seen;
   };
   const auto to_train = [&](const float* v, const RowLabel& row) {
     const int64_t t = train_seen++;
     if (t < validation) {
-      if (ds) Store(v, row, t, &ds->validation);
+      if (ds) Store(widen(v), row, t, &ds->validation);
       return;
     }
     stats.Add((t - validation) * numbers, v, numbers);
@@ -428,7 +444,7 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
       if (code >= kept[k].size()) kept[k].resize(code + 1, 0);
       kept[k][code] = 1;
     }
-    if (ds) Store(v, row, t - validation, &ds->train);
+    if (ds) Store(widen(v), row, t - validation, &ds->train);
   };
   RowSelector selector(source.split_seed, file_rows, test ? 0 : test_rows);
   TRAININGD_RETURN_IF_ERROR(ReadValues(train, train_name, source.label_column, layout, columns,
@@ -477,13 +493,14 @@ Status ReadCsv(const DatasetSource& source, const DatasetOptions& options, const
     ds->feature_std = info->feature_std;
     ds->feature_names = info->feature_names;
     ds->categorical = info->categorical;
+    for (size_t k : indicators) ds->missing_indicators.push_back(ds->feature_names[k]);
     ds->feature_impute = source.columns.impute == Impute::kMedian
                              ? MedianOfColumns(ds->train, numbers)
                              : std::move(mean);
     for (Split* split : {&ds->train, &ds->validation, &ds->test}) {
       float* rows = split->images.data();
       for (int64_t r = 0; r < split->size(); ++r) {
-        float* code = rows + r * features + numbers;
+        float* code = rows + r * features + numbers + flags;
         for (size_t k = 0; k < final_code.size(); ++k) {
           code[k] = final_code[k][static_cast<size_t>(code[k])];
         }

@@ -172,6 +172,15 @@ class GraphBuilder {
                                                    static_cast<size_t>(count) * sizeof(float)));
     initializers_.push_back(t.Take());
   }
+  // A 1-D int64 initializer of `values`.
+  void Int64Initializer(const std::string& name, const std::vector<int64_t>& values) {
+    ProtoWriter t;
+    t.Int(onnx::kTensorDims, static_cast<int64_t>(values.size()));
+    t.Int(onnx::kTensorDataType, onnx::kInt64).Bytes(onnx::kTensorName, name);
+    t.Bytes(onnx::kTensorRawData, std::string_view(reinterpret_cast<const char*>(values.data()),
+                                                   values.size() * sizeof(int64_t)));
+    initializers_.push_back(t.Take());
+  }
   // An int64 scalar initializer.
   void ScalarInitializer(const std::string& name, int64_t value) {
     ProtoWriter t;
@@ -265,9 +274,9 @@ std::string EncodeCategorical(GraphBuilder& g, const ModelInput& in,
         g.Node("Gather", col + "/value", {kCategoricalInput, col + "/index"}, std::move(pick));
     std::vector<std::string> keys = f.levels;
     std::vector<int64_t> codes;
-    for (size_t k = 0; k < f.levels.size(); ++k) {
-      codes.push_back(CategoricalFeature::kFirstLevel + static_cast<int64_t>(k));
-    }
+    // A hashed column's table: each level of the train split to its bucket's code (ONNX has no
+    // string hash; an unseen value takes the default, unknown).
+    for (size_t k = 0; k < f.levels.size(); ++k) codes.push_back(f.LevelCode(k));
     for (const std::string& missing : CategoricalMissingTexts(in.missing_values)) {
       keys.push_back(missing);
       codes.push_back(CategoricalFeature::kMissingLevel);
@@ -354,6 +363,23 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
     }
   }
 
+  // The "was missing" indicators, as TrainedModel::Predict computes them: 1.0 where a raw number
+  // of missing_indicators is NaN (before imputation), else 0.0, after the preprocessed numbers.
+  if (!in.missing_indicators.empty()) {
+    g.Int64Initializer("missing_indicator/index", MissingIndicatorPositions(in));
+    std::vector<ProtoWriter> pick;
+    pick.push_back(IntAttribute("axis", 1));
+    const std::string value = g.Node("Gather", "missing_indicator/value",
+                                     {"input", "missing_indicator/index"}, std::move(pick));
+    const std::string nan = g.Node("IsNaN", "missing_indicator/nan", {value});
+    std::vector<ProtoWriter> to_float;
+    to_float.push_back(IntAttribute("to", onnx::kFloat));
+    const std::string flag = g.Node("Cast", "missing_indicator/flag", {nan}, std::move(to_float));
+    std::vector<ProtoWriter> join;
+    join.push_back(IntAttribute("axis", 1));
+    x = g.Node("Concat", "with_missing_indicators", {x, flag}, std::move(join));
+  }
+
   // Every layer's output as a value of the graph, in a layout: the engine's NHWC, ONNX's NCHW
   // (Conv, the pools and BatchNormalization read and write it) or flat. A value is transposed
   // where a layer needs the other image layout, once per value and layout.
@@ -398,7 +424,7 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
     }
     const Shape& shape_in =
         model.layer_inputs()[i][0] < 0
-            ? in.example_shape
+            ? ModelExampleShape(in)
             : model.output_shapes()[static_cast<size_t>(model.layer_inputs()[i][0])];
     const std::vector<Parameter*> params = layer.parameters();
     Value out = ins[0];

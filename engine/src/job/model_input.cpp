@@ -20,6 +20,12 @@ Status CheckCategorical(const ModelInput& input) {
       return Status::InvalidArgument(at + ".name: empty or named twice");
     }
     names.push_back(f.name);
+    if (f.hash_buckets != 0 &&
+        (f.hash_buckets < kMinHashBuckets || f.hash_buckets > kMaxHashBuckets)) {
+      return Status::InvalidArgument(
+          at + ".hash_buckets: must be 0 or in [" + std::to_string(kMinHashBuckets) + ", " +
+          std::to_string(kMaxHashBuckets) + "], got " + std::to_string(f.hash_buckets));
+    }
     for (size_t k = 0; k < f.levels.size(); ++k) {
       if (f.levels[k].empty() || (k > 0 && !(f.levels[k - 1] < f.levels[k]))) {
         return Status::InvalidArgument(at + ".levels[" + std::to_string(k) +
@@ -46,11 +52,56 @@ Status CheckCategorical(const ModelInput& input) {
   return Status::Ok();
 }
 
+// missing_indicators: names of number features, in feature_names' order, each once; only where
+// a missing value is filled in (feature_impute).
+Status CheckMissingIndicators(const ModelInput& input) {
+  if (input.missing_indicators.empty()) return Status::Ok();
+  if (input.feature_impute.empty()) {
+    return Status::InvalidArgument(
+        "missing_indicators: only for a model that fills in missing numbers (feature_impute)");
+  }
+  size_t next = 0;  // the first feature a name may be
+  for (size_t k = 0; k < input.missing_indicators.size(); ++k) {
+    const std::string& name = input.missing_indicators[k];
+    const auto it = std::find(input.feature_names.begin() + static_cast<std::ptrdiff_t>(next),
+                              input.feature_names.end(), name);
+    if (it == input.feature_names.end()) {
+      return Status::InvalidArgument("missing_indicators[" + std::to_string(k) + "]: \"" + name +
+                                     "\" is not a number feature after the one before it "
+                                     "(feature_names, in their order, each once)");
+    }
+    next = static_cast<size_t>(it - input.feature_names.begin()) + 1;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+Shape ModelExampleShape(const ModelInput& input) {
+  if (input.missing_indicators.empty() || input.example_shape.rank() != 1) {
+    return input.example_shape;
+  }
+  return Shape{input.example_shape[0] + static_cast<int64_t>(input.missing_indicators.size())};
+}
+
+std::vector<int64_t> MissingIndicatorPositions(const ModelInput& input) {
+  std::vector<int64_t> positions;
+  for (const std::string& name : input.missing_indicators) {
+    const auto it = std::find(input.feature_names.begin(), input.feature_names.end(), name);
+    positions.push_back(it - input.feature_names.begin());
+  }
+  return positions;
+}
 
 ModelInput MakeModelInput(const JobSpec& fitted, const Datasets& data) {
   ModelInput in;
   in.example_shape = data.train.example_shape();
+  // The indicators are the model's to compute from a raw example, not the caller's to give.
+  in.missing_indicators = data.missing_indicators;
+  if (!in.missing_indicators.empty()) {
+    in.example_shape =
+        Shape{in.example_shape[0] - static_cast<int64_t>(in.missing_indicators.size())};
+  }
   in.num_classes = data.num_classes;
   in.class_names = data.class_names;
   in.task = data.task;
@@ -176,8 +227,9 @@ Status ValidateModelInput(const ModelInput& input) {
                                      std::to_string(input.feature_impute[k]));
     }
   }
+  TRAININGD_RETURN_IF_ERROR(CheckMissingIndicators(input));
   TRAININGD_RETURN_IF_ERROR(CheckCategorical(input));
-  auto planned = Model::Plan(input.model, shape, input.num_classes, /*seed=*/0);
+  auto planned = Model::Plan(input.model, ModelExampleShape(input), input.num_classes, /*seed=*/0);
   if (!planned.ok()) return planned.status();
   return Status::Ok();
 }

@@ -42,7 +42,10 @@ Result<std::string> CheckpointPathFor(const std::string& dir, std::optional<int6
 }  // namespace
 
 TrainedModel::TrainedModel(ModelInput input, int64_t step, std::unique_ptr<Model> model)
-    : input_(std::move(input)), step_(step), model_(std::move(model)) {}
+    : input_(std::move(input)),
+      step_(step),
+      model_(std::move(model)),
+      indicators_(MissingIndicatorPositions(input_)) {}
 TrainedModel::TrainedModel(TrainedModel&&) noexcept = default;
 TrainedModel& TrainedModel::operator=(TrainedModel&&) noexcept = default;
 TrainedModel::~TrainedModel() = default;
@@ -59,7 +62,7 @@ Result<TrainedModel> LoadTrainedModel(const std::string& checkpoint_dir,
   auto data = ReadCheckpointFile(*path);
   if (!data.ok()) return data.status();
   // The initial values are overwritten by the checkpoint's; the seed does not matter.
-  auto model = Model::Build(input.model, input.example_shape, input.num_classes, /*seed=*/0);
+  auto model = Model::Build(input.model, ModelExampleShape(input), input.num_classes, /*seed=*/0);
   if (!model.ok()) return model.status();
   TRAININGD_RETURN_IF_ERROR(RestoreModelParameters(**model, *data));
   // The weights are final: dense kernels packed and Winograd kernels transformed once here, not
@@ -96,10 +99,12 @@ Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits, flo
                                      std::to_string(raw[i]));
     }
   }
+  const auto flags = static_cast<int64_t>(indicators_.size());
   for (int64_t first = 0; first < batch; first += kPredictSlice) {
     const int64_t n = std::min(kPredictSlice, batch - first);
-    batch_.Resize(input_.example_shape.with_batch(n));
+    batch_.Resize(ModelExampleShape(input_).with_batch(n));
     const float* in = raw + first * size;
+    const float* given = in;
     if (imputes || categoricals > 0) {
       // Filled in place of the caller's values, as the loader did (csv_dataset.cpp ImputeRows).
       imputed_.assign(in, in + n * size);
@@ -112,7 +117,9 @@ Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits, flo
       }
       in = imputed_.data();
     }
-    float* x = batch_.data();
+    // With missing indicators, the preprocessed example is staged and then widened into batch_.
+    if (flags > 0) staged_.resize(static_cast<size_t>(n * size));
+    float* x = flags > 0 ? staged_.data() : batch_.data();
     // Exactly the loaders' arithmetic (dataset.cpp, npz_dataset.cpp, feature_stats.cpp): a uint8
     // value v became float(v) / 255.0f, a table value (double(v) - mean) / std clamped to floats.
     switch (input_.preprocessing) {
@@ -143,6 +150,22 @@ Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits, flo
           x[i] = (in[i] / 255.0f - input_.feature_mean[k]) / input_.feature_std[k];
         }
         break;
+      }
+    }
+    if (flags > 0) {
+      // As the loader's rows (csv_dataset.cpp): the numbers, 1 per indicator whose number was
+      // missing (NaN as given, before imputation) else 0, then the codes.
+      const int64_t width = size + flags;
+      float* wide = batch_.data();
+      for (int64_t r = 0; r < n; ++r) {
+        const float* from = x + r * size;
+        float* to = wide + r * width;
+        std::copy_n(from, numbers, to);
+        for (int64_t k = 0; k < flags; ++k) {
+          to[numbers + k] =
+              std::isnan(given[r * size + indicators_[static_cast<size_t>(k)]]) ? 1.0f : 0.0f;
+        }
+        std::copy(from + numbers, from + size, to + numbers + flags);
       }
     }
     const Tensor& out = model_->Forward(batch_, Mode::kEval);

@@ -116,6 +116,13 @@ Table ColumnsTable(const json& columns) {
     std::string note = c.value("dropped", "");
     if (!note.empty()) note = "dropped: " + note;
     if (note.empty()) note = c.value("note", "");
+    if (const int64_t n = c.value("hash_buckets", int64_t{0}); n > 0) {
+      note +=
+          std::string(note.empty() ? "" : "; ") + "hashed into " + std::to_string(n) + " buckets";
+    }
+    if (c.value("missing_indicator", false)) {
+      note += std::string(note.empty() ? "" : "; ") + "missing indicator";
+    }
     const bool label = type == "label" || type == "ignored";  // nothing counted
     t.rows.push_back({c.value("name", ""), type + (c.value("typed_by_user", false) ? "*" : ""),
                       label ? "-" : std::to_string(c.value("missing", int64_t{0})),
@@ -150,7 +157,8 @@ int Upload(const std::vector<std::string>& args) {
   ClientOptions o;
   std::vector<std::string> files;
   std::string name, format, label_column, normalize, test_file;
-  std::optional<std::string> categorical, number, ignore, missing_values, impute;
+  std::optional<std::string> categorical, number, ignore, missing_values, impute, missing_indicator,
+      hash_buckets;
   std::optional<double> test_fraction;
   std::optional<int64_t> split_seed, max_levels;
   Flags flags("datasets upload", "FILE --name N",
@@ -177,6 +185,14 @@ int Upload(const std::vector<std::string>& args) {
            "csv: a missing number becomes the train split's mean or median "
            "(mean)",
            Set(&impute))
+      .Add("--missing-indicator", "COLS",
+           "csv: number columns that get a 0/1 \"was missing\" feature (comma-separated; * for "
+           "every one)",
+           Set(&missing_indicator))
+      .Add("--hash-buckets", "COL:N",
+           "csv: categorical columns hashed into N buckets, allowed past --max-levels "
+           "(comma-separated, e.g. city:1024)",
+           Set(&hash_buckets))
       .Int("--max-levels", "csv: the most distinct values of a categorical column (10000)", 1,
            1000000, &max_levels);
   AddClientFlags(flags, &o);
@@ -200,7 +216,9 @@ int Upload(const std::vector<std::string>& args) {
                                      {"number", &number},
                                      {"ignore", &ignore},
                                      {"missing_values", &missing_values},
-                                     {"impute", &impute}}) {
+                                     {"impute", &impute},
+                                     {"missing_indicator", &missing_indicator},
+                                     {"hash_buckets", &hash_buckets}}) {
       if (*value) target += std::string("&") + key + "=" + Encode(**value);
     }
     if (max_levels) target += "&max_levels=" + std::to_string(*max_levels);

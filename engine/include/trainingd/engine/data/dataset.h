@@ -89,8 +89,13 @@ struct Datasets {
   // missing values handling, npz).
   std::vector<std::string> feature_names;
   std::vector<float> feature_impute;
+  // A CSV's number features with a "was missing" indicator (TableColumnOptions::
+  // missing_indicator), named as in feature_names and in its order: a row's feature_names.size()
+  // numbers are followed by missing_indicators.size() values, 1 where that feature was missing
+  // in the file (before imputation), else 0; neither imputed nor standardized.
+  std::vector<std::string> missing_indicators;
   // A CSV's categorical features (table_columns.h), in header order: the last
-  // categorical.size() values of a row are their codes, after the feature_names.size() numbers.
+  // categorical.size() values of a row are their codes, after the numbers and the indicators.
   std::vector<CategoricalFeature> categorical;
 };
 

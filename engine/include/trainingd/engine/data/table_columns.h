@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,8 +39,15 @@ inline const std::vector<std::string>& DefaultMissingValues() {
 // The most distinct values a categorical column may have (its levels), by default, and at most.
 inline constexpr int64_t kDefaultMaxLevels = 10000;
 inline constexpr int64_t kMaxMaxLevels = 1000000;
+// The most buckets a hashed categorical column may have (TableColumnOptions::hash_buckets), and
+// the fewest: a code is then at most 2^20 + 2, exact in a float.
+inline constexpr int64_t kMaxHashBuckets = int64_t{1} << 20;
+inline constexpr int64_t kMinHashBuckets = 2;
 // The most frequent levels a column summary lists.
 inline constexpr size_t kSummaryTopLevels = 10;
+
+// missing_indicator's word for every number column.
+inline constexpr const char* kEveryNumberColumn = "*";
 
 // The user's say over a table's columns (the upload's options, recorded with the dataset).
 struct TableColumnOptions {
@@ -54,6 +62,15 @@ struct TableColumnOptions {
   Impute impute = Impute::kMean;
   // The most levels a categorical column may have; more is an error naming the column.
   int64_t max_levels = kDefaultMaxLevels;
+  // The number columns that get a "was missing" indicator feature besides their imputed value
+  // (scikit-learn's SimpleImputer(add_indicator=True)): 1 where the cell is missing, else 0.
+  // Column names, or kEveryNumberColumn alone for every number column. A named column gets its
+  // indicator when it has a missing cell in the uploaded files (ColumnSummary::missing > 0).
+  std::vector<std::string> missing_indicator;
+  // Categorical columns hashed into N buckets, by name: such a column may have more than
+  // max_levels levels (up to kMaxMaxLevels), and a model codes a level by its bucket, HashBucket
+  // (docs/data.md#hashed-columns). N in [kMinHashBuckets, kMaxHashBuckets].
+  std::map<std::string, int64_t> hash_buckets;
 
   friend bool operator==(const TableColumnOptions&, const TableColumnOptions&) = default;
 };
@@ -75,6 +92,12 @@ struct ColumnSummary {
   // A constant column stays a feature (its standardized value is 0); `note` says it is constant.
   std::string dropped;
   std::string note;
+  // kNumber: the column has a "was missing" indicator feature (TableColumnOptions::
+  // missing_indicator), which follows the number features in a row (Datasets::
+  // missing_indicators).
+  bool missing_indicator = false;
+  // kCategorical: the buckets it is hashed into (TableColumnOptions::hash_buckets), or 0.
+  int64_t hash_buckets = 0;
 
   friend bool operator==(const ColumnSummary&, const ColumnSummary&) = default;
 };
@@ -83,14 +106,20 @@ struct ColumnSummary {
 // values the train split's rows hold, in byte order. In an example (a row [F] of a CSV
 // dataset) the column is one value, its code: kMissingLevel for a missing cell, kUnknownLevel
 // for a value the train split does not hold (seen only in validation, test or serving), and
-// kFirstLevel + k for levels[k]. A model encodes the code (CategoricalEncodingLayer): one-hot
-// or a learned embedding.
+// LevelCode(k) for levels[k]: kFirstLevel + k, or for a column hashed into hash_buckets
+// buckets kFirstLevel + HashBucket(levels[k], hash_buckets) (levels then share codes). A model
+// encodes the code (CategoricalEncodingLayer): one-hot or a learned embedding.
 struct CategoricalFeature {
   std::string name;
   std::vector<std::string> levels;
+  int64_t hash_buckets = 0;  // 0: a code per level
 
-  // The codes a column takes: levels.size() + kFirstLevel.
-  int64_t codes() const { return static_cast<int64_t>(levels.size()) + kFirstLevel; }
+  // The codes a column takes: levels.size() (or hash_buckets) + kFirstLevel.
+  int64_t codes() const {
+    return (hash_buckets > 0 ? hash_buckets : static_cast<int64_t>(levels.size())) + kFirstLevel;
+  }
+  // The code of levels[k].
+  int64_t LevelCode(size_t k) const;
   // The code of a present value (kUnknownLevel when not a level). Missing values are the
   // caller's to recognize (a CSV's markers, JSON null): they are kMissingLevel.
   int64_t CodeOf(std::string_view value) const;
@@ -101,6 +130,12 @@ struct CategoricalFeature {
 
   friend bool operator==(const CategoricalFeature&, const CategoricalFeature&) = default;
 };
+
+// FNV-1a, 64 bits, of a value's bytes (offset basis 14695981039346656037, prime 1099511628211):
+// simple, fast, the same on every machine, and documented for anyone who wants to check.
+uint64_t Fnv1a64(std::string_view bytes);
+// A hashed column's bucket of `value`, in [0, buckets): Fnv1a64(value) % buckets.
+int64_t HashBucket(std::string_view value, int64_t buckets);
 
 // The texts a categorical value is missing as where it cannot be trimmed or parsed (the ONNX
 // graph's LabelEncoder): the empty string, `missing_values` and the spellings of NaN

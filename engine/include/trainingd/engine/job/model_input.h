@@ -20,7 +20,9 @@
 namespace trainingd::engine {
 
 struct ModelInput {
-  // One example: [H, W, C] images (NHWC) or [F] table rows.
+  // One example as TrainedModel::Predict takes it: [H, W, C] images (NHWC) or [F] table rows (a
+  // CSV's: its numbers, then its categorical codes). The model's first layer sees
+  // ModelExampleShape: the same with the missing indicators inserted.
   Shape example_shape;
   int64_t num_classes = 0;
   // One name per class, in class-id order: the dataset's (CSV string labels), else "0".."n-1".
@@ -43,6 +45,12 @@ struct ModelInput {
   // inputs must then be finite.
   std::vector<std::string> feature_names;
   std::vector<float> feature_impute;
+  // The number features with a "was missing" indicator (Datasets::missing_indicators), a subset
+  // of feature_names in its order. Not part of example_shape: Predict, the ONNX graph and the
+  // model server compute them from the raw numbers (1 where NaN, before imputation) and the model
+  // sees them after the preprocessed numbers, before the categorical codes. Empty for a model
+  // recorded before indicators existed.
+  std::vector<std::string> missing_indicators;
   // A CSV table's categorical features: the last categorical.size() values of an example are
   // their codes (CategoricalFeature), after feature_names.size() numbers, which feature_mean,
   // feature_std and feature_impute cover. The model's first layer encodes them.
@@ -62,6 +70,12 @@ struct ModelInput {
   friend bool operator==(const ModelInput&, const ModelInput&) = default;
 };
 
+// The shape of an example as the model's first layer sees it: example_shape with
+// missing_indicators.size() more values ([F + I]).
+Shape ModelExampleShape(const ModelInput& input);
+// missing_indicators as positions in feature_names (ValidateModelInput checks that each is one).
+std::vector<int64_t> MissingIndicatorPositions(const ModelInput& input);
+
 // The ModelInput of a job that trains `fitted` (FitModelToData applied) on `data`.
 ModelInput MakeModelInput(const JobSpec& fitted, const Datasets& data);
 
@@ -69,7 +83,9 @@ ModelInput MakeModelInput(const JobSpec& fitted, const Datasets& data);
 // 3 with positive sizes, num_classes in [1, kMaxClasses] with as many class names, feature_mean
 // and feature_std of one finite value per feature (std > 0) exactly when kStandard, and layers
 // that Model::Plan accepts; feature_names and feature_impute empty or one per feature of an [F]
-// example (the names non-empty and distinct, the values finite); for that shape and those classes.
+// example (the names non-empty and distinct, the values finite); missing_indicators names of
+// feature_names in its order, each once, with feature_impute; for that shape (ModelExampleShape)
+// and those classes.
 // InvalidArgument naming the field as model.json writes it ("feature_std[3]: must be finite and >
 // 0, got 0").
 Status ValidateModelInput(const ModelInput& input);

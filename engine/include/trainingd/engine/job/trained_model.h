@@ -38,7 +38,8 @@ class TrainedModel {
   // the model in inference mode (dropout off). A NaN is a missing value where input().
   // feature_impute has one (a CSV table's model): it becomes that value before the preprocessing.
   // A table with categorical features takes their codes last in each row (model_input.h; NaN:
-  // missing), which input().categorical[c].CodeOf gives for a value.
+  // missing), which input().categorical[c].CodeOf gives for a value. The "was missing"
+  // indicators of input().missing_indicators are computed here from the NaNs as given.
   // Writes [batch, num_classes] logits and softmax probabilities where they are not null; a
   // regression model (input().task) writes [batch, 1]: its output (the standardized target) to
   // `logits` and the prediction in the target's units (input().target.Unscale) to
@@ -62,8 +63,10 @@ class TrainedModel {
   ModelInput input_;
   int64_t step_ = 0;
   std::unique_ptr<Model> model_;
-  Tensor batch_;                // one slice, preprocessed
-  std::vector<float> imputed_;  // one slice, its missing values filled in
+  std::vector<int64_t> indicators_;  // MissingIndicatorPositions(input_)
+  Tensor batch_;                     // one slice, preprocessed, as the model takes it
+  std::vector<float> imputed_;       // one slice, its missing values filled in
+  std::vector<float> staged_;        // one slice, preprocessed, before its indicators
 };
 
 // The model of checkpoint `step` in `checkpoint_dir` (the latest when nullopt), laid out by

@@ -257,10 +257,10 @@ Result<InferRequest> ParseInferRequest(std::string_view body) {
       TRAININGD_RETURN_IF_ERROR(sj::Require(outputs[i], opath, "name"));
       std::string name;
       TRAININGD_RETURN_IF_ERROR(sj::Read(outputs[i]["name"], opath + ".name", &name));
-      if (name != "logits" && name != "probabilities" && name != "prediction") {
+      if (name != "logits" && name != "probabilities" && name != "prediction" && name != "label") {
         return sj::Bad(opath + ".name",
-                       "the outputs are 'logits' and 'probabilities' (a regression model's: "
-                       "'logits' and 'prediction'), not " +
+                       "the outputs are 'logits', 'probabilities' and 'label' (a regression "
+                       "model's: 'logits' and 'prediction'), not " +
                            sj::Quote(name));
       }
       r.outputs.push_back(std::move(name));
@@ -322,6 +322,10 @@ std::string InferResponseJson(const InferResult& r) {
   if (r.with_probabilities) {
     outputs.push_back(Tensor(r.regression ? "prediction" : "probabilities", r, r.probabilities));
   }
+  if (r.with_labels) {
+    outputs.push_back(
+        {{"name", "label"}, {"datatype", "INT64"}, {"shape", {r.batch}}, {"data", r.labels}});
+  }
   json v = {{"model_name", r.model},
             {"model_version", std::to_string(r.version)},
             {"outputs", std::move(outputs)},
@@ -341,7 +345,10 @@ std::string PredictResponseJson(const InferResult& r) {
     predictions.push_back(std::vector<float>(r.probabilities.begin() + i * r.classes,
                                              r.probabilities.begin() + (i + 1) * r.classes));
   }
-  return json{{"predictions", std::move(predictions)}}.dump();
+  json v = {{"predictions", std::move(predictions)}};
+  // Beside TF Serving's own member: each example's predicted class (docs/models.md#serving).
+  if (r.with_labels) v["labels"] = r.labels;
+  return v.dump();
 }
 
 std::string ModelMetadataJson(const ModelMetadata& m) {
@@ -367,7 +374,9 @@ std::string ModelMetadataJson(const ModelMetadata& m) {
         {"class_names", m.class_names},
         {"preprocessing", m.preprocessing},
         {"dataset", m.dataset},
-        {"dataset_sha256", m.dataset_sha256}}}}
+        {"dataset_sha256", m.dataset_sha256},
+        {"decision_threshold",
+         m.decision_threshold ? json(*m.decision_threshold) : json(nullptr)}}}}
       .dump();
 }
 

@@ -65,6 +65,8 @@ export class EvaluationPanel {
       this.body.replaceChildren(h('p', { class: 'muted' }, err.message));
       return;
     }
+    // The page went away while the answer was read (api() then gives null): nothing to show.
+    if (!e || (this.signal && this.signal.aborted)) return;
     this.el.hidden = false;
     this.select.value = e.split;
     setText(this.status, `step ${fmt.int(e.step)} · ${fmt.int(num(e.examples))} examples`);

@@ -165,6 +165,10 @@ export class EvaluationPanel {
     ctx.fillText('actual', margin + (width - margin) / 2, height - 8);
     ctx.fillText(fmt.metric(lo + pad), px(lo + pad), height - margin + 14);
     ctx.fillText(fmt.metric(hi - pad), px(hi - pad), height - margin + 14);
+    ctx.textAlign = 'right';
+    ctx.fillText(fmt.metric(lo + pad), margin - 4, py(lo + pad) + 4);
+    ctx.fillText(fmt.metric(hi - pad), margin - 4, py(hi - pad) + 8);
+    ctx.textAlign = 'center';
     ctx.save();
     ctx.translate(12, (height - margin) / 2);
     ctx.rotate(-Math.PI / 2);

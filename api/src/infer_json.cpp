@@ -234,6 +234,17 @@ Result<InferRequest> ParseInferRequest(std::string_view body) {
   if (v.contains("parameters") && !v["parameters"].is_object()) {
     return sj::Bad("parameters", "must be an object");
   }
+  if (v.contains("parameters") && v["parameters"].contains("decision_threshold")) {
+    double t = 0;
+    const json& given = v["parameters"]["decision_threshold"];
+    if (!given.is_number() || !sj::Read(given, "parameters.decision_threshold", &t).ok() ||
+        !(t > 0 && t < 1)) {
+      return sj::Bad("parameters.decision_threshold",
+                     "must be a number in (0, 1): class 1's probability above which a two-class "
+                     "model's label is 1");
+    }
+    r.decision_threshold = t;
+  }
   TRAININGD_RETURN_IF_ERROR(sj::Require(v, "", "inputs"));
   const json& inputs = v["inputs"];
   if (!inputs.is_array() || inputs.empty() || inputs.size() > 2) {
@@ -330,6 +341,7 @@ std::string InferResponseJson(const InferResult& r) {
             {"model_version", std::to_string(r.version)},
             {"outputs", std::move(outputs)},
             {"parameters", {{"class_names", r.class_names}}}};
+  if (r.decision_threshold) v["parameters"]["decision_threshold"] = *r.decision_threshold;
   if (!r.id.empty()) v["id"] = r.id;
   return v.dump();
 }

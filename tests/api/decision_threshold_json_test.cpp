@@ -137,6 +137,25 @@ TEST(DecisionThresholdJsonTest, AnswersCarryTheLabels) {
           "outputs": [{"name": "label"}]})");
   ASSERT_TRUE(request.ok()) << request.status().ToString();
   EXPECT_EQ(request->outputs, std::vector<std::string>{"label"});
+  EXPECT_FALSE(request->decision_threshold.has_value());
+  // A request's own threshold: read, and echoed with the answer; out of range refused naming it.
+  auto own = ParseInferRequest(
+      R"({"inputs": [{"name": "input", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}],
+          "parameters": {"decision_threshold": 0.8, "other": 1}})");
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  EXPECT_EQ(own->decision_threshold, 0.8);
+  for (const char* bad : {"0", "1", "-1", "\"0.8\"", "null"}) {
+    FieldError e;
+    auto refused = ParseInferRequest(
+        std::string(R"({"inputs": [{"name": "input", "shape": [1, 2], "datatype": "FP32",
+                                     "data": [1, 2]}], "parameters": {"decision_threshold": )") +
+        bad + "}}");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.status().message().rfind("parameters.decision_threshold: ", 0), 0u)
+        << refused.status().ToString();
+  }
+  r.decision_threshold = 0.8;
+  EXPECT_EQ(json::parse(InferResponseJson(r))["parameters"]["decision_threshold"], 0.8);
   ModelMetadata m;
   m.decision_threshold = 0.3;
   EXPECT_EQ(json::parse(ModelMetadataJson(m))["parameters"]["decision_threshold"], 0.3);

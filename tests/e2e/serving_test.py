@@ -187,6 +187,17 @@ def threshold_protocol(d, job, x, categorical, threshold, meta):
                             outputs=[{"name": "label"}]))
     expect(status == 200 and [o["name"] for o in v["outputs"]] == ["label"] and
            v["outputs"][0]["data"] == label[:3], (status, v))
+    # A request's own threshold: its labels, p1 > 0.8, differ from the model's; echoed back.
+    status, v = d.call("POST", "/v2/models/%s/infer" % job,
+                       dict(infer_body(x[:50], False, categorical[:50]),
+                            parameters={"decision_threshold": 0.8}))
+    own = next(o for o in v["outputs"] if o["name"] == "label")["data"]
+    expect(status == 200 and own == [int(p1 > np.float32(0.8)) for p1 in probs[:, 1]] and
+           own != label and v["parameters"]["decision_threshold"] == 0.8, (status, own, label))
+    status, v = d.call("POST", "/v2/models/%s/infer" % job,
+                       dict(infer_body(x[:3], False, categorical[:3]),
+                            parameters={"decision_threshold": 1.5}))
+    expect(status == 400 and v["error"].startswith("parameters.decision_threshold: "), (status, v))
 
 
 def table_rows(d, job, data_dir, x, categorical, engine, predicted):
@@ -248,6 +259,13 @@ def protocol(d, jobs, samples):
            m["outputs"][2] == {"name": "label", "datatype": "INT64", "shape": [-1]} and
            m["parameters"]["decision_threshold"] is None, m)
     expect(m["versions"][-1] == "40" and m["parameters"]["preprocessing"] == "scale_255", m)
+    # A request's threshold on a ten-class model: refused naming it.
+    status, r = d.call("POST", "/v2/models/%s/infer" % job, {"inputs": [
+        {"name": "input", "shape": [1, 28, 28, 1], "datatype": "UINT8", "data": [0] * 784}],
+        "parameters": {"decision_threshold": 0.3}})
+    expect(status == 400 and r["error"].startswith("parameters.decision_threshold: only a "
+                                                   "two-class classifier") and
+           "10 classes" in r["error"], (status, r))
     status, t = d.call("GET", "/v2/models/%s" % jobs["table-mlp"])
     expect(t["parameters"]["class_names"] == ["high", "low", "mid"] and
            t["parameters"]["preprocessing"] == "standard" and

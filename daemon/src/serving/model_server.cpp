@@ -319,6 +319,13 @@ void ModelServer::RunBatch(const Key& key, std::vector<Pending> batch) {
     const auto it = std::find_if(asked.begin(), asked.end(), [&](const std::string& name) {
       return regression ? name == "probabilities" || name == "label" : name == "prediction";
     });
+    if (p.request.decision_threshold && (regression || input.num_classes != 2)) {
+      p.done(Status::InvalidArgument(
+          "parameters.decision_threshold: only a two-class classifier's label has one; this " +
+          (regression ? std::string("regression model")
+                      : "model has " + std::to_string(input.num_classes) + " classes")));
+      continue;
+    }
     if (it != asked.end()) {
       p.done(Status::InvalidArgument(
           "outputs[" + std::to_string(it - asked.begin()) + "].name: a " +
@@ -384,7 +391,13 @@ void ModelServer::RunBatch(const Key& key, std::vector<Pending> batch) {
     r.with_labels =
         classifier && (p->request.predictions_only || outputs.empty() ||
                        std::find(outputs.begin(), outputs.end(), "label") != outputs.end());
-    if (r.with_labels) {
+    if (r.with_labels && p->request.decision_threshold) {
+      // This request's own threshold, on its own rows.
+      r.labels.resize(static_cast<size_t>(p->examples));
+      m.model.PredictedClasses(probabilities.data() + row * classes, p->examples, r.labels.data(),
+                               *p->request.decision_threshold);
+      r.decision_threshold = p->request.decision_threshold;
+    } else if (r.with_labels) {
       r.labels.assign(labels.begin() + row, labels.begin() + row + p->examples);
     }
     r.class_names = input.class_names;

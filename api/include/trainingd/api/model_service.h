@@ -84,6 +84,10 @@ struct InferRequest {
   // TF Serving's predict: the second output only (probabilities, or a regression model's
   // prediction), whatever `outputs` says.
   bool predictions_only = false;
+  // KServe v2's "parameters": {"decision_threshold": t}, t in (0, 1): this request's labels use
+  // t in place of the model's threshold (a two-class classifier's only; the service refuses it
+  // for another model). nullopt = the model's.
+  std::optional<double> decision_threshold;
 };
 
 struct InferResult {
@@ -100,6 +104,8 @@ struct InferResult {
   // model's decision threshold), [batch], the output "label"; TF Serving's "labels".
   bool with_labels = false;
   std::vector<int64_t> labels;
+  // The threshold the labels used when the request gave one (echoed in "parameters").
+  std::optional<double> decision_threshold;
   std::vector<std::string> class_names;
   // A regression model's: `probabilities` holds its predictions in the target's units ([batch,
   // 1], the output "prediction"), class_names its label column.

@@ -56,6 +56,9 @@ class TrainedModel {
   // the ONNX graph's "label" makes (onnx_writer.h). A regression model has no class: nothing is
   // written.
   void PredictedClasses(const float* probabilities, int64_t batch, int64_t* classes) const;
+  // The same with `threshold` in place of the model's (a two-class model's; 0.5 = the arg-max).
+  void PredictedClasses(const float* probabilities, int64_t batch, int64_t* classes,
+                        double threshold) const;
 
   // Examples per Forward in Predict.
   static constexpr int64_t kPredictSlice = 256;

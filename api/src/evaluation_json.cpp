@@ -58,10 +58,57 @@ constexpr ScalarField kScalars[] = {
     {"log_loss", &engine::ClassificationMetrics::log_loss},
 };
 
+// A regression evaluation: its metrics and the scatter's (actual, predicted) pairs.
+json RegressionToJson(const engine::EvaluationSummary& e, double wall_time) {
+  const engine::RegressionMetrics& r = e.regression;
+  json actual = json::array(), predicted = json::array();
+  for (double v : e.actual) actual.push_back(Number(v));
+  for (double v : e.predicted) predicted.push_back(Number(v));
+  return {{"split", e.split},
+          {"step", e.step},
+          {"wall_time", wall_time},
+          {"task", "regression"},
+          {"examples", Number(r.weight_sum)},
+          {"loss", Number(e.loss)},
+          {"rmse", Number(r.rmse)},
+          {"mae", Number(r.mae)},
+          {"r2", Number(r.r2)},
+          {"scatter", {{"actual", std::move(actual)}, {"predicted", std::move(predicted)}}}};
+}
+
+// The scatter's two arrays of the same length, at most engine::kScatterPoints.
+Status ReadScatter(const json& v, engine::EvaluationSummary* e) {
+  const auto scatter = v.find("scatter");
+  if (scatter == v.end() || !scatter->is_object()) return Bad("scatter", "must be an object");
+  for (auto [field, out] :
+       {std::pair{"actual", &e->actual}, std::pair{"predicted", &e->predicted}}) {
+    const auto a = scatter->find(field);
+    const std::string path = std::string("scatter.") + field;
+    if (a == scatter->end() || !a->is_array() ||
+        a->size() > static_cast<size_t>(engine::kScatterPoints)) {
+      return Bad(path, "must be an array of at most " + std::to_string(engine::kScatterPoints) +
+                           " numbers");
+    }
+    for (size_t i = 0; i < a->size(); ++i) {
+      json one = {{"x", (*a)[i]}};
+      double x = 0;
+      if (!ReadNumber(one, "x", &x).ok()) {
+        return Bad(path + "[" + std::to_string(i) + "]", "must be a number");
+      }
+      out->push_back(x);
+    }
+  }
+  if (e->actual.size() != e->predicted.size()) {
+    return Bad("scatter.predicted", "must be as long as scatter.actual");
+  }
+  return Status::Ok();
+}
+
 }  // namespace evaluation_json_internal
 
 nlohmann::json EvaluationToJson(const engine::EvaluationSummary& e, double wall_time) {
   using namespace evaluation_json_internal;  // NOLINT(google-build-using-namespace): its helpers
+  if (e.task == engine::Task::kRegression) return RegressionToJson(e, wall_time);
   const engine::ClassificationMetrics& m = e.metrics;
   json o = {{"split", e.split},
             {"step", e.step},
@@ -110,8 +157,23 @@ engine::Result<engine::EvaluationSummary> EvaluationFromJson(const nlohmann::jso
   double wall = 0;
   TRAININGD_RETURN_IF_ERROR(ReadNumber(v, "wall_time", &wall));
   if (wall_time) *wall_time = wall;
-  TRAININGD_RETURN_IF_ERROR(ReadNumber(v, "examples", &m.weight_sum));
   TRAININGD_RETURN_IF_ERROR(ReadNumber(v, "loss", &e.loss));
+  if (const auto task = v.find("task"); task != v.end()) {
+    if (*task != "regression" && *task != "classification") {
+      return Bad("task", "must be classification or regression");
+    }
+    if (*task == "regression") {
+      e.task = engine::Task::kRegression;
+      engine::RegressionMetrics& r = e.regression;
+      TRAININGD_RETURN_IF_ERROR(ReadNumber(v, "examples", &r.weight_sum));
+      TRAININGD_RETURN_IF_ERROR(ReadNumber(v, "rmse", &r.rmse));
+      TRAININGD_RETURN_IF_ERROR(ReadNumber(v, "mae", &r.mae));
+      TRAININGD_RETURN_IF_ERROR(ReadNumber(v, "r2", &r.r2));
+      TRAININGD_RETURN_IF_ERROR(ReadScatter(v, &e));
+      return e;
+    }
+  }
+  TRAININGD_RETURN_IF_ERROR(ReadNumber(v, "examples", &m.weight_sum));
   for (const ScalarField& f : kScalars)
     TRAININGD_RETURN_IF_ERROR(ReadNumber(v, f.name, &(m.*f.member)));
   const auto classes = v.find("classes");

@@ -234,6 +234,17 @@ Result<InferRequest> ParseInferRequest(std::string_view body) {
   if (v.contains("parameters") && !v["parameters"].is_object()) {
     return sj::Bad("parameters", "must be an object");
   }
+  if (v.contains("parameters") && v["parameters"].contains("decision_threshold")) {
+    double t = 0;
+    const json& given = v["parameters"]["decision_threshold"];
+    if (!given.is_number() || !sj::Read(given, "parameters.decision_threshold", &t).ok() ||
+        !(t > 0 && t < 1)) {
+      return sj::Bad("parameters.decision_threshold",
+                     "must be a number in (0, 1): class 1's probability above which a two-class "
+                     "model's label is 1");
+    }
+    r.decision_threshold = t;
+  }
   TRAININGD_RETURN_IF_ERROR(sj::Require(v, "", "inputs"));
   const json& inputs = v["inputs"];
   if (!inputs.is_array() || inputs.empty() || inputs.size() > 2) {
@@ -257,10 +268,10 @@ Result<InferRequest> ParseInferRequest(std::string_view body) {
       TRAININGD_RETURN_IF_ERROR(sj::Require(outputs[i], opath, "name"));
       std::string name;
       TRAININGD_RETURN_IF_ERROR(sj::Read(outputs[i]["name"], opath + ".name", &name));
-      if (name != "logits" && name != "probabilities" && name != "prediction") {
+      if (name != "logits" && name != "probabilities" && name != "prediction" && name != "label") {
         return sj::Bad(opath + ".name",
-                       "the outputs are 'logits' and 'probabilities' (a regression model's: "
-                       "'logits' and 'prediction'), not " +
+                       "the outputs are 'logits', 'probabilities' and 'label' (a regression "
+                       "model's: 'logits' and 'prediction'), not " +
                            sj::Quote(name));
       }
       r.outputs.push_back(std::move(name));
@@ -322,10 +333,15 @@ std::string InferResponseJson(const InferResult& r) {
   if (r.with_probabilities) {
     outputs.push_back(Tensor(r.regression ? "prediction" : "probabilities", r, r.probabilities));
   }
+  if (r.with_labels) {
+    outputs.push_back(
+        {{"name", "label"}, {"datatype", "INT64"}, {"shape", {r.batch}}, {"data", r.labels}});
+  }
   json v = {{"model_name", r.model},
             {"model_version", std::to_string(r.version)},
             {"outputs", std::move(outputs)},
             {"parameters", {{"class_names", r.class_names}}}};
+  if (r.decision_threshold) v["parameters"]["decision_threshold"] = *r.decision_threshold;
   if (!r.id.empty()) v["id"] = r.id;
   return v.dump();
 }
@@ -341,7 +357,10 @@ std::string PredictResponseJson(const InferResult& r) {
     predictions.push_back(std::vector<float>(r.probabilities.begin() + i * r.classes,
                                              r.probabilities.begin() + (i + 1) * r.classes));
   }
-  return json{{"predictions", std::move(predictions)}}.dump();
+  json v = {{"predictions", std::move(predictions)}};
+  // Beside TF Serving's own member: each example's predicted class (docs/models.md#serving).
+  if (r.with_labels) v["labels"] = r.labels;
+  return v.dump();
 }
 
 std::string ModelMetadataJson(const ModelMetadata& m) {
@@ -367,7 +386,9 @@ std::string ModelMetadataJson(const ModelMetadata& m) {
         {"class_names", m.class_names},
         {"preprocessing", m.preprocessing},
         {"dataset", m.dataset},
-        {"dataset_sha256", m.dataset_sha256}}}}
+        {"dataset_sha256", m.dataset_sha256},
+        {"decision_threshold",
+         m.decision_threshold ? json(*m.decision_threshold) : json(nullptr)}}}}
       .dump();
 }
 

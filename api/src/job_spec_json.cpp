@@ -503,11 +503,28 @@ Status ReadLoss(const json& root, engine::JobSpec* spec) {
 }
 
 Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
-  TRAININGD_RETURN_IF_ERROR(CheckObject(
-      root, "", {"name",        "task",         "loss",        "huber_delta",     "dataset",
-                 "model",       "precision",    "optimizer",   "label_smoothing", "class_weights",
-                 "categorical", "augmentation", "batch_size",  "max_steps",       "num_epochs",
-                 "seed",        "hooks",        "distributed", "resources",       "priority"}));
+  TRAININGD_RETURN_IF_ERROR(CheckObject(root, "",
+                                        {"name",
+                                         "task",
+                                         "loss",
+                                         "huber_delta",
+                                         "dataset",
+                                         "model",
+                                         "precision",
+                                         "optimizer",
+                                         "label_smoothing",
+                                         "class_weights",
+                                         "decision_threshold",
+                                         "categorical",
+                                         "augmentation",
+                                         "batch_size",
+                                         "max_steps",
+                                         "num_epochs",
+                                         "seed",
+                                         "hooks",
+                                         "distributed",
+                                         "resources",
+                                         "priority"}));
   TRAININGD_RETURN_IF_ERROR(Require(root, "", "name"));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "name", &spec->name));
   TRAININGD_RETURN_IF_ERROR(EnumField(root, "", "task", kTasks, &spec->task));
@@ -523,6 +540,11 @@ Status ReadJobSpec(const json& root, engine::JobSpec* spec) {
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "label_smoothing", &spec->label_smoothing));
   if (const auto it = root.find("class_weights"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(ReadClassWeights(*it, &spec->class_weights));
+  }
+  if (const auto it = root.find("decision_threshold"); it != root.end()) {
+    double t = 0;
+    TRAININGD_RETURN_IF_ERROR(Read(*it, "decision_threshold", &t));
+    spec->decision_threshold = t;
   }
   if (const auto it = root.find("categorical"); it != root.end()) {
     TRAININGD_RETURN_IF_ERROR(

@@ -241,6 +241,7 @@ json JobSpecToJsonValue(const engine::JobSpec& spec) {
     if (spec.loss == engine::RegressionLoss::kHuber)
       out["huber_delta"] = FloatValue(spec.huber_delta);
   }
+  if (spec.decision_threshold) out["decision_threshold"] = *spec.decision_threshold;
   if (spec.class_weights.balanced) out["class_weights"] = "balanced";
   if (!spec.class_weights.by_name.empty()) {
     json weights = json::object();

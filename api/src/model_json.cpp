@@ -54,11 +54,12 @@ Status ReadFloats(const json& root, const char* key, std::vector<float>* out) {
 }
 
 Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
-  TRAININGD_RETURN_IF_ERROR(CheckObject(
-      root, "",
-      {"version", "example_shape", "num_classes", "class_names", "preprocessing", "feature_mean",
-       "feature_std", "feature_names", "feature_impute", "missing_indicators", "categorical",
-       "missing_values", "task", "target_mean", "target_std", "dataset", "model"}));
+  TRAININGD_RETURN_IF_ERROR(
+      CheckObject(root, "",
+                  {"version", "example_shape", "num_classes", "class_names", "preprocessing",
+                   "feature_mean", "feature_std", "feature_names", "feature_impute",
+                   "missing_indicators", "categorical", "missing_values", "task", "target_mean",
+                   "target_std", "decision_threshold", "dataset", "model"}));
   for (const char* key : {"version", "example_shape", "num_classes", "class_names", "preprocessing",
                           "dataset", "model"}) {
     TRAININGD_RETURN_IF_ERROR(Require(root, "", key));
@@ -130,6 +131,8 @@ Status ReadModelInputJson(const json& root, engine::ModelInput* in) {
   }
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "target_mean", &in->target.mean));
   TRAININGD_RETURN_IF_ERROR(Field(root, "", "target_std", &in->target.std));
+  // Left out by a model recorded before thresholds: 0.5, the arg-max it predicted with.
+  TRAININGD_RETURN_IF_ERROR(Field(root, "", "decision_threshold", &in->decision_threshold));
   const json& dataset = root["dataset"];
   if (!dataset.is_object()) {
     return Bad("dataset", std::string("must be an object, got ") + TypeName(dataset));
@@ -178,6 +181,8 @@ std::string ModelInputToJson(const engine::ModelInput& in) {
     root["task"] = engine::TaskName(in.task);
     root["target_mean"] = FloatJsonValue(in.target.mean);
     root["target_std"] = FloatJsonValue(in.target.std);
+  } else if (in.num_classes == 2) {
+    root["decision_threshold"] = in.decision_threshold;
   }
   root["dataset"] = {
       {"name", in.dataset_name}, {"format", in.dataset_format}, {"sha256", in.dataset_sha256}};

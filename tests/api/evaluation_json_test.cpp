@@ -110,5 +110,55 @@ TEST(EvaluationJsonTest, TheRunReportCarriesIt) {
   EXPECT_FALSE(ParseRunReport(R"({"event":"evaluation","split":"test"})").has_value());
 }
 
+// A regression evaluation: its metrics and scatter sample, written, read back equal, carried by
+// the run report; a malformed scatter refused naming it.
+TEST(EvaluationJsonTest, ARegressionEvaluationCarriesItsScatter) {
+  eng::EvaluationSummary e;
+  e.split = "validation";
+  e.step = 7;
+  e.loss = 0.25;
+  e.task = eng::Task::kRegression;
+  e.regression = {3, 1.5, 1.25, 0.875};
+  e.actual = {100.5, 200, 0.1};
+  e.predicted = {101.25, 199.5, std::nan("")};
+  const json j = EvaluationToJson(e, 2);
+  EXPECT_EQ(j["task"], "regression");
+  EXPECT_EQ(j["rmse"], 1.5);
+  EXPECT_EQ(j["r2"], 0.875);
+  EXPECT_FALSE(j.contains("confusion_matrix"));
+  EXPECT_EQ(j["scatter"]["actual"], json({100.5, 200, 0.1}));
+  EXPECT_EQ(j["scatter"]["predicted"][2], "NaN");
+  auto back = EvaluationFromJson(j, nullptr);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->task, eng::Task::kRegression);
+  EXPECT_EQ(back->regression.rmse, 1.5);
+  EXPECT_EQ(back->regression.mae, 1.25);
+  EXPECT_EQ(back->regression.weight_sum, 3);
+  EXPECT_EQ(back->actual, e.actual);
+  ASSERT_EQ(back->predicted.size(), 3u);
+  EXPECT_TRUE(std::isnan(back->predicted[2]));
+  const std::string line = FormatRunReport(eng::EvaluationRecorded{e, 2.5});
+  auto parsed = ParseRunReport(line);
+  ASSERT_TRUE(parsed.has_value()) << line;
+  EXPECT_EQ(std::get<eng::EvaluationRecorded>(*parsed).evaluation.actual, e.actual);
+  const auto fails = [](json v, const std::string& field) {
+    auto r = EvaluationFromJson(v, nullptr);
+    ASSERT_FALSE(r.ok()) << v.dump();
+    EXPECT_EQ(r.status().message().rfind(field + ":", 0), 0u) << r.status().ToString();
+  };
+  json bad = j;
+  bad["scatter"]["predicted"].erase(0);
+  fails(bad, "evaluation.scatter.predicted");
+  bad = j;
+  bad["scatter"]["actual"][1] = "x";
+  fails(bad, "evaluation.scatter.actual[1]");
+  bad = j;
+  bad["scatter"]["actual"] = json(std::vector<double>(1001, 1.0));
+  fails(bad, "evaluation.scatter.actual");
+  bad = j;
+  bad.erase("rmse");
+  fails(bad, "evaluation.rmse");
+}
+
 }  // namespace
 }  // namespace trainingd::api

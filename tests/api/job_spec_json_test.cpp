@@ -248,8 +248,9 @@ TEST(JobSpecJsonTest, UnknownFieldsAreNamedByTheirFullPath) {
   EXPECT_EQ(e.field, "hooks.checkpoint.every_step");
   e = MustFail(Spec(R"("batchsize": 7)"),
                "batchsize: unknown field; known: name, task, loss, huber_delta, dataset, model, "
-               "precision, optimizer, label_smoothing, class_weights, categorical, augmentation, "
-               "batch_size, max_steps, num_epochs, seed, hooks, distributed, resources, priority");
+               "precision, optimizer, label_smoothing, class_weights, decision_threshold, "
+               "categorical, augmentation, batch_size, max_steps, num_epochs, seed, hooks, "
+               "distributed, resources, priority");
   EXPECT_EQ(e.field, "batchsize");
   e = MustFail(Spec(R"("hooks": {"tensorboard": true})"),
                "hooks.tensorboard: unknown field; known: checkpoint, summary, step_counter, "

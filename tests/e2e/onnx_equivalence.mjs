@@ -1,8 +1,11 @@
 // onnx_equivalence.mjs MODEL.onnx PREFIX: runs an exported model in onnxruntime (npm
 // onnxruntime-node from web/node_modules, CPU only; a runtime we did not write) on the raw
 // examples onnx_predict wrote to PREFIX.input.f32 and compares its probabilities with the
-// engine's (PREFIX.probs.f32). Prints one JSON line: the examples, how many argmaxes agree, the
-// largest |probability difference|, both accuracies, and the graph's input and output names
+// engine's (PREFIX.probs.f32). Prints one JSON line: the examples, how many argmaxes agree, how
+// many of the graph's "label" agree with the engine's predicted classes (a two-class model's
+// decision threshold applied; PREFIX.json's "predicted") and how many differ from the arg-max,
+// the largest |probability difference|, both accuracies (of the predicted classes), and the
+// graph's input and output names
 // and shapes as the runtime sees them. A table with categorical columns also feeds the graph's
 // string input "categorical" from PREFIX.categorical.json. With PREFIX.infer.f32 (the daemon's /infer answers on
 // the same examples, serving_test.py), the same three numbers for /infer against onnxruntime.
@@ -72,6 +75,10 @@ if (regression) {
   }));
   process.exit(0);
 }
+// The predicted classes: the graph's "label" against the engine's (meta.predicted,
+// TrainedModel::PredictedClasses) and, with PREFIX.infer_labels.json, /infer's "label".
+const inferLabels = fs.existsSync(`${prefix}.infer_labels.json`)
+  ? JSON.parse(fs.readFileSync(`${prefix}.infer_labels.json`, 'utf8')) : null;
 const argmax = (p, i) => {
   let best = 0;
   for (let c = 1; c < classes; ++c) if (p[i * classes + c] > p[i * classes + best]) best = c;
@@ -80,27 +87,36 @@ const argmax = (p, i) => {
 // In batches of 1000: the whole split in one run would hold the CNN's activations for all of it.
 let agree = 0, ortCorrect = 0, engineCorrect = 0, maxDiff = 0;
 let inferAgree = 0, inferCorrect = 0, inferMaxDiff = 0;
+let labelAgree = 0, inferLabelAgree = 0, ortNotArgmax = 0;
 const batch = 1000;
 for (let first = 0; first < n; first += batch) {
   const m = Math.min(batch, n - first);
   const out = await session.run(feedsOf(first, m));
   const probs = out.probabilities.data;
   const logits = out.logits.data;
-  if (probs.length !== m * classes || logits.length !== m * classes) throw new Error('output size');
+  const label = out.label.data;  // int64: BigInt64Array
+  if (probs.length !== m * classes || logits.length !== m * classes || label.length !== m) {
+    throw new Error('output size');
+  }
   for (let i = 0; i < m; ++i) {
     const j = first + i;
     const a = argmax(probs, i);
     const e = argmax(engineProbs.subarray(first * classes), i);
+    const l = Number(label[i]);
     if (a === e) ++agree;
-    if (a === meta.labels[j]) ++ortCorrect;
-    if (e === meta.labels[j]) ++engineCorrect;
+    if (l !== a) ++ortNotArgmax;
+    if (l === meta.predicted[j]) ++labelAgree;
+    if (inferLabels && inferLabels[j] === l) ++inferLabelAgree;
+    // The accuracies count the predicted classes, as the trainer's evaluation does.
+    if (l === meta.labels[j]) ++ortCorrect;
+    if (meta.predicted[j] === meta.labels[j]) ++engineCorrect;
     for (let c = 0; c < classes; ++c) {
       maxDiff = Math.max(maxDiff, Math.abs(probs[i * classes + c] - engineProbs[j * classes + c]));
     }
     if (inferProbs) {
       const f = argmax(inferProbs.subarray(first * classes), i);
       if (f === a) ++inferAgree;
-      if (f === meta.labels[j]) ++inferCorrect;
+      if ((inferLabels ? inferLabels[j] : f) === meta.labels[j]) ++inferCorrect;
       for (let c = 0; c < classes; ++c) {
         inferMaxDiff = Math.max(inferMaxDiff, Math.abs(probs[i * classes + c] - inferProbs[j * classes + c]));
       }
@@ -108,8 +124,10 @@ for (let first = 0; first < n; first += batch) {
   }
 }
 console.log(JSON.stringify({
-  n, agree, max_prob_diff: maxDiff,
+  n, agree, max_prob_diff: maxDiff, label_agree: labelAgree, not_argmax: meta.not_argmax,
+  ort_not_argmax: ortNotArgmax,
   ort_accuracy: ortCorrect / n, engine_accuracy: engineCorrect / n,
   inputs: session.inputNames, outputs: session.outputNames,
+  ...(inferLabels ? { infer_label_agree: inferLabelAgree } : {}),
   ...(inferProbs ? { infer_agree: inferAgree, infer_max_prob_diff: inferMaxDiff, infer_accuracy: inferCorrect / n } : {}),
 }));

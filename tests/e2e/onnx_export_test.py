@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 from onnx import helper
 
 TRAININGD = ONNX_PREDICT = NODE = None  # main() sets them (serving_test.py imports this file)
@@ -79,11 +80,11 @@ def colour_npz(path):
     np.savez(path, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
 
 
-def table_csv(path):
+def table_csv(path, binary=False):
     """Five number features on very different scales (what standardization is for) and two
     categorical ones between them, string labels, and missing values as exports have them:
     blanks in b, "NA" in d, blanks and "?" in color (5 levels: one-hot), "NA" in city (40 levels:
-    an embedding). The label depends on all of them."""
+    an embedding). The label depends on all of them; `binary`: "yes" or "no"."""
     rng = np.random.default_rng(11)
     n = 1000
     x = rng.normal(size=(n, 5)) * np.array([1.0, 100.0, 0.01, 5.0, 1000.0]) + \
@@ -95,6 +96,8 @@ def table_csv(path):
         np.array([1.5, 0, -1.5, 0.5, -0.5])[color] + (city % 3 - 1) * 1.2
     names = np.array(["low", "mid", "high"])
     y = names[np.digitize(score, [-0.8, 0.8])]
+    if binary:  # two classes, "no" the more frequent (class 0 in sorted order)
+        y = np.where(score > 0.6, "yes", "no")
     with open(path, "w") as f:
         f.write("a,b,color,c,d,city,e,label\n")
         for i, (row, label) in enumerate(zip(x, y)):
@@ -154,19 +157,31 @@ def check_file(path, case, ckpt_dir, final_step, job_id):
            ([("categorical", 8, ["batch", categorical])] if categorical else []),
            model.graph.input)
     regression = case.get("task") == "regression"
+    # A classifier's predicted class "label" (int64, onnx.TensorProto.INT64 7), after a
+    # two-class model's "positive_probability".
+    two = not regression and case["classes"] == 2
     expect([value_info(v) for v in model.graph.output] ==
            [("logits", 1, ["batch", case["classes"]]),
-            ("prediction" if regression else "probabilities", 1, ["batch", case["classes"]])],
+            ("prediction" if regression else "probabilities", 1, ["batch", case["classes"]])] +
+           ([("positive_probability", 1, ["batch"])] if two else []) +
+           ([] if regression else [("label", 7, ["batch"])]),
            model.graph.output)
     ops = [n.op_type for n in model.graph.node]
     expect(ops[:len(case["first_ops"])] == case["first_ops"], "%s: %s" % (case["name"], ops))
+    threshold = case.get("decision_threshold", 0.5)
     if regression:
         expect(ops[-2:] == ["Mul", "Add"], ops)
     else:
-        softmax = model.graph.node[-1]
+        label_ops = (["Gather"] if two else []) + \
+            (["Greater", "Cast"] if threshold != 0.5 else ["ArgMax"])
+        expect(ops[-len(label_ops):] == label_ops, ops)
+        softmax = model.graph.node[-len(label_ops) - 1]
         expect(softmax.op_type == "Softmax" and
                [(a.name, helper.get_attribute_value(a)) for a in softmax.attribute] ==
                [("axis", 1)], softmax)
+        if threshold != 0.5:
+            t = next(i for i in model.graph.initializer if i.name == "decision_threshold")
+            expect(onnx.numpy_helper.to_array(t) == np.float32(threshold), t)
     expect("Dropout" not in ops, ops)
     for op in case.get("ops", []):
         expect(op in ops, "%s: no %s in %s" % (case["name"], op, ops))
@@ -190,6 +205,7 @@ def check_file(path, case, ckpt_dir, final_step, job_id):
            re.fullmatch(r"\d+\.\d+\.\d+", model.producer_version), meta)
     expect(meta["preprocessing"] == case["preprocessing"], meta)
     expect(meta["task"] == case.get("task", "classification"), meta)
+    expect(meta.get("decision_threshold") == (repr(threshold) if two else None), meta)
     with open(os.path.join(ckpt_dir, "model.json")) as f:
         recorded = json.load(f)
     expect(recorded["example_shape"] == [case["shape"][0] + categorical] if categorical else
@@ -219,6 +235,7 @@ def check_file(path, case, ckpt_dir, final_step, job_id):
                    [2 + fnv1a64(v) % n for v in levels], (levels, attrs["values_int64s"]))
     expect(recorded.get("task", "classification") == case.get("task", "classification") and
            ("target_mean" in recorded) == regression, recorded)
+    expect(recorded.get("decision_threshold") == (threshold if two else None), recorded)
 
 
 def engine_predictions(onnx_predict, ckpt_dir, spec_path, datasets_dir, prefix):
@@ -246,10 +263,19 @@ def judge(case, r, trainer_accuracy):
         # The trainer's log line: 6 significant digits.
         expect(abs(r["engine_rmse"] - trainer_accuracy) <= 1e-5 * trainer_accuracy, (r, trainer_accuracy))
         return
+    two = case["classes"] == 2
     expect(r["inputs"] == ["input"] + (["categorical"] if case.get("categorical") else []) and
-           r["outputs"] == ["logits", "probabilities"], r)
+           r["outputs"] == ["logits", "probabilities"] + (["positive_probability"] if two else []) +
+           ["label"], r)
     expect(r["n"] == case["test_examples"], r)
     expect(r["agree"] >= 0.999 * r["n"], r)
+    # The graph's labels are the engine's predicted classes; with a decision threshold some are
+    # not the arg-max (else the threshold would not have been tested), without one none.
+    expect(r["label_agree"] >= 0.999 * r["n"], r)
+    if case.get("decision_threshold", 0.5) != 0.5:
+        expect(r["not_argmax"] > 0 and abs(r["ort_not_argmax"] - r["not_argmax"]) <= 0.001 * r["n"], r)
+    else:
+        expect(r["not_argmax"] == 0 and r["ort_not_argmax"] == 0, r)
     expect(r["max_prob_diff"] <= 1e-4, r)
     expect(r["ort_accuracy"] == r["engine_accuracy"], r)
     # The trainer's final evaluation (its log line, 4 decimals) on the same checkpoint.
@@ -266,10 +292,10 @@ def equivalence(case, ckpt_dir, spec_path, datasets_dir, onnx_path, tmp, trainer
                                            r["engine_rmse"], trainer_accuracy))
         judge(case, r, trainer_accuracy)
         return
-    print("  %s: %d test examples, argmax agrees on %d, max |p diff| %.2e, accuracy %.4f "
-          "(onnxruntime) %.4f (engine) %.4f (trainer)" %
-          (case["name"], r["n"], r["agree"], r["max_prob_diff"], r["ort_accuracy"],
-           r["engine_accuracy"], trainer_accuracy))
+    print("  %s: %d test examples, argmax agrees on %d, label on %d (%d not the argmax), max "
+          "|p diff| %.2e, accuracy %.4f (onnxruntime) %.4f (engine) %.4f (trainer)" %
+          (case["name"], r["n"], r["agree"], r["label_agree"], r["not_argmax"],
+           r["max_prob_diff"], r["ort_accuracy"], r["engine_accuracy"], trainer_accuracy))
     judge(case, r, trainer_accuracy)
 
 
@@ -414,11 +440,27 @@ def graph_cases(rgb_sha, table_sha):
     ]
 
 
+def binary_cases(churn_sha):
+    """A two-class MLP on table_csv(binary=True) with a decision threshold of 0.3: its ONNX
+    graph has "positive_probability" and a "label" of Cast(Greater(p1, 0.3)), and onnxruntime's
+    labels, the engine's (TrainedModel::PredictedClasses), /infer's (serving_test.py) and the
+    trainer's test/accuracy all count class 1 where p1 > 0.3, which moves some off the arg-max."""
+    return [dict(TABLE, name="binary-threshold", dataset="churn", sha256=churn_sha, classes=2,
+                 class_names=["no", "yes"], decision_threshold=0.3,
+                 spec=dict(tiny({"dataset": {"name": "churn", "format": "csv",
+                                             "sha256": churn_sha, "normalize": "standard"},
+                                 "model": "mlp",
+                                 "optimizer": {"type": "adam", "learning_rate": 1e-2},
+                                 "batch_size": 50, "seed": 8}, "binary-threshold", 60),
+                           decision_threshold=0.3),
+                 first_ops=["IsNaN", "Where", "Sub", "Div"] + ENCODING_OPS + ["Gemm", "Relu"])]
+
+
 # The models trained here by `trainingd run`, which reads their uploads itself from
 # --datasets-dir: the daemon's jobs load their data otherwise, and serving_test.py checks the
 # exports of all five trained as daemon jobs. The graphs are trained here only.
 RUN_CASES = ("rgb-cnn", "table-mlp", "rgb-resnet", "table-graph", "rgb-per-channel",
-             "prices-regression")
+             "prices-regression", "binary-threshold")
 
 
 def regression_cases(prices_sha):
@@ -454,8 +496,12 @@ def main():
         prices_csv(prices)
         with open(prices, "rb") as f:
             prices_sha = upload(datasets_dir, "prices", "csv", f.read())
+        churn = os.path.join(tmp, "churn.csv")
+        table_csv(churn, binary=True)
+        with open(churn, "rb") as f:
+            churn_sha = upload(datasets_dir, "churn", "csv", f.read())
         for case in (cases(rgb_sha, table_sha) + graph_cases(rgb_sha, table_sha) +
-                     regression_cases(prices_sha)):
+                     regression_cases(prices_sha) + binary_cases(churn_sha)):
             if case["name"] not in RUN_CASES:
                 continue
             t0 = time.monotonic()

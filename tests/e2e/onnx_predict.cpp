@@ -10,10 +10,12 @@
 //                  in turn) for a missing one; Predict gets the codes the model gives them
 //   OUT.probs.f32  the engine's probabilities, float32 [n, classes]; a regression model's
 //                  predictions, [n, 1]
-//   OUT.json       {"n", "example_shape", "categorical", "classes", "labels", "step", "accuracy"}
-//                  (example_shape: the numbers' [numbers] for such a table); a regression
-//                  model's "task": "regression", "targets" and "rmse" instead of the labels and
-//                  the accuracy
+//   OUT.json       {"n", "example_shape", "categorical", "classes", "labels", "step", "accuracy",
+//                  "predicted", "not_argmax"} (example_shape: the numbers' [numbers] for such a
+//                  table; predicted: TrainedModel::PredictedClasses, which the accuracy counts,
+//                  not_argmax: how many of them a decision threshold moved off the arg-max); a
+//                  regression model's "task": "regression", "targets" and "rmse" instead of the
+//                  labels and the accuracy
 // for onnx_equivalence.mjs to feed the same examples to onnxruntime. Exit 1 on any error.
 #include <cmath>
 #include <cstdio>
@@ -130,13 +132,20 @@ int main(int argc, char** argv) {
     const double e = double{probs[static_cast<size_t>(i)]} - test.targets[static_cast<size_t>(i)];
     squared_error += e * e;
   }
+  // The predicted classes (a two-class model's decision threshold applied), and how many of
+  // them differ from the probabilities' arg-max.
+  std::vector<int64_t> predicted(regression ? 0 : static_cast<size_t>(n));
+  model->PredictedClasses(probs.data(), n, predicted.data());
+  int64_t not_argmax = 0;
   for (int64_t i = 0; i < n && !regression; ++i) {
     const float* p = probs.data() + i * classes;
     int64_t arg = 0;
     for (int64_t c = 1; c < classes; ++c) {
       if (p[c] > p[arg]) arg = c;
     }
-    if (arg == test.labels[static_cast<size_t>(i)]) ++correct;
+    const int64_t y = predicted[static_cast<size_t>(i)];
+    if (y != arg) ++not_argmax;
+    if (y == test.labels[static_cast<size_t>(i)]) ++correct;
   }
   if (columns > 0) std::ofstream(out + ".categorical.json") << categorical.dump() << "\n";
   if (!WriteFile(out + ".input.f32", raw.data(), raw.size() * sizeof(float)) ||
@@ -155,6 +164,8 @@ int main(int argc, char** argv) {
     meta["rmse"] = n ? std::sqrt(squared_error / static_cast<double>(n)) : 0.0;
   } else {
     meta["labels"] = test.labels;
+    meta["predicted"] = predicted;
+    meta["not_argmax"] = not_argmax;
     meta["accuracy"] = n ? static_cast<double>(correct) / n : 0.0;
   }
   std::ofstream(out + ".json") << meta.dump() << "\n";

@@ -101,14 +101,27 @@ def equivalence(d, case, job, data_dir, datasets_dir, tmp):
         with open(prefix + ".categorical.json") as f:
             categorical = json.load(f)
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        parts = list(pool.map(
+        answers = list(pool.map(
             lambda i: infer(d, job, x[i:i + CHUNK], uint8,
-                            categorical=categorical and categorical[i:i + CHUNK])[0],
+                            categorical=categorical and categorical[i:i + CHUNK]),
             range(0, n, CHUNK)))
-    served = np.concatenate(parts)
+    served = np.concatenate([probs for probs, _ in answers])
     regression = case.get("task") == "regression"
+    if not regression:
+        # A classifier's predicted classes, "label" (INT64 [batch]): onnxruntime's "label" and
+        # the engine's PredictedClasses must be the same (onnx_equivalence.mjs).
+        labels = []
+        for _, r in answers:
+            out = next(o for o in r["outputs"] if o["name"] == "label")
+            expect(out["datatype"] == "INT64" and out["shape"] == [len(out["data"])], out)
+            labels += out["data"]
+        expect(labels == meta["predicted"], "%s: /infer's labels differ from Predict's" %
+               case["name"])
+        with open(prefix + ".infer_labels.json", "w") as f:
+            json.dump(labels, f)
     if categorical:
-        table_rows(d, job, data_dir, x, categorical, engine[:, 0] if regression else engine)
+        table_rows(d, job, data_dir, x, categorical, engine[:, 0] if regression else engine,
+                   None if regression else meta["predicted"])
     served.tofile(prefix + ".infer.f32")
     # The server runs the engine's own Predict: the same numbers, whatever the batch.
     expect(np.array_equal(served, engine),
@@ -151,12 +164,47 @@ def equivalence(d, case, job, data_dir, datasets_dir, tmp):
     expect(q["infer_agree"] >= 0.999 * n, q)
     expect(q["infer_max_prob_diff"] <= 1e-4, q)
     expect(q["infer_accuracy"] == q["ort_accuracy"] == q["engine_accuracy"], q)
+    expect(q["infer_label_agree"] >= 0.999 * n, q)
+    if case.get("decision_threshold", 0.5) != 0.5:
+        threshold_protocol(d, job, x, categorical, case["decision_threshold"], meta)
     return x, engine
 
 
-def table_rows(d, job, data_dir, x, categorical, engine):
+def threshold_protocol(d, job, x, categorical, threshold, meta):
+    """A two-class model with a decision threshold: its metadata says it, TF Serving's answer
+    carries the same labels beside the probabilities, and a label is class 1 exactly where the
+    positive class's probability is above the threshold."""
+    status, m = d.call("GET", "/v2/models/%s" % job)
+    expect(status == 200 and [o["name"] for o in m["outputs"]] ==
+           ["logits", "probabilities", "label"] and
+           m["parameters"]["decision_threshold"] == threshold, m)
+    probs, r = infer(d, job, x[:50], False, categorical=categorical[:50])
+    label = next(o for o in r["outputs"] if o["name"] == "label")["data"]
+    expect(label == [int(p1 > np.float32(threshold)) for p1 in probs[:, 1]], (label, probs))
+    expect(label == meta["predicted"][:50], label)
+    status, v = d.call("POST", "/v2/models/%s/infer" % job,
+                       dict(infer_body(x[:3], False, categorical[:3]),
+                            outputs=[{"name": "label"}]))
+    expect(status == 200 and [o["name"] for o in v["outputs"]] == ["label"] and
+           v["outputs"][0]["data"] == label[:3], (status, v))
+    # A request's own threshold: its labels, p1 > 0.8, differ from the model's; echoed back.
+    status, v = d.call("POST", "/v2/models/%s/infer" % job,
+                       dict(infer_body(x[:50], False, categorical[:50]),
+                            parameters={"decision_threshold": 0.8}))
+    own = next(o for o in v["outputs"] if o["name"] == "label")["data"]
+    expect(status == 200 and own == [int(p1 > np.float32(0.8)) for p1 in probs[:, 1]] and
+           own != label and v["parameters"]["decision_threshold"] == 0.8, (status, own, label))
+    status, v = d.call("POST", "/v2/models/%s/infer" % job,
+                       dict(infer_body(x[:3], False, categorical[:3]),
+                            parameters={"decision_threshold": 1.5}))
+    expect(status == 400 and v["error"].startswith("parameters.decision_threshold: "), (status, v))
+
+
+def table_rows(d, job, data_dir, x, categorical, engine, predicted):
     """TF Serving's instances as objects keyed by column name, in an order of their own, a
-    missing value as null or left out: the same probabilities as Predict on the same rows."""
+    missing value as null or left out: the same probabilities as Predict on the same rows, and
+    beside them a classifier's "labels", Predict's predicted classes (`predicted`; None for a
+    regression model, which has none)."""
     with open(os.path.join(data_dir, "jobs", job, "model.json")) as f:
         recorded = json.load(f)
     numbers = recorded["feature_names"]
@@ -175,6 +223,7 @@ def table_rows(d, job, data_dir, x, categorical, engine):
     status, r = d.call("POST", "/v1/models/%s:predict" % job, {"instances": rows})
     expect(status == 200 and np.array_equal(np.array(r["predictions"], dtype=np.float32),
                                             engine[:40]), (status, str(r)[:300]))
+    expect(r.get("labels") == (predicted[:40] if predicted is not None else None), str(r)[:300])
     status, m = d.call("GET", "/v2/models/%s" % job)
     expect(m["inputs"] == [{"name": "input", "datatype": "FP32", "shape": [-1, len(numbers)]},
                            {"name": "categorical", "datatype": "BYTES",
@@ -211,8 +260,17 @@ def protocol(d, jobs, samples):
     status, m = d.call("GET", "/v2/models/%s" % job)
     expect(status == 200 and m["name"] == job and m["platform"] == "trainingd", m)
     expect(m["inputs"] == [{"name": "input", "datatype": "FP32", "shape": [-1, 28, 28, 1]}], m)
-    expect([o["name"] for o in m["outputs"]] == ["logits", "probabilities"], m)
+    expect([o["name"] for o in m["outputs"]] == ["logits", "probabilities", "label"] and
+           m["outputs"][2] == {"name": "label", "datatype": "INT64", "shape": [-1]} and
+           m["parameters"]["decision_threshold"] is None, m)
     expect(m["versions"][-1] == "40" and m["parameters"]["preprocessing"] == "scale_255", m)
+    # A request's threshold on a ten-class model: refused naming it.
+    status, r = d.call("POST", "/v2/models/%s/infer" % job, {"inputs": [
+        {"name": "input", "shape": [1, 28, 28, 1], "datatype": "UINT8", "data": [0] * 784}],
+        "parameters": {"decision_threshold": 0.3}})
+    expect(status == 400 and r["error"].startswith("parameters.decision_threshold: only a "
+                                                   "two-class classifier") and
+           "10 classes" in r["error"], (status, r))
     status, t = d.call("GET", "/v2/models/%s" % jobs["table-mlp"])
     expect(t["parameters"]["class_names"] == ["high", "low", "mid"] and
            t["parameters"]["preprocessing"] == "standard" and
@@ -374,16 +432,31 @@ def main():
             # 600 distinct prices: too many to be classes, numbers for a regression job.
             prices = upload(d, "prices", "csv", prices_csv,
                             "&normalize=standard&label_column=price")
+            churn_csv = os.path.join(tmp, "churn.csv")
+            ox.table_csv(churn_csv, binary=True)
+            churn = upload(d, "churn", "csv", churn_csv, "&normalize=standard")
             expect(prices["tasks"] == ["regression"] and prices["num_classes"] == 0, prices)
             # onnx_export_test.py's five models and its regression model; the uploads named by
             # their names alone.
             cases = [dict(c, spec=dict(c["spec"], dataset=c["dataset"])
-                          if c["dataset"] in ("rgb", "table", "prices") else c["spec"])
+                          if c["dataset"] in ("rgb", "table", "prices", "churn") else c["spec"])
                      for c in ox.cases(rgb["sha256"], table["sha256"]) +
-                     ox.regression_cases(prices["sha256"])]
+                     ox.regression_cases(prices["sha256"]) +
+                     ox.binary_cases(churn["sha256"])]
             # A classifier on those prices: refused at submit, naming the label column.
+            regression_spec = next(c for c in cases if c.get("task") == "regression")["spec"]
             status, err = d.call("POST", "/api/v1/jobs",
-                                 {k: v for k, v in cases[-1]["spec"].items() if k != "loss"} |
+                                 {k: v for k, v in regression_spec.items() if k != "loss"} |
+                                 {"task": "classification"})
+            expect(status == 400 and err["error"]["field"] == "dataset.label_column", err)
+            # A decision threshold on the three-class table: refused at submit, naming it.
+            status, err = d.call("POST", "/api/v1/jobs",
+                                 dict(next(c for c in cases if c["name"] == "table-mlp")["spec"],
+                                      decision_threshold=0.3))
+            expect(status == 400 and err["error"]["field"] == "decision_threshold" and
+                   "the dataset has 3 classes" in err["error"]["message"], (status, err))
+            status, err = d.call("POST", "/api/v1/jobs",
+                                 {k: v for k, v in regression_spec.items() if k != "loss"} |
                                  {"task": "classification"})
             expect(status == 400 and err["error"]["field"] == "dataset.label_column" and
                    "more than 256 distinct labels" in err["error"]["message"] and

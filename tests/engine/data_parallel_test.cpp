@@ -424,6 +424,30 @@ TEST(DataParallelTest, RegressionIsBitIdenticalToOneProcess) {
   }
 }
 
+// A two-class job's decision threshold is post-processing of the gathered probabilities: 2 and
+// 3 ranks report one process's metrics and confusion matrix, bit for bit, and they are not the
+// arg-max's (the training is: the same checkpoint).
+TEST(DataParallelTest, ADecisionThresholdIsBitIdenticalToOneProcess) {
+  const Datasets table = RandomDatasets(Shape{64}, 2, 7);
+  JobSpec spec = GatheredDenseJob(4);
+  spec.model_preset = "mlp";
+  spec.model = *PresetModel("mlp");
+  ScopedDir d0("dpt0"), d1("dpt1");
+  const Outcome argmax = RunOnRanks(spec, 1, d0.path(), -1, 1, Clock::kReal, &table);
+  spec.decision_threshold = 0.45;
+  const Outcome one = RunOnRanks(spec, 1, d1.path(), -1, 1, Clock::kReal, &table);
+  ASSERT_EQ(one.global_step, 4) << one.reason;
+  EXPECT_TRUE(BitIdentical(argmax.checkpoint, one.checkpoint));
+  ASSERT_FALSE(one.evaluations.empty());
+  EXPECT_NE(one.evaluations.back().metrics.confusion, argmax.evaluations.back().metrics.confusion);
+  for (int ranks : {2, 3}) {
+    ScopedDir dn("dptn" + std::to_string(ranks));
+    const Outcome n = RunOnRanks(spec, ranks, dn.path(), -1, 1, Clock::kReal, &table);
+    ExpectIdentical(one, n);
+    EXPECT_EQ(n.evaluations.back().metrics.confusion, one.evaluations.back().metrics.confusion);
+  }
+}
+
 // Class weights (balanced) and sample weights scale each row's loss and gradient before the exact
 // sums: 2 and 3 ranks are one process, bit for bit.
 TEST(DataParallelTest, ClassAndSampleWeightsAreBitIdenticalToOneProcess) {

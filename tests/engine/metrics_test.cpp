@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -206,6 +207,74 @@ TEST(MetricsTest, MetricNamesAndDirections) {
   EXPECT_EQ(MetricValue(m, 0.25, "auc"), m.auc);
   EXPECT_EQ(MetricValue(m, 0.25, "f1_macro"), m.f1_macro);
   EXPECT_TRUE(std::isnan(MetricValue(m, 0.25, "nope")));
+}
+
+// A two-class model's decision threshold (docs/job-spec.md#decision-threshold), by hand:
+// p1 = [0.9, 0.6, 0.4, 0.35, 0.2, 0.1], y = [1, 0, 1, 1, 0, 0].
+//   argmax (0.5): pred = [1, 1, 0, 0, 0, 0]: right 1, 4, 5 (rows 0, 4, 5) -> accuracy 3/6;
+//     confusion [[2, 1], [2, 1]] (true 0 predicted 0: rows 4, 5; as 1: row 1; true 1 as 0:
+//     rows 2, 3; as 1: row 0).
+//   threshold 0.3: pred = [1, 1, 1, 1, 0, 0]: right rows 0, 2, 3, 4, 5 -> accuracy 5/6;
+//     confusion [[2, 1], [0, 3]]; class 1's precision 3/4, recall 3/3, F1 6/7.
+// The AUC and the log loss read the probabilities alone: the same under both.
+TEST(MetricsTest, DecisionThresholdMovesThePredictedClassOnly) {
+  const std::vector<double> p1 = {0.9, 0.6, 0.4, 0.35, 0.2, 0.1};
+  std::vector<double> p;
+  for (double v : p1) {
+    p.push_back(1 - v);
+    p.push_back(v);
+  }
+  const std::vector<int32_t> y = {1, 0, 1, 1, 0, 0};
+  const ClassificationMetrics at_half = ComputeClassificationMetrics(p, 2, y);
+  const ClassificationMetrics lowered = ComputeClassificationMetrics(p, 2, y, {}, 0.3);
+  EXPECT_EQ(PredictedClasses(p, 2), (std::vector<int32_t>{1, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(PredictedClasses(p, 2, 0.3), (std::vector<int32_t>{1, 1, 1, 1, 0, 0}));
+  EXPECT_DOUBLE_EQ(at_half.accuracy, 3.0 / 6);
+  EXPECT_EQ(at_half.confusion, (std::vector<double>{2, 1, 2, 1}));
+  EXPECT_DOUBLE_EQ(lowered.accuracy, 5.0 / 6);
+  EXPECT_EQ(lowered.confusion, (std::vector<double>{2, 1, 0, 3}));
+  EXPECT_DOUBLE_EQ(lowered.precision[1], 3.0 / 4);
+  EXPECT_DOUBLE_EQ(lowered.recall[1], 1.0);
+  EXPECT_NEAR(lowered.f1[1], 6.0 / 7, 1e-15);
+  EXPECT_EQ(lowered.auc, at_half.auc);
+  EXPECT_EQ(lowered.log_loss, at_half.log_loss);
+  // Above the threshold, not at it: p1 = 0.4 is class 0 at 0.4 (sklearn compares >=; see
+  // docs/job-spec.md), and 0.5 exactly is the arg-max's tie, the first class.
+  EXPECT_EQ(PredictedClasses(p, 2, 0.4), (std::vector<int32_t>{1, 1, 0, 0, 0, 0}));
+  const std::vector<double> tie = {0.5, 0.5};
+  EXPECT_EQ(PredictedClasses(tie, 2), (std::vector<int32_t>{0}));
+  // Weighted: the counts are sums of weights (row 2, now right, weighs 4).
+  const std::vector<double> w = {1, 1, 4, 1, 1, 1};
+  EXPECT_DOUBLE_EQ(ComputeClassificationMetrics(p, 2, y, w, 0.3).accuracy, 8.0 / 9);
+  // From logits the same: log-odds of p1 (z = [0, log(p1 / (1 - p1))]).
+  std::vector<float> logits;
+  for (double v : p1) {
+    logits.push_back(0.0f);
+    logits.push_back(static_cast<float>(std::log(v / (1 - v))));
+  }
+  const ClassificationMetrics from_logits =
+      ComputeClassificationMetricsFromLogits(logits, 2, y, {}, 0.3);
+  EXPECT_EQ(from_logits.confusion, lowered.confusion);
+  // More than two classes: the threshold does not apply (the spec refuses one there).
+  const std::vector<double> three = {0.2, 0.35, 0.45};
+  EXPECT_EQ(PredictedClasses(three, 3, 0.3), (std::vector<int32_t>{2}));
+}
+
+// A regression evaluation's scatter: every example of a split of up to 1,000, else 1,000 spread
+// evenly, floor(k * n / 1000), from the first example on.
+TEST(MetricsTest, ScatterSampleIsBoundedAndEvenlySpread) {
+  EXPECT_TRUE(ScatterSample(0).empty());
+  EXPECT_EQ(ScatterSample(3), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(ScatterSample(1000).size(), 1000u);
+  const std::vector<int64_t> big = ScatterSample(2500);
+  ASSERT_EQ(big.size(), 1000u);
+  EXPECT_EQ(big[0], 0);
+  EXPECT_EQ(big[1], 2);  // 2.5 rounded down
+  EXPECT_EQ(big[2], 5);
+  EXPECT_EQ(big.back(), 2497);  // 999 * 2.5
+  EXPECT_TRUE(std::is_sorted(big.begin(), big.end()));
+  EXPECT_EQ(ScatterSample(1001).back(), 999);  // 999 * 1001 / 1000
+  EXPECT_EQ(ScatterSample(10, 4), (std::vector<int64_t>{0, 2, 5, 7}));
 }
 
 }  // namespace

@@ -117,5 +117,56 @@ TEST(OnnxWriterTest, WritesAModelProtoWithItsMetadata) {
   EXPECT_GT(bytes->size(), static_cast<size_t>(4 * (18 + 2 + 128 * 2 + 2)));
 }
 
+// A two-class model with a decision threshold: its graph's "label" is Cast(Greater(
+// positive_probability, threshold)), and TrainedModel::PredictedClasses counts class 1 where
+// p1 > float(threshold); without one, ArgMax and the arg-max.
+TEST(OnnxWriterTest, ATwoClassModelsLabelUsesItsDecisionThreshold) {
+  ScopedDir dir("onnx_threshold");
+  ModelInput in;
+  in.example_shape = Shape{3};
+  in.num_classes = 2;
+  in.class_names = {"no", "yes"};
+  in.preprocessing = Preprocessing::kNone;
+  in.dataset_name = "churn";
+  in.dataset_format = "csv";
+  in.model.layers = {LayerSpec::Dense(2, Activation::kNone)};
+  in.decision_threshold = 0.3;
+  auto model = Model::Build(in.model, in.example_shape, in.num_classes, 1);
+  ASSERT_TRUE(model.ok());
+  auto manager = CheckpointManager::Create(dir.path());
+  ASSERT_TRUE(manager.ok());
+  CheckpointData data;
+  for (const Parameter* p : (*model)->parameters()) data.tensors.emplace_back(p->name, p->value);
+  ASSERT_TRUE((*manager)->Save(data).ok());
+  auto trained = LoadTrainedModel(dir.path(), std::nullopt, in);
+  ASSERT_TRUE(trained.ok()) << trained.status().ToString();
+  auto bytes = ExportOnnx(*trained, {});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  const auto has = [&](const std::string& s) { return bytes->find(s) != std::string::npos; };
+  for (const char* s : {"positive_probability", "positive_class", "Gather", "Greater", "Cast",
+                        "label", "decision_threshold", "0.3"}) {
+    EXPECT_TRUE(has(s)) << s;
+  }
+  EXPECT_FALSE(has("ArgMax"));
+  // p1 = 0.35 and 0.3000001 are above 0.3 (class 1 though not the arg-max); 0.3 itself is not.
+  const float probs[] = {0.65f, 0.35f, 0.7f, 0.3f, 0.2f, 0.8f, 0.6999999f, 0.3000001f};
+  int64_t classes[4] = {-1, -1, -1, -1};
+  trained->PredictedClasses(probs, 4, classes);
+  EXPECT_EQ(std::vector<int64_t>(classes, classes + 4), (std::vector<int64_t>{1, 0, 1, 1}));
+  // The default: the arg-max (the first class on a tie), and ArgMax in the graph.
+  in.decision_threshold = 0.5;
+  auto plain = LoadTrainedModel(dir.path(), std::nullopt, in);
+  ASSERT_TRUE(plain.ok());
+  const float tie[] = {0.5f, 0.5f, 0.35f, 0.65f};
+  plain->PredictedClasses(tie, 2, classes);
+  EXPECT_EQ(classes[0], 0);
+  EXPECT_EQ(classes[1], 1);
+  auto plain_bytes = ExportOnnx(*plain, {});
+  ASSERT_TRUE(plain_bytes.ok());
+  EXPECT_NE(plain_bytes->find("ArgMax"), std::string::npos);
+  EXPECT_EQ(plain_bytes->find("Greater"), std::string::npos);
+  EXPECT_NE(plain_bytes->find("positive_probability"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainingd::engine

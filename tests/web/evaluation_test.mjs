@@ -6,7 +6,8 @@
 // names on both axes and every test example in its cells, and the per-class table; the split
 // picker switches to the validation split, and offers the train split, which has none, disabled.
 // The page never asks for an evaluation that does not exist (no 404 in its console, while the
-// job runs either).
+// job runs either). Then a regression job submitted through the submit form's task selector:
+// its card draws the predicted-against-actual scatter.
 //
 //   node tests/web/evaluation_test.mjs TRAININGD [SCREENSHOT_DIR]
 import fs from 'node:fs';
@@ -97,6 +98,84 @@ async function main() {
   check(await train.isDisabled() && (await train.textContent()) === 'train (none)', 'the train split is disabled');
   check(!(await page.locator('section.evaluation option[value="test"]').isDisabled()), 'the test split is enabled');
   await page.screenshot({ path: path.join(SHOTS, 'evaluation-job-page.png'), fullPage: true });
+
+  await regression(page);
+}
+
+// A regression job submitted through the form (the task selector, a loss) on a CSV whose label
+// is an integer below 256 (class ids too: the upload serves both tasks, and the form starts as
+// a classifier), evaluated at the end on its training split of more than 1,000 rows: its card
+// shows RMSE, MAE and R² as the API has them and a scatter of exactly 1,000 points (the bounded
+// sample) with the line y = x drawn.
+async function regression(page) {
+  const rows = ['size,kind,price'];
+  const kinds = ['flat', 'house', ''];
+  for (let i = 0; i < 1500; i++) {
+    const size = 20 + (i * 37) % 100;
+    rows.push(`${size},${kinds[i % 3]},${size + (i % 3) * 60}`);
+  }
+  const up = await fetch(`${daemon.url}/api/v1/datasets?name=homes&format=csv&normalize=standard&label_column=price`, {
+    method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: `${rows.join('\n')}\n`,
+  });
+  check(up.status === 201, `the regression CSV is uploaded: ${up.status} ${await up.text()}`);
+  await page.goto(`${daemon.url}/#/submit?dataset=homes`);
+  await page.locator('.submit-page[data-datasets]').waitFor({ timeout: 15000 });
+  const task = page.locator('#task-select');
+  const homes = (await daemon.api('GET', '/datasets/homes')).body;
+  check(JSON.stringify(homes.tasks) === '["classification","regression"]', `the upload serves both tasks: ${JSON.stringify(homes.tasks)} (${homes.num_classes} classes)`);
+  check(await task.inputValue() === 'classification', `a dataset of both tasks starts as a classifier: ${await task.inputValue()}`);
+  check(await page.locator('#loss-select').isHidden(), 'no loss picker for a classifier');
+  check(await page.locator('#threshold-input').isHidden(), 'no threshold for 240 classes');
+  await page.selectOption('#task-select', 'regression');
+  check(await page.locator('#loss-select').isVisible(), 'a regression job picks its loss');
+  await page.selectOption('#loss-select', 'huber');
+  const spec = JSON.parse(await page.locator('#spec-editor').inputValue());
+  check(spec.task === 'regression' && spec.loss === 'huber' && !spec.hooks.logging.tensors.includes('accuracy'),
+    `the spec says the task: ${JSON.stringify({ task: spec.task, loss: spec.loss, tensors: spec.hooks.logging.tensors })}`);
+  // A short run, its final evaluation on the training split (more than 1,000 rows).
+  spec.max_steps = 200;
+  spec.batch_size = 50;
+  spec.hooks = { ...spec.hooks, checkpoint: { every_steps: 1000 }, evaluation: { every_steps: 100, split: 'validation' }, final_eval: { split: 'train' } };
+  await page.locator('#spec-editor').fill(JSON.stringify(spec, null, 2));
+  await page.click('#submit-job');
+  await page.waitForURL(/#\/jobs\/[^/]+$/, { timeout: 15000 });
+  const id = decodeURIComponent(/#\/jobs\/([^/]+)$/.exec(page.url())[1]);
+  const job = (await daemon.api('GET', `/jobs/${id}`)).body;
+  check(job.spec.task === 'regression' && job.spec.loss === 'huber', `the job is a regression job: ${JSON.stringify(job.spec).slice(0, 200)}`);
+  await waitState(page, ['completed'], 120000);
+  const e = (await daemon.api('GET', `/jobs/${id}/evaluation?split=train`)).body;
+  check(e.task === 'regression' && e.examples > 1000, `a regression evaluation of ${e.examples} examples`);
+  check(e.scatter.actual.length === 1000 && e.scatter.predicted.length === 1000, `the scatter holds 1,000 points: ${e.scatter.actual.length}`);
+  await page.reload();
+  await page.selectOption('section.evaluation select[aria-label="Split"]', 'train');
+  const canvas = page.locator('section.evaluation:not([hidden]) canvas.scatter');
+  await canvas.waitFor({ timeout: 15000 });
+  check(await canvas.getAttribute('data-points') === '1000', 'the page draws the 1,000 points');
+  const card = page.locator('section.evaluation');
+  for (const key of ['rmse', 'mae', 'r2']) {
+    const shown = await card.locator(`.stat[data-metric="${key}"] .stat-value`).textContent();
+    check(shown === metric(e[key]), `${key}: the page shows ${shown}, the API has ${e[key]}`);
+  }
+  check(await card.locator('table.confusion').count() === 0, 'no confusion matrix for a regression job');
+  // Drawn: blue points, and the red dashed line y = x from the bottom left to the top right.
+  const drawn = await canvas.evaluate((c) => {
+    const ctx = c.getContext('2d');
+    const { data } = ctx.getImageData(0, 0, c.width, c.height);
+    let blue = 0;
+    for (let i = 0; i < data.length; i += 4) if (data[i + 2] > 150 && data[i] < 150) blue++;
+    const [x0, y0, x1, y1] = c.dataset.diagonal.split(',').map(Number);
+    const ratio = c.width / c.clientWidth;
+    let red = 0;
+    for (let k = 1; k < 40; k++) {
+      const x = Math.round((x0 + (x1 - x0) * k / 40) * ratio), y = Math.round((y0 + (y1 - y0) * k / 40) * ratio);
+      const [r, g, b] = ctx.getImageData(x, y, 1, 1).data;
+      if (r > 150 && g < 150 && b < 150) red++;
+    }
+    return { blue, red, rising: x1 > x0 && y1 < y0 };
+  });
+  check(drawn.blue > 500 && drawn.red >= 10 && drawn.rising, `the scatter is drawn: ${JSON.stringify(drawn)}`);
+  await card.screenshot({ path: path.join(SHOTS, 'evaluation-regression.png') });
+  log(`regression: submitted through the form (task regression, loss huber); ${e.examples} train examples, scatter of ${e.scatter.actual.length}, rmse ${e.rmse}, r2 ${e.r2}`);
 }
 
 await runTest(main, { resources: () => ({ daemon, context }), tmp, shots: SHOTS });

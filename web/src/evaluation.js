@@ -1,7 +1,8 @@
 // The job page's evaluation card: a split's latest evaluation (GET /api/v1/jobs/<id>/evaluation)
 // -- its metrics, each class's precision, recall, F1 and support, and the confusion matrix as a
 // heat map (rows: the true class, columns: the predicted one; class names on both axes; each
-// cell shaded by its share of its row, so the diagonal is each class's recall).
+// cell shaded by its share of its row, so the diagonal is each class's recall); a regression
+// job's RMSE, MAE and R² and its predicted-against-actual scatter with the line y = x.
 import { api, enc } from './api.js';
 import { h, setText } from './dom.js';
 import * as fmt from './format.js';
@@ -11,6 +12,9 @@ const METRICS = [
   ['accuracy', 'Accuracy'], ['precision_macro', 'Precision (macro)'], ['recall_macro', 'Recall (macro)'],
   ['f1_macro', 'F1 (macro)'], ['auc', 'ROC AUC'], ['log_loss', 'Log loss'], ['loss', 'Loss'],
 ];
+const REGRESSION_METRICS = [['rmse', 'RMSE'], ['mae', 'MAE'], ['r2', 'R²'], ['loss', 'Loss']];
+// The scatter's size in CSS pixels, and its margin for the axis labels.
+const SCATTER = { width: 420, height: 320, margin: 44 };
 // A larger matrix is not drawn (its cells would be unreadable); the CLI prints any size.
 export const MAX_DRAWN_CLASSES = 64;
 
@@ -61,14 +65,20 @@ export class EvaluationPanel {
       this.body.replaceChildren(h('p', { class: 'muted' }, err.message));
       return;
     }
+    // The page went away while the answer was read (api() then gives null): nothing to show.
+    if (!e || (this.signal && this.signal.aborted)) return;
     this.el.hidden = false;
     this.select.value = e.split;
     setText(this.status, `step ${fmt.int(e.step)} · ${fmt.int(num(e.examples))} examples`);
+    if (e.task === 'regression') {
+      this.body.replaceChildren(this.metrics(e, REGRESSION_METRICS), this.scatter(e));
+      return;
+    }
     this.body.replaceChildren(this.metrics(e), this.heatMap(e), this.classTable(e));
   }
 
-  metrics(e) {
-    return h('div', { class: 'stats evaluation-metrics' }, METRICS.map(([key, label]) =>
+  metrics(e, list = METRICS) {
+    return h('div', { class: 'stats evaluation-metrics' }, list.map(([key, label]) =>
       h('div', { class: 'stat', dataset: { metric: key } },
         h('span', { class: 'stat-label' }, label),
         h('span', { class: 'stat-value' }, fmt.metric(num(e[key]))))));
@@ -101,6 +111,74 @@ export class EvaluationPanel {
     return h('div', { class: 'table-wrap' },
       h('table', { class: 'table-compact confusion', 'aria-label': 'Confusion matrix' },
         h('thead', {}, head), h('tbody', {}, body)));
+  }
+
+  // A regression evaluation's predicted-against-actual scatter (its sample of at most 1,000
+  // examples, spread evenly over the split) on a canvas, with the line y = x where a perfect
+  // model's points would lie; both axes share one range, so the line is the diagonal.
+  scatter(e) {
+    const xs = (e.scatter && e.scatter.actual || []).map(num);
+    const ys = (e.scatter && e.scatter.predicted || []).map(num);
+    const { width, height, margin } = SCATTER;
+    const canvas = h('canvas', {
+      class: 'scatter', role: 'img', style: { width: `${width}px`, height: `${height}px` },
+      'aria-label': `Predicted against actual, ${xs.length} examples`,
+      dataset: { points: String(xs.length) },
+    });
+    const ratio = window.devicePixelRatio || 1;
+    canvas.width = Math.round(width * ratio);
+    canvas.height = Math.round(height * ratio);
+    const ctx = canvas.getContext('2d');
+    ctx.scale(ratio, ratio);
+    const finite = [...xs, ...ys].filter(Number.isFinite);
+    let lo = Math.min(...finite), hi = Math.max(...finite);
+    if (!finite.length) { lo = 0; hi = 1; }
+    if (hi === lo) { lo -= 1; hi += 1; }
+    const pad = (hi - lo) * 0.04;
+    lo -= pad; hi += pad;
+    const px = (v) => margin + ((v - lo) / (hi - lo)) * (width - margin - 8);
+    const py = (v) => height - margin - ((v - lo) / (hi - lo)) * (height - margin - 8);
+    ctx.fillStyle = '#fff';
+    ctx.fillRect(0, 0, width, height);
+    ctx.strokeStyle = '#94a3b8';
+    ctx.lineWidth = 1;
+    ctx.strokeRect(margin, 8, width - margin - 8, height - margin - 8);
+    ctx.fillStyle = 'rgba(37, 99, 235, 0.55)';
+    for (let i = 0; i < xs.length; i++) {
+      if (!Number.isFinite(xs[i]) || !Number.isFinite(ys[i])) continue;
+      ctx.beginPath();
+      ctx.arc(px(xs[i]), py(ys[i]), 2.5, 0, 2 * Math.PI);
+      ctx.fill();
+    }
+    // y = x, over the points so that it stays visible where they crowd
+    ctx.strokeStyle = 'rgb(220, 38, 38)';
+    ctx.lineWidth = 2;
+    ctx.setLineDash([6, 4]);
+    ctx.beginPath();
+    ctx.moveTo(px(lo), py(lo));
+    ctx.lineTo(px(hi), py(hi));
+    ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.fillStyle = '#475569';
+    ctx.font = '11px system-ui, sans-serif';
+    ctx.textAlign = 'center';
+    ctx.fillText('actual', margin + (width - margin) / 2, height - 8);
+    ctx.fillText(fmt.metric(lo + pad), px(lo + pad), height - margin + 14);
+    ctx.fillText(fmt.metric(hi - pad), px(hi - pad), height - margin + 14);
+    ctx.textAlign = 'right';
+    ctx.fillText(fmt.metric(lo + pad), margin - 4, py(lo + pad) + 4);
+    ctx.fillText(fmt.metric(hi - pad), margin - 4, py(hi - pad) + 8);
+    ctx.textAlign = 'center';
+    ctx.save();
+    ctx.translate(12, (height - margin) / 2);
+    ctx.rotate(-Math.PI / 2);
+    ctx.fillText('predicted', 0, 0);
+    ctx.restore();
+    // Where the line's ends are, for a reader of the page (and the browser test).
+    canvas.dataset.diagonal = [px(lo), py(lo), px(hi), py(hi)].map((v) => v.toFixed(1)).join(',');
+    return h('figure', { class: 'evaluation-scatter' }, canvas,
+      h('figcaption', { class: 'muted' }, `Predicted against actual: ${fmt.int(xs.length)} of ${fmt.int(num(e.examples))} examples` +
+        `${xs.length < num(e.examples) ? ', evenly spread over the split' : ''}; the dashed line is predicted = actual.`));
   }
 
   classTable(e) {

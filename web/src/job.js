@@ -144,8 +144,9 @@ export function mountJob(root, id) {
   // Adds series names; each chart gets the series it lacks (idempotent, cheap when nothing is new).
   function applyTags(list) {
     for (const t of list) tags.add(t);
-    // The splits with an evaluation: each records <split>/log_loss (evaluation.js asks for no other).
-    evaluation.setSplits(['validation', 'test', 'train'].filter((s) => tags.has(`${s}/log_loss`)));
+    // The splits with an evaluation: each records <split>/log_loss, a regression job's
+    // <split>/rmse (evaluation.js asks for no other).
+    evaluation.setSplits(['validation', 'test', 'train'].filter((s) => tags.has(`${s}/log_loss`) || tags.has(`${s}/rmse`)));
     for (const metric of ['loss', 'accuracy']) {
       const want = metricSeries(id, [...tags], metric);
       if (want.map((s) => s.tag).join() !== charts[metric].series.map((s) => s.tag).join()) charts[metric].setSeries(want);
@@ -482,7 +483,7 @@ export function mountJob(root, id) {
     }
     if (d.tag === 'global_step/sec') sps = d.value;
     // An evaluation's whole record (its confusion matrix) is stored right after its scalars.
-    if (/\/log_loss$/.test(d.tag)) later('evaluation', 1500, () => evaluation.load());
+    if (/\/(log_loss|rmse)$/.test(d.tag)) later('evaluation', 1500, () => evaluation.load());
     later('progress', 250, renderProgress);
   }
 

@@ -313,7 +313,9 @@ export class ModelPanel {
             // A CSV's categorical values, as strings (the model codes them).
             ...(input.categorical ? [{ name: 'categorical', shape: [1, input.categorical.length], datatype: 'BYTES', data: input.categorical }] : []),
           ],
-          outputs: [{ name: this.regression ? 'prediction' : 'probabilities' }],
+          // A classifier's predicted class is the server's "label": the arg-max, or a two-class
+          // model's decision threshold (docs/models.md#serving).
+          outputs: this.regression ? [{ name: 'prediction' }] : [{ name: 'probabilities' }, { name: 'label' }],
         },
       });
       const r = await res.json();
@@ -331,11 +333,16 @@ export class ModelPanel {
         return;
       }
       const probs = r.outputs.find((o) => o.name === 'probabilities').data;
-      let best = 0;
-      for (let c = 1; c < probs.length; c++) if (probs[c] > probs[best]) best = c;
+      const best = Number(r.outputs.find((o) => o.name === 'label').data[0]);
       const name = (c) => names[c] ?? String(c);
+      const threshold = this.meta.parameters.decision_threshold;
+      // A two-class model: the probability shown is the positive class's (class 1), and the
+      // threshold it is compared with when it is not the default.
+      const said = probs.length === 2
+        ? ` P(${name(1)}) ${fmt.percent(probs[1])}${threshold != null && threshold !== 0.5 ? ` (threshold ${fmt.percent(threshold)})` : ''}`
+        : ` ${fmt.percent(probs[best])}`;
       this.prediction.replaceChildren('Predicted: ', h('strong', { class: 'model-class' }, name(best)),
-        h('span', { class: 'muted' }, ` ${fmt.percent(probs[best])} · step ${fmt.int(Number(r.model_version))}`));
+        h('span', { class: 'muted' }, `${said} · step ${fmt.int(Number(r.model_version))}`));
       this.prediction.dataset.predicted = String(best);
       this.prediction.dataset.source = input.source;
       this.bars.replaceChildren(...probs.map((p, c) => {

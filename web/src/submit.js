@@ -7,6 +7,7 @@ import { api, enc } from './api.js';
 import { h, setText, toast } from './dom.js';
 import { PRESETS, isImages, specFor, unfitReason } from './presets.js';
 import { locateField, lineOf } from './jsonpath.js';
+import { TaskPicker } from './task_pick.js';
 
 const DRAFT_KEY = 'trainingd.draft';
 
@@ -37,6 +38,8 @@ export function mountSubmit(root, params) {
     onchange: () => pickDataset(datasetSelect.value),
   }, h('option', { value: 'fashion-mnist' }, 'fashion-mnist'));
   const datasetHint = h('p', { id: 'dataset-hint', class: 'muted hint dataset-hint' });
+  // The task, a regression job's loss, a two-class classifier's threshold: they rewrite the spec.
+  const taskPick = new TaskPicker(() => rewrite((spec) => spec));
   const presetButtons = Object.entries(PRESETS).map(([name, p]) => h('button', {
     type: 'button', class: 'preset', dataset: { preset: name }, 'aria-pressed': 'false',
     onclick: () => usePreset(name),
@@ -52,6 +55,7 @@ export function mountSubmit(root, params) {
     h('div', { class: 'dataset-pick' }, h('label', { for: 'dataset-select' }, 'Dataset'), datasetSelect,
       h('a', { href: '#/datasets' }, 'Upload or manage datasets')),
     datasetHint,
+    taskPick.el,
     h('div', { class: 'presets', role: 'group', 'aria-label': 'Start from a preset' }, presetButtons),
     form));
 
@@ -63,8 +67,25 @@ export function mountSubmit(root, params) {
   function usePreset(name) {
     preset = name;
     for (const b of presetButtons) b.setAttribute('aria-pressed', String(b.dataset.preset === name));
-    generated = JSON.stringify(specFor(name, datasets.get(datasetSelect.value)), null, 2);
+    generated = JSON.stringify(taskPick.apply(specFor(name, datasets.get(datasetSelect.value))), null, 2);
     setText2(generated);
+    clearError();
+  }
+
+  // The spec in the editor, changed by `change` and then by the task controls; text that is not
+  // JSON is left as it is. An unedited preset stays unedited.
+  function rewrite(change) {
+    let spec;
+    try {
+      spec = JSON.parse(textarea.value);
+    } catch {
+      return;
+    }
+    if (!spec || typeof spec !== 'object' || Array.isArray(spec)) return;
+    const unedited = textarea.value === generated;
+    const text = JSON.stringify(taskPick.apply(change(spec)), null, 2);
+    if (unedited) generated = text;
+    setText2(text);
     clearError();
   }
 
@@ -75,6 +96,7 @@ export function mountSubmit(root, params) {
     }
     if (name) datasetSelect.value = name;
     const d = datasets.get(datasetSelect.value);
+    taskPick.fit(d);
     const reasons = [];
     for (const b of presetButtons) {
       const why = unfitReason(b.dataset.preset, d);
@@ -88,8 +110,10 @@ export function mountSubmit(root, params) {
     }
     const shape = isImages(d) ? `${d.example_shape.join('×')} images` : `rows of ${d.example_shape[0]} features`;
     datasetHint.dataset.kind = isImages(d) ? 'images' : 'table';
-    setText(datasetHint, `${d.name}: ${shape}, ${d.num_classes} classes; the preset's last layer gets ${d.num_classes} outputs.` +
-      (reasons.length ? ` ${reasons.join(' ')}` : ''));
+    const labels = d.num_classes > 0
+      ? `${d.num_classes} classes; the preset's last layer gets ${d.num_classes} outputs`
+      : 'numeric labels (regression only); the preset\'s last layer gets 1 output';
+    setText(datasetHint, `${d.name}: ${shape}, ${labels}.` + (reasons.length ? ` ${reasons.join(' ')}` : ''));
   }
 
   // Picks dataset `name`: an unedited preset is written again for it (mlp if the preset does not
@@ -104,18 +128,13 @@ export function mountSubmit(root, params) {
       usePreset(unfitReason(preset, d) ? 'mlp' : preset);
       return;
     }
-    let spec;
-    try {
-      spec = JSON.parse(textarea.value);
-    } catch {
-      return;
-    }
-    if (!spec || typeof spec !== 'object' || Array.isArray(spec) || !d) return;
-    const fresh = specFor(typeof spec.model === 'string' && PRESETS[spec.model] ? spec.model : 'mlp', d);
-    if (typeof spec.model === 'string' && spec.name === `${spec.model}-${before}`) spec.name = fresh.name;
-    spec.dataset = fresh.dataset;
-    setText2(JSON.stringify(spec, null, 2));
-    clearError();
+    if (!d) return;
+    rewrite((spec) => {
+      const fresh = specFor(typeof spec.model === 'string' && PRESETS[spec.model] ? spec.model : 'mlp', d);
+      if (typeof spec.model === 'string' && spec.name === `${spec.model}-${before}`) spec.name = fresh.name;
+      spec.dataset = fresh.dataset;
+      return spec;
+    });
   }
 
   function onEdit() {
@@ -251,10 +270,15 @@ export function mountSubmit(root, params) {
       const r = await listing;
       datasets = new Map(r.datasets.map((d) => [d.name, d]));
       datasetSelect.replaceChildren(...r.datasets.map((d) => h('option', { value: d.name },
-        `${d.name} (${isImages(d) ? d.example_shape.join('×') : `${d.example_shape[0]} features`}, ${d.num_classes} classes)`)));
+        `${d.name} (${isImages(d) ? d.example_shape.join('×') : `${d.example_shape[0]} features`}, ${d.num_classes > 0 ? `${d.num_classes} classes` : 'numeric labels'})`)));
     } catch (e) {
       if (e.name === 'AbortError') return;
       setText(datasetHint, `Could not list the datasets: ${e.message}`);
+    }
+    try {
+      taskPick.read(JSON.parse(textarea.value));
+    } catch {
+      // not JSON: the controls keep their defaults
     }
     if (wanted) {
       pickDataset(wanted);

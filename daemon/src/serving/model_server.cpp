@@ -312,16 +312,25 @@ void ModelServer::RunBatch(const Key& key, std::vector<Pending> batch) {
                                      " does not fit the model's input " + ShapeText(want)));
       continue;
     }
-    // A classifier's outputs are logits and probabilities, a regression model's logits and
-    // prediction.
+    // A classifier's outputs are logits, probabilities and label, a regression model's logits
+    // and prediction.
     const bool regression = input.task == eng::Task::kRegression;
-    const char* wrong = regression ? "probabilities" : "prediction";
     const auto& asked = p.request.outputs;
-    if (const auto it = std::find(asked.begin(), asked.end(), wrong); it != asked.end()) {
-      p.done(Status::InvalidArgument("outputs[" + std::to_string(it - asked.begin()) +
-                                     "].name: a " + eng::TaskName(input.task) +
-                                     " model's outputs are 'logits' and '" +
-                                     (regression ? "prediction" : "probabilities") + "'"));
+    const auto it = std::find_if(asked.begin(), asked.end(), [&](const std::string& name) {
+      return regression ? name == "probabilities" || name == "label" : name == "prediction";
+    });
+    if (p.request.decision_threshold && (regression || input.num_classes != 2)) {
+      p.done(Status::InvalidArgument(
+          "parameters.decision_threshold: only a two-class classifier's label has one; this " +
+          (regression ? std::string("regression model")
+                      : "model has " + std::to_string(input.num_classes) + " classes")));
+      continue;
+    }
+    if (it != asked.end()) {
+      p.done(Status::InvalidArgument(
+          "outputs[" + std::to_string(it - asked.begin()) + "].name: a " +
+          eng::TaskName(input.task) + " model's outputs are " +
+          (regression ? "'logits' and 'prediction'" : "'logits', 'probabilities' and 'label'")));
       continue;
     }
     runs.push_back(&p);
@@ -336,11 +345,16 @@ void ModelServer::RunBatch(const Key& key, std::vector<Pending> batch) {
   }
   std::vector<float> logits(static_cast<size_t>(total * classes));
   std::vector<float> probabilities(logits.size());
+  const bool classifier = input.task == eng::Task::kClassification;
+  std::vector<int64_t> labels(classifier ? static_cast<size_t>(total) : 0);
   Status predicted;
   {
     std::lock_guard<std::mutex> lock(m.mu);
     predicted = m.model.Predict(one ? runs[0]->request.data.data() : raw.data(), total,
                                 logits.data(), probabilities.data());
+  }
+  if (predicted.ok() && classifier) {
+    m.model.PredictedClasses(probabilities.data(), total, labels.data());
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -373,6 +387,18 @@ void ModelServer::RunBatch(const Key& key, std::vector<Pending> batch) {
     if (r.with_logits) r.logits.assign(logits.begin() + from, logits.begin() + to);
     if (r.with_probabilities) {
       r.probabilities.assign(probabilities.begin() + from, probabilities.begin() + to);
+    }
+    r.with_labels =
+        classifier && (p->request.predictions_only || outputs.empty() ||
+                       std::find(outputs.begin(), outputs.end(), "label") != outputs.end());
+    if (r.with_labels && p->request.decision_threshold) {
+      // This request's own threshold, on its own rows.
+      r.labels.resize(static_cast<size_t>(p->examples));
+      m.model.PredictedClasses(probabilities.data() + row * classes, p->examples, r.labels.data(),
+                               *p->request.decision_threshold);
+      r.decision_threshold = p->request.decision_threshold;
+    } else if (r.with_labels) {
+      r.labels.assign(labels.begin() + row, labels.begin() + row + p->examples);
     }
     r.class_names = input.class_names;
     row += p->examples;
@@ -487,6 +513,10 @@ Result<api::ModelMetadata> ModelServer::GetModel(const std::string& id,
                {input->task == eng::Task::kRegression ? "prediction" : "probabilities",
                 "FP32",
                 {-1, input->num_classes}}};
+  if (input->task == eng::Task::kClassification) {
+    m.outputs.push_back({"label", "INT64", {-1}});
+    if (input->num_classes == 2) m.decision_threshold = input->decision_threshold;
+  }
   m.class_names = input->class_names;
   m.preprocessing = eng::PreprocessingName(input->preprocessing);
   m.dataset = input->dataset_name;

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/float_format.h"
 #include "io/protobuf_writer.h"
 #include "trainingd/engine/base/version.h"
 #include "trainingd/engine/nn/batch_norm_layer.h"
@@ -235,6 +236,36 @@ class GraphBuilder {
   std::vector<NodeSpec> nodes_;
   std::vector<std::string> initializers_;
 };
+
+constexpr const char* kPositiveOutput = "positive_probability";
+constexpr const char* kLabelOutput = "label";
+
+// A classifier's predicted class, int64 [batch], from its "probabilities", as TrainedModel::
+// PredictedClasses computes it: ArgMax (the first on a tie), or for a two-class model Gather of
+// column 1 (the positive class's probability, [batch], an output of its own) and, with a
+// decision threshold other than 0.5, Cast(Greater(p1, threshold)) to int64.
+void AddLabel(GraphBuilder& g, const ModelInput& in) {
+  const bool two = in.num_classes == 2;
+  if (two) {
+    g.ScalarInitializer("positive_class", 1);
+    std::vector<ProtoWriter> pick;
+    pick.push_back(IntAttribute("axis", 1));
+    g.Node("Gather", kPositiveOutput, {"probabilities", "positive_class"}, std::move(pick));
+  }
+  if (two && in.decision_threshold != 0.5) {
+    const auto t = static_cast<float>(in.decision_threshold);
+    g.Initializer("decision_threshold", {}, &t);
+    g.Node("Greater", "label/positive", {kPositiveOutput, "decision_threshold"});
+    std::vector<ProtoWriter> cast;
+    cast.push_back(IntAttribute("to", onnx::kInt64));
+    g.Node("Cast", kLabelOutput, {"label/positive"}, std::move(cast));
+    return;
+  }
+  std::vector<ProtoWriter> attrs;
+  attrs.push_back(IntAttribute("axis", 1));
+  attrs.push_back(IntAttribute("keepdims", 0));
+  g.Node("ArgMax", kLabelOutput, {"probabilities"}, std::move(attrs));
+}
 
 // The Conv kernel: TF's HWIO [k, k, in, out] as ONNX's OIHW [out, in, k, k].
 std::vector<float> HwioToOihw(const Tensor& kernel) {
@@ -593,6 +624,7 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
     std::vector<ProtoWriter> softmax_attrs;
     softmax_attrs.push_back(IntAttribute("axis", 1));
     g.Node("Softmax", output, {"logits"}, std::move(softmax_attrs));
+    AddLabel(g, in);
   }
 
   // A table's categorical values are a string input of their own, the rest stay "input".
@@ -607,8 +639,14 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
   } else {
     inputs.push_back(ValueInfo("input", input_dims));
   }
-  const ProtoWriter graph = g.Graph(
-      inputs, {ValueInfo("logits", {-1, in.num_classes}), ValueInfo(output, {-1, in.num_classes})});
+  std::vector<ProtoWriter> outputs;
+  outputs.push_back(ValueInfo("logits", {-1, in.num_classes}));
+  outputs.push_back(ValueInfo(output, {-1, in.num_classes}));
+  if (!regression) {
+    if (in.num_classes == 2) outputs.push_back(ValueInfo(kPositiveOutput, {-1}));
+    outputs.push_back(ValueInfo(kLabelOutput, {-1}, onnx::kInt64));
+  }
+  const ProtoWriter graph = g.Graph(inputs, outputs);
 
   ProtoWriter m;
   m.Int(onnx::kModelIrVersion, onnx::kIrVersion);
@@ -642,6 +680,9 @@ Result<std::string> ExportOnnx(const TrainedModel& trained, const OnnxMetadata& 
   props.emplace_back("preprocessing", PreprocessingName(in.preprocessing));
   props.emplace_back("class_names", class_names);
   props.emplace_back("task", TaskName(in.task));
+  if (in.task == Task::kClassification && in.num_classes == 2) {
+    props.emplace_back("decision_threshold", internal::DoubleToString(in.decision_threshold));
+  }
   props.emplace_back("trainingd_version", TrainingdVersion());
   for (const auto& [key, value] : props) {
     ProtoWriter entry;

@@ -119,6 +119,7 @@ Result<JobResources> PlanJob(const JobSpec& given, const DatasetInfo& data,
   TRAININGD_RETURN_IF_ERROR(
       FitModelToData(&spec, data.example_shape, data.num_classes, data.categorical));
   TRAININGD_RETURN_IF_ERROR(CheckClassWeights(spec, data.class_names, data.num_classes));
+  TRAININGD_RETURN_IF_ERROR(CheckDecisionThreshold(spec, data.num_classes));
   if (spec.batch_size > data.train_examples) {
     return Status::InvalidArgument("batch_size: " + std::to_string(spec.batch_size) +
                                    " is more than the " + std::to_string(data.train_examples) +

@@ -441,6 +441,8 @@ Result<JobResult> RunJob(const JobSpec& spec, const JobRunOptions& options) {
   auto class_weights = ResolveClassWeights(spec, *datasets);
   if (!class_weights.ok()) return class_weights.status();
   config.class_weights = *std::move(class_weights);
+  TRAININGD_RETURN_IF_ERROR(CheckDecisionThreshold(spec, datasets->num_classes));
+  config.decision_threshold = DecisionThresholdOf(spec);
   const std::shared_ptr<Communicator>& comm = options.communicator;
   const bool distributed = comm && comm->size() > 1;
   if (distributed) {

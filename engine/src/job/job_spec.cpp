@@ -422,7 +422,20 @@ Status ValidateJobSpec(const JobSpec& spec) {
                  "must be a finite number >= 0, got " + internal::FloatToString(weight));
     }
   }
+  if (spec.decision_threshold) {
+    const double t = *spec.decision_threshold;
+    if (!(t > 0.0 && t < 1.0)) {
+      return Bad("decision_threshold",
+                 "must be a number in (0, 1) (the positive class's probability above which it "
+                 "is predicted), got " +
+                     internal::DoubleToString(t));
+    }
+  }
   if (spec.task == Task::kRegression) {
+    if (spec.decision_threshold) {
+      return Bad("decision_threshold",
+                 "decides between a classifier's two classes: a regression job has none");
+    }
     if (!spec.class_weights.empty()) {
       return Bad("class_weights",
                  "weigh a classifier's classes: a regression job has none "
@@ -526,6 +539,19 @@ Status CheckClassWeights(const JobSpec& spec, const std::vector<std::string>& cl
     }
   }
   return Status::Ok();
+}
+
+Status CheckDecisionThreshold(const JobSpec& spec, int64_t num_classes) {
+  if (!spec.decision_threshold || num_classes == 2) return Status::Ok();
+  return Bad("decision_threshold",
+             "decides between two classes (class 1's probability above it predicts class 1); "
+             "the dataset has " +
+                 std::to_string(num_classes) +
+                 " classes, whose predicted class is the most probable one");
+}
+
+double DecisionThresholdOf(const JobSpec& spec) {
+  return spec.decision_threshold.value_or(kDefaultDecisionThreshold);
 }
 
 Result<std::vector<float>> ResolveClassWeights(const JobSpec& spec, const Datasets& data) {

@@ -105,6 +105,7 @@ ModelInput MakeModelInput(const JobSpec& fitted, const Datasets& data) {
   in.num_classes = data.num_classes;
   in.class_names = data.class_names;
   in.task = data.task;
+  in.decision_threshold = DecisionThresholdOf(fitted);
   if (data.task == Task::kRegression) {
     in.class_names = {fitted.dataset.label_column};
     in.target = {data.target_mean, data.target_std};
@@ -158,6 +159,15 @@ Status ValidateModelInput(const ModelInput& input) {
         !(input.target.std > 0)) {
       return Status::InvalidArgument("target_mean, target_std: must be finite, the std > 0");
     }
+  }
+  if (!(input.decision_threshold > 0.0 && input.decision_threshold < 1.0)) {
+    return Status::InvalidArgument("decision_threshold: must be in (0, 1), got " +
+                                   std::to_string(input.decision_threshold));
+  }
+  if (input.decision_threshold != 0.5 &&
+      (input.task != Task::kClassification || input.num_classes != 2)) {
+    return Status::InvalidArgument(
+        "decision_threshold: only a two-class classifier has one other than 0.5");
   }
   if (static_cast<int64_t>(input.class_names.size()) != input.num_classes) {
     return Status::InvalidArgument("class_names: " + std::to_string(input.class_names.size()) +

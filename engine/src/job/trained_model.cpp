@@ -181,6 +181,27 @@ Status TrainedModel::Predict(const float* raw, int64_t batch, float* logits, flo
   return Status::Ok();
 }
 
+void TrainedModel::PredictedClasses(const float* probabilities, int64_t batch,
+                                    int64_t* classes) const {
+  PredictedClasses(probabilities, batch, classes, input_.decision_threshold);
+}
+
+void TrainedModel::PredictedClasses(const float* probabilities, int64_t batch, int64_t* classes,
+                                    double threshold) const {
+  if (input_.task != Task::kClassification) return;
+  const int64_t c = num_classes();
+  const bool thresholded = c == 2 && threshold != 0.5;
+  const auto t = static_cast<float>(threshold);
+  for (int64_t r = 0; r < batch; ++r) {
+    const float* p = probabilities + r * c;
+    if (thresholded) {
+      classes[r] = p[1] > t ? 1 : 0;
+    } else {
+      classes[r] = std::max_element(p, p + c) - p;
+    }
+  }
+}
+
 void SoftmaxRows(const float* logits, int64_t rows, int64_t classes, float* probabilities) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* z = logits + r * classes;

@@ -84,7 +84,8 @@ Result<std::unique_ptr<Session>> Session::Create(const SessionConfig& config,
        .regression_loss = config.regression_loss,
        .huber_delta = config.huber_delta,
        .target_scale = {s->datasets_->target_mean, s->datasets_->target_std},
-       .class_weights = config.class_weights});
+       .class_weights = config.class_weights,
+       .decision_threshold = config.decision_threshold});
   if (!trainer.ok()) return trainer.status();
   s->trainer_ = std::move(trainer).value();
   return s;

@@ -37,6 +37,15 @@ std::vector<int32_t> ArgMaxOf(const Prob& prob, size_t n, size_t c) {
   return out;
 }
 
+// PredictedClasses' rule on `prob`.
+template <typename Prob>
+std::vector<int32_t> PredictedOf(const Prob& prob, size_t n, size_t c, double threshold) {
+  if (c != 2 || threshold == kDefaultDecisionThreshold) return ArgMaxOf(prob, n, c);
+  std::vector<int32_t> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = prob(i, 1) > threshold ? 1 : 0;
+  return out;
+}
+
 template <typename Prob>
 double RocAucOf(const Prob& prob, size_t c, std::span<const int32_t> labels,
                 std::span<const double> weights) {
@@ -80,11 +89,11 @@ double LogLossOf(const Prob& prob, size_t c, std::span<const int32_t> labels,
 
 template <typename Prob>
 ClassificationMetrics MetricsOf(const Prob& prob, int num_classes, std::span<const int32_t> labels,
-                                std::span<const double> weights) {
+                                std::span<const double> weights, double threshold) {
   ClassificationMetrics m;
   m.num_classes = num_classes;
   const auto c = static_cast<size_t>(num_classes);
-  const std::vector<int32_t> predicted = ArgMaxOf(prob, labels.size(), c);
+  const std::vector<int32_t> predicted = PredictedOf(prob, labels.size(), c, threshold);
   for (size_t i = 0; i < labels.size(); ++i) m.weight_sum += WeightOf(weights, i);
   m.accuracy = Accuracy(labels, predicted, weights);
   m.confusion = ConfusionMatrix(labels, predicted, num_classes, weights);
@@ -133,6 +142,13 @@ std::vector<int32_t> ArgMaxClasses(std::span<const double> scores, int num_class
     out.push_back(static_cast<int32_t>(arg));
   }
   return out;
+}
+
+std::vector<int32_t> PredictedClasses(std::span<const double> probabilities, int num_classes,
+                                      double threshold) {
+  const auto c = static_cast<size_t>(num_classes);
+  if (c == 0) return {};
+  return PredictedOf(ArrayProb{probabilities, c}, probabilities.size() / c, c, threshold);
 }
 
 double Accuracy(std::span<const int32_t> labels, std::span<const int32_t> predicted,
@@ -240,15 +256,17 @@ double LogLoss(std::span<const double> probabilities, int num_classes,
 
 ClassificationMetrics ComputeClassificationMetrics(std::span<const double> probabilities,
                                                    int num_classes, std::span<const int32_t> labels,
-                                                   std::span<const double> weights) {
+                                                   std::span<const double> weights,
+                                                   double threshold) {
   return MetricsOf(ArrayProb{probabilities, static_cast<size_t>(num_classes)}, num_classes, labels,
-                   weights);
+                   weights, threshold);
 }
 
 ClassificationMetrics ComputeClassificationMetricsFromLogits(std::span<const float> logits,
                                                              int num_classes,
                                                              std::span<const int32_t> labels,
-                                                             std::span<const double> weights) {
+                                                             std::span<const double> weights,
+                                                             double threshold) {
   // Each row's largest logit and its softmax denominator, as SoftmaxProbabilities forms them;
   // a probability is then the same expression, so the same bits.
   const auto c = static_cast<size_t>(num_classes);
@@ -270,7 +288,7 @@ ClassificationMetrics ComputeClassificationMetricsFromLogits(std::span<const flo
     return std::exp(static_cast<double>(logits[i * c + k]) - static_cast<double>(row_max[i])) /
            row_sum[i];
   };
-  return MetricsOf(prob, num_classes, labels, weights);
+  return MetricsOf(prob, num_classes, labels, weights, threshold);
 }
 
 RegressionMetrics ComputeRegressionMetrics(std::span<const double> predictions,
@@ -301,6 +319,16 @@ RegressionMetrics ComputeRegressionMetrics(std::span<const double> predictions,
     r.r2 = 1.0 - squared / total;
   }
   return r;
+}
+
+std::vector<int64_t> ScatterSample(int64_t n, int64_t max_points) {
+  std::vector<int64_t> out;
+  if (n <= 0 || max_points <= 0) return out;
+  const int64_t count = std::min(n, max_points);
+  out.reserve(static_cast<size_t>(count));
+  // k * n < 2^63 for any split a job holds (n < 2^40 examples, k < max_points).
+  for (int64_t k = 0; k < count; ++k) out.push_back(n <= max_points ? k : k * n / max_points);
+  return out;
 }
 
 std::span<const EvaluationMetric> EvaluationMetricsOf(Task task) {

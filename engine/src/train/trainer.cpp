@@ -105,6 +105,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const ModelSpec& model_spec,
     }
   }
   t->class_weights_ = options.class_weights;
+  t->decision_threshold_ = options.decision_threshold;
   if (options.task == Task::kRegression && train.targets.empty()) {
     return Status::InvalidArgument("task: regression needs a split of targets (numbers)");
   }
@@ -479,8 +480,8 @@ Result<SplitEvaluation> Trainer::Evaluate(const Split& split, int64_t batch_size
   const std::vector<double> weights(split.weights.begin(), split.weights.end());
   if (!regression) {
     total.correct = static_cast<int64_t>(sums[2]);
-    total.metrics =
-        ComputeClassificationMetricsFromLogits(eval_logits_, num_classes_, split.labels, weights);
+    total.metrics = ComputeClassificationMetricsFromLogits(eval_logits_, num_classes_, split.labels,
+                                                           weights, decision_threshold_);
     total.accuracy = total.metrics.accuracy;
     total.weighted_correct = total.accuracy * total.metrics.weight_sum;
     return total;
@@ -495,6 +496,10 @@ Result<SplitEvaluation> Trainer::Evaluate(const Split& split, int64_t batch_size
   total.rmse = m.rmse;
   total.mae = m.mae;
   total.r2 = m.r2;
+  for (int64_t i : ScatterSample(split.size())) {
+    total.actual.push_back(targets[static_cast<size_t>(i)]);
+    total.predicted.push_back(predictions[static_cast<size_t>(i)]);
+  }
   return total;
 }
 

@@ -12,6 +12,13 @@
 // confusion_matrix[t][p]: the examples of true class t predicted as p (row = true class). Counts
 // are written as integers when they are whole (always, without sample weights). NaN (the AUC of
 // a split of one class) and infinities are the strings "NaN", "Infinity", "-Infinity".
+//
+// A regression job's evaluation has "task": "regression", its metrics in the target's units and
+// a sample of at most engine::kScatterPoints examples (engine::ScatterSample: evenly spread over
+// the split in its order), each one's target and prediction, for a predicted-against-actual plot:
+//
+//   {"split":"test","step":2000,"wall_time":...,"task":"regression","examples":120,"loss":0.08,
+//    "rmse":41.2,"mae":30.9,"r2":0.97,"scatter":{"actual":[1520.3,...],"predicted":[1498.0,...]}}
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>

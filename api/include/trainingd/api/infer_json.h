@@ -44,10 +44,12 @@ engine::Result<InferRequest> ParsePredictRequest(std::string_view body);
 engine::Status ResolveTableRequest(const engine::ModelInput& model, InferRequest* request);
 
 // {"model_name", "model_version", "id"?, "outputs": [{"name", "datatype": "FP32", "shape",
-// "data"}, ...]} (KServe v2), the data row-major and flat; plus "parameters": {"class_names"}.
+// "data"}, ...]} (KServe v2), the data row-major and flat (a classifier's "label": INT64
+// [batch]); plus "parameters": {"class_names"}.
 std::string InferResponseJson(const InferResult& result);
-// {"predictions": [[p, ...], ...]}: each example's probabilities (TF Serving); a regression
-// model's {"predictions": [y, ...]}, each example's prediction.
+// {"predictions": [[p, ...], ...], "labels": [c, ...]}: each example's probabilities (TF
+// Serving) and, beside them, its predicted class; a regression model's {"predictions": [y,
+// ...]}, each example's prediction.
 std::string PredictResponseJson(const InferResult& result);
 // {"name", "versions", "platform", "inputs", "outputs", "parameters"} (KServe v2 model
 // metadata).

@@ -36,13 +36,16 @@ struct TensorMetadata {
 };
 
 struct ModelMetadata {
-  std::string name;                      // the job id
-  std::vector<int64_t> versions;         // its checkpoints' steps, oldest first
-  int64_t version = 0;                   // the one described (the default unless asked for)
-  std::optional<int64_t> best_version;   // the best checkpoint's step, if one was kept
-  std::string checkpoint;                // what `version` is: "best", "latest" or "step"
-  std::vector<TensorMetadata> inputs;    // "input"
-  std::vector<TensorMetadata> outputs;   // "logits", "probabilities"
+  std::string name;                     // the job id
+  std::vector<int64_t> versions;        // its checkpoints' steps, oldest first
+  int64_t version = 0;                  // the one described (the default unless asked for)
+  std::optional<int64_t> best_version;  // the best checkpoint's step, if one was kept
+  std::string checkpoint;               // what `version` is: "best", "latest" or "step"
+  std::vector<TensorMetadata> inputs;   // "input"
+  std::vector<TensorMetadata> outputs;  // "logits", "probabilities", "label"
+  // A two-class classifier's decision threshold (its "label" is class 1 where class 1's
+  // probability is above it); nullopt for other models.
+  std::optional<double> decision_threshold;
   std::vector<std::string> class_names;  // one per class ("0".."n-1" when the data has none)
   std::string preprocessing;             // "scale_255", "none", "standard" (inside the model)
   std::string dataset;                   // the dataset's name and sha256
@@ -81,6 +84,10 @@ struct InferRequest {
   // TF Serving's predict: the second output only (probabilities, or a regression model's
   // prediction), whatever `outputs` says.
   bool predictions_only = false;
+  // KServe v2's "parameters": {"decision_threshold": t}, t in (0, 1): this request's labels use
+  // t in place of the model's threshold (a two-class classifier's only; the service refuses it
+  // for another model). nullopt = the model's.
+  std::optional<double> decision_threshold;
 };
 
 struct InferResult {
@@ -93,6 +100,12 @@ struct InferResult {
   bool with_probabilities = true;
   std::vector<float> logits;         // [batch, classes] when with_logits
   std::vector<float> probabilities;  // [batch, classes] when with_probabilities
+  // A classifier's predicted classes (TrainedModel::PredictedClasses: the arg-max, or a two-class
+  // model's decision threshold), [batch], the output "label"; TF Serving's "labels".
+  bool with_labels = false;
+  std::vector<int64_t> labels;
+  // The threshold the labels used when the request gave one (echoed in "parameters").
+  std::optional<double> decision_threshold;
   std::vector<std::string> class_names;
   // A regression model's: `probabilities` holds its predictions in the target's units ([batch,
   // 1], the output "prediction"), class_names its label column.

@@ -44,6 +44,21 @@ int Evaluation(const std::vector<std::string>& args) {
       std::printf("%lld\n", static_cast<long long>(e->step));
       return 0;
     }
+    if (e->task == engine::Task::kRegression) {
+      // Its metrics and how many points its scatter holds (the points: --output json).
+      const engine::RegressionMetrics& r = e->regression;
+      std::printf("%s split at global step %lld, %s examples\n", e->split.c_str(),
+                  static_cast<long long>(e->step), FormatNumber(r.weight_sum).c_str());
+      Table metrics{{"METRIC", "VALUE"}, {}, -1};
+      for (const auto& [name, value] : {std::pair{"loss", e->loss}, std::pair{"rmse", r.rmse},
+                                        std::pair{"mae", r.mae}, std::pair{"r2", r.r2}}) {
+        metrics.rows.push_back({name, FormatNumber(value)});
+      }
+      PrintTable(c, metrics);
+      std::printf("\nscatter: %zu (actual, predicted) pairs (--output json lists them)\n",
+                  e->actual.size());
+      return 0;
+    }
     const engine::ClassificationMetrics& m = e->metrics;
     std::printf("%s split at global step %lld, %s examples\n", e->split.c_str(),
                 static_cast<long long>(e->step), FormatNumber(m.weight_sum).c_str());

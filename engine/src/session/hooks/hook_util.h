@@ -39,18 +39,24 @@ inline std::vector<std::string> EvaluationFetches(const std::string& split, Task
   return out;
 }
 
-// Writes a classifier's `split` evaluation at the session's global step (the session's cached one,
-// so no second pass) to `writer` as an EvaluationSummary.
+// Writes the `split` evaluation at the session's global step (the session's cached one, so no
+// second pass) to `writer` as an EvaluationSummary: a classifier's metrics and confusion matrix,
+// or a regression job's metrics and scatter sample.
 inline Status RecordEvaluationSummary(Session& session, const std::string& split,
                                       SummaryWriter& writer) {
-  // A regression job's evaluation is its scalars alone: no classes, no confusion matrix.
-  if (session.task() != Task::kClassification) return Status::Ok();
   auto eval = session.Evaluate(split);
   if (!eval.ok()) return eval.status();
   EvaluationSummary summary;
   summary.split = split;
   summary.step = session.global_step();
   summary.loss = eval->loss;
+  summary.task = session.task();
+  if (summary.task == Task::kRegression) {
+    summary.regression = {eval->weight_sum, eval->rmse, eval->mae, eval->r2};
+    summary.actual = eval->actual;
+    summary.predicted = eval->predicted;
+    return writer.AddEvaluation(summary);
+  }
   summary.metrics = eval->metrics;
   summary.class_names = session.datasets().class_names;
   if (summary.class_names.size() != static_cast<size_t>(summary.metrics.num_classes)) {

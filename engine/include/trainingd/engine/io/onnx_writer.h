@@ -16,9 +16,14 @@
 //   outputs        "logits" and "probabilities" (Softmax, axis 1), float32 [batch, classes]; a
 //                  regression model's "logits" (the standardized target) and "prediction"
 //                  (Mul by "target_std", Add "target_mean": the target's units), [batch, 1];
+//                  a classifier's "label", int64 [batch], the predicted class: ArgMax of the
+//                  probabilities, or for a two-class model with a decision threshold t other
+//                  than 0.5, Cast(Greater(p1, float(t))); a two-class model's
+//                  "positive_probability", float32 [batch], class 1's probability (before
+//                  "label");
 //   metadata_props job_id (when known), step, dataset, dataset_format, dataset_sha256 (uploads),
 //                  preprocessing, class_names (a JSON array; a regression model's: the label
-//                  column), task, trainingd_version.
+//                  column), task, decision_threshold (a two-class classifier's), trainingd_version.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -189,6 +190,11 @@ struct JobSpec {
     friend bool operator==(const ClassWeights&, const ClassWeights&) = default;
   };
   ClassWeights class_weights;
+  // Classification with two classes: the positive class's (class 1's) probability above which
+  // the model predicts it (docs/job-spec.md#decision-threshold), in (0, 1). Post-processing only:
+  // training does not use it; evaluations, predictions, the ONNX graph's "label" and the model
+  // server do. Unset = 0.5, the arg-max (kDefaultDecisionThreshold).
+  std::optional<double> decision_threshold;
   // The training loss's label smoothing, in [0, 1) (SoftmaxCrossEntropy, docs/optimizers.md);
   // classification only.
   float label_smoothing = 0.0f;
@@ -248,6 +254,13 @@ Result<std::vector<float>> ResolveClassWeights(const JobSpec& spec, const Datase
 // Admission's part of it, from the dataset's class names (empty = "0".."n-1").
 Status CheckClassWeights(const JobSpec& spec, const std::vector<std::string>& class_names,
                          int num_classes);
+
+// The job's decision threshold, if it has one, fits its data: InvalidArgument
+// "decision_threshold: ..." unless the dataset has two classes (admission and RunJob; the task
+// and the range are ValidateJobSpec's).
+Status CheckDecisionThreshold(const JobSpec& spec, int64_t num_classes);
+// The threshold the job's model predicts with: the spec's, else kDefaultDecisionThreshold.
+double DecisionThresholdOf(const JobSpec& spec);
 
 // What a job must satisfy to run on `workers` > 1 ranks, with errors naming the field: at least
 // one block of examples per worker in every batch, and the hooks that evaluate (collectively, on

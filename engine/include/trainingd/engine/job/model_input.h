@@ -32,6 +32,10 @@ struct ModelInput {
   // prediction in the target's units is target.Unscale(output) (Datasets::target_mean, _std).
   Task task = Task::kClassification;
   TargetScale target;
+  // A two-class classifier's decision threshold (JobSpec::decision_threshold): it predicts class
+  // 1 when class 1's probability is above it (TrainedModel::PredictedClasses); 0.5 = the
+  // arg-max, what every other model predicts with.
+  double decision_threshold = 0.5;
   // How an example in the dataset's raw units (0..255 for uint8 images, the file's values for
   // tables) becomes what the model saw: value / 255, (value - mean) / std per feature,
   // (value / 255 - mean) / std per channel, or as is.

@@ -51,6 +51,16 @@ class TrainedModel {
   // thread's compute threads (SetComputeThreads).
   Status Predict(const float* raw, int64_t batch, float* logits, float* probabilities);
 
+  // The class each of `batch` rows of Predict's [batch, num_classes] probabilities predicts:
+  // the arg-max (the first on a tie), or for a two-class model whose decision threshold t
+  // (input().decision_threshold) is not 0.5, class 1 where p[1] > float(t), the float comparison
+  // the ONNX graph's "label" makes (onnx_writer.h). A regression model has no class: nothing is
+  // written.
+  void PredictedClasses(const float* probabilities, int64_t batch, int64_t* classes) const;
+  // The same with `threshold` in place of the model's (a two-class model's; 0.5 = the arg-max).
+  void PredictedClasses(const float* probabilities, int64_t batch, int64_t* classes,
+                        double threshold) const;
+
   // Examples per Forward in Predict.
   static constexpr int64_t kPredictSlice = 256;
 

@@ -108,6 +108,8 @@ struct SessionConfig {
   float huber_delta = 1.0f;
   // One weight per class, or empty (TrainerOptions::class_weights, ResolveClassWeights).
   std::vector<float> class_weights;
+  // A two-class classifier's decision threshold (TrainerOptions::decision_threshold).
+  double decision_threshold = kDefaultDecisionThreshold;
 };
 
 class Session {

@@ -58,6 +58,16 @@ std::vector<double> SoftmaxProbabilities(std::span<const float> logits, int num_
 // The class of each row of [N, C] scores: the first index of the row's largest value.
 std::vector<int32_t> ArgMaxClasses(std::span<const double> scores, int num_classes);
 
+// A two-class model's decision threshold (docs/job-spec.md#decision-threshold): it predicts the
+// positive class, class 1, when that class's probability is above the threshold. At the default
+// 0.5 that is the arg-max (the first class on an exact tie), and the arg-max is what every
+// predicted class is then computed as, so the default is exactly a model without a threshold.
+inline constexpr double kDefaultDecisionThreshold = 0.5;
+// The predicted class of `probabilities`' rows ([N, C]): the arg-max, or for two classes and a
+// threshold other than 0.5, 1 where p[1] > threshold and 0 elsewhere.
+std::vector<int32_t> PredictedClasses(std::span<const double> probabilities, int num_classes,
+                                      double threshold = kDefaultDecisionThreshold);
+
 // The parts, each usable alone. `labels` and `predicted` are in [0, C); sizes must agree (N).
 double Accuracy(std::span<const int32_t> labels, std::span<const int32_t> predicted,
                 std::span<const double> weights = {});
@@ -78,30 +88,20 @@ double RocAuc(std::span<const double> probabilities, int num_classes,
 double LogLoss(std::span<const double> probabilities, int num_classes,
                std::span<const int32_t> labels, std::span<const double> weights = {});
 
-// All of the above from [N, C] probabilities; predictions are their arg-max. N >= 1.
+// All of the above from [N, C] probabilities. N >= 1. The predicted classes, which accuracy,
+// the confusion matrix and precision, recall and F1 count, are PredictedClasses' with
+// `threshold` (a two-class model's decision threshold); the ROC AUC and the log loss read the
+// probabilities alone, so the threshold does not change them.
 ClassificationMetrics ComputeClassificationMetrics(std::span<const double> probabilities,
                                                    int num_classes, std::span<const int32_t> labels,
-                                                   std::span<const double> weights = {});
+                                                   std::span<const double> weights = {},
+                                                   double threshold = kDefaultDecisionThreshold);
 // The same bits as ComputeClassificationMetrics(SoftmaxProbabilities(logits, C), ...), from
 // [N, C] float logits, without holding the N x C probabilities: they are formed when read (an
 // evaluation's extra memory is O(N), not O(N x C)).
-ClassificationMetrics ComputeClassificationMetricsFromLogits(std::span<const float> logits,
-                                                             int num_classes,
-                                                             std::span<const int32_t> labels,
-                                                             std::span<const double> weights = {});
-
-// One evaluation of a split, as a summary records it beside its scalars (SummarySink::
-// AddEvaluation): what the daemon keeps of a split's latest evaluation and serves with its
-// confusion matrix (GET /api/v1/jobs/{id}/evaluation).
-struct EvaluationSummary {
-  std::string split;  // "train", "validation" or "test"
-  int64_t step = 0;   // the global step evaluated
-  double loss = 0;    // the split's mean cross-entropy ("<split>/loss")
-  // The dataset's class names, one per class (Datasets::class_names; "0".."C-1" when it has
-  // none).
-  std::vector<std::string> class_names;
-  ClassificationMetrics metrics;
-};
+ClassificationMetrics ComputeClassificationMetricsFromLogits(
+    std::span<const float> logits, int num_classes, std::span<const int32_t> labels,
+    std::span<const double> weights = {}, double threshold = kDefaultDecisionThreshold);
 
 // Regression (docs/job-spec.md#metrics), over N >= 1 predictions and targets:
 struct RegressionMetrics {
@@ -115,6 +115,32 @@ struct RegressionMetrics {
 RegressionMetrics ComputeRegressionMetrics(std::span<const double> predictions,
                                            std::span<const double> targets,
                                            std::span<const double> weights = {});
+
+// The most (actual, predicted) pairs a regression evaluation keeps for its scatter plot.
+inline constexpr int64_t kScatterPoints = 1000;
+// Which of a split's n examples the scatter shows, ascending: all of them when n <= max_points,
+// else example floor(k * n / max_points) for k in [0, max_points) -- evenly spread over the
+// split in its order, the same for any number of ranks (the evaluation gathers the whole split's
+// outputs in split order first).
+std::vector<int64_t> ScatterSample(int64_t n, int64_t max_points = kScatterPoints);
+
+// One evaluation of a split, as a summary records it beside its scalars (SummarySink::
+// AddEvaluation): what the daemon keeps of a split's latest evaluation and serves with its
+// confusion matrix or, for a regression job, its scatter (GET /api/v1/jobs/{id}/evaluation).
+struct EvaluationSummary {
+  std::string split;  // "train", "validation" or "test"
+  int64_t step = 0;   // the global step evaluated
+  double loss = 0;    // the split's mean loss ("<split>/loss")
+  // The dataset's class names, one per class (Datasets::class_names; "0".."C-1" when it has
+  // none); empty for a regression job.
+  std::vector<std::string> class_names;
+  Task task = Task::kClassification;
+  ClassificationMetrics metrics;  // classification
+  // Regression: the metrics in the target's units, and the ScatterSample of the split's
+  // examples, each one's target (actual) and prediction, in split order.
+  RegressionMetrics regression;
+  std::vector<double> actual, predicted;
+};
 
 // The scalar metrics an evaluation of a split records as "<split>/<name>" (fetches, summaries,
 // an early-stopping monitor, an experiment's metric), and whether higher is better.

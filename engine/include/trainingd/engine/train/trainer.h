@@ -58,6 +58,9 @@ struct TrainerOptions {
   // ResolveClassWeights), num_classes of them; empty = all 1. A row's loss weighs its class's
   // weight times its sample weight (Split::weights); evaluations weigh sample weights only.
   std::vector<float> class_weights;
+  // Classification with two classes: the decision threshold of the predicted class that
+  // evaluations count (PredictedClasses); 0.5 = the arg-max. Training does not use it.
+  double decision_threshold = kDefaultDecisionThreshold;
 };
 
 // One rank's latest step of a data-parallel job: its compute (input, forward, loss, backward)
@@ -85,6 +88,8 @@ struct StepResult {
 // the classification metrics of their softmax probabilities (metrics.h).
 struct SplitEvaluation : LossAndAccuracy {
   ClassificationMetrics metrics;
+  // Regression: the split's ScatterSample, each example's target and prediction (target units).
+  std::vector<double> actual, predicted;
 };
 
 // A minibatch given from outside the input pipeline (a "batch" feed).
@@ -199,6 +204,7 @@ class Trainer {
   float huber_delta_ = 1.0f;
   TargetScale target_scale_;
   std::vector<float> class_weights_;
+  double decision_threshold_ = kDefaultDecisionThreshold;
   std::vector<double> step_sums_;  // the step's small reduction: loss, correct, votes, timings
   // Data parallelism: the dense layers formed from gathered inputs, the other parameters (their
   // sums are reduced), and buffers of the reduction.

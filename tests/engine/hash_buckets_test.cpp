@@ -3,13 +3,11 @@
 // hand, a level's code by its bucket, an unseen value unknown, a column over max_levels accepted
 // when hashed and refused naming the column otherwise, and the options' errors.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "churn_csv_fixture.h"
 #include "trainingd/engine/data/csv_dataset.h"
 #include "trainingd/engine/data/table_columns.h"
 #include "trainingd/engine/job/job_spec.h"
@@ -17,8 +15,6 @@
 
 namespace trainingd::engine {
 namespace hash_buckets_test {  // a name of its own: the test files build as one unit
-
-namespace fs = std::filesystem;
 
 TEST(HashBuckets, Fnv1a64AndTheBucketOfAValue) {
   // The published FNV-1a 64 test vectors (the empty string is the offset basis).
@@ -51,49 +47,13 @@ TEST(HashBuckets, ALevelsCodeIsItsBucketsAndAnUnseenValueIsUnknown) {
   EXPECT_EQ(plain.CodeOf("rome"), 4);
 }
 
-// Five training rows and one test row; city: paris, berlin, paris, "?", rome, then tokyo.
-constexpr const char* kHashTrain =
-    "age,city,income,id,churn\n"
-    "30,paris,100,1,yes\n"
-    ",berlin,NA,2,no\n"
-    "50,paris,400,3,yes\n"
-    "40,?,,4,no\n"
-    "10,rome,200,5,no\n";
-constexpr const char* kHashTest =
-    "age,city,income,id,churn\n"
-    "NA,tokyo,150,6,yes\n";
-
-class HashedColumn : public ::testing::Test {
+class HashedColumn : public ChurnCsvTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hash_buckets_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    source_.format = DatasetSource::Format::kCsv;
-    source_.path = Write("train.csv", kHashTrain);
-    source_.test_path = Write("test.csv", kHashTest);
-    source_.label_column = "churn";
+    ChurnCsvTest::SetUp();
     source_.columns.ignore = {"id"};
     source_.columns.max_levels = 2;  // city has 4 levels over both files
-    options_.validation_size = 0;
   }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Write(const std::string& name, const std::string& bytes) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-    return path;
-  }
-  std::string ProbeError() {
-    auto info = ProbeCsv(source_, options_, ProbeDepth::kFull);
-    return info.ok() ? "" : info.status().message();
-  }
-
-  fs::path dir_;
-  DatasetSource source_;
-  DatasetOptions options_;
 };
 
 TEST_F(HashedColumn, OverTheCapRefusedNamingTheColumnUnlessHashed) {

@@ -3,15 +3,13 @@
 // row, that they are neither imputed nor standardized, what a model records of them, that
 // TrainedModel::Predict computes them from the raw row exactly as the loader did, and the errors.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "churn_csv_fixture.h"
 #include "session_test_util.h"
 #include "test_util.h"
 #include "trainingd/engine/data/csv_dataset.h"
@@ -24,58 +22,20 @@
 namespace trainingd::engine {
 namespace missing_indicator_test {  // a name of its own: the test files build as one unit
 
-namespace fs = std::filesystem;
 using testing::FailsNaming;
-
-// Five training rows and one test row: age is missing in train row 2 and the test row, income
-// in train rows 2 and 4; id has no missing value.
-constexpr const char* kTrain =
-    "age,city,income,id,churn\n"
-    "30,paris,100,1,yes\n"
-    ",berlin,NA,2,no\n"
-    "50,paris,400,3,yes\n"
-    "40,?,,4,no\n"
-    "10,rome,200,5,no\n";
-constexpr const char* kTest =
-    "age,city,income,id,churn\n"
-    "NA,tokyo,150,6,yes\n";
 
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 
-class MissingIndicator : public ::testing::Test {
+class MissingIndicator : public ChurnCsvTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("missing_indicator_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    source_.format = DatasetSource::Format::kCsv;
-    source_.path = Write("train.csv", kTrain);
-    source_.test_path = Write("test.csv", kTest);
-    source_.label_column = "churn";
+    ChurnCsvTest::SetUp();
     source_.columns.ignore = {"id"};
-    options_.validation_size = 0;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Write(const std::string& name, const std::string& bytes) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-    return path;
-  }
-  std::string ProbeError() {
-    auto info = ProbeCsv(source_, options_, ProbeDepth::kFull);
-    return info.ok() ? "" : info.status().message();
   }
   static std::vector<float> Row(const Split& s, int64_t r) {
     const int64_t w = s.images.shape()[1];
     return std::vector<float>(s.images.data() + r * w, s.images.data() + (r + 1) * w);
   }
-
-  fs::path dir_;
-  DatasetSource source_;
-  DatasetOptions options_;
 };
 
 TEST_F(MissingIndicator, EveryNumberColumnWithAMissingCellGetsOneAfterTheNumbers) {
@@ -236,8 +196,8 @@ TEST_F(MissingIndicator, PredictOnRawRowsIsForwardOnTheLoadersRows) {
   source_.columns.ignore = {"id", "city"};
   source_.columns.missing_indicator = {kEveryNumberColumn};
   source_.standardize = true;
-  source_.path = Write("train.csv", std::string(kTrain) + "NA,x,NA,6,yes\n");
-  source_.test_path = Write("test.csv", std::string(kTest) + "20,x,,7,no\n35,x,10,8,no\n");
+  source_.path = Write("train.csv", std::string(kChurnTrain) + "NA,x,NA,6,yes\n");
+  source_.test_path = Write("test.csv", std::string(kChurnTest) + "20,x,,7,no\n35,x,10,8,no\n");
   auto d = LoadCsv(source_, options_);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   JobSpec spec;

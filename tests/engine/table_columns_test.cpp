@@ -3,63 +3,18 @@
 #include "trainingd/engine/data/table_columns.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "churn_csv_fixture.h"
 #include "trainingd/engine/data/csv_dataset.h"
 
 namespace trainingd::engine {
 namespace {
 
-namespace fs = std::filesystem;
-
-// Five training rows and one test row, with blanks, markers and a text column.
-constexpr const char* kTrain =
-    "age,city,income,id,churn\n"
-    "30,paris,100,1,yes\n"
-    ",berlin,NA,2,no\n"
-    "50,paris,400,3,yes\n"
-    "40,?,,4,no\n"
-    "10,rome,200,5,no\n";
-constexpr const char* kTest =
-    "age,city,income,id,churn\n"
-    "NA,tokyo,150,6,yes\n";
-
-class TableColumns : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("table_columns_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    source_.format = DatasetSource::Format::kCsv;
-    source_.path = Write("train.csv", kTrain);
-    source_.test_path = Write("test.csv", kTest);
-    source_.label_column = "churn";
-    options_.validation_size = 0;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Write(const std::string& name, const std::string& bytes) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-    return path;
-  }
-  std::string ProbeError() {
-    auto info = ProbeCsv(source_, options_, ProbeDepth::kFull);
-    return info.ok() ? "" : info.status().message();
-  }
-
-  fs::path dir_;
-  DatasetSource source_;
-  DatasetOptions options_;
-};
+using TableColumns = ChurnCsvTest;
 
 TEST_F(TableColumns, TypedFromTheWholeFileWithWhatEachHolds) {
   source_.columns.ignore = {"id"};
@@ -122,8 +77,8 @@ TEST_F(TableColumns, ACategoricalColumnIsCodedByTheTrainSplitsLevels) {
 
 TEST_F(TableColumns, RawTestExamplesGiveTheCategoricalValuesBackAsInTheFile) {
   source_.columns.ignore = {"id"};
-  source_.path = Write("train.csv", std::string(kTrain) + "20,,300,6,yes\n");
-  source_.test_path = Write("test.csv", std::string(kTest) + "25,,NA,7,no\n");
+  source_.path = Write("train.csv", std::string(kChurnTrain) + "20,,300,6,yes\n");
+  source_.test_path = Write("test.csv", std::string(kChurnTest) + "25,,NA,7,no\n");
   auto raw = ReadTestExamples(source_, 0, 10);
   ASSERT_TRUE(raw.ok()) << raw.status().ToString();
   EXPECT_EQ(raw->example_shape, Shape{2});  // the numbers; the categorical values apart

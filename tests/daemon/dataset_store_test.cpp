@@ -310,7 +310,7 @@ TEST_F(DatasetStoreTest, ACsvsColumnsAreTypedSummarizedAndGivenToItsJobs) {
   o.columns.ignore = {"nope"};
   auto bad = UploadWith(o, body);
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message().rfind("body: ignore: churn2 has no column 'nope'", 0), 0u)
+  EXPECT_EQ(bad.status().message().rfind("ignore: churn2 has no column 'nope'", 0), 0u)
       << bad.status().message();
   EXPECT_FALSE(store_->GetDataset("churn2").ok());
 }
@@ -344,8 +344,8 @@ TEST_F(DatasetStoreTest, MissingIndicatorsAreRecordedAndBadOnesRefused) {
   EXPECT_EQ(d.columns.missing_indicator, (std::vector<std::string>{"*"}));
   for (const auto& [names, message] :
        {std::pair<std::vector<std::string>, std::string>{
-            {"nope"}, "body: missing_indicator: bad1 has no column 'nope'"},
-        {{"city"}, "body: missing_indicator: column 'city' is categorical, not a number column"}}) {
+            {"nope"}, "missing_indicator: bad1 has no column 'nope'"},
+        {{"city"}, "missing_indicator: column 'city' is categorical, not a number column"}}) {
     o.name = "bad1";
     o.columns.missing_indicator = names;
     auto bad = UploadWith(o, body);
@@ -388,7 +388,7 @@ TEST_F(DatasetStoreTest, AColumnOverTheLevelCapIsRefusedUnlessHashed) {
   o.columns.hash_buckets = {{"x", 4}};
   auto number = UploadWith(o, body);
   ASSERT_FALSE(number.ok());
-  EXPECT_EQ(number.status().message().rfind("body: hash_buckets: column 'x' is number", 0), 0u)
+  EXPECT_EQ(number.status().message().rfind("hash_buckets: column 'x' is number", 0), 0u)
       << number.status().message();
 }
 

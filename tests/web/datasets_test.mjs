@@ -185,6 +185,16 @@ async function main() {
   await page.locator('#upload-test-fraction').fill('0.25');
   await page.locator('#upload-normalize').selectOption('standard');
   await page.locator('#upload-ignore').fill('id');
+  // The column options of docs/data.md: a bad one is refused naming its field, next to its input.
+  await expecting([/status of 400/], async () => {
+    await page.locator('#upload-hash-buckets').fill('f2:8');
+    const hashed = await upload(page);
+    await checkRefused(page, hashed, 400, 'hash_buckets');
+    check(await page.locator('#upload-hash-buckets').getAttribute('aria-invalid') === 'true', 'the hash buckets input is marked');
+    log(`hash_buckets=f2:8 (a number column): 400 "${hashed.body.error.message}"`);
+    await page.locator('#upload-hash-buckets').fill('');
+  });
+  await page.locator('#upload-missing-indicator').fill('f1');
   // Every value the progress bar took, as it took them.
   await page.evaluate(() => {
     window.__sent = [];
@@ -199,13 +209,15 @@ async function main() {
   const row = page.locator('tr[data-name="pets"]');
   await row.waitFor({ timeout: 10000 });
   const petCells = (await row.locator('td').allTextContents()).map((t) => t.trim());
-  check(petCells[1] === 'csv' && petCells[2].startsWith('2 features'), `csv, 2 features: ${petCells}`);
+  check(petCells[1] === 'csv' && petCells[2].startsWith('3 features'), `csv, 3 features (f1, f2 and f1's "was missing"): ${petCells}`);
   check(petCells[3].startsWith('3') && petCells[3].includes('bird, cat, dog'), `3 classes with their names: ${petCells[3]}`);
   const splits = petCells[4].split(' / ').map((n) => Number(n.replace(/,/g, '')));
   check(splits.reduce((a, b) => a + b, 0) === 60 && splits[2] === 15, `60 rows, a quarter of them test: ${petCells[4]}`);
   check(await row.locator('.sha').getAttribute('data-sha256') === answer.body.sha256, 'the full digest on the short one');
   check(answer.body.preprocessing.kind === 'standard', 'normalize=standard sent');
-  check(JSON.stringify(answer.body.upload.columns) === '{"ignore":["id"]}', `ignore=id sent: ${JSON.stringify(answer.body.upload)}`);
+  const sentColumns = answer.body.upload.columns;
+  check(Object.keys(sentColumns).length === 2 && JSON.stringify(sentColumns.ignore) === '["id"]' &&
+    JSON.stringify(sentColumns.missing_indicator) === '["f1"]', `ignore=id and missing_indicator=f1 sent: ${JSON.stringify(answer.body.upload)}`);
   // Its columns, as `trainingd datasets get` shows them: f1's ten missing cells, id left out.
   await row.locator('button[data-action="columns"]').click();
   const columns = page.locator('table.columns-table[data-dataset="pets"] tbody tr');
@@ -214,6 +226,7 @@ async function main() {
   check(await columns.count() === 4, `one row per column: ${await columns.count()}`);
   const f1 = await colCells('f1');
   check(f1[1] === 'number' && f1[2] === '10', `f1: a number column with 10 missing: ${f1}`);
+  check(f1.some((t) => t.includes('missing indicator')), `f1's note names its "was missing" feature: ${f1}`);
   const idCells = await colCells('id');
   check(idCells[1] === 'ignored *', `id: left out by the form: ${idCells}`);
   check((await colCells('label'))[1] === 'label', 'the label column');

@@ -70,6 +70,8 @@ export function mountDatasets(root) {
   const missingValues = text('upload-missing-values', 'missing_values', '', 'NA,NaN,?,null');
   const impute = h('select', { id: 'upload-impute', name: 'impute', class: 'input' },
     h('option', { value: 'mean' }, 'mean'), h('option', { value: 'median' }, 'median'));
+  const missingIndicator = text('upload-missing-indicator', 'missing_indicator', 'none');
+  const hashBuckets = text('upload-hash-buckets', 'hash_buckets', 'none');
   const field = (label, input, hint, narrow) => h('label', { class: narrow ? 'field field-narrow' : 'field', dataset: { field: input.name } },
     h('span', { class: 'field-label' }, label), input, hint || '');
   const csvOptions = h('div', { class: 'field-row csv-options' },
@@ -82,7 +84,9 @@ export function mountDatasets(root) {
     field('Number columns', numberColumns),
     field('Leave out', ignore),
     field('Missing values', missingValues, h('span', { class: 'muted hint' }, 'besides an empty cell')),
-    field('Fill a missing number with', impute, '', true));
+    field('Fill a missing number with', impute, '', true),
+    field('"Was missing" features', missingIndicator, h('span', { class: 'muted hint' }, 'number columns, or *')),
+    field('Hash into buckets', hashBuckets, h('span', { class: 'muted hint' }, 'column:N, past the level cap')));
   const bar = h('div', { class: 'progress-bar' });
   const progress = h('div', { class: 'progress', role: 'progressbar', 'aria-label': 'Bytes sent', 'aria-valuemin': 0 }, bar);
   const progressText = h('div', { class: 'progress-text', id: 'upload-progress-text' });
@@ -93,6 +97,7 @@ export function mountDatasets(root) {
   const inputs = {
     name: nameInput, format: formatSelect, label_column: labelColumn, test_fraction: testFraction, split_seed: splitSeed, normalize, train: fileInput, test: testFile,
     categorical, number: numberColumns, ignore, missing_values: missingValues, impute,
+    missing_indicator: missingIndicator, hash_buckets: hashBuckets,
   };
   const form = h('form', { class: 'card upload-form', id: 'upload-form', novalidate: true, onsubmit: (e) => { e.preventDefault(); send(); } },
     h('div', { class: 'card-head' }, h('h2', {}, 'Upload a dataset'),
@@ -164,7 +169,8 @@ export function mountDatasets(root) {
     const q = new URLSearchParams({ name: nameInput.value.trim(), format: formatSelect.value });
     if (formatSelect.value === 'csv') {
       for (const [k, el] of [['label_column', labelColumn], ['test_fraction', testFraction], ['split_seed', splitSeed],
-        ['categorical', categorical], ['number', numberColumns], ['ignore', ignore]]) {
+        ['categorical', categorical], ['number', numberColumns], ['ignore', ignore],
+        ['missing_indicator', missingIndicator], ['hash_buckets', hashBuckets]]) {
         if (!el.disabled && el.value.trim() !== '') q.set(k, el.value.trim());
       }
       // Sent only when changed: an emptied field means "no markers besides an empty cell".

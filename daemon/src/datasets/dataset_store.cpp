@@ -25,6 +25,17 @@
 namespace trainingd::daemon {
 namespace {
 
+// Whether a reader's message is about one of the upload's column options (data.md#columns),
+// as `ignore: ...` or `hash_buckets.city: ...`.
+bool NamesAColumnOption(const std::string& message) {
+  for (const char* option : {"categorical", "number", "ignore", "missing_values", "impute",
+                             "max_levels", "missing_indicator", "hash_buckets"}) {
+    const std::string o = option;
+    if (message.rfind(o + ": ", 0) == 0 || message.rfind(o + ".", 0) == 0) return true;
+  }
+  return false;
+}
+
 namespace fs = std::filesystem;
 namespace eng = trainingd::engine;
 using engine::Status;
@@ -242,10 +253,13 @@ class DatasetStore::Upload : public api::DatasetUpload {
       // The reader's messages name the files by their staging paths: the client knows them as
       // the dataset's name and its test file.
       std::string message = info.status().message();
-      // The field is the file the reader names: the test file's, or the dataset's.
+      // The field is the column option the reader names (`hash_buckets: column 'f2' is number,
+      // ...`), so that a form marks that option's input; otherwise the file it names: the test
+      // file's, or the dataset's.
       const char* field = !has_test                                              ? "body: "
                           : message.find(source->test_path) != std::string::npos ? "test: "
                                                                                  : "train: ";
+      if (NamesAColumnOption(message)) field = "";
       const auto rename_path = [&](const std::string& path, const std::string& as) {
         if (path.empty()) return;
         for (size_t at = message.find(path); at != std::string::npos; at = message.find(path)) {

@@ -18,11 +18,7 @@
 namespace trainingd::engine {
 namespace {
 
-Tensor BnNoise(const Shape& shape, Rng& rng, float lo, float hi) {
-  Tensor t(shape);
-  for (int64_t i = 0; i < t.size(); ++i) t[i] = rng.Uniform(lo, hi);
-  return t;
-}
+using testing::RandomTensor;
 
 std::unique_ptr<BatchNormLayer> BuiltBatchNorm(const Shape& example, float momentum = 0.99f) {
   auto bn = std::make_unique<BatchNormLayer>("batch_norm", LayerSpec::BatchNorm(momentum));
@@ -42,7 +38,7 @@ TEST(BatchNormTest, TrainingNormalizesByTheBatchAndMovesTheStatistics) {
   bn->parameters()[0]->value[1] = 2.0f;  // gamma of channel 1
   bn->parameters()[1]->value[1] = 0.5f;  // beta of channel 1
   Rng rng(2);
-  Tensor x = BnNoise(Shape{4, 3, 2, 2}, rng, -1, 3);
+  Tensor x = RandomTensor(Shape{4, 3, 2, 2}, rng, -1, 3);
   Tensor y;
   bn->Forward(x, y, Mode::kTrain);
   for (int64_t c = 0; c < 2; ++c) {
@@ -83,10 +79,10 @@ TEST(BatchNormTest, GradientsMatchFiniteDifferences) {
     }
     std::vector<int64_t> dims = {6};
     dims.insert(dims.end(), example.dims().begin(), example.dims().end());
-    Tensor x = BnNoise(Shape(dims), rng, -2, 2);
+    Tensor x = RandomTensor(Shape(dims), rng, -2, 2);
     Tensor y;
     bn->Forward(x, y, Mode::kTrain);
-    const Tensor r = BnNoise(y.shape(), rng, -1, 1);
+    const Tensor r = RandomTensor(y.shape(), rng, -1, 1);
     Tensor dx;
     bn->Backward(x, y, r, &dx);
     const auto loss = [&] {
@@ -122,8 +118,8 @@ TEST(BatchNormTest, GradientsMatchFiniteDifferences) {
 // the ranks).
 TEST(BatchNormTest, AnySplitIntoBlocksGivesTheSameBits) {
   Rng rng(4);
-  const Tensor x = BnNoise(Shape{7, 3, 3, 4}, rng, -5, 40);
-  const Tensor r = BnNoise(x.shape(), rng, -1, 1);
+  const Tensor x = RandomTensor(Shape{7, 3, 3, 4}, rng, -5, 40);
+  const Tensor r = RandomTensor(x.shape(), rng, -1, 1);
   std::vector<Tensor> outs, dxs, grads;
   std::vector<std::vector<float>> moving;
   for (int blocks : {1, 3, 7}) {

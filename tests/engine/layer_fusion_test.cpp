@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "trainingd/engine/nn/batch_norm_layer.h"
 #include "trainingd/engine/nn/elementwise_layers.h"
 #include "trainingd/engine/nn/gradient_blocks.h"
@@ -18,11 +19,7 @@
 namespace trainingd::engine {
 namespace {
 
-Tensor FusionNoise(const Shape& shape, Rng& rng, float lo, float hi) {
-  Tensor t(shape);
-  for (int64_t i = 0; i < t.size(); ++i) t[i] = rng.Uniform(lo, hi);
-  return t;
-}
+using testing::RandomTensor;
 
 // Bit for bit (a NaN's bits too), naming the first element that differs.
 void ExpectFusionSameBits(const Tensor& a, const Tensor& b, const std::string& what) {
@@ -53,8 +50,8 @@ TEST(LayerFusionTest, FusedBatchNormIsBatchNormThenReluBitForBit) {
     for (int blocks : {1, 3}) {
       SCOPED_TRACE(example.ToString() + ", " + std::to_string(blocks) + " blocks");
       Rng rng(7);
-      const Tensor x = FusionNoise(example.with_batch(6), rng, -3, 5);
-      const Tensor r = FusionNoise(x.shape(), rng, -1, 1);
+      const Tensor x = RandomTensor(example.with_batch(6), rng, -3, 5);
+      const Tensor r = RandomTensor(x.shape(), rng, -1, 1);
       auto plain = FusionBatchNorm(example);
       auto fused = FusionBatchNorm(example);
       ASSERT_TRUE(fused->FuseRelu(true));
@@ -107,8 +104,8 @@ TEST(LayerFusionTest, FusedBatchNormIsBatchNormThenReluBitForBit) {
 TEST(LayerFusionTest, FusedAddIsAddThenReluBitForBit) {
   Rng rng(8);
   const Shape shape{4, 6, 6, 3};
-  const Tensor a = FusionNoise(shape, rng, -2, 1), b = FusionNoise(shape, rng, -1, 2);
-  const Tensor r = FusionNoise(shape, rng, -1, 1);
+  const Tensor a = RandomTensor(shape, rng, -2, 1), b = RandomTensor(shape, rng, -1, 2);
+  const Tensor r = RandomTensor(shape, rng, -1, 1);
   AddLayer plain("add"), fused("add");
   const std::vector<Shape> shapes(2, Shape{6, 6, 3});
   ASSERT_TRUE(plain.ConfigureInputs(shapes).ok());
@@ -189,8 +186,8 @@ void ExpectFusedModelIsUnfusedModel(const ModelSpec& spec, const std::vector<siz
   Rng rng(12);
   for (int step = 0; step < 3; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
-    const Tensor x = FusionNoise(example.with_batch(9), rng, -1, 2);
-    const Tensor dlogits = FusionNoise(Shape{9, 10}, rng, -0.1f, 0.1f);
+    const Tensor x = RandomTensor(example.with_batch(9), rng, -1, 2);
+    const Tensor dlogits = RandomTensor(Shape{9, 10}, rng, -0.1f, 0.1f);
     std::vector<Tensor> grads[2];
     int m = 0;
     for (Model* model : {fused->get(), plain->get()}) {
@@ -272,7 +269,7 @@ TEST(LayerFusionTest, OnlyWhereTheReluIsTheOnlyConsumer) {
   EXPECT_GE(plain_total - fused_total, 2 * output);
   // And it runs either way, with the fused relu layer's output a view of the add's.
   Rng rng(3);
-  const Tensor x = FusionNoise(Shape{16, 6, 6, 2}, rng, -1, 1);
+  const Tensor x = RandomTensor(Shape{16, 6, 6, 2}, rng, -1, 1);
   const Tensor y_plain = (*m)->Forward(x, Mode::kEval);
   (*m)->set_fusion(true);
   const Tensor y_fused = (*m)->Forward(x, Mode::kEval);

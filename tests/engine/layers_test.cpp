@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sanitized.h"
+#include "test_util.h"
 #include "trainingd/engine/base/parallel.h"
 #include "trainingd/engine/nn/conv2d_layer.h"
 #include "trainingd/engine/nn/dense_layer.h"
@@ -23,11 +24,7 @@
 namespace trainingd::engine {
 namespace {
 
-Tensor RandomTensor(const Shape& shape, Rng& rng, float lo = -1.0f, float hi = 1.0f) {
-  Tensor t(shape);
-  for (int64_t i = 0; i < t.size(); ++i) t[i] = rng.Uniform(lo, hi);
-  return t;
-}
+using testing::RandomTensor;
 
 // Loss L = sum(out * r) for a fixed random r, so dL/dout = r.
 double ProbeLoss(Layer& layer, const Tensor& in, const Tensor& r, Mode mode) {

@@ -14,8 +14,16 @@
 #include "trainingd/engine/base/status.h"
 #include "trainingd/engine/data/dataset.h"
 #include "trainingd/engine/io/event_file_writer.h"
+#include "trainingd/engine/nn/tensor.h"
 
 namespace trainingd::engine::testing {
+
+// A tensor of `shape` with elements uniform in [lo, hi) from `rng`.
+inline Tensor RandomTensor(const Shape& shape, Rng& rng, float lo = -1.0f, float hi = 1.0f) {
+  Tensor t(shape);
+  for (int64_t i = 0; i < t.size(); ++i) t[i] = rng.Uniform(lo, hi);
+  return t;
+}
 
 // Succeeds when `status` is InvalidArgument and its message starts with `field`.
 inline ::testing::AssertionResult FailsNaming(const Status& status, const std::string& field) {

@@ -377,6 +377,23 @@ TEST(DataParallelTest, CategoricalEmbeddingsAreBitIdenticalToOneProcess) {
   }
 }
 
+// `spec` (6 steps) stopped after 3 steps on 2 ranks, then resumed on 1 to its end: the final
+// checkpoint and the losses of steps 4-6 are the straight run `one`'s, bit for bit.
+void ExpectStopOnTwoRanksAndResumeOnOneIsStraight(const JobSpec& spec, const Datasets& table,
+                                                  const Outcome& one, const std::string& dir) {
+  ScopedDir dr(dir);
+  JobSpec first = spec;
+  first.max_steps = 3;
+  ASSERT_EQ(RunOnRanks(first, 2, dr.path(), -1, 1, Clock::kReal, &table).global_step, 3);
+  const Outcome resumed = RunOnRanks(spec, 1, dr.path(), -1, 1, Clock::kReal, &table);
+  EXPECT_EQ(resumed.global_step, 6);
+  EXPECT_TRUE(BitIdentical(one.checkpoint, resumed.checkpoint))
+      << "largest difference " << RelativeDifference(one.checkpoint, resumed.checkpoint);
+  for (int64_t step = 4; step <= 6; ++step) {
+    EXPECT_EQ(resumed.losses.at(step), one.losses.at(step)) << "step " << step;
+  }
+}
+
 // A regression job (huber on the standardized target): its gradients go through the same exact
 // sums, so 2 and 3 ranks and 2 threads are one process, bit for bit, metrics included.
 TEST(DataParallelTest, RegressionIsBitIdenticalToOneProcess) {
@@ -411,17 +428,7 @@ TEST(DataParallelTest, RegressionIsBitIdenticalToOneProcess) {
     ExpectIdentical(one, RunOnRanks(spec, ranks, dn.path(), -1, 1, Clock::kReal, &table));
   }
   // Stopped after 3 steps on 2 ranks, resumed on 1: the straight run's bits.
-  ScopedDir dr("dprresume");
-  JobSpec first = spec;
-  first.max_steps = 3;
-  ASSERT_EQ(RunOnRanks(first, 2, dr.path(), -1, 1, Clock::kReal, &table).global_step, 3);
-  const Outcome resumed = RunOnRanks(spec, 1, dr.path(), -1, 1, Clock::kReal, &table);
-  EXPECT_EQ(resumed.global_step, 6);
-  EXPECT_TRUE(BitIdentical(one.checkpoint, resumed.checkpoint))
-      << "largest difference " << RelativeDifference(one.checkpoint, resumed.checkpoint);
-  for (int64_t step = 4; step <= 6; ++step) {
-    EXPECT_EQ(resumed.losses.at(step), one.losses.at(step)) << "step " << step;
-  }
+  ExpectStopOnTwoRanksAndResumeOnOneIsStraight(spec, table, one, "dprresume");
 }
 
 // A two-class job's decision threshold is post-processing of the gathered probabilities: 2 and
@@ -469,17 +476,7 @@ TEST(DataParallelTest, ClassAndSampleWeightsAreBitIdenticalToOneProcess) {
     ExpectIdentical(one, RunOnRanks(spec, ranks, dn.path(), -1, 1, Clock::kReal, &table));
   }
   // Stopped after 3 steps on 2 ranks, resumed on 1: the straight run's bits.
-  ScopedDir dr("dpwresume");
-  JobSpec first = spec;
-  first.max_steps = 3;
-  ASSERT_EQ(RunOnRanks(first, 2, dr.path(), -1, 1, Clock::kReal, &table).global_step, 3);
-  const Outcome resumed = RunOnRanks(spec, 1, dr.path(), -1, 1, Clock::kReal, &table);
-  EXPECT_EQ(resumed.global_step, 6);
-  EXPECT_TRUE(BitIdentical(one.checkpoint, resumed.checkpoint))
-      << "largest difference " << RelativeDifference(one.checkpoint, resumed.checkpoint);
-  for (int64_t step = 4; step <= 6; ++step) {
-    EXPECT_EQ(resumed.losses.at(step), one.losses.at(step)) << "step " << step;
-  }
+  ExpectStopOnTwoRanksAndResumeOnOneIsStraight(spec, table, one, "dpwresume");
 }
 
 // A model graph with batch normalization: a residual block (conv, batch_norm, relu; conv,

@@ -18,9 +18,9 @@
 #include <sstream>
 #include <thread>
 
+#include "commands/local_plan.h"
 #include "commands/stop_signal.h"
 #include "executors/mpirun.h"
-#include "jobs/machine.h"
 #include "trainingd/api/job_spec_json.h"
 #include "trainingd/api/model_json.h"
 #include "trainingd/api/run_report.h"
@@ -120,18 +120,12 @@ struct Plan {
   eng::JobResources resources;
 };
 
-// Checks `spec` against its dataset and this machine: a job whose estimated peak memory is more
-// than the machine's physical memory is refused rather than attempted (docs/run.md).
+// Checks `spec` against its dataset (read to its headers) and this machine.
 eng::Result<Plan> PlanForThisMachine(const eng::JobSpec& spec, const RunArgs& ra) {
   auto data = eng::ProbeJobDataset(spec.dataset, ra.data_root, ra.datasets_dir, spec.task);
   if (!data.ok()) return data.status();
-  eng::JobRunLimits limits;
-  limits.compute_threads = ComputeThreadsFor(ra);
-  auto resources = eng::PlanJob(spec, *data, limits);
+  auto resources = PlanOnThisMachine(spec, *data, ComputeThreadsFor(ra));
   if (!resources.ok()) return resources.status();
-  eng::JobBudget budget;
-  budget.memory_bytes = PhysicalMemoryBytes();
-  TRAININGD_RETURN_IF_ERROR(eng::CheckJobBudget(spec, *resources, budget));
   return Plan{*data, *resources};
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "commands/local_plan.h"
 #include "commands/stop_signal.h"
 #include "trainingd/api/model_json.h"
 #include "trainingd/daemon/service/flags.h"
@@ -164,9 +165,20 @@ int TrainCommand(const std::vector<std::string>& args) {
       std::fprintf(stderr, "trainingd train: %s\n", spec.status().message().c_str());
       return 2;
     }
-    // Any directory of IDX files, not only one under the data root: loaded here and handed over.
+    // Any directory of IDX files, not only one under the data root: checked against the spec
+    // from its headers and labels first, so that a bad flag is refused before the images load,
+    // then loaded here and handed over.
     eng::DatasetOptions dopt;
     dopt.validation_size = o.validation_size;
+    auto info = eng::ProbeMnistDirectory(o.data, dopt);
+    if (!info.ok()) {
+      std::fprintf(stderr, "trainingd train: %s\n", info.status().ToString().c_str());
+      return 1;
+    }
+    if (auto plan = PlanOnThisMachine(*spec, *info, o.threads); !plan.ok()) {
+      std::fprintf(stderr, "trainingd train: %s\n", plan.status().message().c_str());
+      return 2;
+    }
     auto data = eng::LoadMnistDirectory(o.data, dopt);
     if (!data.ok()) {
       std::fprintf(stderr, "trainingd train: %s\n", data.status().ToString().c_str());

@@ -76,8 +76,14 @@ def preemption(tmp):
         status, ck = d.call("GET", "/api/v1/jobs/%s/checkpoints" % low_id)
         expect(ck["checkpoints"][-1]["global_step"] == preempted_step,
                "final checkpoint at the preemption: %r vs %d" % (ck, preempted_step))
+        # The list shows it while it waits; on a loaded machine the high job may already have
+        # ended and the low one started again (as below for the CLI): then it is in neither.
         status, page = d.call("GET", "/api/v1/jobs?state=preempted")
-        expect([j["id"] for j in page["jobs"]] == [low_id], page)
+        listed = [j["id"] for j in page["jobs"]]
+        if listed != [low_id]:
+            now = d.call("GET", "/api/v1/jobs/%s" % low_id)[1]
+            expect(listed == [] and now["state"] != "preempted", (page, now))
+            print("the preempted job resumed before the list was read: list not judged")
         # The CLI shows it too: the state, and who preempted it. The job stays preempted only
         # until the high one ends (a few seconds, fewer than a slow build's CLI may take): the
         # list must show it when the API showed it preempted both before and after the call.

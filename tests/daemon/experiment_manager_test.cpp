@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "experiment_fixture.h"
+#include "sanitized.h"
 #include "trainingd/api/experiment_json.h"
 #include "trainingd/engine/io/checkpoint.h"
 #include "trainingd/engine/io/checkpoint_manager.h"
@@ -212,11 +213,15 @@ TEST_F(ExperimentManagerTest, APreemptedTrialResumesAndTheSearchDecidesTheSame) 
   o.scheduler.min_run_secs = 0;
   OpenAll(1, o);
   OpenExperiments();
-  // Rungs of 4000, 8000 and 16000 steps: long enough to be preempted in the middle of one.
-  const std::string spec =
-      std::regex_replace(std::regex_replace(SearchSpec("", 4), std::regex(R"("min_steps": 10)"),
-                                            R"("min_steps": 4000)"),
-                         std::regex(R"("max_steps": 40)"), R"("max_steps": 16000)");
+  // Rungs of 4000, 8000 and 16000 steps: long enough to be preempted in the middle of one. A
+  // sanitizer build's steps are about ten times slower, so a quarter of that holds the same
+  // margin in time (the trial is preempted within a few steps of step 100) at a quarter of the
+  // CPU.
+  const int rung = test_support::kSanitized ? 1000 : 4000;
+  const std::string spec = std::regex_replace(
+      std::regex_replace(SearchSpec("", 4), std::regex(R"("min_steps": 10)"),
+                         "\"min_steps\": " + std::to_string(rung)),
+      std::regex(R"("max_steps": 40)"), "\"max_steps\": " + std::to_string(4 * rung));
   const std::string first = SubmitSearch(spec).id;
   WaitForExperiment(first, {ExperimentState::kCompleted});
   const std::vector<std::string> straight = Outcome(first);

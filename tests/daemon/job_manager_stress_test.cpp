@@ -33,7 +33,8 @@ constexpr int kThreads = 16;
 
 // The state machine of job_manager.h: queued -> running -> completed | failed | stopped, stopping
 // in between; a queued job stops at once; resume queues an ended job again; a daemon shutting
-// down leaves a running job queued.
+// down leaves a running job queued. No job is ever preempted here (every job has one priority),
+// so no transition to or from preempted is legal.
 bool LegalTransition(JobState from, JobState to) {
   switch (from) {
     case JobState::kQueued:
@@ -47,6 +48,8 @@ bool LegalTransition(JobState from, JobState to) {
     case JobState::kFailed:
     case JobState::kStopped:
       return to == JobState::kQueued;
+    case JobState::kPreempted:
+      return false;
   }
   return false;
 }

@@ -7,14 +7,16 @@
 // picker switches to the validation split, and offers the train split, which has none, disabled.
 // The page never asks for an evaluation that does not exist (no 404 in its console, while the
 // job runs either). Then a regression job submitted through the submit form's task selector:
-// its card draws the predicted-against-actual scatter.
+// its card draws the predicted-against-actual scatter. Then the form's decision threshold on a
+// two-class table: offered there only, submitted in the spec, refused out of range by the server
+// naming the field in the form, and gone from the spec for a multi-class dataset.
 //
 //   node tests/web/evaluation_test.mjs TRAININGD [SCREENSHOT_DIR]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  CHROMIUM, Daemon, check, log, mlpSpec, newContext, runTest, waitState, watchedPage,
+  CHROMIUM, Daemon, check, expecting, log, mlpSpec, newContext, runTest, waitState, watchedPage,
 } from './browser_support.mjs';
 
 const TRAININGD = process.argv[2];
@@ -100,6 +102,7 @@ async function main() {
   await page.screenshot({ path: path.join(SHOTS, 'evaluation-job-page.png'), fullPage: true });
 
   await regression(page);
+  await decisionThreshold(page);
 }
 
 // A regression job submitted through the form (the task selector, a loss) on a CSV whose label
@@ -176,6 +179,78 @@ async function regression(page) {
   check(drawn.blue > 500 && drawn.red >= 10 && drawn.rising, `the scatter is drawn: ${JSON.stringify(drawn)}`);
   await card.screenshot({ path: path.join(SHOTS, 'evaluation-regression.png') });
   log(`regression: submitted through the form (task regression, loss huber); ${e.examples} train examples, scatter of ${e.scatter.actual.length}, rmse ${e.rmse}, r2 ${e.r2}`);
+}
+
+// The submit form's decision threshold (web/src/task_pick.js, docs/job-spec.md#decision-threshold)
+// on a two-class CSV table: the field is shown and enabled there; 1.5 is submitted and refused by
+// the server, whose 400 the form shows by the field, naming it; 0.3 is submitted and is in the
+// job's spec. A multi-class dataset (homes, 240 classes) picked after it hides the field and takes
+// the threshold out of the spec the form submits. The jobs are short and not waited for.
+async function decisionThreshold(page) {
+  const rows = ['x,y,churn'];
+  for (let i = 0; i < 200; i++) rows.push(`${i % 17},${(i * 7) % 23},${(i % 17) + ((i * 7) % 23) > 19 ? 'yes' : 'no'}`);
+  const up = await fetch(`${daemon.url}/api/v1/datasets?name=churn2&format=csv&label_column=churn`, {
+    method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: `${rows.join('\n')}\n`,
+  });
+  check(up.status === 201, `the two-class CSV is uploaded: ${up.status} ${await up.text()}`);
+  check((await daemon.api('GET', '/datasets/churn2')).body.num_classes === 2, 'churn2 has two classes');
+  const editorSpec = async () => JSON.parse(await page.locator('#spec-editor').inputValue());
+  const threshold = page.locator('#threshold-input');
+  // The form on `dataset`, its spec edited to a short job; the controls keep the edit.
+  const openForm = async (dataset) => {
+    await page.goto(`${daemon.url}/#/submit?dataset=${dataset}`);
+    await page.locator('.submit-page[data-datasets]').waitFor({ timeout: 15000 });
+    const s = await editorSpec();
+    s.max_steps = 20;
+    await page.locator('#spec-editor').fill(JSON.stringify(s, null, 2));
+  };
+  const setThreshold = async (value) => {
+    await threshold.fill(value);
+    await threshold.dispatchEvent('change');
+  };
+  const submitted = async () => {
+    await page.click('#submit-job');
+    await page.waitForURL(/#\/jobs\/[^/]+$/, { timeout: 15000 });
+    const id = decodeURIComponent(/#\/jobs\/([^/]+)$/.exec(page.url())[1]);
+    return (await daemon.api('GET', `/jobs/${id}`)).body.spec;
+  };
+
+  await openForm('churn2');
+  check(await threshold.isVisible() && await threshold.isEnabled(), 'a two-class dataset offers the threshold, enabled');
+  check(!('decision_threshold' in await editorSpec()), 'no threshold in the spec until one is set');
+  // Out of range: the server's 400, shown by the field and below the editor, naming it.
+  await setThreshold('1.5');
+  check((await editorSpec()).decision_threshold === 1.5, 'the form writes 1.5 into the spec');
+  await expecting([/status of 400/], async () => {
+    await page.click('#submit-job');
+    const bubble = page.locator('.field-error');
+    await bubble.waitFor({ state: 'visible', timeout: 10000 });
+    check(await bubble.getAttribute('data-field') === 'decision_threshold', `the error names decision_threshold: ${await bubble.getAttribute('data-field')}`);
+    const said = await page.locator('#spec-error').textContent();
+    check(said.includes('decision_threshold') && said.includes('must be a number in (0, 1)') && said.includes('got 1.5'),
+      `the form shows the server's message: "${said}"`);
+    log(`threshold 1.5 refused: "${said}"`);
+  });
+  check(/#\/submit/.test(page.url()), `still on the form: ${page.url()}`);
+  await page.locator('.submit-page').screenshot({ path: path.join(SHOTS, 'submit-threshold-error.png') });
+  await setThreshold('0.3');
+  check((await editorSpec()).decision_threshold === 0.3, 'the form writes 0.3 into the spec');
+  const binary = await submitted();
+  check(binary.decision_threshold === 0.3 && binary.max_steps === 20, `the job's spec has decision_threshold 0.3: ${JSON.stringify(binary).slice(0, 300)}`);
+
+  // A multi-class dataset picked after the threshold was set: the field hidden, the spec without it.
+  await openForm('churn2');
+  await setThreshold('0.3');
+  check((await editorSpec()).decision_threshold === 0.3, 'the threshold is in the spec again');
+  await page.selectOption('#dataset-select', 'homes');
+  check(await threshold.isHidden(), 'no threshold field for 240 classes');
+  const shown = await editorSpec();
+  check(!('decision_threshold' in shown) && JSON.stringify(shown.dataset).includes('homes'),
+    `the spec for homes has no threshold: ${JSON.stringify(shown).slice(0, 300)}`);
+  const multi = await submitted();
+  check(!('decision_threshold' in multi) && JSON.stringify(multi.dataset).includes('homes'),
+    `the multi-class job's spec has no decision_threshold: ${JSON.stringify(multi).slice(0, 300)}`);
+  log('decision threshold: shown for churn2 (2 classes), 1.5 refused naming the field, 0.3 submitted; hidden and left out for homes');
 }
 
 await runTest(main, { resources: () => ({ daemon, context }), tmp, shots: SHOTS });

@@ -77,7 +77,9 @@ class UserDirectoryTest : public ::testing::Test {
   }
   void Reopen() {
     users_.reset();
-    if (store_) ASSERT_TRUE(store_->Flush().ok());
+    if (store_) {
+      ASSERT_TRUE(store_->Flush().ok());
+    }
     store_.reset();
     auto store = Store::Open(path_);
     ASSERT_TRUE(store.ok()) << store.status().ToString();

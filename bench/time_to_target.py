@@ -87,17 +87,18 @@ def run(trainingd, spec, threads, stop=None):
         start = time.monotonic()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         p = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-        lines = []
+        lines, stopped = [], False
         for line in p.stderr:
             lines.append(line)
             if stop and stop(line):
-                p.terminate()
+                p.terminate()  # trainingd stops at the next step, with a final checkpoint
+                stopped = True
                 break
         p.wait()
         secs = time.monotonic() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         run.cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        if p.returncode not in (0, -15) and not (stop and p.returncode != 0 and lines):
+        if p.returncode != 0 and not stopped:
             sys.stderr.write("".join(lines))
             raise SystemExit(f"trainingd run failed ({p.returncode})")
         return lines, secs

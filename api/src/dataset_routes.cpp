@@ -4,9 +4,11 @@
 // before any of these runs.
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "route_util.h"
@@ -42,17 +44,23 @@ std::vector<std::string> SplitCommas(std::string_view text) {
 
 // The query parameters of an upload (docs/data.md); the service checks what they mean.
 Result<DatasetUploadOptions> UploadOptions(const QueryParams& query) {
+  // The upload's own parameters, then a CSV's column options.
+  constexpr std::string_view kUploadParameters[] = {"name",          "format",     "label_column",
+                                                    "test_fraction", "split_seed", "normalize"};
+  const auto has = [](const auto& names, const std::string& key) {
+    return std::find(std::begin(names), std::end(names), key) != std::end(names);
+  };
+  const auto join = [](const auto& names) {
+    std::string list;
+    for (const std::string_view name : names)
+      list += (list.empty() ? "" : ", ") + std::string(name);
+    return list;
+  };
   for (const auto& [key, value] : query) {
-    if (key != "name" && key != "format" && key != "label_column" && key != "test_fraction" &&
-        key != "split_seed" && key != "normalize" && key != "categorical" && key != "number" &&
-        key != "ignore" && key != "missing_values" && key != "impute" && key != "max_levels" &&
-        key != "missing_indicator" && key != "hash_buckets") {
-      return Status::InvalidArgument(key.substr(0, 64) +
-                                     ": unknown parameter; known: name, format, label_column, "
-                                     "test_fraction, split_seed, normalize, categorical, number, "
-                                     "ignore, missing_values, impute, max_levels, "
-                                     "missing_indicator, hash_buckets");
-    }
+    if (has(kUploadParameters, key) || has(engine::kTableColumnOptionNames, key)) continue;
+    return Status::InvalidArgument(key.substr(0, 64) +
+                                   ": unknown parameter; known: " + join(kUploadParameters) + ", " +
+                                   join(engine::kTableColumnOptionNames));
   }
   DatasetUploadOptions o;
   o.name = QueryValue(query, "name").value_or("");

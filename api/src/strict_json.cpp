@@ -156,7 +156,8 @@ std::string Got(const json& v) {
 }
 
 // OK if `v` is an object whose keys are all in `known`.
-Status CheckObject(const json& v, const std::string& path, Keys known, std::string_view noun) {
+Status CheckObject(const json& v, const std::string& path, std::span<const std::string_view> known,
+                   std::string_view noun) {
   if (!v.is_object()) return Bad(path, std::string("must be an object, got ") + TypeName(v));
   for (const auto& [key, value] : v.items()) {
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;

@@ -32,10 +32,7 @@ engine::Status ColumnOptionsFromJson(const json& v, const std::string& path,
   if (!v.is_object()) {
     return sj::Bad(path, std::string("must be an object, got ") + sj::TypeName(v));
   }
-  TRAININGD_RETURN_IF_ERROR(
-      sj::CheckObject(v, path,
-                      {"categorical", "number", "ignore", "missing_values", "impute", "max_levels",
-                       "missing_indicator", "hash_buckets"}));
+  TRAININGD_RETURN_IF_ERROR(sj::CheckObject(v, path, engine::kTableColumnOptionNames));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "categorical", &out->categorical));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "number", &out->number));
   TRAININGD_RETURN_IF_ERROR(sj::Field(v, path, "ignore", &out->ignore));

@@ -137,6 +137,10 @@ def bad_uploads():
         ("a CSV without its label column", csv_ok.encode(), "csv", "&label_column=kind", 400,
          "kind"),
         ("an unknown format", whole, "parquet", "", 400, "format"),
+        ("an unknown parameter", csv_ok.encode(), "csv", "&colour=red", 400,
+         "colour: unknown parameter; known: name, format, label_column, test_fraction, "
+         "split_seed, normalize, categorical, number, ignore, missing_values, impute, max_levels, "
+         "missing_indicator, hash_buckets"),
         ("a bad test_fraction", csv_ok.encode(), "csv", "&test_fraction=1.5", 400,
          "test_fraction"),
         ("over max_dataset_bytes", b"x" * (MAX_UPLOAD + 1), "npz", "", 413, "max_dataset_bytes"),

@@ -28,9 +28,8 @@ namespace {
 // Whether a reader's message is about one of the upload's column options (data.md#columns),
 // as `ignore: ...` or `hash_buckets.city: ...`.
 bool NamesAColumnOption(const std::string& message) {
-  for (const char* option : {"categorical", "number", "ignore", "missing_values", "impute",
-                             "max_levels", "missing_indicator", "hash_buckets"}) {
-    const std::string o = option;
+  for (const std::string_view option : engine::kTableColumnOptionNames) {
+    const std::string o(option);
     if (message.rfind(o + ": ", 0) == 0 || message.rfind(o + ".", 0) == 0) return true;
   }
   return false;

@@ -26,12 +26,6 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   return out + "]";
 }
 
-std::string StepsText(const std::vector<eng::CheckpointFileInfo>& list) {
-  std::string out;
-  for (const auto& c : list) out += (out.empty() ? "" : ", ") + std::to_string(c.global_step);
-  return out.empty() ? "none" : out;
-}
-
 // A job's checkpoints by step (the tracked ones, and the best when only being the best keeps
 // it), and which one a version means.
 struct Versions {

@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -44,8 +45,13 @@ std::string Got(const json& v);
 
 // OK if `v` is an object whose keys are all in `known`; else "<path>.<key>: unknown <noun>;
 // known: ..." (a key that is not a plain identifier is quoted in the message, not the path).
-engine::Status CheckObject(const json& v, const std::string& path, Keys known,
+engine::Status CheckObject(const json& v, const std::string& path,
+                           std::span<const std::string_view> known,
                            std::string_view noun = "field");
+inline engine::Status CheckObject(const json& v, const std::string& path, Keys known,
+                                  std::string_view noun = "field") {
+  return CheckObject(v, path, std::span(known.begin(), known.size()), noun);
+}
 // "<path>.<key>: required" unless `obj` has `key`.
 engine::Status Require(const json& obj, const std::string& path, const char* key);
 

@@ -2,6 +2,7 @@
 // missing number is filled in, and what a column holds (docs/data.md, "Columns"). Plain data.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -48,6 +49,13 @@ inline constexpr size_t kSummaryTopLevels = 10;
 
 // missing_indicator's word for every number column.
 inline constexpr const char* kEveryNumberColumn = "*";
+
+// The names of TableColumnOptions' fields as an upload spells them: its query parameters and the
+// JSON part beside a CSV (docs/data.md#columns), and the first word of a reader's message about
+// one of them ("hash_buckets.city: ...").
+inline constexpr std::array<std::string_view, 8> kTableColumnOptionNames = {
+    "categorical",       "number",      "ignore", "missing_values", "impute", "max_levels",
+    "missing_indicator", "hash_buckets"};
 
 // The user's say over a table's columns (the upload's options, recorded with the dataset).
 struct TableColumnOptions {

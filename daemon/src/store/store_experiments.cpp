@@ -79,15 +79,7 @@ engine::Result<std::vector<Record>> ReadAll(sqlite::Db& db, const char* sql, std
   sqlite::ResetOnExit reset(s);
   s.Bind(1, key);
   if (limit > 0) s.Bind(2, limit);
-  std::vector<Record> out;
-  int rc;
-  while ((rc = s.Step()) == SQLITE_ROW) {
-    auto record = read(s);
-    if (!record.ok()) return record.status();
-    out.push_back(std::move(record).value());
-  }
-  if (rc != SQLITE_DONE) return db.Error(rc, what);
-  return out;
+  return sqlite::ReadRows<Record>(db, s, what, std::forward<Read>(read));
 }
 
 Status UnknownState(const sqlite::Db& db, std::string_view what, const std::string& state) {

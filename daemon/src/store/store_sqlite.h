@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "trainingd/engine/base/status.h"
 
@@ -97,5 +98,20 @@ class Db {
 // Maps an SQLite result code to a status: "<path>: <what>: <message>".
 engine::Status ErrorStatus(int rc, std::string_view path, std::string_view what,
                            std::string_view message);
+
+// Reads every row `s` gives through `read` (a Result<Record>(Stmt&)); a step that fails is
+// db.Error(rc, what).
+template <typename Record, typename Read>
+engine::Result<std::vector<Record>> ReadRows(Db& db, Stmt& s, std::string_view what, Read&& read) {
+  std::vector<Record> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    auto record = read(s);
+    if (!record.ok()) return record.status();
+    out.push_back(std::move(record).value());
+  }
+  if (rc != SQLITE_DONE) return db.Error(rc, what);
+  return out;
+}
 
 }  // namespace trainingd::daemon::sqlite

@@ -47,21 +47,6 @@ constexpr char kListAudit[] = R"sql(
 SELECT seq, at, user, token_id, remote, method, route, resource, status FROM audit
 WHERE ?1 = 0 OR seq < ?1 ORDER BY seq DESC LIMIT ?2)sql";
 
-// Reads every row of `stmt` through `read`.
-template <typename Record, typename Read>
-engine::Result<std::vector<Record>> ReadRows(sqlite::Db& db, sqlite::Stmt& s, std::string_view what,
-                                             Read&& read) {
-  std::vector<Record> out;
-  int rc;
-  while ((rc = s.Step()) == SQLITE_ROW) {
-    auto record = read(s);
-    if (!record.ok()) return record.status();
-    out.push_back(std::move(record).value());
-  }
-  if (rc != SQLITE_DONE) return db.Error(rc, what);
-  return out;
-}
-
 }  // namespace
 
 Status StoreWriter::Do(PutUserOp& op) {
@@ -129,38 +114,38 @@ engine::Result<std::vector<UserRecord>> QueryUsers(sqlite::Db& db) {
   auto stmt = db.Prepare(kListUsers);
   if (!stmt.ok()) return stmt.status();
   sqlite::ResetOnExit reset(**stmt);
-  return ReadRows<UserRecord>(db, **stmt, "listing users",
-                              [&](sqlite::Stmt& s) -> engine::Result<UserRecord> {
-                                UserRecord u;
-                                u.name = s.Text(0);
-                                const std::string role = s.Text(1);
-                                auto parsed = api::ParseRole(role);
-                                if (!parsed) {
-                                  return Status::DataLoss(db.path() + ": user '" + u.name +
-                                                          "' has an unknown role '" + role + "'");
-                                }
-                                u.role = *parsed;
-                                u.disabled = s.Int(2) != 0;
-                                u.created_at = s.Real(3);
-                                return u;
-                              });
+  return sqlite::ReadRows<UserRecord>(
+      db, **stmt, "listing users", [&](sqlite::Stmt& s) -> engine::Result<UserRecord> {
+        UserRecord u;
+        u.name = s.Text(0);
+        const std::string role = s.Text(1);
+        auto parsed = api::ParseRole(role);
+        if (!parsed) {
+          return Status::DataLoss(db.path() + ": user '" + u.name + "' has an unknown role '" +
+                                  role + "'");
+        }
+        u.role = *parsed;
+        u.disabled = s.Int(2) != 0;
+        u.created_at = s.Real(3);
+        return u;
+      });
 }
 
 engine::Result<std::vector<TokenRecord>> QueryTokens(sqlite::Db& db) {
   auto stmt = db.Prepare(kListTokens);
   if (!stmt.ok()) return stmt.status();
   sqlite::ResetOnExit reset(**stmt);
-  return ReadRows<TokenRecord>(db, **stmt, "listing tokens",
-                               [](sqlite::Stmt& s) -> engine::Result<TokenRecord> {
-                                 TokenRecord t;
-                                 t.id = s.Int(0);
-                                 t.user = s.Text(1);
-                                 t.sha256 = s.Text(2);
-                                 t.created_at = s.Real(3);
-                                 t.expires_at = s.Real(4);
-                                 t.revoked = s.Int(5) != 0;
-                                 return t;
-                               });
+  return sqlite::ReadRows<TokenRecord>(db, **stmt, "listing tokens",
+                                       [](sqlite::Stmt& s) -> engine::Result<TokenRecord> {
+                                         TokenRecord t;
+                                         t.id = s.Int(0);
+                                         t.user = s.Text(1);
+                                         t.sha256 = s.Text(2);
+                                         t.created_at = s.Real(3);
+                                         t.expires_at = s.Real(4);
+                                         t.revoked = s.Int(5) != 0;
+                                         return t;
+                                       });
 }
 
 engine::Result<std::vector<api::AuditEntry>> QueryAudit(sqlite::Db& db, int64_t before,
@@ -170,27 +155,27 @@ engine::Result<std::vector<api::AuditEntry>> QueryAudit(sqlite::Db& db, int64_t 
   sqlite::ResetOnExit reset(**stmt);
   (*stmt)->Bind(1, before);
   (*stmt)->Bind(2, limit);
-  return ReadRows<api::AuditEntry>(db, **stmt, "listing the audit",
-                                   [](sqlite::Stmt& s) -> engine::Result<api::AuditEntry> {
-                                     api::AuditEntry e;
-                                     e.seq = s.Int(0);
-                                     e.at = s.Real(1);
-                                     e.user = s.Text(2);
-                                     e.token_id = s.Int(3);
-                                     e.remote = s.Text(4);
-                                     e.method = s.Text(5);
-                                     e.route = s.Text(6);
-                                     e.resource = s.Text(7);
-                                     e.status = static_cast<int>(s.Int(8));
-                                     return e;
-                                   });
+  return sqlite::ReadRows<api::AuditEntry>(db, **stmt, "listing the audit",
+                                           [](sqlite::Stmt& s) -> engine::Result<api::AuditEntry> {
+                                             api::AuditEntry e;
+                                             e.seq = s.Int(0);
+                                             e.at = s.Real(1);
+                                             e.user = s.Text(2);
+                                             e.token_id = s.Int(3);
+                                             e.remote = s.Text(4);
+                                             e.method = s.Text(5);
+                                             e.route = s.Text(6);
+                                             e.resource = s.Text(7);
+                                             e.status = static_cast<int>(s.Int(8));
+                                             return e;
+                                           });
 }
 
 engine::Result<std::vector<FairShareUsageRecord>> QueryFairShareUsage(sqlite::Db& db) {
   auto stmt = db.Prepare(kListFairShareUsage);
   if (!stmt.ok()) return stmt.status();
   sqlite::ResetOnExit reset(**stmt);
-  return ReadRows<FairShareUsageRecord>(
+  return sqlite::ReadRows<FairShareUsageRecord>(
       db, **stmt, "listing the fair-share usage",
       [](sqlite::Stmt& s) -> engine::Result<FairShareUsageRecord> {
         return FairShareUsageRecord{s.Text(0), s.Real(1), s.Real(2)};

@@ -122,6 +122,13 @@ TEST_P(StoreFaultTest, WritesDuringTheFaultAreRetriedAndAllThereAfterAReopen) {
     EXPECT_EQ(during.error.code(), c.code) << during.error.ToString();
     EXPECT_NE(during.error.message().find(path_), std::string::npos) << during.error.message();
     EXPECT_GE(during.failed_writes, 2);  // the batch was retried, with backoff
+    // A request's reply does not wait for the retries.
+    const auto asked = std::chrono::steady_clock::now();
+    const engine::Status reply = store->FlushForReply(std::chrono::seconds(60));
+    EXPECT_EQ(reply.code(), StatusCode::kDeadlineExceeded) << reply.ToString();
+    EXPECT_NE(reply.message().find(engine::StatusCodeName(c.code)), std::string::npos)
+        << reply.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(30));
     EXPECT_GT(FaultVfs::Get().failures(), failures_before);
     const StoreStats stats = store->stats();
     EXPECT_GE(stats.failed_writes, during.failed_writes);  // the writer retries meanwhile
@@ -137,6 +144,10 @@ TEST_P(StoreFaultTest, WritesDuringTheFaultAreRetriedAndAllThereAfterAReopen) {
     EXPECT_TRUE(store->Flush().ok());
     EXPECT_FALSE(store->health().degraded);
     EXPECT_EQ(store->stats().queued_writes, 0);
+    // Healthy again, a reply waits for the commit.
+    store->PutJob(Job("after", 4));
+    EXPECT_TRUE(store->FlushForReply(std::chrono::seconds(60)).ok());
+    EXPECT_TRUE(store->GetJob("after")->has_value());
     std::lock_guard<std::mutex> lock(mu);
     ASSERT_EQ(changes.size(), 2u);  // degraded once, recovered once
     EXPECT_TRUE(changes[0].degraded);

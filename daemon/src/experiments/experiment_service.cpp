@@ -506,7 +506,7 @@ ExperimentManager::Experiment* ExperimentManager::FindLocked(const std::string& 
 }
 
 void ExperimentManager::AwaitStored(const std::string& what) {
-  if (eng::Status st = store_.Flush(kRecordTimeout); !st.ok()) {
+  if (eng::Status st = store_.FlushForReply(kRecordTimeout); !st.ok()) {
     eng::Logger::Stderr()->Warning(what + " is not yet in the database: " + st.ToString());
   }
 }

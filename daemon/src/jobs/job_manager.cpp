@@ -259,7 +259,7 @@ void JobManager::AwaitStored(const std::string& job_id, const char* what,
                              std::chrono::seconds timeout) {
   // Outside mu_: the store's health listener takes it. Bounded, as the database may be failing
   // (the writes are then held in memory and retried; OnStoreHealth holds the queue meanwhile).
-  if (eng::Status st = store_.Flush(timeout); !st.ok()) {
+  if (eng::Status st = store_.FlushForReply(timeout); !st.ok()) {
     eng::Logger::Stderr()->Warning("job " + job_id + ": " + what +
                                    " is not yet in the database: " + st.ToString());
   }

@@ -478,6 +478,10 @@ Status Store::Flush(std::chrono::milliseconds timeout) {
   return error;
 }
 
+Status Store::FlushForReply(std::chrono::milliseconds timeout) {
+  return Flush(health().degraded ? std::chrono::milliseconds(0) : timeout);
+}
+
 void Store::SetHealthListener(std::function<void(const StoreHealth&)> listener) {
   std::lock_guard<std::mutex> lock(impl_->listener_mu);
   impl_->health_listener = std::move(listener);

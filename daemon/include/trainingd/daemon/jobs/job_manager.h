@@ -185,7 +185,8 @@ class JobManager final : public api::JobService, private RunListener {
              JobManagerOptions options);
   // Submit, Stop and Resume change the job, then Recorded waits (at most kRecordTimeout) until
   // the change is in the database: a kill -9 right after the reply keeps it (a stop that was
-  // acknowledged and then lost would let a cluster job run on).
+  // acknowledged and then lost would let a cluster job run on). While the database fails, the
+  // reply does not wait (Store::FlushForReply): the change is held in memory and retried.
   static constexpr std::chrono::seconds kRecordTimeout{5};
   engine::Result<api::JobInfo> Recorded(engine::Result<api::JobInfo> changed);
   // Waits at most `timeout` until every write queued so far is in the database; logs "job

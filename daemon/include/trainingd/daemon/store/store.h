@@ -282,6 +282,10 @@ class Store {
   // Flush, waiting at most `timeout`: DeadlineExceeded (with the database's error while it
   // fails) when the writes are not committed by then; they stay queued.
   engine::Status Flush(std::chrono::milliseconds timeout);
+  // Flush(timeout) before a request's reply: while the database fails (health().degraded) it
+  // does not wait. The writes stay queued and are retried (seconds apart), so waiting would only
+  // delay the reply; it returns DeadlineExceeded with the database's error at once.
+  engine::Status FlushForReply(std::chrono::milliseconds timeout);
 
   // `listener` is called on the writer thread each time writes start or stop failing. It may
   // queue writes but must not wait for the writer (AddScalars, Flush, SetHealthListener). Once

@@ -109,16 +109,10 @@ def submit(d, body):
     return job["id"]
 
 
-def job(d, jid):
-    status, body = d.call("GET", "/api/v1/jobs/" + jid)
-    expect(status == 200, (status, body))
-    return body
-
-
 def wait_step(d, jid, step, timeout=120):
     deadline = time.time() + timeout
     while time.time() < deadline:
-        j = job(d, jid)
+        j = d.job(jid)
         if j["global_step"] >= step:
             return j
         expect(j["state"] in ("queued", "running"), j)
@@ -168,7 +162,7 @@ def run(data, jobs):
         healthz(d, ["the disk holding %s is full" % jobs])
         b = submit(d, small_spec("b", 100000, checkpoint_every=100))
         time.sleep(1.5)
-        expect(job(d, b)["state"] == "queued", "b waits while jobs/ is full")
+        expect(d.job(b)["state"] == "queued", "b waits while jobs/ is full")
         os.unlink(filler)
         print("jobs/ full: %s %s at step %d (%s); the queue held: ok" %
               (a, j["state"], j["global_step"], j["reason"][:80]))
@@ -197,7 +191,7 @@ def run(data, jobs):
         status, _ = d.call("DELETE", "/api/v1/jobs/" + a)
         expect(status == 204, status)
         time.sleep(1.5)
-        expect(job(d, c)["state"] == "queued", "c waits while the database cannot be written")
+        expect(d.job(c)["state"] == "queued", "c waits while the database cannot be written")
         status, page = d.call("GET", "/api/v1/jobs")
         expect(status == 200 and {x["id"] for x in page["jobs"]} == {b, c, e}, page)
         os.unlink(filler)
@@ -213,11 +207,11 @@ def run(data, jobs):
         d = Daemon(TRAININGD, data)
         status, _ = d.call("GET", "/api/v1/jobs/" + a)
         expect(status == 404, "a stays deleted: %d" % status)
-        j = job(d, b)
+        j = d.job(b)
         expect(j["state"] == "stopped" and j["reason"] == b_stopped["reason"] and
                j["global_step"] == b_stopped["global_step"], (j, b_stopped))
-        expect(job(d, c)["state"] == "completed", job(d, c))
-        j = job(d, e)
+        expect(d.job(c)["state"] == "completed", d.job(c))
+        j = d.job(e)
         expect(j["state"] == "stopped" and j["reason"] == "stopped before it started", j)
         print("after the space came back and a restart, every job and state is there: ok")
 

@@ -6,8 +6,7 @@ namespace trainingd::engine {
 
 LayerSpec LayerSpec::Conv2d(int64_t filters, int64_t kernel, Padding padding, Activation act,
                             int64_t stride) {
-  LayerSpec s;
-  s.type = LayerType::kConv2d;
+  LayerSpec s = Of(LayerType::kConv2d);
   s.filters = filters;
   s.kernel = kernel;
   s.padding = padding;
@@ -17,51 +16,38 @@ LayerSpec LayerSpec::Conv2d(int64_t filters, int64_t kernel, Padding padding, Ac
 }
 
 LayerSpec LayerSpec::MaxPool2d(int64_t pool, int64_t stride) {
-  LayerSpec s;
-  s.type = LayerType::kMaxPool2d;
+  LayerSpec s = Of(LayerType::kMaxPool2d);
   s.pool = pool;
   s.stride = stride;
   return s;
 }
 
 LayerSpec LayerSpec::Dense(int64_t units, Activation act) {
-  LayerSpec s;
-  s.type = LayerType::kDense;
+  LayerSpec s = Of(LayerType::kDense);
   s.units = units;
   s.activation = act;
   return s;
 }
 
-LayerSpec LayerSpec::Relu() {
-  LayerSpec s;
-  s.type = LayerType::kRelu;
-  return s;
-}
+LayerSpec LayerSpec::Relu() { return Of(LayerType::kRelu); }
 
 LayerSpec LayerSpec::Dropout(float rate) {
-  LayerSpec s;
-  s.type = LayerType::kDropout;
+  LayerSpec s = Of(LayerType::kDropout);
   s.rate = rate;
   return s;
 }
 
-LayerSpec LayerSpec::Flatten() {
-  LayerSpec s;
-  s.type = LayerType::kFlatten;
-  return s;
-}
+LayerSpec LayerSpec::Flatten() { return Of(LayerType::kFlatten); }
 
 LayerSpec LayerSpec::AvgPool2d(int64_t pool, int64_t stride) {
-  LayerSpec s;
-  s.type = LayerType::kAvgPool2d;
+  LayerSpec s = Of(LayerType::kAvgPool2d);
   s.pool = pool;
   s.stride = stride;
   return s;
 }
 
 LayerSpec LayerSpec::BatchNorm(float momentum, float epsilon) {
-  LayerSpec s;
-  s.type = LayerType::kBatchNorm;
+  LayerSpec s = Of(LayerType::kBatchNorm);
   s.momentum = momentum;
   s.epsilon = epsilon;
   return s;
